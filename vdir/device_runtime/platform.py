@@ -1,0 +1,104 @@
+"""The platform interface every device backend implements.
+
+The compiler core (dialects, transforms, lowering) never imports a backend.
+A backend is a small class with the methods below; the executable returned by
+``vdir.compile`` drives it. Backends: ``sim`` (the CPU simulator, the default)
+and ``cuda`` (cuda-python's driver bindings).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vdir.isa import EncodedProgram
+from vdir.target import TargetDescription
+
+
+class PlatformError(RuntimeError):
+    """A backend failed: no device, a launch error, a watchdog report, a race."""
+
+
+class BackendUnavailable(PlatformError):
+    """The backend cannot run on this machine (e.g. no CUDA device); the message says why."""
+
+
+@dataclass
+class DeviceBuffer:
+    """An opaque handle to a buffer owned by a platform."""
+
+    handle: Any
+    nbytes: int
+    platform: "Platform"
+
+
+@dataclass
+class LaunchSpec:
+    """What one launch needs: the program, its buffers in argument order, the epoch."""
+
+    program: EncodedProgram
+    buffers: list[DeviceBuffer]
+    counters: DeviceBuffer
+    epoch: int = 1
+    options: dict = field(default_factory=dict)
+
+
+class Platform(abc.ABC):
+    """A device backend: context, memory, artifacts, launches, timing."""
+
+    name: str = "abstract"
+
+    # -- context lifecycle -------------------------------------------------
+    @classmethod
+    @abc.abstractmethod
+    def is_available(cls) -> tuple[bool, str]:
+        """(True, "") when usable here, else (False, reason); must never hang."""
+
+    @abc.abstractmethod
+    def target(self) -> TargetDescription:
+        """The target description of the device this platform drives."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the device context and everything allocated through it."""
+
+    # -- memory ----------------------------------------------------------
+    @abc.abstractmethod
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        """A new device buffer of ``nbytes`` (contents undefined)."""
+
+    @abc.abstractmethod
+    def free(self, buf: DeviceBuffer) -> None:
+        """Release a buffer from :meth:`allocate`."""
+
+    @abc.abstractmethod
+    def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        """Copy a contiguous host array into ``buf``."""
+
+    @abc.abstractmethod
+    def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        """Copy ``buf`` into a contiguous host array of the same byte size."""
+
+    @abc.abstractmethod
+    def fill_zero(self, buf: DeviceBuffer) -> None:
+        """Zero a buffer (used for the global dependency counters)."""
+
+    # -- artifacts and launches -------------------------------------------
+    @abc.abstractmethod
+    def load_artifact(self, program: EncodedProgram) -> Any:
+        """Prepare a program (assemble/load PTX; upload queues) and return a handle."""
+
+    @abc.abstractmethod
+    def launch(self, artifact: Any, spec: LaunchSpec) -> None:
+        """Start one launch of a loaded program (may be asynchronous)."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """Wait for outstanding work; raise :class:`PlatformError` on a device error."""
+
+    @abc.abstractmethod
+    def time_launches(self, artifact: Any, spec: LaunchSpec, iterations: int) -> list[float]:
+        """Per-launch times in microseconds for ``iterations`` launches."""

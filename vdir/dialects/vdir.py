@@ -1,0 +1,929 @@
+"""The ``vdir`` dialect: global buffers, on-chip tiles, tokens, micro-ops.
+
+A program (``vdir.program``) takes global buffers as arguments. Its body is a
+list of micro-ops, each naming the engine kind that runs it:
+
+* ``vdir.load``    buffer region -> tile            (load engine)
+* ``vdir.compute`` an op family over tiles -> tile  (compute engine)
+* ``vdir.store``   tile -> buffer region, a token   (store engine)
+
+Dependencies are the SSA tile edges, explicit tokens (``after %t``,
+``vdir.join``) and the memory dependencies through global buffers that the
+dependency analysis derives from program order. ``vdir.repeat`` keeps
+repetition compact (a loop over K tiles, 16 identical layers); dynamic offsets
+come from its induction variable through ``affine.apply``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import auto
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    BFloat16Type,
+    DenseArrayBase,
+    DictionaryAttr,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from vdir.families import DTYPE_BYTES, FamilyError, TileSig, get_family
+from vdir.target import DEFAULT_TARGET, TargetDescription, UnknownTargetError, get_target
+
+#: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
+DYNAMIC = -(2**63)
+
+_ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type}
+
+
+def dtype_name(t: Attribute) -> str:
+    """``"bf16"`` / ``"f32"`` for a supported element type."""
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    raise VerifyException(f"element type {t} is not supported (use bf16 or f32)")
+
+
+def element_type(name: str) -> Attribute:
+    return _ELEMENT_TYPES[name]()
+
+
+# --------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------
+
+
+class _ShapedType(ParametrizedAttribute, TypeAttribute):
+    """Shared parsing/printing of ``<RxCxdtype>`` for buffers and tiles."""
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def __init__(self, shape: Sequence[int], element: Attribute | str):
+        if isinstance(element, str):
+            element = element_type(element)
+        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            dims, elem = parser.parse_ranked_shape()
+        if len(dims) != 2:
+            parser.raise_error(
+                f"{cls.name} must be two-dimensional (rows x cols), got {len(dims)} dimensions",
+                pos,
+                parser.pos,
+            )
+        if any(d <= 0 for d in dims):
+            parser.raise_error(f"{cls.name} dimensions must be positive", pos, parser.pos)
+        if not isinstance(elem, BFloat16Type | Float32Type):
+            parser.raise_error(
+                f"{cls.name} element type must be bf16 or f32, got {elem}", pos, parser.pos
+            )
+        return (ArrayAttr([IntAttr(d) for d in dims]), elem)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + "x".join(str(d.data) for d in self.shape.data) + "x")
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def dtype(self) -> str:
+        return dtype_name(self.element_type)
+
+    @property
+    def nbytes(self) -> int:
+        n = DTYPE_BYTES[self.dtype]
+        for d in self.dims:
+            n *= d
+        return n
+
+    def verify(self) -> None:
+        dtype_name(self.element_type)
+        if len(self.dims) != 2 or any(d <= 0 for d in self.dims):
+            raise VerifyException(f"{self.name} needs two positive dimensions, got {self.dims}")
+
+
+@irdl_attr_definition
+class BufferType(_ShapedType):
+    """``!vdir.buffer<RxCxT>``: a tensor in global memory, a program argument."""
+
+    name = "vdir.buffer"
+
+
+@irdl_attr_definition
+class TileType(_ShapedType):
+    """``!vdir.tile<RxCxT>``: a value held on chip, produced by one micro-op."""
+
+    name = "vdir.tile"
+
+    @property
+    def sig(self) -> TileSig:
+        r, c = self.dims
+        return TileSig((r, c), self.dtype)
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """``!vdir.token``: a pure ordering edge (e.g. a store another SM waits on)."""
+
+    name = "vdir.token"
+
+
+class EngineKind(StrEnum):
+    """The engine kinds of an SM. Counts and capabilities come from the target."""
+
+    LOAD = auto()
+    COMPUTE = auto()
+    STORE = auto()
+
+
+@irdl_attr_definition
+class EngineKindAttr(EnumAttribute[EngineKind]):
+    """``#vdir<engine compute>``: which engine kind runs a micro-op."""
+
+    name = "vdir.engine"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> EngineKind:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(EngineKind)
+
+
+# --------------------------------------------------------------------------
+# Shared helpers for micro-ops
+# --------------------------------------------------------------------------
+
+
+def enclosing_program(op: Operation) -> "ProgramOp | None":
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ProgramOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def target_of(op: Operation) -> TargetDescription:
+    """The target description of the program that holds ``op`` (default h200)."""
+    program = op if isinstance(op, ProgramOp) else enclosing_program(op)
+    name = DEFAULT_TARGET
+    if program is not None and program.target is not None:
+        name = program.target.data
+    try:
+        return get_target(name)
+    except UnknownTargetError as e:
+        raise VerifyException(str(e)) from None
+
+
+def value_name(v: SSAValue) -> str:
+    return f"%{v.name_hint}" if v.name_hint else "this value"
+
+
+def _check_engine(op: "MicroOp", op_class: str) -> None:
+    target = target_of(op)
+    kind = target.engine(op.engine.data.value)
+    if kind is None:
+        raise VerifyException(
+            f"target '{target.name}' has no '{op.engine.data.value}' engine"
+        )
+    if op_class not in kind.runs:
+        raise VerifyException(
+            f"the {kind.name} engine cannot run a {op_class} micro-op "
+            f"(it runs: {', '.join(sorted(kind.runs))})"
+        )
+    for v in op.operands:
+        if isinstance(v.type, TileType) and not kind.reads_tiles:
+            raise VerifyException(
+                f"tile {value_name(v)} is consumed on the {kind.name} engine, which cannot read tiles"
+            )
+
+
+def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
+    if parser.parse_optional_keyword("on") is None:
+        return EngineKindAttr(default)
+    pos = parser.pos
+    word = parser.parse_identifier()
+    try:
+        return EngineKindAttr(EngineKind(word))
+    except ValueError:
+        parser.raise_error(
+            f"unknown engine kind '{word}' (expected load, compute or store)", pos, parser.pos
+        )
+
+
+def _parse_flow_and_deps(parser: Parser) -> tuple[IntegerAttr | None, list[SSAValue]]:
+    flow = None
+    deps: list[SSAValue] = []
+    while True:
+        if parser.parse_optional_keyword("flow") is not None:
+            flow = IntegerAttr(parser.parse_integer(allow_negative=False), i64)
+        elif parser.parse_optional_keyword("after") is not None:
+            deps = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_operand)
+        else:
+            return flow, deps
+
+
+def _print_engine_flow_deps(printer: Printer, op: "MicroOp") -> None:
+    printer.print_string(f" on {op.engine.data.value}")
+    if op.flow is not None:
+        printer.print_string(f" flow {op.flow.value.data}")
+    if op.deps:
+        printer.print_string(" after ")
+        printer.print_list(op.deps, printer.print_operand)
+
+
+def _parse_offsets(parser: Parser) -> tuple[list[int], list[SSAValue]]:
+    static: list[int] = []
+    dynamic: list[SSAValue] = []
+
+    def one() -> None:
+        if (v := parser.parse_optional_operand()) is not None:
+            dynamic.append(v)
+            static.append(DYNAMIC)
+        else:
+            static.append(parser.parse_integer(allow_negative=False))
+
+    parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one)
+    return static, dynamic
+
+
+def _print_offsets(printer: Printer, static: Sequence[int], dynamic: Sequence[SSAValue]) -> None:
+    it = iter(dynamic)
+    parts: list[int | SSAValue] = [next(it) if s == DYNAMIC else s for s in static]
+    printer.print_string("[")
+    printer.print_list(
+        parts, lambda p: printer.print_int(p) if isinstance(p, int) else printer.print_operand(p)
+    )
+    printer.print_string("]")
+
+
+def _check_region(
+    buffer: BufferType, tile: TileType, static: Sequence[int], n_dynamic: int, what: str
+) -> None:
+    if len(static) != 2:
+        raise VerifyException(f"{what} needs 2 offsets (row, column), got {len(static)}")
+    if sum(1 for s in static if s == DYNAMIC) != n_dynamic:
+        raise VerifyException(f"{what}: offsets and dynamic offset operands disagree")
+    if buffer.dtype != tile.dtype:
+        raise VerifyException(
+            f"{what}: buffer element type {buffer.dtype} differs from tile element type {tile.dtype}"
+        )
+    esize = DTYPE_BYTES[tile.dtype]
+    rows, cols = tile.dims
+    brows, bcols = buffer.dims
+    if rows > brows or cols > bcols:
+        raise VerifyException(f"{what}: a {rows}x{cols} tile does not fit in a {brows}x{bcols} buffer")
+    if (cols * esize) % 16:
+        raise VerifyException(
+            f"{what}: tile rows are {cols * esize} bytes; bulk copies need a multiple of 16"
+        )
+    r0, c0 = static
+    if c0 != DYNAMIC and (c0 * esize) % 16:
+        raise VerifyException(f"{what}: column offset {c0} is not 16-byte aligned")
+    for off, size, bound, axis in ((r0, rows, brows, "row"), (c0, cols, bcols, "column")):
+        if off != DYNAMIC and off + size > bound:
+            raise VerifyException(
+                f"{what}: region {axis}s [{off}, {off + size}) are out of the buffer's bounds [0, {bound})"
+            )
+
+
+def _check_tile_used(op: Operation) -> None:
+    for r in op.results:
+        if isinstance(r.type, TileType) and not r.uses:
+            raise VerifyException(f"tile {value_name(r)} is produced but never used")
+
+
+def find_cycle(block: Block) -> list[Operation] | None:
+    """A dependency cycle among the ops of ``block`` (through SSA uses), or None."""
+    index = {op: i for i, op in enumerate(block.ops)}
+    state: dict[Operation, int] = {}
+
+    def producers(op: Operation) -> list[Operation]:
+        out = []
+        for nested in op.walk():
+            for v in nested.operands:
+                owner = v.owner
+                while isinstance(owner, Operation) and owner not in index:
+                    owner = owner.parent_op()
+                if isinstance(owner, Operation) and owner is not op:
+                    out.append(owner)
+        return out
+
+    for root in block.ops:
+        if state.get(root):
+            continue
+        stack: list[tuple[Operation, list[Operation]]] = [(root, producers(root))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            op, todo = stack[-1]
+            if not todo:
+                state[op] = 2
+                stack.pop()
+                path.pop()
+                continue
+            nxt = todo.pop()
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, producers(nxt)))
+    return None
+
+
+def _describe(op: Operation) -> str:
+    names = [value_name(r) for r in op.results if r.name_hint]
+    return f"{names[0]} ({op.name})" if names else op.name
+
+
+def check_acyclic(block: Block) -> None:
+    """Reject a dependency cycle, naming the ops on it."""
+    cycle = find_cycle(block)
+    if cycle:
+        raise VerifyException(
+            "dependency cycle: " + " -> ".join(_describe(op) for op in reversed(cycle))
+        )
+
+
+class MicroOp(IRDLOperation):
+    """Base class of the micro-ops.
+
+    Each has an ``engine`` property (the engine kind that runs it), an optional
+    ``flow`` id (micro-ops of one flow keep program order on their engine) and
+    ``deps``, the tokens it waits for.
+    """
+
+    OP_CLASS: ClassVar[str]
+
+
+# --------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LoadOp(MicroOp):
+    """Copy a region of a global buffer into a new on-chip tile.
+
+    ``%t = vdir.load %buf[%row, 0] on load : !vdir.buffer<..> -> !vdir.tile<..>``
+    """
+
+    name = "vdir.load"
+    OP_CLASS: ClassVar[str] = "load"
+
+    source = operand_def(BufferType)
+    dynamic_offsets = var_operand_def(IndexType)
+    deps = var_operand_def(TokenType)
+    result = result_def(TileType)
+    static_offsets = prop_def(DenseArrayBase)
+    engine = prop_def(EngineKindAttr)
+    flow = opt_prop_def(IntegerAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        source: SSAValue,
+        offsets: Sequence[int | SSAValue],
+        tile: TileType,
+        engine: EngineKind = EngineKind.LOAD,
+        flow: int | None = None,
+        deps: Sequence[SSAValue] = (),
+    ):
+        static = [DYNAMIC if isinstance(o, SSAValue) else o for o in offsets]
+        dynamic = [o for o in offsets if isinstance(o, SSAValue)]
+        super().__init__(
+            operands=[source, dynamic, deps],
+            result_types=[tile],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(i64, static),
+                "engine": EngineKindAttr(engine),
+                "flow": IntegerAttr(flow, i64) if flow is not None else None,
+            },
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LoadOp":
+        source = parser.parse_operand()
+        static, dynamic = _parse_offsets(parser)
+        engine = _parse_engine(parser, EngineKind.LOAD)
+        flow, deps = _parse_flow_and_deps(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        tile = parser.parse_type()
+        if src_type != source.type:
+            parser.raise_error(f"source is {source.type}, but the format says {src_type}")
+        op = cls.create(
+            operands=[source, *dynamic, *deps],
+            result_types=[tile],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(i64, static),
+                "engine": engine,
+                "operandSegmentSizes": DenseArrayBase.from_list(
+                    i32, [1, len(dynamic), len(deps)]
+                ),
+                **({"flow": flow} if flow is not None else {}),
+            },
+            attributes=attrs,
+        )
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        _print_offsets(printer, self.static_offsets.get_values(), self.dynamic_offsets)
+        _print_engine_flow_deps(printer, self)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        _check_engine(self, "load")
+        _check_tile_used(self)
+        _check_region(
+            self.source.type,  # type: ignore[arg-type]
+            self.result.type,  # type: ignore[arg-type]
+            self.static_offsets.get_values(),
+            len(self.dynamic_offsets),
+            "load",
+        )
+
+
+@irdl_op_definition
+class StoreOp(MicroOp):
+    """Copy a tile to a region of a global buffer; yields a token.
+
+    ``%tok = vdir.store %t, %buf[%row, 0] on store : !vdir.tile<..>, !vdir.buffer<..>``
+    """
+
+    name = "vdir.store"
+    OP_CLASS: ClassVar[str] = "store"
+
+    value = operand_def(TileType)
+    dest = operand_def(BufferType)
+    dynamic_offsets = var_operand_def(IndexType)
+    deps = var_operand_def(TokenType)
+    token = result_def(TokenType)
+    static_offsets = prop_def(DenseArrayBase)
+    engine = prop_def(EngineKindAttr)
+    flow = opt_prop_def(IntegerAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        value: SSAValue,
+        dest: SSAValue,
+        offsets: Sequence[int | SSAValue],
+        engine: EngineKind = EngineKind.STORE,
+        flow: int | None = None,
+        deps: Sequence[SSAValue] = (),
+    ):
+        static = [DYNAMIC if isinstance(o, SSAValue) else o for o in offsets]
+        dynamic = [o for o in offsets if isinstance(o, SSAValue)]
+        super().__init__(
+            operands=[value, dest, dynamic, deps],
+            result_types=[TokenType()],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(i64, static),
+                "engine": EngineKindAttr(engine),
+                "flow": IntegerAttr(flow, i64) if flow is not None else None,
+            },
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "StoreOp":
+        value = parser.parse_operand()
+        parser.parse_punctuation(",")
+        dest = parser.parse_operand()
+        static, dynamic = _parse_offsets(parser)
+        engine = _parse_engine(parser, EngineKind.STORE)
+        flow, deps = _parse_flow_and_deps(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vtype = parser.parse_type()
+        parser.parse_punctuation(",")
+        dtype = parser.parse_type()
+        if vtype != value.type:
+            parser.raise_error(f"stored value is {value.type}, but the format says {vtype}")
+        if dtype != dest.type:
+            parser.raise_error(f"destination is {dest.type}, but the format says {dtype}")
+        return cls.create(
+            operands=[value, dest, *dynamic, *deps],
+            result_types=[TokenType()],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(i64, static),
+                "engine": engine,
+                "operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(dynamic), len(deps)]),
+                **({"flow": flow} if flow is not None else {}),
+            },
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.dest)
+        _print_offsets(printer, self.static_offsets.get_values(), self.dynamic_offsets)
+        _print_engine_flow_deps(printer, self)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.dest.type)
+
+    def verify_(self) -> None:
+        _check_engine(self, "store")
+        _check_region(
+            self.dest.type,  # type: ignore[arg-type]
+            self.value.type,  # type: ignore[arg-type]
+            self.static_offsets.get_values(),
+            len(self.dynamic_offsets),
+            "store",
+        )
+
+
+def family_params(attr: DictionaryAttr) -> dict:
+    """Plain Python values of a compute op's ``params`` dictionary."""
+    out = {}
+    for k, v in attr.data.items():
+        if isinstance(v, FloatAttr):
+            out[k] = float(v.value.data)
+        elif isinstance(v, IntegerAttr):
+            out[k] = int(v.value.data)
+        else:
+            raise VerifyException(f"parameter '{k}' must be a number, got {v}")
+    return out
+
+
+@irdl_op_definition
+class ComputeOp(MicroOp):
+    """Run an op family on tiles, producing a tile.
+
+    ``%y = vdir.compute gemv(%w, %x) on compute : (!vdir.tile<..>, !vdir.tile<..>) -> !vdir.tile<..>``
+    Family parameters follow the operands: ``rmsnorm(%x, %g) {eps = 1.0e-05 : f32}``.
+    """
+
+    name = "vdir.compute"
+    OP_CLASS: ClassVar[str] = "compute"
+
+    inputs = var_operand_def(TileType)
+    deps = var_operand_def(TokenType)
+    result = result_def(TileType)
+    family = prop_def(StringAttr)
+    params = prop_def(DictionaryAttr)
+    engine = prop_def(EngineKindAttr)
+    flow = opt_prop_def(IntegerAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        family: str,
+        inputs: Sequence[SSAValue],
+        result: TileType,
+        params: dict[str, Attribute] | None = None,
+        engine: EngineKind = EngineKind.COMPUTE,
+        flow: int | None = None,
+        deps: Sequence[SSAValue] = (),
+    ):
+        super().__init__(
+            operands=[inputs, deps],
+            result_types=[result],
+            properties={
+                "family": StringAttr(family),
+                "params": DictionaryAttr(params or {}),
+                "engine": EngineKindAttr(engine),
+                "flow": IntegerAttr(flow, i64) if flow is not None else None,
+            },
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ComputeOp":
+        from xdsl.dialects.builtin import FunctionType
+
+        family = parser.parse_identifier()
+        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_operand)
+        params = DictionaryAttr({})
+        if parser._current_token.text == "{":  # family parameters
+            params = DictionaryAttr(parser.parse_optional_attr_dict())
+        engine = _parse_engine(parser, EngineKind.COMPUTE)
+        flow, deps = _parse_flow_and_deps(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_type()
+        if not isinstance(ftype, FunctionType) or len(ftype.outputs) != 1:
+            parser.raise_error("expected a function type '(tile, ...) -> tile'", pos, parser.pos)
+        if len(ftype.inputs) != len(inputs):
+            parser.raise_error(
+                f"{len(inputs)} operands but {len(ftype.inputs)} operand types", pos, parser.pos
+            )
+        for v, t in zip(inputs, ftype.inputs):
+            if v.type != t:
+                parser.raise_error(f"operand {value_name(v)} is {v.type}, not {t}", pos, parser.pos)
+        return cls.create(
+            operands=[*inputs, *deps],
+            result_types=[ftype.outputs.data[0]],
+            properties={
+                "family": StringAttr(family),
+                "params": params,
+                "engine": engine,
+                "operandSegmentSizes": DenseArrayBase.from_list(i32, [len(inputs), len(deps)]),
+                **({"flow": flow} if flow is not None else {}),
+            },
+            attributes=attrs.data if attrs else {},
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.family.data}(")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(")")
+        if self.params.data:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.params.data)
+        _print_engine_flow_deps(printer, self)
+        if self.attributes:
+            printer.print_string(" attributes")
+            printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    @property
+    def param_values(self) -> dict:
+        return family_params(self.params)
+
+    def verify_(self) -> None:
+        _check_engine(self, "compute")
+        _check_tile_used(self)
+        try:
+            fam = get_family(self.family.data)
+            fam.check(
+                [v.type.sig for v in self.inputs],  # type: ignore[attr-defined]
+                self.param_values,
+                self.result.type.sig,  # type: ignore[attr-defined]
+            )
+        except FamilyError as e:
+            raise VerifyException(str(e)) from None
+
+
+@irdl_op_definition
+class JoinOp(IRDLOperation):
+    """Join several tokens into one: ``%j = vdir.join %a, %b``."""
+
+    name = "vdir.join"
+
+    tokens = var_operand_def(TokenType)
+    result = result_def(TokenType)
+
+    assembly_format = "$tokens attr-dict"
+
+    def __init__(self, tokens: Sequence[SSAValue]):
+        super().__init__(operands=[tokens], result_types=[TokenType()])
+
+    def verify_(self) -> None:
+        if not self.tokens:
+            raise VerifyException("vdir.join needs at least one token")
+
+
+@irdl_op_definition
+class RepeatOp(IRDLOperation):
+    """Repeat a body for an induction variable ``%i`` in ``[lower, upper)``.
+
+    ``vdir.repeat %i = 0 to 16 { ... }`` keeps a loop over K tiles or over 16
+    identical layers a few lines long. The body's micro-ops are expanded in
+    iteration order; values do not escape an iteration (cross-iteration
+    dependencies go through global buffers and are derived by the analysis).
+    """
+
+    name = "vdir.repeat"
+
+    lower = prop_def(IntegerAttr)
+    upper = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, lower: int, upper: int, body: Region, step: int = 1):
+        super().__init__(
+            properties={
+                "lower": IntegerAttr(lower, i64),
+                "upper": IntegerAttr(upper, i64),
+                "step": IntegerAttr(step, i64),
+            },
+            regions=[body],
+        )
+
+    @property
+    def trip_count(self) -> int:
+        lo, hi, st = self.lower.value.data, self.upper.value.data, self.step.value.data
+        return max(0, (hi - lo + st - 1) // st)
+
+    @property
+    def induction_var(self) -> SSAValue:
+        return self.body.block.args[0]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "RepeatOp":
+        arg = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lower = parser.parse_integer()
+        parser.parse_keyword("to")
+        upper = parser.parse_integer()
+        step = 1
+        if parser.parse_optional_keyword("step") is not None:
+            step = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region([arg.resolve(IndexType())])
+        op = cls(lower, upper, body, step)
+        if attrs:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.induction_var)
+        printer.print_string(f" = {self.lower.value.data} to {self.upper.value.data}")
+        if self.step.value.data != 1:
+            printer.print_string(f" step {self.step.value.data}")
+        if self.attributes:
+            printer.print_string(" attributes")
+            printer.print_op_attributes(self.attributes)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != 1 or not isinstance(block.args[0].type, IndexType):
+            raise VerifyException("vdir.repeat's body takes exactly one index argument")
+        if self.step.value.data <= 0:
+            raise VerifyException(f"vdir.repeat step must be positive, got {self.step.value.data}")
+        if self.trip_count == 0:
+            raise VerifyException(
+                f"vdir.repeat from {self.lower.value.data} to {self.upper.value.data} runs no iterations"
+            )
+        for op in block.ops:
+            for r in op.results:
+                for use in r.uses:
+                    if not self.is_ancestor(use.operation):
+                        raise VerifyException("a value defined in a vdir.repeat body is used outside it")
+        check_acyclic(block)
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """A vdir program: a symbol whose arguments are global buffers.
+
+    ``vdir.program @mlp(%x: !vdir.buffer<1x2048xbf16>, ...) { ... }``. Buffers
+    that the program stores to are its outputs. ``target`` names the target
+    description (default ``h200``).
+    """
+
+    name = "vdir.program"
+
+    sym_name = prop_def(StringAttr)
+    target = opt_prop_def(StringAttr)
+    arg_names = opt_prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), SymbolOpInterface(), IsolatedFromAbove())
+
+    def __init__(
+        self,
+        name: str,
+        arg_types: Sequence[Attribute],
+        body: Region | None = None,
+        target: str | None = None,
+        arg_names: Sequence[str] | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=arg_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "target": StringAttr(target) if target else None,
+                "arg_names": ArrayAttr([StringAttr(n) for n in arg_names]) if arg_names else None,
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args)
+
+    def argument_names(self) -> list[str]:
+        """Stable argument names (the text's names, else arg0, arg1, ...)."""
+        if self.arg_names is not None:
+            return [a.data for a in self.arg_names.data]
+        return [a.name_hint or f"arg{i}" for i, a in enumerate(self.args)]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ProgramOp":
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
+        )
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        target = None
+        if attrs and "target" in attrs.data:
+            t = attrs.data["target"]
+            if not isinstance(t, StringAttr):
+                parser.raise_error("program attribute 'target' must be a string")
+            target = t.data
+        body = parser.parse_region(args)
+        op = cls(name, [a.type for a in args], body, target=target, arg_names=None)
+        names = [a.name.text[1:] for a in args]
+        op.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in names])
+        if attrs:
+            op.attributes |= {k: v for k, v in attrs.data.items() if k != "target"}
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data}(")
+        printer.print_list(
+            self.args,
+            lambda a: (printer.print_operand(a), printer.print_string(": "), printer.print_attribute(a.type)),
+        )
+        printer.print_string(")")
+        extra = dict(self.attributes)
+        if self.target is not None:
+            extra = {"target": self.target, **extra}
+        if extra:
+            printer.print_string(" attributes")
+            printer.print_op_attributes(extra)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_(self) -> None:
+        target_of(self)
+        for i, a in enumerate(self.args):
+            if not isinstance(a.type, BufferType):
+                raise VerifyException(
+                    f"program argument #{i} must be a !vdir.buffer, got {a.type}"
+                )
+        if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
+            raise VerifyException("arg_names must name every argument")
+        check_acyclic(self.body.block)
+
+
+VDIR = Dialect(
+    "vdir",
+    [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp],
+    [BufferType, TileType, TokenType, EngineKindAttr],
+)

@@ -1,0 +1,213 @@
+"""The micro-op ISA: the binary per-engine instruction streams.
+
+``vdir-encode`` writes this format; the CPU simulator and the GPU kernel both
+execute exactly it. ``docs/isa.md`` documents every field; this module is the
+single definition of the layout (word indices, opcodes, flags) that the
+encoder, the simulator and the PTX lowering import.
+
+An instruction is :data:`INSTR_WORDS` little-endian u32 words (128 bytes, so a
+warp fetches one with a single coalesced load). Queues are contiguous runs of
+instructions, one queue per (SM, engine).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAGIC = 0x52494456  # "VDIR" little-endian
+VERSION = 1
+INSTR_WORDS = 32
+INSTR_BYTES = INSTR_WORDS * 4
+
+# ---- opcodes (word 0, bits 0..7) ------------------------------------------
+OP_NOP = 0  # waits/signals only (used when an op needs a second counter wait)
+OP_LOAD = 1
+OP_COMPUTE = 2
+OP_STORE = 3
+OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store"}
+
+# ---- common words ----------------------------------------------------------
+W_OPCODE = 0  # bits 0..7 opcode, bits 8..15 family opcode, bits 16..31 flags
+W_WAIT_MASK = 1  # 2 words: u64 mask of dependency bits to wait on
+W_WAIT_PARITY = 3  # 2 words: u64 value those bits must hold
+W_SIGNAL_MASK = 5  # 2 words: u64 bits to toggle when the micro-op completes
+W_WAIT_COUNTER = 7  # index + 1 of a global counter to wait on; 0 = none
+W_WAIT_COUNT = 8  # wait until counter >= epoch * this
+W_RELEASE_COUNTER = 9  # index + 1 of a global counter to add 1 to on completion
+W_UOP_ID = 10  # id of the micro-op in the scheduled program (diagnostics)
+W_RESERVED = 11
+
+# ---- load / store words ---------------------------------------------------
+W_BUFFER = 12  # buffer (program argument) index
+W_GLOBAL_OFFSET = 13  # 2 words: u64 byte offset of the region's first byte
+W_ROWS = 15  # rows in the region
+W_ROW_BYTES = 16  # bytes per row (multiple of 16)
+W_ROW_STRIDE = 17  # bytes between rows in the buffer
+W_SMEM = 18  # shared-memory byte offset of the tile (dense rows)
+
+# ---- compute words --------------------------------------------------------
+W_OUT_SMEM = 12  # shared-memory offset of the result tile
+W_IN_SMEM = 13  # 4 words: shared-memory offsets of the inputs
+W_NUM_INPUTS = 17
+W_P0 = 18  # rows R of the (weight) tile, or rows of an elementwise tile
+W_P1 = 19  # columns K / N
+W_P2 = 20  # family flags (see FLAG_*) or the silu_mul operand index
+W_P3 = 21
+W_F0 = 22  # f32 parameter (eps)
+MAX_INPUTS = 4
+
+# gemv flags in W_P2
+GEMV_HAS_ACC = 1
+GEMV_OUT_F32 = 2
+
+ENGINE_LOAD, ENGINE_COMPUTE, ENGINE_STORE = 0, 1, 2
+NUM_ENGINES = 3
+
+# header layout: 16 u32 words
+HEADER_WORDS = 16
+H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = 0, 1, 2, 3
+H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = 4, 5, 6, 7
+H_BITMAP_BITS = 8
+
+
+@dataclass
+class Instruction:
+    """One decoded instruction (a view over its 32 words)."""
+
+    words: np.ndarray  # shape (32,), uint32
+
+    @classmethod
+    def empty(cls, opcode: int) -> "Instruction":
+        w = np.zeros(INSTR_WORDS, dtype=np.uint32)
+        w[W_OPCODE] = opcode
+        return cls(w)
+
+    def _u64(self, i: int) -> int:
+        return int(self.words[i]) | (int(self.words[i + 1]) << 32)
+
+    def _set_u64(self, i: int, v: int) -> None:
+        self.words[i] = v & 0xFFFFFFFF
+        self.words[i + 1] = (v >> 32) & 0xFFFFFFFF
+
+    opcode = property(lambda s: int(s.words[W_OPCODE]) & 0xFF)
+    family = property(lambda s: (int(s.words[W_OPCODE]) >> 8) & 0xFF)
+    wait_mask = property(lambda s: s._u64(W_WAIT_MASK), lambda s, v: s._set_u64(W_WAIT_MASK, v))
+    wait_parity = property(lambda s: s._u64(W_WAIT_PARITY), lambda s, v: s._set_u64(W_WAIT_PARITY, v))
+    signal_mask = property(lambda s: s._u64(W_SIGNAL_MASK), lambda s, v: s._set_u64(W_SIGNAL_MASK, v))
+    global_offset = property(
+        lambda s: s._u64(W_GLOBAL_OFFSET), lambda s, v: s._set_u64(W_GLOBAL_OFFSET, v)
+    )
+
+    def set_family(self, opcode: int) -> None:
+        self.words[W_OPCODE] = (int(self.words[W_OPCODE]) & ~0xFF00) | (opcode << 8)
+
+    @property
+    def wait_counter(self) -> int | None:
+        v = int(self.words[W_WAIT_COUNTER])
+        return v - 1 if v else None
+
+    @property
+    def release_counter(self) -> int | None:
+        v = int(self.words[W_RELEASE_COUNTER])
+        return v - 1 if v else None
+
+    @property
+    def uop_id(self) -> int:
+        return int(self.words[W_UOP_ID])
+
+    @property
+    def f0(self) -> float:
+        return float(self.words[W_F0 : W_F0 + 1].view(np.float32)[0])
+
+    def set_f0(self, v: float) -> None:
+        self.words[W_F0 : W_F0 + 1] = np.array([v], dtype=np.float32).view(np.uint32)
+
+
+@dataclass
+class BufferInfo:
+    """A program argument as the runtime sees it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "bf16" | "f32"
+    is_output: bool
+
+
+@dataclass
+class EncodedProgram:
+    """The whole encoded program: queues, counters and the argument table.
+
+    ``instrs`` is an ``(N, 32)`` uint32 array; ``queues[sm][engine]`` is the
+    (first instruction, count) pair of that queue. ``uop_names`` maps a
+    micro-op id to a readable name (``"%w3 = load @wg"``) for diagnostics.
+    """
+
+    num_sms: int
+    smem_bytes: int
+    num_counters: int
+    bitmap_bits: int
+    buffers: list[BufferInfo]
+    instrs: np.ndarray
+    queues: list[list[tuple[int, int]]]
+    uop_names: dict[int, str] = field(default_factory=dict)
+    target: str = "h200"
+
+    def queue(self, sm: int, engine: int) -> np.ndarray:
+        start, count = self.queues[sm][engine]
+        return self.instrs[start : start + count]
+
+    def instruction(self, sm: int, engine: int, pos: int) -> Instruction:
+        start, count = self.queues[sm][engine]
+        return Instruction(self.instrs[start + pos])
+
+    # ---- binary form --------------------------------------------------
+    def header(self) -> np.ndarray:
+        h = np.zeros(HEADER_WORDS, dtype=np.uint32)
+        h[H_MAGIC], h[H_VERSION] = MAGIC, VERSION
+        h[H_NUM_SMS], h[H_NUM_ENGINES] = self.num_sms, NUM_ENGINES
+        h[H_NUM_INSTRS], h[H_NUM_COUNTERS] = len(self.instrs), self.num_counters
+        h[H_SMEM_BYTES], h[H_NUM_BUFFERS] = self.smem_bytes, len(self.buffers)
+        h[H_BITMAP_BITS] = self.bitmap_bits
+        return h
+
+    def queue_table(self) -> np.ndarray:
+        """``(num_sms * 3, 2)`` uint32: start and count per (sm, engine), row sm*3+engine."""
+        t = np.zeros((self.num_sms * NUM_ENGINES, 2), dtype=np.uint32)
+        for sm, qs in enumerate(self.queues):
+            for e, (start, count) in enumerate(qs):
+                t[sm * NUM_ENGINES + e] = (start, count)
+        return t
+
+    def to_bytes(self) -> bytes:
+        """Header, queue table, then the instructions (buffers are host metadata)."""
+        return (
+            self.header().tobytes()
+            + self.queue_table().tobytes()
+            + np.ascontiguousarray(self.instrs, dtype=np.uint32).tobytes()
+        )
+
+    @staticmethod
+    def parse_header(data: bytes) -> dict:
+        words = struct.unpack_from("<16I", data)
+        if words[H_MAGIC] != MAGIC:
+            raise ValueError("not an encoded vdir program (bad magic)")
+        if words[H_VERSION] != VERSION:
+            raise ValueError(f"encoded program version {words[H_VERSION]}, expected {VERSION}")
+        return {
+            "num_sms": words[H_NUM_SMS],
+            "num_instrs": words[H_NUM_INSTRS],
+            "num_counters": words[H_NUM_COUNTERS],
+            "smem_bytes": words[H_SMEM_BYTES],
+            "num_buffers": words[H_NUM_BUFFERS],
+            "bitmap_bits": words[H_BITMAP_BITS],
+        }
+
+    def describe(self, sm: int, engine: int, pos: int) -> str:
+        """A readable name for a queue position, for error messages."""
+        ins = self.instruction(sm, engine, pos)
+        name = self.uop_names.get(ins.uop_id, f"micro-op #{ins.uop_id}")
+        eng = ("load", "compute", "store")[engine]
+        return f"{name} (SM {sm}, {eng} engine, queue position {pos})"

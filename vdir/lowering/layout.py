@@ -1,0 +1,56 @@
+"""Fixed facts of the generated kernel that the lowering and the runtime share.
+
+Kernel parameters, the shared-memory header in front of the tile arena, the
+warp roles and the watchdog's error record. ``docs/lowering.md`` explains them.
+"""
+
+from __future__ import annotations
+
+from vdir.target import TargetDescription
+
+KERNEL_NAME = "vdir_persistent"
+
+#: kernel parameters in order: (PTX type, name)
+PARAMS: tuple[tuple[str, str], ...] = (
+    ("u64", "p_instrs"),  # u32[num_instrs * 32]
+    ("u64", "p_queues"),  # u32[num_sms * 3 * 2]: (first, count), row sm*3+engine
+    ("u64", "p_buffers"),  # u64[num_buffers]: device pointers in argument order
+    ("u64", "p_counters"),  # u32[num_counters]
+    ("u32", "p_epoch"),
+    ("u64", "p_error"),  # u32[ERROR_WORDS]
+    ("u64", "p_watchdog_ns"),
+)
+
+# ---- shared-memory header (byte offsets from the dynamic smem base) --------
+SMEM_BITMAP = 0  # u64 dependency bitmap
+SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
+SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
+SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp
+HEADER_BYTES = 1024  # the tile arena starts here (1024-aligned)
+
+#: mbarriers in the load engine's ring = loads that may be in flight at once
+LOAD_RING = 8
+
+# ---- warp roles ----------------------------------------------------------
+LOAD_WARP = 0
+STORE_WARP = 1
+COMPUTE_FIRST_WARP = 2
+COMPUTE_BARRIER = 1  # named barrier id of the compute group
+
+# ---- error record (u32 words) --------------------------------------------
+ERROR_WORDS = 16
+E_CODE, E_SM, E_ENGINE, E_POS, E_UOP = 0, 1, 2, 3, 4
+E_WAIT_MASK, E_WAIT_PARITY, E_BITMAP = 5, 7, 9  # 2 words each (lo, hi)
+E_COUNTER, E_COUNTER_VALUE, E_COUNTER_WANTED = 11, 12, 13
+ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE = 0, 1, 2, 3
+ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode"}
+
+
+def block_threads(target: TargetDescription) -> int:
+    """Threads per CTA: one load warp, one store warp, the compute group."""
+    return 32 * COMPUTE_FIRST_WARP + target.compute_threads
+
+
+def dynamic_smem_bytes(tile_bytes: int) -> int:
+    """Dynamic shared memory of a launch: the header plus the program's tile arena."""
+    return HEADER_BYTES + ((tile_bytes + 127) // 128) * 128

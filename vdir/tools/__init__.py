@@ -1,0 +1,1 @@
+"""Command-line drivers: ``vdir-opt`` and ``vdir-run``."""

@@ -1,0 +1,113 @@
+"""Parsing and verification with located diagnostics, shared by the tools.
+
+xDSL's parser only keeps an operation's location when the text spells one
+out; :class:`LocatingParser` records where each operation starts so that
+verifier and pass errors can point at the line. :func:`verify_module` runs
+every operation's verifier and reports the first failure as a one-line,
+located :class:`~vdir.diagnostics.UserError`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from vdir.diagnostics import PassFailure, UserError, located
+
+
+class LocatingParser(Parser):
+    """A parser that stamps each operation with the file/line/column it starts at."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self._file_name = name
+        self._line_offset = line_offset
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def _line_col(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1 + self._line_offset, offset - self._line_starts[line] + 1
+
+    def parse_optional_operation(self) -> Operation | None:
+        start = self._current_token.span.start
+        op = super().parse_optional_operation()
+        if op is not None and isinstance(op.location, UnknownLoc):
+            line, col = self._line_col(start)
+            op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
+        return op
+
+
+def default_context() -> Context:
+    """A context with every xDSL dialect and the vdir dialects registered."""
+    from xdsl.universe import Universe
+
+    ctx = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    register_vdir_dialects(ctx)
+    return ctx
+
+
+def register_vdir_dialects(ctx: Context) -> None:
+    """Register the project's dialects (replacing none of xDSL's)."""
+    from vdir.dialects.vdir import VDIR
+
+    if "vdir" not in ctx.registered_dialect_names:
+        ctx.register_dialect("vdir", lambda: VDIR)
+    try:
+        from vdir.dialects.ptx import PTX  # written alongside the lowering
+    except ImportError:
+        return
+    if "ptx" not in ctx.registered_dialect_names:
+        ctx.register_dialect("ptx", lambda: PTX)
+
+
+def parse_error_message(e: ParseError) -> str:
+    """``file:line:col: error: msg`` for an xDSL parse error."""
+    loc = e.span.get_location()
+    return f"{loc.file}:{loc.line}:{loc.col}: error: {e.msg}"
+
+
+def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
+    """Parse ``text`` into a module; raise :class:`UserError` on bad input."""
+    try:
+        return LocatingParser(ctx, text, name, line_offset).parse_module()
+    except ParseError as e:
+        raise UserError(parse_error_message(e)) from None
+    except UnicodeDecodeError:
+        raise UserError(f"{name}: error: the file is not UTF-8 text") from None
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Run every verifier; raise a located :class:`UserError` at the first failure."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, DiagnosticException) as e:
+            raise UserError(located(str(e).splitlines()[0] if str(e) else "verification failed", op)) from None
+        except PassFailure as e:
+            raise UserError(located(str(e), e.op or op)) from None
+
+
+def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
+    """Read, parse and verify an IR file; raise :class:`UserError` on any problem."""
+    ctx = ctx or default_context()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: error: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: error: is a directory, not an IR file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: error: the file is not UTF-8 text") from None
+    except OSError as e:
+        raise UserError(f"{path}: error: cannot read ({e.strerror})") from None
+    module = parse_text(ctx, text, str(path))
+    verify_module(module)
+    return module
