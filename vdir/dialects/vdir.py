@@ -49,6 +49,7 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    ParsePropInAttrDict,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
@@ -155,12 +156,20 @@ class BufferType(_ShapedType):
 
     name = "vdir.buffer"
 
+    # Redeclared so that the generated dataclass compares (and hashes) them:
+    # dataclass fields are not inherited from the non-dataclass base.
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
 
 @irdl_attr_definition
 class TileType(_ShapedType):
     """``!vdir.tile<RxCxT>``: a value held on chip, produced by one micro-op."""
 
     name = "vdir.tile"
+
+    shape: ArrayAttr[IntAttr]  # redeclared: see BufferType
+    element_type: Attribute
 
     @property
     def sig(self) -> TileSig:
@@ -458,11 +467,17 @@ class LoadOp(MicroOp):
         flow, deps = _parse_flow_and_deps(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        pos = parser.pos
         src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        tile = parser.parse_type()
         if src_type != source.type:
-            parser.raise_error(f"source is {source.type}, but the format says {src_type}")
+            parser.raise_error(
+                f"source is {source.type}, but the format says {src_type}", pos, parser.pos
+            )
+        parser.parse_punctuation("->")
+        pos = parser.pos
+        tile = parser.parse_type()
+        if not isinstance(tile, TileType):
+            parser.raise_error(f"a load produces a !vdir.tile, not {tile}", pos, parser.pos)
         op = cls.create(
             operands=[source, *dynamic, *deps],
             result_types=[tile],
@@ -553,13 +568,19 @@ class StoreOp(MicroOp):
         flow, deps = _parse_flow_and_deps(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        pos = parser.pos
         vtype = parser.parse_type()
-        parser.parse_punctuation(",")
-        dtype = parser.parse_type()
         if vtype != value.type:
-            parser.raise_error(f"stored value is {value.type}, but the format says {vtype}")
+            parser.raise_error(
+                f"stored value is {value.type}, but the format says {vtype}", pos, parser.pos
+            )
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        dtype = parser.parse_type()
         if dtype != dest.type:
-            parser.raise_error(f"destination is {dest.type}, but the format says {dtype}")
+            parser.raise_error(
+                f"destination is {dest.type}, but the format says {dtype}", pos, parser.pos
+            )
         return cls.create(
             operands=[value, dest, *dynamic, *deps],
             result_types=[TokenType()],
@@ -666,7 +687,11 @@ class ComputeOp(MicroOp):
         parser.parse_punctuation(":")
         pos = parser.pos
         ftype = parser.parse_type()
-        if not isinstance(ftype, FunctionType) or len(ftype.outputs) != 1:
+        if (
+            not isinstance(ftype, FunctionType)
+            or len(ftype.outputs) != 1
+            or not isinstance(ftype.outputs.data[0], TileType)
+        ):
             parser.raise_error("expected a function type '(tile, ...) -> tile'", pos, parser.pos)
         if len(ftype.inputs) != len(inputs):
             parser.raise_error(
@@ -806,7 +831,7 @@ class RepeatOp(IRDLOperation):
             printer.print_string(" attributes")
             printer.print_op_attributes(self.attributes)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     def verify_(self) -> None:
         block = self.body.block
@@ -908,7 +933,7 @@ class ProgramOp(IRDLOperation):
             printer.print_string(" attributes")
             printer.print_op_attributes(extra)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     def verify_(self) -> None:
         target_of(self)
@@ -922,8 +947,49 @@ class ProgramOp(IRDLOperation):
         check_acyclic(self.body.block)
 
 
+
+
+@irdl_op_definition
+class EncodedProgramOp(IRDLOperation):
+    """The encoded form of a program: its per-engine instruction streams.
+
+    Written by ``vdir-encode``; the layout of ``instrs`` (32 words per
+    micro-op) and ``queues`` ((first, count) per SM and engine) is the
+    micro-op ISA of ``docs/isa.md``. ``buffers`` lists the arguments as
+    ``name:RxC:dtype:in|out``; ``names`` gives each micro-op id a readable name
+    for diagnostics.
+    """
+
+    name = "vdir.encoded_program"
+
+    sym_name = prop_def(StringAttr)
+    target = prop_def(StringAttr)
+    num_sms = prop_def(IntegerAttr)
+    smem_bytes = prop_def(IntegerAttr)
+    num_counters = prop_def(IntegerAttr)
+    bitmap_bits = prop_def(IntegerAttr)
+    buffers = prop_def(ArrayAttr[StringAttr])
+    queues = prop_def(DenseArrayBase)
+    instrs = prop_def(DenseArrayBase)
+    names = prop_def(ArrayAttr[StringAttr])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sym_name attr-dict"
+
+    def verify_(self) -> None:
+        n_instr_words = len(self.instrs.get_values())
+        if n_instr_words % 32:
+            raise VerifyException(f"instrs holds {n_instr_words} words, not a multiple of 32")
+        if len(self.queues.get_values()) != self.num_sms.value.data * 3 * 2:
+            raise VerifyException("queues must hold a (first, count) pair per SM and engine")
+        for b in self.buffers.data:
+            parts = b.data.split(":")
+            if len(parts) != 4 or parts[3] not in ("in", "out"):
+                raise VerifyException(f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out)")
+
+
 VDIR = Dialect(
     "vdir",
-    [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp],
+    [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp, EncodedProgramOp],
     [BufferType, TileType, TokenType, EngineKindAttr],
 )

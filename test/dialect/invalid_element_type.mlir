@@ -1,0 +1,21 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// Buffers and tiles hold bf16 or f32 elements only. The parser rejects
+// anything else at the type itself.
+
+// CHECK: error: vdir.buffer element type must be bf16 or f32, got i32
+vdir.program @p(%a: !vdir.buffer<4x8xi32>) {
+}
+
+// -----
+
+vdir.program @p(%a: !vdir.buffer<4x8xbf16>) {
+  // CHECK: error: vdir.tile element type must be bf16 or f32, got f16
+  %t = vdir.load %a[0, 0] : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xf16>
+}
+
+// -----
+
+// CHECK: error: vdir.buffer element type must be bf16 or f32, got f64
+vdir.program @p(%a: !vdir.buffer<4x8xf64>) {
+}

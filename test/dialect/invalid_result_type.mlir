@@ -1,0 +1,29 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// The declared result type must be what the family produces (gemv may also
+// declare an f32 partial sum).
+
+vdir.program @shape(%w: !vdir.buffer<8x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
+  %wt = vdir.load %w[0, 0] : !vdir.buffer<8x64xbf16> -> !vdir.tile<8x64xbf16>
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'gemv' produces a 1x8xbf16 tile here, but the result is declared 1x16xbf16
+  %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<8x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x16xbf16>
+  %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x16xbf16>
+}
+
+// -----
+
+vdir.program @dtype(%a: !vdir.buffer<1x8xbf16>, %b: !vdir.buffer<1x8xf32>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'add' produces a 1x8xbf16 tile here, but the result is declared 1x8xf32
+  %u = vdir.compute add(%t, %t) : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xf32>
+  %s = vdir.store %u, %b[0, 0] : !vdir.tile<1x8xf32>, !vdir.buffer<1x8xf32>
+}
+
+// -----
+
+vdir.program @not_a_tile(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  // CHECK: error: expected a function type '(tile, ...) -> tile'
+  %u = vdir.compute add(%t, %t) : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.token
+}

@@ -1,0 +1,17 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// Every tile must be consumed: a load or compute whose result is never used
+// is rejected, naming the tile.
+
+vdir.program @unused_load(%a: !vdir.buffer<4x8xbf16>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: tile %t is produced but never used
+  %t = vdir.load %a[0, 0] : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xbf16>
+}
+
+// -----
+
+vdir.program @unused_compute(%a: !vdir.buffer<4x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: tile %sum is produced but never used
+  %sum = vdir.compute add(%t, %t) : (!vdir.tile<4x8xbf16>, !vdir.tile<4x8xbf16>) -> !vdir.tile<4x8xbf16>
+}

@@ -1,0 +1,332 @@
+"""The CUDA backend: runs the lowered persistent kernel through the driver API.
+
+Only ``cuda.bindings.driver`` is used. The PTX from :func:`vdir.lowering.lower`
+is loaded with ``cuModuleLoadData`` (the driver's JIT); the instruction
+stream, the queue table and the buffer-pointer array live in device memory
+for the artifact's lifetime. A launch passes the epoch; :meth:`synchronize`
+reads each launch's error record and turns a watchdog report into a
+:class:`~vdir.device_runtime.platform.PlatformError` naming the micro-op.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vdir import isa
+from vdir.device_runtime.platform import (
+    BackendUnavailable,
+    DeviceBuffer,
+    LaunchSpec,
+    Platform,
+    PlatformError,
+)
+from vdir.lowering import layout as L
+from vdir.lowering.emit import LoweredKernel, lower
+from vdir.target import TargetDescription, get_target
+
+DEFAULT_WATCHDOG_MS = 1000.0
+ENGINE_NAMES = ("load", "compute", "store")
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(res: Any, what: str) -> Any:
+    """Unwrap a driver call's ``(CUresult, ...)`` tuple; raise on an error."""
+    drv = _driver()
+    if isinstance(res, tuple):
+        err, rest = res[0], res[1:]
+    else:
+        err, rest = res, ()
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, desc = drv.cuGetErrorString(err)
+        name = name.decode() if isinstance(name, bytes) else name
+        desc = desc.decode() if isinstance(desc, bytes) else desc
+        raise PlatformError(f"{what} failed: {name} ({desc})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+@dataclass
+class CudaArtifact:
+    """A loaded program: module, function, and its device-side tables."""
+
+    program: isa.EncodedProgram
+    lowered: LoweredKernel
+    module: Any
+    function: Any
+    instrs: DeviceBuffer
+    queues: DeviceBuffer
+    bufptrs: DeviceBuffer
+    error: DeviceBuffer
+    last_ptrs: tuple[int, ...] = ()
+
+
+@dataclass
+class _Pending:
+    artifact: CudaArtifact
+    spec: LaunchSpec
+    watchdog_ms: float
+
+
+class CudaPlatform(Platform):
+    """A CUDA device driven through ``cuda.bindings.driver``."""
+
+    name = "cuda"
+
+    @classmethod
+    def is_available(cls) -> tuple[bool, str]:
+        """Probe ``cuInit`` and the device count; never raises."""
+        try:
+            drv = _driver()
+        except Exception as e:  # noqa: BLE001
+            return False, f"cuda-python's driver bindings are not importable ({e})"
+        try:
+            err = drv.cuInit(0)[0]
+            if err != drv.CUresult.CUDA_SUCCESS:
+                return False, f"cuInit failed ({err.name})"
+            err, n = drv.cuDeviceGetCount()
+            if err != drv.CUresult.CUDA_SUCCESS or n == 0:
+                return False, "no CUDA device"
+            err, dev = drv.cuDeviceGet(0)
+            a = drv.CUdevice_attribute
+            _, major = drv.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            if major < 9:
+                return False, f"device 0 has compute capability {major}.x; the kernel needs sm_90a"
+        except Exception as e:  # noqa: BLE001  (no driver library, etc.)
+            return False, f"no usable CUDA driver ({type(e).__name__}: {e})"
+        return True, ""
+
+    def __init__(self, device: int = 0, target: str | TargetDescription = "h200",
+                 watchdog_ms: float = DEFAULT_WATCHDOG_MS):
+        ok, why = self.is_available()
+        if not ok:
+            raise BackendUnavailable(f"cuda backend unavailable: {why}")
+        drv = _driver()
+        self._dev = _check(drv.cuDeviceGet(device), "cuDeviceGet")
+        self._ctx = _check(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
+        _check(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+        nb = drv.CUstream_flags.CU_STREAM_NON_BLOCKING
+        self._stream = _check(drv.cuStreamCreate(nb), "cuStreamCreate")
+        self._gate_stream = _check(drv.cuStreamCreate(nb), "cuStreamCreate")
+        nsm = _check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._dev), "cuDeviceGetAttribute")
+        t = get_target(target) if isinstance(target, str) else target
+        if nsm < t.num_sms:
+            t = t.with_sms(nsm)
+        self._target = t
+        self.watchdog_ms = watchdog_ms
+        self._buffers: dict[int, DeviceBuffer] = {}
+        self._artifacts: list[CudaArtifact] = []
+        self._pending: list[_Pending] = []
+        self._closed = False
+
+    # -- context ---------------------------------------------------------
+    def target(self) -> TargetDescription:
+        """The target description (SM count read off the device)."""
+        return self._target
+
+    def close(self) -> None:
+        """Free every buffer and module and release the primary context."""
+        if self._closed:
+            return
+        drv = _driver()
+        self._closed = True
+        for art in self._artifacts:
+            drv.cuModuleUnload(art.module)
+        self._artifacts.clear()
+        for ptr in list(self._buffers):
+            drv.cuMemFree(ptr)
+        self._buffers.clear()
+        drv.cuStreamDestroy(self._stream)
+        drv.cuStreamDestroy(self._gate_stream)
+        drv.cuDevicePrimaryCtxRelease(self._dev)
+
+    # -- memory ------------------------------------------------------------
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        """``cuMemAlloc`` (at least 16 bytes, so every buffer is 256-aligned)."""
+        ptr = _check(_driver().cuMemAlloc(max(int(nbytes), 16)), "cuMemAlloc")
+        buf = DeviceBuffer(handle=int(ptr), nbytes=int(nbytes), platform=self)
+        self._buffers[int(ptr)] = buf
+        return buf
+
+    def free(self, buf: DeviceBuffer) -> None:
+        """``cuMemFree``."""
+        if self._buffers.pop(int(buf.handle), None) is not None:
+            _check(_driver().cuMemFree(int(buf.handle)), "cuMemFree")
+
+    def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        """Host -> device copy of a contiguous array."""
+        host = np.ascontiguousarray(host)
+        if host.nbytes > buf.nbytes:
+            raise PlatformError(f"copy_in: {host.nbytes} bytes into a buffer of {buf.nbytes}")
+        _check(_driver().cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+
+    def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        """Device -> host copy into a contiguous array."""
+        if not host.flags.c_contiguous:
+            raise PlatformError("copy_out needs a contiguous host array")
+        self.synchronize()
+        _check(_driver().cuMemcpyDtoH(host.ctypes.data, int(buf.handle), host.nbytes), "cuMemcpyDtoH")
+
+    def fill_zero(self, buf: DeviceBuffer) -> None:
+        """``cuMemsetD8`` to zero."""
+        if buf.nbytes:
+            _check(_driver().cuMemsetD8(int(buf.handle), 0, buf.nbytes), "cuMemsetD8")
+
+    def _upload(self, arr: np.ndarray) -> DeviceBuffer:
+        buf = self.allocate(arr.nbytes)
+        self.copy_in(buf, arr)
+        return buf
+
+    # -- artifacts and launches ------------------------------------------------
+    def load_artifact(self, program: isa.EncodedProgram) -> CudaArtifact:
+        """Lower to PTX, JIT-load it, raise the smem limit, upload the tables."""
+        drv = _driver()
+        if program.num_sms > self._target.num_sms:
+            raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
+        lowered = lower(program, self._target)
+        module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
+        fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
+        _check(drv.cuFuncSetAttribute(
+            fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
+            "cuFuncSetAttribute(max dynamic shared memory)")
+        instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
+        art = CudaArtifact(
+            program=program, lowered=lowered, module=module, function=fn,
+            instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
+            queues=self._upload(program.queue_table()),
+            bufptrs=self.allocate(8 * max(len(program.buffers), 1)),
+            error=self.allocate(4 * L.ERROR_WORDS),
+        )
+        self._artifacts.append(art)
+        return art
+
+    def launch(self, artifact: CudaArtifact, spec: LaunchSpec) -> None:
+        """Clear the error record and launch with ``spec.epoch`` (asynchronous)."""
+        self._launch(artifact, spec, None, None)
+
+    def _launch(self, artifact: CudaArtifact, spec: LaunchSpec, ev0: Any, ev1: Any) -> None:
+        drv = _driver()
+        prog = artifact.program
+        if len(spec.buffers) != len(prog.buffers):
+            raise PlatformError(f"program takes {len(prog.buffers)} buffers, got {len(spec.buffers)}")
+        if spec.epoch < 1:
+            raise PlatformError("epoch must be >= 1")
+        ptrs = tuple(int(b.handle) for b in spec.buffers)
+        if ptrs != artifact.last_ptrs:
+            arr = np.array(ptrs or (0,), dtype=np.uint64)
+            # stream-ordered: launches already queued keep their pointers
+            # (pageable source: the driver stages it before returning)
+            _check(drv.cuMemcpyHtoDAsync(int(artifact.bufptrs.handle), arr.ctypes.data, arr.nbytes,
+                                         self._stream), "cuMemcpyHtoDAsync")
+            artifact.last_ptrs = ptrs
+        _check(drv.cuMemsetD32Async(int(artifact.error.handle), 0, L.ERROR_WORDS, self._stream), "cuMemsetD32Async")
+        wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
+        args = (
+            (int(artifact.instrs.handle), int(artifact.queues.handle), int(artifact.bufptrs.handle),
+             int(spec.counters.handle), spec.epoch, int(artifact.error.handle), int(wd_ms * 1e6)),
+            (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+             ctypes.c_void_p, ctypes.c_uint64),
+        )
+        lw = artifact.lowered
+        if ev0 is not None:
+            _check(drv.cuEventRecord(ev0, self._stream), "cuEventRecord")
+        _check(drv.cuLaunchKernel(artifact.function, lw.grid, 1, 1, lw.block_threads, 1, 1,
+                                  lw.dynamic_smem, self._stream, args, 0), "cuLaunchKernel")
+        if ev1 is not None:
+            _check(drv.cuEventRecord(ev1, self._stream), "cuEventRecord")
+        self._pending.append(_Pending(artifact, spec, wd_ms))
+
+    def synchronize(self) -> None:
+        """Wait for the stream; raise on a device error or a watchdog report.
+
+        After a failed launch the counters are zeroed again (the next launch
+        must use epoch 1). A sticky device error frees everything.
+        """
+        drv = _driver()
+        pending, self._pending = self._pending, []
+        err = drv.cuStreamSynchronize(self._stream)[0]
+        if err != drv.CUresult.CUDA_SUCCESS:
+            _, name = drv.cuGetErrorName(err)
+            msg = f"kernel failed: {name.decode() if isinstance(name, bytes) else name}"
+            self.close()
+            raise PlatformError(msg + " (the CUDA context is unusable; everything was freed)")
+        for p in pending:
+            rec = np.zeros(L.ERROR_WORDS, dtype=np.uint32)
+            _check(drv.cuMemcpyDtoH(rec.ctypes.data, int(p.artifact.error.handle), rec.nbytes), "cuMemcpyDtoH")
+            if rec[L.E_CODE] != L.ERR_NONE:
+                self.fill_zero(p.spec.counters)
+                raise PlatformError(describe_error(p.artifact.program, rec, p.watchdog_ms))
+
+    def time_launches(self, artifact: CudaArtifact, spec: LaunchSpec, iterations: int) -> list[float]:
+        """Launch ``iterations`` times, CUDA events around each kernel; microseconds.
+
+        Launches are queued in batches behind a gate (``cuStreamWaitValue32``
+        on a device word that another stream sets once the batch is queued), so
+        the GPU runs them back to back and host launch overhead stays out of
+        the numbers. Uses epochs ``spec.epoch, spec.epoch + 1, ...`` and leaves
+        ``spec.epoch`` at the next unused one.
+        """
+        drv = _driver()
+        times: list[float] = []
+        gate = self.allocate(4)
+        try:
+            done = 0
+            while done < iterations:
+                n = min(64, iterations - done)
+                self.fill_zero(gate)
+                r = drv.cuStreamWaitValue32(self._stream, int(gate.handle), 1,
+                                            drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
+                gated = r[0] == drv.CUresult.CUDA_SUCCESS
+                evs = [(_check(drv.cuEventCreate(0), "cuEventCreate"), _check(drv.cuEventCreate(0), "cuEventCreate"))
+                       for _ in range(n)]
+                try:
+                    for e0, e1 in evs:
+                        self._launch(artifact, spec, e0, e1)
+                        spec.epoch += 1
+                    if gated:
+                        _check(drv.cuMemsetD32Async(int(gate.handle), 1, 1, self._gate_stream), "cuMemsetD32Async")
+                    self.synchronize()
+                    times += [1000.0 * _check(drv.cuEventElapsedTime(e0, e1), "cuEventElapsedTime")
+                              for e0, e1 in evs]
+                finally:
+                    for e0, e1 in evs:
+                        drv.cuEventDestroy(e0)
+                        drv.cuEventDestroy(e1)
+                done += n
+        finally:
+            if not self._closed:
+                self.free(gate)
+        return times
+
+
+def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: float) -> str:
+    """A readable message for an error record (``layout.E_*`` words)."""
+    code = int(rec[L.E_CODE])
+    sm, eng, pos = int(rec[L.E_SM]), int(rec[L.E_ENGINE]), int(rec[L.E_POS])
+    try:
+        who = program.describe(sm, eng, pos)
+    except Exception:  # noqa: BLE001
+        who = f"micro-op #{int(rec[L.E_UOP])} (SM {sm}, {ENGINE_NAMES[eng % 3]} engine, queue position {pos})"
+    if code == L.ERR_WATCHDOG:
+        mask = int(rec[L.E_WAIT_MASK]) | (int(rec[L.E_WAIT_MASK + 1]) << 32)
+        par = int(rec[L.E_WAIT_PARITY]) | (int(rec[L.E_WAIT_PARITY + 1]) << 32)
+        bm = int(rec[L.E_BITMAP]) | (int(rec[L.E_BITMAP + 1]) << 32)
+        msg = (f"watchdog: {who} waited > {watchdog_ms:g} ms on bits {mask:#x} "
+               f"(want {par & mask:#x}, bitmap {bm:#x})")
+        ctr = int(rec[L.E_COUNTER])
+        if ctr:
+            msg += (f" / counter {ctr - 1} (value {int(rec[L.E_COUNTER_VALUE])}, "
+                    f"wanted {int(rec[L.E_COUNTER_WANTED])})")
+        return msg
+    return f"{L.ERROR_NAMES.get(code, f'error code {code}')} at {who}"

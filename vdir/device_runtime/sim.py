@@ -1,0 +1,930 @@
+"""The CPU simulator backend: executes an encoded program as the GPU kernel does.
+
+The simulator runs the micro-op ISA of :mod:`vdir.isa` with the semantics of
+``docs/isa.md``: per SM a shared-memory byte array and a 64-bit dependency
+bitmap, u32 global counters with epoch semantics, and three in-order engines
+(load, compute, store). The load engine keeps several loads in flight and
+completes them in queue order. Compute micro-ops run the numpy semantics of
+their family (:meth:`vdir.families.Family.run`) on whole tiles decoded from
+the shared-memory bytes.
+
+Each step picks one possible action (start an engine's next micro-op, or
+complete the oldest in-flight load of an SM) with a seeded RNG, so tests can
+explore different interleavings. Instead of computing garbage the simulator
+reports:
+
+* races (:class:`SimRaceError`): it keeps a vector clock per engine; toggling
+  a dependency bit or releasing a counter publishes the clock of the
+  completing micro-op, and passing a wait joins it. A read of a shared-memory
+  tile or of a global region whose last writer is not in the reader's clock,
+  or a write over a region whose earlier readers or writer are not in the
+  writer's clock, names both micro-ops;
+* deadlocks (:class:`SimDeadlockError`): when no action is possible and some
+  queue is unfinished, it names every stuck micro-op and what it waits on;
+* malformed programs (:class:`SimProgramError`): bad opcodes, out-of-bounds
+  regions, operands that do not fit a family.
+
+It also records a trace with a logical clock (a simple cost model: bytes over
+bandwidth for loads and stores, flops and shared-memory bytes for computes),
+exported in Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import random
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from vdir import isa
+from vdir.device_runtime.platform import (
+    DeviceBuffer,
+    LaunchSpec,
+    Platform,
+    PlatformError,
+)
+from vdir.families import DTYPE_BYTES, DTYPES, FAMILY_BY_OPCODE, Family, TileSig
+from vdir.target import TargetDescription, get_target
+
+ENGINE_NAMES = ("load", "compute", "store")
+#: Element sizes of tile dtypes; "u8" is the raw byte tile of a load or store.
+_ELEMENT_BYTES = {**DTYPE_BYTES, "u8": 1}
+
+#: Loads the load engine may have issued but not yet completed.
+DEFAULT_LOAD_WINDOW = 8
+#: Shared-memory tiles start on multiples of this; it is the race-tracking granule.
+SMEM_BLOCK = 128
+
+# Cost model for the trace (microseconds). Rough Hopper figures: a bulk copy
+# takes about a microsecond to land, shared memory moves ~128 B per clock.
+LOAD_LATENCY_US = 1.0
+STORE_LATENCY_US = 0.5
+ISSUE_US = 0.02
+SMEM_BYTES_PER_US = 2.0e5
+
+#: Shared readers of a global buffer are tracked per SM only while the
+#: tracking table stays below this many entries (beyond it, write-after-read
+#: on that buffer is not checked; read-after-write and write-after-write are).
+MAX_READER_TABLE = 64 * 1024 * 1024
+
+
+class SimProgramError(PlatformError):
+    """The encoded program is malformed (bad opcode, region out of bounds, bad operands)."""
+
+
+class SimRaceError(PlatformError):
+    """Two micro-ops touch the same bytes without a dependency ordering them."""
+
+
+class SimDeadlockError(PlatformError):
+    """No engine can make progress while some queues are unfinished."""
+
+
+# ---------------------------------------------------------------------------
+# Decoding: the instruction array becomes plain Python objects once, up front.
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Region:
+    """Rows of a row-major buffer: ``rows`` rows of ``row_bytes`` bytes, ``stride`` apart."""
+
+    offset: int
+    rows: int
+    row_bytes: int
+    stride: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def end(self) -> int:
+        """One past the last byte touched."""
+        return self.offset + (self.rows - 1) * self.stride + self.row_bytes if self.rows else self.offset
+
+    @property
+    def contiguous(self) -> bool:
+        return self.rows <= 1 or self.stride == self.row_bytes
+
+
+@dataclass(frozen=True)
+class TileRef:
+    """A dense tile in shared memory: where it starts, its shape and dtype."""
+
+    smem: int
+    shape: tuple[int, int]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * _ELEMENT_BYTES[self.dtype]
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """The range of :data:`SMEM_BLOCK` granules the tile covers."""
+        return self.smem // SMEM_BLOCK, -(-(self.smem + self.nbytes) // SMEM_BLOCK)
+
+
+class Op:
+    """One decoded micro-op with everything a step needs, precomputed."""
+
+    __slots__ = (
+        "pos", "opcode", "uop_id", "wait_mask", "wait_parity", "signal_mask",
+        "wait_counter", "wait_count", "release_counter",
+        "buffer", "region", "tile",  # load / store
+        "family", "inputs", "out", "params",  # compute
+        "latency_us", "busy_us",
+    )
+
+    def __init__(self, pos: int, words: list[int]):
+        self.pos = pos
+        self.opcode = words[isa.W_OPCODE] & 0xFF
+        self.uop_id = words[isa.W_UOP_ID]
+        self.wait_mask = words[isa.W_WAIT_MASK] | (words[isa.W_WAIT_MASK + 1] << 32)
+        self.wait_parity = words[isa.W_WAIT_PARITY] | (words[isa.W_WAIT_PARITY + 1] << 32)
+        self.wait_parity &= self.wait_mask
+        self.signal_mask = words[isa.W_SIGNAL_MASK] | (words[isa.W_SIGNAL_MASK + 1] << 32)
+        self.wait_counter = words[isa.W_WAIT_COUNTER] - 1  # -1: none
+        self.wait_count = words[isa.W_WAIT_COUNT]
+        self.release_counter = words[isa.W_RELEASE_COUNTER] - 1
+        self.buffer = -1
+        self.region = self.tile = self.family = self.out = None
+        self.inputs: tuple[TileRef, ...] = ()
+        self.params: dict = {}
+        # cost model: the result is ready latency_us after the start, and the
+        # engine (or, for loads, the SM's share of bandwidth) is busy busy_us
+        self.latency_us = 0.0
+        self.busy_us = ISSUE_US
+
+
+def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], TileRef, dict]:
+    """Family, input tiles, output tile and parameters of a compute instruction.
+
+    The ISA gives only offsets and the ``p0..p2`` shape words; the operand
+    shapes follow from the family (``docs/isa.md``, family table).
+    """
+    fam_code = (words[isa.W_OPCODE] >> 8) & 0xFF
+    family = FAMILY_BY_OPCODE.get(fam_code)
+    if family is None:
+        raise ValueError(f"unknown family opcode {fam_code}")
+    rows, cols, p2 = words[isa.W_P0], words[isa.W_P1], words[isa.W_P2]
+    params: dict = {}
+    out_dtype = "bf16"
+    if family.name == "gemv":
+        shapes = [((rows, cols), "bf16"), ((1, cols), "bf16")]
+        if p2 & isa.GEMV_HAS_ACC:
+            shapes.append(((1, rows), "f32"))
+        if p2 & isa.GEMV_OUT_F32:
+            out_dtype = "f32"
+        out_shape = (1, rows)
+    elif family.name == "rmsnorm":
+        shapes = [((1, cols), "bf16"), ((1, cols), "bf16")]
+        out_shape = (1, cols)
+    elif family.name in ("silu_mul", "add"):
+        shapes = [((rows, cols), "bf16"), ((rows, cols), "bf16")]
+        out_shape = (rows, cols)
+    else:  # the fused gemv families: w RxK, x 1xK, a 1xK or 1xR third operand
+        third = (1, cols) if family.name == "rmsnorm_gemv" else (1, rows)
+        shapes = [((rows, cols), "bf16"), ((1, cols), "bf16"), (third, "bf16")]
+        out_shape = (1, rows)
+    if "eps" in family.params:
+        params["eps"] = float(np.array([words[isa.W_F0]], dtype=np.uint32).view(np.float32)[0])
+    if "operand" in family.params:
+        params["operand"] = p2
+    count = words[isa.W_NUM_INPUTS]
+    if count != len(shapes):
+        raise ValueError(f"family '{family.name}' here takes {len(shapes)} inputs, the instruction has {count}")
+    inputs = tuple(
+        TileRef(words[isa.W_IN_SMEM + i], shape, dtype) for i, (shape, dtype) in enumerate(shapes)
+    )
+    family.check([TileSig(t.shape, t.dtype) for t in inputs], params, TileSig(out_shape, out_dtype))
+    return family, inputs, TileRef(words[isa.W_OUT_SMEM], out_shape, out_dtype), params
+
+
+_ENGINE_OPCODES = {
+    isa.ENGINE_LOAD: (isa.OP_NOP, isa.OP_LOAD),
+    isa.ENGINE_COMPUTE: (isa.OP_NOP, isa.OP_COMPUTE),
+    isa.ENGINE_STORE: (isa.OP_NOP, isa.OP_STORE),
+}
+
+
+@dataclass
+class DecodedProgram:
+    """An :class:`~vdir.isa.EncodedProgram` decoded and validated for the simulator.
+
+    ``ops[sm][engine]`` is the queue as a list of :class:`Op`. ``tracked``
+    maps each buffer that some store writes to the byte granule its accesses
+    share (race tracking on global memory is exact at that granularity).
+    """
+
+    program: isa.EncodedProgram
+    ops: list[list[list[Op]]]
+    buffer_bytes: list[int]
+    tracked: dict[int, int]
+    target: TargetDescription
+
+    def describe(self, sm: int, engine: int, pos: int) -> str:
+        """The program's readable name of a queue position."""
+        return self.program.describe(sm, engine, pos)
+
+
+def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> DecodedProgram:
+    """Decode every queue once and check what the kernel would trust blindly.
+
+    Raises :class:`SimProgramError` naming the micro-op for a bad opcode, an
+    opcode on the wrong engine, a region outside its buffer or shared memory,
+    or operands that do not fit the family.
+    """
+    if len(program.queues) != program.num_sms:
+        raise SimProgramError(
+            f"the queue table has {len(program.queues)} SMs, the header says {program.num_sms}"
+        )
+    buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
+    words = np.ascontiguousarray(program.instrs, dtype=np.uint32).tolist()
+    bw_per_sm = target.hbm_bytes_per_us / max(target.num_sms, 1)
+    ops: list[list[list[Op]]] = []
+    for sm in range(program.num_sms):
+        sm_ops = []
+        for engine in range(isa.NUM_ENGINES):
+            start, count = program.queues[sm][engine]
+            if start + count > len(words):
+                raise SimProgramError(
+                    f"SM {sm} {ENGINE_NAMES[engine]} queue runs past the instruction array"
+                )
+            queue = []
+            for pos in range(count):
+                try:
+                    op = _decode_op(pos, words[start + pos], engine, program, buffer_bytes, target, bw_per_sm)
+                except ValueError as e:
+                    raise SimProgramError(f"{program.describe(sm, engine, pos)}: {e}") from None
+                queue.append(op)
+            sm_ops.append(queue)
+        ops.append(sm_ops)
+    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target)
+
+
+def _decode_op(pos, words, engine, program, buffer_bytes, target, bw_per_sm) -> Op:
+    """Decode and validate one instruction (ValueError with the reason on failure)."""
+    op = Op(pos, words)
+    if op.opcode not in _ENGINE_OPCODES[engine]:
+        name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
+        raise ValueError(f"a {name} instruction cannot run on the {ENGINE_NAMES[engine]} engine")
+    for counter in (op.wait_counter, op.release_counter):
+        if counter >= program.num_counters:
+            raise ValueError(f"counter {counter} is out of range ({program.num_counters} counters)")
+    if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
+        _decode_transfer(op, words, program, buffer_bytes)
+        op.latency_us = LOAD_LATENCY_US if op.opcode == isa.OP_LOAD else STORE_LATENCY_US
+        op.busy_us = op.region.nbytes / bw_per_sm
+    elif op.opcode == isa.OP_COMPUTE:
+        op.family, op.inputs, op.out, op.params = _compute_operands(words)
+        for tile in (*op.inputs, op.out):
+            _check_tile(tile, program.smem_bytes)
+        smem_bytes, flops = op.family.cost(
+            [TileSig(t.shape, t.dtype) for t in op.inputs], TileSig(op.out.shape, op.out.dtype)
+        )
+        op.busy_us = ISSUE_US + flops / target.flops_per_us_per_sm + smem_bytes / SMEM_BYTES_PER_US
+    return op
+
+
+def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buffer_bytes: list[int]) -> None:
+    """Fill the buffer, global region and shared-memory tile of a load or store."""
+    op.buffer = words[isa.W_BUFFER]
+    if op.buffer >= len(program.buffers):
+        raise ValueError(f"buffer index {op.buffer} is out of range ({len(program.buffers)} buffers)")
+    offset = words[isa.W_GLOBAL_OFFSET] | (words[isa.W_GLOBAL_OFFSET + 1] << 32)
+    op.region = Region(offset, words[isa.W_ROWS], words[isa.W_ROW_BYTES], words[isa.W_ROW_STRIDE])
+    name = program.buffers[op.buffer].name
+    if op.region.rows > 1 and op.region.stride < op.region.row_bytes:
+        raise ValueError(f"rows of {op.region.row_bytes} bytes overlap with a stride of {op.region.stride}")
+    if op.region.end > buffer_bytes[op.buffer]:
+        raise ValueError(
+            f"region [{offset}, {op.region.end}) is outside buffer '{name}' ({buffer_bytes[op.buffer]} bytes)"
+        )
+    op.tile = TileRef(words[isa.W_SMEM], (op.region.rows, op.region.row_bytes), "u8")
+    _check_tile(op.tile, program.smem_bytes)
+
+
+def _check_tile(tile: TileRef, smem_bytes: int) -> None:
+    if tile.smem % SMEM_BLOCK:
+        raise ValueError(f"shared-memory offset {tile.smem} is not a multiple of {SMEM_BLOCK}")
+    if tile.smem + tile.nbytes > smem_bytes:
+        raise ValueError(
+            f"tile [{tile.smem}, {tile.smem + tile.nbytes}) is outside shared memory ({smem_bytes} bytes)"
+        )
+
+
+def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
+    """Buffers some store writes → the largest granule dividing every access to them."""
+    written = {op.buffer for sm in ops for op in sm[isa.ENGINE_STORE] if op.opcode == isa.OP_STORE}
+    granule = {b: buffer_bytes[b] for b in written}
+    for sm in ops:
+        for queue in (sm[isa.ENGINE_LOAD], sm[isa.ENGINE_STORE]):
+            for op in queue:
+                if op.buffer in granule and op.region.rows:
+                    r = op.region
+                    g = math.gcd(granule[op.buffer], r.offset, r.row_bytes)
+                    granule[op.buffer] = math.gcd(g, r.stride) if r.rows > 1 else g
+    return {b: max(g, 1) for b, g in granule.items()}
+
+
+# ---------------------------------------------------------------------------
+# Strided views: a region of rows as an array view, bounds already checked.
+# ---------------------------------------------------------------------------
+
+
+def region_view(arr: np.ndarray, start: int, rows: int, cols: int, stride: int) -> np.ndarray:
+    """View of ``rows`` x ``cols`` elements of the last axis of ``arr``, rows ``stride`` apart."""
+    item = arr.strides[-1]
+    base = arr[..., start:]
+    return as_strided(base, shape=arr.shape[:-1] + (rows, cols), strides=arr.strides[:-1] + (stride * item, item))
+
+
+def _global_view(buf: np.ndarray, region: Region) -> np.ndarray:
+    return region_view(buf, region.offset, region.rows, region.row_bytes, region.stride)
+
+
+# ---------------------------------------------------------------------------
+# The trace.
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SimTrace:
+    """What ran where and when, in the logical time of the cost model (µs)."""
+
+    program: isa.EncodedProgram
+    events: list[tuple[int, int, int, float, float]]  # sm, engine, uop id, start, duration
+
+    @property
+    def makespan_us(self) -> float:
+        """Logical end time of the last micro-op."""
+        return max((start + dur for *_, start, dur in self.events), default=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        """Chrome/Perfetto trace: one process per SM, one thread per engine."""
+        names = self.program.uop_names
+        out: list[dict[str, Any]] = []
+        for sm in range(self.program.num_sms):
+            out.append({"ph": "M", "name": "process_name", "pid": sm, "tid": 0, "args": {"name": f"SM {sm}"}})
+            out.append({"ph": "M", "name": "process_sort_index", "pid": sm, "tid": 0, "args": {"sort_index": sm}})
+            for engine, label in enumerate(ENGINE_NAMES):
+                out.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": engine, "args": {"name": label}})
+        for sm, engine, uop, start, dur in self.events:
+            out.append({
+                "ph": "X", "pid": sm, "tid": engine, "ts": round(start, 4), "dur": round(dur, 4),
+                "name": names.get(uop, f"micro-op #{uop}"), "cat": ENGINE_NAMES[engine],
+            })
+        return {"traceEvents": out, "displayTimeUnit": "ns"}
+
+    def write(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path``."""
+        Path(path).write_text(json.dumps(self.to_json()))
+
+
+# ---------------------------------------------------------------------------
+# Race tracking.
+# ---------------------------------------------------------------------------
+
+
+class SmemTracker:
+    """Per SM and per engine: the last queue position that wrote / read each smem block.
+
+    Only the last position per engine matters: an engine completes in queue
+    order, so a clock that covers position ``p`` covers every earlier one;
+    and each write is checked to be ordered after the previous write and
+    reads, so older accesses are covered transitively.
+    """
+
+    def __init__(self, smem_bytes: int):
+        blocks = -(-smem_bytes // SMEM_BLOCK)
+        self.written = np.full((isa.NUM_ENGINES, blocks), -1, dtype=np.int64)
+        self.read = np.full((isa.NUM_ENGINES, blocks), -1, dtype=np.int64)
+
+    def unordered_writer(self, tile: TileRef, own: np.ndarray) -> tuple[int, int] | None:
+        """(engine, pos) of a write to ``tile`` that ``own`` (3 local clock entries) misses.
+
+        ``(-1, -1)`` when every write is ordered but some block was never written.
+        """
+        b0, b1 = tile.blocks
+        last = self.written[:, b0:b1]
+        latest = last.max(axis=1)
+        for engine in range(isa.NUM_ENGINES):
+            if latest[engine] >= 0 and own[engine] <= latest[engine]:
+                return engine, int(latest[engine])
+        return (-1, -1) if last.max(axis=0).min() < 0 else None
+
+    def unordered_access(self, tile: TileRef, own: np.ndarray) -> tuple[str, int, int] | None:
+        """("read"/"write", engine, pos) of an earlier access a write to ``tile`` is not ordered after."""
+        b0, b1 = tile.blocks
+        for kind, table in (("read", self.read), ("write", self.written)):
+            latest = table[:, b0:b1].max(axis=1)
+            for engine in range(isa.NUM_ENGINES):
+                if latest[engine] >= 0 and own[engine] <= latest[engine]:
+                    return kind, engine, int(latest[engine])
+        return None
+
+    def record(self, table: np.ndarray, tile: TileRef, engine: int, pos: int) -> None:
+        b0, b1 = tile.blocks
+        table[engine, b0:b1] = pos
+
+
+class GlobalTracker:
+    """Last writer and per-SM last reader of each granule of one stored-to buffer."""
+
+    def __init__(self, nbytes: int, granule: int, num_sms: int):
+        self.granule = granule
+        n = max(nbytes // granule, 1)
+        self.writer_engine = np.full(n, -1, dtype=np.int64)  # global engine id
+        self.writer_pos = np.full(n, -1, dtype=np.int64)
+        self.readers = np.full((num_sms, n), -1, dtype=np.int64) if n * num_sms <= MAX_READER_TABLE else None
+
+    def view(self, table: np.ndarray, region: Region) -> np.ndarray:
+        g = self.granule
+        return region_view(table, region.offset // g, region.rows, region.row_bytes // g, region.stride // g)
+
+
+# ---------------------------------------------------------------------------
+# The simulation of one launch.
+# ---------------------------------------------------------------------------
+
+
+class Simulation:
+    """One launch of a decoded program over host byte arrays.
+
+    ``buffers`` are the programs' arguments as uint8 arrays (modified in
+    place), ``counters`` the u32 global counters (modified in place).
+    """
+
+    def __init__(
+        self,
+        decoded: DecodedProgram,
+        buffers: list[np.ndarray],
+        counters: np.ndarray,
+        epoch: int = 1,
+        seed: int = 0,
+        load_window: int = DEFAULT_LOAD_WINDOW,
+        check_races: bool = True,
+    ):
+        prog = decoded.program
+        self.decoded = decoded
+        self.buffers = buffers
+        self.counters = counters
+        self.epoch = epoch
+        self.rng = random.Random(seed)
+        self.load_window = max(int(load_window), 1)
+        self.check_races = check_races
+        n = prog.num_sms
+        self.num_engines = n * isa.NUM_ENGINES
+        self.smem = [np.zeros(prog.smem_bytes, dtype=np.uint8) for _ in range(n)]
+        self.bitmap = [0] * n
+        self.head = [0] * self.num_engines
+        self.in_flight: list[deque] = [deque() for _ in range(n)]
+        self.queues = [decoded.ops[g // 3][g % 3] for g in range(self.num_engines)]
+        # vector clocks: row g is what engine g's next micro-op knows
+        self.clock = np.zeros((self.num_engines, self.num_engines), dtype=np.int64)
+        self.load_done_clock = np.zeros((n, self.num_engines), dtype=np.int64)
+        self.bit_clock: dict[tuple[int, int], np.ndarray] = {}
+        self.counter_clock = np.zeros((prog.num_counters, self.num_engines), dtype=np.int64)
+        self.smem_track = [SmemTracker(prog.smem_bytes) for _ in range(n)] if check_races else []
+        self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
+        self.global_track = {
+            b: GlobalTracker(decoded.buffer_bytes[b], g, n) for b, g in decoded.tracked.items()
+        } if check_races else {}
+        # logical time
+        self.engine_free = [0.0] * self.num_engines
+        self.load_ends: list[list[float]] = [[] for _ in range(n)]  # per SM, in queue order
+        self.bit_time: dict[tuple[int, int], float] = {}
+        self.counter_base = [int(c) for c in counters]
+        self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
+        self.events: list[tuple[int, int, int, float, float]] = []
+        # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//3's oldest load
+        self.ready: list[int] = []
+        self.ready_index: dict[int, int] = {}
+        self.counter_waiters: list[set[int]] = [set() for _ in range(prog.num_counters)]
+
+    # ---- driving ---------------------------------------------------------
+    def run(self) -> SimTrace:
+        """Run to completion; raise on a race, a deadlock or a malformed micro-op."""
+        for g in range(self.num_engines):
+            self._head_changed(g)
+        while self.ready:
+            action = self.ready[self.rng.randrange(len(self.ready))]
+            g = action >> 1
+            if action & 1:
+                self._complete_load(g)
+            else:
+                self._start(g)
+        if any(self.head[g] < len(self.queues[g]) for g in range(self.num_engines)):
+            raise SimDeadlockError(self._deadlock_report())
+        if self.unwritten_reads:
+            g, pos, sm, tile = self.unwritten_reads[0]
+            raise SimRaceError(
+                f"{self._name(g, pos)} reads shared memory [{tile.smem}, {tile.smem + tile.nbytes}) "
+                f"of SM {sm}, which no micro-op wrote before it"
+            )
+        return SimTrace(self.decoded.program, self.events)
+
+    def _set_ready(self, action: int, ready: bool) -> None:
+        idx = self.ready_index.get(action)
+        if ready and idx is None:
+            self.ready_index[action] = len(self.ready)
+            self.ready.append(action)
+        elif not ready and idx is not None:
+            last = self.ready.pop()
+            if last != action:
+                self.ready[idx] = last
+                self.ready_index[last] = idx
+            del self.ready_index[action]
+
+    def _head_changed(self, g: int) -> None:
+        """Re-register engine ``g``'s counter interest and readiness after its head moved."""
+        queue, pos = self.queues[g], self.head[g]
+        if pos > 0 and queue[pos - 1].wait_counter >= 0:
+            self.counter_waiters[queue[pos - 1].wait_counter].discard(g)
+        if pos < len(queue) and queue[pos].wait_counter >= 0:
+            self.counter_waiters[queue[pos].wait_counter].add(g)
+        self._update_start(g)
+
+    def _update_start(self, g: int) -> None:
+        self._set_ready(2 * g, self._can_start(g))
+
+    def _can_start(self, g: int) -> bool:
+        pos = self.head[g]
+        queue = self.queues[g]
+        if pos >= len(queue):
+            return False
+        op = queue[pos]
+        sm = g // 3
+        if g % 3 == isa.ENGINE_LOAD and len(self.in_flight[sm]) >= self.load_window:
+            return False
+        if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
+            return False
+        return op.wait_counter < 0 or int(self.counters[op.wait_counter]) >= self.epoch * op.wait_count
+
+    # ---- micro-op execution -------------------------------------------
+    def _start(self, g: int) -> None:
+        sm, engine = divmod(g, 3)
+        op = self.queues[g][self.head[g]]
+        start = max(self.engine_free[g], self._pass_waits(g, sm, op))
+        if engine == isa.ENGINE_LOAD:  # a nop here is a load of nothing: it completes in order
+            self._issue_load(g, sm, op, start)
+        else:
+            if op.opcode == isa.OP_COMPUTE:
+                self._compute(g, sm, op)
+            elif op.opcode == isa.OP_STORE:
+                self._store(g, sm, op)
+            end = start + op.latency_us + op.busy_us
+            self.engine_free[g] = end
+            self.events.append((sm, engine, op.uop_id, start, end - start))
+            self.clock[g, g] = op.pos + 1
+            self._complete(g, sm, op, self.clock[g], end)
+        self.head[g] += 1
+        self._head_changed(g)
+
+    def _pass_waits(self, g: int, sm: int, op: Op) -> float:
+        """Join the clocks the waited bits and counter carry; return when they were satisfied."""
+        ready_at = 0.0
+        mask = op.wait_mask
+        while mask:
+            low = mask & -mask
+            key = (sm, low.bit_length() - 1)
+            mask ^= low
+            ready_at = max(ready_at, self.bit_time.get(key, 0.0))
+            bit_clock = self.bit_clock.get(key)
+            if bit_clock is not None:
+                np.maximum(self.clock[g], bit_clock, out=self.clock[g])
+        if op.wait_counter >= 0:
+            c = op.wait_counter
+            np.maximum(self.clock[g], self.counter_clock[c], out=self.clock[g])
+            needed = self.epoch * op.wait_count - self.counter_base[c]
+            if needed > 0 and self.release_times[c]:
+                ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
+        return ready_at
+
+    def _complete(self, g: int, sm: int, op: Op, clock: np.ndarray, end: float) -> None:
+        """Toggle the signal bits and release the counter, publishing ``clock``."""
+        if op.signal_mask:
+            self.bitmap[sm] ^= op.signal_mask
+            mask = op.signal_mask
+            while mask:
+                low = mask & -mask
+                key = (sm, low.bit_length() - 1)
+                mask ^= low
+                self.bit_time[key] = max(self.bit_time.get(key, 0.0), end)
+                if key in self.bit_clock:
+                    np.maximum(self.bit_clock[key], clock, out=self.bit_clock[key])
+                else:
+                    self.bit_clock[key] = clock.copy()
+            for other in range(3 * sm, 3 * sm + 3):
+                self._update_start(other)
+        if op.release_counter >= 0:
+            c = op.release_counter
+            self.counters[c] = (int(self.counters[c]) + 1) & 0xFFFFFFFF
+            np.maximum(self.counter_clock[c], clock, out=self.counter_clock[c])
+            bisect.insort(self.release_times[c], end)
+            for waiter in sorted(self.counter_waiters[c]):
+                self._update_start(waiter)
+
+    def _issue_load(self, g: int, sm: int, op: Op, start: float) -> None:
+        if self.check_races and op.opcode == isa.OP_LOAD:
+            self._check_global_read(g, sm, op)
+            self._check_smem_write(g, sm, op, op.tile)
+            self.smem_track[sm].record(self.smem_track[sm].written, op.tile, isa.ENGINE_LOAD, op.pos)
+        ends = self.load_ends[sm]
+        if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
+            start = max(start, ends[op.pos - self.load_window])
+        self.engine_free[g] = start + ISSUE_US
+        self.in_flight[sm].append((op, self.clock[g].copy(), start))
+        self._set_ready(2 * g + 1, True)
+
+    def _complete_load(self, g: int) -> None:
+        sm = g // 3
+        op, start_clock, start = self.in_flight[sm].popleft()
+        if not self.in_flight[sm]:
+            self._set_ready(2 * g + 1, False)
+        if op.opcode == isa.OP_LOAD:
+            dst = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
+            dst.reshape(op.region.rows, op.region.row_bytes)[...] = _global_view(self.buffers[op.buffer], op.region)
+        # completions are in queue order: this one also publishes the previous ones
+        done = self.load_done_clock[sm]
+        np.maximum(done, start_clock, out=done)
+        done[g] = op.pos + 1
+        # bytes land after the latency, one load after the other at the SM's bandwidth share
+        previous = self.load_ends[sm][-1] if self.load_ends[sm] else 0.0
+        end = max(start + op.latency_us, previous) + op.busy_us
+        self.events.append((sm, isa.ENGINE_LOAD, op.uop_id, start, end - start))
+        self.load_ends[sm].append(end)
+        self._complete(g, sm, op, done, end)
+        self._update_start(g)  # a window slot is free again
+
+    def _compute(self, g: int, sm: int, op: Op) -> None:
+        if self.check_races:
+            for tile in op.inputs:
+                self._check_smem_read(g, sm, op, tile)
+            self._check_smem_write(g, sm, op, op.out)
+            track = self.smem_track[sm]
+            for tile in op.inputs:
+                track.record(track.read, tile, isa.ENGINE_COMPUTE, op.pos)
+            track.record(track.written, op.out, isa.ENGINE_COMPUTE, op.pos)
+        smem = self.smem[sm]
+        args = [self._tile(smem, t) for t in op.inputs]
+        result = op.family.run(args, op.params, op.out.dtype)
+        self._tile(smem, op.out)[...] = result
+
+    @staticmethod
+    def _tile(smem: np.ndarray, tile: TileRef) -> np.ndarray:
+        raw = smem[tile.smem : tile.smem + tile.nbytes]
+        return raw.view(DTYPES[tile.dtype]).reshape(tile.shape)
+
+    def _store(self, g: int, sm: int, op: Op) -> None:
+        if self.check_races:
+            self._check_smem_read(g, sm, op, op.tile)
+            self._check_global_write(g, sm, op)
+            self.smem_track[sm].record(self.smem_track[sm].read, op.tile, isa.ENGINE_STORE, op.pos)
+        src = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
+        _global_view(self.buffers[op.buffer], op.region)[...] = src.reshape(op.region.rows, op.region.row_bytes)
+
+    # ---- race checks ----------------------------------------------------
+    def _name(self, g: int, pos: int) -> str:
+        return self.decoded.describe(g // 3, g % 3, pos)
+
+    def _check_smem_read(self, g: int, sm: int, op: Op, tile: TileRef) -> None:
+        own = self.clock[g, 3 * sm : 3 * sm + 3]
+        hit = self.smem_track[sm].unordered_writer(tile, own)
+        if hit is None:
+            return
+        if hit[0] < 0:
+            # a later unordered write reports this read by name; if none comes, run() does
+            self.unwritten_reads.append((g, op.pos, sm, tile))
+            return
+        where = f"shared memory [{tile.smem}, {tile.smem + tile.nbytes}) of SM {sm}"
+        reader = self._name(g, op.pos)
+        writer = self._name(3 * sm + hit[0], hit[1])
+        raise SimRaceError(
+            f"race on {where}: {reader} reads the tile written by {writer}, "
+            "but no dependency orders the read after that write completes"
+        )
+
+    def _check_smem_write(self, g: int, sm: int, op: Op, tile: TileRef) -> None:
+        own = self.clock[g, 3 * sm : 3 * sm + 3]
+        hit = self.smem_track[sm].unordered_access(tile, own)
+        if hit is None:
+            return
+        kind, engine, pos = hit
+        where = f"shared memory [{tile.smem}, {tile.smem + tile.nbytes}) of SM {sm}"
+        writer, other = self._name(g, op.pos), self._name(3 * sm + engine, pos)
+        if kind == "read":
+            raise SimRaceError(
+                f"race on {where}: {writer} writes the slot that {other} reads, but no dependency "
+                "orders the two (the read may see the old or the new bytes)"
+            )
+        raise SimRaceError(
+            f"race on {where}: {writer} and {other} both write it with no dependency ordering them"
+        )
+
+    def _check_global_read(self, g: int, sm: int, op: Op) -> None:
+        track = self.global_track.get(op.buffer)
+        if track is None:
+            return
+        hit = self._unordered(g, track.view(track.writer_engine, op.region), track.view(track.writer_pos, op.region))
+        if hit is not None:
+            name = self.decoded.program.buffers[op.buffer].name
+            raise SimRaceError(
+                f"race on buffer '{name}': {self._name(g, op.pos)} reads bytes written by "
+                f"{self._name(*hit)}, but no dependency (counter wait) orders the read after that store"
+            )
+        if track.readers is not None:
+            track.view(track.readers[sm], op.region)[...] = op.pos
+
+    def _check_global_write(self, g: int, sm: int, op: Op) -> None:
+        track = self.global_track[op.buffer]
+        name = self.decoded.program.buffers[op.buffer].name
+        engines = track.view(track.writer_engine, op.region)
+        positions = track.view(track.writer_pos, op.region)
+        hit = self._unordered(g, engines, positions)
+        if hit is not None:
+            raise SimRaceError(
+                f"race on buffer '{name}': {self._name(g, op.pos)} overwrites bytes that {self._name(*hit)} "
+                "also writes, with no dependency ordering the two stores"
+            )
+        if track.readers is not None:
+            latest = track.view(track.readers, op.region).reshape(track.readers.shape[0], -1).max(axis=1)
+            known = self.clock[g, isa.ENGINE_LOAD :: 3]
+            late = np.nonzero((latest >= 0) & (known <= latest))[0]
+            if late.size:
+                reader_sm = int(late[0])
+                raise SimRaceError(
+                    f"race on buffer '{name}': {self._name(g, op.pos)} overwrites bytes that "
+                    f"{self._name(3 * reader_sm, int(latest[reader_sm]))} still reads, "
+                    "with no dependency ordering the store after that load"
+                )
+        engines[...] = g
+        positions[...] = op.pos
+
+    def _unordered(self, g: int, engines: np.ndarray, positions: np.ndarray) -> tuple[int, int] | None:
+        """(engine, pos) of a recorded access not in engine ``g``'s clock, if any."""
+        if engines.size == 0 or engines.max() < 0:
+            return None
+        engines, positions = engines.reshape(-1), positions.reshape(-1)
+        has = engines >= 0
+        bad = np.nonzero(has & (self.clock[g][np.where(has, engines, 0)] <= positions))[0]
+        if not bad.size:
+            return None
+        i = int(bad[0])
+        return int(engines[i]), int(positions[i])
+
+    # ---- deadlock report ------------------------------------------------
+    def _deadlock_report(self) -> str:
+        stuck = []
+        for g in range(self.num_engines):
+            pos = self.head[g]
+            if pos < len(self.queues[g]):
+                stuck.append(f"{self._name(g, pos)} waits for {self._waiting_on(g, self.queues[g][pos])}")
+        shown = stuck[:16]
+        more = f"; and {len(stuck) - 16} more" if len(stuck) > 16 else ""
+        return "deadlock: no engine can make progress: " + "; ".join(shown) + more
+
+    def _waiting_on(self, g: int, op: Op) -> str:
+        sm = g // 3
+        reasons = []
+        if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
+            wrong = (self.bitmap[sm] ^ op.wait_parity) & op.wait_mask
+            bits = ", ".join(
+                f"bit {b} = {(op.wait_parity >> b) & 1} (is {(self.bitmap[sm] >> b) & 1})"
+                for b in range(64) if (wrong >> b) & 1
+            )
+            reasons.append(f"dependency bits {bits} (wait mask {op.wait_mask:#x}, bitmap {self.bitmap[sm]:#x})")
+        if op.wait_counter >= 0:
+            value, wanted = int(self.counters[op.wait_counter]), self.epoch * op.wait_count
+            if value < wanted:
+                reasons.append(f"counter {op.wait_counter} >= {wanted} (is {value})")
+        return " and ".join(reasons) or "nothing (internal error)"
+
+
+# ---------------------------------------------------------------------------
+# The platform.
+# ---------------------------------------------------------------------------
+
+
+class SimPlatform(Platform):
+    """The CPU simulator as a :class:`Platform`: host byte arrays and :class:`Simulation` runs.
+
+    Launch options (``LaunchSpec.options``): ``seed`` (interleaving, default
+    0), ``load_window`` (loads in flight per SM, default 8), ``check_races``
+    (default True). The last launch's trace is :meth:`last_trace`.
+    """
+
+    name = "sim"
+
+    def __init__(self, target: TargetDescription | str | None = None):
+        if isinstance(target, TargetDescription):
+            self._target = target
+        else:
+            self._target = get_target(target or "h200")
+        self._trace: SimTrace | None = None
+        self._live: set[int] = set()
+
+    @classmethod
+    def is_available(cls) -> tuple[bool, str]:
+        """The simulator needs only numpy: always available."""
+        return True, ""
+
+    def target(self) -> TargetDescription:
+        return self._target
+
+    def close(self) -> None:
+        self._live.clear()
+        self._trace = None
+
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        """A host byte array filled with 0xFF, so bytes nothing writes read back as NaN."""
+        handle = np.full(max(int(nbytes), 0), 0xFF, dtype=np.uint8)
+        self._live.add(id(handle))
+        return DeviceBuffer(handle, int(nbytes), self)
+
+    def free(self, buf: DeviceBuffer) -> None:
+        self._live.discard(id(buf.handle))
+        buf.handle = None
+
+    def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        data = _host_bytes(host, buf.nbytes)
+        buf.handle[...] = data
+
+    def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        _host_bytes(host, buf.nbytes)[...] = buf.handle
+
+    def fill_zero(self, buf: DeviceBuffer) -> None:
+        buf.handle[...] = 0
+
+    def load_artifact(self, program: isa.EncodedProgram) -> DecodedProgram:
+        """Decode and validate the queues once; the result is reused by every launch."""
+        return decode_program(program, self._target)
+
+    def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:
+        """Run the whole launch now (the simulator is synchronous)."""
+        opts = spec.options
+        sim = Simulation(
+            artifact,
+            [b.handle for b in spec.buffers],
+            spec.counters.handle.view(np.uint32),
+            epoch=spec.epoch,
+            seed=int(opts.get("seed", 0)),
+            load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
+            check_races=bool(opts.get("check_races", True)),
+        )
+        self._trace = sim.run()
+
+    def synchronize(self) -> None:
+        """Nothing is ever outstanding: :meth:`launch` runs to completion."""
+
+    def time_launches(self, artifact: DecodedProgram, spec: LaunchSpec, iterations: int) -> list[float]:
+        """Modelled (not measured) time per launch in µs, from the trace's cost model."""
+        times = []
+        for i in range(iterations):
+            self.launch(artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options))
+            times.append(self._trace.makespan_us)
+        return times
+
+    def last_trace(self) -> SimTrace | None:
+        """The trace of the most recent successful launch, or None."""
+        return self._trace
+
+
+def _host_bytes(host: np.ndarray, nbytes: int) -> np.ndarray:
+    if not host.flags.c_contiguous:
+        raise PlatformError("host arrays must be C-contiguous")
+    if host.nbytes != nbytes:
+        raise PlatformError(f"host array has {host.nbytes} bytes, the buffer {nbytes}")
+    return host.reshape(-1).view(np.uint8)
+
+
+def simulate(
+    program: isa.EncodedProgram,
+    arrays: list[np.ndarray],
+    *,
+    target: TargetDescription | str | None = None,
+    seed: int = 0,
+    load_window: int = DEFAULT_LOAD_WINDOW,
+    check_races: bool = True,
+) -> SimTrace:
+    """Run one launch of ``program`` over host arrays in argument order (modified in place).
+
+    A convenience for tests and tools; :class:`vdir.device_runtime.executable.Executable`
+    is the full path with argument checking.
+    """
+    tgt = target if isinstance(target, TargetDescription) else get_target(target or program.target)
+    decoded = decode_program(program, tgt)
+    if len(arrays) != len(program.buffers):
+        raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
+    raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes)]
+    counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
+    return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races).run()

@@ -1,0 +1,80 @@
+"""Entry points: an :class:`~vdir.isa.EncodedProgram` to a PTX module and text.
+
+The kernel is specialised to the program only in which op families it emits
+(the ones the program's compute instructions use); shapes, offsets and the
+queues are read from the instruction stream at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vdir import isa
+from vdir.dialects import ptx
+from vdir.lowering import layout as L
+from vdir.lowering.kernel import build_kernel
+from vdir.target import TargetDescription, get_target
+
+
+def used_families(program: isa.EncodedProgram) -> list[int]:
+    """Sorted family opcodes of the program's compute instructions."""
+    w0 = program.instrs[:, isa.W_OPCODE] if len(program.instrs) else []
+    fams = {(int(w) >> 8) & 0xFF for w in w0 if int(w) & 0xFF == isa.OP_COMPUTE}
+    return sorted(fams)
+
+
+def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:
+    if target is None:
+        target = program.target
+    if isinstance(target, str):
+        target = get_target(target)
+    return target
+
+
+def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> ptx.ModuleOp:
+    """The ``ptx.module`` of the persistent kernel for ``program``."""
+    t = _resolve(program, target)
+    fams = used_families(program)
+    from vdir.lowering.families import BODIES
+
+    unknown = [f for f in fams if f not in BODIES]
+    if unknown:
+        raise ValueError(f"the PTX lowering has no body for family opcode(s) {unknown}")
+    mod = ptx.ModuleOp(t.ptx_version, t.arch, 64)
+    mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", L.HEADER_BYTES, -1))
+    kernel = ptx.KernelOp(L.KERNEL_NAME, L.PARAMS, L.block_threads(t))
+    mod.body.block.add_op(kernel)
+    build_kernel(kernel, t, fams)
+    return mod
+
+
+def lower_to_ptx(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> str:
+    """PTX text of the persistent kernel for ``program`` on ``target``."""
+    return ptx.print_ptx(ptx_module(program, target))
+
+
+@dataclass
+class LoweredKernel:
+    """PTX text plus what a launch needs to know."""
+
+    ptx: str
+    name: str
+    block_threads: int
+    grid: int
+    dynamic_smem: int
+    families: list[int]
+
+
+def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> LoweredKernel:
+    """Lower ``program`` and return the text with its launch configuration."""
+    t = _resolve(program, target)
+    smem = L.dynamic_smem_bytes(program.smem_bytes)
+    if smem > t.smem_per_block:
+        raise ValueError(
+            f"program needs {program.smem_bytes} bytes of tiles + {L.HEADER_BYTES} header = {smem} bytes "
+            f"of shared memory; target '{t.name}' allows {t.smem_per_block}"
+        )
+    return LoweredKernel(
+        ptx=lower_to_ptx(program, t), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
+        grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
+    )

@@ -1,0 +1,164 @@
+"""PTX bodies of the compute op families.
+
+A body runs on every thread of the compute group between the two group
+barriers of the compute engine (``vdir/lowering/kernel.py``). It reads its
+operands from the tile arena at the offsets the instruction names and writes
+its result tile; the numerics follow ``vdir/families`` exactly in structure:
+fp32 arithmetic, one rounding to the output dtype, and the bf16 rounding of
+the intermediate tile in the fused families.
+
+:data:`BODIES` maps a family opcode to its emitter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from vdir.families import FAMILIES
+from vdir.lowering import layout as L
+from vdir.lowering.builder import PtxBuilder
+
+FULL = 0xFFFFFFFF
+LOG2E = 1.4426950408889634
+
+
+@dataclass
+class ComputeCtx:
+    """What a family body gets: thread ids in the group and the decoded operands."""
+
+    c: object  # kernel.Ctx
+    ct: SSAValue  # thread index in the compute group
+    cw: SSAValue  # warp index in the compute group
+    nthreads: int
+    out: SSAValue  # u32 shared address of the result tile
+    ins: list[SSAValue]  # u32 shared addresses of the inputs
+    p0: SSAValue
+    p1: SSAValue
+    p2: SSAValue
+    f0: SSAValue  # f32
+
+    @property
+    def b(self) -> PtxBuilder:
+        return self.c.b  # type: ignore[attr-defined]
+
+    @property
+    def lane(self) -> SSAValue:
+        return self.c.lane  # type: ignore[attr-defined]
+
+    @property
+    def nwarps(self) -> int:
+        return self.nthreads // 32
+
+
+# ---- numeric helpers ---------------------------------------------------------
+
+
+def bf16_pair(b: PtxBuilder, w: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The two bf16 halves of a 32-bit word as f32 (low element first); exact."""
+    lo = b.i("shl.b32", "b32", w, 16)
+    hi = b.i("and.b32", "b32", w, 0xFFFF0000)
+    return (
+        b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[lo])[0],
+        b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[hi])[0],
+    )
+
+
+def to_bf16(b: PtxBuilder, f: SSAValue) -> SSAValue:
+    """Round an f32 to bf16 (round to nearest even)."""
+    return b.i("cvt.rn.bf16.f32", "b16", f)
+
+
+def from_bf16(b: PtxBuilder, h: SSAValue) -> SSAValue:
+    """Widen a bf16 to f32 (exact)."""
+    return b.i("cvt.f32.bf16", "f32", h)
+
+
+def round_bf16(b: PtxBuilder, f: SSAValue) -> SSAValue:
+    """f32 -> bf16 -> f32: the rounding of an intermediate bf16 tile."""
+    return from_bf16(b, to_bf16(b, f))
+
+
+def load_bf16(b: PtxBuilder, addr: SSAValue, off: int = 0) -> SSAValue:
+    """One bf16 from shared memory, as f32."""
+    return from_bf16(b, b.ld("ld.shared.b16", "b16", addr, off))
+
+
+def silu(b: PtxBuilder, x: SSAValue) -> SSAValue:
+    """x / (1 + exp(-x)) in f32 (exp through ex2.approx)."""
+    t = b.i("mul.rn.f32", "f32", x, -LOG2E)
+    e = b.i("ex2.approx.ftz.f32", "f32", t)
+    d = b.i("add.rn.f32", "f32", e, 1.0)
+    return b.i("div.rn.f32", "f32", x, d)
+
+
+def warp_sum(b: PtxBuilder, v: SSAValue) -> SSAValue:
+    """Butterfly sum over the warp; every lane gets the total."""
+    for k in (16, 8, 4, 2, 1):
+        o = b.i("shfl.sync.bfly.b32", "f32", v, k, 31, FULL)
+        v = b.i("add.rn.f32", "f32", v, o)
+    return v
+
+
+def block_sum(cc: ComputeCtx, v: SSAValue) -> SSAValue:
+    """Sum over the compute group; every thread gets the same total."""
+    b = cc.b
+    v = warp_sum(b, v)
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    sa = b.i("mad.lo.u32", "u32", cc.cw, 4, cc.c.base)  # type: ignore[attr-defined]
+    b.st("st.shared.f32", sa, L.SMEM_SCRATCH, v, guard=lane0)
+    b.raw("barrier.sync", "%d, %d" % (L.COMPUTE_BARRIER, cc.nthreads))
+    tot = None
+    for w in range(cc.nwarps):
+        x = b.ld("ld.shared.f32", "f32", cc.c.base, L.SMEM_SCRATCH + 4 * w)  # type: ignore[attr-defined]
+        tot = x if tot is None else b.i("add.rn.f32", "f32", tot, x)
+    assert tot is not None
+    return tot
+
+
+def for_range(b: PtxBuilder, start: SSAValue, end: SSAValue, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
+    """``for (i = start; i < end; i += step) body(i)`` with a u32 counter."""
+    i = b.var("u32", 0)
+    b.set(i, start)
+    top, done = b.new_label(hint), b.new_label(hint + "_end")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", i, end))
+    body(i)
+    b.i("add.u32", "u32", i, step, dst=i)
+    b.bra(top)
+    b.place(done)
+
+
+def rms_inv(cc: ComputeCtx, x: SSAValue, n: SSAValue) -> SSAValue:
+    """1 / sqrt(mean(x^2) + eps) over a 1xN bf16 tile, on every thread."""
+    b = cc.b
+    acc = b.var("f32", 0.0)
+
+    def body(i: SSAValue) -> None:
+        a = b.i("mad.lo.u32", "u32", i, 2, x)
+        v = load_bf16(b, a)
+        b.i("fma.rn.f32", "f32", v, v, acc, dst=acc)
+
+    for_range(b, cc.ct, n, cc.nthreads, body, "rms_sq")
+    tot = block_sum(cc, acc)
+    nf = b.i("cvt.rn.f32.u32", "f32", n)
+    mean = b.i("div.rn.f32", "f32", tot, nf)
+    t = b.i("add.rn.f32", "f32", mean, cc.f0)
+    s = b.i("sqrt.rn.f32", "f32", t)
+    return b.i("div.rn.f32", "f32", 1.0, s)
+
+
+from vdir.lowering.families import elementwise, gemv  # noqa: E402
+
+#: family opcode -> body emitter
+BODIES: dict[int, Callable[[ComputeCtx], None]] = {
+    FAMILIES["gemv"].opcode: gemv.gemv,
+    FAMILIES["rmsnorm"].opcode: elementwise.rmsnorm,
+    FAMILIES["silu_mul"].opcode: elementwise.silu_mul,
+    FAMILIES["add"].opcode: elementwise.add,
+    FAMILIES["rmsnorm_gemv"].opcode: gemv.rmsnorm_gemv,
+    FAMILIES["gemv_silu_mul"].opcode: gemv.gemv_silu_mul,
+    FAMILIES["gemv_add"].opcode: gemv.gemv_add,
+}

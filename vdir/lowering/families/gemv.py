@@ -1,0 +1,182 @@
+"""Bodies of the gemv families: ``gemv``, ``rmsnorm_gemv``, ``gemv_silu_mul``,
+``gemv_add``.
+
+The weight tile is R x K bf16, dense rows of 2K bytes. Each compute warp takes
+rows ``cw, cw + nwarps, ...``; its lanes read 16-byte chunks of the row and of
+x (``ld.shared.v4.b32``), widen the bf16 pairs to f32 exactly (shift / mask),
+and accumulate with ``fma``; a butterfly ``shfl`` reduces the row and lane 0
+applies the family's epilogue and writes the result element. The chunk loop
+is unrolled :data:`UNROLL` times so that several shared loads are in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import SSAValue
+
+from vdir import isa
+from vdir.lowering import families as F
+from vdir.lowering.builder import PtxBuilder
+
+UNROLL = 4
+
+#: x transform: (builder, x f32) -> x' f32, given per-chunk context
+XForm = Callable[[PtxBuilder, SSAValue, SSAValue], SSAValue]
+#: epilogue: (cc, row, row sum f32) -> None (lane 0 only)
+Epilogue = Callable[["F.ComputeCtx", SSAValue, SSAValue], None]
+
+
+def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
+    """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly."""
+    b = cc.b
+    w, x = cc.ins[0], cc.ins[1]
+    g = cc.ins[2]
+    R, K = cc.p0, cc.p1
+    chunks = b.i("shr.u32", "u32", K, 3)
+    rowb = b.i("shl.b32", "u32", K, 1)
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    lane16 = b.i("shl.b32", "u32", cc.lane, 4)
+    xl = b.i("add.u32", "u32", x, lane16)
+    gl = b.i("add.u32", "u32", g, lane16)
+    # main-loop bound: j + 32*(UNROLL-1) < chunks  <=>  j < chunks - 32*(UNROLL-1)
+    span = 32 * (UNROLL - 1)
+    has_main = b.setp("gt.u32", chunks, span)
+    main_end = b.i("sub.u32", "u32", chunks, span)
+    main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
+
+    def xvals(xw: SSAValue, gw: SSAValue | None) -> tuple[SSAValue, SSAValue]:
+        x0, x1 = F.bf16_pair(b, xw)
+        if inv is None:
+            return x0, x1
+        assert gw is not None
+        g0, g1 = F.bf16_pair(b, gw)
+        out = []
+        for xv, gv in ((x0, g0), (x1, g1)):
+            t = b.i("mul.rn.f32", "f32", xv, inv)
+            t = b.i("mul.rn.f32", "f32", t, gv)
+            out.append(F.round_bf16(b, t))
+        return out[0], out[1]
+
+    def chunk_group(j: SSAValue, accs: list[SSAValue], n: int, wrow_l: SSAValue) -> None:
+        # wrow_l = w row base + lane*16; chunk j (= lane + 32*k) is at +32*16*k
+        off = b.i("shl.b32", "u32", j, 4)
+        off = b.i("sub.u32", "u32", off, lane16)
+        wa = b.i("add.u32", "u32", wrow_l, off)
+        xa = b.i("add.u32", "u32", xl, off)
+        ga = b.i("add.u32", "u32", gl, off) if inv is not None else None
+        ws = [b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)]
+        xs = [b.ld_v4("ld.shared.v4.b32", "b32", xa, 512 * k) for k in range(n)]
+        gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
+        for k in range(n):
+            for q in range(4):
+                w0, w1 = F.bf16_pair(b, ws[k][q])
+                x0, x1 = xvals(xs[k][q], gs[k][q])
+                a = accs[(2 * q) % len(accs)]
+                b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
+                a = accs[(2 * q + 1) % len(accs)]
+                b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
+
+    r = b.var("u32", 0)
+    b.set(r, cc.cw)
+    top, done = b.new_label("gemv_row"), b.new_label("gemv_done")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", r, R))
+    wrow = b.i("mad.lo.u32", "u32", r, rowb, w)
+    wrow_l = b.i("add.u32", "u32", wrow, lane16)
+    accs = [b.var("f32", 0.0) for _ in range(4)]
+    j = b.var("u32", 0)
+    b.set(j, cc.lane)
+    ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
+    b.place(ml)
+    b.bra(md, b.setp("ge.u32", j, main_end))
+    chunk_group(j, accs, UNROLL, wrow_l)
+    b.i("add.u32", "u32", j, 32 * UNROLL, dst=j)
+    b.bra(ml)
+    b.place(md)
+    tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
+    b.place(tl)
+    b.bra(td, b.setp("ge.u32", j, chunks))
+    chunk_group(j, accs, 1, wrow_l)
+    b.i("add.u32", "u32", j, 32, dst=j)
+    b.bra(tl)
+    b.place(td)
+    s = b.i("add.rn.f32", "f32", accs[0], accs[1])
+    s2 = b.i("add.rn.f32", "f32", accs[2], accs[3])
+    s = b.i("add.rn.f32", "f32", s, s2)
+    s = F.warp_sum(b, s)
+    skip = b.new_label("gemv_epi_skip")
+    b.bra(skip, lane0, neg=True)
+    epilogue(cc, r, s)
+    b.place(skip)
+    b.i("add.u32", "u32", r, cc.nwarps, dst=r)
+    b.bra(top)
+    b.place(done)
+
+
+def _store_bf16(cc: "F.ComputeCtx", r: SSAValue, v: SSAValue) -> None:
+    b = cc.b
+    a = b.i("mad.lo.u32", "u32", r, 2, cc.out)
+    b.st("st.shared.b16", a, 0, F.to_bf16(b, v))
+
+
+def _other(cc: "F.ComputeCtx", r: SSAValue) -> SSAValue:
+    b = cc.b
+    return F.load_bf16(b, b.i("mad.lo.u32", "u32", r, 2, cc.ins[2]))
+
+
+def gemv(cc: "F.ComputeCtx") -> None:
+    """y = w . x (+ acc f32 when p2 & 1); bf16 out, or f32 when p2 & 2."""
+    b = cc.b
+
+    def epi(cc: "F.ComputeCtx", r: SSAValue, s: SSAValue) -> None:
+        has_acc = b.i("and.b32", "u32", cc.p2, isa.GEMV_HAS_ACC)
+        p_acc = b.setp("ne.u32", has_acc, 0)
+        aa = b.i("mad.lo.u32", "u32", r, 4, cc.ins[2])
+        accv = b.var("f32", 0.0)
+        b.ld("ld.shared.f32", "f32", aa, dst=accv, guard=p_acc)
+        y = b.i("add.rn.f32", "f32", s, accv)
+        # adding +0.0 changes nothing except -0.0 -> +0.0; keep s when no acc
+        y = b.i("selp.f32", "f32", y, s, p_acc)
+        f32o = b.i("and.b32", "u32", cc.p2, isa.GEMV_OUT_F32)
+        p_f32 = b.setp("ne.u32", f32o, 0)
+        fa = b.i("mad.lo.u32", "u32", r, 4, cc.out)
+        b.st("st.shared.f32", fa, 0, y, guard=p_f32)
+        ha = b.i("mad.lo.u32", "u32", r, 2, cc.out)
+        b.st("st.shared.b16", ha, 0, F.to_bf16(b, y), guard=p_f32, neg=True)
+
+    _gemv_core(cc, epi)
+
+
+def rmsnorm_gemv(cc: "F.ComputeCtx") -> None:
+    """y = w . bf16(rmsnorm(x, g)); x is normalised on the fly per chunk."""
+    inv = F.rms_inv(cc, cc.ins[1], cc.p1)
+    _gemv_core(cc, _store_bf16, inv=inv)
+
+
+def gemv_silu_mul(cc: "F.ComputeCtx") -> None:
+    """y = bf16(w . x); silu(y) * other (p2 == 0) or silu(other) * y (p2 == 1)."""
+    b = cc.b
+
+    def epi(cc: "F.ComputeCtx", r: SSAValue, s: SSAValue) -> None:
+        y = F.round_bf16(b, s)
+        o = _other(cc, r)
+        first = b.setp("eq.u32", cc.p2, 0)
+        sv = b.i("selp.f32", "f32", y, o, first)  # silu's argument
+        mv = b.i("selp.f32", "f32", o, y, first)
+        res = b.i("mul.rn.f32", "f32", F.silu(b, sv), mv)
+        _store_bf16(cc, r, res)
+
+    _gemv_core(cc, epi)
+
+
+def gemv_add(cc: "F.ComputeCtx") -> None:
+    """y = bf16(w . x) + residual."""
+    b = cc.b
+
+    def epi(cc: "F.ComputeCtx", r: SSAValue, s: SSAValue) -> None:
+        y = F.round_bf16(b, s)
+        res = b.i("add.rn.f32", "f32", y, _other(cc, r))
+        _store_bf16(cc, r, res)
+
+    _gemv_core(cc, epi)

@@ -1,0 +1,178 @@
+"""Assemble :class:`~vdir.isa.EncodedProgram` objects by hand.
+
+For tests and benchmarks of the GPU kernel that do not go through the
+compiler: instructions are appended per (SM, engine) queue with their waits
+and signals spelled out, and :meth:`ProgramAssembler.finish` lays the queues
+out contiguously.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vdir import isa
+
+
+class ProgramAssembler:
+    """Collects instructions per (SM, engine) queue and builds the program."""
+
+    def __init__(self, num_sms: int, buffers: list[isa.BufferInfo], smem_bytes: int, num_counters: int = 0):
+        self.num_sms = num_sms
+        self.buffers = buffers
+        self.smem_bytes = smem_bytes
+        self.num_counters = num_counters
+        self.queues: list[list[list[np.ndarray]]] = [[[] for _ in range(isa.NUM_ENGINES)] for _ in range(num_sms)]
+        self.names: dict[int, str] = {}
+        self._uop = 0
+
+    def _common(self, opcode: int, wait: int, parity: int, signal: int,
+                wait_counter: int | None, wait_count: int, release_counter: int | None, name: str) -> isa.Instruction:
+        ins = isa.Instruction.empty(opcode)
+        ins.wait_mask, ins.wait_parity, ins.signal_mask = wait, parity, signal
+        ins.words[isa.W_WAIT_COUNTER] = 0 if wait_counter is None else wait_counter + 1
+        ins.words[isa.W_WAIT_COUNT] = wait_count
+        ins.words[isa.W_RELEASE_COUNTER] = 0 if release_counter is None else release_counter + 1
+        ins.words[isa.W_UOP_ID] = self._uop
+        self.names[self._uop] = name or f"uop{self._uop}"
+        self._uop += 1
+        return ins
+
+    def _push(self, sm: int, engine: int, ins: isa.Instruction) -> int:
+        self.queues[sm][engine].append(ins.words)
+        return int(ins.words[isa.W_UOP_ID])
+
+    def transfer(self, sm: int, store: bool, buf: int, offset: int, rows: int, row_bytes: int, stride: int,
+                 smem: int, *, wait: int = 0, parity: int = 0, signal: int = 0,
+                 wait_counter: int | None = None, wait_count: int = 0,
+                 release_counter: int | None = None, name: str = "") -> int:
+        """A load (global -> tile) or store (tile -> global) of ``rows`` rows."""
+        ins = self._common(isa.OP_STORE if store else isa.OP_LOAD, wait, parity, signal,
+                           wait_counter, wait_count, release_counter, name)
+        w = ins.words
+        w[isa.W_BUFFER] = buf
+        ins.global_offset = offset
+        w[isa.W_ROWS], w[isa.W_ROW_BYTES], w[isa.W_ROW_STRIDE], w[isa.W_SMEM] = rows, row_bytes, stride, smem
+        return self._push(sm, isa.ENGINE_STORE if store else isa.ENGINE_LOAD, ins)
+
+    def load(self, sm: int, *args, **kw) -> int:
+        """A load; arguments as :meth:`transfer` without ``store``."""
+        return self.transfer(sm, False, *args, **kw)
+
+    def store(self, sm: int, *args, **kw) -> int:
+        """A store; arguments as :meth:`transfer` without ``store``."""
+        return self.transfer(sm, True, *args, **kw)
+
+    def compute(self, sm: int, family: int, out: int, inputs: list[int], p0: int = 0, p1: int = 0,
+                p2: int = 0, f0: float = 0.0, *, wait: int = 0, parity: int = 0, signal: int = 0,
+                wait_counter: int | None = None, wait_count: int = 0,
+                release_counter: int | None = None, name: str = "") -> int:
+        """A compute micro-op of family opcode ``family`` on shared offsets."""
+        ins = self._common(isa.OP_COMPUTE, wait, parity, signal, wait_counter, wait_count, release_counter, name)
+        ins.set_family(family)
+        w = ins.words
+        w[isa.W_OUT_SMEM] = out
+        for k, o in enumerate(inputs):
+            w[isa.W_IN_SMEM + k] = o
+        w[isa.W_NUM_INPUTS] = len(inputs)
+        w[isa.W_P0], w[isa.W_P1], w[isa.W_P2] = p0, p1, p2
+        ins.set_f0(f0)
+        return self._push(sm, isa.ENGINE_COMPUTE, ins)
+
+    def nop(self, sm: int, engine: int, *, wait: int = 0, parity: int = 0, signal: int = 0,
+            wait_counter: int | None = None, wait_count: int = 0,
+            release_counter: int | None = None, name: str = "") -> int:
+        """A nop: only waits and signals."""
+        ins = self._common(isa.OP_NOP, wait, parity, signal, wait_counter, wait_count, release_counter, name)
+        return self._push(sm, engine, ins)
+
+    def finish(self) -> isa.EncodedProgram:
+        """The encoded program (queues laid out SM by SM, engine by engine)."""
+        rows, queues = [], []
+        for sm in range(self.num_sms):
+            qs = []
+            for e in range(isa.NUM_ENGINES):
+                q = self.queues[sm][e]
+                qs.append((len(rows), len(q)))
+                rows += q
+            queues.append(qs)
+        instrs = np.stack(rows).astype(np.uint32) if rows else np.zeros((0, isa.INSTR_WORDS), np.uint32)
+        return isa.EncodedProgram(
+            num_sms=self.num_sms, smem_bytes=self.smem_bytes, num_counters=self.num_counters,
+            bitmap_bits=64, buffers=self.buffers, instrs=instrs, queues=queues, uop_names=dict(self.names),
+        )
+
+
+def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], epoch: int = 1,
+             options: dict | None = None, artifact=None) -> list[np.ndarray]:
+    """Run ``program`` once on ``platform`` with host ``arrays`` (argument order).
+
+    Returns the arrays of the output buffers, copied back (same dtypes and
+    shapes as given). Everything allocated here is freed again.
+    """
+    from vdir.device_runtime.platform import LaunchSpec
+
+    bufs = []
+    counters = platform.allocate(4 * max(program.num_counters, 1))
+    try:
+        for a in arrays:
+            buf = platform.allocate(a.nbytes)
+            platform.copy_in(buf, np.ascontiguousarray(a))
+            bufs.append(buf)
+        platform.fill_zero(counters)
+        art = artifact if artifact is not None else platform.load_artifact(program)
+        platform.launch(art, LaunchSpec(program, bufs, counters, epoch, dict(options or {})))
+        platform.synchronize()
+        outs = []
+        for info, a, buf in zip(program.buffers, arrays, bufs):
+            if info.is_output:
+                o = np.empty_like(a)
+                platform.copy_out(buf, o)
+                outs.append(o)
+        return outs
+    finally:
+        if not getattr(platform, "_closed", False):
+            for buf in bufs + [counters]:
+                platform.free(buf)
+
+
+def _align(n: int, a: int = 1024) -> int:
+    return (n + a - 1) // a * a
+
+
+#: (family, number of inputs) -> which input shapes the helper expects, see family_program
+def family_program(family: str, shapes: list[tuple[int, int]], dtypes: list[str], out_shape: tuple[int, int],
+                   out_dtype: str = "bf16", p2: int = 0, f0: float = 0.0) -> isa.EncodedProgram:
+    """One SM: load each input tile, run one ``family`` op, store the result.
+
+    Buffers are the inputs in order, then the output. ``p0``/``p1`` are taken
+    from the shapes the way the encoder does (gemv-like: weights ``RxK``;
+    rmsnorm: ``1xN``; elementwise: ``RxC``).
+    """
+    from vdir.families import DTYPE_BYTES, FAMILIES
+
+    fam = FAMILIES[family]
+    bufs = [isa.BufferInfo(f"in{i}", s, d, False) for i, (s, d) in enumerate(zip(shapes, dtypes))]
+    bufs.append(isa.BufferInfo("out", out_shape, out_dtype, True))
+    offs, cur = [], 0
+    for s, d in zip(shapes, dtypes):
+        offs.append(cur)
+        cur = _align(cur + s[0] * s[1] * DTYPE_BYTES[d])
+    out_off = cur
+    out_bytes = out_shape[0] * out_shape[1] * DTYPE_BYTES[out_dtype]
+    a = ProgramAssembler(1, bufs, _align(cur + out_bytes))
+    for i, (s, d) in enumerate(zip(shapes, dtypes)):
+        rb = s[1] * DTYPE_BYTES[d]
+        a.load(0, i, 0, s[0], rb, rb, offs[i], signal=1 << i, name=f"load in{i}")
+    n = len(shapes)
+    allin = (1 << n) - 1
+    if family == "rmsnorm":
+        p0, p1 = 1, shapes[0][1]
+    elif family in ("silu_mul", "add"):
+        p0, p1 = shapes[0]
+    else:
+        p0, p1 = shapes[0]
+    a.compute(0, fam.opcode, out_off, offs, p0, p1, p2, f0, wait=allin, parity=allin, signal=1 << 8,
+              name=f"{family}")
+    ob = out_shape[1] * DTYPE_BYTES[out_dtype]
+    a.store(0, n, 0, out_shape[0], ob, ob, out_off, wait=1 << 8, parity=1 << 8, name="store out")
+    return a.finish()

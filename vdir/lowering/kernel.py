@@ -1,0 +1,564 @@
+"""The persistent scheduler kernel, built over the ``ptx`` dialect.
+
+One CTA per SM. Warp 0 is the load engine, warp 1 the store engine, and the
+remaining warps (``target.compute_threads`` threads) the compute engine. Each
+role walks its own queue of 128-byte instructions (``vdir/isa.py``), waits for
+the dependency bits and global counters each instruction names, executes it,
+and on completion toggles its signal bits and releases its counter.
+
+Memory-model notes, written where the instructions are emitted:
+
+* dependency bits are toggled with ``atom.release.cta.shared.xor.b64`` and
+  read with ``ld.acquire.cta.shared.b64``; a role that waits on them
+  therefore sees every shared/global write the signalling role made before
+  signalling;
+* global counters are released with ``red.release.gpu`` after the releasing
+  role's writes and read with ``ld.acquire.gpu``;
+* the bulk copies run in the async proxy: before one is issued after a wait,
+  ``fence.proxy.async`` orders the generic-proxy accesses made visible by that
+  wait (another SM's stores into the source, this CTA's compute reads of the
+  destination slot) before the copy;
+* a load completes when its mbarrier phase completes, which makes the copied
+  bytes visible to the threads that observed the phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from vdir import isa
+from vdir.dialects import ptx
+from vdir.lowering import layout as L
+from vdir.lowering.builder import PtxBuilder
+from vdir.target import TargetDescription
+
+FULL = 0xFFFFFFFF
+
+
+@dataclass
+class Ctx:
+    """Registers every role shares (parameters, ids, shared addresses)."""
+
+    b: PtxBuilder
+    target: TargetDescription
+    instrs: SSAValue
+    queues: SSAValue
+    buffers: SSAValue
+    counters: SSAValue
+    epoch: SSAValue
+    err: SSAValue
+    bound: SSAValue
+    tid: SSAValue
+    warp: SSAValue
+    lane: SSAValue
+    sm: SSAValue
+    base: SSAValue  # u32 shared address of the dynamic smem
+    arena: SSAValue  # base + HEADER_BYTES
+
+
+@dataclass
+class Fields:
+    """The common words of one fetched instruction."""
+
+    addr: SSAValue  # u64 global address of the instruction
+    w0: SSAValue
+    mask: SSAValue
+    parity: SSAValue
+    signal: SSAValue
+    wctr: SSAValue
+    wcount: SSAValue
+    rel: SSAValue
+    uop: SSAValue
+
+
+def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
+    """Load the common words (0..11) of instruction ``start + pos``.
+
+    Every thread of a role loads the same 48 bytes; ``ld.global.nc`` lets them
+    broadcast from L1, and the next instruction's line is usually cached.
+    """
+    b = c.b
+    idx = b.i("add.u32", "u32", start, pos)
+    off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
+    a = b.i("add.u64", "u64", c.instrs, off)
+    w0, w1, w2, w3 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 0)
+    w4, w5, w6, w7 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 16)
+    w8, w9, w10, _w11 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 32)
+    return Fields(
+        addr=a, w0=w0, mask=b.pack64(w1, w2), parity=b.pack64(w3, w4), signal=b.pack64(w5, w6),
+        wctr=w7, wcount=w8, rel=w9, uop=w10,
+    )
+
+
+def load_words(c: Ctx, f: Fields, first: int, n: int) -> list[SSAValue]:
+    """Words ``first .. first+n-1`` of the instruction (first multiple of 4)."""
+    out: list[SSAValue] = []
+    for off in range(first, first + n, 4):
+        out += c.b.ld_v4("ld.global.nc.v4.u32", "u32", f.addr, off * 4)
+    return out[:n]
+
+
+def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+    """Non-blocking: (ready, bitmap, counter value, wanted) for ``f``.
+
+    ready = ((bitmap ^ parity) & mask) == 0 and, with a counter,
+    counter >= epoch * count. With ``warp_uniform`` every lane reads and the
+    warp agrees through ``vote.sync.all`` (so each lane did its own acquire).
+    """
+    b = c.b
+    # acquire: pairs with the signalling engines' atom.release.cta
+    bm = b.ld("ld.acquire.cta.shared.b64", "b64", c.base, L.SMEM_BITMAP)
+    t = b.i("xor.b64", "b64", bm, f.parity)
+    t = b.i("and.b64", "b64", t, f.mask)
+    p_bits = b.setp("eq.b64", t, 0)
+    p_noctr = b.setp("eq.u32", f.wctr, 0)
+    cidx = b.i("add.u32", "u32", f.wctr, -1)
+    coff = b.i("mul.wide.u32", "u64", cidx, 4)
+    caddr = b.i("add.u64", "u64", c.counters, coff)
+    cval = b.var("u32", 0)
+    # acquire at gpu scope: pairs with the producer SM's red.release.gpu
+    b.ld("ld.acquire.gpu.global.u32", "u32", caddr, dst=cval, guard=p_noctr, neg=True)
+    wanted = b.i("mul.lo.u32", "u32", c.epoch, f.wcount)
+    p_ctr = b.setp("ge.u32", cval, wanted)
+    p_ctr = b.i("or.pred", "pred", p_ctr, p_noctr)
+    ready = b.i("and.pred", "pred", p_bits, p_ctr)
+    if warp_uniform:
+        ready = b.i("vote.sync.all.pred", "pred", ready, FULL)
+    return ready, bm, cval, wanted
+
+
+def abort_check(c: Ctx, warp_uniform: bool) -> SSAValue:
+    """A predicate: some role (on any SM) has written the error record."""
+    b = c.b
+    code = b.ld("ld.relaxed.gpu.global.u32", "u32", c.err, 0)
+    p = b.setp("ne.u32", code, 0)
+    if warp_uniform:
+        p = b.i("vote.sync.any.pred", "pred", p, FULL)
+    return p
+
+
+def watchdog_expired(c: Ctx, t0: SSAValue, warp_uniform: bool) -> SSAValue:
+    """A predicate: more than the watchdog bound has passed since ``t0``."""
+    b = c.b
+    now = b.special("u64", "%globaltimer")
+    el = b.i("sub.u64", "u64", now, t0)
+    p = b.setp("gt.u64", el, c.bound)
+    if warp_uniform:
+        p = b.i("vote.sync.any.pred", "pred", p, FULL)
+    return p
+
+
+def report(
+    c: Ctx, code: int, engine: int, pos: SSAValue, f: Fields,
+    bm: SSAValue | None, cval: SSAValue | None, wanted: SSAValue | None,
+) -> None:
+    """Write the error record; one ``atom.cas`` winner fills it in.
+
+    The CAS makes the code word non-zero first, which is also the abort flag
+    every spin loop polls.
+    """
+    b = c.b
+    old = b.raw("atom.relaxed.gpu.global.cas.b32", "{0}, [{1}], 0, %d" % code, outs=["b32"], ins=[c.err])[0]
+    won = b.setp("eq.u32", old, 0)
+    skip = b.new_label("report_done")
+    b.bra(skip, won, neg=True)
+    st = "st.relaxed.gpu.global.u32"
+    b.st(st, c.err, 4 * L.E_SM, c.sm)
+    b.st(st, c.err, 4 * L.E_ENGINE, engine)
+    b.st(st, c.err, 4 * L.E_POS, pos)
+    b.st(st, c.err, 4 * L.E_UOP, f.uop)
+    for word, v in ((L.E_WAIT_MASK, f.mask), (L.E_WAIT_PARITY, f.parity), (L.E_BITMAP, bm)):
+        if v is None:
+            continue
+        lo, hi = b.unpack64(v)
+        b.st(st, c.err, 4 * word, lo)
+        b.st(st, c.err, 4 * word + 4, hi)
+    b.st(st, c.err, 4 * L.E_COUNTER, f.wctr)
+    if cval is not None and wanted is not None:
+        b.st(st, c.err, 4 * L.E_COUNTER_VALUE, cval)
+        b.st(st, c.err, 4 * L.E_COUNTER_WANTED, wanted)
+    b.place(skip)
+
+
+def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp_uniform: bool) -> None:
+    """Block until ``f`` may start; on watchdog expiry or abort jump to ``on_abort``."""
+    b = c.b
+    t0 = b.special("u64", "%globaltimer")
+    top, go = b.new_label("spin"), b.new_label("go")
+    b.place(top)
+    ready, bm, cval, wanted = ready_check(c, f, warp_uniform)
+    b.bra(go, ready)
+    b.bra(on_abort, abort_check(c, warp_uniform))
+    expired = watchdog_expired(c, t0, warp_uniform)
+    b.bra(top, expired, neg=True)
+    report(c, L.ERR_WATCHDOG, engine, pos, f, bm, cval, wanted)
+    b.bra(on_abort)
+    b.place(go)
+
+
+def signal(c: Ctx, f: Fields, leader: SSAValue) -> None:
+    """Completion by ``leader``: toggle the signal bits, release the counter.
+
+    The caller has made the role's writes visible to ``leader`` (a barrier),
+    and for global writes executed ``fence.acq_rel.gpu``.
+    """
+    b = c.b
+    has_sig = b.setp("ne.b64", f.signal, 0)
+    p = b.i("and.pred", "pred", has_sig, leader)
+    # release at cta scope: everything this role wrote to shared memory
+    # happens-before a waiter's ld.acquire that observes the toggled bits
+    b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, f.signal], guard=p)
+    has_rel = b.setp("ne.u32", f.rel, 0)
+    p = b.i("and.pred", "pred", has_rel, leader)
+    ridx = b.i("add.u32", "u32", f.rel, -1)
+    roff = b.i("mul.wide.u32", "u64", ridx, 4)
+    raddr = b.i("add.u64", "u64", c.counters, roff)
+    # release at gpu scope: pairs with the waiting SM's ld.acquire.gpu
+    b.raw("red.release.gpu.global.add.u32", "[{0}], 1", ins=[raddr], guard=p)
+
+
+def queue_of(c: Ctx, engine: int) -> tuple[SSAValue, SSAValue]:
+    """(first instruction, count) of this SM's queue for ``engine``."""
+    b = c.b
+    row = b.i("mad.lo.u32", "u32", c.sm, isa.NUM_ENGINES, engine)
+    off = b.i("mul.wide.u32", "u64", row, 8)
+    a = b.i("add.u64", "u64", c.queues, off)
+    start = b.ld("ld.global.nc.u32", "u32", a, 0)
+    count = b.ld("ld.global.nc.u32", "u32", a, 4)
+    return start, count
+
+
+def buffer_address(c: Ctx, buf: SSAValue, off_lo: SSAValue, off_hi: SSAValue) -> SSAValue:
+    """Global address of a buffer argument plus a 64-bit byte offset."""
+    b = c.b
+    po = b.i("mul.wide.u32", "u64", buf, 8)
+    pa = b.i("add.u64", "u64", c.buffers, po)
+    ptr = b.ld("ld.global.nc.u64", "u64", pa, 0)
+    off = b.pack64(off_lo, off_hi)
+    return b.i("add.u64", "u64", ptr, off)
+
+
+# ---------------------------------------------------------------------------
+# load engine
+# ---------------------------------------------------------------------------
+
+
+def load_engine(c: Ctx) -> None:
+    """Warp 0: issue loads ahead through the mbarrier ring, retire in order.
+
+    All 32 lanes run the same control flow; lane 0 arms the mbarrier and
+    signals, the lanes split a tile's rows between bulk copies. The loop
+    issues the next load whenever its wait is satisfied and a ring slot is
+    free, and otherwise retires the oldest in-flight load if its bytes have
+    landed, so a load waiting on bits that an older load's retirement (or a
+    consumer of it) will toggle can never deadlock the engine.
+    """
+    b = c.b
+    start, count = queue_of(c, isa.ENGINE_LOAD)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    pos = b.var("u32", 0)
+    ret = b.var("u32", 0)
+    phases = b.var("u32", 0)  # bit s: the parity of slot s's current phase
+    t0 = b.special("u64", "%globaltimer")
+    top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
+    done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
+
+    b.place(top)
+    b.bra(retire, b.setp("ge.u32", pos, count))
+    inflight = b.i("sub.u32", "u32", pos, ret)
+    b.bra(retire, b.setp("ge.u32", inflight, L.LOAD_RING))
+    f = fetch(c, start, pos)
+    ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
+    b.bra(retire, ready, neg=True)
+    # -- issue ---------------------------------------------------------------
+    waited = b.i("or.b64", "b64", f.mask, 0)
+    wctr64 = b.i("cvt.u64.u32", "u64", f.wctr)
+    waited = b.i("or.b64", "b64", waited, wctr64)
+    p_waited = b.setp("ne.b64", waited, 0)
+    # Generic-proxy accesses ordered before this point by the acquire above
+    # (another SM's st.global into the source, this CTA's compute threads'
+    # ld.shared of the slot being overwritten, this SM's store engine) must be
+    # ordered before the async-proxy bulk copy: a proxy fence over all state
+    # spaces (.global for cross-SM data, .shared::cta for the WAR on the slot).
+    b.raw("fence.proxy.async", "", guard=p_waited)
+    slot = b.i("and.b32", "u32", pos, L.LOAD_RING - 1)
+    bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
+    bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
+    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    is_load = b.setp("eq.u32", opcode, isa.OP_LOAD)
+    nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
+    b.bra(nop_path, is_load, neg=True)
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    total = b.i("mul.lo.u32", "u32", rows, row_bytes)
+    # a dense region (stride == row bytes) is one copy
+    contig = b.setp("eq.u32", stride, row_bytes)
+    n = b.i("selp.u32", "u32", 1, rows, contig)
+    rb = b.i("selp.u32", "u32", total, row_bytes, contig)
+    dst0 = b.i("add.u32", "u32", c.arena, smem)
+    # arm the barrier with the byte count before any copy can complete on it
+    b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
+          ins=[bar, total], guard=lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    r = b.var("u32", 0)
+    b.set(r, c.lane)
+    rl, rdone = b.new_label("ld_rows"), b.new_label("ld_rows_done")
+    b.place(rl)
+    b.bra(rdone, b.setp("ge.u32", r, n))
+    so = b.i("mul.wide.u32", "u64", r, stride)
+    src = b.i("add.u64", "u64", gptr, so)
+    dst = b.i("mad.lo.u32", "u32", r, rb, dst0)
+    b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+          "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, rb, bar])
+    b.i("add.u32", "u32", r, 32, dst=r)
+    b.bra(rl)
+    b.place(rdone)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.bra(issued)
+    b.place(nop_path)
+    # a nop (or anything not a load) completes at once but still retires in order
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[bar], guard=lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.place(issued)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.mov("u64", "%globaltimer", dst=t0)
+    b.bra(top)
+
+    # -- retire the oldest in-flight load if it has landed --------------------
+    b.place(retire)
+    b.bra(idle, b.setp("eq.u32", ret, pos))
+    rslot = b.i("and.b32", "u32", ret, L.LOAD_RING - 1)
+    rbar = b.i("mad.lo.u32", "u32", rslot, 8, c.base)
+    rbar = b.i("add.u32", "u32", rbar, L.SMEM_MBARRIERS)
+    par = b.i("shr.b32", "u32", phases, rslot)
+    par = b.i("and.b32", "u32", par, 1)
+    landed = b.raw("mbarrier.test_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                   ins=[rbar, par])[0]
+    landed = b.i("vote.sync.all.pred", "pred", landed, FULL)
+    b.bra(idle, landed, neg=True)
+    bit = b.i("shl.b32", "u32", 1, rslot)
+    b.i("xor.b32", "u32", phases, bit, dst=phases)
+    rf = fetch(c, start, ret)
+    signal(c, rf, lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.i("add.u32", "u32", ret, 1, dst=ret)
+    b.mov("u64", "%globaltimer", dst=t0)
+    b.bra(top)
+
+    # -- nothing to do right now: done, aborted, or keep polling ----------------
+    b.place(idle)
+    fin = b.setp("ge.u32", pos, count)
+    empty = b.setp("eq.u32", ret, pos)
+    b.bra(done, b.i("and.pred", "pred", fin, empty))
+    b.bra(abort, abort_check(c, True))
+    expired = watchdog_expired(c, t0, True)
+    b.bra(top, expired, neg=True)
+    # report the instruction the engine is stuck on: the next to issue if any
+    # remain (its wait is unsatisfied), else the oldest in flight
+    has_next = b.setp("lt.u32", pos, count)
+    which = b.i("selp.u32", "u32", pos, ret, has_next)
+    sf = fetch(c, start, which)
+    _r, sbm, scv, swt = ready_check(c, sf, warp_uniform=True)
+    report(c, L.ERR_WATCHDOG, isa.ENGINE_LOAD, which, sf, sbm, scv, swt)
+    b.place(abort)
+    # drain: copies still in flight write into this CTA's shared memory, so
+    # wait for them (they complete: their sources are valid) before exiting
+    dl, dd = b.new_label("ld_drain"), b.new_label("ld_drain_done")
+    b.place(dl)
+    b.bra(dd, b.setp("eq.u32", ret, pos))
+    dslot = b.i("and.b32", "u32", ret, L.LOAD_RING - 1)
+    dbar = b.i("mad.lo.u32", "u32", dslot, 8, c.base)
+    dbar = b.i("add.u32", "u32", dbar, L.SMEM_MBARRIERS)
+    dpar = b.i("shr.b32", "u32", phases, dslot)
+    dpar = b.i("and.b32", "u32", dpar, 1)
+    ok = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"], ins=[dbar, dpar])[0]
+    ok = b.i("vote.sync.all.pred", "pred", ok, FULL)
+    b.bra(dl, ok, neg=True)
+    dbit = b.i("shl.b32", "u32", 1, dslot)
+    b.i("xor.b32", "u32", phases, dbit, dst=phases)
+    b.i("add.u32", "u32", ret, 1, dst=ret)
+    b.bra(dl)
+    b.place(dd)
+    b.place(done)
+    b.raw("ret", "")
+
+
+# ---------------------------------------------------------------------------
+# store engine
+# ---------------------------------------------------------------------------
+
+
+def store_engine(c: Ctx) -> None:
+    """Warp 1: copy result tiles from shared to global memory, in queue order.
+
+    16-byte ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
+    16-byte aligned, else 2-byte copies. Then ``fence.acq_rel.gpu`` in every
+    lane, a warp barrier, and lane 0 signals and releases the counter.
+    """
+    b = c.b
+    start, count = queue_of(c, isa.ENGINE_STORE)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    pos = b.var("u32", 0)
+    top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", pos, count))
+    f = fetch(c, start, pos)
+    spin_wait(c, f, isa.ENGINE_STORE, pos, done, warp_uniform=True)
+    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    src0 = b.i("add.u32", "u32", c.arena, smem)
+    g64 = b.i("cvt.u64.u32", "u64", stride)
+    al = b.i("or.b64", "b64", gptr, g64)
+    al = b.i("and.b64", "b64", al, 15)
+    aligned = b.setp("eq.b64", al, 0)
+    for wide in (True, False):
+        unit = 16 if wide else 2
+        lab_skip = b.new_label("st_skip")
+        b.bra(lab_skip, aligned, neg=wide)
+        units = b.i("shr.u32", "u32", row_bytes, 4 if wide else 1)
+        r = b.var("u32", 0)
+        rl, rd = b.new_label("st_row"), b.new_label("st_row_done")
+        b.place(rl)
+        b.bra(rd, b.setp("ge.u32", r, rows))
+        srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
+        go = b.i("mul.wide.u32", "u64", r, stride)
+        grow = b.i("add.u64", "u64", gptr, go)
+        j = b.var("u32", 0)
+        b.set(j, c.lane)
+        jl, jd = b.new_label("st_col"), b.new_label("st_col_done")
+        b.place(jl)
+        b.bra(jd, b.setp("ge.u32", j, units))
+        sa = b.i("mad.lo.u32", "u32", j, unit, srow)
+        ga = b.i("mul.wide.u32", "u64", j, unit)
+        ga = b.i("add.u64", "u64", grow, ga)
+        if wide:
+            v = b.ld_v4("ld.shared.v4.b32", "b32", sa, 0)
+            b.st_v4("st.global.v4.b32", ga, 0, v)
+        else:
+            h = b.ld("ld.shared.b16", "b16", sa, 0)
+            b.st("st.global.b16", ga, 0, h)
+        b.i("add.u32", "u32", j, 32, dst=j)
+        b.bra(jl)
+        b.place(jd)
+        b.i("add.u32", "u32", r, 1, dst=r)
+        b.bra(rl)
+        b.place(rd)
+        b.place(lab_skip)
+    b.place(nxt)
+    # make every lane's global stores visible at gpu scope before lane 0's
+    # release of the counter (and the WAR bit on the tile it read)
+    b.raw("fence.acq_rel.gpu", "")
+    b.raw("bar.warp.sync", "%d" % FULL)
+    signal(c, f, lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.bra(top)
+    b.place(done)
+    b.raw("ret", "")
+
+
+# ---------------------------------------------------------------------------
+# compute engine
+# ---------------------------------------------------------------------------
+
+
+def compute_engine(c: Ctx, families: list[int]) -> None:
+    """Warps 2..: the first compute warp waits, a named barrier releases the
+    group, the family body runs, a barrier, and the leader thread signals."""
+    from vdir.lowering.families import BODIES, ComputeCtx
+
+    b = c.b
+    nthreads = c.target.compute_threads
+    start, count = queue_of(c, isa.ENGINE_COMPUTE)
+    ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
+    cw = b.i("shr.u32", "u32", ct, 5)
+    leader = b.setp("eq.u32", ct, 0)
+    first_warp = b.setp("eq.u32", cw, 0)
+    pos = b.var("u32", 0)
+    top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
+    body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
+    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
+
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", pos, count))
+    f = fetch(c, start, pos)
+    b.bra(sync, first_warp, neg=True)
+    spin_wait(c, f, isa.ENGINE_COMPUTE, pos, abort_w, warp_uniform=True)
+    b.bra(sync)
+    b.place(abort_w)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
+    b.place(sync)
+    # the waiting warp's acquire is passed on to the group by the barrier
+    b.raw("barrier.sync", bar_txt)
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(done, b.setp("ne.u32", ab, 0))
+    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
+    fam = b.i("shr.u32", "u32", f.w0, 8)
+    fam = b.i("and.b32", "u32", fam, 0xFF)
+    words = load_words(c, f, isa.W_OUT_SMEM, 12)
+    cc = ComputeCtx(
+        c=c, ct=ct, cw=cw, nthreads=nthreads,
+        out=b.i("add.u32", "u32", c.arena, words[0]),
+        ins=[b.i("add.u32", "u32", c.arena, w) for w in words[1:5]],
+        p0=words[6], p1=words[7], p2=words[8], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
+    )
+    labels = {fo: b.new_label(f"fam{fo}") for fo in families}
+    for fo, lab in labels.items():
+        b.bra(lab, b.setp("eq.u32", fam, fo))
+    report(c, L.ERR_BAD_FAMILY, isa.ENGINE_COMPUTE, pos, f, None, None, None)
+    b.bra(done)
+    for fo, lab in labels.items():
+        b.place(lab)
+        BODIES[fo](cc)
+        b.bra(body_done)
+    b.place(body_done)
+    # every compute thread's shared-memory writes precede the leader's release
+    b.raw("barrier.sync", bar_txt)
+    signal(c, f, leader)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.bra(top)
+    b.place(done)
+    b.raw("ret", "")
+
+
+# ---------------------------------------------------------------------------
+# the kernel
+# ---------------------------------------------------------------------------
+
+
+def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int]) -> None:
+    """Fill ``kernel``'s body: prologue, then one branch per warp role."""
+    b = PtxBuilder(kernel)
+    p = {name: b.param(t, name) for t, name in L.PARAMS}
+    gl = {k: b.i("cvta.to.global.u64", "u64", p[k]) for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error")}
+    tid = b.special("u32", "%tid.x")
+    base = b.mov("u32", "vdir_smem")
+    c = Ctx(
+        b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
+        counters=gl["p_counters"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
+        sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
+    )
+    # thread 0 clears the header and initialises the mbarrier ring
+    t0 = b.setp("eq.u32", tid, 0)
+    b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
+    b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
+    for s in range(L.LOAD_RING):
+        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], 1" % (L.SMEM_MBARRIERS + 8 * s), ins=[base], guard=t0)
+    # make the initialised mbarriers visible to the async proxy and the CTA
+    b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
+    b.raw("fence.proxy.async.shared::cta", "", guard=t0)
+    b.raw("bar.sync", "0")
+    lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
+    b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
+    b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
+    load_engine(c)
+    b.place(lab_store)
+    store_engine(c)
+    b.place(lab_compute)
+    compute_engine(c, families)

@@ -1,0 +1,235 @@
+"""``vdir-run``: compile an IR file and run it on a backend.
+
+::
+
+    vdir-run prog.mlir [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
+                       [--seed N] [--check] [--trace trace.json]
+                       [--target h200] [--num-sms N] [--load-window N]
+
+Without ``--inputs`` the inputs are random (seeded, never zeros):
+activations ``normal * 0.5``, matrices ``normal / sqrt(columns)``. ``--check``
+compares every output with the reference evaluator and exits 1 on a
+mismatch, printing the worst element and the tolerance. ``--outputs`` saves
+the outputs as float32 arrays (bf16 widens exactly). ``--trace`` writes the
+simulator's Chrome/Perfetto trace. Every error is one line on stderr and a
+non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import zipfile
+from collections.abc import Sequence
+
+import numpy as np
+
+from vdir.device_runtime import backend_names, default_backend
+from vdir.device_runtime.executable import (
+    TOLERANCES,
+    ArgumentError,
+    Executable,
+    compare_outputs,
+)
+from vdir.device_runtime.platform import PlatformError
+from vdir.diagnostics import PassFailure, UserError, located
+from vdir.families import DTYPES
+from vdir.isa import BufferInfo, EncodedProgram
+from vdir.target import UnknownTargetError
+
+
+class RunError(Exception):
+    """A problem this tool reports as one line (bad option values, unreadable files)."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line on stderr."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = _OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
+    p.add_argument("file", help="the IR file (.mlir)")
+    p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
+    p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
+    p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32) to this .npz file")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of the simulator's interleaving")
+    p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
+    p.add_argument("--trace", metavar="JSON", help="write the simulator's Chrome/Perfetto trace (sim only)")
+    p.add_argument("--target", default="h200", help="target description (default: h200)")
+    p.add_argument("--num-sms", type=int, help="use only this many SMs")
+    p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
+    return p
+
+
+# ---------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------
+
+
+def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndarray]:
+    """Seeded random values for every input buffer, never all zeros.
+
+    A matrix (more than one row) is scaled by 1/sqrt(columns), like a weight
+    whose products with an activation of unit scale stay of unit scale; a
+    vector is ``normal * 0.5``, like an activation.
+    """
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for info in buffers:
+        if info.is_output:
+            continue
+        values = rng.standard_normal(info.shape, dtype=np.float32)
+        scale = 1.0 / np.sqrt(info.shape[-1]) if len(info.shape) > 1 and info.shape[0] > 1 else 0.5
+        arrays[info.name] = (values * np.float32(scale)).astype(DTYPES[info.dtype])
+    return arrays
+
+
+def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarray]:
+    """Input arrays from an .npz file, converted to each buffer's dtype.
+
+    Floating-point arrays are rounded to the buffer dtype; raw 2-byte arrays
+    (bf16 saved by numpy) are reinterpreted as bf16.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            stored = {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise RunError(f"{path}: error: no such file") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise RunError(f"{path}: error: not a readable .npz file ({e})") from None
+    inputs = {b.name: b for b in buffers if not b.is_output}
+    known = {b.name for b in buffers}
+    unknown = sorted(set(stored) - known)
+    if unknown:
+        raise RunError(f"{path}: error: no program argument named '{unknown[0]}' (arguments: {', '.join(sorted(known))})")
+    missing = [name for name in inputs if name not in stored]
+    if missing:
+        raise RunError(f"{path}: error: no array for input '{missing[0]}'")
+    return {name: _to_dtype(path, name, array, next(b for b in buffers if b.name == name).dtype)
+            for name, array in stored.items()}
+
+
+def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
+    want = DTYPES[dtype]
+    if array.dtype == want:
+        return np.ascontiguousarray(array)
+    if dtype == "bf16" and array.dtype.kind == "V" and array.dtype.itemsize == 2:
+        return np.ascontiguousarray(array).view(want)
+    if array.dtype.kind in "fiu":
+        return np.ascontiguousarray(array.astype(want))
+    raise RunError(f"{path}: error: array '{name}' has dtype {array.dtype}, expected a number array for {dtype}")
+
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+
+def compile_file(path: str, target: str, num_sms: int | None):
+    """Parse, verify and compile ``path``; return (module, encoded program)."""
+    from vdir.tools.common import parse_module_file
+
+    module = parse_module_file(path)
+    try:
+        from vdir.pipeline import compile_to_encoded
+    except ImportError as e:
+        raise RunError(f"error: the compilation pipeline is not available ({e})") from None
+    try:  # compile a copy: the passes rewrite in place, the reference needs the original
+        program: EncodedProgram = compile_to_encoded(module.clone(), target=target, num_sms=num_sms)
+    except PassFailure as e:
+        raise UserError(located(str(e), e.op, path)) from None
+    return module, program
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compile, run, optionally save / trace / check; return the exit status."""
+    backend = args.backend or default_backend()
+    if args.trace and backend != "sim":
+        raise RunError(f"error: --trace needs the sim backend (the '{backend}' backend records no trace)")
+    if args.num_sms is not None and args.num_sms < 1:
+        raise RunError("error: --num-sms must be at least 1")
+    module, program = compile_file(args.file, args.target, args.num_sms)
+    if args.inputs:
+        arrays = read_inputs(args.inputs, program.buffers)
+    else:
+        arrays = random_inputs(program.buffers, args.seed)
+    options = {"seed": args.seed}
+    if args.load_window is not None:
+        options["load_window"] = args.load_window
+    with Executable(program, backend=backend, target=args.target, **options) as exe:
+        result = exe(**arrays)
+        outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
+        if args.trace:
+            exe.trace(args.trace)
+    for name, array in outputs.items():
+        print(_summary(name, array))
+    if args.outputs:
+        _save(args.outputs, outputs)
+    if args.check:
+        return _check(module, program, arrays, outputs, backend)
+    return 0
+
+
+def _summary(name: str, array: np.ndarray) -> str:
+    values = array.astype(np.float32)
+    dtype = next((k for k, v in DTYPES.items() if v == array.dtype), str(array.dtype))
+    head = ", ".join(f"{v:.4g}" for v in values.reshape(-1)[:4])
+    return (
+        f"{name}: {'x'.join(map(str, array.shape))} {dtype}, max |x| {np.abs(values).max():.4g}, "
+        f"mean {values.mean():.4g}, first [{head}{', ...' if values.size > 4 else ''}]"
+    )
+
+
+def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
+    try:
+        np.savez(path, **{name: a.astype(np.float32) for name, a in outputs.items()})
+    except OSError as e:
+        raise RunError(f"{path}: error: cannot write ({e.strerror or e})") from None
+
+
+def _check(module, program: EncodedProgram, arrays, outputs, backend: str) -> int:
+    from vdir.transforms.reference import evaluate
+
+    reference_inputs = dict(arrays)
+    for info in program.buffers:
+        if info.name not in reference_inputs:  # outputs start zeroed, as the executable does
+            reference_inputs[info.name] = np.zeros(info.shape, dtype=DTYPES[info.dtype])
+    expected = evaluate(module, reference_inputs)
+    mismatch = compare_outputs(outputs, {k: v for k, v in expected.items() if k in outputs}, backend)
+    if mismatch is not None:
+        print(f"check failed: {mismatch}", file=sys.stderr)
+        return 1
+    print(f"check passed: {', '.join(outputs)} match the reference ({TOLERANCES.get(backend, TOLERANCES['cuda'])})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit status (errors are one line on stderr)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        return run(args)
+    except (UserError, RunError, ArgumentError, PlatformError, UnknownTargetError) as e:
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        prefix = "" if ": error:" in message or message.startswith("error:") else "error: "
+        print(f"{prefix}{message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: still one line, with what to report
+        print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

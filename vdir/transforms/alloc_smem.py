@@ -1,0 +1,158 @@
+"""``vdir-alloc-smem``: tiles -> byte offsets in each SM's shared memory.
+
+A tile lives from its producer to its last consumer (program order on its
+SM). Tiles are grouped into size classes (sizes rounded up to the target's
+bulk-copy alignment); each class gets a ring of slots: as many as its peak
+number of live tiles, plus extra slots — given to the classes that loads fill,
+largest traffic first — while the shared-memory budget allows. Extra slots
+are what lets the load engine run ahead of the compute engine.
+
+Within a class the allocator hands out the slot that was freed longest ago,
+so consecutive tiles rotate through the ring. Reusing a slot creates a
+write-after-read hazard: the new producer may not write until every consumer
+of the previous tile in that slot has finished. The pass adds those edges as
+dependency groups, which ``vdir-layout-deps`` then turns into bits.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from vdir.diagnostics import PassFailure
+from vdir.transforms.graph import Graph, GroupInterner, Node
+from vdir.transforms.passes_common import run_stage
+
+#: bytes at the start of dynamic shared memory kept for the kernel's own state
+#: (dependency bitmap, mbarriers, reduction scratch); tiles live after it.
+KERNEL_RESERVED_SMEM = 4096
+#: most extra slots a class receives beyond its peak live count
+MAX_EXTRA_SLOTS = 6
+
+
+def _round_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+@dataclass
+class _Tile:
+    node: Node
+    size: int
+    last_use: int
+    consumers: list[Node]
+
+
+def _tiles_of_sm(nodes: list[Node], align: int) -> list[_Tile]:
+    consumers: dict[int, list[Node]] = defaultdict(list)
+    for n in nodes:
+        for i in n.inputs:
+            consumers[i.id].append(n)
+    tiles = []
+    for n in nodes:
+        if n.produces_tile:
+            cs = consumers.get(n.id, [])
+            last = max((c.seq for c in cs), default=n.seq)
+            tiles.append(_Tile(n, _round_up(n.tile.nbytes, align), last, cs))  # type: ignore[union-attr]
+    return tiles
+
+
+def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
+    """Peak live count per size class, the peak live bytes and where it happens."""
+    events = []
+    for t in tiles:
+        events.append((t.node.seq, 1, t))
+        events.append((t.last_use, 2, t))  # freed after its last use
+    events.sort(key=lambda e: (e[0], e[1]))
+    live: dict[int, int] = defaultdict(int)
+    peak: dict[int, int] = defaultdict(int)
+    total = peak_total = 0
+    where = None
+    for _, kind, t in events:
+        if kind == 1:
+            live[t.size] += 1
+            total += t.size
+            peak[t.size] = max(peak[t.size], live[t.size])
+            if total > peak_total:
+                peak_total, where = total, t.node
+        else:
+            live[t.size] -= 1
+            total -= t.size
+    return dict(peak), peak_total, where
+
+
+def _slot_counts(tiles: list[_Tile], peak: dict[int, int], budget: int) -> dict[int, int]:
+    counts = dict(peak)
+    used = sum(s * c for s, c in counts.items())
+    for size in sorted(counts):  # double-buffer every class first, small ones first
+        if used + size <= budget:
+            counts[size] += 1
+            used += size
+    traffic: dict[int, int] = defaultdict(int)
+    for t in tiles:
+        if t.node.kind == "load":
+            traffic[t.size] += t.size
+    for size in sorted(traffic, key=lambda s: -traffic[s]):
+        extra = 0
+        while extra < MAX_EXTRA_SLOTS and used + size <= budget:
+            counts[size] += 1
+            used += size
+            extra += 1
+    return counts
+
+
+def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner) -> int:
+    """Allocate one SM's tiles; return the bytes its arena uses."""
+    target = graph.target
+    budget = target.smem_per_block - KERNEL_RESERVED_SMEM
+    tiles = _tiles_of_sm(nodes, target.smem_alignment)
+    peak, peak_total, where = _peaks(tiles)
+    if peak_total > budget:
+        raise PassFailure(
+            f"SM {sm}: the tiles live at {graph.describe(where)} need {peak_total} bytes of shared "  # type: ignore[arg-type]
+            f"memory, more than the {budget} bytes available on {target.name}; use smaller tiles"
+        )
+    counts = _slot_counts(tiles, peak, budget)
+    base: dict[int, int] = {}
+    offset = 0
+    for size in sorted(counts, key=lambda s: -s):
+        base[size] = offset
+        offset += size * counts[size]
+    free = {size: deque(range(counts[size])) for size in counts}
+    occupant: dict[tuple[int, int], _Tile] = {}
+    releases: list[tuple[int, int, int, int]] = []  # (last_use, tiebreak, size, slot)
+    for n_tile, t in enumerate(sorted(tiles, key=lambda t: t.node.seq)):
+        while releases and releases[0][0] < t.node.seq:
+            _, _, size, slot = heapq.heappop(releases)
+            free[size].append(slot)
+        slot = free[t.size].popleft()
+        prev = occupant.get((t.size, slot))
+        if prev is not None and prev.consumers:
+            t.node.deps.append(intern(prev.consumers))
+        occupant[(t.size, slot)] = t
+        t.node.smem = base[t.size] + slot * t.size
+        heapq.heappush(releases, (t.last_use, n_tile, t.size, slot))
+    return offset
+
+
+def allocate(graph: Graph) -> None:
+    """Allocate every SM; the program's ``smem_bytes`` is the largest arena."""
+    by_sm: dict[int, list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        by_sm[n.sm].append(n)
+    intern = GroupInterner()
+    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern) for sm, ns in sorted(by_sm.items())), default=0)
+
+
+@dataclass(frozen=True)
+class AllocSmemPass(ModulePass):
+    """Assign shared-memory offsets to tiles (see the module docstring)."""
+
+    name = "vdir-alloc-smem"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        run_stage(op, "scheduled", "allocated", allocate)

@@ -1,0 +1,450 @@
+"""``vdir-fuse``: merge producer/consumer micro-ops into fused op families.
+
+Patterns (each a small :class:`~xdsl.pattern_rewriter.RewritePattern`):
+
+* :class:`FuseRmsnormIntoGemv` -- an rmsnorm whose only user is the ``x`` of a
+  plain gemv becomes that gemv's prologue: ``rmsnorm_gemv(w, x, g) {eps}``;
+* :class:`FuseGemvIntoSiluMul` -- a plain bf16 gemv that is an operand of a
+  silu_mul and has no other user becomes its prologue:
+  ``gemv_silu_mul(w, x, other) {operand = i}``, ``i`` being the silu_mul input
+  the gemv was (0: ``silu(gemv) * other``, 1: ``silu(other) * gemv``);
+* :class:`FuseGemvIntoAdd` -- likewise for a residual add: ``gemv_add(w, x, r)``
+  (``add`` is commutative in fp32, so either operand position fuses);
+* :class:`MergeDuplicateLoads` -- a ``vdir.load`` that repeats an earlier one
+  of the same block (same buffer, offsets, tile type, engine), with no write
+  to that buffer in between, reuses the earlier tile.
+
+The fused families are the exact compositions of their parts, including the
+bf16 rounding of the intermediate tile, so fusion never changes a result.
+No other producer/consumer pair has a fused family today (``add`` into
+``silu_mul``, chains of elementwise ops, ...); such pairs are left alone.
+
+A compute pair fuses only when all of these hold:
+
+* the intermediate tile has exactly one use, as the operand the fused family
+  expects (a tile used twice, even by the same op, is kept);
+* producer and consumer are in the same block: fusing across a
+  ``vdir.repeat`` boundary would redo the producer every iteration;
+* both run on the same engine kind;
+* their flows are equal, or only one has a flow (the fused op carries it);
+* the fused family accepts the operands and the consumer's declared result
+  type (so an accumulating gemv or an f32 partial-sum gemv does not fuse);
+* the cost model's benefit exceeds ``min-benefit``.
+
+The fused op replaces the consumer in place (so it keeps the consumer's
+result name, location and program position), waits for the union of both
+ops' ``after`` tokens, and the producer is erased. Tokens only come from
+stores, so an intermediate tile can never be the subject of an ``after`` edge.
+
+When a gemv could take either an rmsnorm prologue or an epilogue (only one
+can fuse: no family has both), the one that saves more wins, the prologue on a
+tie. When both operands of a silu_mul (or add) are fusable gemvs, the later
+one in program order fuses: its weights are streamed last, so the epilogue
+runs right behind the final weight tile while the earlier gemv's result is
+already waiting in shared memory.
+
+General load merging (two loads of adjacent regions into one larger load) is
+not done: the consumers would then need a view of part of the merged tile,
+which the dialect cannot express, so the merge would change the tiles that
+computes and stores consume. Merging identical loads is the case that is
+always legal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.affine import ApplyOp
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from vdir.diagnostics import PassFailure
+from vdir.dialects.vdir import (
+    ComputeOp,
+    LoadOp,
+    MicroOp,
+    StoreOp,
+    TileType,
+    family_params,
+    target_of,
+)
+from vdir.families import FamilyError, get_family
+from vdir.transforms.cost_model import compute_fusion_benefit, load_merge_benefit
+
+# --------------------------------------------------------------------------
+# Legality helpers
+# --------------------------------------------------------------------------
+
+
+def _flow(op: MicroOp) -> int | None:
+    return None if op.flow is None else op.flow.value.data  # type: ignore[attr-defined]
+
+
+def merged_flow(a: MicroOp, b: MicroOp) -> tuple[bool, int | None]:
+    """Whether ``a`` and ``b`` may become one micro-op, and the flow it carries."""
+    fa, fb = _flow(a), _flow(b)
+    if fa is None or fb is None or fa == fb:
+        return True, fb if fb is not None else fa
+    return False, None
+
+
+def _single_use_producer(value: SSAValue, family: str) -> ComputeOp | None:
+    """The ``family`` compute that defines ``value`` if ``value`` has one use."""
+    op = value.owner
+    if not isinstance(op, ComputeOp) or op.family.data != family:
+        return None
+    if not value.has_one_use():
+        return None
+    return op
+
+
+def can_fuse(producer: ComputeOp, consumer: ComputeOp) -> bool:
+    """The structural conditions for fusing ``producer`` into ``consumer``.
+
+    Single use of the intermediate, same block, same engine kind and
+    compatible flows; the family check and the cost check come on top.
+    """
+    use = producer.result.get_unique_use()
+    if use is None or use.operation is not consumer:
+        return False
+    if producer.parent_block() is not consumer.parent_block():
+        return False
+    if producer.engine != consumer.engine:
+        return False
+    return merged_flow(producer, consumer)[0]
+
+
+def _dedup(values: Sequence[SSAValue]) -> list[SSAValue]:
+    out: list[SSAValue] = []
+    for v in values:
+        if not any(v is w for w in out):
+            out.append(v)
+    return out
+
+
+def fused_signature_ok(
+    family: str, inputs: Sequence[SSAValue], params: dict[str, Attribute], result: TileType
+) -> bool:
+    """Whether ``family`` accepts ``inputs`` and ``params`` and produces ``result``.
+
+    This is the check the dialect verifier runs on a ``vdir.compute``, done
+    before building anything so that a pattern never creates an invalid op.
+    """
+    try:
+        get_family(family).check(
+            [v.type.sig for v in inputs],  # type: ignore[attr-defined]
+            family_params(DictionaryAttr(params)),
+            result.sig,
+        )
+    except FamilyError:
+        return False
+    return True
+
+
+def build_fused(
+    producer: ComputeOp,
+    consumer: ComputeOp,
+    family: str,
+    inputs: Sequence[SSAValue],
+    params: dict[str, Attribute],
+) -> ComputeOp:
+    """The fused micro-op that replaces ``consumer`` (not yet inserted).
+
+    It has the consumer's result type, engine, discardable attributes and
+    location, the merged flow and the union of both ops' ``after`` tokens.
+    """
+    _, flow = merged_flow(producer, consumer)
+    fused = ComputeOp(
+        family,
+        inputs,
+        consumer.result.type,  # type: ignore[arg-type]
+        params=params,
+        engine=consumer.engine.data,
+        flow=flow,
+        deps=_dedup([*producer.deps, *consumer.deps]),
+    )
+    fused.attributes.update(consumer.attributes)
+    fused.location = consumer.location
+    return fused
+
+
+def _is_plain_gemv(op: ComputeOp) -> bool:
+    """A gemv without accumulator whose result is bf16."""
+    return (
+        op.family.data == "gemv"
+        and len(op.inputs) == 2
+        and isinstance(op.result.type, TileType)
+        and op.result.type.dtype == "bf16"
+    )
+
+
+def _fuse(
+    rewriter: PatternRewriter, producer: ComputeOp, consumer: ComputeOp, fused: ComputeOp
+) -> None:
+    rewriter.replace(consumer, fused)
+    rewriter.erase(producer)
+
+
+# --------------------------------------------------------------------------
+# Compute fusion patterns
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpiloguePlan:
+    """A gemv-epilogue fusion that passed every check, ready to be built."""
+
+    gemv: ComputeOp
+    consumer: ComputeOp
+    inputs: tuple[SSAValue, ...]
+    params: dict[str, Attribute]
+    benefit_us: float
+
+
+@dataclass
+class GemvEpilogue(RewritePattern):
+    """Base of the patterns that fuse a plain gemv into an elementwise consumer.
+
+    Subclasses name the ``CONSUMER`` and ``FUSED`` families and say how the
+    gemv's operand position becomes parameters (:meth:`params_for`).
+    """
+
+    CONSUMER: ClassVar[str]
+    FUSED: ClassVar[str]
+
+    min_benefit: float = 0.0
+
+    def params_for(self, operand: int) -> dict[str, Attribute]:
+        return {}
+
+    def plan(self, consumer: ComputeOp) -> EpiloguePlan | None:
+        """The fusion this pattern would do on ``consumer``, or None. Builds nothing."""
+        if consumer.family.data != self.CONSUMER or len(consumer.inputs) != 2:
+            return None
+        candidates: list[tuple[int, ComputeOp]] = []
+        for i, v in enumerate(consumer.inputs):
+            gemv = _single_use_producer(v, "gemv")
+            if gemv is not None and _is_plain_gemv(gemv) and can_fuse(gemv, consumer):
+                candidates.append((i, gemv))
+        if not candidates:
+            return None
+        # The later gemv in program order: its weights stream last.
+        block = consumer.parent_block()
+        assert block is not None
+        i, gemv = max(candidates, key=lambda c: block.get_operation_index(c[1]))
+        benefit = compute_fusion_benefit(gemv.result.type, target_of(consumer))  # type: ignore[arg-type]
+        if benefit.time_us <= self.min_benefit:
+            return None
+        inputs = (gemv.inputs[0], gemv.inputs[1], consumer.inputs[1 - i])
+        params = self.params_for(i)
+        if not fused_signature_ok(self.FUSED, inputs, params, consumer.result.type):  # type: ignore[arg-type]
+            return None
+        return EpiloguePlan(gemv, consumer, inputs, params, benefit.time_us)
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ComputeOp, rewriter: PatternRewriter) -> None:
+        plan = self.plan(op)
+        if plan is None:
+            return
+        fused = build_fused(plan.gemv, op, self.FUSED, plan.inputs, plan.params)
+        _fuse(rewriter, plan.gemv, op, fused)
+
+
+@dataclass
+class FuseGemvIntoSiluMul(GemvEpilogue):
+    """``silu_mul(gemv(w, x), b)`` -> ``gemv_silu_mul(w, x, b) {operand = 0}``.
+
+    With the gemv as the second operand, ``{operand = 1}``.
+    """
+
+    CONSUMER: ClassVar[str] = "silu_mul"
+    FUSED: ClassVar[str] = "gemv_silu_mul"
+
+    def params_for(self, operand: int) -> dict[str, Attribute]:
+        return {"operand": IntegerAttr(operand, i64)}
+
+
+@dataclass
+class FuseGemvIntoAdd(GemvEpilogue):
+    """``add(gemv(w, x), r)`` or ``add(r, gemv(w, x))`` -> ``gemv_add(w, x, r)``."""
+
+    CONSUMER: ClassVar[str] = "add"
+    FUSED: ClassVar[str] = "gemv_add"
+
+
+@dataclass
+class FuseRmsnormIntoGemv(RewritePattern):
+    """``gemv(w, rmsnorm(x, g) {eps})`` -> ``rmsnorm_gemv(w, x, g) {eps}``.
+
+    ``epilogues`` are the epilogue patterns that are enabled; if one of them
+    would fuse this gemv into its consumer and save more, the prologue
+    fusion is left to it (a gemv takes a prologue or an epilogue, not both).
+    """
+
+    min_benefit: float = 0.0
+    epilogues: tuple[GemvEpilogue, ...] = ()
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, gemv: ComputeOp, rewriter: PatternRewriter) -> None:
+        if gemv.family.data != "gemv" or len(gemv.inputs) != 2:
+            return
+        norm = _single_use_producer(gemv.inputs[1], "rmsnorm")
+        if norm is None or not can_fuse(norm, gemv):
+            return
+        target = target_of(gemv)
+        benefit = compute_fusion_benefit(norm.result.type, target).time_us  # type: ignore[arg-type]
+        if benefit <= self.min_benefit or self._epilogue_saves_more(gemv, benefit):
+            return
+        inputs = (gemv.inputs[0], *norm.inputs)
+        params = dict(norm.params.data)
+        if fused_signature_ok("rmsnorm_gemv", inputs, params, gemv.result.type):  # type: ignore[arg-type]
+            _fuse(rewriter, norm, gemv, build_fused(norm, gemv, "rmsnorm_gemv", inputs, params))
+
+    def _epilogue_saves_more(self, gemv: ComputeOp, benefit: float) -> bool:
+        use = gemv.result.get_unique_use()
+        if use is None or not isinstance(user := use.operation, ComputeOp):
+            return False
+        for pattern in self.epilogues:
+            plan = pattern.plan(user)
+            if plan is not None and plan.gemv is gemv and plan.benefit_us > benefit:
+                return True
+        return False
+
+
+# --------------------------------------------------------------------------
+# Load merging
+# --------------------------------------------------------------------------
+
+
+def same_index(a: SSAValue, b: SSAValue) -> bool:
+    """``a`` and ``b`` are provably the same index: one value, or equal ``affine.apply``s."""
+    if a is b:
+        return True
+    oa, ob = a.owner, b.owner
+    if not (isinstance(oa, ApplyOp) and isinstance(ob, ApplyOp)):
+        return False
+    return (
+        oa.map == ob.map
+        and len(oa.mapOperands) == len(ob.mapOperands)
+        and all(same_index(x, y) for x, y in zip(oa.mapOperands, ob.mapOperands))
+    )
+
+
+def same_region(a: LoadOp, b: LoadOp) -> bool:
+    """``a`` and ``b`` load the same region of the same buffer into equal tiles."""
+    return (
+        a.source is b.source
+        and a.result.type == b.result.type
+        and a.static_offsets == b.static_offsets
+        and len(a.dynamic_offsets) == len(b.dynamic_offsets)
+        and all(same_index(x, y) for x, y in zip(a.dynamic_offsets, b.dynamic_offsets))
+    )
+
+
+def writes_buffer(op: Operation, buffer: SSAValue) -> bool:
+    """``op`` (or an op nested in it) stores to ``buffer``."""
+    return any(isinstance(o, StoreOp) and o.dest is buffer for o in op.walk())
+
+
+@dataclass
+class MergeDuplicateLoads(RewritePattern):
+    """Replace a load by an earlier identical load of the same block.
+
+    The earlier load must read the same region into the same tile type on
+    the same engine, with no store to the buffer between the two, a
+    compatible flow, and at least every token the later load waits for.
+    """
+
+    min_benefit: float = 0.0
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, load: LoadOp, rewriter: PatternRewriter) -> None:
+        earlier = self.find_earlier(load)
+        if earlier is None:
+            return
+        benefit = load_merge_benefit(load.result.type, target_of(load))  # type: ignore[arg-type]
+        if benefit.time_us <= self.min_benefit:
+            return
+        rewriter.replace(load, [], [earlier.result])
+
+    @staticmethod
+    def find_earlier(load: LoadOp) -> LoadOp | None:
+        op = load.prev_op
+        while op is not None:
+            if writes_buffer(op, load.source):
+                return None
+            if (
+                isinstance(op, LoadOp)
+                and same_region(op, load)
+                and op.engine == load.engine
+                and (load.flow is None or op.flow == load.flow)
+                and all(any(d is e for e in op.deps) for d in load.deps)
+            ):
+                return op
+            op = op.prev_op
+        return None
+
+
+# --------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------
+
+#: names accepted by the ``only`` option
+PATTERN_NAMES = ("rmsnorm-gemv", "gemv-silu-mul", "gemv-add", "merge-loads")
+
+
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    """Fuse producer/consumer compute micro-ops and merge duplicate loads.
+
+    Options: ``min-benefit`` (µs, default 0): fuse only when the cost model's
+    estimated saving exceeds it. ``only`` (a comma-separated list of
+    pattern names from :data:`PATTERN_NAMES`, default all): run just those.
+    """
+
+    name = "vdir-fuse"
+
+    min_benefit: float = 0.0
+    only: tuple[str, ...] = ()
+
+    def selected(self) -> set[str]:
+        names = set(self.only)
+        unknown = names - set(PATTERN_NAMES)
+        if unknown:
+            raise PassFailure(
+                f"unknown pattern(s) in 'only': {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(PATTERN_NAMES)})"
+            )
+        return names or set(PATTERN_NAMES)
+
+    def patterns(self) -> list[RewritePattern]:
+        names = self.selected()
+        mb = float(self.min_benefit)
+        epilogues: list[GemvEpilogue] = []
+        if "gemv-silu-mul" in names:
+            epilogues.append(FuseGemvIntoSiluMul(mb))
+        if "gemv-add" in names:
+            epilogues.append(FuseGemvIntoAdd(mb))
+        patterns: list[RewritePattern] = []
+        if "merge-loads" in names:
+            patterns.append(MergeDuplicateLoads(mb))
+        if "rmsnorm-gemv" in names:
+            patterns.append(FuseRmsnormIntoGemv(mb, tuple(epilogues)))
+        patterns.extend(epilogues)
+        return patterns
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(self.patterns()), apply_recursively=True
+        ).rewrite_module(op)

@@ -1,0 +1,524 @@
+"""The micro-op graph: the analysis every scheduling pass works on.
+
+:func:`build_graph` expands a program (unrolling ``vdir.repeat``, evaluating
+``affine.apply`` offsets, checking every region against its buffer) into a
+flat list of :class:`Node` in program order, and derives the dependencies:
+
+* tile edges (``Node.inputs``): a compute or store reads the tile a producer
+  made;
+* ordering edges (``Node.deps``): explicit tokens (``after``, ``vdir.join``)
+  and the memory dependencies through global buffers that program order
+  implies — read-after-write, write-after-read and write-after-write on
+  overlapping regions. Each entry of ``deps`` is a *dependency group*, a tuple
+  of producer nodes that the consumer waits for as a whole; equal groups are
+  the same tuple object so that later passes can give a group one global
+  counter.
+
+The scheduling passes annotate nodes (``sm``, queue position, shared-memory
+offset, dependency bits, counters). :func:`graph_to_ir` writes the annotated
+graph back as a flat program whose micro-ops carry those facts as ``vdir.*``
+attributes, and :func:`build_graph` reads such a program back, so each pass
+can run on its own from ``vdir-opt``. Big programs go through
+``vdir-pipeline``, which keeps the graph in memory from start to end.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.affine import ApplyOp
+from xdsl.dialects.arith import AddiOp, ConstantOp, MuliOp
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from vdir.diagnostics import PassFailure, location_of
+from vdir.dialects.vdir import (
+    DYNAMIC,
+    BufferType,
+    ComputeOp,
+    EngineKind,
+    JoinOp,
+    LoadOp,
+    ProgramOp,
+    RepeatOp,
+    StoreOp,
+    TileType,
+    TokenType,
+    element_type,
+)
+from vdir.families import DTYPE_BYTES, TileSig
+from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
+
+#: order of the scheduling stages, as recorded in the program's ``vdir.stage``
+STAGES = ("source", "placed", "scheduled", "allocated", "laid-out")
+
+
+@dataclass(eq=False, slots=True)
+class Node:
+    """One micro-op instance of the expanded program."""
+
+    id: int
+    kind: str  # "load" | "compute" | "store"
+    engine: str
+    seq: int  # position in program order (clones share their original's)
+    name: str
+    loc: str
+    tile: TileSig | None = None  # produced (load/compute) or stored (store)
+    buffer: int = -1
+    row: int = 0
+    col: int = 0
+    family: str = ""
+    params: dict = field(default_factory=dict)
+    inputs: list["Node"] = field(default_factory=list)
+    deps: list[tuple["Node", ...]] = field(default_factory=list)
+    flow: int | None = None
+    origin: "Node | None" = None  # the source node a clone was made from
+    # ---- filled by the passes
+    sm: int = -1
+    pos: int = -1
+    smem: int = -1
+    wait_bits: dict[int, int] = field(default_factory=dict)  # bit -> parity
+    signal_bits: list[int] = field(default_factory=list)
+    wait_counters: list[tuple[int, int]] = field(default_factory=list)  # (counter, count)
+    release_counters: list[int] = field(default_factory=list)
+
+    @property
+    def produces_tile(self) -> bool:
+        return self.kind in ("load", "compute")
+
+    def __repr__(self) -> str:
+        return f"<{self.name}#{self.id} sm={self.sm}>"
+
+
+@dataclass
+class BufferArg:
+    """A program argument: a global buffer."""
+
+    name: str
+    shape: tuple[int, int]
+    dtype: str
+    is_output: bool = False
+
+    @property
+    def row_bytes(self) -> int:
+        return self.shape[1] * DTYPE_BYTES[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.row_bytes
+
+
+@dataclass
+class Graph:
+    """A program as a list of nodes in program order, plus its facts."""
+
+    name: str
+    target: TargetDescription
+    args: list[BufferArg]
+    nodes: list[Node]
+    stage: str = "source"
+    num_sms: int = 0
+    smem_bytes: int = 0
+    num_counters: int = 0
+    counter_counts: dict[int, int] = field(default_factory=dict)
+    program_op: ProgramOp | None = None
+
+    def describe(self, node: Node) -> str:
+        where = f" on SM {node.sm}" if node.sm >= 0 else ""
+        return f"{node.name}{where} ({node.loc})"
+
+
+class GroupInterner:
+    """Makes equal dependency groups the same tuple object."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[int, ...], tuple[Node, ...]] = {}
+
+    def __call__(self, nodes: Iterable[Node]) -> tuple[Node, ...]:
+        uniq = sorted({id(n): n for n in nodes}.values(), key=lambda n: (n.seq, n.id))
+        key = tuple(id(n) for n in uniq)
+        return self._groups.setdefault(key, tuple(uniq))
+
+
+# ---------------------------------------------------------------------------
+# Expansion
+# ---------------------------------------------------------------------------
+
+
+def single_program(module: ModuleOp) -> ProgramOp:
+    """The module's one ``vdir.program``; a located error otherwise."""
+    programs = [op for op in module.ops if isinstance(op, ProgramOp)]
+    if len(programs) != 1:
+        raise PassFailure(f"expected one vdir.program in the module, found {len(programs)}", None)
+    return programs[0]
+
+
+def _int_attr(op: Operation, key: str, default: int = -1) -> int:
+    a = op.attributes.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else default
+
+
+def _array_attr(op: Operation, key: str) -> list[int]:
+    a = op.attributes.get(key)
+    return list(a.get_values()) if isinstance(a, DenseArrayBase) else []
+
+
+class _Expander:
+    """Walks a program body, evaluating offsets and creating nodes."""
+
+    def __init__(self, program: ProgramOp, target: TargetDescription, stage: str):
+        self.program = program
+        self.target = target
+        self.stage = stage
+        self.nodes: list[Node] = []
+        self.env: dict[SSAValue, object] = {}
+        self.args: list[BufferArg] = []
+        self.by_id: dict[int, Node] = {}
+        self.pending_after: list[tuple[Node, list[list[int]]]] = []
+        for name, arg in zip(program.argument_names(), program.args):
+            t: BufferType = arg.type  # type: ignore[assignment]
+            self.env[arg] = len(self.args)
+            self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
+
+    def run(self) -> list[Node]:
+        self._block(self.program.body.block, {})
+        self._resolve_recorded_deps()
+        return self.nodes
+
+    # -- values ------------------------------------------------------------
+    def _index(self, v: SSAValue, op: Operation) -> int:
+        x = self.env.get(v)
+        if not isinstance(x, int):
+            raise PassFailure("offset is not a known index value", op)
+        return x
+
+    def _offsets(self, op: LoadOp | StoreOp) -> tuple[int, int]:
+        dyn = iter(op.dynamic_offsets)
+        vals = [self._index(next(dyn), op) if s == DYNAMIC else s for s in op.static_offsets.get_values()]
+        return vals[0], vals[1]
+
+    def _tokens(self, values: Sequence[SSAValue]) -> list[Node]:
+        out: list[Node] = []
+        for v in values:
+            out.extend(self.env[v])  # type: ignore[arg-type]
+        return out
+
+    def _name(self, op: Operation, iters: dict) -> str:
+        res = op.results[0] if op.results else None
+        base = f"%{res.name_hint}" if res is not None and res.name_hint else op.name
+        suffix = "".join(f"[{k}={v}]" for k, v in iters.items())
+        return f"{base}{suffix}"
+
+    # -- ops ---------------------------------------------------------------
+    def _block(self, block: Block, iters: dict) -> None:
+        for op in block.ops:
+            self._op(op, iters)
+
+    def _op(self, op: Operation, iters: dict) -> None:
+        if isinstance(op, RepeatOp):
+            name = op.induction_var.name_hint or "i"
+            for i in range(op.lower.value.data, op.upper.value.data, op.step.value.data):
+                self.env[op.induction_var] = i
+                self._block(op.body.block, {**iters, name: i})
+        elif isinstance(op, ApplyOp):
+            vals = [self._index(v, op) for v in op.mapOperands]
+            dims = op.map.data.num_dims
+            self.env[op.result] = op.map.data.eval(vals[:dims], vals[dims:])[0]
+        elif isinstance(op, ConstantOp):
+            v = op.value
+            if not isinstance(v, IntegerAttr):
+                raise PassFailure("only integer constants may appear in a vdir program", op)
+            self.env[op.result] = v.value.data
+        elif isinstance(op, AddiOp | MuliOp):
+            a, b = self._index(op.lhs, op), self._index(op.rhs, op)
+            self.env[op.result] = a + b if isinstance(op, AddiOp) else a * b
+        elif isinstance(op, JoinOp):
+            self.env[op.result] = self._tokens(op.tokens)
+        elif isinstance(op, LoadOp | StoreOp | ComputeOp):
+            self._micro_op(op, iters)
+        else:
+            raise PassFailure(f"'{op.name}' cannot appear in a vdir program", op)
+
+    def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict) -> None:
+        node = Node(
+            id=len(self.nodes),
+            kind=op.OP_CLASS,
+            engine=op.engine.data.value,
+            seq=len(self.nodes),
+            name=self._name(op, iters) if not isinstance(op, StoreOp) else f"store to @{self.args[self.env[op.dest]].name}" + "".join(f"[{k}={v}]" for k, v in iters.items()),  # type: ignore[index]
+            loc=location_of(op) or "<unknown>",
+            flow=op.flow.value.data if op.flow is not None else None,
+        )
+        if isinstance(op, LoadOp):
+            node.buffer = self.env[op.source]  # type: ignore[assignment]
+            node.row, node.col = self._offsets(op)
+            node.tile = op.result.type.sig  # type: ignore[attr-defined]
+            self._check_bounds(node, op)
+            self.env[op.result] = node
+        elif isinstance(op, StoreOp):
+            node.buffer = self.env[op.dest]  # type: ignore[assignment]
+            node.row, node.col = self._offsets(op)
+            node.tile = op.value.type.sig  # type: ignore[attr-defined]
+            node.inputs = [self.env[op.value]]  # type: ignore[list-item]
+            self._check_bounds(node, op)
+            self.args[node.buffer].is_output = True
+            self.env[op.token] = [node]
+        else:
+            node.family = op.family.data
+            node.params = op.param_values
+            node.tile = op.result.type.sig  # type: ignore[attr-defined]
+            node.inputs = [self.env[v] for v in op.inputs]  # type: ignore[misc]
+            self.env[op.result] = node
+        node.deps = [tuple(self._tokens(op.deps))] if op.deps else []
+        self._read_annotations(node, op)
+        self.nodes.append(node)
+
+    def _check_bounds(self, node: Node, op: Operation) -> None:
+        arg = self.args[node.buffer]
+        r, c = node.tile.shape  # type: ignore[union-attr]
+        where = ""
+        if node.row < 0 or node.col < 0 or node.row + r > arg.shape[0] or node.col + c > arg.shape[1]:
+            raise PassFailure(
+                f"{node.kind} region [{node.row}:{node.row + r}, {node.col}:{node.col + c}] of {node.name} "
+                f"is out of the bounds of @{arg.name} ({arg.shape[0]}x{arg.shape[1]}){where}",
+                op,
+            )
+        if (node.col * DTYPE_BYTES[arg.dtype]) % 16:
+            raise PassFailure(f"{node.kind} {node.name}: column offset {node.col} is not 16-byte aligned", op)
+
+    # -- annotations written by graph_to_ir --------------------------------
+    def _read_annotations(self, node: Node, op: Operation) -> None:
+        if self.stage == "source":
+            return
+        node.id = _int_attr(op, "vdir.id", node.id)
+        node.seq = _int_attr(op, "vdir.seq", node.seq)
+        node.sm = _int_attr(op, "vdir.sm")
+        node.pos = _int_attr(op, "vdir.pos")
+        node.smem = _int_attr(op, "vdir.smem")
+        after = op.attributes.get("vdir.after")
+        if isinstance(after, ArrayAttr):
+            self.pending_after.append((node, [list(g.get_values()) for g in after.data]))
+        waits = _array_attr(op, "vdir.wait")
+        node.wait_bits = {waits[i]: waits[i + 1] for i in range(0, len(waits), 2)}
+        node.signal_bits = _array_attr(op, "vdir.signal")
+        wc = _array_attr(op, "vdir.wait_counters")
+        node.wait_counters = [(wc[i], wc[i + 1]) for i in range(0, len(wc), 2)]
+        node.release_counters = _array_attr(op, "vdir.release")
+        if node.id in self.by_id:
+            raise PassFailure(f"duplicate vdir.id {node.id}", op)
+        self.by_id[node.id] = node
+
+    def _resolve_recorded_deps(self) -> None:
+        intern = GroupInterner()
+        for node, groups in self.pending_after:
+            try:
+                node.deps = [intern(self.by_id[i] for i in g) for g in groups]
+            except KeyError as e:
+                raise PassFailure(f"vdir.after of {node.name} names unknown micro-op {e}", None) from None
+
+
+def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Graph:
+    """Expand the module's program into a :class:`Graph` (see the module docstring)."""
+    program = single_program(module)
+    stage_attr = program.attributes.get("vdir.stage")
+    stage = stage_attr.data if isinstance(stage_attr, StringAttr) else "source"
+    if target is None:
+        target = get_target(program.target.data if program.target else DEFAULT_TARGET)
+    expander = _Expander(program, target, stage)
+    nodes = expander.run()
+    graph = Graph(program.sym_name.data, target, expander.args, nodes, stage=stage, program_op=program)
+    graph.num_sms = _int_attr(program, "vdir.num_sms", 0)
+    graph.smem_bytes = _int_attr(program, "vdir.smem_bytes", 0)
+    graph.num_counters = _int_attr(program, "vdir.num_counters", 0)
+    counts = _array_attr(program, "vdir.counter_counts")
+    graph.counter_counts = dict(enumerate(counts))
+    if stage == "source":
+        derive_memory_dependencies(graph)
+    nodes.sort(key=lambda n: (n.sm, n.seq) if stage != "source" else (n.seq,))
+    return graph
+
+
+# ---------------------------------------------------------------------------
+# Memory dependencies through global buffers
+# ---------------------------------------------------------------------------
+
+_BUCKET = 512  # bytes of buffer per bucket of the overlap index
+
+
+class _AccessIndex:
+    """Active accesses of one buffer, bucketed by byte range for overlap queries."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, list[tuple[int, int, Node]]] = defaultdict(list)
+
+    def add(self, lo: int, hi: int, node: Node) -> None:
+        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
+            self.buckets[b].append((lo, hi, node))
+
+    def overlapping(self, lo: int, hi: int) -> list[tuple[int, int, Node]]:
+        seen: dict[int, tuple[int, int, Node]] = {}
+        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
+            for e in self.buckets.get(b, ()):
+                if e[0] < hi and lo < e[1]:
+                    seen[id(e[2])] = e
+        return list(seen.values())
+
+    def remove_covered(self, lo: int, hi: int) -> None:
+        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
+            lst = self.buckets.get(b)
+            if lst:
+                self.buckets[b] = [e for e in lst if not (lo <= e[0] and e[1] <= hi)]
+
+
+def byte_range(arg: BufferArg, node: Node) -> tuple[int, int]:
+    """[lo, hi) bytes of the region's bounding range in the row-major buffer."""
+    es = DTYPE_BYTES[arg.dtype]
+    r, c = node.tile.shape  # type: ignore[union-attr]
+    lo = node.row * arg.row_bytes + node.col * es
+    hi = (node.row + r - 1) * arg.row_bytes + (node.col + c) * es
+    return lo, hi
+
+
+def derive_memory_dependencies(graph: Graph) -> None:
+    """Add RAW / WAR / WAW groups between loads and stores of written buffers."""
+    written = {n.buffer for n in graph.nodes if n.kind == "store"}
+    reads = {b: _AccessIndex() for b in written}
+    writes = {b: _AccessIndex() for b in written}
+    intern = GroupInterner()
+    for node in graph.nodes:
+        if node.buffer not in written or node.kind not in ("load", "store"):
+            continue
+        lo, hi = byte_range(graph.args[node.buffer], node)
+        producers = [e[2] for e in writes[node.buffer].overlapping(lo, hi)]
+        if node.kind == "store":
+            producers += [e[2] for e in reads[node.buffer].overlapping(lo, hi)]
+            writes[node.buffer].remove_covered(lo, hi)
+            reads[node.buffer].remove_covered(lo, hi)
+            writes[node.buffer].add(lo, hi, node)
+        else:
+            reads[node.buffer].add(lo, hi, node)
+        producers = [p for p in producers if p is not node]
+        if producers:
+            node.deps.append(intern(producers))
+
+
+# ---------------------------------------------------------------------------
+# Writing the annotated graph back as IR
+# ---------------------------------------------------------------------------
+
+
+def _i64(v: int) -> IntegerAttr:
+    return IntegerAttr(v, i64)
+
+
+def _array(vals: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(vals))
+
+
+def _params_attr(params: dict) -> DictionaryAttr:
+    out: dict[str, Attribute] = {}
+    for k, v in params.items():
+        out[k] = FloatAttr(v, f32) if isinstance(v, float) else IntegerAttr(v, i64)
+    return DictionaryAttr(out)
+
+
+def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
+    """A flat program holding every node with its annotations (see module doc)."""
+    arg_types = [BufferType(a.shape, a.dtype) for a in graph.args]
+    block = Block(arg_types=arg_types)
+    for a, name in zip(block.args, (a.name for a in graph.args)):
+        a.name_hint = name
+    values: dict[int, SSAValue] = {}
+    for node in graph.nodes:
+        op = _node_op(node, block, values)
+        attrs = op.attributes
+        attrs["vdir.id"] = _i64(node.id)
+        if node.seq != node.id:
+            attrs["vdir.seq"] = _i64(node.seq)
+        if node.sm >= 0:
+            attrs["vdir.sm"] = _i64(node.sm)
+        if node.pos >= 0:
+            attrs["vdir.pos"] = _i64(node.pos)
+        if node.smem >= 0:
+            attrs["vdir.smem"] = _i64(node.smem)
+        groups = [g for g in node.deps if g]
+        if groups:
+            attrs["vdir.after"] = ArrayAttr([_array([p.id for p in g]) for g in groups])
+        if node.wait_bits:
+            attrs["vdir.wait"] = _array([x for b, p in sorted(node.wait_bits.items()) for x in (b, p)])
+        if node.signal_bits:
+            attrs["vdir.signal"] = _array(node.signal_bits)
+        if node.wait_counters:
+            attrs["vdir.wait_counters"] = _array([x for cn in node.wait_counters for x in cn])
+        if node.release_counters:
+            attrs["vdir.release"] = _array(node.release_counters)
+        if graph.program_op is not None and (loc := _loc(node.loc)) is not None:
+            op.location = loc
+        block.add_op(op)
+    program = ProgramOp(
+        graph.name, arg_types, Region(block), target=graph.target.name,
+        arg_names=[a.name for a in graph.args],
+    )
+    program.attributes["vdir.stage"] = StringAttr(stage)
+    program.attributes["vdir.num_sms"] = _i64(graph.num_sms)
+    if graph.smem_bytes:
+        program.attributes["vdir.smem_bytes"] = _i64(graph.smem_bytes)
+    if graph.num_counters:
+        program.attributes["vdir.num_counters"] = _i64(graph.num_counters)
+        program.attributes["vdir.counter_counts"] = _array(
+            [graph.counter_counts[i] for i in range(graph.num_counters)]
+        )
+    return program
+
+
+def _loc(text: str) -> FileLineColLoc | None:
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return FileLineColLoc(StringAttr(parts[0]), IntAttr(int(parts[1])), IntAttr(int(parts[2])))
+
+
+def _node_op(node: Node, block: Block, values: dict[int, SSAValue]) -> Operation | None:
+    args = block.args
+    engine = EngineKind(node.engine) if node.engine in EngineKind._value2member_map_ else EngineKind.LOAD
+    tile = TileType(node.tile.shape, node.tile.dtype) if node.tile else None
+    if node.kind == "load":
+        op: Operation = LoadOp(args[node.buffer], [node.row, node.col], tile, engine, node.flow)  # type: ignore[arg-type]
+    elif node.kind == "store":
+        op = StoreOp(values[node.inputs[0].id], args[node.buffer], [node.row, node.col], engine, node.flow)
+    elif node.kind == "compute":
+        op = ComputeOp(
+            node.family, [values[i.id] for i in node.inputs], tile,  # type: ignore[arg-type]
+            dict(_params_attr(node.params).data), engine, node.flow,
+        )
+    else:
+        raise ValueError(f"unknown node kind {node.kind}")
+    if op.results and isinstance(op.results[0].type, TileType):
+        hint = node.name.split("[")[0].lstrip("%")
+        if hint and hint[0].isalpha():
+            op.results[0].name_hint = f"{hint}_{node.id}"
+        values[node.id] = op.results[0]
+    return op
+
+
+def replace_program(module: ModuleOp, graph: Graph, stage: str) -> None:
+    """Swap the module's program for the annotated flat form of ``graph``."""
+    old = single_program(module)
+    new = graph_to_ir(graph, stage)
+    module.body.block.insert_op_before(new, old)
+    module.body.block.erase_op(old, safe_erase=False)

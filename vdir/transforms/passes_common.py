@@ -1,0 +1,43 @@
+"""Glue shared by the scheduling passes: read the graph, check the stage, write back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import ModuleOp
+
+from vdir.diagnostics import PassFailure
+from vdir.target import TargetDescription, UnknownTargetError, get_target
+from vdir.transforms.graph import STAGES, Graph, build_graph, replace_program
+
+
+def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> TargetDescription:
+    """The pass's target: its ``target`` option, else the program's; ``num-sms`` restricts it."""
+    try:
+        target = get_target(name) if name else graph_target
+        return target.with_sms(num_sms) if num_sms else target
+    except UnknownTargetError as e:
+        raise PassFailure(str(e)) from None
+
+
+def run_stage(
+    module: ModuleOp, needs: str, produces: str, stage: Callable[[Graph], None]
+) -> Graph:
+    """Build the graph, check it is at stage ``needs``, run ``stage``, write it back."""
+    graph = build_graph(module)
+    have, want = STAGES.index(graph.stage), STAGES.index(needs)
+    if have < want:
+        missing = STAGES[have + 1 : want + 1]
+        raise PassFailure(
+            f"this pass needs a program at stage '{needs}' (it is '{graph.stage}'); "
+            f"run the passes producing {', '.join(repr(s) for s in missing)} first",
+            graph.program_op,
+        )
+    if have > want:
+        raise PassFailure(
+            f"the program is already at stage '{graph.stage}'; this pass expects '{needs}'",
+            graph.program_op,
+        )
+    stage(graph)
+    replace_program(module, graph, produces)
+    return graph

@@ -1,0 +1,169 @@
+"""``vdir-place``: assign every micro-op to an SM.
+
+Placement works on *clusters*: micro-ops joined by tile edges from a producer
+that is expensive to repeat (a gemv, anything fed by a streamed load through
+a gemv) must share an SM, since a tile lives in one SM's shared memory.
+Cheap producers — loads and the non-gemv computes fed only by such — are
+*rematerialised*: each SM that consumes their tile gets its own copy (an
+activation vector is loaded once per SM instead of travelling through global
+memory). Clusters are assigned in program order to the least-loaded SM by the
+cost model's time estimate (bytes moved and flops), which balances each phase
+of the program across SMs. Dependency groups naming a rematerialised node are
+rewritten to name all of its copies.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from vdir.families import get_family
+from vdir.transforms.graph import Graph, GroupInterner, Node
+from vdir.transforms.passes_common import resolve_target, run_stage
+
+#: families that are cheap enough to recompute on every SM that needs them
+_GEMV_FAMILIES = {"gemv", "rmsnorm_gemv", "gemv_silu_mul", "gemv_add"}
+
+
+def node_time_us(node: Node, graph: Graph) -> float:
+    """Cost-model time of one micro-op on one SM (µs)."""
+    t = graph.target
+    per_sm_bw = t.hbm_bytes_per_us / t.num_sms
+    if node.kind in ("load", "store"):
+        return node.tile.nbytes / per_sm_bw  # type: ignore[union-attr]
+    fam = get_family(node.family)
+    _, flops = fam.cost([i.tile for i in node.inputs], node.tile)  # type: ignore[misc, arg-type]
+    return flops / t.flops_per_us_per_sm
+
+
+def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
+    """Loads, and cheap computes whose inputs are all rematerialisable."""
+    if node.id in memo:
+        return memo[node.id]
+    if node.kind == "load":
+        ok = True
+    elif node.kind == "compute" and node.family not in _GEMV_FAMILIES:
+        ok = all(is_rematerialisable(i, memo) for i in node.inputs)
+    else:
+        ok = False
+    memo[node.id] = ok
+    return ok
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, x: int) -> int:
+        p = self.parent.setdefault(x, x)
+        while p != self.parent[p]:
+            self.parent[p] = self.parent[self.parent[p]]
+            p = self.parent[p]
+        self.parent[x] = p
+        return p
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def clusters_of(graph: Graph, remat: dict[int, bool]) -> list[list[Node]]:
+    """Groups of non-rematerialisable nodes that must share an SM, in program order."""
+    uf = _UnionFind()
+    anchored = [n for n in graph.nodes if not is_rematerialisable(n, remat)]
+    for n in anchored:
+        uf.find(n.id)
+        for i in n.inputs:
+            if not remat[i.id]:
+                uf.union(i.id, n.id)
+    groups: dict[int, list[Node]] = {}
+    for n in anchored:
+        groups.setdefault(uf.find(n.id), []).append(n)
+    return sorted(groups.values(), key=lambda c: c[0].seq)
+
+
+def place(graph: Graph, num_sms: int) -> None:
+    """Assign clusters to SMs and rematerialise shared cheap producers per SM."""
+    remat: dict[int, bool] = {}
+    clusters = clusters_of(graph, remat)
+    load = [(0.0, sm) for sm in range(num_sms)]
+    heapq.heapify(load)
+    for cluster in clusters:
+        busy, sm = heapq.heappop(load)
+        for n in cluster:
+            n.sm = sm
+        heapq.heappush(load, (busy + sum(node_time_us(n, graph) for n in cluster), sm))
+
+    copies: dict[tuple[int, int], Node] = {}
+    clones_of: dict[int, list[Node]] = {}
+    next_id = [max((n.id for n in graph.nodes), default=-1) + 1]
+
+    def copy_on(node: Node, sm: int) -> Node:
+        key = (node.id, sm)
+        if key not in copies:
+            c = Node(
+                id=next_id[0], kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
+                loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
+                family=node.family, params=node.params, deps=node.deps, flow=node.flow,
+                origin=node, sm=sm,
+            )
+            next_id[0] += 1
+            c.inputs = [copy_on(i, sm) for i in node.inputs]
+            copies[key] = c
+            clones_of.setdefault(node.id, []).append(c)
+        return copies[key]
+
+    placed: list[Node] = []
+    for cluster in clusters:
+        for n in cluster:
+            n.inputs = [copy_on(i, n.sm) if remat[i.id] else i for i in n.inputs]
+            placed.append(n)
+    placed.extend(copies.values())
+    _rewrite_groups(placed, remat, clones_of)
+    placed.sort(key=lambda n: (n.sm, n.seq))
+    for i, n in enumerate(placed):
+        n.id = i
+    graph.nodes = placed
+    graph.num_sms = num_sms
+
+
+def _rewrite_groups(nodes: list[Node], remat: dict[int, bool], clones_of: dict[int, list[Node]]) -> None:
+    """Dependency groups name every copy of a rematerialised producer."""
+    intern = GroupInterner()
+    rewritten: dict[int, tuple[Node, ...]] = {}
+    for n in nodes:
+        new = []
+        for g in n.deps:
+            if id(g) not in rewritten:
+                members: list[Node] = []
+                for p in g:
+                    members.extend(clones_of.get(p.id, []) if remat.get(p.id) else [p])
+                rewritten[id(g)] = intern(members)
+            if rewritten[id(g)]:
+                new.append(rewritten[id(g)])
+        n.deps = new
+
+
+@dataclass(frozen=True)
+class PlacePass(ModulePass):
+    """Assign micro-ops to SMs (see the module docstring).
+
+    Options: ``num-sms`` (default: all SMs of the target), ``target`` (default:
+    the program's).
+    """
+
+    name = "vdir-place"
+
+    num_sms: int = 0
+    target: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        def stage(graph: Graph) -> None:
+            target = resolve_target(self.target, self.num_sms, graph.target)
+            graph.target = target
+            place(graph, target.num_sms)
+
+        run_stage(op, "source", "placed", stage)
