@@ -12,7 +12,10 @@ instructions, one queue per (SM, engine).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -189,8 +192,33 @@ class EncodedProgram:
             + np.ascontiguousarray(self.instrs, dtype=np.uint32).tobytes()
         )
 
+    @classmethod
+    def from_bytes(cls, data: bytes, buffers: list[BufferInfo], uop_names: dict[int, str] | None = None,
+                   target: str = "h200") -> "EncodedProgram":
+        """Inverse of :meth:`to_bytes` (buffers and names are host metadata)."""
+        h = cls.parse_header(data)
+        n_sms = h["num_sms"]
+        off = HEADER_WORDS * 4
+        table = np.frombuffer(data, dtype="<u4", count=n_sms * NUM_ENGINES * 2, offset=off)
+        off += table.nbytes
+        expected = off + h["num_instrs"] * INSTR_BYTES
+        if len(data) != expected:
+            raise ValueError(f"encoded program is {len(data)} bytes, the header says {expected}")
+        instrs = np.frombuffer(data, dtype="<u4", offset=off).reshape(-1, INSTR_WORDS).copy()
+        table = table.reshape(n_sms, NUM_ENGINES, 2)
+        queues = [[(int(table[s, e, 0]), int(table[s, e, 1])) for e in range(NUM_ENGINES)] for s in range(n_sms)]
+        for s in range(n_sms):
+            for e in range(NUM_ENGINES):
+                start, count = queues[s][e]
+                if start + count > h["num_instrs"]:
+                    raise ValueError(f"queue (SM {s}, engine {e}) runs past the instructions")
+        return cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
+                   queues, dict(uop_names or {}), target)
+
     @staticmethod
     def parse_header(data: bytes) -> dict:
+        if len(data) < HEADER_WORDS * 4:
+            raise ValueError("encoded program is shorter than its header")
         words = struct.unpack_from("<16I", data)
         if words[H_MAGIC] != MAGIC:
             raise ValueError("not an encoded vdir program (bad magic)")
@@ -211,3 +239,31 @@ class EncodedProgram:
         name = self.uop_names.get(ins.uop_id, f"micro-op #{ins.uop_id}")
         eng = ("load", "compute", "store")[engine]
         return f"{name} (SM {sm}, {eng} engine, queue position {pos})"
+
+
+def encode_code(program: EncodedProgram) -> str:
+    """The program's binary form, zlib-compressed and base64-encoded (for IR text)."""
+    return base64.b64encode(zlib.compress(program.to_bytes(), 6)).decode("ascii")
+
+
+def decode_code(text: str) -> bytes:
+    """Inverse of :func:`encode_code`; raises ValueError on damaged data."""
+    try:
+        data = zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+    except (binascii.Error, zlib.error, UnicodeEncodeError) as e:
+        raise ValueError(f"cannot decode the program's code ({e})") from None
+    EncodedProgram.parse_header(data)
+    return data
+
+
+def encode_text(lines: list[str]) -> str:
+    """Newline-joined lines, compressed and base64-encoded (micro-op names)."""
+    return base64.b64encode(zlib.compress("\n".join(lines).encode("utf-8"), 6)).decode("ascii")
+
+
+def decode_text(text: str) -> list[str]:
+    """Inverse of :func:`encode_text`."""
+    try:
+        return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True)).decode("utf-8").split("\n")
+    except (binascii.Error, zlib.error, UnicodeError) as e:
+        raise ValueError(f"cannot decode the micro-op names ({e})") from None

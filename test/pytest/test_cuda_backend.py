@@ -93,7 +93,7 @@ def test_family_alone(platform, case):
 def test_two_sms_with_a_counter(platform):
     """SM 0: y = gemv(w, x), stored, counter 0 released; SM 1 waits for the
     counter, loads y and computes z = y + r."""
-    R, K = 64, 2048
+    R, K = 32, 2048
     rng = np.random.default_rng()
     w, x, r = rand(rng, (R, K), scale=K ** -0.5), rand(rng, (1, K)), rand(rng, (1, R))
     y0 = np.zeros((1, R), bfloat16)

@@ -180,7 +180,7 @@ def test_every_interleaving_gives_the_same_bytes(seed):
 def cross_sm_program(with_counter_wait: bool = True) -> ProgramBuilder:
     """SM 0: h = gemv(w, x) -> @h, releasing counter 0. SM 1: waits for it, out = h + r."""
     b = ProgramBuilder(
-        2, [buf("w", (R, K)), buf("x", (1, K)), buf("r", (1, R)), buf("h", (1, R)), buf("out", (1, R), out=True)],
+        2, [buf("w", (R, K)), buf("x", (1, K)), buf("r", (1, R)), buf("h", (1, R), out=True), buf("out", (1, R), out=True)],
         num_counters=1,
     )
     b.load(0, "w", 0, R, K * 2, name="%w = load @w", signal=[0])

@@ -102,23 +102,22 @@ vdir.program @flow_mismatch(%x: !vdir.buffer<1x64xbf16>, %w: !vdir.buffer<64x64x
   %s = vdir.store %y, %out[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
 }
 
-// No fused family: rmsnorm is the gemv's weights, not its x; add into
-// silu_mul; silu_mul into add.
+// No fused family: rmsnorm into add, add into silu_mul, silu_mul into add.
 // CHECK-LABEL: vdir.program @no_family
 // CHECK:         %n = vdir.compute rmsnorm(%xt, %xt)
-// CHECK-NEXT:    %a = vdir.compute gemv(%n, %xt)
+// CHECK-NEXT:    %a = vdir.compute add(%n, %xt)
 // CHECK-NEXT:    %b = vdir.compute add(%xt, %xt)
 // CHECK-NEXT:    %c = vdir.compute silu_mul(%b, %xt)
 // CHECK-NEXT:    %d = vdir.compute add(%c, %xt)
 vdir.program @no_family(%x: !vdir.buffer<1x64xbf16>, %out: !vdir.buffer<1x64xbf16>, %o1: !vdir.buffer<1x64xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
   %n = vdir.compute rmsnorm(%xt, %xt) {eps = 1.0e-05 : f32} : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
-  %a = vdir.compute gemv(%n, %xt) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x1xbf16>
+  %a = vdir.compute add(%n, %xt) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %b = vdir.compute add(%xt, %xt) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %c = vdir.compute silu_mul(%b, %xt) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %d = vdir.compute add(%c, %xt) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %s = vdir.store %d, %out[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
-  %s1 = vdir.store %a, %o1[0, 0] : !vdir.tile<1x1xbf16>, !vdir.buffer<1x64xbf16>
+  %s1 = vdir.store %a, %o1[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
 }
 
 // Loads that must not merge: a store to the buffer in between (even inside a

@@ -275,9 +275,12 @@ class CudaPlatform(Platform):
         on a device word that another stream sets once the batch is queued), so
         the GPU runs them back to back and host launch overhead stays out of
         the numbers. Uses epochs ``spec.epoch, spec.epoch + 1, ...`` and leaves
-        ``spec.epoch`` at the next unused one.
+        ``spec.epoch`` at the next unused one. ``artifact`` and ``spec`` may also
+        be equal-length lists, launched in rotation (e.g. several weight sets,
+        so that the data does not stay in L2); epochs then advance per pair.
         """
         drv = _driver()
+        pairs = list(zip(artifact, spec)) if isinstance(artifact, (list, tuple)) else [(artifact, spec)]
         times: list[float] = []
         gate = self.allocate(4)
         try:
@@ -291,9 +294,10 @@ class CudaPlatform(Platform):
                 evs = [(_check(drv.cuEventCreate(0), "cuEventCreate"), _check(drv.cuEventCreate(0), "cuEventCreate"))
                        for _ in range(n)]
                 try:
-                    for e0, e1 in evs:
-                        self._launch(artifact, spec, e0, e1)
-                        spec.epoch += 1
+                    for k, (e0, e1) in enumerate(evs):
+                        art, sp = pairs[(done + k) % len(pairs)]
+                        self._launch(art, sp, e0, e1)
+                        sp.epoch += 1
                     if gated:
                         _check(drv.cuMemsetD32Async(int(gate.handle), 1, 1, self._gate_stream), "cuMemsetD32Async")
                     self.synchronize()

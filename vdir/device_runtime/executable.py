@@ -35,13 +35,6 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
 
 
-def _dtype_text(dtype: np.dtype) -> str:
-    for name, dt in DTYPES.items():
-        if dtype == dt:
-            return name
-    return str(dtype)
-
-
 def _as_host_array(value: Any, label: str) -> np.ndarray:
     """``value`` as a numpy array without copying: numpy arrays, or DLPack-capable tensors."""
     if isinstance(value, np.ndarray):
@@ -74,12 +67,16 @@ class Executable:
         self.backend = backend
         self.options = dict(options)
         self.platform = get_platform(backend, target if target is not None else program.target)
-        self.artifact = self.platform.load_artifact(program)
-        self._buffers: list[DeviceBuffer] = [
-            self.platform.allocate(self._nbytes(info)) for info in program.buffers
-        ]
-        self._counters = self.platform.allocate(4 * max(program.num_counters, 1))
-        self.platform.fill_zero(self._counters)
+        try:
+            self.artifact = self.platform.load_artifact(program)
+            self._buffers: list[DeviceBuffer] = [
+                self.platform.allocate(self._nbytes(info)) for info in program.buffers
+            ]
+            self._counters = self.platform.allocate(4 * max(program.num_counters, 1))
+            self.platform.fill_zero(self._counters)
+        except BaseException:
+            self.platform.close()
+            raise
         self._epoch = 1
 
     # ---- signature -------------------------------------------------------
@@ -135,7 +132,7 @@ class Executable:
         label = f"argument '{info.name}' (#{index + 1})"
         array = _as_host_array(value, label)
         want = f"{_shape_text(tuple(info.shape))} {info.dtype}"
-        got = f"{_shape_text(array.shape)} {_dtype_text(array.dtype)}"
+        got = f"{_shape_text(array.shape)} {array.dtype}"
         if tuple(array.shape) != tuple(info.shape) or array.dtype != DTYPES[info.dtype]:
             raise ArgumentError(f"{label}: expected {want}, got {got}")
         if not array.flags.c_contiguous:
@@ -229,7 +226,7 @@ def compile(
 ) -> Executable:
     """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
 
-    A ``ModuleOp`` goes through :func:`vdir.pipeline.compile_to_encoded` for
+    A ``ModuleOp`` goes through the pass pipeline (:func:`compile_module`) for
     ``target`` (restricted to ``num_sms`` SMs when given); an
     :class:`EncodedProgram` is used as it is. ``options`` become launch
     options of the returned :class:`Executable`.
@@ -243,10 +240,21 @@ def compile(
             raise TypeError(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
-        from vdir.pipeline import compile_to_encoded
-
-        program = compile_to_encoded(module_or_program, target=target, num_sms=num_sms)
+        program = compile_module(module_or_program, target=target, num_sms=num_sms)
     return Executable(program, backend=backend, target=target, **options)
+
+
+def compile_module(module: Any, target: str = "h200", num_sms: int | None = None) -> EncodedProgram:
+    """Run the pass pipeline on a verified module (left unchanged); return its encoding.
+
+    The pipeline is imported here, lazily, so that the runtime does not pull
+    in the compiler unless asked to compile.
+    """
+    try:
+        from vdir.pipeline import compile_to_encoded
+    except ImportError:
+        from vdir.transforms.pipeline import compile_to_encoded
+    return compile_to_encoded(module, target=target, num_sms=num_sms)
 
 
 # ---------------------------------------------------------------------------

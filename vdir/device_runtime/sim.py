@@ -247,6 +247,13 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
         raise SimProgramError(
             f"the queue table has {len(program.queues)} SMs, the header says {program.num_sms}"
         )
+    if program.num_sms > target.num_sms:
+        raise SimProgramError(f"the program uses {program.num_sms} SMs, target '{target.name}' has {target.num_sms}")
+    if program.smem_bytes > target.smem_per_block:
+        raise SimProgramError(
+            f"the program needs {program.smem_bytes} bytes of shared memory per SM, "
+            f"target '{target.name}' allows {target.smem_per_block}"
+        )
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
     words = np.ascontiguousarray(program.instrs, dtype=np.uint32).tolist()
     bw_per_sm = target.hbm_bytes_per_us / max(target.num_sms, 1)
@@ -277,6 +284,8 @@ def _decode_op(pos, words, engine, program, buffer_bytes, target, bw_per_sm) -> 
     if op.opcode not in _ENGINE_OPCODES[engine]:
         name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
         raise ValueError(f"a {name} instruction cannot run on the {ENGINE_NAMES[engine]} engine")
+    if (op.wait_mask | op.signal_mask) >> program.bitmap_bits:
+        raise ValueError(f"uses dependency bits beyond the {program.bitmap_bits}-bit bitmap")
     for counter in (op.wait_counter, op.release_counter):
         if counter >= program.num_counters:
             raise ValueError(f"counter {counter} is out of range ({program.num_counters} counters)")
@@ -460,7 +469,7 @@ class GlobalTracker:
 class Simulation:
     """One launch of a decoded program over host byte arrays.
 
-    ``buffers`` are the programs' arguments as uint8 arrays (modified in
+    ``buffers`` are the program's arguments as uint8 arrays (modified in
     place), ``counters`` the u32 global counters (modified in place).
     """
 

@@ -63,6 +63,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -953,39 +954,38 @@ class ProgramOp(IRDLOperation):
 class EncodedProgramOp(IRDLOperation):
     """The encoded form of a program: its per-engine instruction streams.
 
-    Written by ``vdir-encode``; the layout of ``instrs`` (32 words per
-    micro-op) and ``queues`` ((first, count) per SM and engine) is the
-    micro-op ISA of ``docs/isa.md``. ``buffers`` lists the arguments as
-    ``name:RxC:dtype:in|out``; ``names`` gives each micro-op id a readable name
-    for diagnostics.
+    Written by ``vdir-encode``. ``code`` holds the binary program of
+    ``docs/isa.md`` (header, queue table, 32-word instructions), zlib-compressed
+    and base64-encoded so that a 16-layer model stays a few hundred KiB of text;
+    ``vdir-opt -t isa`` prints it as a readable listing. ``buffers`` lists the
+    arguments as ``name:RxC:dtype:in|out``; ``names`` (compressed like ``code``)
+    gives each micro-op id a readable name for diagnostics.
     """
 
     name = "vdir.encoded_program"
 
-    sym_name = prop_def(StringAttr)
+    sym_name = prop_def(SymbolNameConstraint())
     target = prop_def(StringAttr)
-    num_sms = prop_def(IntegerAttr)
-    smem_bytes = prop_def(IntegerAttr)
-    num_counters = prop_def(IntegerAttr)
-    bitmap_bits = prop_def(IntegerAttr)
     buffers = prop_def(ArrayAttr[StringAttr])
-    queues = prop_def(DenseArrayBase)
-    instrs = prop_def(DenseArrayBase)
-    names = prop_def(ArrayAttr[StringAttr])
+    code = prop_def(StringAttr)
+    names = prop_def(StringAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name attr-dict"
+    traits = traits_def(SymbolOpInterface())
 
     def verify_(self) -> None:
-        n_instr_words = len(self.instrs.get_values())
-        if n_instr_words % 32:
-            raise VerifyException(f"instrs holds {n_instr_words} words, not a multiple of 32")
-        if len(self.queues.get_values()) != self.num_sms.value.data * 3 * 2:
-            raise VerifyException("queues must hold a (first, count) pair per SM and engine")
         for b in self.buffers.data:
             parts = b.data.split(":")
             if len(parts) != 4 or parts[3] not in ("in", "out"):
                 raise VerifyException(f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out)")
+        from vdir.isa import decode_code, decode_text
+
+        try:
+            decode_code(self.code.data)
+            decode_text(self.names.data)
+        except ValueError as e:
+            raise VerifyException(f"bad encoded program: {e}") from None
 
 
 VDIR = Dialect(

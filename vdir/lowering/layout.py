@@ -25,7 +25,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
-SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp
+SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
+SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 HEADER_BYTES = 1024  # the tile arena starts here (1024-aligned)
 
 #: mbarriers in the load engine's ring = loads that may be in flight at once

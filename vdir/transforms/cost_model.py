@@ -44,12 +44,13 @@ Constants (µs and bytes/µs):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 
 from vdir.dialects.vdir import ComputeOp, LoadOp, RepeatOp, StoreOp, TileType
-from vdir.families import get_family
+from vdir.families import TileSig, get_family
 from vdir.target import TargetDescription
 
 MICRO_OP_OVERHEAD_US = 0.3
@@ -124,9 +125,28 @@ def micro_op_cost(
     return Cost(global_bytes, smem_bytes, flops, time)
 
 
-def _tile_bytes(value_type) -> int:
-    assert isinstance(value_type, TileType)
-    return value_type.nbytes
+def signature_cost(
+    kind: str,
+    result: TileSig,
+    target: TargetDescription,
+    inputs: Sequence[TileSig] = (),
+    family: str | None = None,
+) -> Cost:
+    """The cost of a micro-op given only its class and tile signatures.
+
+    ``kind`` is ``"load"``, ``"compute"`` or ``"store"``; ``result`` is the
+    loaded, computed or stored tile; a compute also needs its ``inputs`` and
+    ``family``. This is the form for passes that work on an expanded graph
+    rather than on operations.
+    """
+    if kind in ("load", "store"):
+        return micro_op_cost(target, global_bytes=result.nbytes, smem_bytes=result.nbytes)
+    if kind == "compute":
+        if family is None:
+            raise ValueError("the cost of a compute micro-op needs its family")
+        smem, flops = get_family(family).cost(list(inputs), result)
+        return micro_op_cost(target, smem_bytes=smem, flops=flops)
+    raise ValueError(f"unknown micro-op class '{kind}' (expected load, compute or store)")
 
 
 def op_cost(op: Operation, target: TargetDescription) -> Cost:
@@ -137,19 +157,19 @@ def op_cost(op: Operation, target: TargetDescription) -> Cost:
     micro-op; use :func:`block_cost` for its body.
     """
     if isinstance(op, LoadOp):
-        n = _tile_bytes(op.result.type)
-        return micro_op_cost(target, global_bytes=n, smem_bytes=n)
+        return signature_cost("load", _sig(op.result), target)
     if isinstance(op, StoreOp):
-        n = _tile_bytes(op.value.type)
-        return micro_op_cost(target, global_bytes=n, smem_bytes=n)
+        return signature_cost("store", _sig(op.value), target)
     if isinstance(op, ComputeOp):
-        family = get_family(op.family.data)
-        smem, flops = family.cost(
-            [v.type.sig for v in op.inputs],  # type: ignore[attr-defined]
-            op.result.type.sig,  # type: ignore[attr-defined]
+        return signature_cost(
+            "compute", _sig(op.result), target, [_sig(v) for v in op.inputs], op.family.data
         )
-        return micro_op_cost(target, smem_bytes=smem, flops=flops)
     return ZERO_COST
+
+
+def _sig(value: SSAValue) -> TileSig:
+    assert isinstance(value.type, TileType)
+    return value.type.sig
 
 
 def block_cost(block: Block, target: TargetDescription) -> Cost:

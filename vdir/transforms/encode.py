@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vdir import isa
@@ -140,57 +140,34 @@ def encode(graph: Graph) -> isa.EncodedProgram:
 # ---------------------------------------------------------------------------
 
 
-def _i64(v: int) -> IntegerAttr:
-    return IntegerAttr(v, i64)
-
-
 def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
     """``vdir.encoded_program`` holding ``program``."""
-    queue_words = program.queue_table().astype(np.uint32).view(np.int32).reshape(-1)
-    instr_words = np.ascontiguousarray(program.instrs, dtype=np.uint32).view(np.int32).reshape(-1)
     names = [program.uop_names.get(i, "") for i in range(max(program.uop_names, default=-1) + 1)]
     return EncodedProgramOp.create(
         properties={
             "sym_name": StringAttr(name),
             "target": StringAttr(program.target),
-            "num_sms": _i64(program.num_sms),
-            "smem_bytes": _i64(program.smem_bytes),
-            "num_counters": _i64(program.num_counters),
-            "bitmap_bits": _i64(program.bitmap_bits),
             "buffers": ArrayAttr(
                 [
                     StringAttr(f"{b.name}:{b.shape[0]}x{b.shape[1]}:{b.dtype}:{'out' if b.is_output else 'in'}")
                     for b in program.buffers
                 ]
             ),
-            "queues": DenseArrayBase.from_list(i32, queue_words.tolist()),
-            "instrs": DenseArrayBase.from_list(i32, instr_words.tolist()),
-            "names": ArrayAttr([StringAttr(n) for n in names]),
+            "code": StringAttr(isa.encode_code(program)),
+            "names": StringAttr(isa.encode_text(names)),
         }
     )
 
 
 def program_of(op: EncodedProgramOp) -> isa.EncodedProgram:
     """Read a ``vdir.encoded_program`` back into an :class:`~vdir.isa.EncodedProgram`."""
-    num_sms = op.num_sms.value.data
-    q = np.array(op.queues.get_values(), dtype=np.int64).astype(np.uint32).reshape(num_sms, isa.NUM_ENGINES, 2)
-    words = np.array(op.instrs.get_values(), dtype=np.int64).astype(np.uint32).reshape(-1, isa.INSTR_WORDS)
     buffers = []
     for b in op.buffers.data:
         name, shape, dtype, io = b.data.split(":")
         r, c = (int(x) for x in shape.split("x"))
         buffers.append(isa.BufferInfo(name, (r, c), dtype, io == "out"))
-    return isa.EncodedProgram(
-        num_sms=num_sms,
-        smem_bytes=op.smem_bytes.value.data,
-        num_counters=op.num_counters.value.data,
-        bitmap_bits=op.bitmap_bits.value.data,
-        buffers=buffers,
-        instrs=words,
-        queues=[[(int(q[s, e, 0]), int(q[s, e, 1])) for e in range(isa.NUM_ENGINES)] for s in range(num_sms)],
-        uop_names={i: s.data for i, s in enumerate(op.names.data) if s.data},
-        target=op.target.data,
-    )
+    names = {i: s for i, s in enumerate(isa.decode_text(op.names.data)) if s}
+    return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data)
 
 
 def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:

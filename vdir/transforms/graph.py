@@ -178,6 +178,26 @@ def _array_attr(op: Operation, key: str) -> list[int]:
     return list(a.get_values()) if isinstance(a, DenseArrayBase) else []
 
 
+@dataclass
+class _OpTemplate:
+    """What expansion needs of one micro-op, independent of the iteration."""
+
+    kind: str
+    engine: str
+    loc: str
+    flow: int | None
+    deps: tuple
+    name: str = ""
+    static: tuple = ()
+    dynamic: tuple = ()
+    buffer: SSAValue | None = None
+    tile: TileSig | None = None
+    inputs: tuple = ()
+    result: SSAValue | None = None
+    family: str = ""
+    params: dict = field(default_factory=dict)
+
+
 class _Expander:
     """Walks a program body, evaluating offsets and creating nodes."""
 
@@ -190,6 +210,7 @@ class _Expander:
         self.args: list[BufferArg] = []
         self.by_id: dict[int, Node] = {}
         self.pending_after: list[tuple[Node, list[list[int]]]] = []
+        self.templates: dict[Operation, object] = {}
         for name, arg in zip(program.argument_names(), program.args):
             t: BufferType = arg.type  # type: ignore[assignment]
             self.env[arg] = len(self.args)
@@ -207,22 +228,11 @@ class _Expander:
             raise PassFailure("offset is not a known index value", op)
         return x
 
-    def _offsets(self, op: LoadOp | StoreOp) -> tuple[int, int]:
-        dyn = iter(op.dynamic_offsets)
-        vals = [self._index(next(dyn), op) if s == DYNAMIC else s for s in op.static_offsets.get_values()]
-        return vals[0], vals[1]
-
     def _tokens(self, values: Sequence[SSAValue]) -> list[Node]:
         out: list[Node] = []
         for v in values:
             out.extend(self.env[v])  # type: ignore[arg-type]
         return out
-
-    def _name(self, op: Operation, iters: dict) -> str:
-        res = op.results[0] if op.results else None
-        base = f"%{res.name_hint}" if res is not None and res.name_hint else op.name
-        suffix = "".join(f"[{k}={v}]" for k, v in iters.items())
-        return f"{base}{suffix}"
 
     # -- ops ---------------------------------------------------------------
     def _block(self, block: Block, iters: dict) -> None:
@@ -230,15 +240,20 @@ class _Expander:
             self._op(op, iters)
 
     def _op(self, op: Operation, iters: dict) -> None:
-        if isinstance(op, RepeatOp):
+        if isinstance(op, LoadOp | StoreOp | ComputeOp):
+            self._micro_op(op, iters)
+        elif isinstance(op, RepeatOp):
             name = op.induction_var.name_hint or "i"
             for i in range(op.lower.value.data, op.upper.value.data, op.step.value.data):
                 self.env[op.induction_var] = i
                 self._block(op.body.block, {**iters, name: i})
         elif isinstance(op, ApplyOp):
-            vals = [self._index(v, op) for v in op.mapOperands]
-            dims = op.map.data.num_dims
-            self.env[op.result] = op.map.data.eval(vals[:dims], vals[dims:])[0]
+            tmpl = self.templates.get(op)
+            if tmpl is None:
+                tmpl = self.templates[op] = (op.map.data, op.map.data.num_dims, tuple(op.mapOperands))
+            amap, dims, operands = tmpl
+            vals = [self._index(v, op) for v in operands]
+            self.env[op.result] = amap.eval(vals[:dims], vals[dims:])[0]
         elif isinstance(op, ConstantOp):
             v = op.value
             if not isinstance(v, IntegerAttr):
@@ -249,43 +264,65 @@ class _Expander:
             self.env[op.result] = a + b if isinstance(op, AddiOp) else a * b
         elif isinstance(op, JoinOp):
             self.env[op.result] = self._tokens(op.tokens)
-        elif isinstance(op, LoadOp | StoreOp | ComputeOp):
-            self._micro_op(op, iters)
         else:
             raise PassFailure(f"'{op.name}' cannot appear in a vdir program", op)
 
-    def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict) -> None:
-        node = Node(
-            id=len(self.nodes),
-            kind=op.OP_CLASS,
-            engine=op.engine.data.value,
-            seq=len(self.nodes),
-            name=self._name(op, iters) if not isinstance(op, StoreOp) else f"store to @{self.args[self.env[op.dest]].name}" + "".join(f"[{k}={v}]" for k, v in iters.items()),  # type: ignore[index]
-            loc=location_of(op) or "<unknown>",
-            flow=op.flow.value.data if op.flow is not None else None,
-        )
+    def _template(self, op: LoadOp | StoreOp | ComputeOp) -> "_OpTemplate":
+        """The iteration-independent facts of a micro-op, read from xDSL once."""
+        t = self.templates.get(op)
+        if t is not None:
+            return t
+        t = _OpTemplate(kind=op.OP_CLASS, engine=op.engine.data.value, loc=location_of(op) or "<unknown>",
+                        flow=op.flow.value.data if op.flow is not None else None, deps=tuple(op.deps))
+        if isinstance(op, LoadOp | StoreOp):
+            t.static = tuple(op.static_offsets.get_values())
+            t.dynamic = tuple(op.dynamic_offsets)
         if isinstance(op, LoadOp):
-            node.buffer = self.env[op.source]  # type: ignore[assignment]
-            node.row, node.col = self._offsets(op)
-            node.tile = op.result.type.sig  # type: ignore[attr-defined]
-            self._check_bounds(node, op)
-            self.env[op.result] = node
+            t.buffer = op.source
+            t.tile = op.result.type.sig  # type: ignore[attr-defined]
+            t.result = op.result
+            t.name = f"%{op.result.name_hint}" if op.result.name_hint else "vdir.load"
         elif isinstance(op, StoreOp):
-            node.buffer = self.env[op.dest]  # type: ignore[assignment]
-            node.row, node.col = self._offsets(op)
-            node.tile = op.value.type.sig  # type: ignore[attr-defined]
-            node.inputs = [self.env[op.value]]  # type: ignore[list-item]
-            self._check_bounds(node, op)
-            self.args[node.buffer].is_output = True
-            self.env[op.token] = [node]
+            t.buffer = op.dest
+            t.tile = op.value.type.sig  # type: ignore[attr-defined]
+            t.inputs = (op.value,)
+            t.result = op.token
+            t.name = f"store to @{self.args[self.env[op.dest]].name}"  # type: ignore[index]
         else:
-            node.family = op.family.data
-            node.params = op.param_values
-            node.tile = op.result.type.sig  # type: ignore[attr-defined]
-            node.inputs = [self.env[v] for v in op.inputs]  # type: ignore[misc]
-            self.env[op.result] = node
-        node.deps = [tuple(self._tokens(op.deps))] if op.deps else []
-        self._read_annotations(node, op)
+            t.family = op.family.data
+            t.params = op.param_values
+            t.tile = op.result.type.sig  # type: ignore[attr-defined]
+            t.inputs = tuple(op.inputs)
+            t.result = op.result
+            t.name = f"%{op.result.name_hint}" if op.result.name_hint else "vdir.compute"
+        self.templates[op] = t
+        return t
+
+    def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict) -> None:
+        t = self._template(op)
+        env = self.env
+        name = t.name + "".join(f"[{k}={v}]" for k, v in iters.items()) if iters else t.name
+        node = Node(id=len(self.nodes), kind=t.kind, engine=t.engine, seq=len(self.nodes),
+                    name=name, loc=t.loc, flow=t.flow, tile=t.tile)
+        if t.kind != "compute":
+            node.buffer = env[t.buffer]  # type: ignore[assignment]
+            dyn = iter(t.dynamic)
+            node.row, node.col = (self._index(next(dyn), op) if s == DYNAMIC else s for s in t.static)
+            self._check_bounds(node, op)
+        if t.kind == "load":
+            env[t.result] = node
+        elif t.kind == "store":
+            node.inputs = [env[t.inputs[0]]]  # type: ignore[list-item]
+            self.args[node.buffer].is_output = True
+            env[t.result] = [node]
+        else:
+            node.family, node.params = t.family, t.params
+            node.inputs = [env[v] for v in t.inputs]  # type: ignore[misc]
+            env[t.result] = node
+        if t.deps:
+            node.deps = [tuple(self._tokens(t.deps))]
+        if self.stage != "source":
+            self._read_annotations(node, op)
         self.nodes.append(node)
 
     def _check_bounds(self, node: Node, op: Operation) -> None:
@@ -303,8 +340,6 @@ class _Expander:
 
     # -- annotations written by graph_to_ir --------------------------------
     def _read_annotations(self, node: Node, op: Operation) -> None:
-        if self.stage == "source":
-            return
         node.id = _int_attr(op, "vdir.id", node.id)
         node.seq = _int_attr(op, "vdir.seq", node.seq)
         node.sm = _int_attr(op, "vdir.sm")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from xdsl.ir import SSAValue
 
 from vdir.families import FAMILIES
-from vdir.lowering import layout as L
+from vdir.lowering import layout as L  # noqa: F401  (bodies use F.L)
 from vdir.lowering.builder import PtxBuilder
 
 FULL = 0xFFFFFFFF

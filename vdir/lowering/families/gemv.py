@@ -28,21 +28,43 @@ Epilogue = Callable[["F.ComputeCtx", SSAValue, SSAValue], None]
 
 
 def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
-    """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly."""
+    """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly.
+
+    Work split: with R rows and W compute warps, G = W // min(R, W) warps share
+    a row, each taking a contiguous 1/G of its 16-byte chunks; a pass covers
+    W // G rows. With G > 1 the per-warp partial sums meet in shared scratch
+    (two buffers, alternating by pass) behind a group barrier, and the first
+    warp of each row adds them in a fixed order and runs the epilogue.
+    """
     b = cc.b
+    W = cc.nwarps
     w, x = cc.ins[0], cc.ins[1]
     g = cc.ins[2]
     R, K = cc.p0, cc.p1
+    base = cc.c.base  # type: ignore[attr-defined]
     chunks = b.i("shr.u32", "u32", K, 3)
     rowb = b.i("shl.b32", "u32", K, 1)
     lane0 = b.setp("eq.u32", cc.lane, 0)
     lane16 = b.i("shl.b32", "u32", cc.lane, 4)
-    xl = b.i("add.u32", "u32", x, lane16)
-    gl = b.i("add.u32", "u32", g, lane16)
-    # main-loop bound: j + 32*(UNROLL-1) < chunks  <=>  j < chunks - 32*(UNROLL-1)
+    rmin = b.i("min.u32", "u32", R, W)
+    rmin = b.i("max.u32", "u32", rmin, 1)
+    G = b.i("div.u32", "u32", W, rmin)
+    rpp = b.i("div.u32", "u32", W, G)  # rows per pass
+    sub = b.i("rem.u32", "u32", cc.cw, G)
+    rw = b.i("div.u32", "u32", cc.cw, G)
+    split = b.setp("gt.u32", G, 1)
+    seg = b.i("div.u32", "u32", chunks, G)
+    seg_start = b.i("mul.lo.u32", "u32", sub, seg)
+    last = b.i("add.u32", "u32", sub, 1)
+    last = b.setp("eq.u32", last, G)
+    seg_end = b.i("add.u32", "u32", seg_start, seg)
+    seg_end = b.i("selp.u32", "u32", chunks, seg_end, last)
+    # lanes start at seg_start + lane; byte offset of chunk j from a row base
+    j0 = b.i("add.u32", "u32", seg_start, cc.lane)
+    # main-loop bound: j + 32*(UNROLL-1) < seg_end
     span = 32 * (UNROLL - 1)
-    has_main = b.setp("gt.u32", chunks, span)
-    main_end = b.i("sub.u32", "u32", chunks, span)
+    has_main = b.setp("gt.u32", seg_end, span)
+    main_end = b.i("sub.u32", "u32", seg_end, span)
     main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
 
     def xvals(xw: SSAValue, gw: SSAValue | None) -> tuple[SSAValue, SSAValue]:
@@ -58,13 +80,12 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
             out.append(F.round_bf16(b, t))
         return out[0], out[1]
 
-    def chunk_group(j: SSAValue, accs: list[SSAValue], n: int, wrow_l: SSAValue) -> None:
-        # wrow_l = w row base + lane*16; chunk j (= lane + 32*k) is at +32*16*k
+    def chunk_group(j: SSAValue, accs: list[SSAValue], n: int, wrow: SSAValue) -> None:
+        # chunk j + 32k is 512k bytes after chunk j
         off = b.i("shl.b32", "u32", j, 4)
-        off = b.i("sub.u32", "u32", off, lane16)
-        wa = b.i("add.u32", "u32", wrow_l, off)
-        xa = b.i("add.u32", "u32", xl, off)
-        ga = b.i("add.u32", "u32", gl, off) if inv is not None else None
+        wa = b.i("add.u32", "u32", wrow, off)
+        xa = b.i("add.u32", "u32", x, off)
+        ga = b.i("add.u32", "u32", g, off) if inv is not None else None
         ws = [b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)]
         xs = [b.ld_v4("ld.shared.v4.b32", "b32", xa, 512 * k) for k in range(n)]
         gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
@@ -77,39 +98,75 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
                 a = accs[(2 * q + 1) % len(accs)]
                 b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
 
-    r = b.var("u32", 0)
-    b.set(r, cc.cw)
-    top, done = b.new_label("gemv_row"), b.new_label("gemv_done")
+    npass = b.i("add.u32", "u32", R, rpp)
+    npass = b.i("add.u32", "u32", npass, -1)
+    npass = b.i("div.u32", "u32", npass, rpp)
+    p = b.var("u32", 0)
+    top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
     b.place(top)
-    b.bra(done, b.setp("ge.u32", r, R))
-    wrow = b.i("mad.lo.u32", "u32", r, rowb, w)
-    wrow_l = b.i("add.u32", "u32", wrow, lane16)
+    b.bra(done, b.setp("ge.u32", p, npass))
+    r = b.i("mad.lo.u32", "u32", p, rpp, rw)
+    active = b.setp("lt.u32", r, R)
     accs = [b.var("f32", 0.0) for _ in range(4)]
+    skip_rows = b.new_label("gemv_inactive")
+    b.bra(skip_rows, active, neg=True)
+    wrow = b.i("mad.lo.u32", "u32", r, rowb, w)
     j = b.var("u32", 0)
-    b.set(j, cc.lane)
+    b.set(j, j0)
     ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
     b.place(ml)
     b.bra(md, b.setp("ge.u32", j, main_end))
-    chunk_group(j, accs, UNROLL, wrow_l)
+    chunk_group(j, accs, UNROLL, wrow)
     b.i("add.u32", "u32", j, 32 * UNROLL, dst=j)
     b.bra(ml)
     b.place(md)
     tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
     b.place(tl)
-    b.bra(td, b.setp("ge.u32", j, chunks))
-    chunk_group(j, accs, 1, wrow_l)
+    b.bra(td, b.setp("ge.u32", j, seg_end))
+    chunk_group(j, accs, 1, wrow)
     b.i("add.u32", "u32", j, 32, dst=j)
     b.bra(tl)
     b.place(td)
+    b.place(skip_rows)
     s = b.i("add.rn.f32", "f32", accs[0], accs[1])
     s2 = b.i("add.rn.f32", "f32", accs[2], accs[3])
     s = b.i("add.rn.f32", "f32", s, s2)
     s = F.warp_sum(b, s)
+    tot = b.var("f32", 0.0)
+    b.set(tot, s)
+    # -- combine the G partial sums of a row (uniform branch: G is per op) ----
+    no_split = b.new_label("gemv_nosplit")
+    b.bra(no_split, split, neg=True)
+    buf = b.i("and.b32", "u32", p, 1)
+    buf = b.i("mad.lo.u32", "u32", buf, 4 * W, base)
+    slot = b.i("mad.lo.u32", "u32", cc.cw, 4, buf)
+    b.st("st.shared.f32", slot, F.L.SMEM_GEMV_PARTIALS, s, guard=lane0)
+    b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
+    first = b.setp("eq.u32", sub, 0)
+    skip_sum = b.new_label("gemv_nosum")
+    b.bra(skip_sum, first, neg=True)
+    b.set(tot, 0.0)
+    gi = b.var("u32", 0)
+    sl, sd = b.new_label("gemv_sum"), b.new_label("gemv_sum_end")
+    b.place(sl)
+    b.bra(sd, b.setp("ge.u32", gi, G))
+    ga = b.i("mad.lo.u32", "u32", gi, 4, slot)
+    v = b.ld("ld.shared.f32", "f32", ga, F.L.SMEM_GEMV_PARTIALS)
+    b.i("add.rn.f32", "f32", tot, v, dst=tot)
+    b.i("add.u32", "u32", gi, 1, dst=gi)
+    b.bra(sl)
+    b.place(sd)
+    b.place(skip_sum)
+    b.place(no_split)
+    # -- epilogue: lane 0 of the row's first warp ------------------------------
+    writer = b.setp("eq.u32", sub, 0)
+    writer = b.i("and.pred", "pred", writer, lane0)
+    writer = b.i("and.pred", "pred", writer, active)
     skip = b.new_label("gemv_epi_skip")
-    b.bra(skip, lane0, neg=True)
-    epilogue(cc, r, s)
+    b.bra(skip, writer, neg=True)
+    epilogue(cc, r, tot)
     b.place(skip)
-    b.i("add.u32", "u32", r, cc.nwarps, dst=r)
+    b.i("add.u32", "u32", p, 1, dst=p)
     b.bra(top)
     b.place(done)
 

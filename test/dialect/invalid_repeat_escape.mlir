@@ -1,0 +1,38 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// Values do not escape a repeat iteration: a name defined in the body is not
+// visible after it (custom and generic form). Cross-iteration data goes
+// through global buffers.
+
+vdir.program @tile_escapes(%a: !vdir.buffer<1x8xbf16>) {
+  vdir.repeat %i = 0 to 2 {
+    %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  }
+  // CHECK: error: SSA value used before assignment
+  %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
+vdir.program @token_escapes(%a: !vdir.buffer<1x8xbf16>) {
+  vdir.repeat %i = 0 to 2 {
+    %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+    %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+  }
+  %j = vdir.join %s
+}
+// CHECK: error: values used but not defined: [%s]
+
+// -----
+
+"builtin.module"() ({
+  "vdir.program"() <{sym_name = "generic"}> ({
+  ^bb0(%a: !vdir.buffer<1x8xbf16>):
+    "vdir.repeat"() <{lower = 0 : i64, upper = 2 : i64, step = 1 : i64}> ({
+    ^bb1(%i: index):
+      %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+    }) : () -> ()
+    %s = "vdir.store"(%t, %a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>) -> !vdir.token
+  }) : () -> ()
+}) : () -> ()
+// CHECK: error: values used but not defined: [%t]

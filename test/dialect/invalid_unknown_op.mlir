@@ -1,0 +1,11 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+vdir.program @p(%a: !vdir.buffer<1x8xbf16>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: Operation vdir.prefetch is not registered
+  vdir.prefetch %a
+}
+
+// -----
+
+// CHECK: error: Operation vdir.kernel is not registered
+"vdir.kernel"() : () -> ()

@@ -1,0 +1,184 @@
+"""The backend certification suite: what "a backend works" means.
+
+Every test runs once per known backend; a backend that cannot run on this
+machine is skipped with the reason its ``is_available`` gives (``sim``
+always runs). Results are compared with numpy / the reference evaluator
+within the backend's stated tolerance (``executable.TOLERANCES``).
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+import vdir
+from vdir.device_runtime import backend_names, backend_status, get_platform
+from vdir.device_runtime.executable import ArgumentError, Executable, compare_outputs
+from vdir.families import FAMILIES
+from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inputs, gemv_program
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(glob.glob(str(REPO / "examples" / "*.mlir")))
+
+
+@pytest.fixture(params=backend_names())
+def backend(request) -> str:
+    """Each backend vdir knows; skipped (with the reason) where it cannot run."""
+    ok, reason = backend_status(request.param)
+    if not ok:
+        pytest.skip(f"backend '{request.param}' unavailable: {reason}")
+    return request.param
+
+
+def assert_close(backend: str, actual: dict, expected: dict) -> None:
+    mismatch = compare_outputs(actual, expected, backend)
+    assert mismatch is None, str(mismatch)
+
+
+# ---------------------------------------------------------------------------
+# Buffers
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [bfloat16, np.float32, np.uint8])
+def test_buffer_round_trip(backend, dtype):
+    platform = get_platform(backend)
+    try:
+        host = (np.arange(3 * 1000) % 251 - 125).astype(dtype).reshape(3, 1000)
+        buf = platform.allocate(host.nbytes)
+        platform.copy_in(buf, host)
+        back = np.empty_like(host)
+        platform.copy_out(buf, back)
+        assert np.array_equal(back.view(np.uint8), host.view(np.uint8))
+        platform.fill_zero(buf)
+        platform.copy_out(buf, back)
+        assert not back.view(np.uint8).any()
+        platform.free(buf)
+    finally:
+        platform.close()
+
+
+# ---------------------------------------------------------------------------
+# Op families and launches
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(FAMILY_CASES))
+def test_each_family(backend, case):
+    program, arrays, _, expected = family_program(case)
+    with Executable(program, backend=backend) as exe:
+        out = exe(*arrays)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    assert_close(backend, {"out": out}, {"out": expected})
+
+
+def test_cross_sm_counters_over_repeated_launches(backend):
+    """Counters are never reset: launch n waits for n * count (epochs)."""
+    w, x = gemv_inputs(1)
+    with Executable(cross_sm_program().build(), backend=backend) as exe:
+        for launch in range(3):
+            r = np.full((1, R), launch + 1, bfloat16)
+            out = exe(w, x, r)
+            expected = FAMILIES["add"].run([FAMILIES["gemv"].run([w, x], {}, "bf16"), r], {}, "bf16")
+            assert_close(backend, {"out": out["out"]}, {"out": expected})
+
+
+def test_outputs_are_returned_by_name_when_several(backend):
+    w, x = gemv_inputs(1)
+    with Executable(cross_sm_program().build(), backend=backend) as exe:
+        result = exe(w=w, x=x, r=np.zeros((1, R), bfloat16))
+    assert set(result) == {"h", "out"}
+    assert_close(backend, {"h": result["h"]}, {"h": FAMILIES["gemv"].run([w, x], {}, "bf16")})
+
+
+class DLPackOnly:
+    """A tensor that only speaks DLPack (as a framework's CPU tensor would)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_arguments_are_accepted(backend):
+    case = "gemv+acc->f32"
+    program, arrays, _, expected = family_program(case)
+    with Executable(program, backend=backend) as exe:
+        # the f32 accumulator through DLPack (numpy exports f32, not bf16)
+        out = exe(arrays[0], arrays[1], DLPackOnly(arrays[2]))
+    assert_close(backend, {"out": out}, {"out": expected})
+
+
+# ---------------------------------------------------------------------------
+# Argument validation: every error before anything runs
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gemv_exe(backend):
+    exe = Executable(gemv_program().build(), backend=backend)
+    launches = []
+    original = exe.platform.launch
+    exe.platform.launch = lambda *a, **k: (launches.append(a), original(*a, **k))[1]
+    yield exe, launches
+    exe.close()
+
+
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (lambda w, x: ((w,), {}), r"missing argument 'x' \(#2\)"),
+        (lambda w, x: ((w, x, x), {}), r"expected at most 2 positional arguments \(w, x\), got 3"),
+        (lambda w, x: ((w, x), {"q": x}), r"no argument named 'q'"),
+        (lambda w, x: ((w, x), {"x": x}), r"argument 'x' given both by position and by name"),
+        (lambda w, x: ((w.astype(np.float32), x), {}),
+         r"argument 'w' \(#1\): expected 64x256 bf16, got 64x256 float32"),
+        (lambda w, x: ((w, x[:, :128]), {}), r"argument 'x' \(#2\): expected 1x256 bf16, got 1x128 bfloat16"),
+        (lambda w, x: ((np.asfortranarray(np.concatenate([w, w])[::2]), x), {}),
+         r"argument 'w' \(#1\): the array must be C-contiguous"),
+        (lambda w, x: ((w.tolist(), x), {}), r"argument 'w' \(#1\): expected a numpy array, got list"),
+    ],
+    ids=["missing", "too-many", "unknown-name", "duplicate", "dtype", "shape", "layout", "not-an-array"],
+)
+def test_argument_errors_are_raised_before_launching(gemv_exe, make_args, message):
+    exe, launches = gemv_exe
+    args, named = make_args(*gemv_inputs())
+    with pytest.raises(ArgumentError, match=message):
+        exe(*args, **named)
+    assert launches == []
+    out = exe(*gemv_inputs())  # the executable is still usable afterwards
+    assert launches and out.shape == (1, R)
+
+
+# ---------------------------------------------------------------------------
+# The examples, end to end, against the reference evaluator
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[Path(p).name for p in EXAMPLES])
+def test_example_matches_reference(backend, path):
+    from vdir.tools.common import parse_module_file
+    from vdir.tools.vdir_run import random_inputs
+    from vdir.transforms.reference import evaluate
+
+    module = parse_module_file(path)
+    exe = vdir.compile(module.clone(), backend=backend)
+    with exe:
+        inputs = random_inputs(exe.signature, seed=3)
+        result = exe(**inputs)
+    outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
+    zeros = {b.name: np.zeros(b.shape, dtype=bfloat16 if b.dtype == "bf16" else np.float32)
+             for b in exe.outputs}
+    expected = evaluate(module, {**zeros, **inputs})
+    assert_close(backend, outputs, {k: expected[k] for k in outputs})
+    assert any(np.abs(a.astype(np.float32)).max() > 0 for a in outputs.values())
+    assert math.isfinite(sum(float(np.abs(a.astype(np.float32)).sum()) for a in outputs.values()))

@@ -1,0 +1,210 @@
+"""``vdir-run`` end to end: compile an IR file, run it, save, trace, check.
+
+Every error path must print exactly one line on stderr and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+from vdir.device_runtime.executable import compare_outputs
+from vdir.isa import BufferInfo
+from vdir.tools import vdir_run
+from vdir.tools.vdir_run import main, random_inputs
+
+GEMV = """\
+vdir.program @gemv(%w: !vdir.buffer<128x256xbf16>, %x: !vdir.buffer<1x256xbf16>, %y: !vdir.buffer<1x128xbf16>) {
+  %wt = vdir.load %w[0, 0] : !vdir.buffer<128x256xbf16> -> !vdir.tile<128x256xbf16>
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x256xbf16> -> !vdir.tile<1x256xbf16>
+  %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<128x256xbf16>, !vdir.tile<1x256xbf16>) -> !vdir.tile<1x128xbf16>
+  %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x128xbf16>, !vdir.buffer<1x128xbf16>
+}
+"""
+
+@pytest.fixture
+def gemv_file(tmp_path):
+    path = tmp_path / "gemv.mlir"
+    path.write_text(GEMV)
+    return path
+
+
+def run_main(capsys, *argv):
+    """Call ``main`` in-process; return (status, stdout, stderr)."""
+    status = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def assert_one_line_error(status, err, *fragments):
+    assert status != 0
+    assert err.strip() and "\n" not in err.strip(), f"expected one line, got:\n{err}"
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+
+
+# ---------------------------------------------------------------------------
+# Successful runs
+# ---------------------------------------------------------------------------
+
+
+def test_console_script_runs_and_checks(gemv_file):
+    proc = subprocess.run(
+        [sys.executable, "-m", "vdir.tools.vdir_run", str(gemv_file), "--backend", "sim", "--check"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "y: 1x128 bf16" in proc.stdout
+    assert "check passed" in proc.stdout and "1 bf16 ulp" in proc.stdout
+
+
+def test_given_inputs_and_saved_outputs_match_numpy(gemv_file, tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((128, 256)).astype(np.float32) / 16  # rounded to bf16 on reading
+    x = rng.standard_normal((1, 256)).astype(bfloat16)
+    np.savez(tmp_path / "in.npz", w=w, x=x)
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "in.npz",
+                                "--outputs", tmp_path / "out.npz")
+    assert status == 0, err
+    saved = np.load(tmp_path / "out.npz")
+    assert saved["y"].dtype == np.float32 and saved["y"].shape == (1, 128)
+    expected = (w.astype(bfloat16).astype(np.float32) @ x.astype(np.float32).reshape(-1)).astype(bfloat16)
+    assert np.array_equal(saved["y"].reshape(-1), expected.astype(np.float32))
+
+
+def test_trace_is_written(gemv_file, tmp_path, capsys):
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--trace", tmp_path / "t.json")
+    assert status == 0, err
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} == {"load", "compute", "store"}
+    assert sum(e["ph"] == "X" for e in events) >= 4
+
+
+def test_seed_selects_the_random_inputs(gemv_file, tmp_path, capsys):
+    def output(seed):
+        status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--seed", seed, "--outputs", tmp_path / "o.npz")
+        assert status == 0, err
+        return np.load(tmp_path / "o.npz")["y"]
+
+    assert np.array_equal(output(1), output(1))
+    assert not np.array_equal(output(1), output(2))
+
+
+def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
+    from vdir.transforms import reference
+
+    real = reference.evaluate
+
+    def off_by_a_lot(module, inputs):
+        result = real(module, inputs)
+        result["y"][0, 17] = bfloat16(100.0)
+        return result
+
+    monkeypatch.setattr(reference, "evaluate", off_by_a_lot)
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--check")
+    assert_one_line_error(status, err, "output 'y'", "[0, 17]", "expected 100", "tolerance: within 1 bf16 ulp")
+    assert status == 1
+
+
+@pytest.mark.parametrize(
+    "arrays, fragment",
+    [
+        ({"w": np.zeros((128, 256), np.float32)}, "no array for input 'x'"),
+        ({"w": np.zeros((128, 256), np.float32), "x": np.zeros((1, 256)), "z": np.zeros(1)}, "named 'z'"),
+        ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))}, "expected 128x256 bf16, got 128x128"),
+    ],
+    ids=["missing", "unknown", "shape"],
+)
+def test_bad_input_files_are_one_line_errors(gemv_file, tmp_path, capsys, arrays, fragment):
+    np.savez(tmp_path / "bad.npz", **arrays)
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "bad.npz")
+    assert_one_line_error(status, err, fragment)
+
+
+# ---------------------------------------------------------------------------
+# Errors that need no compilation
+# ---------------------------------------------------------------------------
+
+
+def test_missing_file(capsys, tmp_path):
+    status, _, err = run_main(capsys, tmp_path / "nope.mlir", "--backend", "sim")
+    assert_one_line_error(status, err, "nope.mlir: error: no such file")
+
+
+def test_parse_error_is_located(capsys, tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(GEMV.replace("vdir.compute gemv", "vdir.compute gemv gemv"))
+    status, _, err = run_main(capsys, path, "--backend", "sim")
+    assert_one_line_error(status, err, "bad.mlir:4:")
+
+
+def test_unknown_backend_and_bad_numbers(capsys, gemv_file):
+    status, _, err = run_main(capsys, gemv_file, "--backend", "tpu")
+    assert_one_line_error(status, err, "invalid choice: 'tpu'")
+    status, _, err = run_main(capsys, gemv_file, "--seed", "many")
+    assert_one_line_error(status, err, "--seed")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--num-sms", "0")
+    assert_one_line_error(status, err, "--num-sms must be at least 1")
+
+
+def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
+    status, _, err = run_main(capsys, gemv_file, "--backend", "cuda", "--trace", tmp_path / "t.json")
+    assert_one_line_error(status, err, "--trace needs the sim backend")
+
+
+def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
+    (tmp_path / "junk.npz").write_text("not a zip")
+    buffers = [BufferInfo("x", (1, 8), "bf16", False)]
+    with pytest.raises(vdir_run.RunError, match="junk.npz: error: not a readable .npz file"):
+        vdir_run.read_inputs(str(tmp_path / "junk.npz"), buffers)
+    with pytest.raises(vdir_run.RunError, match="missing.npz: error: no such file"):
+        vdir_run.read_inputs(str(tmp_path / "missing.npz"), buffers)
+
+
+# ---------------------------------------------------------------------------
+# Pieces
+# ---------------------------------------------------------------------------
+
+
+def test_random_inputs_are_seeded_scaled_and_never_zero():
+    buffers = [
+        BufferInfo("w", (512, 2048), "bf16", False),
+        BufferInfo("x", (1, 2048), "bf16", False),
+        BufferInfo("acc", (1, 512), "f32", False),
+        BufferInfo("y", (1, 512), "bf16", True),
+    ]
+    a, b = random_inputs(buffers, 7), random_inputs(buffers, 7)
+    assert set(a) == {"w", "x", "acc"}  # outputs are not inputs
+    assert all(np.array_equal(a[k].view(np.uint8), b[k].view(np.uint8)) for k in a)
+    assert a["w"].dtype == bfloat16 and a["acc"].dtype == np.float32
+    assert np.std(a["w"].astype(np.float32)) == pytest.approx(1 / np.sqrt(2048), rel=0.05)
+    assert np.std(a["x"].astype(np.float32)) == pytest.approx(0.5, rel=0.1)
+    assert all(np.count_nonzero(v.astype(np.float32)) > 0.99 * v.size for v in a.values())
+    assert not np.array_equal(random_inputs(buffers, 8)["x"], a["x"])
+
+
+def test_tolerances():
+    y = np.array([[1.0, -2.0, 0.5, 1e-3]], dtype=np.float32).astype(bfloat16)
+    one_ulp = y.copy()
+    one_ulp.view(np.uint16)[0, 0] += 1  # 1 + 2^-7
+    assert compare_outputs({"y": one_ulp}, {"y": y}, "sim") is None
+    two_ulps = one_ulp.copy()
+    two_ulps.view(np.uint16)[0, 0] += 1
+    mismatch = compare_outputs({"y": two_ulps}, {"y": y}, "sim")
+    assert mismatch is not None and mismatch.index == (0, 0) and mismatch.expected == 1.0
+    # cuda: 2e-2 of the output's scale (2.0) absolute, plus 2e-2 relative
+    near = (y.astype(np.float32) + 0.03).astype(bfloat16)
+    assert compare_outputs({"y": near}, {"y": y}, "cuda") is None
+    far = y.astype(np.float32).copy()
+    far[0, 3] += 0.2
+    mismatch = compare_outputs({"y": far.astype(bfloat16)}, {"y": y}, "cuda")
+    assert mismatch is not None and mismatch.index == (0, 3) and "atol = rtol = 2e-2" in str(mismatch)
+    nan = y.copy()
+    nan[0, 2] = np.nan
+    assert compare_outputs({"y": nan}, {"y": y}, "sim").index == (0, 2)
