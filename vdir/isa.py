@@ -66,6 +66,12 @@ MAX_INPUTS = 4
 GEMV_HAS_ACC = 1
 GEMV_OUT_F32 = 2
 
+#: bytes at the start of a CTA's dynamic shared memory kept for the kernel's
+#: own state (dependency bitmap, mbarriers, reduction scratch). Tile offsets in
+#: instructions are relative to the tile arena that follows; a launch needs
+#: ``KERNEL_RESERVED_SMEM + smem_bytes`` bytes of dynamic shared memory.
+KERNEL_RESERVED_SMEM = 4096
+
 ENGINE_LOAD, ENGINE_COMPUTE, ENGINE_STORE = 0, 1, 2
 NUM_ENGINES = 3
 
@@ -137,6 +143,14 @@ class BufferInfo:
     shape: tuple[int, ...]
     dtype: str  # "bf16" | "f32"
     is_output: bool
+    is_input: bool = True  # the program reads data it did not write itself
+
+    @property
+    def role(self) -> str:
+        """``in``, ``out``, ``inout`` or ``scratch`` (written, then read back)."""
+        if self.is_input:
+            return "inout" if self.is_output else "in"
+        return "out" if self.is_output else "scratch"
 
 
 @dataclass

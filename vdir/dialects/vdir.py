@@ -958,7 +958,7 @@ class EncodedProgramOp(IRDLOperation):
     ``docs/isa.md`` (header, queue table, 32-word instructions), zlib-compressed
     and base64-encoded so that a 16-layer model stays a few hundred KiB of text;
     ``vdir-opt -t isa`` prints it as a readable listing. ``buffers`` lists the
-    arguments as ``name:RxC:dtype:in|out``; ``names`` (compressed like ``code``)
+    arguments as ``name:RxC:dtype:role`` (role: in, out, inout or scratch); ``names`` (compressed like ``code``)
     gives each micro-op id a readable name for diagnostics.
     """
 
@@ -977,8 +977,10 @@ class EncodedProgramOp(IRDLOperation):
     def verify_(self) -> None:
         for b in self.buffers.data:
             parts = b.data.split(":")
-            if len(parts) != 4 or parts[3] not in ("in", "out"):
-                raise VerifyException(f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out)")
+            if len(parts) != 4 or parts[3] not in ("in", "out", "inout", "scratch"):
+                raise VerifyException(
+                    f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out|inout|scratch)"
+                )
         from vdir.isa import decode_code, decode_text
 
         try:

@@ -25,12 +25,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
+from vdir.isa import KERNEL_RESERVED_SMEM
 from vdir.transforms.graph import Graph, GroupInterner, Node
 from vdir.transforms.passes_common import run_stage
 
-#: bytes at the start of dynamic shared memory kept for the kernel's own state
-#: (dependency bitmap, mbarriers, reduction scratch); tiles live after it.
-KERNEL_RESERVED_SMEM = 4096
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
 

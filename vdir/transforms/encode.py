@@ -127,7 +127,7 @@ def encode(graph: Graph) -> isa.EncodedProgram:
         smem_bytes=graph.smem_bytes,
         num_counters=graph.num_counters,
         bitmap_bits=graph.target.dependency_bits,
-        buffers=[isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output) for a in graph.args],
+        buffers=[isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args],
         instrs=instrs,
         queues=table,
         uop_names={n.id: f"{n.name} ({n.loc})" for n in graph.nodes},
@@ -149,7 +149,7 @@ def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
             "target": StringAttr(program.target),
             "buffers": ArrayAttr(
                 [
-                    StringAttr(f"{b.name}:{b.shape[0]}x{b.shape[1]}:{b.dtype}:{'out' if b.is_output else 'in'}")
+                    StringAttr(f"{b.name}:{b.shape[0]}x{b.shape[1]}:{b.dtype}:{b.role}")
                     for b in program.buffers
                 ]
             ),
@@ -165,7 +165,7 @@ def program_of(op: EncodedProgramOp) -> isa.EncodedProgram:
     for b in op.buffers.data:
         name, shape, dtype, io = b.data.split(":")
         r, c = (int(x) for x in shape.split("x"))
-        buffers.append(isa.BufferInfo(name, (r, c), dtype, io == "out"))
+        buffers.append(isa.BufferInfo(name, (r, c), dtype, io in ("out", "inout"), io in ("in", "inout")))
     names = {i: s for i, s in enumerate(isa.decode_text(op.names.data)) if s}
     return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data)
 

@@ -113,6 +113,7 @@ class BufferArg:
     shape: tuple[int, int]
     dtype: str
     is_output: bool = False
+    is_input: bool = False  # some load reads bytes no earlier store wrote
 
     @property
     def row_bytes(self) -> int:
@@ -432,6 +433,9 @@ def byte_range(arg: BufferArg, node: Node) -> tuple[int, int]:
 def derive_memory_dependencies(graph: Graph) -> None:
     """Add RAW / WAR / WAW groups between loads and stores of written buffers."""
     written = {n.buffer for n in graph.nodes if n.kind == "store"}
+    for n in graph.nodes:
+        if n.kind == "load" and n.buffer not in written:
+            graph.args[n.buffer].is_input = True
     reads = {b: _AccessIndex() for b in written}
     writes = {b: _AccessIndex() for b in written}
     intern = GroupInterner()
@@ -439,7 +443,10 @@ def derive_memory_dependencies(graph: Graph) -> None:
         if node.buffer not in written or node.kind not in ("load", "store"):
             continue
         lo, hi = byte_range(graph.args[node.buffer], node)
-        producers = [e[2] for e in writes[node.buffer].overlapping(lo, hi)]
+        overlaps = writes[node.buffer].overlapping(lo, hi)
+        producers = [e[2] for e in overlaps]
+        if node.kind == "load" and sum(min(hi, e[1]) - max(lo, e[0]) for e in overlaps) < hi - lo:
+            graph.args[node.buffer].is_input = True
         if node.kind == "store":
             producers += [e[2] for e in reads[node.buffer].overlapping(lo, hi)]
             writes[node.buffer].remove_covered(lo, hi)
