@@ -281,3 +281,65 @@ def decode_text(text: str) -> list[str]:
         return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True)).decode("utf-8").split("\n")
     except (binascii.Error, zlib.error, UnicodeError) as e:
         raise ValueError(f"cannot decode the micro-op names ({e})") from None
+
+
+def _bits(mask: int) -> list[int]:
+    return [b for b in range(64) if mask >> b & 1]
+
+
+def _sync_text(ins: Instruction) -> str:
+    parts = []
+    waits = _bits(ins.wait_mask)
+    if waits:
+        parity = ins.wait_parity
+        parts.append("wait(" + ", ".join(f"b{b}={parity >> b & 1}" for b in waits) + ")")
+    if ins.wait_counter is not None:
+        parts.append(f"wait(c{ins.wait_counter}>={int(ins.words[W_WAIT_COUNT])}*epoch)")
+    signals = _bits(ins.signal_mask)
+    if signals:
+        parts.append("signal(" + ", ".join(f"b{b}" for b in signals) + ")")
+    if ins.release_counter is not None:
+        parts.append(f"release(c{ins.release_counter})")
+    return " ".join(parts)
+
+
+def _body_text(ins: Instruction, program: EncodedProgram) -> str:
+    w = ins.words
+    if ins.opcode in (OP_LOAD, OP_STORE):
+        buf = program.buffers[int(w[W_BUFFER])].name if int(w[W_BUFFER]) < len(program.buffers) else f"#{int(w[W_BUFFER])}"
+        region = f"@{buf}+{ins.global_offset} [{int(w[W_ROWS])} x {int(w[W_ROW_BYTES])}B, stride {int(w[W_ROW_STRIDE])}]"
+        smem = f"smem[{int(w[W_SMEM])}]"
+        return f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
+    if ins.opcode == OP_COMPUTE:
+        from vdir.families import FAMILY_BY_OPCODE
+
+        fam = FAMILY_BY_OPCODE.get(ins.family)
+        name = fam.name if fam else f"family#{ins.family}"
+        n = int(w[W_NUM_INPUTS])
+        ins_text = ", ".join(f"smem[{int(w[W_IN_SMEM + i])}]" for i in range(n))
+        params = f" p=({int(w[W_P0])}, {int(w[W_P1])}, {int(w[W_P2])})"
+        eps = f" f0={ins.f0:g}" if ins.f0 else ""
+        return f"{name}({ins_text}) -> smem[{int(w[W_OUT_SMEM])}]{params}{eps}"
+    return "nop"
+
+
+def disassemble(program: EncodedProgram, name: str = "program") -> str:
+    """A readable listing of every queue (``vdir-opt -t isa``)."""
+    lines = [
+        f"// {name}: {program.num_sms} SMs, {program.smem_bytes} bytes of tiles per SM, "
+        f"{program.num_counters} global counters, {program.bitmap_bits} dependency bits",
+    ]
+    for i, b in enumerate(program.buffers):
+        lines.append(f"// buffer {i}: {b.name} {b.shape[0]}x{b.shape[1]} {b.dtype} ({b.role})")
+    for sm in range(program.num_sms):
+        for e, engine in enumerate(("load", "compute", "store")):
+            start, count = program.queues[sm][e]
+            if not count:
+                continue
+            lines.append(f"sm {sm} {engine}:")
+            for pos in range(count):
+                ins = Instruction(program.instrs[start + pos])
+                sync = _sync_text(ins)
+                label = program.uop_names.get(ins.uop_id, f"#{ins.uop_id}")
+                lines.append(f"  {pos}: {_body_text(ins, program)}{' ' + sync if sync else ''}  // {label}")
+    return "\n".join(lines) + "\n"

@@ -26,7 +26,7 @@ vdir.program @cycle(%a: !vdir.buffer<1x8xbf16>) {
 vdir.program @undefined(%a: !vdir.buffer<1x8xbf16>) {
   %s = vdir.store %nothing, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
 }
-// CHECK: error: values used but not defined: [%nothing]
+// CHECK: {{.*}}:{{[0-9]+}}:19: error: SSA value used before assignment
 
 // -----
 

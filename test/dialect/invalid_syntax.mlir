@@ -10,7 +10,7 @@ this is not IR
 vdir.program @p(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a(0, 0) : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
 }
-// CHECK: error: Expected '['
+// CHECK: error: '[' expected
 
 // -----
 

@@ -1,7 +1,7 @@
 // RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
 
 vdir.program @p(%a: !vdir.buffer<1x8xbf16>) {
-  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: Operation vdir.prefetch is not registered
+  // CHECK: {{.*}}:[[# @LINE + 1]]:{{[0-9]+}}: error: Operation vdir.prefetch is not registered
   vdir.prefetch %a
 }
 

@@ -216,6 +216,13 @@ def test_missing_counter_wait_is_a_race_naming_store_and_load(seed):
     assert "'h'" in str(err.value)
 
 
+def test_load_window_matches_the_kernels_ring():
+    from vdir.device_runtime.sim import DEFAULT_LOAD_WINDOW
+    from vdir.lowering.layout import LOAD_RING
+
+    assert DEFAULT_LOAD_WINDOW == LOAD_RING
+
+
 # ---------------------------------------------------------------------------
 # Each family alone
 # ---------------------------------------------------------------------------

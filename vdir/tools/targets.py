@@ -1,6 +1,6 @@
-"""Output targets of ``vdir-opt`` beyond xDSL's: ``-t ptx``.
+"""Output targets of ``vdir-opt`` beyond xDSL's: ``-t ptx`` and ``-t isa``.
 
-``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
+``isa`` prints the encoded queues as a readable listing; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
 program (run ``-p vdir-pipeline`` first, or any pipeline ending in
 ``vdir-encode``).
 """
@@ -38,4 +38,22 @@ class PTXTarget(Target):
             output.write(lower_to_ptx(program, get_target(program.target)))
 
 
-PTX_TARGETS = {"ptx": lambda: PTXTarget}
+@dataclass(frozen=True)
+class ISATarget(Target):
+    """Print the encoded program's queues as a readable listing."""
+
+    name = "isa"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from vdir.isa import disassemble
+        from vdir.transforms.encode import encoded_programs
+        from vdir.dialects.vdir import EncodedProgramOp
+
+        ops = [op for op in module.walk() if isinstance(op, EncodedProgramOp)]
+        if not ops:
+            raise UserError("error: -t isa needs an encoded program; run '-p vdir-pipeline' first")
+        for op, program in zip(ops, encoded_programs(module)):
+            output.write(disassemble(program, f"@{op.sym_name.data}"))
+
+
+PTX_TARGETS = {"ptx": lambda: PTXTarget, "isa": lambda: ISATarget}
