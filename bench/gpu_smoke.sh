@@ -19,6 +19,8 @@ for what in "$@"; do
       for tool in memcheck racecheck synccheck; do
         timeout 150 compute-sanitizer --tool $tool python3 bench/gpu_check.py 2>&1 | tail -n 8 | tee -a "$OUT/sanitize.log"
       done ;;
+    diag)
+      timeout 200 python3 bench/diag_gemv.py 2>&1 | tee "$OUT/diag.log" ;;
     info)
       nvidia-smi -L
       python3 -c "import ml_dtypes, cuda.bindings, xdsl, torch; print('ml_dtypes', ml_dtypes.__version__, 'cuda.bindings', cuda.bindings.__version__, 'torch', torch.__version__)" ;;

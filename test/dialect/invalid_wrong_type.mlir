@@ -44,7 +44,7 @@ vdir.program @compute_operand(%a: !vdir.buffer<4x8xbf16>) {
 
 vdir.program @token_as_dependency(%a: !vdir.buffer<4x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xbf16>
-  // CHECK: error: {{.*}}
+  // CHECK: error: %t is !vdir.tile<4x8xbf16>; 'after' takes !vdir.token values
   %u = vdir.load %a[0, 0] after %t : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xbf16>
   %s = vdir.store %u, %a[0, 0] : !vdir.tile<4x8xbf16>, !vdir.buffer<4x8xbf16>
 }

@@ -17,7 +17,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 import vdir
-from vdir.device_runtime import backend_names, backend_status, get_platform
+from vdir.device_runtime import PlatformError, backend_names, backend_status, get_platform
 from vdir.device_runtime.executable import ArgumentError, Executable, compare_outputs
 from vdir.families import FAMILIES
 from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inputs, gemv_program
@@ -94,6 +94,21 @@ def test_outputs_are_returned_by_name_when_several(backend):
         result = exe(w=w, x=x, r=np.zeros((1, R), bfloat16))
     assert set(result) == {"h", "out"}
     assert_close(backend, {"h": result["h"]}, {"h": FAMILIES["gemv"].run([w, x], {}, "bf16")})
+
+
+def test_timing_and_trace(backend, tmp_path):
+    """time() gives one positive figure per launch; only the simulator records a trace."""
+    w, x = gemv_inputs()
+    with Executable(gemv_program().build(), backend=backend) as exe:
+        times = exe.time(w, x, iterations=3)
+        assert len(times) == 3 and all(t > 0 for t in times)
+        exe(w, x)
+        if backend == "sim":
+            trace = exe.trace(tmp_path / "t.json")
+            assert (tmp_path / "t.json").exists() and trace["traceEvents"]
+        else:
+            with pytest.raises(PlatformError, match="does not record"):
+                exe.trace(tmp_path / "t.json")
 
 
 class DLPackOnly:

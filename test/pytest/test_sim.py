@@ -305,6 +305,42 @@ def test_waiting_on_the_later_load_covers_the_earlier_one():
         assert np.array_equal(y.view(np.uint16), FAMILIES["gemv"].run([w, x], {}, "bf16").view(np.uint16))
 
 
+def small_stream():
+    """The streaming gemv on 2 SMs with 5 tiles each (ring of 3 slots, 4 output slots)."""
+    program = streaming_gemv_program(num_sms=2, rows=160, k=256)
+    rng = np.random.default_rng(9)
+    arrays = [rand_bf16(rng, (160, 256), 1 / 16), rand_bf16(rng, (1, 256)), np.zeros((1, 160), bfloat16)]
+    return program, arrays
+
+
+def test_every_needed_wait_bit_is_checked():
+    """Drop each wait bit of a correct program in turn: the simulator must report it.
+
+    The one exception is a gemv's wait on x (bit 15): x is the SM's first
+    load and loads complete in order, so the wait on the weight tile (a
+    later load) already covers it.
+    """
+    program, arrays = small_stream()
+    simulate(program, arrays)  # the intact program is race-free
+    missed = []
+    for row in range(len(program.instrs)):
+        ins = isa.Instruction(program.instrs[row])
+        for bit in range(64):
+            if not (ins.wait_mask >> bit) & 1 or bit == 15:
+                continue
+            mutated = isa.EncodedProgram(**{**vars(program), "instrs": program.instrs.copy()})
+            m = isa.Instruction(mutated.instrs[row])
+            m.wait_mask, m.wait_parity = ins.wait_mask & ~(1 << bit), ins.wait_parity & ~(1 << bit)
+            try:
+                simulate(mutated, [a.copy() for a in arrays], seed=row)
+            except (SimRaceError, SimDeadlockError):
+                # a deadlock is also a fair report: running ahead, a producer can
+                # toggle a reused bit twice before its waiter looks
+                continue
+            missed.append(f"{program.uop_names[ins.uop_id]} without bit {bit}")
+    assert not missed, missed
+
+
 def test_unsatisfiable_wait_is_a_deadlock_naming_the_stuck_micro_op():
     b = gemv_program()
     b.store(0, "y", R * K * 2 + 1024, 1, R * 2, name="second store", wait_parity={5: 1})
@@ -365,6 +401,33 @@ def test_concurrent_stores_to_one_region_are_a_race():
         simulate(b.build(), [np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16)])
     assert "store on SM 0" in str(err.value) and "store on SM 1" in str(err.value)
     assert "both" in str(err.value) or "also writes" in str(err.value)
+
+
+def buffer_reuse_program(guarded: bool) -> ProgramBuilder:
+    """SM 0 writes @h twice; SM 1 reads the first value. Guarded: SM 1 releases counter 1
+    once its load landed and the second store waits for it."""
+    b = ProgramBuilder(2, [buf("a", (1, R)), buf("b", (1, R)), buf("h", (1, R), out=True),
+                           buf("out", (1, R), out=True)], num_counters=2)
+    b.load(0, "a", 0, 1, R * 2, signal=[0])
+    b.load(0, "b", 128, 1, R * 2, signal=[1])
+    b.store(0, "h", 0, 1, R * 2, name="first store @h", wait=[0], release=0)
+    b.store(0, "h", 128, 1, R * 2, name="second store @h", wait=[1],
+            **({"wait_counter": (1, 1)} if guarded else {}))
+    b.load(1, "h", 0, 1, R * 2, name="SM 1 load @h", signal=[0], wait_counter=(0, 1),
+           **({"release": 1} if guarded else {}))
+    b.store(1, "out", 0, 1, R * 2, wait=[0])
+    return b
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_overwriting_a_buffer_another_sm_still_reads_is_a_race(seed):
+    a, b_ = np.full((1, R), 1, bfloat16), np.full((1, R), 2, bfloat16)
+    arrays = [a, b_, np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
+    simulate(buffer_reuse_program(True).build(), arrays, seed=seed)
+    assert np.array_equal(arrays[3], a) and np.array_equal(arrays[2], b_)
+    with pytest.raises(SimRaceError) as err:
+        simulate(buffer_reuse_program(False).build(), arrays, seed=seed)
+    assert "second store @h" in str(err.value) and "SM 1 load @h" in str(err.value)
 
 
 def test_never_written_tile_is_reported():

@@ -151,6 +151,10 @@ def test_unknown_backend_and_bad_numbers(capsys, gemv_file):
     assert_one_line_error(status, err, "--seed")
     status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--num-sms", "0")
     assert_one_line_error(status, err, "--num-sms must be at least 1")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--num-sms", "500")
+    assert_one_line_error(status, err, "target 'h200' has 132 SMs; cannot use 500")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--target", "tpu9")
+    assert_one_line_error(status, err, "unknown target 'tpu9'")
 
 
 def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
@@ -161,7 +165,7 @@ def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
 def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
     (tmp_path / "junk.npz").write_text("not a zip")
     buffers = [BufferInfo("x", (1, 8), "bf16", False)]
-    with pytest.raises(vdir_run.RunError, match="junk.npz: error: not a readable .npz file"):
+    with pytest.raises(vdir_run.RunError, match="junk.npz: error: not an .npz file"):
         vdir_run.read_inputs(str(tmp_path / "junk.npz"), buffers)
     with pytest.raises(vdir_run.RunError, match="missing.npz: error: no such file"):
         vdir_run.read_inputs(str(tmp_path / "missing.npz"), buffers)

@@ -24,7 +24,7 @@ from vdir.device_runtime import get_platform
 from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec, PlatformError
 from vdir.families import DTYPE_BYTES, DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
-from vdir.target import TargetDescription
+from vdir.target import TargetDescription, get_target
 
 
 class ArgumentError(ValueError):
@@ -118,7 +118,11 @@ class Executable:
             if name in given:
                 raise ArgumentError(f"argument '{name}' given both by position and by name")
             given[name] = value
-        missing = [f"'{b.name}' (#{i + 1})" for i, b in enumerate(inputs) if b.name not in given]
+        missing = [  # numbered, like every message here, by position in the signature
+            f"'{b.name}' (#{i + 1})"
+            for i, b in enumerate(self.program.buffers)
+            if not b.is_output and b.name not in given
+        ]
         if missing:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         return {
@@ -231,6 +235,7 @@ def compile(
     :class:`EncodedProgram` is used as it is. ``options`` become launch
     options of the returned :class:`Executable`.
     """
+    get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
     if isinstance(module_or_program, EncodedProgram):
         program = module_or_program
     else:

@@ -110,10 +110,6 @@ class Region:
         """One past the last byte touched."""
         return self.offset + (self.rows - 1) * self.stride + self.row_bytes if self.rows else self.offset
 
-    @property
-    def contiguous(self) -> bool:
-        return self.rows <= 1 or self.stride == self.row_bytes
-
 
 @dataclass(frozen=True)
 class TileRef:
@@ -278,7 +274,15 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
     return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target)
 
 
-def _decode_op(pos, words, engine, program, buffer_bytes, target, bw_per_sm) -> Op:
+def _decode_op(
+    pos: int,
+    words: list[int],
+    engine: int,
+    program: isa.EncodedProgram,
+    buffer_bytes: list[int],
+    target: TargetDescription,
+    bw_per_sm: float,
+) -> Op:
     """Decode and validate one instruction (ValueError with the reason on failure)."""
     op = Op(pos, words)
     if op.opcode not in _ENGINE_OPCODES[engine]:
@@ -442,6 +446,7 @@ class SmemTracker:
         return None
 
     def record(self, table: np.ndarray, tile: TileRef, engine: int, pos: int) -> None:
+        """Note that queue position ``pos`` of ``engine`` read or wrote (``table``) ``tile``."""
         b0, b1 = tile.blocks
         table[engine, b0:b1] = pos
 
@@ -457,6 +462,7 @@ class GlobalTracker:
         self.readers = np.full((num_sms, n), -1, dtype=np.int64) if n * num_sms <= MAX_READER_TABLE else None
 
     def view(self, table: np.ndarray, region: Region) -> np.ndarray:
+        """The entries of ``table`` (last axis: granules) that ``region`` covers, as rows x granules."""
         g = self.granule
         return region_view(table, region.offset // g, region.rows, region.row_bytes // g, region.stride // g)
 

@@ -268,6 +268,19 @@ def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
         )
 
 
+def _parse_token_operand(parser: Parser):
+    def parse() -> SSAValue:
+        pos = parser.pos
+        v = parser.parse_operand()
+        if not isinstance(v.type, TokenType):
+            parser.raise_error(
+                f"{value_name(v)} is {v.type}; 'after' takes !vdir.token values", pos, parser.pos
+            )
+        return v
+
+    return parse
+
+
 def _parse_flow_and_deps(parser: Parser) -> tuple[IntegerAttr | None, list[SSAValue]]:
     flow = None
     deps: list[SSAValue] = []
@@ -275,7 +288,7 @@ def _parse_flow_and_deps(parser: Parser) -> tuple[IntegerAttr | None, list[SSAVa
         if parser.parse_optional_keyword("flow") is not None:
             flow = IntegerAttr(parser.parse_integer(allow_negative=False), i64)
         elif parser.parse_optional_keyword("after") is not None:
-            deps = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_operand)
+            deps = parser.parse_comma_separated_list(parser.Delimiter.NONE, _parse_token_operand(parser))
         else:
             return flow, deps
 
@@ -684,7 +697,7 @@ class ComputeOp(MicroOp):
             params = DictionaryAttr(parser.parse_optional_attr_dict())
         engine = _parse_engine(parser, EngineKind.COMPUTE)
         flow, deps = _parse_flow_and_deps(parser)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
+        attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         pos = parser.pos
         ftype = parser.parse_type()
@@ -711,7 +724,7 @@ class ComputeOp(MicroOp):
                 "operandSegmentSizes": DenseArrayBase.from_list(i32, [len(inputs), len(deps)]),
                 **({"flow": flow} if flow is not None else {}),
             },
-            attributes=attrs.data if attrs else {},
+            attributes=attrs,
         )
 
     def print(self, printer: Printer) -> None:
@@ -722,9 +735,7 @@ class ComputeOp(MicroOp):
             printer.print_string(" ")
             printer.print_attr_dict(self.params.data)
         _print_engine_flow_deps(printer, self)
-        if self.attributes:
-            printer.print_string(" attributes")
-            printer.print_op_attributes(self.attributes)
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" : (")
         printer.print_list([v.type for v in self.inputs], printer.print_attribute)
         printer.print_string(") -> ")

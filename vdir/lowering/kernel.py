@@ -24,6 +24,7 @@ Memory-model notes, written where the instructions are emitted:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -60,9 +61,9 @@ class Ctx:
 
 @dataclass
 class Fields:
-    """The common words of one fetched instruction."""
+    """The common words of one instruction, plus a getter for any word."""
 
-    addr: SSAValue  # u64 global address of the instruction
+    word: Callable[[int], SSAValue]
     w0: SSAValue
     mask: SSAValue
     parity: SSAValue
@@ -73,31 +74,96 @@ class Fields:
     uop: SSAValue
 
 
-def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
-    """Load the common words (0..11) of instruction ``start + pos``.
-
-    Every thread of a role loads the same 48 bytes; ``ld.global.nc`` lets them
-    broadcast from L1, and the next instruction's line is usually cached.
-    """
+def fields_from(c: Ctx, word: Callable[[int], SSAValue]) -> Fields:
+    """Decode the common words through ``word(i)``."""
     b = c.b
-    idx = b.i("add.u32", "u32", start, pos)
-    off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
-    a = b.i("add.u64", "u64", c.instrs, off)
-    w0, w1, w2, w3 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 0)
-    w4, w5, w6, w7 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 16)
-    w8, w9, w10, _w11 = b.ld_v4("ld.global.nc.v4.u32", "u32", a, 32)
+    w = {k: word(k) for k in range(11)}
     return Fields(
-        addr=a, w0=w0, mask=b.pack64(w1, w2), parity=b.pack64(w3, w4), signal=b.pack64(w5, w6),
-        wctr=w7, wcount=w8, rel=w9, uop=w10,
+        word=word, w0=w[0], mask=b.pack64(w[1], w[2]), parity=b.pack64(w[3], w[4]),
+        signal=b.pack64(w[5], w[6]), wctr=w[7], wcount=w[8], rel=w[9], uop=w[10],
     )
 
 
+def instr_address(c: Ctx, start: SSAValue, pos: SSAValue) -> SSAValue:
+    """Global address of instruction ``start + pos``."""
+    b = c.b
+    idx = b.i("add.u32", "u32", start, pos)
+    off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
+    return b.i("add.u64", "u64", c.instrs, off)
+
+
+def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
+    """Load instruction ``start + pos`` with vector loads (slow paths: reports)."""
+    b = c.b
+    a = instr_address(c, start, pos)
+    cache: dict[int, SSAValue] = {}
+
+    def word(k: int) -> SSAValue:
+        q = k // 4 * 4
+        if k not in cache:
+            for n, v in enumerate(b.ld_v4("ld.global.nc.v4.u32", "u32", a, 4 * q)):
+                cache[q + n] = v
+        return cache[k]
+
+    return fields_from(c, word)
+
+
+class WarpFetcher:
+    """Instructions held one word per lane, with the next one prefetched.
+
+    Lane k of the warp holds word k of the current instruction (one coalesced
+    128-byte load); fields are read with ``shfl.sync.idx``. The load of the
+    next instruction is issued as soon as the current one is taken, so its
+    latency overlaps the wait and the work of the current one.
+    """
+
+    def __init__(self, c: Ctx, start: SSAValue, count: SSAValue):
+        b = self.b = c.b
+        self.c, self.start, self.count = c, start, count
+        lane4 = b.i("mul.wide.u32", "u64", c.lane, 4)
+        self.base = b.i("add.u64", "u64", c.instrs, lane4)
+        self.cur = b.var("u32", 0)
+        self.nxt = b.var("u32", 0)
+
+    def _load(self, dst: SSAValue, pos: SSAValue) -> None:
+        b = self.b
+        ok = b.setp("lt.u32", pos, self.count)
+        idx = b.i("add.u32", "u32", self.start, pos)
+        off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
+        a = b.i("add.u64", "u64", self.base, off)
+        b.ld("ld.global.nc.u32", "u32", a, dst=dst, guard=ok)
+
+    def prime(self, pos: SSAValue) -> None:
+        """Load instruction ``pos`` into the current slot and prefetch ``pos + 1``."""
+        self._load(self.cur, pos)
+        p1 = self.b.i("add.u32", "u32", pos, 1)
+        self._load(self.nxt, p1)
+
+    def advance(self, new_pos: SSAValue) -> None:
+        """The engine moved to ``new_pos``: take the prefetched word, prefetch the next."""
+        self.b.set(self.cur, self.nxt)
+        p1 = self.b.i("add.u32", "u32", new_pos, 1)
+        self._load(self.nxt, p1)
+
+    def word(self, k: int) -> SSAValue:
+        """Word ``k`` of the current instruction, in every lane."""
+        return self.b.i("shfl.sync.idx.b32", "u32", self.cur, k, 31, FULL)
+
+    def fields(self) -> Fields:
+        """The current instruction's common words."""
+        cache: dict[int, SSAValue] = {}
+
+        def word(k: int) -> SSAValue:
+            if k not in cache:
+                cache[k] = self.word(k)
+            return cache[k]
+
+        return fields_from(self.c, word)
+
+
 def load_words(c: Ctx, f: Fields, first: int, n: int) -> list[SSAValue]:
-    """Words ``first .. first+n-1`` of the instruction (first multiple of 4)."""
-    out: list[SSAValue] = []
-    for off in range(first, first + n, 4):
-        out += c.b.ld_v4("ld.global.nc.v4.u32", "u32", f.addr, off * 4)
-    return out[:n]
+    """Words ``first .. first+n-1`` of the instruction."""
+    return [f.word(k) for k in range(first, first + n)]
 
 
 def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
@@ -140,14 +206,46 @@ def abort_check(c: Ctx, warp_uniform: bool) -> SSAValue:
 
 
 def watchdog_expired(c: Ctx, t0: SSAValue, warp_uniform: bool) -> SSAValue:
-    """A predicate: more than the watchdog bound has passed since ``t0``."""
+    """A predicate: more than the watchdog bound has passed since ``t0``.
+
+    ``t0`` is a register that holds 0 until the first call after progress:
+    the timer is read only while an engine is actually stalled.
+    """
     b = c.b
     now = b.special("u64", "%globaltimer")
+    unset = b.setp("eq.u64", t0, 0)
+    b.i("mov.u64", None, now, dst=t0, guard=unset)
     el = b.i("sub.u64", "u64", now, t0)
     p = b.setp("gt.u64", el, c.bound)
     if warp_uniform:
         p = b.i("vote.sync.any.pred", "pred", p, FULL)
     return p
+
+
+#: SM clock cycles a stalled engine spins on shared memory alone before it
+#: also polls the global abort flag and the watchdog timer (keeps the
+#: reaction to a toggled bit fast while the memory system is busy)
+FAST_SPIN_CYCLES = 1 << 16
+
+
+def stall_poll(c: Ctx, tclk: SSAValue, tgl: SSAValue, warp_uniform: bool, retry: str, on_abort: str) -> None:
+    """The slow part of a spin: branch to ``retry`` unless the engine has
+    stalled for a while; then to ``on_abort`` if an abort is flagged; then to
+    ``retry`` unless the watchdog expired; else fall through (to a report).
+
+    ``tclk`` / ``tgl`` are 0 until the stall's first poll, and the caller
+    resets them to 0 on progress.
+    """
+    b = c.b
+    clk = b.special("u64", "%clock64")
+    b.i("mov.u64", None, clk, dst=tclk, guard=b.setp("eq.u64", tclk, 0))
+    d = b.i("sub.u64", "u64", clk, tclk)
+    slow = b.setp("ge.u64", d, FAST_SPIN_CYCLES)
+    if warp_uniform:
+        slow = b.i("vote.sync.any.pred", "pred", slow, FULL)
+    b.bra(retry, slow, neg=True)
+    b.bra(on_abort, abort_check(c, warp_uniform))
+    b.bra(retry, watchdog_expired(c, tgl, warp_uniform), neg=True)
 
 
 def report(
@@ -185,34 +283,36 @@ def report(
 def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp_uniform: bool) -> None:
     """Block until ``f`` may start; on watchdog expiry or abort jump to ``on_abort``."""
     b = c.b
-    t0 = b.special("u64", "%globaltimer")
+    t0 = b.var("u64", 0)
+    tclk = b.var("u64", 0)
     top, go = b.new_label("spin"), b.new_label("go")
     b.place(top)
     ready, bm, cval, wanted = ready_check(c, f, warp_uniform)
     b.bra(go, ready)
-    b.bra(on_abort, abort_check(c, warp_uniform))
-    expired = watchdog_expired(c, t0, warp_uniform)
-    b.bra(top, expired, neg=True)
+    stall_poll(c, tclk, t0, warp_uniform, top, on_abort)
     report(c, L.ERR_WATCHDOG, engine, pos, f, bm, cval, wanted)
     b.bra(on_abort)
     b.place(go)
 
 
-def signal(c: Ctx, f: Fields, leader: SSAValue) -> None:
+def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
     """Completion by ``leader``: toggle the signal bits, release the counter.
 
     The caller has made the role's writes visible to ``leader`` (a barrier),
     and for global writes executed ``fence.acq_rel.gpu``.
     """
     b = c.b
-    has_sig = b.setp("ne.b64", f.signal, 0)
+    has_sig = b.setp("ne.b64", sig, 0)
     p = b.i("and.pred", "pred", has_sig, leader)
     # release at cta scope: everything this role wrote to shared memory
     # happens-before a waiter's ld.acquire that observes the toggled bits
-    b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, f.signal], guard=p)
-    has_rel = b.setp("ne.u32", f.rel, 0)
+    b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
+    has_rel = b.setp("ne.u32", rel, 0)
     p = b.i("and.pred", "pred", has_rel, leader)
-    ridx = b.i("add.u32", "u32", f.rel, -1)
+    ridx = b.i("add.u32", "u32", rel, -1)
+    # cumulative gpu-scope fence: writes of the whole role (ordered before this
+    # thread by the caller's barrier) become visible before the counter moves
+    b.raw("fence.acq_rel.gpu", "", guard=p)
     roff = b.i("mul.wide.u32", "u64", ridx, 4)
     raddr = b.i("add.u64", "u64", c.counters, roff)
     # release at gpu scope: pairs with the waiting SM's ld.acquire.gpu
@@ -261,7 +361,10 @@ def load_engine(c: Ctx) -> None:
     pos = b.var("u32", 0)
     ret = b.var("u32", 0)
     phases = b.var("u32", 0)  # bit s: the parity of slot s's current phase
-    t0 = b.special("u64", "%globaltimer")
+    t0 = b.var("u64", 0)  # start of the current stall (0: not stalled)
+    tclk = b.var("u64", 0)
+    fe = WarpFetcher(c, start, count)
+    fe.prime(pos)
     top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
     done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
 
@@ -269,7 +372,7 @@ def load_engine(c: Ctx) -> None:
     b.bra(retire, b.setp("ge.u32", pos, count))
     inflight = b.i("sub.u32", "u32", pos, ret)
     b.bra(retire, b.setp("ge.u32", inflight, L.LOAD_RING))
-    f = fetch(c, start, pos)
+    f = fe.fields()
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(retire, ready, neg=True)
     # -- issue ---------------------------------------------------------------
@@ -286,6 +389,10 @@ def load_engine(c: Ctx) -> None:
     slot = b.i("and.b32", "u32", pos, L.LOAD_RING - 1)
     bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
     bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
+    # remember what to signal at retirement (retired in order, from the ring)
+    info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
+    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
+          ins=[info, f.word(isa.W_SIGNAL_MASK), f.word(isa.W_SIGNAL_MASK + 1), f.rel], guard=lane0)
     opcode = b.i("and.b32", "u32", f.w0, 0xFF)
     is_load = b.setp("eq.u32", opcode, isa.OP_LOAD)
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
@@ -323,7 +430,9 @@ def load_engine(c: Ctx) -> None:
     b.raw("bar.warp.sync", "%d" % FULL)
     b.place(issued)
     b.i("add.u32", "u32", pos, 1, dst=pos)
-    b.mov("u64", "%globaltimer", dst=t0)
+    fe.advance(pos)
+    b.set(t0, 0)
+    b.set(tclk, 0)
     b.bra(top)
 
     # -- retire the oldest in-flight load if it has landed --------------------
@@ -340,11 +449,13 @@ def load_engine(c: Ctx) -> None:
     b.bra(idle, landed, neg=True)
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", phases, bit, dst=phases)
-    rf = fetch(c, start, ret)
-    signal(c, rf, lane0)
+    rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
+    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.SMEM_RING_INFO)
+    signal(c, b.pack64(slo, shi), srel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("add.u32", "u32", ret, 1, dst=ret)
-    b.mov("u64", "%globaltimer", dst=t0)
+    b.set(t0, 0)
+    b.set(tclk, 0)
     b.bra(top)
 
     # -- nothing to do right now: done, aborted, or keep polling ----------------
@@ -352,9 +463,7 @@ def load_engine(c: Ctx) -> None:
     fin = b.setp("ge.u32", pos, count)
     empty = b.setp("eq.u32", ret, pos)
     b.bra(done, b.i("and.pred", "pred", fin, empty))
-    b.bra(abort, abort_check(c, True))
-    expired = watchdog_expired(c, t0, True)
-    b.bra(top, expired, neg=True)
+    stall_poll(c, tclk, t0, True, top, abort)
     # report the instruction the engine is stuck on: the next to issue if any
     # remain (its wait is unsatisfied), else the oldest in flight
     has_next = b.setp("lt.u32", pos, count)
@@ -394,17 +503,21 @@ def store_engine(c: Ctx) -> None:
     """Warp 1: copy result tiles from shared to global memory, in queue order.
 
     16-byte ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
-    16-byte aligned, else 2-byte copies. Then ``fence.acq_rel.gpu`` in every
-    lane, a warp barrier, and lane 0 signals and releases the counter.
+    16-byte aligned, else 2-byte copies. Then a warp barrier, and lane 0
+    signals (cta scope: enough for this CTA's engines, including a later load
+    of the same global data) and, with a release counter, fences at gpu scope
+    and releases the counter.
     """
     b = c.b
     start, count = queue_of(c, isa.ENGINE_STORE)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
+    fe = WarpFetcher(c, start, count)
+    fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, count))
-    f = fetch(c, start, pos)
+    f = fe.fields()
     spin_wait(c, f, isa.ENGINE_STORE, pos, done, warp_uniform=True)
     opcode = b.i("and.b32", "u32", f.w0, 0xFF)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
@@ -451,11 +564,13 @@ def store_engine(c: Ctx) -> None:
     b.place(nxt)
     # make every lane's global stores visible at gpu scope before lane 0's
     # release of the counter (and the WAR bit on the tile it read)
-    b.raw("fence.acq_rel.gpu", "")
+    # the warp barrier orders every lane's global stores before lane 0's
+    # gpu-scope release of the counter (signal(): fence.acq_rel.gpu + red.release)
     b.raw("bar.warp.sync", "%d" % FULL)
-    signal(c, f, lane0)
+    signal(c, f.signal, f.rel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("add.u32", "u32", pos, 1, dst=pos)
+    fe.advance(pos)
     b.bra(top)
     b.place(done)
     b.raw("ret", "")
@@ -479,13 +594,16 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     leader = b.setp("eq.u32", ct, 0)
     first_warp = b.setp("eq.u32", cw, 0)
     pos = b.var("u32", 0)
+    # every compute warp holds the instruction (one word per lane, prefetched)
+    fe = WarpFetcher(c, start, count)
+    fe.prime(pos)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
 
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, count))
-    f = fetch(c, start, pos)
+    f = fe.fields()
     b.bra(sync, first_warp, neg=True)
     spin_wait(c, f, isa.ENGINE_COMPUTE, pos, abort_w, warp_uniform=True)
     b.bra(sync)
@@ -519,8 +637,9 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.place(body_done)
     # every compute thread's shared-memory writes precede the leader's release
     b.raw("barrier.sync", bar_txt)
-    signal(c, f, leader)
+    signal(c, f.signal, f.rel, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
+    fe.advance(pos)
     b.bra(top)
     b.place(done)
     b.raw("ret", "")

@@ -58,9 +58,10 @@ class VdirOptMain(xDSLOptMain):
             try:
                 p.apply(self.ctx, module)
             except PassFailure as e:
-                raise UserError(located(f"{p.name}: {e}", e.op)) from None
+                raise UserError(located(f"{p.name}: {e}", e.op, self.get_input_name())) from None
             except (VerifyException, DiagnosticException) as e:
-                raise UserError(f"<input>: error: {p.name}: {str(e).splitlines()[0]}") from None
+                msg = str(e).splitlines()[0] if str(e) else "verification failed"
+                raise UserError(f"{self.get_input_name()}: error: {p.name}: {msg}") from None
             if not self.args.disable_verify:
                 verify_module(module)
 

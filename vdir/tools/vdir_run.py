@@ -21,6 +21,7 @@ import argparse
 import sys
 import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from vdir.device_runtime.platform import PlatformError
 from vdir.diagnostics import PassFailure, UserError, located
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
-from vdir.target import UnknownTargetError
+from vdir.target import UnknownTargetError, get_target
 
 
 class RunError(Exception):
@@ -96,11 +97,13 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
     Floating-point arrays are rounded to the buffer dtype; raw 2-byte arrays
     (bf16 saved by numpy) are reinterpreted as bf16.
     """
+    if not Path(path).is_file():
+        raise RunError(f"{path}: error: no such file")
+    if not zipfile.is_zipfile(path):
+        raise RunError(f"{path}: error: not an .npz file (np.savez writes one)")
     try:
         with np.load(path, allow_pickle=False) as npz:
             stored = {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise RunError(f"{path}: error: no such file") from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
         raise RunError(f"{path}: error: not a readable .npz file ({e})") from None
     inputs = {b.name: b for b in buffers if not b.is_output}
@@ -150,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         raise RunError(f"error: --trace needs the sim backend (the '{backend}' backend records no trace)")
     if args.num_sms is not None and args.num_sms < 1:
         raise RunError("error: --num-sms must be at least 1")
+    get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     module, program = compile_file(args.file, args.target, args.num_sms)
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)

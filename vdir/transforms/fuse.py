@@ -4,8 +4,8 @@ Patterns (each a small :class:`~xdsl.pattern_rewriter.RewritePattern`):
 
 * :class:`FuseRmsnormIntoGemv` -- an rmsnorm whose only user is the ``x`` of a
   plain gemv becomes that gemv's prologue: ``rmsnorm_gemv(w, x, g) {eps}``;
-* :class:`FuseGemvIntoSiluMul` -- a plain bf16 gemv that is an operand of a
-  silu_mul and has no other user becomes its prologue:
+* :class:`FuseGemvIntoSiluMul` -- a silu_mul becomes the epilogue of a plain
+  bf16 gemv that is one of its operands and has no other user:
   ``gemv_silu_mul(w, x, other) {operand = i}``, ``i`` being the silu_mul input
   the gemv was (0: ``silu(gemv) * other``, 1: ``silu(other) * gemv``);
 * :class:`FuseGemvIntoAdd` -- likewise for a residual add: ``gemv_add(w, x, r)``
@@ -38,10 +38,12 @@ stores, so an intermediate tile can never be the subject of an ``after`` edge.
 
 When a gemv could take either an rmsnorm prologue or an epilogue (only one
 can fuse: no family has both), the one that saves more wins, the prologue on a
-tie. When both operands of a silu_mul (or add) are fusable gemvs, the later
-one in program order fuses: its weights are streamed last, so the epilogue
-runs right behind the final weight tile while the earlier gemv's result is
-already waiting in shared memory.
+tie; both patterns apply the same rule, so the outcome does not depend on the
+order the rewriter visits ops in. When both operands of a silu_mul (or add)
+are fusable gemvs, the later one in program order fuses: its weights are
+streamed last, so the epilogue runs right behind the final weight tile while
+the earlier gemv's result is already waiting in shared memory. A gemv that
+prefers its prologue is not a candidate, so the other one can still fuse.
 
 General load merging (two loads of adjacent regions into one larger load) is
 not done: the consumers would then need a view of part of the merged tile,
@@ -58,7 +60,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.affine import ApplyOp
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -74,6 +76,7 @@ from vdir.dialects.vdir import (
     ComputeOp,
     LoadOp,
     MicroOp,
+    ProgramOp,
     StoreOp,
     TileType,
     family_params,
@@ -224,33 +227,45 @@ class GemvEpilogue(RewritePattern):
     FUSED: ClassVar[str]
 
     min_benefit: float = 0.0
+    #: whether the rmsnorm prologue pattern runs too: the gemv then takes
+    #: the epilogue only if that saves strictly more (a tie goes to the prologue)
+    prologue_enabled: bool = False
 
     def params_for(self, operand: int) -> dict[str, Attribute]:
         return {}
 
     def plan(self, consumer: ComputeOp) -> EpiloguePlan | None:
-        """The fusion this pattern would do on ``consumer``, or None. Builds nothing."""
+        """The fusion this pattern would do on ``consumer``, or None. Builds nothing.
+
+        Of the fusable gemv operands, the later one in program order is
+        chosen: its weights stream last.
+        """
         if consumer.family.data != self.CONSUMER or len(consumer.inputs) != 2:
             return None
-        candidates: list[tuple[int, ComputeOp]] = []
-        for i, v in enumerate(consumer.inputs):
-            gemv = _single_use_producer(v, "gemv")
-            if gemv is not None and _is_plain_gemv(gemv) and can_fuse(gemv, consumer):
-                candidates.append((i, gemv))
-        if not candidates:
+        plans = [p for i in range(2) if (p := self._plan_operand(consumer, i)) is not None]
+        if not plans:
             return None
-        # The later gemv in program order: its weights stream last.
         block = consumer.parent_block()
         assert block is not None
-        i, gemv = max(candidates, key=lambda c: block.get_operation_index(c[1]))
-        benefit = compute_fusion_benefit(gemv.result.type, target_of(consumer))  # type: ignore[arg-type]
-        if benefit.time_us <= self.min_benefit:
+        return max(plans, key=lambda p: block.get_operation_index(p.gemv))
+
+    def _plan_operand(self, consumer: ComputeOp, i: int) -> EpiloguePlan | None:
+        """The fusion of the gemv defining ``consumer``'s operand ``i``, or None."""
+        gemv = _single_use_producer(consumer.inputs[i], "gemv")
+        if gemv is None or not _is_plain_gemv(gemv) or not can_fuse(gemv, consumer):
             return None
+        benefit = compute_fusion_benefit(gemv.result.type, target_of(consumer)).time_us  # type: ignore[arg-type]
+        if benefit <= self.min_benefit:
+            return None
+        if self.prologue_enabled:
+            prologue = rmsnorm_prologue_plan(gemv, self.min_benefit)
+            if prologue is not None and prologue.benefit_us >= benefit:
+                return None
         inputs = (gemv.inputs[0], gemv.inputs[1], consumer.inputs[1 - i])
         params = self.params_for(i)
         if not fused_signature_ok(self.FUSED, inputs, params, consumer.result.type):  # type: ignore[arg-type]
             return None
-        return EpiloguePlan(gemv, consumer, inputs, params, benefit.time_us)
+        return EpiloguePlan(gemv, consumer, inputs, params, benefit)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ComputeOp, rewriter: PatternRewriter) -> None:
@@ -283,6 +298,34 @@ class FuseGemvIntoAdd(GemvEpilogue):
     FUSED: ClassVar[str] = "gemv_add"
 
 
+@dataclass(frozen=True)
+class ProloguePlan:
+    """An rmsnorm-prologue fusion that passed every check, ready to be built."""
+
+    norm: ComputeOp
+    gemv: ComputeOp
+    inputs: tuple[SSAValue, ...]
+    params: dict[str, Attribute]
+    benefit_us: float
+
+
+def rmsnorm_prologue_plan(gemv: ComputeOp, min_benefit: float) -> ProloguePlan | None:
+    """The rmsnorm-prologue fusion of ``gemv``, if legal and worth it. Builds nothing."""
+    if gemv.family.data != "gemv" or len(gemv.inputs) != 2:
+        return None
+    norm = _single_use_producer(gemv.inputs[1], "rmsnorm")
+    if norm is None or not can_fuse(norm, gemv):
+        return None
+    benefit = compute_fusion_benefit(norm.result.type, target_of(gemv)).time_us  # type: ignore[arg-type]
+    if benefit <= min_benefit:
+        return None
+    inputs = (gemv.inputs[0], *norm.inputs)
+    params = dict(norm.params.data)
+    if not fused_signature_ok("rmsnorm_gemv", inputs, params, gemv.result.type):  # type: ignore[arg-type]
+        return None
+    return ProloguePlan(norm, gemv, inputs, params, benefit)
+
+
 @dataclass
 class FuseRmsnormIntoGemv(RewritePattern):
     """``gemv(w, rmsnorm(x, g) {eps})`` -> ``rmsnorm_gemv(w, x, g) {eps}``.
@@ -297,19 +340,11 @@ class FuseRmsnormIntoGemv(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, gemv: ComputeOp, rewriter: PatternRewriter) -> None:
-        if gemv.family.data != "gemv" or len(gemv.inputs) != 2:
+        plan = rmsnorm_prologue_plan(gemv, self.min_benefit)
+        if plan is None or self._epilogue_saves_more(gemv, plan.benefit_us):
             return
-        norm = _single_use_producer(gemv.inputs[1], "rmsnorm")
-        if norm is None or not can_fuse(norm, gemv):
-            return
-        target = target_of(gemv)
-        benefit = compute_fusion_benefit(norm.result.type, target).time_us  # type: ignore[arg-type]
-        if benefit <= self.min_benefit or self._epilogue_saves_more(gemv, benefit):
-            return
-        inputs = (gemv.inputs[0], *norm.inputs)
-        params = dict(norm.params.data)
-        if fused_signature_ok("rmsnorm_gemv", inputs, params, gemv.result.type):  # type: ignore[arg-type]
-            _fuse(rewriter, norm, gemv, build_fused(norm, gemv, "rmsnorm_gemv", inputs, params))
+        fused = build_fused(plan.norm, gemv, "rmsnorm_gemv", plan.inputs, plan.params)
+        _fuse(rewriter, plan.norm, gemv, fused)
 
     def _epilogue_saves_more(self, gemv: ComputeOp, benefit: float) -> bool:
         use = gemv.result.get_unique_use()
@@ -400,6 +435,18 @@ class MergeDuplicateLoads(RewritePattern):
 # The pass
 # --------------------------------------------------------------------------
 
+def check_source_stage(program: ProgramOp) -> None:
+    """Fusion runs before placement: a placed program's ops carry an SM each,
+    and fusing two ops of different SMs would silently move work."""
+    stage = program.attributes.get("vdir.stage")
+    if isinstance(stage, StringAttr) and stage.data != "source":
+        raise PassFailure(
+            f"fusion needs a source program, but @{program.sym_name.data} is at stage "
+            f"'{stage.data}'; run vdir-fuse before vdir-place",
+            program,
+        )
+
+
 #: names accepted by the ``only`` option
 PATTERN_NAMES = ("rmsnorm-gemv", "gemv-silu-mul", "gemv-add", "merge-loads")
 
@@ -408,14 +455,14 @@ PATTERN_NAMES = ("rmsnorm-gemv", "gemv-silu-mul", "gemv-add", "merge-loads")
 class FusePass(ModulePass):
     """Fuse producer/consumer compute micro-ops and merge duplicate loads.
 
-    Options: ``min-benefit`` (µs, default 0): fuse only when the cost model's
+    Options: ``min-benefit`` (µs, a float or an integer, default 0): fuse only when the cost model's
     estimated saving exceeds it. ``only`` (a comma-separated list of
     pattern names from :data:`PATTERN_NAMES`, default all): run just those.
     """
 
     name = "vdir-fuse"
 
-    min_benefit: float = 0.0
+    min_benefit: float | int = 0.0
     only: tuple[str, ...] = ()
 
     def selected(self) -> set[str]:
@@ -431,20 +478,24 @@ class FusePass(ModulePass):
     def patterns(self) -> list[RewritePattern]:
         names = self.selected()
         mb = float(self.min_benefit)
+        prologue = "rmsnorm-gemv" in names
         epilogues: list[GemvEpilogue] = []
         if "gemv-silu-mul" in names:
-            epilogues.append(FuseGemvIntoSiluMul(mb))
+            epilogues.append(FuseGemvIntoSiluMul(mb, prologue))
         if "gemv-add" in names:
-            epilogues.append(FuseGemvIntoAdd(mb))
+            epilogues.append(FuseGemvIntoAdd(mb, prologue))
         patterns: list[RewritePattern] = []
         if "merge-loads" in names:
             patterns.append(MergeDuplicateLoads(mb))
-        if "rmsnorm-gemv" in names:
+        if prologue:
             patterns.append(FuseRmsnormIntoGemv(mb, tuple(epilogues)))
         patterns.extend(epilogues)
         return patterns
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in op.walk():
+            if isinstance(program, ProgramOp):
+                check_source_stage(program)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(self.patterns()), apply_recursively=True
         ).rewrite_module(op)

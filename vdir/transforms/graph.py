@@ -562,5 +562,6 @@ def replace_program(module: ModuleOp, graph: Graph, stage: str) -> None:
     """Swap the module's program for the annotated flat form of ``graph``."""
     old = single_program(module)
     new = graph_to_ir(graph, stage)
+    new.location = old.location
     module.body.block.insert_op_before(new, old)
     module.body.block.erase_op(old, safe_erase=False)

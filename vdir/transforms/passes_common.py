@@ -15,6 +15,8 @@ def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> 
     """The pass's target: its ``target`` option, else the program's; ``num-sms`` restricts it."""
     try:
         target = get_target(name) if name else graph_target
+        if num_sms and not 1 <= num_sms <= target.num_sms:
+            raise PassFailure(f"target '{target.name}' has {target.num_sms} SMs; cannot use {num_sms}")
         return target.with_sms(num_sms) if num_sms else target
     except UnknownTargetError as e:
         raise PassFailure(str(e)) from None

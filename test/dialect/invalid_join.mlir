@@ -1,0 +1,17 @@
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// vdir.join takes one or more tokens.
+
+vdir.program @empty(%a: !vdir.buffer<1x8xbf16>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: vdir.join needs at least one token
+  %j = vdir.join
+}
+
+// -----
+
+vdir.program @tile(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: operand 'tokens' at position 0 does not verify
+  %j = "vdir.join"(%t) : (!vdir.tile<1x8xbf16>) -> !vdir.token
+}

@@ -1,0 +1,32 @@
+// With --split-input-file each chunk is checked separately; verifier errors
+// keep the line numbers of the whole file, and a good chunk prints as usual.
+
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: not vdir-opt %s --split-input-file 2>&1 | filecheck %s --check-prefix=FIRST
+
+vdir.program @good(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
+vdir.program @bad(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %t, %a[0, 8] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
+vdir.program @bad_again(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+}
+
+// CHECK:      vdir.program @good
+// CHECK:      // -----
+// CHECK-NEXT: {{.*}}split_input_locations.mlir:16:3: error: store: region columns [8, 16) are out of the buffer's bounds [0, 8)
+// CHECK-NEXT: // -----
+// CHECK-NEXT: {{.*}}split_input_locations.mlir:22:3: error: tile %t is produced but never used
+
+// FIRST:     {{.*}}split_input_locations.mlir:16:3: error: store: region columns
+// FIRST-NOT: error

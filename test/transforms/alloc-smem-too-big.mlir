@@ -1,0 +1,14 @@
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem' 2>&1 | filecheck %s
+// RUN: not vdir-opt %s -p 'vdir-pipeline' 2>&1 | filecheck %s --check-prefix=PIPE
+
+// Three 128 KiB tiles live at once cannot fit in 227 KiB: the error names the
+// micro-op at which the working set peaks and where it is in the source.
+
+// CHECK: error: vdir-alloc-smem: SM 0: the tiles live at %c on SM 0 (alloc-smem-too-big.mlir:[[# @LINE + 5]]:3) need 393216 bytes of shared memory, more than the 228352 bytes available on h200; use smaller tiles
+// PIPE: error: vdir-pipeline: SM 0: the tiles live at %c
+vdir.program @big(%x: !vdir.buffer<64x1024xbf16>, %y: !vdir.buffer<64x1024xbf16>) {
+  %a = vdir.load %x[0, 0] : !vdir.buffer<64x1024xbf16> -> !vdir.tile<64x1024xbf16>
+  %b = vdir.load %y[0, 0] : !vdir.buffer<64x1024xbf16> -> !vdir.tile<64x1024xbf16>
+  %c = vdir.compute add(%a, %b) : (!vdir.tile<64x1024xbf16>, !vdir.tile<64x1024xbf16>) -> !vdir.tile<64x1024xbf16>
+  %t = vdir.store %c, %y[0, 0] : !vdir.tile<64x1024xbf16>, !vdir.buffer<64x1024xbf16>
+}
