@@ -18,9 +18,10 @@ class UserError(Exception):
 class PassFailure(Exception):
     """A pass cannot transform the program; ``op`` (if any) is where."""
 
-    def __init__(self, message: str, op: Operation | None = None):
+    def __init__(self, message: str, op: Operation | None = None, loc: str | None = None):
         super().__init__(message)
         self.op = op
+        self.loc = loc
 
 
 def location_of(op: Operation | None) -> str | None:

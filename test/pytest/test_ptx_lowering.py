@@ -80,7 +80,7 @@ def test_scheduler_structure():
         "atom.release.cta.shared.xor.b64",
         "ld.acquire.gpu.global.u32",
         "red.release.gpu.global.add.u32",
-        "fence.proxy.async;",
+        "fence.proxy.async.global;",
         "fence.acq_rel.gpu;",
         "fence.mbarrier_init.release.cluster;",
         "mbarrier.arrive.expect_tx.shared::cta.b64",

@@ -163,11 +163,11 @@ vdir.program @duplicate_loads(%x: !vdir.buffer<1x64xbf16>, %w: !vdir.buffer<64x6
 // CHECK-LABEL: vdir.program @later_gemv_prefers_prologue
 // CHECK:         %up = vdir.compute rmsnorm_gemv(%wu, %xt, %gt)
 // CHECK-NEXT:    %h = vdir.compute gemv_silu_mul(%wg, %xt, %up) {operand = 0 : i64}
-vdir.program @later_gemv_prefers_prologue(%x: !vdir.buffer<1x128xbf16>, %g: !vdir.buffer<1x128xbf16>, %w: !vdir.buffer<64x128xbf16>, %out: !vdir.buffer<1x64xbf16>) {
+vdir.program @later_gemv_prefers_prologue(%x: !vdir.buffer<1x128xbf16>, %g: !vdir.buffer<1x128xbf16>, %w: !vdir.buffer<128x128xbf16>, %out: !vdir.buffer<1x64xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x128xbf16> -> !vdir.tile<1x128xbf16>
   %gt = vdir.load %g[0, 0] : !vdir.buffer<1x128xbf16> -> !vdir.tile<1x128xbf16>
-  %wg = vdir.load %w[0, 0] : !vdir.buffer<64x128xbf16> -> !vdir.tile<64x128xbf16>
-  %wu = vdir.load %w[0, 0] : !vdir.buffer<64x128xbf16> -> !vdir.tile<64x128xbf16>
+  %wg = vdir.load %w[0, 0] : !vdir.buffer<128x128xbf16> -> !vdir.tile<64x128xbf16>
+  %wu = vdir.load %w[64, 0] : !vdir.buffer<128x128xbf16> -> !vdir.tile<64x128xbf16>
   %gate = vdir.compute gemv(%wg, %xt) : (!vdir.tile<64x128xbf16>, !vdir.tile<1x128xbf16>) -> !vdir.tile<1x64xbf16>
   %xn = vdir.compute rmsnorm(%xt, %gt) {eps = 1.0e-05 : f32} : (!vdir.tile<1x128xbf16>, !vdir.tile<1x128xbf16>) -> !vdir.tile<1x128xbf16>
   %up = vdir.compute gemv(%wu, %xn) : (!vdir.tile<64x128xbf16>, !vdir.tile<1x128xbf16>) -> !vdir.tile<1x64xbf16>

@@ -376,16 +376,16 @@ def load_engine(c: Ctx) -> None:
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(retire, ready, neg=True)
     # -- issue ---------------------------------------------------------------
-    waited = b.i("or.b64", "b64", f.mask, 0)
-    wctr64 = b.i("cvt.u64.u32", "u64", f.wctr)
-    waited = b.i("or.b64", "b64", waited, wctr64)
-    p_waited = b.setp("ne.b64", waited, 0)
-    # Generic-proxy accesses ordered before this point by the acquire above
-    # (another SM's st.global into the source, this CTA's compute threads'
-    # ld.shared of the slot being overwritten, this SM's store engine) must be
-    # ordered before the async-proxy bulk copy: a proxy fence over all state
-    # spaces (.global for cross-SM data, .shared::cta for the WAR on the slot).
-    b.raw("fence.proxy.async", "", guard=p_waited)
+    # Cross-SM RAW: another SM's generic-proxy st.global into the source,
+    # made visible here by the ld.acquire.gpu of the counter, must be ordered
+    # before this async-proxy read: fence.proxy.async.global. (Only then: the
+    # fence waits for this thread's outstanding bulk copies, which would
+    # otherwise serialise the load pipeline.) The WAR on the slot (compute
+    # threads' ld.shared, then this bulk write) is ordered by the release /
+    # acquire of the dependency bits, as with an mbarrier-based pipeline; a
+    # same-SM RAW through global memory is fenced by the store engine.
+    p_ctr = b.setp("ne.u32", f.wctr, 0)
+    b.raw("fence.proxy.async.global", "", guard=p_ctr)
     slot = b.i("and.b32", "u32", pos, L.LOAD_RING - 1)
     bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
     bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
@@ -564,6 +564,10 @@ def store_engine(c: Ctx) -> None:
     b.place(nxt)
     # make every lane's global stores visible at gpu scope before lane 0's
     # release of the counter (and the WAR bit on the tile it read)
+    # a load on this SM may read these bytes through the async proxy after
+    # waiting on our signal bits: order the generic stores before it
+    has_sig = b.setp("ne.b64", f.signal, 0)
+    b.raw("fence.proxy.async.global", "", guard=has_sig)
     # the warp barrier orders every lane's global stores before lane 0's
     # gpu-scope release of the counter (signal(): fence.acq_rel.gpu + red.release)
     b.raw("bar.warp.sync", "%d" % FULL)

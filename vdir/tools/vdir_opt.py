@@ -58,6 +58,9 @@ class VdirOptMain(xDSLOptMain):
             try:
                 p.apply(self.ctx, module)
             except PassFailure as e:
+                where = e.loc if e.loc and e.op is None else None
+                if where:
+                    raise UserError(f"{where}: error: {p.name}: {e}") from None
                 raise UserError(located(f"{p.name}: {e}", e.op, self.get_input_name())) from None
             except (VerifyException, DiagnosticException) as e:
                 msg = str(e).splitlines()[0] if str(e) else "verification failed"

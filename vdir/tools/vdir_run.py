@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import (
@@ -134,13 +135,13 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
 # ---------------------------------------------------------------------------
 
 
-def compile_file(path: str, target: str, num_sms: int | None):
+def compile_file(path: str, target: str, num_sms: int | None) -> tuple[ModuleOp, EncodedProgram]:
     """Parse, verify and compile ``path``; return (module, encoded program)."""
     from vdir.tools.common import parse_module_file
 
     module = parse_module_file(path)
     try:  # the module stays as parsed: the reference evaluator runs it
-        program: EncodedProgram = compile_module(module, target=target, num_sms=num_sms)
+        program = compile_module(module, target=target, num_sms=num_sms)
     except PassFailure as e:
         raise UserError(located(str(e), e.op, path)) from None
     return module, program
@@ -177,8 +178,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary(name: str, array: np.ndarray) -> str:
+    """One line per output: shape, dtype, magnitude and the first values."""
     values = array.astype(np.float32)
     dtype = next((k for k, v in DTYPES.items() if v == array.dtype), str(array.dtype))
+    if values.size == 0:
+        return f"{name}: {'x'.join(map(str, array.shape))} {dtype}, empty"
     head = ", ".join(f"{v:.4g}" for v in values.reshape(-1)[:4])
     return (
         f"{name}: {'x'.join(map(str, array.shape))} {dtype}, max |x| {np.abs(values).max():.4g}, "
@@ -187,13 +191,21 @@ def _summary(name: str, array: np.ndarray) -> str:
 
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
+    """Write the outputs, widened to float32, to an .npz file."""
     try:
         np.savez(path, **{name: a.astype(np.float32) for name, a in outputs.items()})
     except OSError as e:
         raise RunError(f"{path}: error: cannot write ({e.strerror or e})") from None
 
 
-def _check(module, program: EncodedProgram, arrays, outputs, backend: str) -> int:
+def _check(
+    module: ModuleOp,
+    program: EncodedProgram,
+    arrays: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    backend: str,
+) -> int:
+    """Compare ``outputs`` with the reference evaluator; print the verdict, return the status."""
     from vdir.transforms.reference import evaluate
 
     reference_inputs = dict(arrays)

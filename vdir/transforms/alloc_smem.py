@@ -111,8 +111,9 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
     peak, peak_total, where = _peaks(tiles)
     if peak_total > budget:
         raise PassFailure(
-            f"SM {sm}: the tiles live at {graph.describe(where)} need {peak_total} bytes of shared "  # type: ignore[arg-type]
-            f"memory, more than the {budget} bytes available on {target.name}; use smaller tiles"
+            f"the tiles live at {where.name} on SM {sm} need {peak_total} bytes of shared "  # type: ignore[union-attr]
+            f"memory, more than the {budget} bytes available on {target.name}; use smaller tiles",
+            loc=where.loc,  # type: ignore[union-attr]
         )
     counts = _slot_counts(tiles, peak, budget)
     base: dict[int, int] = {}

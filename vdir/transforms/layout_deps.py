@@ -135,8 +135,9 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
         bit = next((b for b in range(width) if _can_reuse(b, p, ws, last_producer, last_waiters, clocks)), None)
         if bit is None:
             raise PassFailure(
-                f"SM {sm}: more than {width} dependency bits would be live at {graph.describe(p)}; "
-                "the schedule has too many unresolved edges in flight"
+                f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
+                "the schedule has too many unresolved edges in flight",
+                loc=p.loc,
             )
         toggles[bit] += 1
         last_producer[bit], last_waiters[bit] = p, ws

@@ -43,12 +43,13 @@ def check_dependencies_point_forward(graph: Graph) -> None:
     for n in graph.nodes:
         for p in n.inputs:
             if p.seq >= n.seq:
-                raise PassFailure(f"{graph.describe(n)} reads a tile produced later by {graph.describe(p)}")
+                raise PassFailure(f"{n.name} reads a tile produced later by {graph.describe(p)}", loc=n.loc)
         for g in n.deps:
             for p in g:
                 if p.seq >= n.seq and p is not n:
                     raise PassFailure(
-                        f"{graph.describe(n)} waits on {graph.describe(p)}, which comes later: a dependency cycle"
+                        f"{n.name} waits on {graph.describe(p)}, which comes later: a dependency cycle",
+                        loc=n.loc,
                     )
 
 
@@ -57,7 +58,7 @@ def schedule(graph: Graph) -> None:
     check_dependencies_point_forward(graph)
     for (sm, engine), queue in queues_of(graph).items():
         if sm < 0:
-            raise PassFailure(f"{graph.describe(queue[0])} has no SM; run vdir-place first")
+            raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
         queue.sort(key=lambda n: (n.seq, n.id))
         for pos, n in enumerate(queue):
             n.pos = pos

@@ -1,0 +1,12 @@
+// RUN: vdir-opt %S/Inputs/mlp_small.mlir -p 'vdir-place{num-sms=2},vdir-schedule,vdir-alloc-smem,vdir-layout-deps' | filecheck %s
+
+// The reload of %act on each SM waits for the stores of both SMs: the group
+// becomes global counter 0, released once by each store; each copy of the
+// load waits until it reaches 2 (times the launch epoch).
+
+// CHECK-LABEL: vdir.program @mlp
+// CHECK-SAME:    vdir.num_counters = 1 : i64, vdir.counter_counts = array<i64: 2>
+// CHECK:       vdir.store %a, %act[0, 0] on store {{.*}}vdir.release = array<i64: 0>}
+// CHECK:       %av = vdir.load %act[0, 0] {{.*}}vdir.sm = 0 : i64{{.*}}vdir.wait_counters = array<i64: 0, 2>}
+// CHECK:       vdir.store %{{.*}}, %act[0, 32] on store {{.*}}vdir.sm = 1 : i64{{.*}}vdir.release = array<i64: 0>}
+// CHECK:       vdir.load %act[0, 0] {{.*}}vdir.sm = 1 : i64{{.*}}vdir.wait_counters = array<i64: 0, 2>}

@@ -1,0 +1,26 @@
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem,vdir-layout-deps' | filecheck %s
+
+// Twelve tiles stream through one SM through three shared-memory slots.
+// Only a few edges are unresolved at once, so eight bits serve the whole
+// program: a reused bit keeps toggling, and its waiters alternate between
+// parity 1 and parity 0. The x vector's load needs no bit (the in-order load
+// engine completes it before any weight tile). A gemv waits for its weight
+// tile and, from the third on, for the store that frees its output slot.
+
+// CHECK-LABEL: vdir.program @stream
+// CHECK:       %xt = vdir.load %x[0, 0] on load {vdir.id = 0 : i64, vdir.sm = 0 : i64, vdir.pos = 0 : i64, vdir.smem = {{[0-9]+}} : i64}
+// CHECK:       vdir.compute gemv({{.*}}vdir.wait = array<i64: 0, 1>, vdir.signal = array<i64: 1>}
+// CHECK:       vdir.store {{.*}}vdir.wait = array<i64: 1, 1>, vdir.signal = array<i64: 0>}
+// CHECK:       vdir.load %w[48, 0] {{.*}}vdir.wait = array<i64: 1, 1>, vdir.signal = array<i64: 6>}
+// CHECK:       vdir.load %w[96, 0] {{.*}}vdir.wait = array<i64: 1, 0>, vdir.signal = array<i64: 6>}
+// CHECK:       vdir.compute gemv({{.*}}vdir.wait = array<i64: 0, 0, 6, 0>
+// CHECK-NOT:   array<i64: 8
+vdir.program @stream(%w: !vdir.buffer<192x2048xbf16>, %x: !vdir.buffer<1x2048xbf16>, %y: !vdir.buffer<1x192xbf16>) {
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x2048xbf16>
+  vdir.repeat %i = 0 to 12 {
+    %r = affine.apply affine_map<(d0) -> (d0 * 16)> (%i)
+    %wt = vdir.load %w[%r, 0] : !vdir.buffer<192x2048xbf16> -> !vdir.tile<16x2048xbf16>
+    %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<16x2048xbf16>, !vdir.tile<1x2048xbf16>) -> !vdir.tile<1x16xbf16>
+    %t = vdir.store %yt, %y[0, %r] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x192xbf16>
+  }
+}
