@@ -138,7 +138,9 @@ def main() -> int:
     shapes = [(2048, 2048), (8192, 2048), (2048, 8192), (8192, 8192), (28672, 8192)]
     if opts.quick:
         shapes = [(2048, 2048), (8192, 8192)]
-    variants = {shape: [(64, 3), (32, 6), (16, 8)] for shape in shapes}
+    # (tile KiB, ring slots, lowering options)
+    bulk, lsu = {"load_path": "bulk"}, {"load_path": "lsu"}
+    variants = {shape: [(64, 3, bulk), (64, 3, lsu), (32, 6, lsu)] for shape in shapes}
     for M, K in shapes:
         wbytes = M * K * 2
         nsets = max(2, min(32, math.ceil(3 * L2_BYTES / wbytes)))
@@ -150,7 +152,8 @@ def main() -> int:
         tt = torch_times(lambda i: Fn.linear(xs[i % nsets], ws[i % nsets]), iters)
         t_us = float(np.median(tt))
         best = None
-        for tile_kib, slots in variants[(M, K)]:
+        for tile_kib, slots, lopts in variants[(M, K)]:
+            plat.lowering_options = dict(lopts)
             prog = build_gemv_program(M, K, nsm, tile_kib, slots)
             counters = plat.allocate(4)
             plat.fill_zero(counters)
@@ -176,7 +179,7 @@ def main() -> int:
             v_us = float(np.median(vt))
             plat.free(counters)
             R = _pick_rows(M, K, nsm, tile_kib)
-            cfg = f"R={R} tile={R * K * 2 // 1024}KiB slots={slots}"
+            cfg = f"R={R} tile={R * K * 2 // 1024}KiB slots={slots} {lopts['load_path']}"
             if best is None or v_us < best[0]:
                 best = (v_us, err, cfg)
             if len(variants[(M, K)]) > 1:

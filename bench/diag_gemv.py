@@ -22,11 +22,16 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
     """A copy of ``prog`` with some engines' instructions made nops."""
     instrs = prog.instrs.copy()
     ops = instrs[:, isa.W_OPCODE] & 0xFF
-    kill = {"full": (), "no_store": (isa.OP_STORE,), "load_only": (isa.OP_STORE, isa.OP_COMPUTE)}[kind]
+    kill = {"full": (), "no_store": (isa.OP_STORE,), "load_only": (isa.OP_STORE, isa.OP_COMPUTE),
+            "loads_free": ()}[kind]
+    queues = prog.queues
+    if kind == "loads_free":  # only the load queues, no waits: pure load-engine streaming
+        instrs[ops == isa.OP_LOAD, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2] = 0
+        queues = [[q[0], (q[1][0], 0), (q[2][0], 0)] for q in prog.queues]
     for op in kill:
         instrs[ops == op, isa.W_OPCODE] = isa.OP_NOP
     return isa.EncodedProgram(prog.num_sms, prog.smem_bytes, prog.num_counters, prog.bitmap_bits,
-                              prog.buffers, instrs, prog.queues, prog.uop_names)
+                              prog.buffers, instrs, queues, prog.uop_names)
 
 
 def main() -> int:
@@ -41,9 +46,10 @@ def main() -> int:
     ws = [torch.randn(M, K, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     xs = [torch.randn(1, K, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     ys = [torch.empty(1, M, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
-    for tile_kib, slots in ((64, 3), (16, 8), (32, 6)):
+    for path, tile_kib, slots in (("bulk", 64, 3), ("lsu", 64, 3), ("bulk", 16, 8), ("lsu", 16, 8)):
+        plat.lowering_options = {"load_path": path}
         base = build_gemv_program(M, K, plat.target().num_sms, tile_kib, slots)
-        for kind in ("full", "no_store", "load_only"):
+        for kind in ("full", "load_only", "loads_free"):
             prog = variant(base, kind)
             counters = plat.allocate(4)
             plat.fill_zero(counters)
@@ -54,7 +60,7 @@ def main() -> int:
                 specs.append(LaunchSpec(prog, bufs, counters, 1))
             plat.time_launches(arts, specs, 6)
             t = float(np.median(plat.time_launches(arts, specs, 60)))
-            print(f"diag {M}x{K} tile={tile_kib}KiB slots={slots} {kind:<10} {t:8.2f} us "
+            print(f"diag {M}x{K} {path:<4} tile={tile_kib}KiB slots={slots} {kind:<10} {t:8.2f} us "
                   f"{(M * K * 2) / t / 1e6:6.3f} TB/s")
             plat.free(counters)
     plat.close()

@@ -27,12 +27,16 @@ def main() -> int:
     x = rng.standard_normal((1, K)).astype(bfloat16)
     plat = CudaPlatform()
     prog = build_gemv_program(M, K, sms, tile_kib=8, slots=3)
-    (y,) = run_once(plat, prog, [w, x, np.full((1, M), np.nan, bfloat16)])
     ref = FAMILIES["gemv"].run([w, x], {}, "bf16").astype(np.float32)
-    err = np.max(np.abs(y.astype(np.float32) - ref)) / np.max(np.abs(ref))
-    print(f"gemv {M}x{K} on {sms} SMs: max rel err {err:.2e}")
+    worst = 0.0
+    for opts in ({"split_copies": 1}, {"split_copies": 32}, {"load_path": "lsu"}):
+        plat.lowering_options = opts
+        (y,) = run_once(plat, prog, [w, x, np.full((1, M), np.nan, bfloat16)])
+        err = np.max(np.abs(y.astype(np.float32) - ref)) / np.max(np.abs(ref))
+        print(f"gemv {M}x{K} on {sms} SMs, {opts}: max rel err {err:.2e}")
+        worst = max(worst, float(err))
     plat.close()
-    return 0 if err < 2e-2 else 1
+    return 0 if worst < 2e-2 else 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ for what in "$@"; do
       done ;;
     diag)
       timeout 200 python3 bench/diag_gemv.py 2>&1 | tee "$OUT/diag.log" ;;
+    check)
+      timeout 100 python3 bench/gpu_check.py 2>&1 | tee "$OUT/check.log" ;;
     info)
       nvidia-smi -L
       python3 -c "import ml_dtypes, cuda.bindings, xdsl, torch; print('ml_dtypes', ml_dtypes.__version__, 'cuda.bindings', cuda.bindings.__version__, 'torch', torch.__version__)" ;;

@@ -327,7 +327,7 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
     """A readable listing of every queue (``vdir-opt -t isa``)."""
     lines = [
         f"// {name}: {program.num_sms} SMs, {program.smem_bytes} bytes of tiles per SM, "
-        f"{program.num_counters} global counters, {program.bitmap_bits} dependency bits",
+        f"{program.num_counters} global counter(s), {program.bitmap_bits} dependency bits",
     ]
     for i, b in enumerate(program.buffers):
         lines.append(f"// buffer {i}: {b.name} {b.shape[0]}x{b.shape[1]} {b.dtype} ({b.role})")

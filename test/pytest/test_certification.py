@@ -153,7 +153,8 @@ def gemv_exe(backend):
     [
         (lambda w, x: ((w,), {}), r"missing argument 'x' \(#2\)"),
         (lambda w, x: ((w, x, x), {}), r"expected at most 2 positional arguments \(w, x\), got 3"),
-        (lambda w, x: ((w, x), {"q": x}), r"no argument named 'q'"),
+        (lambda w, x: ((w, x), {"q": x}), r"no argument named 'q' \(inputs: w, x\)"),
+        (lambda w, x: ((w, x), {"y": x}), r"'y' is not an input of the program \(its role is out"),
         (lambda w, x: ((w, x), {"x": x}), r"argument 'x' given both by position and by name"),
         (lambda w, x: ((w.astype(np.float32), x), {}),
          r"argument 'w' \(#1\): expected 64x256 bf16, got 64x256 float32"),
@@ -162,7 +163,7 @@ def gemv_exe(backend):
          r"argument 'w' \(#1\): the array must be C-contiguous"),
         (lambda w, x: ((w.tolist(), x), {}), r"argument 'w' \(#1\): expected a numpy array, got list"),
     ],
-    ids=["missing", "too-many", "unknown-name", "duplicate", "dtype", "shape", "layout", "not-an-array"],
+    ids=["missing", "too-many", "unknown-name", "output-given", "duplicate", "dtype", "shape", "layout", "not-an-array"],
 )
 def test_argument_errors_are_raised_before_launching(gemv_exe, make_args, message):
     exe, launches = gemv_exe

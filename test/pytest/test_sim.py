@@ -121,7 +121,8 @@ class ProgramBuilder:
 
 
 def buf(name, shape, dtype="bf16", out=False):
-    return isa.BufferInfo(name, tuple(shape), dtype, out)
+    """An ``in`` buffer, or an ``out`` buffer (written, not read for its initial data)."""
+    return isa.BufferInfo(name, tuple(shape), dtype, is_output=out, is_input=not out)
 
 
 def rand_bf16(rng, shape, scale=1.0):
@@ -494,7 +495,7 @@ def streaming_gemv_program(num_sms=132, rows=24576, k=2048, tile_rows=16, slots=
     bit 20+o (store done -> next gemv into the slot).
     """
     b = ProgramBuilder(num_sms, [buf("w", (rows, k)), buf("x", (1, k)), buf("y", (1, rows), out=True)],
-                       smem_bytes=227 * 1024)
+                       smem_bytes=223 * 1024)
     tile_bytes = tile_rows * k * 2
     x_slot = slots * tile_bytes
     y_base = x_slot + k * 2

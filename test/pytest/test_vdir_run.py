@@ -116,7 +116,7 @@ def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
     "arrays, fragment",
     [
         ({"w": np.zeros((128, 256), np.float32)}, "no array for input 'x'"),
-        ({"w": np.zeros((128, 256), np.float32), "x": np.zeros((1, 256)), "z": np.zeros(1)}, "named 'z'"),
+        ({"w": np.zeros((128, 256), np.float32), "x": np.zeros((1, 256)), "z": np.zeros(1)}, "no input named 'z'"),
         ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))}, "expected 128x256 bf16, got 128x128"),
     ],
     ids=["missing", "unknown", "shape"],
@@ -181,10 +181,12 @@ def test_random_inputs_are_seeded_scaled_and_never_zero():
         BufferInfo("w", (512, 2048), "bf16", False),
         BufferInfo("x", (1, 2048), "bf16", False),
         BufferInfo("acc", (1, 512), "f32", False),
-        BufferInfo("y", (1, 512), "bf16", True),
+        BufferInfo("y", (1, 512), "bf16", True, is_input=False),
+        BufferInfo("r", (1, 512), "bf16", True, is_input=True),  # inout: needs initial data
+        BufferInfo("tmp", (1, 512), "bf16", False, is_input=False),  # scratch
     ]
     a, b = random_inputs(buffers, 7), random_inputs(buffers, 7)
-    assert set(a) == {"w", "x", "acc"}  # outputs are not inputs
+    assert set(a) == {"w", "x", "acc", "r"}  # out and scratch buffers are not inputs
     assert all(np.array_equal(a[k].view(np.uint8), b[k].view(np.uint8)) for k in a)
     assert a["w"].dtype == bfloat16 and a["acc"].dtype == np.float32
     assert np.std(a["w"].astype(np.float32)) == pytest.approx(1 / np.sqrt(2048), rel=0.05)

@@ -5,7 +5,7 @@
 // The weight tiles alternate between the SMs (equal cost, least-loaded SM).
 
 // CHECK-LABEL: vdir.program @gemv
-// CHECK-SAME:    vdir.stage = "placed", vdir.num_sms = 2 : i64
+// CHECK-SAME:    vdir.stage = "placed", vdir.buffer_roles = ["in", "in", "out"], vdir.num_sms = 2 : i64
 // CHECK:         %[[X0:.*]] = vdir.load %x[0, 0] on load {vdir.id = 0 : i64, vdir.sm = 0 : i64}
 // CHECK:         %[[W0:.*]] = vdir.load %w[0, 0] on load {{.*}}vdir.sm = 0 : i64
 // CHECK:         vdir.compute gemv(%[[W0]], %[[X0]]) {{.*}}vdir.sm = 0 : i64

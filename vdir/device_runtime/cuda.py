@@ -125,6 +125,8 @@ class CudaPlatform(Platform):
             t = t.with_sms(nsm)
         self._target = t
         self.watchdog_ms = watchdog_ms
+        #: options passed to the PTX lowering (``vdir.lowering.emit.LOWERING_OPTIONS``)
+        self.lowering_options: dict = {}
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
         self._pending: list[_Pending] = []
@@ -194,7 +196,7 @@ class CudaPlatform(Platform):
         drv = _driver()
         if program.num_sms > self._target.num_sms:
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
-        lowered = lower(program, self._target)
+        lowered = lower(program, self._target, self.lowering_options)
         module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
         _check(drv.cuFuncSetAttribute(

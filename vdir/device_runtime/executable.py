@@ -6,9 +6,11 @@ the launch epoch. Calling it validates every argument against the program's
 signature first (so a wrong shape or dtype never reaches a device), copies
 the inputs in, launches, synchronises and copies the outputs back.
 
-Arguments: the program's *inputs* (buffers that are not outputs) are passed
-positionally in signature order or by name; an *output* may also be passed
-by name to give it initial contents (outputs not passed start zeroed).
+Arguments follow the buffer roles of the program (:attr:`BufferInfo.role`):
+the *inputs* (``in`` and ``inout`` buffers, whose data the program reads)
+are passed positionally in signature order or by name; the *outputs*
+(``out`` and ``inout``) are returned. ``out`` and ``scratch`` buffers start
+zeroed at every call, as the reference evaluator assumes.
 """
 
 from __future__ import annotations
@@ -82,17 +84,17 @@ class Executable:
     # ---- signature -------------------------------------------------------
     @property
     def signature(self) -> list[BufferInfo]:
-        """Every program argument, in order (inputs and outputs)."""
+        """Every program buffer, in order (inputs, outputs and scratch)."""
         return list(self.program.buffers)
 
     @property
     def inputs(self) -> list[BufferInfo]:
-        """The arguments a call must provide, in positional order."""
-        return [b for b in self.program.buffers if not b.is_output]
+        """The buffers a call must provide (roles ``in``, ``inout``), in positional order."""
+        return [b for b in self.program.buffers if b.is_input]
 
     @property
     def outputs(self) -> list[BufferInfo]:
-        """The arguments a call returns."""
+        """The buffers a call returns (roles ``out``, ``inout``)."""
         return [b for b in self.program.buffers if b.is_output]
 
     @staticmethod
@@ -111,17 +113,22 @@ class Executable:
             names = ", ".join(b.name for b in inputs)
             raise ArgumentError(f"expected at most {len(inputs)} positional arguments ({names}), got {len(args)}")
         given: dict[str, Any] = {b.name: a for b, a in zip(inputs, args)}
-        known = {b.name for b in self.program.buffers}
+        roles = {b.name: b.role for b in self.program.buffers}
         for name, value in named.items():
-            if name not in known:
-                raise ArgumentError(f"no argument named '{name}' (arguments: {', '.join(sorted(known))})")
+            if name not in roles:
+                names = ", ".join(b.name for b in inputs)
+                raise ArgumentError(f"no argument named '{name}' (inputs: {names})")
+            if name not in {b.name for b in inputs}:
+                raise ArgumentError(
+                    f"'{name}' is not an input of the program (its role is {roles[name]}: it starts zeroed)"
+                )
             if name in given:
                 raise ArgumentError(f"argument '{name}' given both by position and by name")
             given[name] = value
         missing = [  # numbered, like every message here, by position in the signature
             f"'{b.name}' (#{i + 1})"
             for i, b in enumerate(self.program.buffers)
-            if not b.is_output and b.name not in given
+            if b.is_input and b.name not in given
         ]
         if missing:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")

@@ -245,10 +245,11 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
         )
     if program.num_sms > target.num_sms:
         raise SimProgramError(f"the program uses {program.num_sms} SMs, target '{target.name}' has {target.num_sms}")
-    if program.smem_bytes > target.smem_per_block:
+    if isa.KERNEL_RESERVED_SMEM + program.smem_bytes > target.smem_per_block:
         raise SimProgramError(
-            f"the program needs {program.smem_bytes} bytes of shared memory per SM, "
-            f"target '{target.name}' allows {target.smem_per_block}"
+            f"the program's tiles need {program.smem_bytes} bytes of shared memory per SM "
+            f"(plus {isa.KERNEL_RESERVED_SMEM} the kernel keeps), target '{target.name}' "
+            f"allows {target.smem_per_block}"
         )
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
     words = np.ascontiguousarray(program.instrs, dtype=np.uint32).tolist()

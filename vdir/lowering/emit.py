@@ -16,6 +16,13 @@ from vdir.lowering.kernel import build_kernel
 from vdir.target import TargetDescription, get_target
 
 
+#: lowering options and their defaults: ``split_copies`` = how many bulk
+#: copies (one per lane, at most 32) a dense load is cut into; ``load_path``
+#: = ``"bulk"`` (cp.async.bulk, completion by transaction bytes) or ``"lsu"``
+#: (16-byte cp.async per lane)
+LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk"}
+
+
 def used_families(program: isa.EncodedProgram) -> list[int]:
     """Sorted family opcodes of the program's compute instructions."""
     w0 = program.instrs[:, isa.W_OPCODE] if len(program.instrs) else []
@@ -31,8 +38,9 @@ def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None
     return target
 
 
-def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> ptx.ModuleOp:
-    """The ``ptx.module`` of the persistent kernel for ``program``."""
+def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
+               options: dict | None = None) -> ptx.ModuleOp:
+    """The ``ptx.module`` of the persistent kernel for ``program`` (``options``: LOWERING_OPTIONS)."""
     t = _resolve(program, target)
     fams = used_families(program)
     from vdir.lowering.families import BODIES
@@ -44,13 +52,23 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", L.HEADER_BYTES, -1))
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.PARAMS, L.block_threads(t))
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams)
+    opts = dict(LOWERING_OPTIONS)
+    for k, v in (options or {}).items():
+        if k not in LOWERING_OPTIONS:
+            raise ValueError(f"unknown lowering option '{k}' (known: {', '.join(LOWERING_OPTIONS)})")
+        opts[k] = v
+    if opts["load_path"] not in ("bulk", "lsu"):
+        raise ValueError("load_path must be 'bulk' or 'lsu'")
+    if not 1 <= int(opts["split_copies"]) <= 32:
+        raise ValueError("split_copies must be in 1..32")
+    build_kernel(kernel, t, fams, opts)
     return mod
 
 
-def lower_to_ptx(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> str:
+def lower_to_ptx(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
+                 options: dict | None = None) -> str:
     """PTX text of the persistent kernel for ``program`` on ``target``."""
-    return ptx.print_ptx(ptx_module(program, target))
+    return ptx.print_ptx(ptx_module(program, target, options))
 
 
 @dataclass
@@ -65,7 +83,8 @@ class LoweredKernel:
     families: list[int]
 
 
-def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None) -> LoweredKernel:
+def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
+          options: dict | None = None) -> LoweredKernel:
     """Lower ``program`` and return the text with its launch configuration."""
     t = _resolve(program, target)
     smem = L.dynamic_smem_bytes(program.smem_bytes)
@@ -75,6 +94,6 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
             f"of shared memory; target '{t.name}' allows {t.smem_per_block}"
         )
     return LoweredKernel(
-        ptx=lower_to_ptx(program, t), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
+        ptx=lower_to_ptx(program, t, options), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
         grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
     )

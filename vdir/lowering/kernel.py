@@ -57,6 +57,7 @@ class Ctx:
     sm: SSAValue
     base: SSAValue  # u32 shared address of the dynamic smem
     arena: SSAValue  # base + HEADER_BYTES
+    options: dict  # lowering options (see emit.LOWERING_OPTIONS)
 
 
 @dataclass
@@ -345,6 +346,54 @@ def buffer_address(c: Ctx, buf: SSAValue, off_lo: SSAValue, off_hi: SSAValue) ->
 # ---------------------------------------------------------------------------
 
 
+def mbar_count(c: Ctx) -> int:
+    """Arrivals that complete a load-ring mbarrier phase: 1 (bulk copies,
+    completion by transaction bytes) or 32 (one per lane, ``lsu`` path)."""
+    return 32 if c.options.get("load_path", "bulk") == "lsu" else 1
+
+
+def _issue_lsu(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
+               stride: SSAValue, total: SSAValue, contig: SSAValue, bar: SSAValue) -> None:
+    """The ``lsu`` load path: 16-byte ``cp.async.cg`` per lane (generic proxy),
+    each lane then arrives on the slot's mbarrier when its copies land
+    (``cp.async.mbarrier.arrive.noinc``; the barrier counts 32 arrivals)."""
+    b = c.b
+    n = b.i("selp.u32", "u32", 1, rows, contig)
+    rb = b.i("selp.u32", "u32", total, row_bytes, contig)
+    lane16 = b.i("shl.b32", "u32", c.lane, 4)
+    span = 512 * 3
+    has_main = b.setp("gt.u32", rb, span)
+    main_end = b.i("sub.u32", "u32", rb, span)
+    main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
+    r = b.var("u32", 0)
+    rl, rd = b.new_label("lsu_row"), b.new_label("lsu_rows_done")
+    b.place(rl)
+    b.bra(rd, b.setp("ge.u32", r, n))
+    so = b.i("mul.wide.u32", "u64", r, stride)
+    srow = b.i("add.u64", "u64", gptr, so)
+    drow = b.i("mad.lo.u32", "u32", r, rb, dst0)
+    off = b.var("u32", 0)
+    b.set(off, lane16)
+    for unroll, end, hint in ((4, main_end, "lsu_main"), (1, rb, "lsu_tail")):
+        top, done = b.new_label(hint), b.new_label(hint + "_end")
+        b.place(top)
+        b.bra(done, b.setp("ge.u32", off, end))
+        o64 = b.i("cvt.u64.u32", "u64", off)
+        src = b.i("add.u64", "u64", srow, o64)
+        dst = b.i("add.u32", "u32", drow, off)
+        for k in range(unroll):
+            o = f"+{512 * k}" if k else ""
+            b.raw("cp.async.cg.shared.global", "[{0}%s], [{1}%s], 16" % (o, o), ins=[dst, src])
+        b.i("add.u32", "u32", off, 512 * unroll, dst=off)
+        b.bra(top)
+        b.place(done)
+    b.i("add.u32", "u32", r, 1, dst=r)
+    b.bra(rl)
+    b.place(rd)
+    b.raw("cp.async.mbarrier.arrive.noinc.shared::cta.b64", "[{0}]", ins=[bar])
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
 def load_engine(c: Ctx) -> None:
     """Warp 0: issue loads ahead through the mbarrier ring, retire in order.
 
@@ -400,11 +449,25 @@ def load_engine(c: Ctx) -> None:
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     total = b.i("mul.lo.u32", "u32", rows, row_bytes)
-    # a dense region (stride == row bytes) is one copy
     contig = b.setp("eq.u32", stride, row_bytes)
-    n = b.i("selp.u32", "u32", 1, rows, contig)
-    rb = b.i("selp.u32", "u32", total, row_bytes, contig)
     dst0 = b.i("add.u32", "u32", c.arena, smem)
+    if c.options.get("load_path", "bulk") == "lsu":
+        _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
+        b.bra(issued)
+    # a dense region (stride == row bytes) is one copy
+    # a dense region is cut into up to `split` chunks (multiples of 16 bytes)
+    # that the lanes issue as separate copies; strided regions go row by row
+    split = max(1, int(c.options.get("split_copies", 1)))
+    unit = 16 * split
+    chunk = b.i("add.u32", "u32", total, unit - 1)
+    chunk = b.i("div.u32", "u32", chunk, unit) if split > 1 else b.i("shr.u32", "u32", chunk, 4)
+    chunk = b.i("shl.b32", "u32", chunk, 4)
+    nchunks = b.i("add.u32", "u32", total, chunk)
+    nchunks = b.i("add.u32", "u32", nchunks, -1)
+    nchunks = b.i("div.u32", "u32", nchunks, chunk)
+    n = b.i("selp.u32", "u32", nchunks, rows, contig)
+    rb = b.i("selp.u32", "u32", chunk, row_bytes, contig)
+    stride = b.i("selp.u32", "u32", chunk, stride, contig)
     # arm the barrier with the byte count before any copy can complete on it
     b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
           ins=[bar, total], guard=lane0)
@@ -417,8 +480,11 @@ def load_engine(c: Ctx) -> None:
     so = b.i("mul.wide.u32", "u64", r, stride)
     src = b.i("add.u64", "u64", gptr, so)
     dst = b.i("mad.lo.u32", "u32", r, rb, dst0)
+    done_b = b.i("mul.lo.u32", "u32", r, rb)
+    left = b.i("sub.u32", "u32", total, done_b)
+    size = b.i("min.u32", "u32", rb, left)
     b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-          "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, rb, bar])
+          "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
     b.i("add.u32", "u32", r, 32, dst=r)
     b.bra(rl)
     b.place(rdone)
@@ -426,7 +492,8 @@ def load_engine(c: Ctx) -> None:
     b.bra(issued)
     b.place(nop_path)
     # a nop (or anything not a load) completes at once but still retires in order
-    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[bar], guard=lane0)
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}], %d" % mbar_count(c), outs=["b64"], ins=[bar],
+          guard=lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.place(issued)
     b.i("add.u32", "u32", pos, 1, dst=pos)
@@ -654,7 +721,8 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
 # ---------------------------------------------------------------------------
 
 
-def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int]) -> None:
+def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
+                 options: dict | None = None) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role."""
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
@@ -666,13 +734,15 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         counters=gl["p_counters"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
+        options=dict(options or {}),
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
     for s in range(L.LOAD_RING):
-        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], 1" % (L.SMEM_MBARRIERS + 8 * s), ins=[base], guard=t0)
+        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_MBARRIERS + 8 * s, mbar_count(c)),
+              ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)

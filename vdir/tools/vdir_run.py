@@ -84,7 +84,7 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
     rng = np.random.default_rng(seed)
     arrays = {}
     for info in buffers:
-        if info.is_output:
+        if not info.is_input:
             continue
         values = rng.standard_normal(info.shape, dtype=np.float32)
         scale = 1.0 / np.sqrt(info.shape[-1]) if len(info.shape) > 1 and info.shape[0] > 1 else 0.5
@@ -107,16 +107,14 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
             stored = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile) as e:
         raise RunError(f"{path}: error: not a readable .npz file ({e})") from None
-    inputs = {b.name: b for b in buffers if not b.is_output}
-    known = {b.name for b in buffers}
-    unknown = sorted(set(stored) - known)
+    inputs = {b.name: b for b in buffers if b.is_input}
+    unknown = sorted(set(stored) - set(inputs))
     if unknown:
-        raise RunError(f"{path}: error: no program argument named '{unknown[0]}' (arguments: {', '.join(sorted(known))})")
+        raise RunError(f"{path}: error: the program has no input named '{unknown[0]}' (inputs: {', '.join(inputs)})")
     missing = [name for name in inputs if name not in stored]
     if missing:
         raise RunError(f"{path}: error: no array for input '{missing[0]}'")
-    return {name: _to_dtype(path, name, array, next(b for b in buffers if b.name == name).dtype)
-            for name, array in stored.items()}
+    return {name: _to_dtype(path, name, array, inputs[name].dtype) for name, array in stored.items()}
 
 
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
@@ -210,7 +208,7 @@ def _check(
 
     reference_inputs = dict(arrays)
     for info in program.buffers:
-        if info.name not in reference_inputs:  # outputs start zeroed, as the executable does
+        if info.name not in reference_inputs:  # out and scratch buffers start zeroed, as in the executable
             reference_inputs[info.name] = np.zeros(info.shape, dtype=DTYPES[info.dtype])
     expected = evaluate(module, reference_inputs)
     mismatch = compare_outputs(outputs, {k: v for k, v in expected.items() if k in outputs}, backend)

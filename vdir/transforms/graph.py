@@ -116,6 +116,13 @@ class BufferArg:
     is_input: bool = False  # some load reads bytes no earlier store wrote
 
     @property
+    def role(self) -> str:
+        """``in``, ``out``, ``inout`` or ``scratch``, as the encoding records it."""
+        if self.is_input:
+            return "inout" if self.is_output else "in"
+        return "out" if self.is_output else "scratch"
+
+    @property
     def row_bytes(self) -> int:
         return self.shape[1] * DTYPE_BYTES[self.dtype]
 
@@ -383,6 +390,11 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Gr
     graph.num_counters = _int_attr(program, "vdir.num_counters", 0)
     counts = _array_attr(program, "vdir.counter_counts")
     graph.counter_counts = dict(enumerate(counts))
+    roles = program.attributes.get("vdir.buffer_roles")
+    if isinstance(roles, ArrayAttr):
+        for arg, role in zip(graph.args, roles.data):
+            arg.is_input = role.data in ("in", "inout")  # type: ignore[attr-defined]
+            arg.is_output = role.data in ("out", "inout")  # type: ignore[attr-defined]
     if stage == "source":
         derive_memory_dependencies(graph)
     nodes.sort(key=lambda n: (n.sm, n.seq) if stage != "source" else (n.seq,))
@@ -517,6 +529,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
         arg_names=[a.name for a in graph.args],
     )
     program.attributes["vdir.stage"] = StringAttr(stage)
+    program.attributes["vdir.buffer_roles"] = ArrayAttr([StringAttr(a.role) for a in graph.args])
     program.attributes["vdir.num_sms"] = _i64(graph.num_sms)
     if graph.smem_bytes:
         program.attributes["vdir.smem_bytes"] = _i64(graph.smem_bytes)

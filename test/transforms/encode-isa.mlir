@@ -1,0 +1,23 @@
+// RUN: vdir-opt %S/Inputs/mlp_small.mlir -p 'vdir-place{num-sms=2},vdir-schedule,vdir-alloc-smem,vdir-layout-deps,vdir-encode' -t isa | filecheck %s
+
+// The encoded queues, listed by -t isa: per SM and engine, each instruction's
+// operation, its region or tiles, the bits and counters it waits on and
+// signals, and the micro-op it came from.
+
+// CHECK:      // @mlp: 2 SMs, {{[0-9]+}} bytes of tiles per SM, 1 global counter(s), 64 dependency bits
+// CHECK:      // buffer 5: act 1x64 bf16 (out)
+// CHECK-NEXT: // buffer 6: out 1x64 bf16 (out)
+// CHECK-NEXT: sm 0 load:
+// CHECK-NEXT:   0: load  @h+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}]  // %x ({{.*}}mlp_small.mlir:3:3)
+// CHECK-NEXT:   1: load  @g+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] signal(b0)  // %gt
+// CHECK-NEXT:   2: load  @wg+0 [32 x 128B, stride 128] -> smem[0] signal(b1)  // %wgt
+// CHECK:        4: load  @act+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] wait(c0>=2*epoch)  // %av
+// CHECK:      sm 0 compute:
+// CHECK-NEXT:   0: rmsnorm(smem[{{[0-9]+}}], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(1, 64, 0) f0=1e-05 wait(b0=1)
+// CHECK-NEXT:   1: gemv(smem[0], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(32, 64, 0) wait(b1=1)
+// CHECK:      sm 0 store:
+// CHECK-NEXT:   0: store smem[{{[0-9]+}}] -> @act+0 [1 x 64B, stride 128] wait(b{{[0-9]+}}=1) release(c0)
+// CHECK:      sm 1 load:
+// CHECK:        2: load  @wg+4096 [32 x 128B, stride 128]
+// CHECK:      sm 1 store:
+// CHECK-NEXT:   0: store smem[{{[0-9]+}}] -> @act+64 [1 x 64B, stride 128] {{.*}}release(c0)

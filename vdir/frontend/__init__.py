@@ -1,0 +1,9 @@
+"""Python front end: build vdir programs without writing IR text.
+
+:class:`ProgramBuilder` is the API an embedding compiler uses;
+:mod:`vdir.frontend.examples` builds the programs of ``examples/``.
+"""
+
+from vdir.frontend.builder import Offset, ProgramBuilder, verify
+
+__all__ = ["Offset", "ProgramBuilder", "verify"]

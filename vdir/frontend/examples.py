@@ -1,0 +1,237 @@
+"""The programs of ``examples/``, built with :class:`ProgramBuilder`.
+
+Each function's defaults give exactly the program in the example file of the
+same name (the printed modules are identical); smaller sizes give the same
+program structure at a size that tests and the simulator handle quickly.
+
+* :func:`build_gemv` — ``examples/gemv.mlir``
+* :func:`build_rmsnorm_gemv` — ``examples/rmsnorm_gemv.mlir``
+* :func:`build_mlp_block` — ``examples/mlp.mlir``
+* :func:`build_mlp_stack` — ``examples/mlp_stack.mlir``
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from vdir.frontend.builder import ProgramBuilder
+
+
+def _split(total: int, parts: int, what: str) -> int:
+    if parts <= 0 or total % parts:
+        raise ValueError(f"{what} = {total} does not split into {parts} equal chunks")
+    return total // parts
+
+
+def _tiles(total: int, rows: int, what: str) -> int:
+    if rows <= 0 or total % rows:
+        raise ValueError(f"{what} = {total} is not a multiple of the {rows}-row tile")
+    return total // rows
+
+
+def _chunked_gemv(
+    b: ProgramBuilder,
+    w: SSAValue,
+    row: SSAValue,
+    rows: int,
+    xs: list[SSAValue],
+    prefix: str,
+    partial: str,
+    result: str,
+) -> SSAValue:
+    """A gemv over K chunks: f32 partial sums, the last chunk rounds to bf16.
+
+    ``xs`` are the K chunks of the vector; weight chunk ``c`` is loaded as
+    ``%{prefix}{c}`` and the partial sums are ``%{partial}{c}``.
+    """
+    kc = xs[0].type.dims[1]  # type: ignore[attr-defined]
+    wts = [b.load(w, (row, c * kc), (rows, kc), name=f"{prefix}{c}") for c in range(len(xs))]
+    acc = None
+    n = len(xs)
+    for c, (wt, x) in enumerate(zip(wts, xs)):
+        last = c == n - 1
+        ins = [wt, x] if acc is None else [wt, x, acc]
+        acc = b.compute(
+            "gemv",
+            ins,
+            out_dtype=None if last else "f32",
+            name=result if last else f"{partial}{c}",
+        )
+    assert acc is not None
+    return acc
+
+
+def _load_chunks(
+    b: ProgramBuilder, buf: SSAValue, row: int | SSAValue, n: int, chunks: int, prefix: str
+) -> list[SSAValue]:
+    kc = _split(n, chunks, "K")
+    return [b.load(buf, (row, c * kc), (1, kc), name=f"{prefix}{c}") for c in range(chunks)]
+
+
+def build_gemv(
+    M: int = 8192,
+    K: int = 8192,
+    *,
+    rows_per_tile: int = 8,
+    k_chunks: int = 2,
+    target: str = "h200",
+) -> ModuleOp:
+    """y[1, M] = W[M, K] . x[1, K] in bf16 (``examples/gemv.mlir``).
+
+    Row blocks of ``rows_per_tile`` rows, K in ``k_chunks`` chunks with f32
+    partial sums; x is loaded once, before the repeat over row blocks.
+    """
+    b = ProgramBuilder("gemv", target=target)
+    w = b.buffer("w", (M, K), "bf16")
+    x = b.buffer("x", (1, K), "bf16")
+    y = b.buffer("y", (1, M), "bf16")
+    xs = _load_chunks(b, x, 0, K, k_chunks, "x")
+    with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+        r = b.affine(i, scale=rows_per_tile, name="r")
+        yt = _chunked_gemv(b, w, r, rows_per_tile, xs, "w", "p", "yt")
+        b.store(yt, y, (0, r), name="done")
+    return b.finish()
+
+
+def build_rmsnorm_gemv(
+    M: int = 8192,
+    K: int = 2048,
+    *,
+    rows_per_tile: int = 16,
+    eps: float = 1e-5,
+    target: str = "h200",
+) -> ModuleOp:
+    """y = W . rmsnorm(x, g) (``examples/rmsnorm_gemv.mlir``).
+
+    The normalised vector stays on chip and feeds every row block's gemv.
+    """
+    b = ProgramBuilder("rmsnorm_gemv", target=target)
+    x = b.buffer("x", (1, K), "bf16")
+    g = b.buffer("g", (1, K), "bf16")
+    w = b.buffer("w", (M, K), "bf16")
+    y = b.buffer("y", (1, M), "bf16")
+    xt = b.load(x, (0, 0), (1, K), name="xt")
+    gt = b.load(g, (0, 0), (1, K), name="gt")
+    xn = b.compute("rmsnorm", [xt, gt], params={"eps": eps}, name="xn")
+    with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+        r = b.affine(i, scale=rows_per_tile, name="r")
+        wt = b.load(w, (r, 0), (rows_per_tile, K), name="wt")
+        yt = b.compute("gemv", [wt, xn], name="yt")
+        b.store(yt, y, (0, r), name="done")
+    return b.finish()
+
+
+def _mlp_layer(
+    b: ProgramBuilder,
+    bufs: dict[str, SSAValue],
+    layer: SSAValue | None,
+    hidden: int,
+    inter: int,
+    up_rows: int,
+    down_rows: int,
+    down_chunks: int,
+    eps: float,
+) -> None:
+    """One MLP block; ``layer`` is the layer index of a stack (None: one block).
+
+    In a stack the residual stream ``hs`` holds one row per layer boundary
+    (layer l reads row l and writes row l + 1) and the stacked weights hold
+    the layer's rows at ``l * rows``.
+    """
+    stacked = layer is not None
+    h, g, wg, wu, wd, act = (bufs[k] for k in ("h", "g", "wg", "wu", "wd", "act"))
+    out = bufs["out"]
+    row = layer if stacked else 0
+    ht = b.load(h, (row, 0), (1, hidden), name="ht")
+    gt = b.load(g, (row, 0), (1, hidden), name="gt")
+    xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
+
+    # gate and up projections, silu_mul, into the act scratch row
+    with b.repeat(0, _tiles(inter, up_rows, "intermediate"), name="j") as j:
+        if stacked:
+            wrow = b.linear([(layer, inter), (j, up_rows)], name="wrow")
+        rj = b.affine(j, scale=up_rows, name="rj")
+        wgt = b.load(wg, (wrow if stacked else rj, 0), (up_rows, hidden), name="wgt")
+        wut = b.load(wu, (wrow if stacked else rj, 0), (up_rows, hidden), name="wut")
+        gate = b.compute("gemv", [wgt, xn], name="gate")
+        up = b.compute("gemv", [wut, xn], name="up")
+        a = b.compute("silu_mul", [gate, up], name="a")
+        b.store(a, act, (row, rj), name="a_saved")
+
+    # down projection over the act row (read after the writes above: the
+    # dependency analysis orders it through the act buffer), plus residual
+    avec = _load_chunks(b, act, row, inter, down_chunks, "act")
+    out_row = b.affine(layer, offset=1, name="next") if stacked else 0
+    with b.repeat(0, _tiles(hidden, down_rows, "hidden"), name="k") as k:
+        if stacked:
+            drow = b.linear([(layer, hidden), (k, down_rows)], name="drow")
+        rk = b.affine(k, scale=down_rows, name="rk")
+        d = _chunked_gemv(b, wd, drow if stacked else rk, down_rows, avec, "wd", "dp", "d")
+        res = b.load(h, (row, rk), (1, down_rows), name="res")
+        o = b.compute("add", [d, res], name="o")
+        b.store(o, out, (out_row, rk), name="o_saved")
+
+
+def build_mlp_block(
+    hidden: int = 2048,
+    intermediate: int = 8192,
+    *,
+    up_rows: int = 16,
+    down_rows: int = 8,
+    down_chunks: int = 2,
+    eps: float = 1e-5,
+    target: str = "h200",
+) -> ModuleOp:
+    """A Llama-style MLP block with residual (``examples/mlp.mlir``).
+
+    ``out = h + Wd . (silu(Wg . xn) * (Wu . xn))`` with ``xn = rmsnorm(h, g)``;
+    ``act`` is a 1 x intermediate scratch buffer between the two halves.
+    """
+    b = ProgramBuilder("mlp", target=target)
+    bufs = {
+        "h": b.buffer("h", (1, hidden), "bf16"),
+        "g": b.buffer("g", (1, hidden), "bf16"),
+        "wg": b.buffer("wg", (intermediate, hidden), "bf16"),
+        "wu": b.buffer("wu", (intermediate, hidden), "bf16"),
+        "wd": b.buffer("wd", (hidden, intermediate), "bf16"),
+        "act": b.buffer("act", (1, intermediate), "bf16"),
+        "out": b.buffer("out", (1, hidden), "bf16"),
+    }
+    _mlp_layer(b, bufs, None, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+    return b.finish()
+
+
+def build_mlp_stack(
+    layers: int = 16,
+    hidden: int = 2048,
+    intermediate: int = 8192,
+    *,
+    up_rows: int = 16,
+    down_rows: int = 8,
+    down_chunks: int = 2,
+    eps: float = 1e-5,
+    target: str = "h200",
+) -> ModuleOp:
+    """``layers`` MLP blocks in sequence (``examples/mlp_stack.mlir``).
+
+    Weights are stacked by layer (``wg``: layers*intermediate x hidden, ...);
+    the residual stream ``hs`` has ``layers + 1`` rows, row 0 the input and
+    row ``layers`` the output; ``act`` has one scratch row per layer.
+    """
+    if layers <= 0:
+        raise ValueError(f"layers must be positive, got {layers}")
+    b = ProgramBuilder("mlp_stack", target=target)
+    hs = b.buffer("hs", (layers + 1, hidden), "bf16")
+    bufs = {
+        "h": hs,
+        "g": b.buffer("g", (layers, hidden), "bf16"),
+        "wg": b.buffer("wg", (layers * intermediate, hidden), "bf16"),
+        "wu": b.buffer("wu", (layers * intermediate, hidden), "bf16"),
+        "wd": b.buffer("wd", (layers * hidden, intermediate), "bf16"),
+        "act": b.buffer("act", (layers, intermediate), "bf16"),
+        "out": hs,
+    }
+    with b.repeat(0, layers, name="l") as layer:
+        _mlp_layer(b, bufs, layer, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+    return b.finish()
