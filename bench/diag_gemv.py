@@ -46,7 +46,7 @@ def main() -> int:
     ws = [torch.randn(M, K, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     xs = [torch.randn(1, K, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     ys = [torch.empty(1, M, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
-    for path, tile_kib, slots in (("bulk", 64, 3), ("lsu", 64, 3), ("bulk", 16, 8), ("lsu", 16, 8)):
+    for path, tile_kib, slots in (("bulk", 64, 3), ("bulk", 32, 6), ("bulk", 16, 8)):
         plat.lowering_options = {"load_path": path}
         base = build_gemv_program(M, K, plat.target().num_sms, tile_kib, slots)
         for kind in ("full", "load_only", "loads_free"):

@@ -12,6 +12,6 @@ vdir.program @empty(%a: !vdir.buffer<1x8xbf16>) {
 vdir.program @tile(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
   %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
-  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: operand 'tokens' at position 0 does not verify
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: operand 'tokens' at position 0 does not verify: !vdir.tile<1x8xbf16> should be of base attribute vdir.token
   %j = "vdir.join"(%t) : (!vdir.tile<1x8xbf16>) -> !vdir.token
 }

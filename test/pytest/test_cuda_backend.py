@@ -31,6 +31,7 @@ _OK, _WHY = CudaPlatform.is_available()
 
 @pytest.fixture(scope="module")
 def platform():
+    """One CudaPlatform for the module (skips without a usable GPU)."""
     if not _OK:
         pytest.skip(f"cuda backend unavailable: {_WHY}")
     p = CudaPlatform()
@@ -45,6 +46,7 @@ def rand(rng, shape, dtype="bf16", scale=1.0):
 
 
 def check(out, ref, dtype):
+    """Assert ``out`` matches ``ref`` within the module docstring tolerance."""
     out = np.asarray(out, dtype=np.float32)
     ref = np.asarray(ref, dtype=np.float32)
     assert np.all(np.isfinite(out))
@@ -79,6 +81,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_family_alone(platform, case):
+    """One family on one SM: load inputs, compute, store; vs numpy."""
     fam, shapes, dtypes, oshape, odt, p2, params = CASES[case]
     rng = np.random.default_rng()
     scale = 1.0 / np.sqrt(shapes[0][1]) if "gemv" in fam else 1.0
@@ -140,6 +143,7 @@ def test_two_sms_with_a_counter(platform):
 
 
 def test_unsatisfiable_wait_reports_watchdog(platform):
+    """A wait that can never be satisfied comes back as a watchdog error naming the micro-op."""
     bufs = [isa.BufferInfo("a", (1, 64), "bf16", False), isa.BufferInfo("b", (1, 64), "bf16", True)]
     a = ProgramAssembler(1, bufs, 2048, num_counters=1)
     a.load(0, 0, 0, 1, 128, 128, 0, signal=1, name="load a")

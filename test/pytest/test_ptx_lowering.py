@@ -66,6 +66,7 @@ def gemv_program(R: int = 16, K: int = 2048) -> isa.EncodedProgram:
 
 
 def test_scheduler_structure():
+    """The kernel has the three role loops and the memory-model instructions."""
     text = lower_to_ptx(gemv_program(), get_target("h200"))
     assert text.startswith("//")
     assert ".version 8.0" in text and ".target sm_90a" in text and ".address_size 64" in text
@@ -98,6 +99,7 @@ def test_scheduler_structure():
 
 
 def test_only_used_families_emitted():
+    """A gemv-only program emits the gemv body and no other family."""
     prog = gemv_program()
     assert used_families(prog) == [FAMILIES["gemv"].opcode]
     text = lower_to_ptx(prog, "h200")
@@ -109,6 +111,7 @@ def test_only_used_families_emitted():
 
 
 def test_module_is_verified_ptx_dialect_ir():
+    """The ptx-dialect module verifies and holds the expected ops."""
     mod = ptx_module(gemv_program(), "h200")
     mod.verify()
     kernel = next(op for op in mod.body.block.ops if isinstance(op, ptx.KernelOp))
@@ -118,6 +121,7 @@ def test_module_is_verified_ptx_dialect_ir():
 
 
 def test_reg_type_roundtrip():
+    """Register types parse and print."""
     from xdsl.context import Context
     from xdsl.parser import Parser
 
@@ -129,6 +133,7 @@ def test_reg_type_roundtrip():
 
 
 def test_immediates_and_guards_print():
+    """Float immediates print exactly; guards and register declarations print."""
     mod = ptx.ModuleOp("8.0", "sm_90a")
     k = ptx.KernelOp("k", [("u32", "a")], 32)
     mod.body.block.add_op(k)
@@ -163,12 +168,14 @@ ALL_FAMILY_PROGRAMS = {
 
 @pytest.mark.parametrize("name", sorted(ALL_FAMILY_PROGRAMS))
 def test_each_family_assembles(name):
+    """Each family (and gemv with acc/f32 out) assembles for sm_90a."""
     prog = ALL_FAMILY_PROGRAMS[name]()
     info = assemble(lower_to_ptx(prog, "h200"))
     assert "spill" not in info or "0 bytes spill stores" in info
 
 
 def test_all_families_in_one_kernel_assemble_without_spills():
+    """All families in one kernel: assembles, no spills, no stack."""
     a = ProgramAssembler(2, [isa.BufferInfo("b", (1, 64), "bf16", False)], 4096, num_counters=1)
     for fam in FAMILIES.values():
         a.compute(0, fam.opcode, 0, [0, 0, 0], 1, 8)
@@ -182,13 +189,40 @@ def test_all_families_in_one_kernel_assemble_without_spills():
 
 
 def test_launch_facts():
+    """Block size, grid and dynamic shared memory of a lowered kernel."""
     lk = lower(gemv_program(8, 4096), "h200")
     assert lk.block_threads == 320 and lk.grid == 1
     assert lk.dynamic_smem % 128 == 0 and lk.dynamic_smem >= L.HEADER_BYTES + 8 * 4096 * 2
 
 
 def test_too_much_shared_memory_is_rejected():
+    """A program over the shared-memory limit is rejected with a message."""
     prog = gemv_program(16, 256)
     prog.smem_bytes = 300 * 1024
     with pytest.raises(ValueError, match="shared memory"):
         lower(prog, "h200")
+
+
+@pytest.mark.parametrize("options", [{"load_path": "lsu"}, {"split_copies": 32}, {"fetch_depth": 2}])
+def test_lowering_options_assemble(options):
+    """The non-default load paths and fetch depths assemble."""
+    text = lower_to_ptx(gemv_program(), "h200", options)
+    if options.get("load_path") == "lsu":
+        assert "cp.async.cg.shared.global" in text and "cp.async.mbarrier.arrive.noinc" in text
+    else:
+        assert "cp.async.bulk.shared::cluster.global" in text
+    assemble(text)
+
+
+def test_unknown_lowering_option_is_rejected():
+    """An unknown lowering option is an error, not ignored."""
+    with pytest.raises(ValueError, match="unknown lowering option"):
+        lower_to_ptx(gemv_program(), "h200", {"unroll": 3})
+
+
+def test_instruction_prefetch_window_fits_header():
+    """The shared-memory header regions do not overlap the arena."""
+    # three engines' instruction windows end before the tile arena
+    assert L.SMEM_IWINDOW + 3 * L.FETCH_DEPTH * isa.INSTR_BYTES <= L.HEADER_BYTES
+    assert L.SMEM_RING_INFO + 16 * L.LOAD_RING <= L.SMEM_IWINDOW
+    assert L.HEADER_BYTES % 1024 == 0

@@ -11,7 +11,7 @@ reads each launch's error record and turns a watchdog report into a
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

@@ -32,11 +32,12 @@ exported in Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import math
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -113,20 +114,22 @@ class Region:
 
 @dataclass(frozen=True)
 class TileRef:
-    """A dense tile in shared memory: where it starts, its shape and dtype."""
+    """A dense tile in shared memory: where it starts, its shape and dtype.
+
+    ``nbytes`` and ``blocks`` (the range of :data:`SMEM_BLOCK` granules the
+    tile covers) are computed once: every step reads them.
+    """
 
     smem: int
     shape: tuple[int, int]
     dtype: str
+    nbytes: int = field(init=False)
+    blocks: tuple[int, int] = field(init=False)
 
-    @property
-    def nbytes(self) -> int:
-        return self.shape[0] * self.shape[1] * _ELEMENT_BYTES[self.dtype]
-
-    @property
-    def blocks(self) -> tuple[int, int]:
-        """The range of :data:`SMEM_BLOCK` granules the tile covers."""
-        return self.smem // SMEM_BLOCK, -(-(self.smem + self.nbytes) // SMEM_BLOCK)
+    def __post_init__(self) -> None:
+        nbytes = self.shape[0] * self.shape[1] * _ELEMENT_BYTES[self.dtype]
+        object.__setattr__(self, "nbytes", nbytes)
+        object.__setattr__(self, "blocks", (self.smem // SMEM_BLOCK, -(-(self.smem + nbytes) // SMEM_BLOCK)))
 
 
 class Op:
@@ -357,6 +360,8 @@ def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
 
 def region_view(arr: np.ndarray, start: int, rows: int, cols: int, stride: int) -> np.ndarray:
     """View of ``rows`` x ``cols`` elements of the last axis of ``arr``, rows ``stride`` apart."""
+    if rows <= 1 or stride == cols:  # dense: a plain slice (much cheaper than as_strided)
+        return arr[..., start : start + rows * cols].reshape(arr.shape[:-1] + (rows, cols))
     item = arr.strides[-1]
     base = arr[..., start:]
     return as_strided(base, shape=arr.shape[:-1] + (rows, cols), strides=arr.strides[:-1] + (stride * item, item))
@@ -525,7 +530,9 @@ class Simulation:
         # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//3's oldest load
         self.ready: list[int] = []
         self.ready_index: dict[int, int] = {}
-        self.counter_waiters: list[set[int]] = [set() for _ in range(prog.num_counters)]
+        # per counter, a heap of (value the waiter needs, engine): a release wakes only
+        # the engines whose threshold it reaches (entries of moved heads are harmless)
+        self.counter_waiters: list[list[tuple[int, int]]] = [[] for _ in range(prog.num_counters)]
 
     # ---- driving ---------------------------------------------------------
     def run(self) -> SimTrace:
@@ -564,10 +571,9 @@ class Simulation:
     def _head_changed(self, g: int) -> None:
         """Re-register engine ``g``'s counter interest and readiness after its head moved."""
         queue, pos = self.queues[g], self.head[g]
-        if pos > 0 and queue[pos - 1].wait_counter >= 0:
-            self.counter_waiters[queue[pos - 1].wait_counter].discard(g)
         if pos < len(queue) and queue[pos].wait_counter >= 0:
-            self.counter_waiters[queue[pos].wait_counter].add(g)
+            op = queue[pos]
+            heapq.heappush(self.counter_waiters[op.wait_counter], (self.epoch * op.wait_count, g))
         self._update_start(g)
 
     def _update_start(self, g: int) -> None:
@@ -640,15 +646,18 @@ class Simulation:
                     np.maximum(self.bit_clock[key], clock, out=self.bit_clock[key])
                 else:
                     self.bit_clock[key] = clock.copy()
-            for other in range(3 * sm, 3 * sm + 3):
-                self._update_start(other)
+            for other in range(3 * sm, 3 * sm + 3):  # engines whose next wait involves these bits
+                queue, pos = self.queues[other], self.head[other]
+                if other == g or (pos < len(queue) and queue[pos].wait_mask & op.signal_mask):
+                    self._update_start(other)
         if op.release_counter >= 0:
             c = op.release_counter
             self.counters[c] = (int(self.counters[c]) + 1) & 0xFFFFFFFF
             np.maximum(self.counter_clock[c], clock, out=self.counter_clock[c])
             bisect.insort(self.release_times[c], end)
-            for waiter in sorted(self.counter_waiters[c]):
-                self._update_start(waiter)
+            waiters, value = self.counter_waiters[c], int(self.counters[c])
+            while waiters and waiters[0][0] <= value:
+                self._update_start(heapq.heappop(waiters)[1])
 
     def _issue_load(self, g: int, sm: int, op: Op, start: float) -> None:
         if self.check_races and op.opcode == isa.OP_LOAD:
@@ -862,8 +871,8 @@ class SimPlatform(Platform):
         self._trace = None
 
     def allocate(self, nbytes: int) -> DeviceBuffer:
-        """A host byte array filled with 0xFF, so bytes nothing writes read back as NaN."""
-        handle = np.full(max(int(nbytes), 0), 0xFF, dtype=np.uint8)
+        """A host byte array (uninitialised, like device memory)."""
+        handle = np.empty(max(int(nbytes), 0), dtype=np.uint8)
         self._live.add(id(handle))
         return DeviceBuffer(handle, int(nbytes), self)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import IO, ClassVar
+from typing import IO
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -86,16 +86,19 @@ class RegType(ParametrizedAttribute, TypeAttribute):
         super().__init__(kind)
 
     def verify(self) -> None:
+        """Reject unknown register kinds."""
         if self.kind.data not in REG_CLASSES:
             raise VerifyException(
                 f"unknown PTX register kind '{self.kind.data}' (known: {', '.join(REG_CLASSES)})"
             )
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print ``<kind>``."""
         printer.print_string(f"<{self.kind.data}>")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse ``<kind>``, with a located error for an unknown kind."""
         parser.parse_punctuation("<")
         pos = parser.pos
         kind = parser.parse_identifier()
@@ -168,6 +171,7 @@ class GlobalOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Only the shared, global and const state spaces."""
         if self.space.data not in ("shared", "global", "const"):
             raise VerifyException(f"ptx.global: unknown state space '{self.space.data}'")
 
@@ -239,6 +243,7 @@ class InstrBase(IRDLOperation):
     guard = prop_def(StringAttr)
 
     def verify_(self) -> None:
+        """Check the guard and that ``args`` names only existing values."""
         g = self.guard.data
         if g not in ("", "@", "@!"):
             raise VerifyException(f"{self.name}: guard must be '', '@' or '@!', got '{g}'")

@@ -33,10 +33,12 @@ from numbers import Integral, Real
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    ArrayAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     f32,
     i64,
 )
@@ -216,8 +218,10 @@ class ProgramBuilder:
         attrs = {k: _param_attr(k, v) for k, v in params.items()}
         try:
             fam = get_family(family)
-            plain = {k: (a.value.data if isinstance(a, (IntegerAttr, FloatAttr)) else a)
-                     for k, a in attrs.items()}
+            plain = {
+                k: (a.value.data if isinstance(a, (IntegerAttr, FloatAttr)) else a)
+                for k, a in attrs.items()
+            }
             out = fam.check(sigs, plain, None)
             if out_dtype is not None:
                 out = fam.check(sigs, plain, TileSig(out.shape, _dtype(out_dtype, family)))
@@ -346,18 +350,13 @@ class ProgramBuilder:
         self._check_open()
         if len(self._blocks) != 1:
             raise ValueError("finish() called inside an open repeat")
-        self._program.properties["arg_names"] = self._program_arg_names()
+        self._program.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in self._arg_names])
         module = ModuleOp([self._program])
         self._finished = True
         verify(module)
         return module
 
     # -- helpers ------------------------------------------------------------
-
-    def _program_arg_names(self):
-        from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-        return ArrayAttr([StringAttr(n) for n in self._arg_names])
 
     def _check_open(self) -> None:
         if self._finished:
@@ -386,7 +385,9 @@ class ProgramBuilder:
         for o in offs:
             if isinstance(o, SSAValue):
                 if not isinstance(o.type, IndexType):
-                    raise ValueError(f"{what}: a dynamic offset must be an index value, got {o.type}")
+                    raise ValueError(
+                        f"{what}: a dynamic offset must be an index value, got {o.type}"
+                    )
             elif not isinstance(o, Integral) or isinstance(o, bool) or o < 0:
                 raise ValueError(
                     f"{what}: an offset must be a non-negative integer or an index value, got {o!r}"

@@ -19,8 +19,10 @@ from vdir.target import TargetDescription, get_target
 #: lowering options and their defaults: ``split_copies`` = how many bulk
 #: copies (one per lane, at most 32) a dense load is cut into; ``load_path``
 #: = ``"bulk"`` (cp.async.bulk, completion by transaction bytes) or ``"lsu"``
-#: (16-byte cp.async per lane)
-LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk"}
+#: (16-byte cp.async per lane); ``fetch_depth`` = how many instructions the
+#: ``lsu``-path load engine prefetches into registers (the other engines use
+#: the shared-memory window of ``layout.FETCH_DEPTH``)
+LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8}
 
 
 def used_families(program: isa.EncodedProgram) -> list[int]:
@@ -49,7 +51,7 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
     if unknown:
         raise ValueError(f"the PTX lowering has no body for family opcode(s) {unknown}")
     mod = ptx.ModuleOp(t.ptx_version, t.arch, 64)
-    mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", L.HEADER_BYTES, -1))
+    mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.PARAMS, L.block_threads(t))
     mod.body.block.add_op(kernel)
     opts = dict(LOWERING_OPTIONS)

@@ -139,7 +139,6 @@ def _align(n: int, a: int = 1024) -> int:
     return (n + a - 1) // a * a
 
 
-#: (family, number of inputs) -> which input shapes the helper expects, see family_program
 def family_program(family: str, shapes: list[tuple[int, int]], dtypes: list[str], out_shape: tuple[int, int],
                    out_dtype: str = "bf16", p2: int = 0, f0: float = 0.0) -> isa.EncodedProgram:
     """One SM: load each input tile, run one ``family`` op, store the result.
@@ -165,12 +164,7 @@ def family_program(family: str, shapes: list[tuple[int, int]], dtypes: list[str]
         a.load(0, i, 0, s[0], rb, rb, offs[i], signal=1 << i, name=f"load in{i}")
     n = len(shapes)
     allin = (1 << n) - 1
-    if family == "rmsnorm":
-        p0, p1 = 1, shapes[0][1]
-    elif family in ("silu_mul", "add"):
-        p0, p1 = shapes[0]
-    else:
-        p0, p1 = shapes[0]
+    p0, p1 = (1, shapes[0][1]) if family == "rmsnorm" else shapes[0]
     a.compute(0, fam.opcode, out_off, offs, p0, p1, p2, f0, wait=allin, parity=allin, signal=1 << 8,
               name=f"{family}")
     ob = out_shape[1] * DTYPE_BYTES[out_dtype]

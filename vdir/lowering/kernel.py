@@ -12,14 +12,24 @@ Memory-model notes, written where the instructions are emitted:
   read with ``ld.acquire.cta.shared.b64``; a role that waits on them
   therefore sees every shared/global write the signalling role made before
   signalling;
-* global counters are released with ``red.release.gpu`` after the releasing
-  role's writes and read with ``ld.acquire.gpu``;
-* the bulk copies run in the async proxy: before one is issued after a wait,
-  ``fence.proxy.async`` orders the generic-proxy accesses made visible by that
-  wait (another SM's stores into the source, this CTA's compute reads of the
-  destination slot) before the copy;
+* global counters are released with ``fence.acq_rel.gpu`` +
+  ``red.release.gpu`` after the releasing role's writes and read with
+  ``ld.acquire.gpu``;
+* the bulk copies run in the async proxy: after acquiring a counter (another
+  SM's generic stores into the source) the load engine executes
+  ``fence.proxy.async.global``; the store engine executes the same fence
+  after its stores when it signals bits (a later load on this SM may read
+  those bytes); the WAR on a tile slot (compute threads' ``ld.shared``, then
+  a bulk copy into the slot) is ordered by the bits' release/acquire, as in
+  an mbarrier-based pipeline;
 * a load completes when its mbarrier phase completes, which makes the copied
-  bytes visible to the threads that observed the phase.
+  bytes visible to the threads that observed the phase;
+* a release waits for the releasing thread's outstanding loads (measured:
+  register prefetches of the next instructions made every signal wait for
+  a global round trip), so the
+  engines prefetch their instructions with ``cp.async`` into shared memory
+  (:class:`SmemFetcher`), never with plain loads still in flight at a
+  signal.
 """
 
 from __future__ import annotations
@@ -110,12 +120,15 @@ def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
 
 
 class WarpFetcher:
-    """Instructions held one word per lane, with the next one prefetched.
+    """Instructions held one word per lane, prefetched ``fetch_depth`` ahead.
 
     Lane k of the warp holds word k of the current instruction (one coalesced
-    128-byte load); fields are read with ``shfl.sync.idx``. The load of the
-    next instruction is issued as soon as the current one is taken, so its
-    latency overlaps the wait and the work of the current one.
+    128-byte load); fields are read with ``shfl.sync.idx``. The next
+    ``fetch_depth - 1`` instructions are already being loaded into a shift
+    register chain, so an instruction fetch (an L2 or HBM round trip, several
+    microseconds while the memory system streams weights) is never on the
+    critical path of a short micro-op. At the start the whole queue is also
+    prefetched into L2 with one ``cp.async.bulk.prefetch.L2``.
     """
 
     def __init__(self, c: Ctx, start: SSAValue, count: SSAValue):
@@ -123,8 +136,15 @@ class WarpFetcher:
         self.c, self.start, self.count = c, start, count
         lane4 = b.i("mul.wide.u32", "u64", c.lane, 4)
         self.base = b.i("add.u64", "u64", c.instrs, lane4)
-        self.cur = b.var("u32", 0)
-        self.nxt = b.var("u32", 0)
+        depth = max(1, int(c.options.get("fetch_depth", 8)))
+        self.regs = [b.var("u32", 0) for _ in range(depth)]
+        self.cur = self.regs[0]
+        # warm L2 with this queue's instructions (lane 0, non-empty queue)
+        qa = instr_address(c, start, b.mov("u32", 0))
+        qbytes = b.i("mul.lo.u32", "u32", count, isa.INSTR_BYTES)
+        p = b.setp("ne.u32", qbytes, 0)
+        p = b.i("and.pred", "pred", p, b.setp("eq.u32", c.lane, 0))
+        b.raw("cp.async.bulk.prefetch.L2.global", "[{0}], {1}", ins=[qa, qbytes], guard=p)
 
     def _load(self, dst: SSAValue, pos: SSAValue) -> None:
         b = self.b
@@ -135,16 +155,16 @@ class WarpFetcher:
         b.ld("ld.global.nc.u32", "u32", a, dst=dst, guard=ok)
 
     def prime(self, pos: SSAValue) -> None:
-        """Load instruction ``pos`` into the current slot and prefetch ``pos + 1``."""
-        self._load(self.cur, pos)
-        p1 = self.b.i("add.u32", "u32", pos, 1)
-        self._load(self.nxt, p1)
+        """Load instructions ``pos .. pos + depth - 1``."""
+        for k, r in enumerate(self.regs):
+            self._load(r, self.b.i("add.u32", "u32", pos, k) if k else pos)
 
     def advance(self, new_pos: SSAValue) -> None:
-        """The engine moved to ``new_pos``: take the prefetched word, prefetch the next."""
-        self.b.set(self.cur, self.nxt)
-        p1 = self.b.i("add.u32", "u32", new_pos, 1)
-        self._load(self.nxt, p1)
+        """The engine moved to ``new_pos``: shift the chain, prefetch one more."""
+        for k in range(len(self.regs) - 1):
+            self.b.set(self.regs[k], self.regs[k + 1])
+        pk = self.b.i("add.u32", "u32", new_pos, len(self.regs) - 1)
+        self._load(self.regs[-1], pk)
 
     def word(self, k: int) -> SSAValue:
         """Word ``k`` of the current instruction, in every lane."""
@@ -160,6 +180,74 @@ class WarpFetcher:
             return cache[k]
 
         return fields_from(self.c, word)
+
+
+class SmemFetcher:
+    """Instructions prefetched ``FETCH_DEPTH`` ahead into a shared-memory window.
+
+    Lanes 0..7 copy an instruction's 128 bytes with ``cp.async.ca`` (one
+    commit group per instruction) into slot ``pos % FETCH_DEPTH`` of this
+    engine's window; ``cp.async.wait_group`` plus a warp barrier make the
+    oldest one readable. Unlike prefetches into registers, these copies are
+    not outstanding loads of the thread, so a later release (signalling the
+    dependency bits) does not wait for them.
+    """
+
+    def __init__(self, c: Ctx, start: SSAValue, count: SSAValue, engine: int):
+        b = self.b = c.b
+        self.c, self.start, self.count = c, start, count
+        self.win = b.i("add.u32", "u32", c.base, L.SMEM_IWINDOW + engine * L.FETCH_DEPTH * isa.INSTR_BYTES)
+        lane16 = b.i("shl.b32", "u32", c.lane, 4)
+        self.lane_dst = b.i("add.u32", "u32", self.win, lane16)
+        lane16_64 = b.i("cvt.u64.u32", "u64", lane16)
+        self.lane_src = b.i("add.u64", "u64", c.instrs, lane16_64)
+        self.copier = b.setp("lt.u32", c.lane, isa.INSTR_BYTES // 16)
+
+    def _issue(self, pos: SSAValue) -> None:
+        b = self.b
+        ok = b.i("and.pred", "pred", b.setp("lt.u32", pos, self.count), self.copier)
+        idx = b.i("add.u32", "u32", self.start, pos)
+        off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
+        src = b.i("add.u64", "u64", self.lane_src, off)
+        slot = b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
+        dst = b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.lane_dst)
+        b.raw("cp.async.ca.shared.global", "[{0}], [{1}], 16", ins=[dst, src], guard=ok)
+        b.raw("cp.async.commit_group", "")
+
+    def prime(self, pos: SSAValue) -> None:
+        """Start copying instructions ``pos .. pos + FETCH_DEPTH - 1``."""
+        for k in range(L.FETCH_DEPTH):
+            self._issue(self.b.i("add.u32", "u32", pos, k) if k else pos)
+
+    def slot_address(self, pos: SSAValue) -> SSAValue:
+        """Shared address of instruction ``pos`` in the window."""
+        slot = self.b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
+        return self.b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.win)
+
+    def fields_at(self, pos: SSAValue) -> Fields:
+        """Wait for instruction ``pos`` (the oldest pending) and decode it."""
+        b = self.b
+        b.raw("cp.async.wait_group", "%d" % (L.FETCH_DEPTH - 1))
+        b.raw("bar.warp.sync", "%d" % FULL)
+        return smem_fields(self.c, self.slot_address(pos))
+
+    def advance(self, new_pos: SSAValue) -> None:
+        """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + FETCH_DEPTH - 1``."""
+        self._issue(self.b.i("add.u32", "u32", new_pos, L.FETCH_DEPTH - 1))
+
+
+def smem_fields(c: Ctx, addr: SSAValue) -> Fields:
+    """Decode an instruction held in shared memory at ``addr``."""
+    cache: dict[int, SSAValue] = {}
+
+    def word(k: int) -> SSAValue:
+        q = k // 4 * 4
+        if k not in cache:
+            for n, v in enumerate(c.b.ld_v4("ld.shared.v4.b32", "u32", addr, 4 * q)):
+                cache[q + n] = v
+        return cache[k]
+
+    return fields_from(c, word)
 
 
 def load_words(c: Ctx, f: Fields, first: int, n: int) -> list[SSAValue]:
@@ -412,7 +500,9 @@ def load_engine(c: Ctx) -> None:
     phases = b.var("u32", 0)  # bit s: the parity of slot s's current phase
     t0 = b.var("u64", 0)  # start of the current stall (0: not stalled)
     tclk = b.var("u64", 0)
-    fe = WarpFetcher(c, start, count)
+    lsu = c.options.get("load_path", "bulk") == "lsu"
+    # (the lsu path's own cp.async would join the fetcher's commit groups)
+    fe = WarpFetcher(c, start, count) if lsu else SmemFetcher(c, start, count, isa.ENGINE_LOAD)
     fe.prime(pos)
     top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
     done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
@@ -421,7 +511,7 @@ def load_engine(c: Ctx) -> None:
     b.bra(retire, b.setp("ge.u32", pos, count))
     inflight = b.i("sub.u32", "u32", pos, ret)
     b.bra(retire, b.setp("ge.u32", inflight, L.LOAD_RING))
-    f = fe.fields()
+    f = fe.fields() if lsu else fe.fields_at(pos)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(retire, ready, neg=True)
     # -- issue ---------------------------------------------------------------
@@ -579,12 +669,12 @@ def store_engine(c: Ctx) -> None:
     start, count = queue_of(c, isa.ENGINE_STORE)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
-    fe = WarpFetcher(c, start, count)
+    fe = SmemFetcher(c, start, count, isa.ENGINE_STORE)
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, count))
-    f = fe.fields()
+    f = fe.fields_at(pos)
     spin_wait(c, f, isa.ENGINE_STORE, pos, done, warp_uniform=True)
     opcode = b.i("and.b32", "u32", f.w0, 0xFF)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
@@ -665,18 +755,22 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     leader = b.setp("eq.u32", ct, 0)
     first_warp = b.setp("eq.u32", cw, 0)
     pos = b.var("u32", 0)
-    # every compute warp holds the instruction (one word per lane, prefetched)
-    fe = WarpFetcher(c, start, count)
+    # the waiting (first) warp prefetches instructions into the window; the
+    # group reads the current one from there after the barrier
+    fe = SmemFetcher(c, start, count, isa.ENGINE_COMPUTE)
+    prime_skip = b.new_label("cp_prime_skip")
+    b.bra(prime_skip, first_warp, neg=True)
     fe.prime(pos)
+    b.place(prime_skip)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
 
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, count))
-    f = fe.fields()
     b.bra(sync, first_warp, neg=True)
-    spin_wait(c, f, isa.ENGINE_COMPUTE, pos, abort_w, warp_uniform=True)
+    fw = fe.fields_at(pos)
+    spin_wait(c, fw, isa.ENGINE_COMPUTE, pos, abort_w, warp_uniform=True)
     b.bra(sync)
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
@@ -685,6 +779,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.raw("barrier.sync", bar_txt)
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(done, b.setp("ne.u32", ab, 0))
+    f = smem_fields(c, fe.slot_address(pos))
     opcode = b.i("and.b32", "u32", f.w0, 0xFF)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
     fam = b.i("shr.u32", "u32", f.w0, 8)
@@ -710,6 +805,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.raw("barrier.sync", bar_txt)
     signal(c, f.signal, f.rel, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.bra(top, first_warp, neg=True)
     fe.advance(pos)
     b.bra(top)
     b.place(done)

@@ -28,7 +28,9 @@ SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter
-HEADER_BYTES = 1024  # the tile arena starts here (1024-aligned)
+SMEM_IWINDOW = 1024  # per engine: FETCH_DEPTH prefetched 128-byte instructions
+FETCH_DEPTH = 8
+HEADER_BYTES = 4096  # the tile arena starts here (1024-aligned)
 
 #: mbarriers in the load engine's ring = loads that may be in flight at once
 LOAD_RING = 8

@@ -10,6 +10,7 @@ located :class:`~vdir.diagnostics.UserError`.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from pathlib import Path
 
 from xdsl.context import Context
@@ -68,6 +69,17 @@ def register_vdir_dialects(ctx: Context) -> None:
         ctx.register_dialect("ptx", lambda: PTX)
 
 
+def one_line(message: str) -> str:
+    """A verifier message on one line ("...does not verify: <reason>")."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    if not lines:
+        return "verification failed"
+    head, rest = lines[0], lines[1:]
+    if rest:
+        head = head.rstrip(":") + ": " + "; ".join(rest)
+    return head
+
+
 def parse_error_message(e: ParseError) -> str:
     """``file:line:col: error: msg`` for an xDSL parse error."""
     loc = e.span.get_location()
@@ -79,6 +91,7 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     try:
         return LocatingParser(ctx, text, name, line_offset).parse_module()
     except ParseError as e:
+        e.span = dataclasses.replace(e.span, line_offset=line_offset)
         raise UserError(parse_error_message(e)) from None
     except UnicodeDecodeError:
         raise UserError(f"{name}: error: the file is not UTF-8 text") from None
@@ -90,7 +103,7 @@ def verify_module(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except (VerifyException, DiagnosticException) as e:
-            raise UserError(located(str(e).splitlines()[0] if str(e) else "verification failed", op)) from None
+            raise UserError(located(one_line(str(e)), op)) from None
         except PassFailure as e:
             raise UserError(located(str(e), e.op or op)) from None
 

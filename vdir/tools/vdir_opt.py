@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vdir.diagnostics import PassFailure, UserError, located
-from vdir.tools.common import parse_text, register_vdir_dialects, verify_module
+from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
 
 
 class VdirOptMain(xDSLOptMain):
@@ -63,7 +63,7 @@ class VdirOptMain(xDSLOptMain):
                     raise UserError(f"{where}: error: {p.name}: {e}") from None
                 raise UserError(located(f"{p.name}: {e}", e.op, self.get_input_name())) from None
             except (VerifyException, DiagnosticException) as e:
-                msg = str(e).splitlines()[0] if str(e) else "verification failed"
+                msg = one_line(str(e))
                 raise UserError(f"{self.get_input_name()}: error: {p.name}: {msg}") from None
             if not self.args.disable_verify:
                 verify_module(module)

@@ -6,8 +6,8 @@
                        [--seed N] [--check] [--trace trace.json]
                        [--target h200] [--num-sms N] [--load-window N]
 
-Without ``--inputs`` the inputs are random (seeded, never zeros):
-activations ``normal * 0.5``, matrices ``normal / sqrt(columns)``. ``--check``
+Without ``--inputs`` the inputs are random (seeded, never zero) with the
+scale 0.5 for activations and 1/sqrt(columns) for weight matrices. ``--check``
 compares every output with the reference evaluator and exits 1 on a
 mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly). ``--trace`` writes the
@@ -75,21 +75,53 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndarray]:
-    """Seeded random values for every input buffer, never all zeros.
+    """Seeded random values for every input buffer, never zero.
 
-    A matrix (more than one row) is scaled by 1/sqrt(columns), like a weight
-    whose products with an activation of unit scale stay of unit scale; a
-    vector is ``normal * 0.5``, like an activation.
+    A weight-like matrix (at least :data:`MATRIX_ROWS` rows) gets the scale
+    1/sqrt(columns), so that its products with an activation of unit scale
+    stay of unit scale; anything smaller (activations, norm weights, a
+    residual stream of a few rows) gets the scale 0.5. f32 buffers are
+    ``normal * scale``; bf16 buffers use :func:`random_bf16`, which is as
+    fast as filling memory (a 16-layer model has gigabytes of weights).
     """
     rng = np.random.default_rng(seed)
     arrays = {}
     for info in buffers:
         if not info.is_input:
             continue
-        values = rng.standard_normal(info.shape, dtype=np.float32)
-        scale = 1.0 / np.sqrt(info.shape[-1]) if len(info.shape) > 1 and info.shape[0] > 1 else 0.5
-        arrays[info.name] = (values * np.float32(scale)).astype(DTYPES[info.dtype])
+        rows = info.shape[0] if len(info.shape) > 1 else 1
+        scale = 1.0 / np.sqrt(info.shape[-1]) if rows >= MATRIX_ROWS else 0.5
+        if info.dtype == "bf16":
+            arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
+        else:
+            values = rng.standard_normal(info.shape, dtype=np.float32)
+            arrays[info.name] = (values * np.float32(scale)).astype(DTYPES[info.dtype])
     return arrays
+
+
+#: buffers with at least this many rows are treated as weight matrices by :func:`random_inputs`.
+MATRIX_ROWS = 64
+
+
+def random_bf16(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    """Random bf16 values of magnitude ~``scale``: random sign and mantissa, 4 binades.
+
+    Built from one random u16 per element (sign bit, 7 mantissa bits, 2 bits
+    choosing one of four consecutive binades), so no value is zero and none
+    is rounded. Four binades from 2^e on have a root mean square of about
+    1.7 * 2^(e+2); e is picked to bring that within a factor sqrt(2) of ``scale``.
+    """
+    lowest = int(np.round(np.log2(scale / 1.7))) - 2 + 127  # biased exponent of the lowest binade
+    out = np.empty(shape, dtype=np.uint16)
+    flat = out.reshape(-1)
+    chunk = 1 << 24
+    for start in range(0, flat.size, chunk):
+        count = min(chunk, flat.size - start)
+        bits = rng.bit_generator.random_raw(-(-count // 4)).view(np.uint16)[:count]
+        bits &= np.uint16(0x81FF)  # sign, two binade bits, mantissa
+        bits += np.uint16(lowest << 7)  # binade bits + lowest = the exponent (no carry: <= 255)
+        flat[start : start + count] = bits
+    return out.view(DTYPES["bf16"])
 
 
 def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarray]:

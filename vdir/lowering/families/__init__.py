@@ -42,14 +42,17 @@ class ComputeCtx:
 
     @property
     def b(self) -> PtxBuilder:
+        """The kernel's builder."""
         return self.c.b  # type: ignore[attr-defined]
 
     @property
     def lane(self) -> SSAValue:
+        """Lane index in the warp."""
         return self.c.lane  # type: ignore[attr-defined]
 
     @property
     def nwarps(self) -> int:
+        """Warps in the compute group."""
         return self.nthreads // 32
 
 
