@@ -118,7 +118,7 @@ class HappensBefore:
             self.succ[("start", n.id)].append(("end", n.id))
         self.observed = observed_toggles(nodes)
         for (waiter, _bit), producer in self.observed.items():
-            self.succ[("end", producer.id)].append(("start", waiter.id))
+            self.succ[("end", producer.id)].append(("start", waiter))
         self._memo: dict[tuple, set] = {}
 
     def reach(self, src: tuple) -> set:

@@ -21,7 +21,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.families import get_family
+from vdir.transforms.cost_model import signature_cost
 from vdir.transforms.graph import Graph, GroupInterner, Node
 from vdir.transforms.passes_common import resolve_target, run_stage
 
@@ -30,14 +30,10 @@ _GEMV_FAMILIES = {"gemv", "rmsnorm_gemv", "gemv_silu_mul", "gemv_add"}
 
 
 def node_time_us(node: Node, graph: Graph) -> float:
-    """Cost-model time of one micro-op on one SM (µs)."""
-    t = graph.target
-    per_sm_bw = t.hbm_bytes_per_us / t.num_sms
-    if node.kind in ("load", "store"):
-        return node.tile.nbytes / per_sm_bw  # type: ignore[union-attr]
-    fam = get_family(node.family)
-    _, flops = fam.cost([i.tile for i in node.inputs], node.tile)  # type: ignore[misc, arg-type]
-    return flops / t.flops_per_us_per_sm
+    """Cost-model time of one micro-op on one SM (µs), shared with vdir-fuse."""
+    inputs = [i.tile for i in node.inputs] if node.kind == "compute" else ()
+    family = node.family if node.kind == "compute" else None
+    return signature_cost(node.kind, node.tile, graph.target, inputs, family).time_us  # type: ignore[arg-type]
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
