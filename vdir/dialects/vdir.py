@@ -255,6 +255,22 @@ def _check_engine(op: "MicroOp", op_class: str) -> None:
             )
 
 
+def parse_defined_operand(parser: Parser, optional: bool = False) -> SSAValue | None:
+    """An operand that must already be defined; the op checks its type against
+    the format afterwards, with a message that says what the op expected."""
+    operand = parser.parse_optional_unresolved_operand()
+    if operand is None:
+        if optional:
+            return None
+        parser.raise_error("expected an operand")
+    values = parser.ssa_values.get(operand.operand_name)
+    if values is None:
+        parser.raise_error("SSA value used before assignment", operand.span)
+    if operand.index >= len(values):
+        parser.raise_error(f"SSA value tuple index {operand.index} is out of bounds", operand.span)
+    return values[operand.index]
+
+
 def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
     if parser.parse_optional_keyword("on") is None:
         return EngineKindAttr(default)
@@ -271,7 +287,7 @@ def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
 def _parse_token_operand(parser: Parser):
     def parse() -> SSAValue:
         pos = parser.pos
-        v = parser.parse_operand()
+        v = parse_defined_operand(parser)
         if not isinstance(v.type, TokenType):
             parser.raise_error(
                 f"{value_name(v)} is {v.type}; 'after' takes !vdir.token values", pos, parser.pos
@@ -307,7 +323,7 @@ def _parse_offsets(parser: Parser) -> tuple[list[int], list[SSAValue]]:
     dynamic: list[SSAValue] = []
 
     def one() -> None:
-        if (v := parser.parse_optional_operand()) is not None:
+        if (v := parse_defined_operand(parser, optional=True)) is not None:
             dynamic.append(v)
             static.append(DYNAMIC)
         else:
@@ -475,7 +491,7 @@ class LoadOp(MicroOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> "LoadOp":
-        source = parser.parse_operand()
+        source = parse_defined_operand(parser)
         static, dynamic = _parse_offsets(parser)
         engine = _parse_engine(parser, EngineKind.LOAD)
         flow, deps = _parse_flow_and_deps(parser)
@@ -574,9 +590,9 @@ class StoreOp(MicroOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> "StoreOp":
-        value = parser.parse_operand()
+        value = parse_defined_operand(parser)
         parser.parse_punctuation(",")
-        dest = parser.parse_operand()
+        dest = parse_defined_operand(parser)
         static, dynamic = _parse_offsets(parser)
         engine = _parse_engine(parser, EngineKind.STORE)
         flow, deps = _parse_flow_and_deps(parser)
@@ -691,7 +707,7 @@ class ComputeOp(MicroOp):
         from xdsl.dialects.builtin import FunctionType
 
         family = parser.parse_identifier()
-        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_operand)
+        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, lambda: parse_defined_operand(parser))
         params = DictionaryAttr({})
         if parser._current_token.text == "{":  # family parameters
             params = DictionaryAttr(parser.parse_optional_attr_dict())
