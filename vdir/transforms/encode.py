@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import struct
+
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
@@ -27,6 +29,9 @@ from vdir.transforms.graph import Graph, Node, build_graph, single_program
 from vdir.transforms.schedule import queues_of
 
 
+_OPCODES = {"load": isa.OP_LOAD, "compute": isa.OP_COMPUTE, "store": isa.OP_STORE}
+
+
 def _mask(bits) -> int:
     m = 0
     for b in bits:
@@ -34,78 +39,84 @@ def _mask(bits) -> int:
     return m
 
 
-def _base(opcode: int, node: Node | None, uop_id: int) -> isa.Instruction:
-    ins = isa.Instruction.empty(opcode)
-    ins.words[isa.W_UOP_ID] = uop_id
-    return ins
+def _row(opcode: int, uop_id: int) -> list[int]:
+    row = [0] * isa.INSTR_WORDS
+    row[isa.W_OPCODE] = opcode
+    row[isa.W_UOP_ID] = uop_id
+    return row
 
 
-def _sync_fields(ins: isa.Instruction, node: Node, counter: tuple[int, int] | None, release: int | None) -> None:
-    ins.wait_mask = _mask(node.wait_bits)
-    ins.wait_parity = _mask(b for b, p in node.wait_bits.items() if p)
-    ins.signal_mask = _mask(node.signal_bits)
+def _set_u64(row: list[int], word: int, value: int) -> None:
+    row[word] = value & 0xFFFFFFFF
+    row[word + 1] = value >> 32
+
+
+def _sync_fields(row: list[int], node: Node, counter: tuple[int, int] | None, release: int | None) -> None:
+    mask = parity = 0
+    for bit, value in node.wait_bits.items():
+        mask |= 1 << bit
+        parity |= value << bit
+    _set_u64(row, isa.W_WAIT_MASK, mask)
+    _set_u64(row, isa.W_WAIT_PARITY, parity)
+    _set_u64(row, isa.W_SIGNAL_MASK, _mask(node.signal_bits))
     if counter is not None:
-        ins.words[isa.W_WAIT_COUNTER] = counter[0] + 1
-        ins.words[isa.W_WAIT_COUNT] = counter[1]
+        row[isa.W_WAIT_COUNTER] = counter[0] + 1
+        row[isa.W_WAIT_COUNT] = counter[1]
     if release is not None:
-        ins.words[isa.W_RELEASE_COUNTER] = release + 1
+        row[isa.W_RELEASE_COUNTER] = release + 1
 
 
-def _memory_fields(ins: isa.Instruction, node: Node, graph: Graph, smem: int) -> None:
+def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
     arg = graph.args[node.buffer]
     es = DTYPE_BYTES[arg.dtype]
     rows, cols = node.tile.shape  # type: ignore[union-attr]
-    ins.words[isa.W_BUFFER] = node.buffer
-    ins.global_offset = node.row * arg.row_bytes + node.col * es
-    ins.words[isa.W_ROWS] = rows
-    ins.words[isa.W_ROW_BYTES] = cols * es
-    ins.words[isa.W_ROW_STRIDE] = arg.row_bytes
-    ins.words[isa.W_SMEM] = smem
+    row[isa.W_BUFFER] = node.buffer
+    _set_u64(row, isa.W_GLOBAL_OFFSET, node.row * arg.row_bytes + node.col * es)
+    row[isa.W_ROWS] = rows
+    row[isa.W_ROW_BYTES] = cols * es
+    row[isa.W_ROW_STRIDE] = arg.row_bytes
+    row[isa.W_SMEM] = smem
 
 
-def _compute_fields(ins: isa.Instruction, node: Node) -> None:
-    fam = get_family(node.family)
-    ins.set_family(fam.opcode)
-    ins.words[isa.W_OUT_SMEM] = node.smem
+def _compute_fields(row: list[int], node: Node) -> None:
+    row[isa.W_OPCODE] |= get_family(node.family).opcode << 8
+    row[isa.W_OUT_SMEM] = node.smem
     for i, src in enumerate(node.inputs):
-        ins.words[isa.W_IN_SMEM + i] = src.smem
-    ins.words[isa.W_NUM_INPUTS] = len(node.inputs)
-    first = node.inputs[0].tile
-    ins.words[isa.W_P0], ins.words[isa.W_P1] = first.shape  # type: ignore[union-attr]
+        row[isa.W_IN_SMEM + i] = src.smem
+    row[isa.W_NUM_INPUTS] = len(node.inputs)
+    row[isa.W_P0], row[isa.W_P1] = node.inputs[0].tile.shape  # type: ignore[union-attr]
     if node.family == "gemv":
-        flags = (isa.GEMV_HAS_ACC if len(node.inputs) > 2 else 0) | (
+        row[isa.W_P2] = (isa.GEMV_HAS_ACC if len(node.inputs) > 2 else 0) | (
             isa.GEMV_OUT_F32 if node.tile.dtype == "f32" else 0  # type: ignore[union-attr]
         )
-        ins.words[isa.W_P2] = flags
     elif node.family == "gemv_silu_mul":
-        ins.words[isa.W_P2] = int(node.params["operand"])
+        row[isa.W_P2] = int(node.params["operand"])
     if "eps" in node.params:
-        ins.set_f0(float(node.params["eps"]))
+        row[isa.W_F0] = struct.unpack("<I", struct.pack("<f", float(node.params["eps"])))[0]
 
 
-def encode_node(node: Node, graph: Graph) -> list[isa.Instruction]:
-    """The instructions for one node: extra counter waits, itself, extra releases."""
-    waits = list(node.wait_counters)
-    releases = list(node.release_counters)
-    out: list[isa.Instruction] = []
-    for extra in waits[1:]:
-        nop = _base(isa.OP_NOP, node, node.id)
-        nop.words[isa.W_WAIT_COUNTER] = extra[0] + 1
-        nop.words[isa.W_WAIT_COUNT] = extra[1]
+def encode_node(node: Node, graph: Graph) -> list[list[int]]:
+    """The instruction words for one node: extra counter waits, itself, extra releases."""
+    waits = node.wait_counters
+    releases = node.release_counters
+    out: list[list[int]] = []
+    for counter, count in waits[1:]:
+        nop = _row(isa.OP_NOP, node.id)
+        nop[isa.W_WAIT_COUNTER] = counter + 1
+        nop[isa.W_WAIT_COUNT] = count
         out.append(nop)
-    opcode = {"load": isa.OP_LOAD, "compute": isa.OP_COMPUTE, "store": isa.OP_STORE}[node.kind]
-    ins = _base(opcode, node, node.id)
-    _sync_fields(ins, node, waits[0] if waits else None, releases[0] if releases else None)
+    row = _row(_OPCODES[node.kind], node.id)
+    _sync_fields(row, node, waits[0] if waits else None, releases[0] if releases else None)
     if node.kind == "load":
-        _memory_fields(ins, node, graph, node.smem)
+        _memory_fields(row, node, graph, node.smem)
     elif node.kind == "store":
-        _memory_fields(ins, node, graph, node.inputs[0].smem)
+        _memory_fields(row, node, graph, node.inputs[0].smem)
     else:
-        _compute_fields(ins, node)
-    out.append(ins)
+        _compute_fields(row, node)
+    out.append(row)
     for extra in releases[1:]:
-        nop = _base(isa.OP_NOP, node, node.id)
-        nop.words[isa.W_RELEASE_COUNTER] = extra + 1
+        nop = _row(isa.OP_NOP, node.id)
+        nop[isa.W_RELEASE_COUNTER] = extra + 1
         out.append(nop)
     return out
 
@@ -113,15 +124,15 @@ def encode_node(node: Node, graph: Graph) -> list[isa.Instruction]:
 def encode(graph: Graph) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph."""
     queues = queues_of(graph)
-    words: list[np.ndarray] = []
+    words: list[list[int]] = []
     table = [[(0, 0)] * isa.NUM_ENGINES for _ in range(graph.num_sms)]
     for sm in range(graph.num_sms):
         for engine, e in ENGINE_INDEX.items():
             start = len(words)
             for node in queues.get((sm, engine), []):
-                words.extend(i.words for i in encode_node(node, graph))
+                words.extend(encode_node(node, graph))
             table[sm][e] = (start, len(words) - start)
-    instrs = np.stack(words) if words else np.zeros((0, isa.INSTR_WORDS), np.uint32)
+    instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     return isa.EncodedProgram(
         num_sms=graph.num_sms,
         smem_bytes=graph.smem_bytes,

@@ -44,14 +44,14 @@ from vdir.transforms.schedule import queues_of
 VClock = list[int]
 
 
-def assign_counters(graph: Graph) -> dict[int, bool]:
-    """Give cross-SM groups a counter; return which groups (by id) stay local."""
+def assign_counters(graph: Graph) -> None:
+    """Give every group with a producer on another SM than a consumer a counter."""
     counter_of: dict[int, int] = {}
-    local: dict[int, bool] = {}
     counts: dict[int, int] = {}
+    cache: dict[int, int] = {}
     for n in graph.nodes:
         for g in n.deps:
-            if all(p.sm == n.sm for p in g):
+            if group_is_local(g, n.sm, cache):
                 continue
             if id(g) not in counter_of:
                 cid = len(counter_of)
@@ -62,14 +62,25 @@ def assign_counters(graph: Graph) -> dict[int, bool]:
             n.wait_counters.append((counter_of[id(g)], len(g)))
     graph.num_counters = len(counter_of)
     graph.counter_counts = counts
-    return local
 
 
-def local_producers(n: Node) -> list[Node]:
+def group_is_local(g: tuple[Node, ...], sm: int, cache: dict[int, int]) -> bool:
+    """Whether every producer of group ``g`` runs on ``sm``.
+
+    ``cache`` maps a group to the one SM all its producers share, or -1.
+    """
+    only = cache.get(id(g))
+    if only is None:
+        first = g[0].sm
+        only = cache[id(g)] = first if all(p.sm == first for p in g) else -1
+    return only == sm
+
+
+def local_producers(n: Node, cache: dict[int, int]) -> list[Node]:
     """Producers on ``n``'s SM that ``n`` must wait for."""
     out = list(n.inputs)
     for g in n.deps:
-        if all(p.sm == n.sm for p in g):
+        if group_is_local(g, n.sm, cache):
             out.extend(g)
     return out
 
@@ -86,7 +97,7 @@ def _join(a: VClock, b: VClock) -> VClock:
     return [x if x >= y else y for x, y in zip(a, b)]
 
 
-def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]]) -> _Clocks:
+def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int]) -> _Clocks:
     """Per node: knowledge before waiting, at start, at end; and the edges it must wait on."""
     prev: dict[int, Node | None] = {}
     for q in queues.values():
@@ -103,7 +114,7 @@ def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]]) -> _Clocks:
             pre = list(c.start[p.id])
         else:
             pre = list(c.end[p.id])
-        producers = {d.id: d for d in local_producers(n)}.values()
+        producers = {d.id: d for d in local_producers(n, cache)}.values()
         needed = [d for d in producers if pre[ENGINE_INDEX[d.engine]] < d.pos]
         needed = [
             d for d in needed
@@ -121,18 +132,26 @@ def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]]) -> _Clocks:
 
 
 def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> None:
-    """Give each producer with waiters a bit, reusing bits only when provably safe."""
+    """Give each producer with waiters a bit, reusing bits only when provably safe.
+
+    For each bit the pass keeps what a reuse must know: per engine, the last
+    queue position among the previous toggle's waiters (condition 1), and the
+    engine and position of the previous producer (condition 2). The first bit
+    satisfying both is taken, so small programs use the low bits.
+    """
     waiters: dict[int, list[Node]] = defaultdict(list)
     for n in nodes:
         for d in clocks.needed[n.id]:
             waiters[d.id].append(n)
     width = graph.target.dependency_bits
-    last_producer: list[Node | None] = [None] * width
-    last_waiters: list[list[Node]] = [[] for _ in range(width)]
+    #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
+    state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
     toggles = [0] * width
     for p in sorted((n for n in nodes if waiters.get(n.id)), key=lambda n: n.seq):
         ws = waiters[p.id]
-        bit = next((b for b in range(width) if _can_reuse(b, p, ws, last_producer, last_waiters, clocks)), None)
+        start = clocks.start[p.id]
+        known_by_all = [min(clocks.pre[w.id][e] for w in ws) for e in range(3)]
+        bit = next((b for b in range(width) if _can_reuse(state[b], start, known_by_all)), None)
         if bit is None:
             raise PassFailure(
                 f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
@@ -140,24 +159,31 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
                 loc=p.loc,
             )
         toggles[bit] += 1
-        last_producer[bit], last_waiters[bit] = p, ws
-        p.signal_bits.append(bit)
+        last = [-1, -1, -1]
         for w in ws:
+            e = ENGINE_INDEX[w.engine]
+            last[e] = max(last[e], w.pos)
             w.wait_bits[bit] = toggles[bit] % 2
+        state[bit] = (last, (ENGINE_INDEX[p.engine], p.pos))
+        p.signal_bits.append(bit)
 
 
-def _can_reuse(
-    b: int, p2: Node, ws2: list[Node], last_producer: list[Node | None],
-    last_waiters: list[list[Node]], clocks: _Clocks,
-) -> bool:
-    p1 = last_producer[b]
-    if p1 is None:
+def _can_reuse(state: tuple[list[int], tuple[int, int]] | None, start: VClock, known_by_all: list[int]) -> bool:
+    """Both reuse conditions of the module docstring, on the vector clocks.
+
+    1. every waiter of the previous toggle finished before this producer
+       starts: ``start`` covers their positions;
+    2. every new waiter knows the previous producer finished before it waits.
+    """
+    if state is None:
         return True
-    start = clocks.start[p2.id]
-    if any(start[ENGINE_INDEX[w.engine]] < w.pos for w in last_waiters[b]):
-        return False
-    e1 = ENGINE_INDEX[p1.engine]
-    return all(clocks.pre[w.id][e1] >= p1.pos for w in ws2)
+    last_waiters, (e1, pos1) = state
+    return (
+        start[0] >= last_waiters[0]
+        and start[1] >= last_waiters[1]
+        and start[2] >= last_waiters[2]
+        and known_by_all[e1] >= pos1
+    )
 
 
 def layout_dependencies(graph: Graph) -> None:
@@ -167,9 +193,10 @@ def layout_dependencies(graph: Graph) -> None:
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
         by_sm[n.sm].append(n)
+    cache: dict[int, int] = {}
     for sm, nodes in sorted(by_sm.items()):
         sm_queues = {e: q for (s, e), q in queues.items() if s == sm}
-        clocks = vector_clocks(nodes, sm_queues)
+        clocks = vector_clocks(nodes, sm_queues, cache)
         assign_bits(graph, sm, nodes, clocks)
 
 

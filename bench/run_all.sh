@@ -1,0 +1,47 @@
+#!/bin/bash
+# Everything the GPU figures in docs/performance.md need, in one go, on the GPU
+# machine, from the repository root: installs the carried wheels (.whl/: xdsl
+# and its dependencies; .whl/opt/: ml_dtypes, hypothesis, sortedcontainers,
+# installed only where python3 lacks them), then runs
+#   bench    - bench/bench_gpu.py (the table)
+#   test     - the GPU tests (pytest -m gpu)
+#   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
+#              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
+# Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
+set -o pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 1
+for mod in ml_dtypes hypothesis sortedcontainers; do
+  if ! python3 -c "import $mod" 2>/dev/null; then
+    echo "installing $mod from .whl/opt" | tee -a "$OUT/info.log"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/opt/$mod-*.whl
+  fi
+done
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+steps=${*:-bench test sanitize}
+{ date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
+  python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
+} 2>&1 | tee -a "$OUT/info.log"
+SAN="--layers 2 --hidden 512 --inter 1024 --sms 8"
+for what in $steps; do
+  t0=$(date +%s)
+  case "$what" in
+    bench)
+      timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_gpu.py --json "$OUT/bench.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log" ;;
+    test)
+      timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
+    sanitize)
+      timeout 30 python3 bench/sanitize_mlp.py $SAN 2>&1 | tee "$OUT/sanitize.log"
+      for tool in memcheck synccheck racecheck; do
+        echo "== compute-sanitizer --tool $tool" | tee -a "$OUT/sanitize.log"
+        timeout ${SAN_TIMEOUT:-70} compute-sanitizer --tool $tool --print-limit 30 python3 bench/sanitize_mlp.py $SAN \
+          > "$OUT/san_$tool.log" 2>&1
+        echo "exit $?" >> "$OUT/san_$tool.log"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|max rel err|Error|exit " "$OUT/san_$tool.log" | sort | uniq -c | head -n 12 \
+          | tee -a "$OUT/sanitize.log"
+      done ;;
+  esac
+  echo "[$what: $(( $(date +%s) - t0 )) s]" | tee -a "$OUT/info.log"
+done

@@ -1,0 +1,100 @@
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+
+// A gemv-only program emits the gemv body (family 1) and no other family.
+// The body: rows split over the compute warps (G warps per row), lanes read
+// 16-byte chunks of the weight row and of x with ld.shared.v4.b32, widen the
+// bf16 pairs exactly (shl 16 / and 0xffff0000, then mov.b32 to f32),
+// accumulate with fma.rn.f32 into four accumulators (main loop unrolled 4
+// chunks, 512 bytes apart; a one-chunk tail), reduce the warp with a
+// shfl.sync.bfly butterfly, combine split rows through the partials scratch
+// (base + 512) and let lane 0 of the row's first warp run the epilogue,
+// which rounds once with cvt.rn.bf16.f32.
+
+// CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
+// CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
+// CHECK:      setp.eq.u32 [[P:%p[0-9]+]], [[FAM]], 1;
+// CHECK-NEXT: @[[P]] bra $L_fam1_0;
+// CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
+
+// CHECK-LABEL: $L_fam1_0:
+// Work split: G = 8 / max(min(R, 8), 1) warps per row.
+// CHECK:      min.u32 [[RM:%r[0-9]+]], {{%r[0-9]+}}, 8;
+// CHECK-NEXT: max.u32 [[RM1:%r[0-9]+]], [[RM]], 1;
+// CHECK-NEXT: div.u32 [[G:%r[0-9]+]], 8, [[RM1]];
+// CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[G]], 1;
+// CHECK:      $L_gemv_pass_0:
+// CHECK-COUNT-4: mov.f32 %f{{[0-9]+}}, 0f00000000;
+// CHECK:      $L_gemv_main_0:
+// CHECK:      ld.shared.v4.b32 {[[WA:%r[0-9]+]], {{.*}}}, {{\[}}[[WROW:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+512];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+1024];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+1536];
+// CHECK-NEXT: ld.shared.v4.b32 {[[XA:%r[0-9]+]], {{.*}}}, {{\[}}[[XROW:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[XROW]]+512];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[XROW]]+1024];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[XROW]]+1536];
+// CHECK-NEXT: shl.b32 [[WLO:%r[0-9]+]], [[WA]], 16;
+// CHECK-NEXT: and.b32 [[WHI:%r[0-9]+]], [[WA]], 4294901760;
+// CHECK-NEXT: mov.b32 [[FW0:%f[0-9]+]], [[WLO]];
+// CHECK-NEXT: mov.b32 [[FW1:%f[0-9]+]], [[WHI]];
+// CHECK-NEXT: shl.b32 [[XLO:%r[0-9]+]], [[XA]], 16;
+// CHECK-NEXT: and.b32 [[XHI:%r[0-9]+]], [[XA]], 4294901760;
+// CHECK-NEXT: mov.b32 [[FX0:%f[0-9]+]], [[XLO]];
+// CHECK-NEXT: mov.b32 [[FX1:%f[0-9]+]], [[XHI]];
+// CHECK-NEXT: fma.rn.f32 [[ACC0:%f[0-9]+]], [[FW0]], [[FX0]], [[ACC0]];
+// CHECK-NEXT: fma.rn.f32 [[ACC1:%f[0-9]+]], [[FW1]], [[FX1]], [[ACC1]];
+// CHECK:      fma.rn.f32 [[ACC2:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC2]];
+// CHECK-NEXT: fma.rn.f32 [[ACC3:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC3]];
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 128;
+// CHECK-NEXT: bra.uni $L_gemv_main_0;
+// CHECK:      $L_gemv_tail_0:
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
+// CHECK-NEXT: bra.uni $L_gemv_tail_0;
+
+// Reduction: the four accumulators, then the butterfly over the warp.
+// CHECK:      add.rn.f32 [[S01:%f[0-9]+]], [[ACC0]], [[ACC1]];
+// CHECK-NEXT: add.rn.f32 [[S23:%f[0-9]+]], [[ACC2]], [[ACC3]];
+// CHECK-NEXT: add.rn.f32 [[S:%f[0-9]+]], [[S01]], [[S23]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[O16:%f[0-9]+]], [[S]], 16, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[S16:%f[0-9]+]], [[S]], [[O16]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[O8:%f[0-9]+]], [[S16]], 8, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[S8:%f[0-9]+]], [[S16]], [[O8]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[O4:%f[0-9]+]], [[S8]], 4, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[S4:%f[0-9]+]], [[S8]], [[O4]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[O2:%f[0-9]+]], [[S4]], 2, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[S2:%f[0-9]+]], [[S4]], [[O2]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[O1:%f[0-9]+]], [[S2]], 1, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[S1:%f[0-9]+]], [[S2]], [[O1]];
+
+// Split rows: partials in two alternating buffers, summed in fixed order.
+// CHECK:      @![[SPLIT]] bra $L_gemv_nosplit_0;
+// CHECK-NEXT: and.b32 [[BUF:%r[0-9]+]], {{%r[0-9]+}}, 1;
+// CHECK-NEXT: mad.lo.u32 [[BB:%r[0-9]+]], [[BUF]], 32, [[BASE]];
+// CHECK-NEXT: mad.lo.u32 [[SL:%r[0-9]+]], {{%r[0-9]+}}, 4, [[BB]];
+// CHECK-NEXT: @{{%p[0-9]+}} st.shared.f32 {{\[}}[[SL]]+512], [[S1]];
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK:      $L_gemv_sum_0:
+// CHECK:      ld.shared.f32 [[PART:%f[0-9]+]], [{{%r[0-9]+}}+512];
+// CHECK-NEXT: add.rn.f32 [[TOT:%f[0-9]+]], [[TOT]], [[PART]];
+
+// Epilogue: one rounding to bf16.
+// CHECK:      $L_gemv_nosplit_0:
+// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      cvt.rn.bf16.f32 [[H:%h[0-9]+]], {{%f[0-9]+}};
+// CHECK-NEXT: @!{{%p[0-9]+}} st.shared.b16 [{{%r[0-9]+}}], [[H]];
+// CHECK:      $L_gemv_done_0:
+// CHECK-NEXT: bra.uni $L_cp_body_done_0;
+
+// No other family, no exp, sqrt or bf16 widening through cvt.
+// CHECK-NOT:  $L_fam{{[2-9]}}_
+// CHECK-NOT:  ex2.approx
+// CHECK-NOT:  sqrt.rn
+// CHECK-NOT:  cvt.f32.bf16
+
+vdir.program @gemv(%w: !vdir.buffer<32x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x32xbf16>) {
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %wt = vdir.load %w[0, 0] : !vdir.buffer<32x64xbf16> -> !vdir.tile<32x64xbf16>
+  %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<32x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x32xbf16>
+  %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x32xbf16>, !vdir.buffer<1x32xbf16>
+}

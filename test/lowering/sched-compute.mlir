@@ -1,0 +1,118 @@
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+
+// The compute engine (warps 2..9, 256 threads). Only its first warp
+// prefetches instructions (window at base + 2048) and spins on the wait;
+// named barrier 1 over the 256 compute threads then passes its acquire on to
+// the group. On abort the leader raises the shared abort flag (base + 8),
+// which every thread reads after the barrier. The group decodes the
+// instruction, checks opcode 2, dispatches on the family (word 0 bits
+// 8..15), runs the body, meets at the barrier again, and the leader
+// (compute thread 0) toggles the signal bits and releases the counter.
+// A family the kernel has no body for writes error code 2.
+
+// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
+// CHECK:      ld.param.u64 [[PERR:%rd[0-9]+]], [p_error];
+// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK-NEXT: cvta.to.global.u64 [[ERR:%rd[0-9]+]], [[PERR]];
+// CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
+// CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
+// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
+
+// CHECK-LABEL: $L_role_compute_0:
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 3, 1;
+// CHECK:      ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
+// CHECK-NEXT: sub.u32 [[CT:%r[0-9]+]], [[TID]], 64;
+// CHECK-NEXT: shr.u32 [[CW:%r[0-9]+]], [[CT]], 5;
+// CHECK-NEXT: setp.eq.u32 [[LEADER:%p[0-9]+]], [[CT]], 0;
+// CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[CW]], 0;
+// CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 2048;
+// CHECK:      @![[FIRST]] bra $L_cp_prime_skip_0;
+// CHECK-COUNT-8: cp.async.ca.shared.global
+// CHECK:      $L_cp_prime_skip_0:
+
+// CHECK-NEXT: $L_cp_top_0:
+// CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
+// CHECK-NEXT: @[[END]] bra $L_cp_done_0;
+// CHECK-NEXT: @![[FIRST]] bra $L_cp_sync_0;
+// CHECK-NEXT: cp.async.wait_group 7;
+// CHECK:      $L_spin_{{[0-9]+}}:
+// CHECK-NEXT: ld.acquire.cta.shared.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]];
+// CHECK:      ld.acquire.gpu.global.u32
+// CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
+// CHECK-NEXT: @[[ALL]] bra $L_go_[[GO:[0-9]+]];
+// CHECK:      @{{%p[0-9]+}} bra $L_cp_abort_0;
+// CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
+// CHECK:      bra.uni $L_cp_abort_0;
+// CHECK-NEXT: $L_go_[[GO]]:
+// CHECK-NEXT: bra.uni $L_cp_sync_0;
+// CHECK-NEXT: $L_cp_abort_0:
+// CHECK-NEXT: @[[LEADER]] st.shared.u32 {{\[}}[[BASE]]+8], 1;
+// CHECK-NEXT: $L_cp_sync_0:
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
+// CHECK-NEXT: setp.ne.u32 [[ABP:%p[0-9]+]], [[AB]], 0;
+// CHECK-NEXT: @[[ABP]] bra $L_cp_done_0;
+
+// Decode: the group reads the instruction from the window after the barrier.
+// CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
+// CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, [[W5:%r[0-9]+]], [[W6:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[IA]]+16];
+// CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, [[W9:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+32];
+// CHECK:      mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
+// CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
+// CHECK-NEXT: setp.ne.u32 [[NOTCP:%p[0-9]+]], [[OPC]], 2;
+// CHECK-NEXT: @[[NOTCP]] bra $L_cp_body_done_0;
+// CHECK-NEXT: shr.u32 [[F8:%r[0-9]+]], [[W0]], 8;
+// CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
+
+// Operand addresses are arena-relative; f0 (eps) is word 22 as f32.
+// CHECK-NEXT: ld.shared.v4.b32 {[[O0:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+64];
+// CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, {{%r[0-9]+}}, [[F0W:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[IA]]+80];
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[ARENA]], [[O0]];
+// CHECK:      mov.b32 %f{{[0-9]+}}, [[F0W]];
+
+// One dispatch per family the program uses (here only gemv = 1), then the
+// unknown-family report (code 2).
+// CHECK-NEXT: setp.eq.u32 [[ISF1:%p[0-9]+]], [[FAM]], 1;
+// CHECK-NEXT: @[[ISF1]] bra $L_fam1_0;
+// CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 [[OLD:%r[0-9]+]], {{\[}}[[ERR]]], 0, 2;
+// CHECK-NEXT: setp.eq.u32 [[WON:%p[0-9]+]], [[OLD]], 0;
+// CHECK-NEXT: @![[WON]] bra $L_report_done_[[RD:[0-9]+]];
+// CHECK:      $L_report_done_[[RD]]:
+// CHECK-NEXT: bra.uni $L_cp_done_0;
+// CHECK-NEXT: $L_fam1_0:
+// CHECK:      bra.uni $L_cp_body_done_0;
+
+// Completion by the leader after the group barrier.
+// CHECK-NEXT: $L_cp_body_done_0:
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LEADER]];
+// CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
+// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LEADER]];
+// CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[W9]], -1;
+// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
+// CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
+// CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
+// CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
+// CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
+// Only the first warp refills the window.
+// CHECK-NEXT: @![[FIRST]] bra $L_cp_top_0;
+// CHECK:      cp.async.ca.shared.global
+// CHECK-NEXT: cp.async.commit_group;
+// CHECK-NEXT: bra.uni $L_cp_top_0;
+// CHECK-NEXT: $L_cp_done_0:
+// CHECK-NEXT: ret;
+// CHECK-NEXT: }
+
+vdir.program @compute(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %wt = vdir.load %w[0, 0] : !vdir.buffer<16x64xbf16> -> !vdir.tile<16x64xbf16>
+  %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<16x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x16xbf16>
+  %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x16xbf16>
+}

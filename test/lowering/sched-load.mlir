@@ -1,0 +1,150 @@
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+
+// The load engine (warp 0). It prefetches its instructions 8 deep into a
+// shared-memory window with cp.async, keeps up to 8 loads in flight on the
+// mbarrier ring, and issues a load only when the whole warp agrees
+// (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
+// read with ld.acquire.cta, and with a counter ld.acquire.gpu >= epoch *
+// count. A counter wait is followed by fence.proxy.async.global before the
+// bulk copy. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
+// cp.async.bulk ... complete_tx into it; a non-load completes through the
+// ring with a plain arrive. Loads retire in order when test_wait.parity
+// reports the oldest slot landed: the slot's saved signal mask is toggled
+// with atom.release.cta and its counter released with fence.acq_rel.gpu +
+// red.release.gpu.
+
+// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
+// CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
+// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
+// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
+// CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
+// CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
+
+// Queue row sm * 3 + 0: (first, count).
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 3, 0;
+// CHECK:      ld.global.nc.u32 [[START:%r[0-9]+]], [{{%rd[0-9]+}}];
+// CHECK-NEXT: ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
+// CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
+// CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: mov.u32 [[RET:%r[0-9]+]], 0;
+// CHECK-NEXT: mov.u32 [[PHASES:%r[0-9]+]], 0;
+
+// The instruction window of the load engine is at base + 1024; eight
+// instructions are requested up front (lanes 0..7 copy 16 bytes each).
+// CHECK:      add.u32 [[WIN:%r[0-9]+]], [[BASE]], 1024;
+// CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
+
+// CHECK-LABEL: $L_ld_top_0:
+// CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
+// CHECK-NEXT: @[[END]] bra $L_ld_retire_0;
+// CHECK-NEXT: sub.u32 [[INFL:%r[0-9]+]], [[POS]], [[RET]];
+// CHECK-NEXT: setp.ge.u32 [[FULL:%p[0-9]+]], [[INFL]], 8;
+// CHECK-NEXT: @[[FULL]] bra $L_ld_retire_0;
+// CHECK-NEXT: cp.async.wait_group 7;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
+// CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], [[W1:%r[0-9]+]], [[W2:%r[0-9]+]], [[W3:%r[0-9]+]]}, {{\[}}[[IA]]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W4:%r[0-9]+]], [[W5:%r[0-9]+]], [[W6:%r[0-9]+]], [[W7:%r[0-9]+]]}, {{\[}}[[IA]]+16];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W8:%r[0-9]+]], [[W9:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+32];
+// CHECK-NEXT: mov.b64 [[MASK:%rd[0-9]+]], {[[W1]], [[W2]]};
+// CHECK-NEXT: mov.b64 [[PAR:%rd[0-9]+]], {[[W3]], [[W4]]};
+// CHECK-NEXT: mov.b64 {{%rd[0-9]+}}, {[[W5]], [[W6]]};
+
+// The wait: bitmap with parity, then the counter.
+// CHECK-NEXT: ld.acquire.cta.shared.b64 [[BM:%rd[0-9]+]], {{\[}}[[BASE]]];
+// CHECK-NEXT: xor.b64 [[X:%rd[0-9]+]], [[BM]], [[PAR]];
+// CHECK-NEXT: and.b64 [[XM:%rd[0-9]+]], [[X]], [[MASK]];
+// CHECK-NEXT: setp.eq.b64 [[BITS:%p[0-9]+]], [[XM]], 0;
+// CHECK-NEXT: setp.eq.u32 [[NOCTR:%p[0-9]+]], [[W7]], 0;
+// CHECK-NEXT: add.u32 [[CI:%r[0-9]+]], [[W7]], -1;
+// CHECK-NEXT: mul.wide.u32 [[CO:%rd[0-9]+]], [[CI]], 4;
+// CHECK-NEXT: add.u64 [[CA:%rd[0-9]+]], [[CTR]], [[CO]];
+// CHECK-NEXT: mov.u32 [[CV:%r[0-9]+]], 0;
+// CHECK-NEXT: @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV]], {{\[}}[[CA]]];
+// CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
+// CHECK-NEXT: setp.ge.u32 [[CGE:%p[0-9]+]], [[CV]], [[WANT]];
+// CHECK-NEXT: or.pred [[COK:%p[0-9]+]], [[CGE]], [[NOCTR]];
+// CHECK-NEXT: and.pred [[RDY:%p[0-9]+]], [[BITS]], [[COK]];
+// CHECK-NEXT: vote.sync.all.pred [[ALL:%p[0-9]+]], [[RDY]], 4294967295;
+// CHECK-NEXT: @![[ALL]] bra $L_ld_retire_0;
+
+// Issue: proxy fence only after a counter wait; slot = pos & 7, its mbarrier
+// at base + 16 + 8 * slot, its retirement info at base + 768 + 16 * slot.
+// CHECK-NEXT: setp.ne.u32 [[HASCTR:%p[0-9]+]], [[W7]], 0;
+// CHECK-NEXT: @[[HASCTR]] fence.proxy.async.global;
+// CHECK-NEXT: and.b32 [[SLOT:%r[0-9]+]], [[POS]], 7;
+// CHECK-NEXT: mad.lo.u32 [[B8:%r[0-9]+]], [[SLOT]], 8, [[BASE]];
+// CHECK-NEXT: add.u32 [[BAR:%r[0-9]+]], [[B8]], 16;
+// CHECK-NEXT: mad.lo.u32 [[INFO:%r[0-9]+]], [[SLOT]], 16, [[BASE]];
+// CHECK-NEXT: @[[LANE0]] st.shared.v4.b32 {{\[}}[[INFO]]+768], {[[W5]], [[W6]], [[W9]], 0};
+// CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
+// CHECK-NEXT: setp.eq.u32 [[ISLD:%p[0-9]+]], [[OPC]], 1;
+// CHECK-NEXT: @![[ISLD]] bra $L_ld_nop_0;
+// CHECK:      mul.lo.u32 [[TOTAL:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
+// CHECK:      @[[LANE0]] mbarrier.arrive.expect_tx.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], [[TOTAL]];
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK:      $L_ld_rows_0:
+// CHECK:      cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}], {{%r[0-9]+}}, {{\[}}[[BAR]]];
+// CHECK-NEXT: add.u32 [[ROW:%r[0-9]+]], [[ROW]], 32;
+// CHECK-NEXT: bra.uni $L_ld_rows_0;
+// CHECK:      $L_ld_nop_0:
+// CHECK-NEXT: @[[LANE0]] mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], 1;
+// CHECK:      $L_ld_issued_0:
+// CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
+// CHECK:      cp.async.ca.shared.global
+// CHECK-NEXT: cp.async.commit_group;
+// CHECK:      bra.uni $L_ld_top_0;
+
+// Retire the oldest load when its phase completed, in queue order.
+// CHECK-LABEL: $L_ld_retire_0:
+// CHECK-NEXT: setp.eq.u32 [[NONE:%p[0-9]+]], [[RET]], [[POS]];
+// CHECK-NEXT: @[[NONE]] bra $L_ld_idle_0;
+// CHECK-NEXT: and.b32 [[RS:%r[0-9]+]], [[RET]], 7;
+// CHECK-NEXT: mad.lo.u32 [[RB8:%r[0-9]+]], [[RS]], 8, [[BASE]];
+// CHECK-NEXT: add.u32 [[RBAR:%r[0-9]+]], [[RB8]], 16;
+// CHECK-NEXT: shr.b32 [[PH:%r[0-9]+]], [[PHASES]], [[RS]];
+// CHECK-NEXT: and.b32 [[PBIT:%r[0-9]+]], [[PH]], 1;
+// CHECK-NEXT: mbarrier.test_wait.parity.shared::cta.b64 [[LANDED:%p[0-9]+]], {{\[}}[[RBAR]]], [[PBIT]];
+// CHECK-NEXT: vote.sync.all.pred [[LALL:%p[0-9]+]], [[LANDED]], 4294967295;
+// CHECK-NEXT: @![[LALL]] bra $L_ld_idle_0;
+// CHECK-NEXT: shl.b32 [[FLIP:%r[0-9]+]], 1, [[RS]];
+// CHECK-NEXT: xor.b32 [[PHASES]], [[PHASES]], [[FLIP]];
+// CHECK-NEXT: mad.lo.u32 [[RI:%r[0-9]+]], [[RS]], 16, [[BASE]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[SLO:%r[0-9]+]], [[SHI:%r[0-9]+]], [[SREL:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[RI]]+768];
+// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[SLO]], [[SHI]]};
+// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LANE0]];
+// CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
+// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL]], 0;
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
+// CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[SREL]], -1;
+// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
+// CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
+// CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
+// CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: add.u32 [[RET]], [[RET]], 1;
+
+// Done once every load was issued and retired; on abort, drain the copies
+// still in flight before exiting.
+// CHECK-LABEL: $L_ld_idle_0:
+// CHECK-NEXT: setp.ge.u32 [[FIN:%p[0-9]+]], [[POS]], [[COUNT]];
+// CHECK-NEXT: setp.eq.u32 [[EMPTY:%p[0-9]+]], [[RET]], [[POS]];
+// CHECK-NEXT: and.pred [[DONE:%p[0-9]+]], [[FIN]], [[EMPTY]];
+// CHECK-NEXT: @[[DONE]] bra $L_ld_done_0;
+// CHECK:      $L_ld_abort_0:
+// CHECK-NEXT: $L_ld_drain_0:
+// CHECK:      mbarrier.try_wait.parity.shared::cta.b64
+// CHECK:      $L_ld_done_0:
+// CHECK-NEXT: ret;
+// CHECK-NEXT: $L_role_store_0:
+
+vdir.program @loads(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %wt = vdir.load %w[0, 0] : !vdir.buffer<16x64xbf16> -> !vdir.tile<16x64xbf16>
+  %yt = vdir.compute gemv(%wt, %xt) : (!vdir.tile<16x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x16xbf16>
+  %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x16xbf16>
+}

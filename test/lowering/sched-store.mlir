@@ -1,0 +1,106 @@
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+
+// The store engine (warp 1). It walks queue row sm * 3 + 2 with its own
+// 8-deep instruction window (base + 3072), spins until the warp agrees the
+// wait is satisfied (bitmap with parity through ld.acquire.cta, the counter
+// through ld.acquire.gpu), then copies the result tile to global memory:
+// 16-byte ld.shared.v4 / st.global.v4 when the global address and row stride
+// are 16-byte aligned, else 2-byte copies. When it signals bits it first
+// executes fence.proxy.async.global (a later bulk load on this SM may read
+// the bytes); after a warp barrier lane 0 toggles the bits with
+// atom.release.cta and releases its counter (fence.acq_rel.gpu +
+// red.release.gpu).
+
+// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
+// CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
+// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
+// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
+// CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
+// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
+
+// CHECK-LABEL: $L_role_store_0:
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 3, 2;
+// CHECK:      ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
+// CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
+// CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 3072;
+// CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
+
+// CHECK-LABEL: $L_st_top_0:
+// CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
+// CHECK-NEXT: @[[END]] bra $L_st_done_0;
+// CHECK-NEXT: cp.async.wait_group 7;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
+// CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], [[W1:%r[0-9]+]], [[W2:%r[0-9]+]], [[W3:%r[0-9]+]]}, {{\[}}[[IA]]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W4:%r[0-9]+]], [[W5:%r[0-9]+]], [[W6:%r[0-9]+]], [[W7:%r[0-9]+]]}, {{\[}}[[IA]]+16];
+// CHECK-NEXT: ld.shared.v4.b32 {[[W8:%r[0-9]+]], [[W9:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+32];
+// CHECK-NEXT: mov.b64 [[MASK:%rd[0-9]+]], {[[W1]], [[W2]]};
+// CHECK-NEXT: mov.b64 [[PAR:%rd[0-9]+]], {[[W3]], [[W4]]};
+// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
+
+// The spin: ready when the bits and the counter are.
+// CHECK:      $L_spin_0:
+// CHECK-NEXT: ld.acquire.cta.shared.b64 [[BM:%rd[0-9]+]], {{\[}}[[BASE]]];
+// CHECK-NEXT: xor.b64 [[X:%rd[0-9]+]], [[BM]], [[PAR]];
+// CHECK-NEXT: and.b64 [[XM:%rd[0-9]+]], [[X]], [[MASK]];
+// CHECK-NEXT: setp.eq.b64 [[BITS:%p[0-9]+]], [[XM]], 0;
+// CHECK-NEXT: setp.eq.u32 [[NOCTR:%p[0-9]+]], [[W7]], 0;
+// CHECK:      @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV:%r[0-9]+]], [{{%rd[0-9]+}}];
+// CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
+// CHECK-NEXT: setp.ge.u32 {{%p[0-9]+}}, [[CV]], [[WANT]];
+// CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
+// CHECK-NEXT: @[[ALL]] bra $L_go_0;
+// CHECK:      bra.uni $L_st_done_0;
+
+// Only a store (opcode 3) copies; the aligned path moves 16 bytes a lane.
+// CHECK-LABEL: $L_go_0:
+// CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
+// CHECK-NEXT: setp.ne.u32 [[NOTST:%p[0-9]+]], [[OPC]], 3;
+// CHECK-NEXT: @[[NOTST]] bra $L_st_next_0;
+// CHECK:      add.u32 [[SRC:%r[0-9]+]], [[ARENA]], {{%r[0-9]+}};
+// CHECK-NEXT: cvt.u64.u32 [[STRIDE:%rd[0-9]+]], {{%r[0-9]+}};
+// CHECK-NEXT: or.b64 [[AO:%rd[0-9]+]], {{%rd[0-9]+}}, [[STRIDE]];
+// CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AO]], 15;
+// CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
+// CHECK-NEXT: @![[ALIGNED]] bra $L_st_skip_0;
+// CHECK:      $L_st_col_0:
+// CHECK:      ld.shared.v4.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]], [[C:%r[0-9]+]], [[D:%r[0-9]+]]}, [{{%r[0-9]+}}];
+// CHECK-NEXT: st.global.v4.b32 [{{%rd[0-9]+}}], {[[A]], [[B]], [[C]], [[D]]};
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
+// CHECK:      $L_st_skip_0:
+// CHECK-NEXT: @[[ALIGNED]] bra $L_st_skip_1;
+// CHECK:      ld.shared.b16 [[H:%h[0-9]+]], [{{%r[0-9]+}}];
+// CHECK-NEXT: st.global.b16 [{{%rd[0-9]+}}], [[H]];
+// CHECK:      $L_st_skip_1:
+
+// Completion: proxy fence when signalling, warp barrier, lane 0 releases.
+// CHECK-NEXT: $L_st_next_0:
+// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: @[[HS]] fence.proxy.async.global;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: setp.ne.b64 [[HS2:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS2]], [[LANE0]];
+// CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
+// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
+// CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[W9]], -1;
+// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
+// CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
+// CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
+// CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
+// CHECK:      cp.async.commit_group;
+// CHECK-NEXT: bra.uni $L_st_top_0;
+// CHECK-NEXT: $L_st_done_0:
+// CHECK-NEXT: ret;
+// CHECK-NEXT: $L_role_compute_0:
+
+vdir.program @stores(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) {
+  %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %s = vdir.store %xt, %y[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
+}
