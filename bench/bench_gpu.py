@@ -44,9 +44,11 @@ from vdir.lowering.handbuilt import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 EPS = 1e-5
-#: max |vdir - torch| / max |torch| allowed (bf16 operands, different summation order)
+#: gemv: max |vdir - ref| / max |ref| allowed, ref the f32 product of the same bf16 data.
+#: (The MLP check is relative to torch: vdir's error against the same math in f32
+#: may be at most twice torch bf16's own, plus 1e-3.)
 TOL_GEMV = 1e-2
-TOL_MLP = 2e-2
+TOL_MLP = 2e-2  # the simulator check against the host math
 
 #: gemv tiles per shape for ``build_gemv``: (rows_per_tile, k_chunks), best first guess
 #: first. 64 KiB weight tiles where the shape allows; rows >= 8 (a stored y row is 16 B).
@@ -159,10 +161,84 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
         instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2] = 0
         instrs[:, isa.W_WAIT_COUNTER] = 0
         queues = [[q[0], (q[1][0], 0), (q[2][0], 0)] for q in prog.queues]
+    elif kind == "no_counter_waits":  # racy: only to time what the cross-SM waits cost
+        instrs[:, isa.W_WAIT_COUNTER] = 0
     elif kind == "load_only":
         for op in (isa.OP_STORE, isa.OP_COMPUTE):
             instrs[ops == op, isa.W_OPCODE] = isa.OP_NOP
     return dataclasses.replace(prog, instrs=instrs, queues=queues)
+
+
+def _u64(w: np.ndarray, at: int) -> int:
+    return int(w[at]) | (int(w[at + 1]) << 32)
+
+
+def prefetch_variant(prog: isa.EncodedProgram, tiles: int) -> tuple[isa.EncodedProgram, int]:
+    """``prog`` with each load queue's counter-waiting loads moved behind up to
+    ``tiles`` following weight-tile loads (an experiment in the scheduler's
+    place: the weights of the next phase stream while the SM waits for the
+    other SMs). The jumped-over loads' signal bits move to the group's last
+    load, so consumers see them complete only with the group, as before.
+    Returns the program and the number of moves.
+
+    Only loads of input-only buffers with no counter wait are jumped over,
+    and only where no dependency bit is shared (waited or signalled) between
+    the moved and the jumped-over loads, so every bit's toggles keep their
+    order and every wait its parity. A move that deadlocks (a jumped-over
+    load waiting for a compute that needs the moved load) shows up as a
+    watchdog report.
+    """
+    instrs = prog.instrs.copy()
+    moves = 0
+    for sm_queues in prog.queues:
+        start, count = sm_queues[0]
+        rows = [instrs[start + k].copy() for k in range(count)]
+        i = 0
+        while i < len(rows):
+            if not rows[i][isa.W_WAIT_COUNTER]:
+                i += 1
+                continue
+            g_end = i + 1
+            while g_end < len(rows) and rows[g_end][isa.W_WAIT_COUNTER]:
+                g_end += 1
+            group = rows[i:g_end]
+            if (int(group[-1][isa.W_OPCODE]) & 0xFF) != isa.OP_LOAD:  # a nop carrying a wait for the next op
+                i = g_end
+                continue
+            gw = gs = 0
+            for r in group:
+                gw |= _u64(r, isa.W_WAIT_MASK)
+                gs |= _u64(r, isa.W_SIGNAL_MASK)
+            j, big = g_end, 0
+            while j < len(rows) and big < tiles:
+                r = rows[j]
+                if (int(r[isa.W_OPCODE]) & 0xFF) != isa.OP_LOAD or r[isa.W_WAIT_COUNTER]:
+                    break
+                if prog.buffers[int(r[isa.W_BUFFER])].role != "in":
+                    break
+                xw, xs = _u64(r, isa.W_WAIT_MASK), _u64(r, isa.W_SIGNAL_MASK)
+                if xs & (gw | gs) or gs & xw:
+                    break
+                big += int(r[isa.W_ROWS]) * int(r[isa.W_ROW_BYTES]) >= 16384
+                j += 1
+            if j > g_end:
+                # the jumped-over loads signal with the group's last load: loads retire in
+                # order, so a consumer that waited on one of them (and relied on that order
+                # for the group's tiles) still sees the group complete
+                jumped = [r.copy() for r in rows[g_end:j]]
+                last = group[-1].copy()
+                sig = _u64(last, isa.W_SIGNAL_MASK)
+                for r in jumped:
+                    sig |= _u64(r, isa.W_SIGNAL_MASK)
+                    r[isa.W_SIGNAL_MASK:isa.W_SIGNAL_MASK + 2] = 0
+                last[isa.W_SIGNAL_MASK] = sig & 0xFFFFFFFF
+                last[isa.W_SIGNAL_MASK + 1] = sig >> 32
+                rows[i:j] = jumped + group[:-1] + [last]
+                moves += 1
+            i = j if j > g_end else g_end
+        for k, r in enumerate(rows):
+            instrs[start + k] = r
+    return dataclasses.replace(prog, instrs=instrs), moves
 
 
 # ---------------------------------------------------------------------------
@@ -306,6 +382,7 @@ def gpu_main(opts) -> int:
     iters = 50 if opts.quick else opts.iters
     dev = torch.device("cuda")
     torch.manual_seed(int(time.time()))
+    torch.backends.cuda.matmul.allow_tf32 = False  # the f32 references are f32
     rows: list[dict] = []
     notes: list[str] = []
     failed = []
@@ -408,11 +485,13 @@ def gpu_main(opts) -> int:
         a = Fn.silu(Fn.linear(xn, wg)) * Fn.linear(xn, wu)
         return h + Fn.linear(a, wd)
 
-    def t_stack(s, layers):
-        h, outs = s["hs"][:1], []
+    def t_stack(s, layers, dtype=None):
+        """The stack's rows 1..layers; ``dtype`` float32: the same math on upcast data."""
+        c = (lambda t: t) if dtype is None else (lambda t: t.to(dtype))  # noqa: E731
+        h, outs = c(s["hs"][:1]), []
         for l in range(layers):
-            h = t_layer(h, s["g"][l:l + 1], s["wg"][l * I:(l + 1) * I], s["wu"][l * I:(l + 1) * I],
-                        s["wd"][l * H:(l + 1) * H])
+            h = t_layer(h, c(s["g"][l:l + 1]), c(s["wg"][l * I:(l + 1) * I]), c(s["wu"][l * I:(l + 1) * I]),
+                        c(s["wd"][l * H:(l + 1) * H]))
             outs.append(h)
         return outs
 
@@ -460,6 +539,8 @@ def gpu_main(opts) -> int:
         ct = time.time() - t0
         plat.lowering_options = {}
         refs = [torch.cat(t_stack(s, L)) for s in sets]
+        refs32 = [torch.cat(t_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
+        err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32))
         for s in sets:
             s["hs"][1:].fill_(float("nan"))  # poisoned: every output row must be written
         torch.cuda.synchronize()
@@ -468,6 +549,8 @@ def gpu_main(opts) -> int:
         errs = [relerr(s["hs"][1:], r) for s, r in zip(sets, refs)]
         err_last = max(relerr(s["hs"][L:], r[L - 1:]) for s, r in zip(sets, refs))
         err = max(errs)
+        err_v32 = max(relerr(s["hs"][1:], r32) for s, r32 in zip(sets, refs32))
+        del refs32
         case.time(4)
         v_us = case.time(iters)
         # same run, again: the spread of repeated medians
@@ -476,11 +559,12 @@ def gpu_main(opts) -> int:
         print(f"  {name}: vdir {v_us:.1f} / {v_us2:.1f} us (two medians), torch eager {e_us:.1f} us, "
               f"torch graph {g_us:.1f} us; {len(prog.instrs)} uops, uops/SM max {mx} mean {mean}, "
               f"{prog.num_counters} counters; compiled in {ct:.1f} s; max rel err all rows {err:.2e}, "
-              f"last row {err_last:.2e}")
-        if err > TOL_MLP:
+              f"last row {err_last:.2e}; vs the f32 math: vdir {err_v32:.2e}, torch bf16 {err_t32:.2e}")
+        if err_v32 > 2 * err_t32 + 1e-3:
             failed.append(name)
         rows.append(dict(case=name, moved=moved, vdir=v_us, torch=e_us, graph=g_us, err=err,
-                         cfg=f"{nsets} set(s); {mx} uops on the busiest SM"))
+                         cfg=f"{nsets} set(s); {mx} uops on the busiest SM; vs f32 math: vdir {err_v32:.1e}, "
+                             f"torch {err_t32:.1e}"))
         if layers is not None and not opts.quick:
             diag = (name, prog, sets, refs, moved, L, v_us, mx)
         del graphs, case
@@ -510,8 +594,9 @@ def gpu_main(opts) -> int:
               f"{pct(r['vdir'], mv):>5.1f}% {r['torch']:>9.2f} {mv / r['torch'] / 1e6:>6.3f} {pct(r['torch'], mv):>5.1f}% "
               f"{gcol} {best / r['vdir']:>11.2f}x {r['err']:>11.2e}  {r['cfg']}")
     print("vdir speedup: over torch graphs where measured, else over torch eager (cuBLAS for a gemv)")
-    print(f"tolerance: max|vdir - torch| / max|torch| <= {TOL_GEMV} (gemv, vs the f32 product of the same bf16 data), "
-          f"<= {TOL_MLP} (MLP, vs torch bf16, all output rows)")
+    print(f"tolerance: gemv: max|vdir - ref| / max|ref| <= {TOL_GEMV}, ref the f32 product of the same bf16 data; "
+          "MLP (all output rows): max rel err of vdir vs the f32 math <= 2 x torch bf16's own + 1e-3; "
+          "the column shows vdir vs torch bf16")
     for n in notes:
         print("note:", n)
     print("correctness:", "PASS" if not failed else "FAIL " + ", ".join(failed))
@@ -521,7 +606,10 @@ def gpu_main(opts) -> int:
         name, prog, sets, refs, moved, L, v_us, mx = diag
         notes.append(f"{name}: {v_us / L:.1f} us per layer; {1e3 * v_us / mx:.0f} ns per uop on the busiest SM")
         print(f"note: {notes[-1]}")
-        exps = [(kind, variant(prog, kind), {}) for kind in ("load_only", "loads_free")]
+        exps = [(kind, variant(prog, kind), {}) for kind in ("load_only", "loads_free", "no_counter_waits")]
+        for n in (1, 2):  # 3 deadlocks with this program's 3-slot ring (seen on the simulator)
+            vp, moves = prefetch_variant(prog, n)
+            exps.append((f"prefetch {n} tiles across counter waits ({moves} moves)", vp, {}))
         exps += [(f"lowering {o}", prog, o) for o in ({"load_path": "lsu"}, {"fetch_depth": 16})]
         for label, vp, lopts in exps:
             try:
@@ -534,7 +622,7 @@ def gpu_main(opts) -> int:
                 err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs))
                 vc.time(4)
                 t = vc.time(max(20, iters // 4))
-                what = f"max rel err {err:.2e}" if vp is prog else "results not meaningful"
+                what = f"max rel err {err:.2e}" if vp is prog or "prefetch" in label else "results not meaningful"
                 notes.append(f"{name} {label}: {t:.1f} us ({moved / t / 1e6:.3f} TB/s; {what})")
             except Exception as e:  # noqa: BLE001  (an option the lowering refuses, a watchdog report)
                 notes.append(f"{name} {label}: failed ({type(e).__name__}: {str(e)[:160]})")
