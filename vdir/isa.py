@@ -135,6 +135,14 @@ class Instruction:
         self.words[W_F0 : W_F0 + 1] = np.array([v], dtype=np.float32).view(np.uint32)
 
 
+def buffer_role(is_input: bool, is_output: bool) -> str:
+    """An argument's role: read before written (``in``), written (``out``),
+    both (``inout``), or neither read from outside nor returned (``scratch``)."""
+    if is_input:
+        return "inout" if is_output else "in"
+    return "out" if is_output else "scratch"
+
+
 @dataclass
 class BufferInfo:
     """A program argument as the runtime sees it."""
@@ -147,10 +155,8 @@ class BufferInfo:
 
     @property
     def role(self) -> str:
-        """``in``, ``out``, ``inout`` or ``scratch`` (written, then read back)."""
-        if self.is_input:
-            return "inout" if self.is_output else "in"
-        return "out" if self.is_output else "scratch"
+        """``in``, ``out``, ``inout`` or ``scratch`` (see :func:`buffer_role`)."""
+        return buffer_role(self.is_input, self.is_output)
 
 
 @dataclass

@@ -62,6 +62,7 @@ from vdir.dialects.vdir import (
     element_type,
 )
 from vdir.families import DTYPE_BYTES, TileSig
+from vdir.isa import buffer_role
 from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
 
 #: order of the scheduling stages, as recorded in the program's ``vdir.stage``
@@ -118,9 +119,7 @@ class BufferArg:
     @property
     def role(self) -> str:
         """``in``, ``out``, ``inout`` or ``scratch``, as the encoding records it."""
-        if self.is_input:
-            return "inout" if self.is_output else "in"
-        return "out" if self.is_output else "scratch"
+        return buffer_role(self.is_input, self.is_output)
 
     @property
     def row_bytes(self) -> int:
