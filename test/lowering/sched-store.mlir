@@ -63,8 +63,10 @@
 // CHECK-NEXT: @[[NOTST]] bra $L_st_next_0;
 // CHECK:      add.u32 [[SRC:%r[0-9]+]], [[ARENA]], {{%r[0-9]+}};
 // CHECK-NEXT: cvt.u64.u32 [[STRIDE:%rd[0-9]+]], {{%r[0-9]+}};
+// CHECK-NEXT: cvt.u64.u32 [[ROWB:%rd[0-9]+]], {{%r[0-9]+}};
 // CHECK-NEXT: or.b64 [[AO:%rd[0-9]+]], {{%rd[0-9]+}}, [[STRIDE]];
-// CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AO]], 15;
+// CHECK-NEXT: or.b64 [[AR:%rd[0-9]+]], [[AO]], [[ROWB]];
+// CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AR]], 15;
 // CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
 // CHECK-NEXT: @![[ALIGNED]] bra $L_st_skip_0;
 // CHECK:      $L_st_col_0:

@@ -144,14 +144,14 @@ def observed_toggles(nodes: list[Node]) -> dict[tuple[int, int], Node]:
     latest earlier toggle that leaves q.
     """
     toggles: dict[int, list[Node]] = defaultdict(list)
-    for n in sorted(nodes, key=lambda n: n.seq):
+    for n in sorted(nodes, key=lambda n: n.key):
         for b in n.signal_bits:
             toggles[b].append(n)
     out: dict[tuple[int, int], Node] = {}
     for w in nodes:
         for b, parity in w.wait_bits.items():
             candidates = [
-                (k + 1, t) for k, t in enumerate(toggles[b]) if t.seq < w.seq and (k + 1) % 2 == parity
+                (k + 1, t) for k, t in enumerate(toggles[b]) if t.key < w.key and (k + 1) % 2 == parity
             ]
             assert candidates, f"{w.name} waits on bit {b} = {parity}, which no earlier toggle leaves"
             out[(w, b)] = candidates[-1][1]  # type: ignore[index]
@@ -168,7 +168,7 @@ def check_sm(graph: Graph, sm: int, nodes: list[Node]) -> None:
             assert hb.before(("end", p.id), ("start", n.id)), f"{n.name} may start before {p.name} ends"
     # bit reuse is safe
     toggles: dict[int, list[Node]] = defaultdict(list)
-    for n in sorted(nodes, key=lambda n: n.seq):
+    for n in sorted(nodes, key=lambda n: n.key):
         for b in n.signal_bits:
             toggles[b].append(n)
     waiters: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -189,13 +189,13 @@ def check_sm(graph: Graph, sm: int, nodes: list[Node]) -> None:
             readers[i.id].append(n)
     for a in tiles:
         for b in tiles:
-            if a.seq >= b.seq:
+            if a.key >= b.key:
                 continue
             lo_a, hi_a = a.smem, a.smem + a.tile.nbytes
             lo_b, hi_b = b.smem, b.smem + b.tile.nbytes
             if lo_a < hi_b and lo_b < hi_a:
-                last_a = max(r.seq for r in readers[a.id])
-                assert last_a < b.seq, f"{a.name} and {b.name} overlap in shared memory while both live"
+                last_a = max(r.key for r in readers[a.id])
+                assert last_a < b.key, f"{a.name} and {b.name} overlap in shared memory while both live"
                 for r in readers[a.id]:
                     assert hb.before(("end", r.id), ("start", b.id)), f"{b.name} may overwrite {a.name} early"
 
@@ -204,12 +204,12 @@ def check_graph(graph: Graph) -> None:
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
         by_sm[n.sm].append(n)
-    # queues follow one global topological order (program order)
+    # queues follow one global topological order (program order, hoisted loads moved up)
     for n in graph.nodes:
         for p in list(n.inputs) + [p for g in n.deps for p in g]:
-            assert p.seq < n.seq
+            assert p.key < n.key
     for q in queues_of(graph).values():
-        assert [n.seq for n in q] == sorted(n.seq for n in q)
+        assert [n.key for n in q] == sorted(n.key for n in q)
     # cross-SM groups become counters with the right count
     for n in graph.nodes:
         for g in n.deps:

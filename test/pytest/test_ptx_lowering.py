@@ -51,7 +51,7 @@ def assemble(text: str, arch: str = "sm_90a") -> str:
             return r.stderr + r.stdout
     from cuda.bindings import nvjitlink
 
-    h = nvjitlink.create(2, [f"-arch={arch}"])
+    h = nvjitlink.create(1, [f"-arch={arch}"])
     try:
         nvjitlink.add_data(h, nvjitlink.InputType.PTX, text.encode(), len(text), "k.ptx")
         nvjitlink.complete(h)

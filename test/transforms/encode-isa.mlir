@@ -2,7 +2,9 @@
 
 // The encoded queues, listed by -t isa: per SM and engine, each instruction's
 // operation, its region or tiles, the bits and counters it waits on and
-// signals, and the micro-op it came from.
+// signals, and the micro-op it came from. The reload of @act waits on the
+// other SM, so the scheduler hoists the next two independent loads (%wdt, %res)
+// ahead of it.
 
 // CHECK:      // @mlp: 2 SMs, {{[0-9]+}} bytes of tiles per SM, 1 global counter(s), 64 dependency bits
 // CHECK:      // buffer 5: act 1x64 bf16 (out)
@@ -11,7 +13,10 @@
 // CHECK-NEXT:   0: load  @h+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}]  // %x ({{.*}}mlp_small.mlir:3:3)
 // CHECK-NEXT:   1: load  @g+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] signal(b0)  // %gt
 // CHECK-NEXT:   2: load  @wg+0 [32 x 128B, stride 128] -> smem[0] signal(b1)  // %wgt
-// CHECK:        4: load  @act+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] wait(c0>=2*epoch)  // %av
+// CHECK-NEXT:   3: load  @wu+0
+// CHECK-NEXT:   4: load  @wd+0 [32 x 128B, stride 128] -> smem[{{[0-9]+}}]  // %wdt
+// CHECK-NEXT:   5: load  @h+0 [1 x 64B, stride 128] -> smem[{{[0-9]+}}]  // %res
+// CHECK-NEXT:   6: load  @act+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] wait(c0>=2*epoch) signal(b{{[0-9]+}})  // %av
 // CHECK:      sm 0 compute:
 // CHECK-NEXT:   0: rmsnorm(smem[{{[0-9]+}}], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(1, 64, 0) f0=1e-05 wait(b0=1)
 // CHECK-NEXT:   1: gemv(smem[0], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(32, 64, 0) wait(b1=1)

@@ -3,8 +3,9 @@
 // Edges inside an SM become bits: a producer toggles its bit (vdir.signal), a
 // waiter waits for the parity that toggle leaves (vdir.wait = [bit, parity]).
 // Edges implied by queue order need no bit: %x is loaded before %gt on the
-// in-order load engine, so the rmsnorm only waits for %gt, and the gemv on
-// %av only waits for its weight tile, loaded after %av.
+// in-order load engine, so the rmsnorm only waits for %gt; and since the
+// scheduler hoisted %wdt ahead of %av (which waits on the other SM), the gemv
+// on %av only waits for %av.
 
 // CHECK-LABEL: vdir.program @mlp
 // CHECK-SAME:    vdir.stage = "laid-out"
@@ -15,5 +16,5 @@
 // CHECK-NEXT:  %gate = vdir.compute gemv({{.*}}vdir.wait = array<i64: [[BW]], 1>}
 // CHECK:       %a = vdir.compute silu_mul({{.*}}vdir.signal = array<i64: [[BA:[0-9]+]]>}
 // CHECK-NEXT:  vdir.store %a, %act[0, 0] {{.*}}vdir.wait = array<i64: [[BA]], 1>
-// CHECK:       %wdt = vdir.load {{.*}}vdir.signal = array<i64: [[BD:[0-9]+]]>}
-// CHECK-NEXT:  %d = vdir.compute gemv(%wdt, %av) {{.*}}vdir.wait = array<i64: [[BD]], 1>}
+// CHECK:       %av = vdir.load {{.*}}vdir.signal = array<i64: [[BV:[0-9]+]]>
+// CHECK:       %d = vdir.compute gemv(%wdt, %av) {{.*}}vdir.wait = array<i64: [[BV]], 1>}

@@ -682,7 +682,9 @@ def store_engine(c: Ctx) -> None:
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     src0 = b.i("add.u32", "u32", c.arena, smem)
     g64 = b.i("cvt.u64.u32", "u64", stride)
+    rb64 = b.i("cvt.u64.u32", "u64", row_bytes)
     al = b.i("or.b64", "b64", gptr, g64)
+    al = b.i("or.b64", "b64", al, rb64)  # 16-byte path only for whole 16-byte rows
     al = b.i("and.b64", "b64", al, 15)
     aligned = b.setp("eq.b64", al, 0)
     for wide in (True, False):

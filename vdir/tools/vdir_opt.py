@@ -72,7 +72,12 @@ class VdirOptMain(xDSLOptMain):
         module = parse_text(self.ctx, text, name, offset)
         verify_module(module)
         self._apply(module)
-        return self.output_resulting_program(module)
+        try:
+            return self.output_resulting_program(module)
+        except UserError:
+            raise
+        except Exception as e:  # a target that cannot print this module
+            raise UserError(f"{name}: error: target '{self.args.target}' failed: {one_line(str(e)) or type(e).__name__}") from None
 
     def run(self) -> int:  # type: ignore[override]
         """Process every chunk; return the exit status."""

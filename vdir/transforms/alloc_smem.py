@@ -1,7 +1,7 @@
 """``vdir-alloc-smem``: tiles -> byte offsets in each SM's shared memory.
 
-A tile lives from its producer to its last consumer (program order on its
-SM). Tiles are grouped into size classes (sizes rounded up to the target's
+A tile lives from its producer to its last consumer (schedule order on its
+SM: program order, with the loads ``vdir-schedule`` hoisted). Tiles are grouped into size classes (sizes rounded up to the target's
 bulk-copy alignment); each class gets a ring of slots: as many as its peak
 number of live tiles, plus extra slots — given to the classes that loads fill,
 largest traffic first — while the shared-memory budget allows. Extra slots
@@ -41,7 +41,7 @@ def _round_up(n: int, a: int) -> int:
 class _Tile:
     node: Node
     size: int
-    last_use: int
+    last_use: tuple[int, int]
     consumers: list[Node]
 
 
@@ -54,7 +54,7 @@ def _tiles_of_sm(nodes: list[Node], align: int) -> list[_Tile]:
     for n in nodes:
         if n.produces_tile:
             cs = consumers.get(n.id, [])
-            last = max((c.seq for c in cs), default=n.seq)
+            last = max((c.key for c in cs), default=n.key)
             tiles.append(_Tile(n, _round_up(n.tile.nbytes, align), last, cs))  # type: ignore[union-attr]
     return tiles
 
@@ -63,7 +63,7 @@ def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
     """Peak live count per size class, the peak live bytes and where it happens."""
     events = []
     for t in tiles:
-        events.append((t.node.seq, 1, t))
+        events.append((t.node.key, 1, t))
         events.append((t.last_use, 2, t))  # freed after its last use
     events.sort(key=lambda e: (e[0], e[1]))
     live: dict[int, int] = defaultdict(int)
@@ -123,9 +123,9 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
         offset += size * counts[size]
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], _Tile] = {}
-    releases: list[tuple[int, int, int, int]] = []  # (last_use, tiebreak, size, slot)
-    for n_tile, t in enumerate(sorted(tiles, key=lambda t: t.node.seq)):
-        while releases and releases[0][0] < t.node.seq:
+    releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
+    for n_tile, t in enumerate(sorted(tiles, key=lambda t: t.node.key)):
+        while releases and releases[0][0] < t.node.key:
             _, _, size, slot = heapq.heappop(releases)
             free[size].append(slot)
         slot = free[t.size].popleft()

@@ -89,6 +89,7 @@ class Node:
     deps: list[tuple["Node", ...]] = field(default_factory=list)
     flow: int | None = None
     origin: "Node | None" = None  # the source node a clone was made from
+    hoist: int = 0  # < 0: scheduled that many places before others of equal seq
     # ---- filled by the passes
     sm: int = -1
     pos: int = -1
@@ -97,6 +98,11 @@ class Node:
     signal_bits: list[int] = field(default_factory=list)
     wait_counters: list[tuple[int, int]] = field(default_factory=list)  # (counter, count)
     release_counters: list[int] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Order of the schedule: program order, with hoisted loads moved up."""
+        return (self.seq, self.hoist)
 
     @property
     def produces_tile(self) -> bool:
@@ -349,6 +355,7 @@ class _Expander:
     def _read_annotations(self, node: Node, op: Operation) -> None:
         node.id = _int_attr(op, "vdir.id", node.id)
         node.seq = _int_attr(op, "vdir.seq", node.seq)
+        node.hoist = _int_attr(op, "vdir.hoist", 0)
         node.sm = _int_attr(op, "vdir.sm")
         node.pos = _int_attr(op, "vdir.pos")
         node.smem = _int_attr(op, "vdir.smem")
@@ -396,7 +403,7 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Gr
             arg.is_output = role.data in ("out", "inout")  # type: ignore[attr-defined]
     if stage == "source":
         derive_memory_dependencies(graph)
-    nodes.sort(key=lambda n: (n.sm, n.seq) if stage != "source" else (n.seq,))
+    nodes.sort(key=lambda n: (n.sm, n.seq, n.hoist) if stage != "source" else (n.seq,))
     return graph
 
 
@@ -503,6 +510,8 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
         attrs["vdir.id"] = _i64(node.id)
         if node.seq != node.id:
             attrs["vdir.seq"] = _i64(node.seq)
+        if node.hoist:
+            attrs["vdir.hoist"] = _i64(node.hoist)
         if node.sm >= 0:
             attrs["vdir.sm"] = _i64(node.sm)
         if node.pos >= 0:

@@ -105,7 +105,7 @@ def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]], cache: dict[
             prev[n.id] = q[i - 1] if i else None
     c = _Clocks({}, {}, {}, {})
     empty = [-1, -1, -1]
-    for n in sorted(nodes, key=lambda n: n.seq):
+    for n in sorted(nodes, key=lambda n: n.key):
         e = ENGINE_INDEX[n.engine]
         p = prev[n.id]
         if p is None:
@@ -147,7 +147,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
     #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
     state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
     toggles = [0] * width
-    for p in sorted((n for n in nodes if waiters.get(n.id)), key=lambda n: n.seq):
+    for p in sorted((n for n in nodes if waiters.get(n.id)), key=lambda n: n.key):
         ws = waiters[p.id]
         start = clocks.start[p.id]
         known_by_all = [min(clocks.pre[w.id][e] for w in ws) for e in range(3)]

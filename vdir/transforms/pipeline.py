@@ -19,7 +19,7 @@ from vdir import isa
 from vdir.diagnostics import PassFailure
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
-from vdir.transforms.graph import build_graph
+from vdir.transforms.graph import Graph, build_graph
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.passes_common import resolve_target
 from vdir.transforms.place import place
@@ -37,7 +37,25 @@ def _fuse(module: ModuleOp, enabled: bool) -> None:
     FusePass().apply(Context(), module)
 
 
-def run_pipeline(module: ModuleOp, target: str = "", num_sms: int = 0, fuse: bool = True, encode_in_ir: bool = True) -> isa.EncodedProgram:
+def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
+    """Schedule with load hoisting; fall back to none if the tiles then do not fit."""
+    if prefetch > 0:
+        saved = [(n.seq, list(n.deps)) for n in graph.nodes]
+        try:
+            schedule(graph, prefetch)
+            allocate(graph)
+            return
+        except PassFailure:
+            for n, (seq, deps) in zip(graph.nodes, saved):
+                n.seq, n.hoist, n.pos, n.smem, n.deps = seq, 0, -1, -1, list(deps)
+    schedule(graph, 0)
+    allocate(graph)
+
+
+def run_pipeline(
+    module: ModuleOp, target: str = "", num_sms: int = 0, fuse: bool = True,
+    encode_in_ir: bool = True, prefetch: int = 2,
+) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program."""
     _fuse(module, fuse)
     graph = build_graph(module)
@@ -46,31 +64,37 @@ def run_pipeline(module: ModuleOp, target: str = "", num_sms: int = 0, fuse: boo
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms)
-    schedule(graph)
-    allocate(graph)
+    schedule_and_allocate(graph, prefetch)
     layout_dependencies(graph)
     if encode_in_ir:
         return replace_with_encoded(module, graph)
     return encode(graph)
 
 
-def compile_to_encoded(module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True) -> isa.EncodedProgram:
+def compile_to_encoded(
+    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2
+) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
     The module itself is left as it was (the pipeline runs on a clone).
     """
-    return run_pipeline(module.clone(), target, num_sms or 0, fuse, encode_in_ir=False)
+    return run_pipeline(module.clone(), target, num_sms or 0, fuse, encode_in_ir=False, prefetch=prefetch)
 
 
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
-    """All vdir passes in order; options ``target`` and ``num-sms``, ``fuse`` (default true)."""
+    """All vdir passes in order.
+
+    Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
+    (default 2, see vdir-schedule).
+    """
 
     name = "vdir-pipeline"
 
     target: str = ""
     num_sms: int = 0
     fuse: bool = True
+    prefetch: int = 2
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms, self.fuse)
+        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch)

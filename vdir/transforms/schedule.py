@@ -1,17 +1,21 @@
 """``vdir-schedule``: a total order for every (SM, engine) queue.
 
-Each queue is ordered by program order. Program order is one topological
-order of *all* dependencies (tile edges, tokens, memory dependencies, and
-later the shared-memory reuse edges, which also point forward), so ordering
-every queue by it makes the whole machine deadlock-free: the earliest
-unfinished micro-op in program order is always at the head of its queue with
-all of its producers finished. Flows (micro-ops sharing a ``flow`` id on one
-engine) stay in program order as a consequence.
+Each queue follows program order, with one exception: a load that waits on
+other SMs (a global counter) is moved behind the next ``prefetch``
+independent loads of its queue — loads with no dependency at all, typically
+the weight tiles of the next phase. Without this, the in-order load engine
+would sit idle at every cross-SM barrier instead of streaming weights.
 
-Memory latency is hidden by the engines themselves rather than by moving
-loads in the queue: the load engine runs ahead of the compute engine as far as
-free shared-memory slots allow (``vdir-alloc-smem`` rotates slots so that
-this distance is as large as the budget permits).
+Deadlock freedom: program order is one topological order of every edge
+(tile edges, tokens, memory dependencies, and the shared-memory reuse edges
+that ``vdir-alloc-smem`` adds later in the order it is given). A hoisted load
+has no incoming edge, so moving it earlier keeps a topological order; every
+queue is ordered by that one global order, so the earliest unfinished
+micro-op always heads its queue with all of its producers finished. Flows
+keep program order (only loads with no flow are hoisted).
+
+Hoisting lengthens the hoisted tiles' lifetimes; if the working set then no
+longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
     for n in graph.nodes:
         queues[(n.sm, n.engine)].append(n)
     for q in queues.values():
-        q.sort(key=lambda n: (n.pos, n.seq) if n.pos >= 0 else (n.seq, n.id))
+        q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
     return queues
 
 
@@ -53,22 +57,56 @@ def check_dependencies_point_forward(graph: Graph) -> None:
                     )
 
 
-def schedule(graph: Graph) -> None:
-    """Give every node its queue position (program order per (SM, engine))."""
+def _is_independent_load(n: Node) -> bool:
+    return n.kind == "load" and not n.deps and n.flow is None
+
+
+def _waits_on_other_sms(n: Node) -> bool:
+    return any(p.sm != n.sm for g in n.deps for p in g)
+
+
+def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
+    """Move up to ``prefetch`` independent loads ahead of each cross-SM waiting load."""
+    for i, blocked in enumerate(queue):
+        if blocked.kind != "load" or not _waits_on_other_sms(blocked):
+            continue
+        chosen: list[Node] = []
+        for later in queue[i + 1 :]:
+            if len(chosen) == prefetch or _waits_on_other_sms(later):
+                break
+            if _is_independent_load(later) and not later.hoist:
+                chosen.append(later)
+        for k, load in enumerate(chosen):
+            load.seq, load.hoist = blocked.seq, k - len(chosen)
+
+
+def schedule(graph: Graph, prefetch: int = 2) -> None:
+    """Give every node its queue position (see the module docstring)."""
     check_dependencies_point_forward(graph)
     for (sm, engine), queue in queues_of(graph).items():
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
-        queue.sort(key=lambda n: (n.seq, n.id))
+        queue.sort(key=lambda n: (n.key, n.id))
+        if engine == "load" and prefetch > 0:
+            hoist_past_barriers(queue, prefetch)
+            queue.sort(key=lambda n: (n.key, n.id))
         for pos, n in enumerate(queue):
             n.pos = pos
 
 
 @dataclass(frozen=True)
 class SchedulePass(ModulePass):
-    """Order every (SM, engine) queue (see the module docstring)."""
+    """Order every (SM, engine) queue (see the module docstring).
+
+    Option ``prefetch`` (default 2): independent loads moved ahead of each
+    load that waits on other SMs.
+    """
 
     name = "vdir-schedule"
 
+    prefetch: int = 2
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_stage(op, "placed", "scheduled", schedule)
+        if self.prefetch < 0:
+            raise PassFailure(f"prefetch must be at least 0, got {self.prefetch}")
+        run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch))
