@@ -129,8 +129,12 @@ def compile_gemv(M: int, K: int, rows: int, k_chunks: int, num_sms: int) -> isa.
     return compile_to_encoded(build_gemv(M, K, rows_per_tile=rows, k_chunks=k_chunks), num_sms=num_sms)
 
 
-def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int) -> isa.EncodedProgram:
-    """``build_mlp_block`` (layers None) or ``build_mlp_stack`` through the pass pipeline."""
+def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int, prefetch: int = 2) -> isa.EncodedProgram:
+    """``build_mlp_block`` (layers None) or ``build_mlp_stack`` through the pass pipeline.
+
+    ``prefetch`` is the scheduler's: independent loads moved ahead of each
+    load that waits on other SMs.
+    """
     from vdir.frontend.examples import build_mlp_block, build_mlp_stack
     from vdir.transforms.pipeline import compile_to_encoded
 
@@ -138,7 +142,7 @@ def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int) -> is
         mod = build_mlp_block(hidden, inter, eps=EPS)
     else:
         mod = build_mlp_stack(layers, hidden, inter, eps=EPS)
-    return compile_to_encoded(mod, num_sms=num_sms)
+    return compile_to_encoded(mod, num_sms=num_sms, prefetch=prefetch)
 
 
 def uops_per_sm(prog: isa.EncodedProgram) -> tuple[int, int]:
@@ -172,78 +176,6 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
 def _u64(w: np.ndarray, at: int) -> int:
     return int(w[at]) | (int(w[at + 1]) << 32)
 
-
-def prefetch_variant(prog: isa.EncodedProgram, tiles: int) -> tuple[isa.EncodedProgram, int]:
-    """``prog`` with each load queue's counter-waiting loads moved behind up to
-    ``tiles`` following weight-tile loads (an experiment in the scheduler's
-    place: the weights of the next phase stream while the SM waits for the
-    other SMs). The jumped-over loads' signal bits move to the group's last
-    load, so consumers see them complete only with the group, as before.
-    Returns the program and the number of moves.
-
-    Only loads of input-only buffers with no counter wait are jumped over,
-    and only where no dependency bit is shared (waited or signalled) between
-    the moved and the jumped-over loads, so every bit's toggles keep their
-    order and every wait its parity. A move that deadlocks (a jumped-over
-    load waiting for a compute that needs the moved load) shows up as a
-    watchdog report.
-    """
-    instrs = prog.instrs.copy()
-    moves = 0
-    for sm_queues in prog.queues:
-        start, count = sm_queues[0]
-        rows = [instrs[start + k].copy() for k in range(count)]
-        i = 0
-        while i < len(rows):
-            if not rows[i][isa.W_WAIT_COUNTER]:
-                i += 1
-                continue
-            g_end = i + 1
-            while g_end < len(rows) and rows[g_end][isa.W_WAIT_COUNTER]:
-                g_end += 1
-            group = rows[i:g_end]
-            if (int(group[-1][isa.W_OPCODE]) & 0xFF) != isa.OP_LOAD:  # a nop carrying a wait for the next op
-                i = g_end
-                continue
-            gw = gs = 0
-            for r in group:
-                gw |= _u64(r, isa.W_WAIT_MASK)
-                gs |= _u64(r, isa.W_SIGNAL_MASK)
-            j, big = g_end, 0
-            while j < len(rows) and big < tiles:
-                r = rows[j]
-                if (int(r[isa.W_OPCODE]) & 0xFF) != isa.OP_LOAD or r[isa.W_WAIT_COUNTER]:
-                    break
-                if prog.buffers[int(r[isa.W_BUFFER])].role != "in":
-                    break
-                xw, xs = _u64(r, isa.W_WAIT_MASK), _u64(r, isa.W_SIGNAL_MASK)
-                if xs & (gw | gs) or gs & xw:
-                    break
-                big += int(r[isa.W_ROWS]) * int(r[isa.W_ROW_BYTES]) >= 16384
-                j += 1
-            if j > g_end:
-                # the jumped-over loads signal with the group's last load: loads retire in
-                # order, so a consumer that waited on one of them (and relied on that order
-                # for the group's tiles) still sees the group complete
-                jumped = [r.copy() for r in rows[g_end:j]]
-                last = group[-1].copy()
-                sig = _u64(last, isa.W_SIGNAL_MASK)
-                for r in jumped:
-                    sig |= _u64(r, isa.W_SIGNAL_MASK)
-                    r[isa.W_SIGNAL_MASK:isa.W_SIGNAL_MASK + 2] = 0
-                last[isa.W_SIGNAL_MASK] = sig & 0xFFFFFFFF
-                last[isa.W_SIGNAL_MASK + 1] = sig >> 32
-                rows[i:j] = jumped + group[:-1] + [last]
-                moves += 1
-            i = j if j > g_end else g_end
-        for k, r in enumerate(rows):
-            instrs[start + k] = r
-    return dataclasses.replace(prog, instrs=instrs), moves
-
-
-# ---------------------------------------------------------------------------
-# The MLP math on the host (numpy, bf16 roundings where the program has them)
-# ---------------------------------------------------------------------------
 
 def np_mlp(h, g, wg, wu, wd):
     """out = h + Wd . (silu(Wg . xn) * (Wu . xn)), xn = rmsnorm(h) * g; bf16 in and out."""
@@ -566,7 +498,7 @@ def gpu_main(opts) -> int:
                          cfg=f"{nsets} set(s); {mx} uops on the busiest SM; vs f32 math: vdir {err_v32:.1e}, "
                              f"torch {err_t32:.1e}"))
         if layers is not None and not opts.quick:
-            diag = (name, prog, sets, refs, moved, L, v_us, mx)
+            diag = (name, prog, sets, refs, moved, L, v_us, mx, (layers, H, I))
         del graphs, case
         if layers is None:
             del sets, refs
@@ -603,13 +535,14 @@ def gpu_main(opts) -> int:
 
     # ---- where the stack's time goes (after the table: an experiment that fails cannot lose it)
     if diag is not None:
-        name, prog, sets, refs, moved, L, v_us, mx = diag
+        name, prog, sets, refs, moved, L, v_us, mx, diag_shape = diag
         notes.append(f"{name}: {v_us / L:.1f} us per layer; {1e3 * v_us / mx:.0f} ns per uop on the busiest SM")
         print(f"note: {notes[-1]}")
         exps = [(kind, variant(prog, kind), {}) for kind in ("load_only", "loads_free", "no_counter_waits")]
-        for n in (1, 2):  # 3 deadlocks with this program's 3-slot ring (seen on the simulator)
-            vp, moves = prefetch_variant(prog, n)
-            exps.append((f"prefetch {n} tiles across counter waits ({moves} moves)", vp, {}))
+        layers_hidden_inter = diag_shape
+        for n in (0, 1, 4):  # the scheduler's prefetch (the table uses its default, 2)
+            vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=n)
+            exps.append((f"scheduler prefetch={n}", vp, {}))
         exps += [(f"lowering {o}", prog, o) for o in ({"load_path": "lsu"}, {"fetch_depth": 16})]
         for label, vp, lopts in exps:
             try:
