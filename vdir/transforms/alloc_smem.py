@@ -124,7 +124,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], _Tile] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
-    for n_tile, t in enumerate(sorted(tiles, key=lambda t: t.node.key)):
+    for n_tile, t in enumerate(sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist))):
         while releases and releases[0][0] < t.node.key:
             _, _, size, slot = heapq.heappop(releases)
             free[size].append(slot)

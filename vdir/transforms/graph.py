@@ -25,6 +25,7 @@ can run on its own from ``vdir-opt``. Big programs go through
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,9 @@ from vdir.dialects.vdir import (
 from vdir.families import DTYPE_BYTES, TileSig
 from vdir.isa import buffer_role
 from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
+
+#: sort key of the schedule order: program order, hoisted loads moved up
+SCHEDULE_ORDER = operator.attrgetter("seq", "hoist")
 
 #: order of the scheduling stages, as recorded in the program's ``vdir.stage``
 STAGES = ("source", "placed", "scheduled", "allocated", "laid-out")
@@ -163,6 +167,9 @@ class GroupInterner:
         self._groups: dict[tuple[int, ...], tuple[Node, ...]] = {}
 
     def __call__(self, nodes: Iterable[Node]) -> tuple[Node, ...]:
+        nodes = list(nodes)
+        if len(nodes) == 1:
+            return self._groups.setdefault((id(nodes[0]),), (nodes[0],))
         uniq = sorted({id(n): n for n in nodes}.values(), key=lambda n: (n.seq, n.id))
         key = tuple(id(n) for n in uniq)
         return self._groups.setdefault(key, tuple(uniq))

@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
 from vdir.target import ENGINE_INDEX
-from vdir.transforms.graph import Graph, Node
+from vdir.transforms.graph import SCHEDULE_ORDER, Graph, Node
 from vdir.transforms.passes_common import run_stage
 from vdir.transforms.schedule import queues_of
 
@@ -69,6 +69,8 @@ def group_is_local(g: tuple[Node, ...], sm: int, cache: dict[int, int]) -> bool:
 
     ``cache`` maps a group to the one SM all its producers share, or -1.
     """
+    if len(g) == 1:
+        return g[0].sm == sm
     only = cache.get(id(g))
     if only is None:
         first = g[0].sm
@@ -105,7 +107,7 @@ def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]], cache: dict[
             prev[n.id] = q[i - 1] if i else None
     c = _Clocks({}, {}, {}, {})
     empty = [-1, -1, -1]
-    for n in sorted(nodes, key=lambda n: n.key):
+    for n in sorted(nodes, key=SCHEDULE_ORDER):
         e = ENGINE_INDEX[n.engine]
         p = prev[n.id]
         if p is None:
@@ -147,7 +149,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
     #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
     state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
     toggles = [0] * width
-    for p in sorted((n for n in nodes if waiters.get(n.id)), key=lambda n: n.key):
+    for p in sorted((n for n in nodes if waiters.get(n.id)), key=SCHEDULE_ORDER):
         ws = waiters[p.id]
         start = clocks.start[p.id]
         known_by_all = [min(clocks.pre[w.id][e] for w in ws) for e in range(3)]

@@ -29,11 +29,17 @@ from vdir.transforms.passes_common import resolve_target, run_stage
 _GEMV_FAMILIES = {"gemv", "rmsnorm_gemv", "gemv_silu_mul", "gemv_add"}
 
 
-def node_time_us(node: Node, graph: Graph) -> float:
+def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
     """Cost-model time of one micro-op on one SM (µs), shared with vdir-fuse."""
-    inputs = [i.tile for i in node.inputs] if node.kind == "compute" else ()
+    inputs = tuple(i.tile for i in node.inputs) if node.kind == "compute" else ()
     family = node.family if node.kind == "compute" else None
-    return signature_cost(node.kind, node.tile, graph.target, inputs, family).time_us  # type: ignore[arg-type]
+    key = (node.kind, node.tile, family, inputs)
+    if cache is not None and key in cache:
+        return cache[key]
+    t = signature_cost(node.kind, node.tile, graph.target, inputs, family).time_us  # type: ignore[arg-type]
+    if cache is not None:
+        cache[key] = t
+    return t
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
@@ -87,18 +93,28 @@ def place(graph: Graph, num_sms: int) -> None:
     clusters = clusters_of(graph, remat)
     load = [(0.0, sm) for sm in range(num_sms)]
     heapq.heapify(load)
+    costs: dict = {}
     for cluster in clusters:
         busy, sm = heapq.heappop(load)
         for n in cluster:
             n.sm = sm
-        heapq.heappush(load, (busy + sum(node_time_us(n, graph) for n in cluster), sm))
+        heapq.heappush(load, (busy + sum(node_time_us(n, graph, costs) for n in cluster), sm))
 
+    users = _sms_using(clusters, remat)
     copies: dict[tuple[int, int], Node] = {}
     clones_of: dict[int, list[Node]] = {}
     next_id = [max((n.id for n in graph.nodes), default=-1) + 1]
 
     def copy_on(node: Node, sm: int) -> Node:
         key = (node.id, sm)
+        if key in copies:
+            return copies[key]
+        if len(users[node.id]) == 1:  # one SM needs it: place the node itself
+            node.sm = sm
+            copies[key] = node
+            clones_of[node.id] = [node]
+            node.inputs = [copy_on(i, sm) for i in node.inputs]
+            return node
         if key not in copies:
             c = Node(
                 id=next_id[0], kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
@@ -124,6 +140,25 @@ def place(graph: Graph, num_sms: int) -> None:
         n.id = i
     graph.nodes = placed
     graph.num_sms = num_sms
+
+
+def _sms_using(clusters: list[list[Node]], remat: dict[int, bool]) -> dict[int, set[int]]:
+    """For each rematerialisable node, the SMs whose clusters read its tile."""
+    users: dict[int, set[int]] = {}
+
+    def mark(node: Node, sm: int) -> None:
+        sms = users.setdefault(node.id, set())
+        if sm not in sms:
+            sms.add(sm)
+            for i in node.inputs:
+                mark(i, sm)
+
+    for cluster in clusters:
+        for n in cluster:
+            for i in n.inputs:
+                if remat[i.id]:
+                    mark(i, n.sm)
+    return users
 
 
 def _rewrite_groups(nodes: list[Node], remat: dict[int, bool], clones_of: dict[int, list[Node]]) -> None:

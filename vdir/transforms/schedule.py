@@ -80,9 +80,14 @@ def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
             load.seq, load.hoist = blocked.seq, k - len(chosen)
 
 
-def schedule(graph: Graph, prefetch: int = 2) -> None:
-    """Give every node its queue position (see the module docstring)."""
-    check_dependencies_point_forward(graph)
+def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
+    """Give every node its queue position (see the module docstring).
+
+    ``check=False`` skips re-checking that every edge points forward, for
+    callers that already ran ``vdir-verify-deps`` on this graph.
+    """
+    if check:
+        check_dependencies_point_forward(graph)
     for (sm, engine), queue in queues_of(graph).items():
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
