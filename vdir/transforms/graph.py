@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.affine import ApplyOp
@@ -46,6 +46,14 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSymExpr,
+)
 
 from vdir.diagnostics import PassFailure, location_of
 from vdir.dialects.vdir import (
@@ -198,6 +206,34 @@ def _array_attr(op: Operation, key: str) -> list[int]:
     return list(a.get_values()) if isinstance(a, DenseArrayBase) else []
 
 
+def compile_affine(expr: AffineExpr) -> Callable[[list[int]], int]:
+    """A Python function evaluating an affine expression over [dims..., symbols...].
+
+    Expansion evaluates each ``affine.apply`` once per iteration; walking the
+    expression tree every time would dominate the expansion of large repeats.
+    """
+    if isinstance(expr, AffineConstantExpr):
+        value = expr.value
+        return lambda vals: value
+    if isinstance(expr, AffineDimExpr):
+        pos = expr.position
+        return lambda vals: vals[pos]
+    if isinstance(expr, AffineSymExpr):
+        raise PassFailure("affine.apply with symbols is not supported in a vdir program")
+    assert isinstance(expr, AffineBinaryOpExpr)
+    lhs, rhs = compile_affine(expr.lhs), compile_affine(expr.rhs)
+    kind = expr.kind
+    if kind == AffineBinaryOpKind.Add:
+        return lambda vals: lhs(vals) + rhs(vals)
+    if kind == AffineBinaryOpKind.Mul:
+        return lambda vals: lhs(vals) * rhs(vals)
+    if kind == AffineBinaryOpKind.Mod:
+        return lambda vals: lhs(vals) % rhs(vals)
+    if kind == AffineBinaryOpKind.FloorDiv:
+        return lambda vals: lhs(vals) // rhs(vals)
+    return lambda vals: -(-lhs(vals) // rhs(vals))  # CeilDiv
+
+
 @dataclass
 class _OpTemplate:
     """What expansion needs of one micro-op, independent of the iteration."""
@@ -270,10 +306,9 @@ class _Expander:
         elif isinstance(op, ApplyOp):
             tmpl = self.templates.get(op)
             if tmpl is None:
-                tmpl = self.templates[op] = (op.map.data, op.map.data.num_dims, tuple(op.mapOperands))
-            amap, dims, operands = tmpl
-            vals = [self._index(v, op) for v in operands]
-            self.env[op.result] = amap.eval(vals[:dims], vals[dims:])[0]
+                tmpl = self.templates[op] = (compile_affine(op.map.data.results[0]), tuple(op.mapOperands))
+            fn, operands = tmpl
+            self.env[op.result] = fn([self._index(v, op) for v in operands])
         elif isinstance(op, ConstantOp):
             v = op.value
             if not isinstance(v, IntegerAttr):
