@@ -16,6 +16,7 @@ come from its induction variable through ``affine.apply``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from enum import auto
 from typing import ClassVar
@@ -70,6 +71,8 @@ from xdsl.utils.str_enum import StrEnum
 
 from vdir.families import DTYPE_BYTES, FamilyError, TileSig, get_family
 from vdir.target import DEFAULT_TARGET, TargetDescription, UnknownTargetError, get_target
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
 DYNAMIC = -(2**63)
@@ -997,11 +1000,40 @@ class EncodedProgramOp(IRDLOperation):
     code = prop_def(StringAttr)
     names = prop_def(StringAttr)
 
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name attr-dict"
     traits = traits_def(SymbolOpInterface())
 
+    _FIELDS: ClassVar[tuple[str, ...]] = ("target", "buffers", "code", "names")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "EncodedProgramOp":
+        name = parser.parse_symbol_name()
+        pos = parser.pos
+        attrs = parser.parse_optional_attr_dict()
+        missing = [f for f in cls._FIELDS if f not in attrs]
+        extra = [k for k in attrs if k not in cls._FIELDS]
+        if missing or extra:
+            parser.raise_error(
+                f"vdir.encoded_program needs exactly {', '.join(cls._FIELDS)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unexpected {', '.join(extra)}" if extra else ""),
+                pos,
+                parser.pos,
+            )
+        return cls.create(properties={"sym_name": name, **attrs})
+
+    def print(self, printer: Printer) -> None:
+        # ``code`` and ``names`` are base64 text (nothing to escape) of up to
+        # megabytes: write them directly rather than character by character.
+        printer.print_string(f" @{self.sym_name.data} {{target = ")
+        printer.print_attribute(self.target)
+        printer.print_string(", buffers = ")
+        printer.print_attribute(self.buffers)
+        printer.print_string(f', code = "{self.code.data}", names = "{self.names.data}"}}')
+
     def verify_(self) -> None:
+        for text in (self.code.data, self.names.data):
+            if not _BASE64.fullmatch(text):
+                raise VerifyException("code and names must be base64 text")
         for b in self.buffers.data:
             parts = b.data.split(":")
             if len(parts) != 4 or parts[3] not in ("in", "out", "inout", "scratch"):
