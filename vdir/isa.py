@@ -263,7 +263,7 @@ class EncodedProgram:
 
 def encode_code(program: EncodedProgram) -> str:
     """The program's binary form, zlib-compressed and base64-encoded (for IR text)."""
-    return base64.b64encode(zlib.compress(program.to_bytes(), 6)).decode("ascii")
+    return base64.b64encode(zlib.compress(program.to_bytes(), 1)).decode("ascii")
 
 
 def decode_code(text: str) -> bytes:
@@ -278,7 +278,7 @@ def decode_code(text: str) -> bytes:
 
 def encode_text(lines: list[str]) -> str:
     """Newline-joined lines, compressed and base64-encoded (micro-op names)."""
-    return base64.b64encode(zlib.compress("\n".join(lines).encode("utf-8"), 6)).decode("ascii")
+    return base64.b64encode(zlib.compress("\n".join(lines).encode("utf-8"), 1)).decode("ascii")
 
 
 def decode_text(text: str) -> list[str]:
