@@ -262,10 +262,8 @@ def compile_module(module: Any, target: str = "h200", num_sms: int | None = None
     The pipeline is imported here, lazily, so that the runtime does not pull
     in the compiler unless asked to compile.
     """
-    try:
-        from vdir.pipeline import compile_to_encoded
-    except ImportError:
-        from vdir.transforms.pipeline import compile_to_encoded
+    from vdir.transforms.pipeline import compile_to_encoded
+
     return compile_to_encoded(module, target=target, num_sms=num_sms)
 
 
