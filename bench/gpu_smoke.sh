@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs on the GPU machine from the repository root: installs the carried
+# Runs on the GPU machine from the repository root: installs the pre-downloaded
 # wheels (.whl/: xdsl and its two dependencies), then, by argument:
 #   test   - the GPU tests
 #   bench  - bench/bench_gpu.py (pass --quick after it for the short table)

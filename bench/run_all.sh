@@ -1,6 +1,6 @@
 #!/bin/bash
 # Everything the GPU figures in docs/performance.md need, in one go, on the GPU
-# machine, from the repository root: installs the carried wheels (.whl/: xdsl
+# machine, from the repository root: installs the pre-downloaded wheels (.whl/: xdsl
 # and its dependencies; .whl/opt/: ml_dtypes, hypothesis, sortedcontainers,
 # installed only where python3 lacks them), then runs
 #   bench    - bench/bench_gpu.py (the table)
