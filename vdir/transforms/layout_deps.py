@@ -152,8 +152,12 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
     for p in sorted((n for n in nodes if waiters.get(n.id)), key=SCHEDULE_ORDER):
         ws = waiters[p.id]
         start = clocks.start[p.id]
-        known_by_all = [min(clocks.pre[w.id][e] for w in ws) for e in range(3)]
-        bit = next((b for b in range(width) if _can_reuse(state[b], start, known_by_all)), None)
+        if len(ws) == 1:
+            known_by_all = clocks.pre[ws[0].id]
+        else:
+            pres = [clocks.pre[w.id] for w in ws]
+            known_by_all = [min(v[0] for v in pres), min(v[1] for v in pres), min(v[2] for v in pres)]
+        bit = _first_reusable_bit(state, start, known_by_all)
         if bit is None:
             raise PassFailure(
                 f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
@@ -170,22 +174,23 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
         p.signal_bits.append(bit)
 
 
-def _can_reuse(state: tuple[list[int], tuple[int, int]] | None, start: VClock, known_by_all: list[int]) -> bool:
-    """Both reuse conditions of the module docstring, on the vector clocks.
+def _first_reusable_bit(
+    state: list[tuple[list[int], tuple[int, int]] | None], start: VClock, known_by_all: VClock
+) -> int | None:
+    """The lowest bit satisfying both reuse conditions of the module docstring.
 
-    1. every waiter of the previous toggle finished before this producer
-       starts: ``start`` covers their positions;
+    1. every waiter of the bit's previous toggle finished before this
+       producer starts: ``start`` covers their positions;
     2. every new waiter knows the previous producer finished before it waits.
     """
-    if state is None:
-        return True
-    last_waiters, (e1, pos1) = state
-    return (
-        start[0] >= last_waiters[0]
-        and start[1] >= last_waiters[1]
-        and start[2] >= last_waiters[2]
-        and known_by_all[e1] >= pos1
-    )
+    s0, s1, s2 = start
+    for bit, st in enumerate(state):
+        if st is None:
+            return bit
+        last_waiters, (e1, pos1) = st
+        if s0 >= last_waiters[0] and s1 >= last_waiters[1] and s2 >= last_waiters[2] and known_by_all[e1] >= pos1:
+            return bit
+    return None
 
 
 def layout_dependencies(graph: Graph) -> None:
