@@ -192,27 +192,31 @@ def _is_plain_gemv(op: ComputeOp) -> bool:
     )
 
 
-def _fuse(
-    rewriter: PatternRewriter, producer: ComputeOp, consumer: ComputeOp, fused: ComputeOp
-) -> None:
-    rewriter.replace(consumer, fused)
-    rewriter.erase(producer)
-
-
 # --------------------------------------------------------------------------
 # Compute fusion patterns
 # --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class EpiloguePlan:
-    """A gemv-epilogue fusion that passed every check, ready to be built."""
+class FusionPlan:
+    """A producer -> consumer fusion that passed every check, ready to be built.
 
-    gemv: ComputeOp
+    ``inputs`` and ``params`` are the fused op's; ``benefit_us`` is the cost
+    model's saving.
+    """
+
+    producer: ComputeOp
     consumer: ComputeOp
+    family: str
     inputs: tuple[SSAValue, ...]
     params: dict[str, Attribute]
     benefit_us: float
+
+    def apply(self, rewriter: PatternRewriter) -> None:
+        """Replace the consumer by the fused op and erase the producer."""
+        fused = build_fused(self.producer, self.consumer, self.family, self.inputs, self.params)
+        rewriter.replace(self.consumer, fused)
+        rewriter.erase(self.producer)
 
 
 @dataclass
@@ -234,7 +238,7 @@ class GemvEpilogue(RewritePattern):
     def params_for(self, operand: int) -> dict[str, Attribute]:
         return {}
 
-    def plan(self, consumer: ComputeOp) -> EpiloguePlan | None:
+    def plan(self, consumer: ComputeOp) -> FusionPlan | None:
         """The fusion this pattern would do on ``consumer``, or None. Builds nothing.
 
         Of the fusable gemv operands, the later one in program order is
@@ -247,9 +251,9 @@ class GemvEpilogue(RewritePattern):
             return None
         block = consumer.parent_block()
         assert block is not None
-        return max(plans, key=lambda p: block.get_operation_index(p.gemv))
+        return max(plans, key=lambda p: block.get_operation_index(p.producer))
 
-    def _plan_operand(self, consumer: ComputeOp, i: int) -> EpiloguePlan | None:
+    def _plan_operand(self, consumer: ComputeOp, i: int) -> FusionPlan | None:
         """The fusion of the gemv defining ``consumer``'s operand ``i``, or None."""
         gemv = _single_use_producer(consumer.inputs[i], "gemv")
         if gemv is None or not _is_plain_gemv(gemv) or not can_fuse(gemv, consumer):
@@ -265,15 +269,13 @@ class GemvEpilogue(RewritePattern):
         params = self.params_for(i)
         if not fused_signature_ok(self.FUSED, inputs, params, consumer.result.type):  # type: ignore[arg-type]
             return None
-        return EpiloguePlan(gemv, consumer, inputs, params, benefit)
+        return FusionPlan(gemv, consumer, self.FUSED, inputs, params, benefit)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ComputeOp, rewriter: PatternRewriter) -> None:
         plan = self.plan(op)
-        if plan is None:
-            return
-        fused = build_fused(plan.gemv, op, self.FUSED, plan.inputs, plan.params)
-        _fuse(rewriter, plan.gemv, op, fused)
+        if plan is not None:
+            plan.apply(rewriter)
 
 
 @dataclass
@@ -298,18 +300,7 @@ class FuseGemvIntoAdd(GemvEpilogue):
     FUSED: ClassVar[str] = "gemv_add"
 
 
-@dataclass(frozen=True)
-class ProloguePlan:
-    """An rmsnorm-prologue fusion that passed every check, ready to be built."""
-
-    norm: ComputeOp
-    gemv: ComputeOp
-    inputs: tuple[SSAValue, ...]
-    params: dict[str, Attribute]
-    benefit_us: float
-
-
-def rmsnorm_prologue_plan(gemv: ComputeOp, min_benefit: float) -> ProloguePlan | None:
+def rmsnorm_prologue_plan(gemv: ComputeOp, min_benefit: float) -> FusionPlan | None:
     """The rmsnorm-prologue fusion of ``gemv``, if legal and worth it. Builds nothing."""
     if gemv.family.data != "gemv" or len(gemv.inputs) != 2:
         return None
@@ -323,7 +314,7 @@ def rmsnorm_prologue_plan(gemv: ComputeOp, min_benefit: float) -> ProloguePlan |
     params = dict(norm.params.data)
     if not fused_signature_ok("rmsnorm_gemv", inputs, params, gemv.result.type):  # type: ignore[arg-type]
         return None
-    return ProloguePlan(norm, gemv, inputs, params, benefit)
+    return FusionPlan(norm, gemv, "rmsnorm_gemv", inputs, params, benefit)
 
 
 @dataclass
@@ -343,8 +334,7 @@ class FuseRmsnormIntoGemv(RewritePattern):
         plan = rmsnorm_prologue_plan(gemv, self.min_benefit)
         if plan is None or self._epilogue_saves_more(gemv, plan.benefit_us):
             return
-        fused = build_fused(plan.norm, gemv, "rmsnorm_gemv", plan.inputs, plan.params)
-        _fuse(rewriter, plan.norm, gemv, fused)
+        plan.apply(rewriter)
 
     def _epilogue_saves_more(self, gemv: ComputeOp, benefit: float) -> bool:
         use = gemv.result.get_unique_use()
@@ -352,7 +342,7 @@ class FuseRmsnormIntoGemv(RewritePattern):
             return False
         for pattern in self.epilogues:
             plan = pattern.plan(user)
-            if plan is not None and plan.gemv is gemv and plan.benefit_us > benefit:
+            if plan is not None and plan.producer is gemv and plan.benefit_us > benefit:
                 return True
         return False
 
