@@ -482,6 +482,30 @@ def _issue_lsu(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes
     b.raw("bar.warp.sync", "%d" % FULL)
 
 
+def ring_barrier(c: Ctx, index) -> tuple:
+    """(ring slot, mbarrier address) of the load with queue position ``index``."""
+    b = c.b
+    slot = b.i("and.b32", "u32", index, L.LOAD_RING - 1)
+    bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
+    bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
+    return slot, bar
+
+
+def ring_landed(c: Ctx, index, phases, wait: str) -> tuple:
+    """(ring slot, warp-uniform predicate) saying whether load ``index`` has landed.
+
+    ``wait`` is ``test_wait`` (a poll) or ``try_wait`` (may suspend a while);
+    the expected phase of each slot's mbarrier is its bit in ``phases``.
+    """
+    b = c.b
+    slot, bar = ring_barrier(c, index)
+    parity = b.i("shr.b32", "u32", phases, slot)
+    parity = b.i("and.b32", "u32", parity, 1)
+    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                   ins=[bar, parity])[0]
+    return slot, b.i("vote.sync.all.pred", "pred", landed, FULL)
+
+
 def load_engine(c: Ctx) -> None:
     """Warp 0: issue loads ahead through the mbarrier ring, retire in order.
 
@@ -525,9 +549,7 @@ def load_engine(c: Ctx) -> None:
     # same-SM RAW through global memory is fenced by the store engine.
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     b.raw("fence.proxy.async.global", "", guard=p_ctr)
-    slot = b.i("and.b32", "u32", pos, L.LOAD_RING - 1)
-    bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
-    bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
+    slot, bar = ring_barrier(c, pos)
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
     b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
@@ -595,14 +617,7 @@ def load_engine(c: Ctx) -> None:
     # -- retire the oldest in-flight load if it has landed --------------------
     b.place(retire)
     b.bra(idle, b.setp("eq.u32", ret, pos))
-    rslot = b.i("and.b32", "u32", ret, L.LOAD_RING - 1)
-    rbar = b.i("mad.lo.u32", "u32", rslot, 8, c.base)
-    rbar = b.i("add.u32", "u32", rbar, L.SMEM_MBARRIERS)
-    par = b.i("shr.b32", "u32", phases, rslot)
-    par = b.i("and.b32", "u32", par, 1)
-    landed = b.raw("mbarrier.test_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
-                   ins=[rbar, par])[0]
-    landed = b.i("vote.sync.all.pred", "pred", landed, FULL)
+    rslot, landed = ring_landed(c, ret, phases, "test_wait")
     b.bra(idle, landed, neg=True)
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", phases, bit, dst=phases)
@@ -634,13 +649,7 @@ def load_engine(c: Ctx) -> None:
     dl, dd = b.new_label("ld_drain"), b.new_label("ld_drain_done")
     b.place(dl)
     b.bra(dd, b.setp("eq.u32", ret, pos))
-    dslot = b.i("and.b32", "u32", ret, L.LOAD_RING - 1)
-    dbar = b.i("mad.lo.u32", "u32", dslot, 8, c.base)
-    dbar = b.i("add.u32", "u32", dbar, L.SMEM_MBARRIERS)
-    dpar = b.i("shr.b32", "u32", phases, dslot)
-    dpar = b.i("and.b32", "u32", dpar, 1)
-    ok = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"], ins=[dbar, dpar])[0]
-    ok = b.i("vote.sync.all.pred", "pred", ok, FULL)
+    dslot, ok = ring_landed(c, ret, phases, "try_wait")
     b.bra(dl, ok, neg=True)
     dbit = b.i("shl.b32", "u32", 1, dslot)
     b.i("xor.b32", "u32", phases, dbit, dst=phases)
