@@ -51,10 +51,6 @@ class TargetDescription:
                 return kind
         return None
 
-    @property
-    def engine_names(self) -> tuple[str, ...]:
-        return tuple(kind.name for kind in self.engines)
-
     def with_sms(self, num_sms: int) -> "TargetDescription":
         """The same target restricted to ``num_sms`` SMs."""
         return replace(self, num_sms=num_sms)

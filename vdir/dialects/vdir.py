@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
-    SymbolRefAttr,
     i32,
     i64,
 )
@@ -50,7 +49,6 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AttrSizedOperandSegments,
-    ParsePropInAttrDict,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,

@@ -61,10 +61,8 @@ def register_vdir_dialects(ctx: Context) -> None:
 
     if "vdir" not in ctx.registered_dialect_names:
         ctx.register_dialect("vdir", lambda: VDIR)
-    try:
-        from vdir.dialects.ptx import PTX  # written alongside the lowering
-    except ImportError:
-        return
+    from vdir.dialects.ptx import PTX
+
     if "ptx" not in ctx.registered_dialect_names:
         ctx.register_dialect("ptx", lambda: PTX)
 

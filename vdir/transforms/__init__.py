@@ -24,14 +24,6 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 #: pass name -> factory returning the pass class (imported on first use)
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
 
-
-def _register(name: str, module: str, cls: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(module) is not None:
-        PASSES[name] = _lazy(module, cls)
-
-
 for _name, _module, _cls in (
     ("vdir-verify-deps", "vdir.transforms.verify_deps", "VerifyDepsPass"),
     ("vdir-fuse", "vdir.transforms.fuse", "FusePass"),
@@ -42,4 +34,4 @@ for _name, _module, _cls in (
     ("vdir-encode", "vdir.transforms.encode", "EncodePass"),
     ("vdir-pipeline", "vdir.transforms.pipeline", "PipelinePass"),
 ):
-    _register(_name, _module, _cls)
+    PASSES[_name] = _lazy(_module, _cls)

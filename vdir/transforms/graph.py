@@ -100,7 +100,6 @@ class Node:
     inputs: list["Node"] = field(default_factory=list)
     deps: list[tuple["Node", ...]] = field(default_factory=list)
     flow: int | None = None
-    origin: "Node | None" = None  # the source node a clone was made from
     hoist: int = 0  # < 0: scheduled that many places before others of equal seq
     # ---- filled by the passes
     sm: int = -1

@@ -21,22 +21,13 @@ from vdir import isa
 from vdir.diagnostics import PassFailure
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
+from vdir.transforms.fuse import FusePass
 from vdir.transforms.graph import Graph, build_graph
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.passes_common import resolve_target
 from vdir.transforms.place import place
 from vdir.transforms.schedule import schedule
 from vdir.transforms.verify_deps import verify_dependencies
-
-
-def _fuse(module: ModuleOp, enabled: bool) -> None:
-    if not enabled:
-        return
-    try:
-        from vdir.transforms.fuse import FusePass
-    except ImportError:
-        return
-    FusePass().apply(Context(), module)
 
 
 def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
@@ -76,7 +67,8 @@ def run_pipeline(
     encode_in_ir: bool = True, prefetch: int = 2,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program."""
-    _fuse(module, fuse)
+    if fuse:
+        FusePass().apply(Context(), module)
     with _no_cyclic_gc():
         return _run_stages(module, target, num_sms, prefetch, encode_in_ir)
 
