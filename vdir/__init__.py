@@ -9,8 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 
-def compile(module_or_program: Any, backend: str = "sim", target: str = "h200", num_sms: int | None = None, **options: Any):
+def compile(
+    module_or_program: Any, backend: str = "sim", target: str | None = None, num_sms: int | None = None, **options: Any
+):
     """Compile a vdir module for ``target`` and load it on ``backend``; returns an :class:`Executable`.
+
+    ``target`` defaults to the program's own (``h200`` unless it says otherwise).
 
     See :func:`vdir.device_runtime.executable.compile`; imported lazily so
     that ``import vdir`` stays cheap for the command-line tools.

@@ -231,18 +231,20 @@ class Executable:
 def compile(
     module_or_program: Any,
     backend: str = "sim",
-    target: str = "h200",
+    target: str | None = None,
     num_sms: int | None = None,
     **options: Any,
 ) -> Executable:
     """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
 
     A ``ModuleOp`` goes through the pass pipeline (:func:`compile_module`) for
-    ``target`` (restricted to ``num_sms`` SMs when given); an
+    ``target`` (default: the program's own), restricted to ``num_sms`` SMs
+    when given; an
     :class:`EncodedProgram` is used as it is. ``options`` become launch
     options of the returned :class:`Executable`.
     """
-    get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
+    if target is not None:
+        get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
     if isinstance(module_or_program, EncodedProgram):
         program = module_or_program
     else:
@@ -253,10 +255,10 @@ def compile(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
         program = compile_module(module_or_program, target=target, num_sms=num_sms)
-    return Executable(program, backend=backend, target=target, **options)
+    return Executable(program, backend=backend, target=target or program.target, **options)
 
 
-def compile_module(module: Any, target: str = "h200", num_sms: int | None = None) -> EncodedProgram:
+def compile_module(module: Any, target: str | None = None, num_sms: int | None = None) -> EncodedProgram:
     """Run the pass pipeline on a verified module (left unchanged); return its encoding.
 
     The pipeline is imported here, lazily, so that the runtime does not pull
@@ -264,7 +266,7 @@ def compile_module(module: Any, target: str = "h200", num_sms: int | None = None
     """
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(module, target=target, num_sms=num_sms)
+    return compile_to_encoded(module, target=target or "", num_sms=num_sms)
 
 
 # ---------------------------------------------------------------------------

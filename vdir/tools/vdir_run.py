@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of the simulator's interleaving")
     p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
     p.add_argument("--trace", metavar="JSON", help="write the simulator's Chrome/Perfetto trace (sim only)")
-    p.add_argument("--target", default="h200", help="target description (default: h200)")
+    p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
     p.add_argument("--num-sms", type=int, help="use only this many SMs")
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
     return p
@@ -165,7 +165,7 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
 # ---------------------------------------------------------------------------
 
 
-def compile_file(path: str, target: str, num_sms: int | None) -> tuple[ModuleOp, EncodedProgram]:
+def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[ModuleOp, EncodedProgram]:
     """Parse, verify and compile ``path``; return (module, encoded program)."""
     from vdir.tools.common import parse_module_file
 
@@ -184,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
         raise RunError(f"error: --trace needs the sim backend (the '{backend}' backend records no trace)")
     if args.num_sms is not None and args.num_sms < 1:
         raise RunError("error: --num-sms must be at least 1")
-    get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
+    if args.target is not None:
+        get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     module, program = compile_file(args.file, args.target, args.num_sms)
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     options = {"seed": args.seed}
     if args.load_window is not None:
         options["load_window"] = args.load_window
-    with Executable(program, backend=backend, target=args.target, **options) as exe:
+    with Executable(program, backend=backend, target=program.target, **options) as exe:
         result = exe(**arrays)
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:

@@ -14,10 +14,7 @@ from vdir.transforms.graph import STAGES, Graph, build_graph, replace_program
 def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> TargetDescription:
     """The pass's target: its ``target`` option, else the program's; ``num-sms`` restricts it."""
     try:
-        target = get_target(name) if name else graph_target
-        if num_sms and not 1 <= num_sms <= target.num_sms:
-            raise PassFailure(f"target '{target.name}' has {target.num_sms} SMs; cannot use {num_sms}")
-        return target.with_sms(num_sms) if num_sms else target
+        return get_target(name or graph_target.name, num_sms or None)
     except UnknownTargetError as e:
         raise PassFailure(str(e)) from None
 
