@@ -49,6 +49,8 @@ EPS = 1e-5
 #: may be at most twice torch bf16's own, plus 1e-3.)
 TOL_GEMV = 1e-2
 TOL_MLP = 2e-2  # the simulator check against the host math
+#: L2 prefetch distances (lowering option ``l2_prefetch``) tried beside the table's
+L2_SWEEP = (0, 2, 4, 6)
 
 #: gemv tiles per shape for ``build_gemv``: (rows_per_tile, k_chunks), best first guess
 #: first. 64 KiB weight tiles where the shape allows; rows >= 8 (a stored y row is 16 B).
@@ -310,6 +312,8 @@ def gpu_main(opts) -> int:
         print(f"no GPU: {why}")
         return 1
     plat = CudaPlatform()
+    base_lowering = dict(opts.lowering)
+    plat.lowering_options = dict(base_lowering)
     nsm = plat.target().num_sms
     iters = 50 if opts.quick else opts.iters
     dev = torch.device("cuda")
@@ -392,16 +396,31 @@ def gpu_main(opts) -> int:
             print(f"  gemv {M}x{K} pipeline {cfg}: {v_us:.2f} us {moved / v_us / 1e6:.3f} TB/s err {err:.2e} "
                   f"({len(prog.instrs)} uops, compiled in {ct:.2f} s)")
             if best is None or v_us < best[0]:
-                best = (v_us, err, cfg)
+                best = (v_us, err, cfg, (r, kc))
         hb = ""
+        if (M, K) == (8192, 8192) and best is not None and not opts.quick:
+            # the lowering's L2 prefetch distance on the best tiling, same sets
+            prog = compile_gemv(M, K, *best[3], nsm)
+            for d in L2_SWEEP:
+                if d == base_lowering.get("l2_prefetch", 0):
+                    continue
+                plat.lowering_options = {**base_lowering, "l2_prefetch": d}
+                d_us, d_err = run_vdir(prog)
+                notes.append(f"gemv {M}x{K} {best[2]} l2_prefetch={d}: {d_us:.2f} us "
+                             f"({moved / d_us / 1e6:.3f} TB/s, {100 * moved / d_us / 1e6 / copy_tbs:.1f}% of copy; "
+                             f"err {d_err:.1e})")
+                print(f"  {notes[-1]}")
+                if d_err > TOL_GEMV:
+                    failed.append(f"gemv {M}x{K} l2_prefetch={d}")
+            plat.lowering_options = dict(base_lowering)
         if not opts.no_handbuilt:
-            plat.lowering_options = {}
+            plat.lowering_options = dict(base_lowering)
             h_us, h_err = run_vdir(build_gemv_program(M, K, nsm, 64, 3))
             print(f"  gemv {M}x{K} hand-built 64KiB/3 slots: {h_us:.2f} us err {h_err:.2e}")
             hb = f"; hand-built {h_us:.1f} us"
         if best is None:
             continue
-        v_us, err, cfg = best
+        v_us, err, cfg, _tiling = best
         if err > TOL_GEMV:
             failed.append(f"gemv {M}x{K}")
         rows.append(dict(case=f"gemv {M}x{K}", moved=moved, vdir=v_us, torch=t_us, graph=None, err=err,
@@ -469,7 +488,7 @@ def gpu_main(opts) -> int:
         t0 = time.time()
         prog = compile_mlp(layers, H, I, nsm)
         ct = time.time() - t0
-        plat.lowering_options = {}
+        plat.lowering_options = dict(base_lowering)
         refs = [torch.cat(t_stack(s, L)) for s in sets]
         refs32 = [torch.cat(t_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
         err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32))
@@ -497,6 +516,24 @@ def gpu_main(opts) -> int:
         rows.append(dict(case=name, moved=moved, vdir=v_us, torch=e_us, graph=g_us, err=err,
                          cfg=f"{nsets} set(s); {mx} uops on the busiest SM; vs f32 math: vdir {err_v32:.1e}, "
                              f"torch {err_t32:.1e}"))
+        if layers is None and not opts.quick:
+            for d in L2_SWEEP:  # the lowering's L2 prefetch distance, same sets
+                if d == base_lowering.get("l2_prefetch", 0):
+                    continue
+                plat.lowering_options = {**base_lowering, "l2_prefetch": d}
+                vc = VdirCase(plat, prog, sets)
+                for s in sets:
+                    s["hs"][1:].fill_(float("nan"))
+                torch.cuda.synchronize()
+                vc.run_all()
+                d_err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs))
+                vc.time(4)
+                d_us = vc.time(iters)
+                notes.append(f"{name} l2_prefetch={d}: {d_us:.1f} us ({moved / d_us / 1e6:.3f} TB/s; "
+                             f"max rel err {d_err:.2e})")
+                print(f"  {notes[-1]}")
+                del vc
+            plat.lowering_options = dict(base_lowering)
         if layers is not None and not opts.quick:
             diag = (name, prog, sets, refs, moved, L, v_us, mx, (layers, H, I))
         del graphs, case
@@ -507,7 +544,8 @@ def gpu_main(opts) -> int:
     # ---- the table ---------------------------------------------------------------
     print()
     print(f"device: {torch.cuda.get_device_name()}  SMs: {nsm}  date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-          f"  launches per figure: {iters} (median)  torch {torch.__version__}")
+          f"  launches per figure: {iters} (median)  torch {torch.__version__}"
+          f"  lowering options: {base_lowering or 'defaults'}")
     pct = lambda us, mv: 100.0 * (mv / us / 1e6) / copy_tbs  # noqa: E731
     hdr = (f"{'case':<24} {'MiB':>7} {'vdir us':>8} {'TB/s':>6} {'%copy':>6} {'torch us':>9} {'TB/s':>6} "
            f"{'%copy':>6} {'graph us':>9} {'TB/s':>6} {'vdir speedup':>12} {'max rel err':>11}  notes")
@@ -540,13 +578,17 @@ def gpu_main(opts) -> int:
         print(f"note: {notes[-1]}")
         exps = [(kind, variant(prog, kind), {}) for kind in ("load_only", "loads_free", "no_counter_waits")]
         layers_hidden_inter = diag_shape
-        for n in (0, 1, 4):  # the scheduler's prefetch (the table uses its default, 2)
+        for n in (0, 1, 3, 4):  # the scheduler's prefetch (the table uses its default, 2)
             vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=n)
             exps.append((f"scheduler prefetch={n}", vp, {}))
-        exps += [(f"lowering {o}", prog, o) for o in ({"load_path": "lsu"}, {"fetch_depth": 16})]
+            if n == 3:
+                exps += [(f"scheduler prefetch=3, lowering l2_prefetch={d}", vp, {"l2_prefetch": d})
+                         for d in L2_SWEEP if d]
+        exps += [(f"lowering l2_prefetch={d}", prog, {"l2_prefetch": d})
+                 for d in L2_SWEEP if d != base_lowering.get("l2_prefetch", 0)]
         for label, vp, lopts in exps:
             try:
-                plat.lowering_options = dict(lopts)
+                plat.lowering_options = {**base_lowering, **lopts}
                 vc = VdirCase(plat, vp, sets, watchdog_ms=200.0)
                 for s in sets:
                     s["hs"][1:].fill_(float("nan"))
@@ -563,7 +605,7 @@ def gpu_main(opts) -> int:
                     print(f"note: {notes[-1]}")
                     break
             finally:
-                plat.lowering_options = {}
+                plat.lowering_options = dict(base_lowering)
             print(f"note: {notes[-1]}")
     if opts.json:
         with open(opts.json, "w") as f:
@@ -582,7 +624,13 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--no-handbuilt", action="store_true", help="skip the hand-built gemv column")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=INT",
+                    help="a lowering option for every vdir program of the table (repeatable)")
     opts = ap.parse_args()
+    try:
+        opts.lowering = {k: int(v) for k, v in (kv.split("=", 1) for kv in opts.lowering)}
+    except ValueError:
+        ap.error("--lowering takes KEY=INT, e.g. --lowering l2_prefetch=4")
     return sim_main(opts) if opts.sim else gpu_main(opts)
 
 

@@ -21,8 +21,10 @@ from vdir.target import TargetDescription, get_target
 #: = ``"bulk"`` (cp.async.bulk, completion by transaction bytes) or ``"lsu"``
 #: (16-byte cp.async per lane); ``fetch_depth`` = how many instructions the
 #: ``lsu``-path load engine prefetches into registers (the other engines use
-#: the shared-memory window of ``layout.FETCH_DEPTH``)
-LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8}
+#: the shared-memory window of ``layout.FETCH_DEPTH``); ``l2_prefetch`` = how
+#: many loads ahead the load engine warms L2 with the source of a later load
+#: (``bulk`` path only; 0 = off, at most ``layout.FETCH_DEPTH - 1``)
+LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "l2_prefetch": 0}
 
 
 def used_families(program: isa.EncodedProgram) -> list[int]:
@@ -63,6 +65,10 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
         raise ValueError("load_path must be 'bulk' or 'lsu'")
     if not 1 <= int(opts["split_copies"]) <= 32:
         raise ValueError("split_copies must be in 1..32")
+    if not 0 <= int(opts["l2_prefetch"]) < L.FETCH_DEPTH:
+        raise ValueError(f"l2_prefetch must be in 0..{L.FETCH_DEPTH - 1}")
+    if int(opts["l2_prefetch"]) and opts["load_path"] != "bulk":
+        raise ValueError("l2_prefetch needs load_path 'bulk'")
     build_kernel(kernel, t, fams, opts)
     return mod
 

@@ -506,6 +506,48 @@ def ring_landed(c: Ctx, index, phases, wait: str) -> tuple:
     return slot, b.i("vote.sync.all.pred", "pred", landed, FULL)
 
 
+def prefetch_l2(c: Ctx, fe: SmemFetcher, pos: SSAValue, count: SSAValue, ahead: int) -> None:
+    """Warm L2 with the source of the load ``ahead`` positions after ``pos``.
+
+    Shared-memory slots bound how far the load engine runs ahead; L2 does
+    not. When load ``pos`` issues, the region of load ``pos + ahead`` is
+    requested with ``cp.async.bulk.prefetch.L2`` (a hint: no completion, no
+    ordering), so HBM keeps streaming while a slot or a cross-SM wait holds
+    the queue, and the later bulk copy is served from L2. Loads that wait on
+    a counter read data other SMs just wrote, which L2 already holds: they
+    are skipped. The instruction is read from the fetch window, where it has
+    been since ``FETCH_DEPTH - ahead`` loads ago.
+    """
+    b = c.b
+    skip = b.new_label("l2_skip")
+    q = b.i("add.u32", "u32", pos, ahead)
+    b.bra(skip, b.setp("ge.u32", q, count))
+    b.raw("cp.async.wait_group", "%d" % (L.FETCH_DEPTH - 1 - ahead))
+    b.raw("bar.warp.sync", "%d" % FULL)
+    f = smem_fields(c, fe.slot_address(q))
+    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    b.bra(skip, b.setp("ne.u32", opcode, isa.OP_LOAD))
+    b.bra(skip, b.setp("ne.u32", f.wctr, 0))
+    bufi, off_lo, off_hi, rows, row_bytes, stride, _smem = load_words(c, f, isa.W_BUFFER, 7)
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    n = b.i("selp.u32", "u32", 1, rows, contig)
+    total = b.i("mul.lo.u32", "u32", rows, row_bytes)
+    size = b.i("selp.u32", "u32", total, row_bytes, contig)
+    r = b.var("u32", 0)
+    b.set(r, c.lane)
+    rl = b.new_label("l2_rows")
+    b.place(rl)
+    b.bra(skip, b.setp("ge.u32", r, n))
+    so = b.i("mul.wide.u32", "u64", r, stride)
+    src = b.i("add.u64", "u64", gptr, so)
+    b.raw("cp.async.bulk.prefetch.L2.global", "[{0}], {1}", ins=[src, size])
+    b.i("add.u32", "u32", r, 32, dst=r)
+    b.bra(rl)
+    b.place(skip)
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
 def load_engine(c: Ctx) -> None:
     """Warp 0: issue loads ahead through the mbarrier ring, retire in order.
 
@@ -608,6 +650,9 @@ def load_engine(c: Ctx) -> None:
           guard=lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.place(issued)
+    l2_ahead = int(c.options.get("l2_prefetch", 0))
+    if l2_ahead > 0 and not lsu:
+        prefetch_l2(c, fe, pos, count, l2_ahead)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     fe.advance(pos)
     b.set(t0, 0)

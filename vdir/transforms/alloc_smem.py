@@ -3,9 +3,12 @@
 A tile lives from its producer to its last consumer (schedule order on its
 SM: program order, with the loads ``vdir-schedule`` hoisted). Tiles are grouped into size classes (sizes rounded up to the target's
 bulk-copy alignment); each class gets a ring of slots: as many as its peak
-number of live tiles, plus extra slots — given to the classes that loads fill,
-largest traffic first — while the shared-memory budget allows. Extra slots
-are what lets the load engine run ahead of the compute engine.
+number of live tiles, plus extra slots while the shared-memory budget allows:
+a second slot for each small class, then as many as fit (up to
+``MAX_EXTRA_SLOTS``) for the classes that loads fill, largest load traffic
+first. Extra slots of the streaming class are what lets the load engine run
+ahead of the compute engine, so they come before double-buffering a large
+class that is loaded a few times (an MLP's activation rows).
 
 Within a class the allocator hands out the slot that was freed longest ago,
 so consecutive tiles rotate through the ring. Reusing a slot creates a
@@ -31,6 +34,10 @@ from vdir.transforms.passes_common import run_stage
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
+
+#: a class of at most budget / CHEAP_CLASS_FRACTION bytes is double-buffered
+#: before the streaming classes take their extra slots
+CHEAP_CLASS_FRACTION = 64
 
 
 def _round_up(n: int, a: int) -> int:
@@ -84,22 +91,38 @@ def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
 
 
 def _slot_counts(tiles: list[_Tile], peak: dict[int, int], budget: int) -> dict[int, int]:
+    """Slots per size class: the peak live count, then extra slots.
+
+    Extra slots go first to the cheap classes (a second slot for each class
+    of at most ``budget / CHEAP_CLASS_FRACTION`` bytes, so small results and
+    vectors never wait for their slot), then to the classes that loads fill,
+    heaviest load traffic first (they are what keeps the load engine ahead of
+    the compute engine), and last a second slot for any class still at its
+    peak, while the budget allows.
+    """
     counts = dict(peak)
     used = sum(s * c for s, c in counts.items())
-    for size in sorted(counts):  # double-buffer every class first, small ones first
-        if used + size <= budget:
+
+    def grow(size: int, most: int) -> None:
+        nonlocal used
+        extra = 0
+        while extra < most and used + size <= budget:
             counts[size] += 1
             used += size
+            extra += 1
+
+    for size in sorted(counts):
+        if size * CHEAP_CLASS_FRACTION <= budget:
+            grow(size, 1)
     traffic: dict[int, int] = defaultdict(int)
     for t in tiles:
         if t.node.kind == "load":
             traffic[t.size] += t.size
-    for size in sorted(traffic, key=lambda s: -traffic[s]):
-        extra = 0
-        while extra < MAX_EXTRA_SLOTS and used + size <= budget:
-            counts[size] += 1
-            used += size
-            extra += 1
+    for size in sorted(traffic, key=lambda s: (-traffic[s], -s)):
+        grow(size, MAX_EXTRA_SLOTS - (counts[size] - peak[size]))
+    for size in sorted(counts):
+        if counts[size] == peak[size]:
+            grow(size, 1)
     return counts
 
 

@@ -31,11 +31,11 @@ from vdir.transforms.verify_deps import verify_dependencies
 
 
 def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
-    """Schedule with load hoisting; fall back to none if the tiles then do not fit."""
-    if prefetch > 0:
-        saved = [(n.seq, list(n.deps)) for n in graph.nodes]
+    """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit."""
+    saved = [(n.seq, list(n.deps)) for n in graph.nodes]
+    for p in range(prefetch, 0, -1):
         try:
-            schedule(graph, prefetch, check=False)
+            schedule(graph, p, check=False)
             allocate(graph)
             return
         except PassFailure:

@@ -3,7 +3,8 @@
 Each queue follows program order, with one exception: a load that waits on
 other SMs (a global counter) is moved behind the next ``prefetch``
 independent loads of its queue — loads with no dependency at all, typically
-the weight tiles of the next phase. Without this, the in-order load engine
+the weight tiles of the next phase; other waiting loads between them are
+passed over. Without this, the in-order load engine
 would sit idle at every cross-SM barrier instead of streaming weights.
 
 Deadlock freedom: program order is one topological order of every edge
@@ -65,17 +66,39 @@ def _waits_on_other_sms(n: Node) -> bool:
     return any(p.sm != n.sm for g in n.deps for p in g)
 
 
+#: how far past a cross-SM waiting load the scheduler looks for loads to hoist
+HOIST_WINDOW = 64
+
+
+#: a load of less than 1 / SMALL_LOAD_FRACTION of its queue's largest load
+#: is hoisted along without counting towards ``prefetch``
+SMALL_LOAD_FRACTION = 8
+
+
 def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
-    """Move up to ``prefetch`` independent loads ahead of each cross-SM waiting load."""
+    """Move ``prefetch`` independent loads ahead of each group of cross-SM waiting loads.
+
+    A group is a run of waiting loads with nothing else between them (an
+    activation row loaded in two chunks); its first load gets the group's
+    share. The candidates are the nearest independent loads within
+    :data:`HOIST_WINDOW` queue entries that no earlier group took; small
+    ones (a norm's weight row) come along without counting.
+    """
+    largest = max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
     for i, blocked in enumerate(queue):
         if blocked.kind != "load" or not _waits_on_other_sms(blocked):
             continue
+        if i > 0 and queue[i - 1].kind == "load" and _waits_on_other_sms(queue[i - 1]):
+            continue  # not the first of its group
         chosen: list[Node] = []
-        for later in queue[i + 1 :]:
-            if len(chosen) == prefetch or _waits_on_other_sms(later):
+        counted = 0
+        for later in queue[i + 1 : i + 1 + HOIST_WINDOW]:
+            if counted == prefetch:
                 break
             if _is_independent_load(later) and not later.hoist:
                 chosen.append(later)
+                if later.tile is None or later.tile.nbytes * SMALL_LOAD_FRACTION >= largest:
+                    counted += 1
         for k, load in enumerate(chosen):
             load.seq, load.hoist = blocked.seq, k - len(chosen)
 
