@@ -9,7 +9,7 @@
 
 // CHECK: %yt = vdir.compute gemv({{.*}}vdir.smem = [[A:[0-9]+]] : i64}
 // CHECK: vdir.store %yt, %y[0, 0] on store {vdir.id = [[S0:[0-9]+]] : i64
-// CHECK-NOT: vdir.smem = [[A]] : i64
+// CHECK-NOT: vdir.smem = [[A]] : i64}
 // CHECK: %yt_7 = vdir.compute gemv({{.*}}vdir.smem = [[A]] : i64, vdir.after = [array<i64: [[S0]]>]}
 vdir.program @results(%w: !vdir.buffer<192x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x192xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
