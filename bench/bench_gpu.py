@@ -49,8 +49,8 @@ EPS = 1e-5
 #: may be at most twice torch bf16's own, plus 1e-3.)
 TOL_GEMV = 1e-2
 TOL_MLP = 2e-2  # the simulator check against the host math
-#: L2 prefetch distances (lowering option ``l2_prefetch``) tried beside the table's
-L2_SWEEP = (0, 2, 4, 6)
+#: lowering options tried beside the table's, on gemv 8192 x 8192 and the MLP programs
+SWEEP = ({"tensor_copies": 0},)
 
 #: gemv tiles per shape for ``build_gemv``: (rows_per_tile, k_chunks), best first guess
 #: first. 64 KiB weight tiles where the shape allows; rows >= 8 (a stored y row is 16 B).
@@ -276,7 +276,8 @@ class VdirCase:
         art0 = plat.load_artifact(prog)
         self.arts = [art0] + [
             dataclasses.replace(art0, bufptrs=plat.allocate(art0.bufptrs.nbytes),
-                                error=plat.allocate(art0.error.nbytes), last_ptrs=())
+                                error=plat.allocate(art0.error.nbytes), tmaps=plat.allocate(art0.tmaps.nbytes),
+                                last_ptrs=())
             for _ in sets[1:]]
         self.specs = []
         for s in sets:
@@ -399,19 +400,17 @@ def gpu_main(opts) -> int:
                 best = (v_us, err, cfg, (r, kc))
         hb = ""
         if (M, K) == (8192, 8192) and best is not None and not opts.quick:
-            # the lowering's L2 prefetch distance on the best tiling, same sets
+            # other lowering options on the best tiling, same sets
             prog = compile_gemv(M, K, *best[3], nsm)
-            for d in L2_SWEEP:
-                if d == base_lowering.get("l2_prefetch", 0):
-                    continue
-                plat.lowering_options = {**base_lowering, "l2_prefetch": d}
+            for o in SWEEP:
+                plat.lowering_options = {**base_lowering, **o}
                 d_us, d_err = run_vdir(prog)
-                notes.append(f"gemv {M}x{K} {best[2]} l2_prefetch={d}: {d_us:.2f} us "
+                notes.append(f"gemv {M}x{K} {best[2]} lowering {o}: {d_us:.2f} us "
                              f"({moved / d_us / 1e6:.3f} TB/s, {100 * moved / d_us / 1e6 / copy_tbs:.1f}% of copy; "
                              f"err {d_err:.1e})")
                 print(f"  {notes[-1]}")
                 if d_err > TOL_GEMV:
-                    failed.append(f"gemv {M}x{K} l2_prefetch={d}")
+                    failed.append(f"gemv {M}x{K} lowering {o}")
             plat.lowering_options = dict(base_lowering)
         if not opts.no_handbuilt:
             plat.lowering_options = dict(base_lowering)
@@ -517,10 +516,8 @@ def gpu_main(opts) -> int:
                          cfg=f"{nsets} set(s); {mx} uops on the busiest SM; vs f32 math: vdir {err_v32:.1e}, "
                              f"torch {err_t32:.1e}"))
         if layers is None and not opts.quick:
-            for d in L2_SWEEP:  # the lowering's L2 prefetch distance, same sets
-                if d == base_lowering.get("l2_prefetch", 0):
-                    continue
-                plat.lowering_options = {**base_lowering, "l2_prefetch": d}
+            for o in SWEEP:  # other lowering options, same sets
+                plat.lowering_options = {**base_lowering, **o}
                 vc = VdirCase(plat, prog, sets)
                 for s in sets:
                     s["hs"][1:].fill_(float("nan"))
@@ -529,7 +526,7 @@ def gpu_main(opts) -> int:
                 d_err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs))
                 vc.time(4)
                 d_us = vc.time(iters)
-                notes.append(f"{name} l2_prefetch={d}: {d_us:.1f} us ({moved / d_us / 1e6:.3f} TB/s; "
+                notes.append(f"{name} lowering {o}: {d_us:.1f} us ({moved / d_us / 1e6:.3f} TB/s; "
                              f"max rel err {d_err:.2e})")
                 print(f"  {notes[-1]}")
                 del vc
@@ -581,11 +578,7 @@ def gpu_main(opts) -> int:
         for n in (0, 1, 3, 4):  # the scheduler's prefetch (the table uses its default, 2)
             vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=n)
             exps.append((f"scheduler prefetch={n}", vp, {}))
-            if n == 3:
-                exps += [(f"scheduler prefetch=3, lowering l2_prefetch={d}", vp, {"l2_prefetch": d})
-                         for d in L2_SWEEP if d]
-        exps += [(f"lowering l2_prefetch={d}", prog, {"l2_prefetch": d})
-                 for d in L2_SWEEP if d != base_lowering.get("l2_prefetch", 0)]
+        exps += [(f"lowering {o}", prog, o) for o in SWEEP]
         for label, vp, lopts in exps:
             try:
                 plat.lowering_options = {**base_lowering, **lopts}
@@ -630,7 +623,7 @@ def main() -> int:
     try:
         opts.lowering = {k: int(v) for k, v in (kv.split("=", 1) for kv in opts.lowering)}
     except ValueError:
-        ap.error("--lowering takes KEY=INT, e.g. --lowering l2_prefetch=4")
+        ap.error("--lowering takes KEY=INT, e.g. --lowering compute_warps=16")
     return sim_main(opts) if opts.sim else gpu_main(opts)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -50,6 +51,12 @@ W_ROWS = 15  # rows in the region
 W_ROW_BYTES = 16  # bytes per row (multiple of 16)
 W_ROW_STRIDE = 17  # bytes between rows in the buffer
 W_SMEM = 18  # shared-memory byte offset of the tile (dense rows)
+# tensor-copy form of the same region (see assign_tensor_maps); W_TMAP 0: none
+W_TMAP = 19  # index + 1 of the program's tensor map for this region's shape
+W_TBOXES = 20  # boxes per tile, stacked along rows (each W_TBOX_ROWS rows)
+W_TBOX_ROWS = 21  # rows per box
+W_TCHUNK = 22  # column coordinate of the region, in units of the map's segment width
+W_TROW = 23  # row coordinate of the region
 
 # ---- compute words --------------------------------------------------------
 W_OUT_SMEM = 12  # shared-memory offset of the result tile
@@ -133,6 +140,126 @@ class Instruction:
 
     def set_f0(self, v: float) -> None:
         self.words[W_F0 : W_F0 + 1] = np.array([v], dtype=np.float32).view(np.uint32)
+
+
+#: bytes per element of a buffer dtype
+DTYPE_SIZES = {"bf16": 2, "f32": 4}
+
+#: the most elements a tensor-copy box may span in one dimension
+TMA_BOX_MAX = 256
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """One tensor map of a program: a buffer viewed as a 3-D tensor.
+
+    The buffer (``rows`` x ``cols`` elements of ``elem_bytes``, rows dense)
+    is seen as ``[rows][cols / width][width]`` so that one box of
+    ``[box_rows][box_chunks][width]`` elements lands in shared memory as a
+    dense row-major ``box_rows x (box_chunks * width)`` tile, the layout
+    every vdir tile has. Box dimensions are at most :data:`TMA_BOX_MAX`.
+    """
+
+    buffer: int
+    elem_bytes: int
+    rows: int
+    cols: int
+    width: int
+    box_chunks: int
+    box_rows: int
+
+    @property
+    def global_dims(self) -> tuple[int, int, int]:
+        """Innermost first, as the driver takes them."""
+        return (self.width, self.cols // self.width, self.rows)
+
+    @property
+    def global_strides(self) -> tuple[int, int]:
+        """Bytes between consecutive segments and rows."""
+        return (self.width * self.elem_bytes, self.cols * self.elem_bytes)
+
+    @property
+    def box_dims(self) -> tuple[int, int, int]:
+        return (self.width, self.box_chunks, self.box_rows)
+
+
+def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict):
+    """(spec, boxes, chunk, row) of a load/store region as tensor copies, or None."""
+    b = int(words[W_BUFFER])
+    stride = int(words[W_ROW_STRIDE])
+    off = int(words[W_GLOBAL_OFFSET]) | (int(words[W_GLOBAL_OFFSET + 1]) << 32)
+    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off)
+    if key not in memo:
+        memo[key] = _region_form(buffers[b], b, *key[1:]) if b < len(buffers) else None
+    form = memo[key]
+    if form is None:
+        return None
+    spec, boxes, chunk = form
+    return spec, boxes, chunk, off // stride
+
+
+def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, stride: int, col_off: int):
+    """(spec, boxes, chunk) for a region of ``rows`` x ``row_bytes`` at byte ``col_off`` of a row."""
+    e = DTYPE_SIZES.get(buf.dtype)
+    if e is None or len(buf.shape) != 2:
+        return None
+    nrows, ncols = buf.shape
+    if stride != ncols * e or stride % 16 or row_bytes % e or col_off % e or rows == 0:
+        return None
+    c0, cols = col_off // e, row_bytes // e
+    width = math.gcd(cols, ncols, c0, TMA_BOX_MAX)
+    if (width * e) % 16 or cols // width > TMA_BOX_MAX:
+        return None
+    box_rows = next(d for d in range(min(rows, TMA_BOX_MAX), 0, -1) if rows % d == 0)
+    return TensorMapSpec(index, e, nrows, ncols, width, cols // width, box_rows), rows // box_rows, c0 // width
+
+
+def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"]) -> list[TensorMapSpec]:
+    """Fill the tensor-copy words of every load and store; return the map table.
+
+    A region gets a map when its buffer is a dense 2-D array whose rows are a
+    multiple of 16 bytes and the region fits whole boxes (else ``W_TMAP``
+    stays 0 and the kernel copies it with plain bulk copies). Regions of the
+    same buffer and box shape share a map; maps are numbered in instruction
+    order, so the table can be rebuilt from the words alone
+    (:func:`tensor_map_table`).
+    """
+    table: dict[TensorMapSpec, int] = {}
+    memo: dict = {}
+    ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
+    for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
+        w = instrs[i]
+        form = _tensor_form(w, buffers, memo)
+        if form is None:
+            w[W_TMAP : W_TROW + 1] = 0
+            continue
+        spec, boxes, chunk, row = form
+        idx = table.setdefault(spec, len(table))
+        w[W_TMAP], w[W_TBOXES], w[W_TBOX_ROWS], w[W_TCHUNK], w[W_TROW] = idx + 1, boxes, spec.box_rows, chunk, row
+    return list(table)
+
+
+def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
+    """The tensor maps that ``program``'s instructions name (index i: ``W_TMAP`` i + 1).
+
+    Rebuilt from the words and the buffer table; an inconsistent program
+    (two shapes for one index) raises ValueError.
+    """
+    table: dict[int, TensorMapSpec] = {}
+    memo: dict = {}
+    instrs = program.instrs
+    ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
+    for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (instrs[:, W_TMAP] > 0))[0]:
+        w = instrs[i]
+        form = _tensor_form(w, program.buffers, memo)
+        if form is None or form[0].box_rows != int(w[W_TBOX_ROWS]):
+            raise ValueError(f"instruction names tensor map {int(w[W_TMAP]) - 1}, but its region has no tensor form")
+        idx = int(w[W_TMAP]) - 1
+        if table.setdefault(idx, form[0]) != form[0]:
+            raise ValueError(f"tensor map {idx} is named by regions of different shapes")
+    if sorted(table) != list(range(len(table))):
+        raise ValueError("tensor map indices are not dense")
+    return [table[i] for i in range(len(table))]
 
 
 def buffer_role(is_input: bool, is_output: bool) -> str:

@@ -56,6 +56,32 @@ def _check(res: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
+_TMAP_DTYPES = {1: "CU_TENSOR_MAP_DATA_TYPE_UINT8", 2: "CU_TENSOR_MAP_DATA_TYPE_UINT16",
+                4: "CU_TENSOR_MAP_DATA_TYPE_UINT32"}
+
+
+def _tensor_maps(specs, ptrs: tuple[int, ...], program: isa.EncodedProgram) -> np.ndarray:
+    """The CUtensorMap bytes of ``specs`` over the bound buffers, one per L.TMAP_BYTES."""
+    drv = _driver()
+    out = np.zeros((len(specs), L.TMAP_BYTES // 8), dtype=np.uint64)
+    for i, s in enumerate(specs):
+        ptr = ptrs[s.buffer]
+        if ptr % 16:
+            raise PlatformError(f"buffer '{program.buffers[s.buffer].name}' is at {ptr:#x}, "
+                                "not 16-byte aligned as tensor copies need")
+        tm = _check(drv.cuTensorMapEncodeTiled(
+            getattr(drv.CUtensorMapDataType, _TMAP_DTYPES[s.elem_bytes]), 3, ptr,
+            [drv.cuuint64_t(v) for v in s.global_dims], [drv.cuuint64_t(v) for v in s.global_strides],
+            [drv.cuuint32_t(v) for v in s.box_dims], [drv.cuuint32_t(1)] * 3,
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        ), f"cuTensorMapEncodeTiled (buffer '{program.buffers[s.buffer].name}')")
+        out[i] = np.array(tm.opaque, dtype=np.uint64)
+    return out
+
+
 @dataclass
 class CudaArtifact:
     """A loaded program: module, function, and its device-side tables."""
@@ -68,6 +94,8 @@ class CudaArtifact:
     queues: DeviceBuffer
     bufptrs: DeviceBuffer
     error: DeviceBuffer
+    tmaps: DeviceBuffer  # the tensor maps of tmap_specs, rebuilt when the buffers change
+    tmap_specs: tuple[isa.TensorMapSpec, ...] = ()
     last_ptrs: tuple[int, ...] = ()
 
 
@@ -203,12 +231,15 @@ class CudaPlatform(Platform):
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
             "cuFuncSetAttribute(max dynamic shared memory)")
         instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
+        specs = tuple(isa.tensor_map_table(program)) if int(self.lowering_options.get("tensor_copies", 1)) else ()
         art = CudaArtifact(
             program=program, lowered=lowered, module=module, function=fn,
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
             queues=self._upload(program.queue_table()),
             bufptrs=self.allocate(8 * max(len(program.buffers), 1)),
             error=self.allocate(4 * L.ERROR_WORDS),
+            tmaps=self.allocate(L.TMAP_BYTES * max(len(specs), 1)),
+            tmap_specs=specs,
         )
         self._artifacts.append(art)
         return art
@@ -231,14 +262,19 @@ class CudaPlatform(Platform):
             # (pageable source: the driver stages it before returning)
             _check(drv.cuMemcpyHtoDAsync(int(artifact.bufptrs.handle), arr.ctypes.data, arr.nbytes,
                                          self._stream), "cuMemcpyHtoDAsync")
+            if artifact.tmap_specs:
+                maps = _tensor_maps(artifact.tmap_specs, ptrs, prog)
+                _check(drv.cuMemcpyHtoDAsync(int(artifact.tmaps.handle), maps.ctypes.data, maps.nbytes,
+                                             self._stream), "cuMemcpyHtoDAsync")
             artifact.last_ptrs = ptrs
         _check(drv.cuMemsetD32Async(int(artifact.error.handle), 0, L.ERROR_WORDS, self._stream), "cuMemsetD32Async")
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         args = (
             (int(artifact.instrs.handle), int(artifact.queues.handle), int(artifact.bufptrs.handle),
-             int(spec.counters.handle), spec.epoch, int(artifact.error.handle), int(wd_ms * 1e6)),
+             int(spec.counters.handle), spec.epoch, int(artifact.error.handle), int(wd_ms * 1e6),
+             int(artifact.tmaps.handle)),
             (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
-             ctypes.c_void_p, ctypes.c_uint64),
+             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p),
         )
         lw = artifact.lowered
         if ev0 is not None:

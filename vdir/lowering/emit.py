@@ -7,6 +7,7 @@ queues are read from the instruction stream at run time.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from vdir import isa
@@ -21,10 +22,14 @@ from vdir.target import TargetDescription, get_target
 #: = ``"bulk"`` (cp.async.bulk, completion by transaction bytes) or ``"lsu"``
 #: (16-byte cp.async per lane); ``fetch_depth`` = how many instructions the
 #: ``lsu``-path load engine prefetches into registers (the other engines use
-#: the shared-memory window of ``layout.FETCH_DEPTH``); ``l2_prefetch`` = how
-#: many loads ahead the load engine warms L2 with the source of a later load
-#: (``bulk`` path only; 0 = off, at most ``layout.FETCH_DEPTH - 1``)
-LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "l2_prefetch": 0}
+#: the shared-memory window of ``layout.FETCH_DEPTH``); ``compute_warps`` =
+#: warps in the compute group (0: the target's ``compute_threads``);
+#: ``tensor_copies`` = 1: loads and stores with a tensor map (``isa.W_TMAP``)
+#: use ``cp.async.bulk.tensor``, 0: plain bulk copies and ``st.global``
+LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "compute_warps": 0, "tensor_copies": 1}
+
+#: the most compute warps: a CTA has at most 32 warps, two are the load and store engines
+MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP
 
 
 def used_families(program: isa.EncodedProgram) -> list[int]:
@@ -42,10 +47,35 @@ def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None
     return target
 
 
+def _checked_options(options: dict | None) -> dict:
+    """``LOWERING_OPTIONS`` updated with ``options``, each checked."""
+    opts = dict(LOWERING_OPTIONS)
+    for k, v in (options or {}).items():
+        if k not in LOWERING_OPTIONS:
+            raise ValueError(f"unknown lowering option '{k}' (known: {', '.join(LOWERING_OPTIONS)})")
+        opts[k] = v
+    if opts["load_path"] not in ("bulk", "lsu"):
+        raise ValueError("load_path must be 'bulk' or 'lsu'")
+    if not 1 <= int(opts["split_copies"]) <= 32:
+        raise ValueError("split_copies must be in 1..32")
+    if int(opts["tensor_copies"]) not in (0, 1):
+        raise ValueError("tensor_copies must be 0 or 1")
+    if not 0 <= int(opts["compute_warps"]) <= MAX_COMPUTE_WARPS:
+        raise ValueError(f"compute_warps must be in 0..{MAX_COMPUTE_WARPS} (0: the target's)")
+    return opts
+
+
+def _kernel_target(t: TargetDescription, opts: dict) -> TargetDescription:
+    """``t`` with the compute group that the options ask for."""
+    warps = int(opts["compute_warps"])
+    return dataclasses.replace(t, compute_threads=32 * warps) if warps else t
+
+
 def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
                options: dict | None = None) -> ptx.ModuleOp:
     """The ``ptx.module`` of the persistent kernel for ``program`` (``options``: LOWERING_OPTIONS)."""
-    t = _resolve(program, target)
+    opts = _checked_options(options)
+    t = _kernel_target(_resolve(program, target), opts)
     fams = used_families(program)
     from vdir.lowering.families import BODIES
 
@@ -56,19 +86,6 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.PARAMS, L.block_threads(t))
     mod.body.block.add_op(kernel)
-    opts = dict(LOWERING_OPTIONS)
-    for k, v in (options or {}).items():
-        if k not in LOWERING_OPTIONS:
-            raise ValueError(f"unknown lowering option '{k}' (known: {', '.join(LOWERING_OPTIONS)})")
-        opts[k] = v
-    if opts["load_path"] not in ("bulk", "lsu"):
-        raise ValueError("load_path must be 'bulk' or 'lsu'")
-    if not 1 <= int(opts["split_copies"]) <= 32:
-        raise ValueError("split_copies must be in 1..32")
-    if not 0 <= int(opts["l2_prefetch"]) < L.FETCH_DEPTH:
-        raise ValueError(f"l2_prefetch must be in 0..{L.FETCH_DEPTH - 1}")
-    if int(opts["l2_prefetch"]) and opts["load_path"] != "bulk":
-        raise ValueError("l2_prefetch needs load_path 'bulk'")
     build_kernel(kernel, t, fams, opts)
     return mod
 
@@ -94,7 +111,7 @@ class LoweredKernel:
 def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
           options: dict | None = None) -> LoweredKernel:
     """Lower ``program`` and return the text with its launch configuration."""
-    t = _resolve(program, target)
+    t = _kernel_target(_resolve(program, target), _checked_options(options))
     smem = L.dynamic_smem_bytes(program.smem_bytes)
     if smem > t.smem_per_block:
         raise ValueError(

@@ -58,6 +58,8 @@ class Ctx:
     queues: SSAValue
     buffers: SSAValue
     counters: SSAValue
+    tmaps: SSAValue  # u64 global address of the tensor maps
+    zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
     epoch: SSAValue
     err: SSAValue
     bound: SSAValue
@@ -430,6 +432,84 @@ def buffer_address(c: Ctx, buf: SSAValue, off_lo: SSAValue, off_hi: SSAValue) ->
 
 
 # ---------------------------------------------------------------------------
+# tensor copies (cp.async.bulk.tensor through the program's tensor maps)
+# ---------------------------------------------------------------------------
+
+
+def uses_tensor_copies(c: Ctx) -> bool:
+    """Whether loads and stores that have a tensor map use it (option ``tensor_copies``)."""
+    return bool(int(c.options.get("tensor_copies", 1))) and c.options.get("load_path", "bulk") == "bulk"
+
+
+def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue) -> None:
+    """Call ``issue(smem, tmap, chunk, row)`` for each box of the region, boxes split over the lanes.
+
+    Box k covers rows ``W_TROW + k * W_TBOX_ROWS ..`` and lands at
+    ``smem0 + k * W_TBOX_ROWS * row_bytes`` (tiles are dense row-major).
+    """
+    b = c.b
+    tm, boxes, box_rows, chunk, row0 = load_words(c, f, isa.W_TMAP, 5)
+    tidx = b.i("add.u32", "u32", tm, -1)
+    toff = b.i("mul.wide.u32", "u64", tidx, L.TMAP_BYTES)
+    tmap = b.i("add.u64", "u64", c.tmaps, toff)
+    box_bytes = b.i("mul.lo.u32", "u32", box_rows, row_bytes)
+    k = b.var("u32", 0)
+    b.set(k, c.lane)
+    top, done = b.new_label("tbox"), b.new_label("tbox_done")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", k, boxes))
+    sa = b.i("mad.lo.u32", "u32", k, box_bytes, smem0)
+    r = b.i("mad.lo.u32", "u32", k, box_rows, row0)
+    issue(sa, tmap, chunk, r)
+    b.i("add.u32", "u32", k, 32, dst=k)
+    b.bra(top)
+    b.place(done)
+
+
+def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue) -> None:
+    """Issue a load as tensor copies completing on the ring slot's mbarrier.
+
+    Racecheck attributes a plain bulk copy's shared-memory write to the
+    issuing thread and cannot see the mbarrier + dependency-bit chain that
+    orders it before the compute engine's reads; a tensor copy is the copy
+    engine's own access, so no thread pair is reported (the order is the
+    same: mbarrier completion, then the bits' release/acquire).
+    """
+    b = c.b
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
+          ins=[bar, total], guard=lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+    def issue(sa, tmap, chunk, r):
+        b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+              "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
+
+    tensor_boxes(c, f, dst0, row_bytes, issue)
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None:
+    """Store a tile with tensor copies and wait until their writes are performed.
+
+    Each issuing lane commits and waits for its own bulk group; then the
+    async-proxy writes are fenced against the generic proxy, so the store
+    engine's release (bits, counter) covers them as it covers ``st.global``.
+    """
+    b = c.b
+
+    def issue(sa, tmap, chunk, r):
+        b.raw("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
+              "[{0}, {{{1}, {2}, {3}}}], [{4}]", ins=[tmap, c.zero, chunk, r, sa])
+
+    tensor_boxes(c, f, src0, row_bytes, issue)
+    b.raw("cp.async.bulk.commit_group", "")
+    b.raw("cp.async.bulk.wait_group", "0")
+    b.raw("fence.proxy.async.global", "")
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+# ---------------------------------------------------------------------------
 # load engine
 # ---------------------------------------------------------------------------
 
@@ -506,48 +586,6 @@ def ring_landed(c: Ctx, index, phases, wait: str) -> tuple:
     return slot, b.i("vote.sync.all.pred", "pred", landed, FULL)
 
 
-def prefetch_l2(c: Ctx, fe: SmemFetcher, pos: SSAValue, count: SSAValue, ahead: int) -> None:
-    """Warm L2 with the source of the load ``ahead`` positions after ``pos``.
-
-    Shared-memory slots bound how far the load engine runs ahead; L2 does
-    not. When load ``pos`` issues, the region of load ``pos + ahead`` is
-    requested with ``cp.async.bulk.prefetch.L2`` (a hint: no completion, no
-    ordering), so HBM keeps streaming while a slot or a cross-SM wait holds
-    the queue, and the later bulk copy is served from L2. Loads that wait on
-    a counter read data other SMs just wrote, which L2 already holds: they
-    are skipped. The instruction is read from the fetch window, where it has
-    been since ``FETCH_DEPTH - ahead`` loads ago.
-    """
-    b = c.b
-    skip = b.new_label("l2_skip")
-    q = b.i("add.u32", "u32", pos, ahead)
-    b.bra(skip, b.setp("ge.u32", q, count))
-    b.raw("cp.async.wait_group", "%d" % (L.FETCH_DEPTH - 1 - ahead))
-    b.raw("bar.warp.sync", "%d" % FULL)
-    f = smem_fields(c, fe.slot_address(q))
-    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
-    b.bra(skip, b.setp("ne.u32", opcode, isa.OP_LOAD))
-    b.bra(skip, b.setp("ne.u32", f.wctr, 0))
-    bufi, off_lo, off_hi, rows, row_bytes, stride, _smem = load_words(c, f, isa.W_BUFFER, 7)
-    gptr = buffer_address(c, bufi, off_lo, off_hi)
-    contig = b.setp("eq.u32", stride, row_bytes)
-    n = b.i("selp.u32", "u32", 1, rows, contig)
-    total = b.i("mul.lo.u32", "u32", rows, row_bytes)
-    size = b.i("selp.u32", "u32", total, row_bytes, contig)
-    r = b.var("u32", 0)
-    b.set(r, c.lane)
-    rl = b.new_label("l2_rows")
-    b.place(rl)
-    b.bra(skip, b.setp("ge.u32", r, n))
-    so = b.i("mul.wide.u32", "u64", r, stride)
-    src = b.i("add.u64", "u64", gptr, so)
-    b.raw("cp.async.bulk.prefetch.L2.global", "[{0}], {1}", ins=[src, size])
-    b.i("add.u32", "u32", r, 32, dst=r)
-    b.bra(rl)
-    b.place(skip)
-    b.raw("bar.warp.sync", "%d" % FULL)
-
-
 def load_engine(c: Ctx) -> None:
     """Warp 0: issue loads ahead through the mbarrier ring, retire in order.
 
@@ -608,6 +646,12 @@ def load_engine(c: Ctx) -> None:
     if c.options.get("load_path", "bulk") == "lsu":
         _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
         b.bra(issued)
+    if uses_tensor_copies(c):
+        plain = b.new_label("ld_plain")
+        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
+        tensor_load(c, f, dst0, row_bytes, total, bar)
+        b.bra(issued)
+        b.place(plain)
     # a dense region (stride == row bytes) is one copy
     # a dense region is cut into up to `split` chunks (multiples of 16 bytes)
     # that the lanes issue as separate copies; strided regions go row by row
@@ -650,9 +694,6 @@ def load_engine(c: Ctx) -> None:
           guard=lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.place(issued)
-    l2_ahead = int(c.options.get("l2_prefetch", 0))
-    if l2_ahead > 0 and not lsu:
-        prefetch_l2(c, fe, pos, count, l2_ahead)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     fe.advance(pos)
     b.set(t0, 0)
@@ -741,6 +782,12 @@ def store_engine(c: Ctx) -> None:
     al = b.i("or.b64", "b64", al, rb64)  # 16-byte path only for whole 16-byte rows
     al = b.i("and.b64", "b64", al, 15)
     aligned = b.setp("eq.b64", al, 0)
+    if uses_tensor_copies(c):
+        plain = b.new_label("st_plain")
+        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
+        tensor_store(c, f, src0, row_bytes)
+        b.bra(nxt)
+        b.place(plain)
     for wide in (True, False):
         unit = 16 if wide else 2
         lab_skip = b.new_label("st_skip")
@@ -878,12 +925,13 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     """Fill ``kernel``'s body: prologue, then one branch per warp role."""
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
-    gl = {k: b.i("cvta.to.global.u64", "u64", p[k]) for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error")}
+    gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
+          for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error", "p_tmaps")}
     tid = b.special("u32", "%tid.x")
     base = b.mov("u32", "vdir_smem")
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
-        counters=gl["p_counters"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        counters=gl["p_counters"], tmaps=gl["p_tmaps"], zero=b.mov("u32", 0), epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=dict(options or {}),

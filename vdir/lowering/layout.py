@@ -19,7 +19,11 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u32", "p_epoch"),
     ("u64", "p_error"),  # u32[ERROR_WORDS]
     ("u64", "p_watchdog_ns"),
+    ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
 )
+
+#: bytes of one tensor map (CUtensorMap) in the p_tmaps array
+TMAP_BYTES = 128
 
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap

@@ -1,7 +1,8 @@
 """``vdir-encode``: the laid-out program -> the binary micro-op ISA.
 
 Each node becomes one 32-word instruction in its (SM, engine) queue, in queue
-order (``docs/isa.md`` documents every field). A node that waits on more than
+order (``docs/isa.md`` documents every field); loads and stores also get
+their tensor-copy form (``isa.assign_tensor_maps``). A node that waits on more than
 one global counter gets a ``nop`` before it for each extra wait, and one that
 releases more than one counter gets a ``nop`` after it per extra release; the
 in-order engines make both equivalent to the node doing it itself. The
@@ -133,12 +134,14 @@ def encode(graph: Graph) -> isa.EncodedProgram:
                 words.extend(encode_node(node, graph))
             table[sm][e] = (start, len(words) - start)
     instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
+    buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
+    isa.assign_tensor_maps(instrs, buffers)
     return isa.EncodedProgram(
         num_sms=graph.num_sms,
         smem_bytes=graph.smem_bytes,
         num_counters=graph.num_counters,
         bitmap_bits=graph.target.dependency_bits,
-        buffers=[isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args],
+        buffers=buffers,
         instrs=instrs,
         queues=table,
         uop_names={n.id: f"{n.name} ({n.loc})" for n in graph.nodes},
