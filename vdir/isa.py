@@ -183,12 +183,12 @@ class TensorMapSpec:
         return (self.width, self.box_chunks, self.box_rows)
 
 
-def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict):
+def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max_box_rows: int):
     """(spec, boxes, chunk, row) of a load/store region as tensor copies, or None."""
     b = int(words[W_BUFFER])
     stride = int(words[W_ROW_STRIDE])
     off = int(words[W_GLOBAL_OFFSET]) | (int(words[W_GLOBAL_OFFSET + 1]) << 32)
-    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off)
+    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off, max_box_rows)
     if key not in memo:
         memo[key] = _region_form(buffers[b], b, *key[1:]) if b < len(buffers) else None
     form = memo[key]
@@ -198,7 +198,8 @@ def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict):
     return spec, boxes, chunk, off // stride
 
 
-def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, stride: int, col_off: int):
+def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, stride: int, col_off: int,
+                 max_box_rows: int):
     """(spec, boxes, chunk) for a region of ``rows`` x ``row_bytes`` at byte ``col_off`` of a row."""
     e = DTYPE_SIZES.get(buf.dtype)
     if e is None or len(buf.shape) != 2:
@@ -210,11 +211,12 @@ def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, strid
     width = math.gcd(cols, ncols, c0, TMA_BOX_MAX)
     if (width * e) % 16 or cols // width > TMA_BOX_MAX:
         return None
-    box_rows = next(d for d in range(min(rows, TMA_BOX_MAX), 0, -1) if rows % d == 0)
+    box_rows = next(d for d in range(min(rows, max_box_rows, TMA_BOX_MAX), 0, -1) if rows % d == 0)
     return TensorMapSpec(index, e, nrows, ncols, width, cols // width, box_rows), rows // box_rows, c0 // width
 
 
-def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"]) -> list[TensorMapSpec]:
+def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
+                       max_box_rows: int = TMA_BOX_MAX) -> list[TensorMapSpec]:
     """Fill the tensor-copy words of every load and store; return the map table.
 
     A region gets a map when its buffer is a dense 2-D array whose rows are a
@@ -222,14 +224,16 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"]) -> list[
     stays 0 and the kernel copies it with plain bulk copies). Regions of the
     same buffer and box shape share a map; maps are numbered in instruction
     order, so the table can be rebuilt from the words alone
-    (:func:`tensor_map_table`).
+    (:func:`tensor_map_table`). A box spans at most ``max_box_rows`` rows (a
+    tile of more rows is several boxes, which the load warp's lanes issue in
+    parallel).
     """
     table: dict[TensorMapSpec, int] = {}
     memo: dict = {}
     ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
     for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
         w = instrs[i]
-        form = _tensor_form(w, buffers, memo)
+        form = _tensor_form(w, buffers, memo, max_box_rows)
         if form is None:
             w[W_TMAP : W_TROW + 1] = 0
             continue
@@ -251,7 +255,7 @@ def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
     ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
     for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (instrs[:, W_TMAP] > 0))[0]:
         w = instrs[i]
-        form = _tensor_form(w, program.buffers, memo)
+        form = _tensor_form(w, program.buffers, memo, int(w[W_TBOX_ROWS]))
         if form is None or form[0].box_rows != int(w[W_TBOX_ROWS]):
             raise ValueError(f"instruction names tensor map {int(w[W_TMAP]) - 1}, but its region has no tensor form")
         idx = int(w[W_TMAP]) - 1

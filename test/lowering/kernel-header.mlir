@@ -2,7 +2,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1 fuse=false}' -t ptx | filecheck %s
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
-// the dynamic shared-memory declaration, the entry with its seven parameters
+// the dynamic shared-memory declaration, the entry with its eight parameters
 // in launch order, 320 threads (load warp, store warp, 256 compute threads),
 // thread 0 clearing the shared header and initialising the 8-slot mbarrier
 // ring (fenced for the async proxy), and the branch to the warp roles.
@@ -25,7 +25,8 @@
 // CHECK-NEXT:   .param .u64 p_counters,
 // CHECK-NEXT:   .param .u32 p_epoch,
 // CHECK-NEXT:   .param .u64 p_error,
-// CHECK-NEXT:   .param .u64 p_watchdog_ns
+// CHECK-NEXT:   .param .u64 p_watchdog_ns,
+// CHECK-NEXT:   .param .u64 p_tmaps
 // CHECK-NEXT: )
 // CHECK-NEXT: .maxntid 320, 1, 1
 // CHECK-NEXT: {
@@ -41,19 +42,23 @@
 // CHECK-NEXT: ld.param.u32 %r{{[0-9]+}}, [p_epoch];
 // CHECK-NEXT: ld.param.u64 [[ERR:%rd[0-9]+]], [p_error];
 // CHECK-NEXT: ld.param.u64 %rd{{[0-9]+}}, [p_watchdog_ns];
+// CHECK-NEXT: ld.param.u64 [[TMAPS:%rd[0-9]+]], [p_tmaps];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[INSTRS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[QUEUES]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[BUFS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[CTRS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[ERR]];
+// CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[TMAPS]];
 
-// Thread ids, the shared base and the tile arena 4 KiB above it.
+// Thread ids, the shared base, the tile arena 4 KiB above it, and a zero
+// register (the innermost coordinate of every tensor copy).
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, %ctaid.x;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 4096;
+// CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
 // Thread 0: bitmap and abort flag cleared, 8 mbarriers (count 1) at 16..72.
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;

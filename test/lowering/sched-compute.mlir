@@ -14,6 +14,7 @@
 // CHECK:      ld.param.u64 [[PERR:%rd[0-9]+]], [p_error];
 // CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
 // CHECK-NEXT: cvta.to.global.u64 [[ERR:%rd[0-9]+]], [[PERR]];
+// CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;

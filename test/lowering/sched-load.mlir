@@ -6,8 +6,9 @@
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
 // read with ld.acquire.cta, and with a counter ld.acquire.gpu >= epoch *
 // count. A counter wait is followed by fence.proxy.async.global before the
-// bulk copy. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
-// cp.async.bulk ... complete_tx into it; a non-load completes through the
+// copy. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
+// cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
+// complete_tx into it; a non-load completes through the
 // ring with a plain arrive. Loads retire in order when test_wait.parity
 // reports the oldest slot landed: the slot's saved signal mask is toggled
 // with atom.release.cta and its counter released with fence.acq_rel.gpu +
@@ -84,6 +85,19 @@
 // CHECK-NEXT: setp.eq.u32 [[ISLD:%p[0-9]+]], [[OPC]], 1;
 // CHECK-NEXT: @![[ISLD]] bra $L_ld_nop_0;
 // CHECK:      mul.lo.u32 [[TOTAL:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
+
+// A region with a tensor map (word 19 non-zero): lane 0 arms the mbarrier,
+// the lanes issue its boxes as 3-D tensor copies (innermost coordinate 0).
+// CHECK:      setp.eq.u32 [[NOTM:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK-NEXT: @[[NOTM]] bra $L_ld_plain_0;
+// CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], [[LANE]], 0;
+// CHECK-NEXT: @[[L0]] mbarrier.arrive.expect_tx.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], [[TOTAL]];
+// CHECK:      $L_tbox_0:
+// CHECK:      cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], {{\[}}[[BAR]]];
+// CHECK:      bra.uni $L_ld_issued_0;
+
+// Otherwise plain bulk copies: one for a dense region, else one per row.
+// CHECK-NEXT: $L_ld_plain_0:
 // CHECK:      @[[LANE0]] mbarrier.arrive.expect_tx.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], [[TOTAL]];
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK:      $L_ld_rows_0:

@@ -3,9 +3,10 @@
 // The store engine (warp 1). It walks queue row sm * 3 + 2 with its own
 // 8-deep instruction window (base + 3072), spins until the warp agrees the
 // wait is satisfied (bitmap with parity through ld.acquire.cta, the counter
-// through ld.acquire.gpu), then copies the result tile to global memory:
-// 16-byte ld.shared.v4 / st.global.v4 when the global address and row stride
-// are 16-byte aligned, else 2-byte copies. When it signals bits it first
+// through ld.acquire.gpu), then copies the result tile to global memory: as
+// tensor copies when the region has a tensor map, else 16-byte ld.shared.v4 /
+// st.global.v4 when the global address and row stride are 16-byte aligned,
+// else 2-byte copies. When it signals bits it first
 // executes fence.proxy.async.global (a later bulk load on this SM may read
 // the bytes); after a warp barrier lane 0 toggles the bits with
 // atom.release.cta and releases its counter (fence.acq_rel.gpu +
@@ -68,6 +69,19 @@
 // CHECK-NEXT: or.b64 [[AR:%rd[0-9]+]], [[AO]], [[ROWB]];
 // CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AR]], 15;
 // CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
+
+// A region with a tensor map (word 19 non-zero) goes out as tensor copies;
+// each lane waits for its bulk group, then the async-proxy writes are fenced
+// against the generic proxy before the release below.
+// CHECK-NEXT: setp.eq.u32 [[NOTM:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK-NEXT: @[[NOTM]] bra $L_st_plain_0;
+// CHECK:      cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}];
+// CHECK:      cp.async.bulk.commit_group;
+// CHECK-NEXT: cp.async.bulk.wait_group 0;
+// CHECK-NEXT: fence.proxy.async.global;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: bra.uni $L_st_next_0;
+// CHECK-NEXT: $L_st_plain_0:
 // CHECK-NEXT: @![[ALIGNED]] bra $L_st_skip_0;
 // CHECK:      $L_st_col_0:
 // CHECK:      ld.shared.v4.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]], [[C:%r[0-9]+]], [[D:%r[0-9]+]]}, [{{%r[0-9]+}}];

@@ -1,7 +1,7 @@
 """The CUDA backend on a real GPU (skipped, with the reason, without one).
 
 Each family alone on fresh random bf16 inputs against the numpy semantics in
-``vdir.families``; a two-SM program joined by a global counter; and an
+``vdir.families``, with tensor copies and with plain bulk copies; a two-SM program joined by a global counter; and an
 unsatisfiable wait that must come back as a watchdog error, not a hang.
 
 Tolerance: bf16 outputs within ``2e-2 * max|ref| + 2e-2 * |ref|`` (one bf16
@@ -79,9 +79,17 @@ CASES = {
 }
 
 
+@pytest.fixture(params=["tensor", "plain"])
+def copies(request, platform):
+    """Run with tensor copies (the default) or with plain bulk copies and st.global."""
+    platform.lowering_options = {} if request.param == "tensor" else {"tensor_copies": 0}
+    yield request.param
+    platform.lowering_options = {}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_family_alone(platform, case):
-    """One family on one SM: load inputs, compute, store; vs numpy."""
+def test_family_alone(platform, copies, case):
+    """One family on one SM: load inputs, compute, store; vs numpy (both copy paths)."""
     fam, shapes, dtypes, oshape, odt, p2, params = CASES[case]
     rng = np.random.default_rng()
     scale = 1.0 / np.sqrt(shapes[0][1]) if "gemv" in fam else 1.0

@@ -85,8 +85,12 @@ class ProgramAssembler:
         ins = self._common(isa.OP_NOP, wait, parity, signal, wait_counter, wait_count, release_counter, name)
         return self._push(sm, engine, ins)
 
-    def finish(self) -> isa.EncodedProgram:
-        """The encoded program (queues laid out SM by SM, engine by engine)."""
+    def finish(self, tensor_maps: bool = True) -> isa.EncodedProgram:
+        """The encoded program (queues laid out SM by SM, engine by engine).
+
+        With ``tensor_maps`` the loads and stores get their tensor-copy words
+        (``isa.assign_tensor_maps``), as ``vdir-encode`` gives them.
+        """
         rows, queues = [], []
         for sm in range(self.num_sms):
             qs = []
@@ -96,6 +100,8 @@ class ProgramAssembler:
                 rows += q
             queues.append(qs)
         instrs = np.stack(rows).astype(np.uint32) if rows else np.zeros((0, isa.INSTR_WORDS), np.uint32)
+        if tensor_maps:
+            isa.assign_tensor_maps(instrs, self.buffers)
         return isa.EncodedProgram(
             num_sms=self.num_sms, smem_bytes=self.smem_bytes, num_counters=self.num_counters,
             bitmap_bits=64, buffers=self.buffers, instrs=instrs, queues=queues, uop_names=dict(self.names),

@@ -59,7 +59,6 @@ class Ctx:
     buffers: SSAValue
     counters: SSAValue
     tmaps: SSAValue  # u64 global address of the tensor maps
-    zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
     epoch: SSAValue
     err: SSAValue
     bound: SSAValue
@@ -70,6 +69,7 @@ class Ctx:
     base: SSAValue  # u32 shared address of the dynamic smem
     arena: SSAValue  # base + HEADER_BYTES
     options: dict  # lowering options (see emit.LOWERING_OPTIONS)
+    zero: SSAValue | None = None  # u32 register holding 0 (a tensor copy's innermost coordinate)
 
 
 @dataclass
@@ -931,11 +931,12 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     base = b.mov("u32", "vdir_smem")
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
-        counters=gl["p_counters"], tmaps=gl["p_tmaps"], zero=b.mov("u32", 0), epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        counters=gl["p_counters"], tmaps=gl["p_tmaps"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=dict(options or {}),
     )
+    c.zero = b.mov("u32", 0)
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)

@@ -1,0 +1,80 @@
+"""Tensor-copy words of loads and stores (``isa.assign_tensor_maps``) and the
+map table the CUDA backend builds from them (``isa.tensor_map_table``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vdir import isa
+from vdir.frontend.examples import build_mlp_block
+from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.transforms.pipeline import compile_to_encoded
+
+
+def memory_instrs(prog: isa.EncodedProgram) -> np.ndarray:
+    ops = prog.instrs[:, isa.W_OPCODE] & 0xFF
+    return prog.instrs[(ops == isa.OP_LOAD) | (ops == isa.OP_STORE)]
+
+
+def test_pipeline_gives_every_mlp_region_a_tensor_form():
+    """Each box lands where the region's bytes are: coordinates and box shape
+    rebuild the global offset and the tile's row bytes."""
+    prog = compile_to_encoded(build_mlp_block(512, 1024), num_sms=4)
+    table = isa.tensor_map_table(prog)
+    mem = memory_instrs(prog)
+    assert len(mem) and (mem[:, isa.W_TMAP] > 0).all()
+    for w in mem:
+        spec = table[int(w[isa.W_TMAP]) - 1]
+        e = spec.elem_bytes
+        assert spec.buffer == int(w[isa.W_BUFFER])
+        assert spec.box_chunks * spec.width * e == int(w[isa.W_ROW_BYTES])
+        assert int(w[isa.W_TBOXES]) * int(w[isa.W_TBOX_ROWS]) == int(w[isa.W_ROWS])
+        assert max(spec.box_dims) <= isa.TMA_BOX_MAX
+        off = int(w[isa.W_GLOBAL_OFFSET]) | int(w[isa.W_GLOBAL_OFFSET + 1]) << 32
+        assert off == int(w[isa.W_TROW]) * spec.global_strides[1] + int(w[isa.W_TCHUNK]) * spec.global_strides[0]
+        assert spec.global_strides[1] == int(w[isa.W_ROW_STRIDE])
+
+
+def one_transfer(shape, rows, row_bytes, offset=0, dtype="bf16", max_box_rows=isa.TMA_BOX_MAX):
+    """A one-load program over a buffer of ``shape``; returns (instruction words, table)."""
+    buf = isa.BufferInfo("b", shape, dtype, is_output=False)
+    a = ProgramAssembler(1, [buf], smem_bytes=1 << 16)
+    a.load(0, 0, offset, rows, row_bytes, shape[1] * isa.DTYPE_SIZES[dtype], 0)
+    prog = a.finish(tensor_maps=False)
+    isa.assign_tensor_maps(prog.instrs, prog.buffers, max_box_rows=max_box_rows)
+    return prog.instrs[0], isa.tensor_map_table(prog)
+
+
+def test_a_tall_region_is_several_boxes():
+    w, table = one_transfer((1024, 8), 512, 16)
+    assert int(w[isa.W_TBOXES]) == 2 and int(w[isa.W_TBOX_ROWS]) == 256
+    assert table[0].box_dims == (8, 1, 256)
+
+
+def test_box_rows_can_be_capped():
+    w, table = one_transfer((64, 4096), 8, 8192, max_box_rows=1)
+    assert int(w[isa.W_TBOXES]) == 8 and table[0].box_dims == (256, 16, 1)
+
+
+def test_segment_width_follows_the_column_offset():
+    """A region starting 16 elements into a row gets 16-element segments."""
+    w, table = one_transfer((4, 4096), 1, 64, offset=32)
+    assert table[0].width == 16 and int(w[isa.W_TCHUNK]) == 1
+
+
+@pytest.mark.parametrize("shape,rows,row_bytes,why", [
+    ((4, 12), 1, 16, "buffer rows of 24 bytes are not a multiple of 16"),
+    ((8, 2056), 8, 4112, "2056 columns need 257 segments of 8, more than a box holds"),
+])
+def test_regions_without_a_tensor_form_keep_plain_copies(shape, rows, row_bytes, why):
+    w, table = one_transfer(shape, rows, row_bytes)
+    assert int(w[isa.W_TMAP]) == 0 and table == [], why
+
+
+def test_inconsistent_words_are_refused():
+    prog = compile_to_encoded(build_mlp_block(512, 1024), num_sms=2)
+    mem = np.nonzero(prog.instrs[:, isa.W_TMAP] > 0)[0]
+    prog.instrs[mem[0], isa.W_TBOX_ROWS] += 1
+    with pytest.raises(ValueError, match="tensor map"):
+        isa.tensor_map_table(prog)
