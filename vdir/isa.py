@@ -57,6 +57,7 @@ W_TBOXES = 20  # boxes per tile, stacked along rows (each W_TBOX_ROWS rows)
 W_TBOX_ROWS = 21  # rows per box
 W_TCHUNK = 22  # column coordinate of the region, in units of the map's segment width
 W_TROW = 23  # row coordinate of the region
+W_TVIEW = 24  # bytes of one element of the map's view of the buffer
 
 # ---- compute words --------------------------------------------------------
 W_OUT_SMEM = 12  # shared-memory offset of the result tile
@@ -148,13 +149,19 @@ DTYPE_SIZES = {"bf16": 2, "f32": 4}
 #: the most elements a tensor-copy box may span in one dimension
 TMA_BOX_MAX = 256
 
+#: element size of a tensor map's view of a buffer: a copy moves raw bytes, so
+#: a bf16 buffer is seen as 8-byte elements where its rows allow (segments of
+#: up to 2 KiB instead of 512 bytes)
+TMA_VIEW_BYTES = 8
+
 
 @dataclass(frozen=True)
 class TensorMapSpec:
     """One tensor map of a program: a buffer viewed as a 3-D tensor.
 
-    The buffer (``rows`` x ``cols`` elements of ``elem_bytes``, rows dense)
-    is seen as ``[rows][cols / width][width]`` so that one box of
+    The buffer (``rows`` x ``cols`` elements of ``elem_bytes``, rows dense;
+    the elements are the map's view, not necessarily the buffer's dtype) is
+    seen as ``[rows][cols / width][width]`` so that one box of
     ``[box_rows][box_chunks][width]`` elements lands in shared memory as a
     dense row-major ``box_rows x (box_chunks * width)`` tile, the layout
     every vdir tile has. Box dimensions are at most :data:`TMA_BOX_MAX`.
@@ -183,12 +190,13 @@ class TensorMapSpec:
         return (self.width, self.box_chunks, self.box_rows)
 
 
-def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max_box_rows: int):
+def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max_box_rows: int, view: int):
     """(spec, boxes, chunk, row) of a load/store region as tensor copies, or None."""
     b = int(words[W_BUFFER])
     stride = int(words[W_ROW_STRIDE])
     off = int(words[W_GLOBAL_OFFSET]) | (int(words[W_GLOBAL_OFFSET + 1]) << 32)
-    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off, max_box_rows)
+    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off, max_box_rows,
+           view)
     if key not in memo:
         memo[key] = _region_form(buffers[b], b, *key[1:]) if b < len(buffers) else None
     form = memo[key]
@@ -199,24 +207,32 @@ def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max
 
 
 def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, stride: int, col_off: int,
-                 max_box_rows: int):
-    """(spec, boxes, chunk) for a region of ``rows`` x ``row_bytes`` at byte ``col_off`` of a row."""
+                 max_box_rows: int, view: int):
+    """(spec, boxes, chunk) for a region of ``rows`` x ``row_bytes`` at byte ``col_off`` of a row.
+
+    The map views the buffer as ``view``-byte elements where every extent
+    allows it, else as its own dtype.
+    """
     e = DTYPE_SIZES.get(buf.dtype)
     if e is None or len(buf.shape) != 2:
         return None
     nrows, ncols = buf.shape
-    if stride != ncols * e or stride % 16 or row_bytes % e or col_off % e or rows == 0:
+    if stride != ncols * e or stride % 16 or rows == 0:
         return None
-    c0, cols = col_off // e, row_bytes // e
-    width = math.gcd(cols, ncols, c0, TMA_BOX_MAX)
-    if (width * e) % 16 or cols // width > TMA_BOX_MAX:
+    v = view if stride % view == 0 and row_bytes % view == 0 and col_off % view == 0 else e
+    if row_bytes % v or col_off % v:
+        return None
+    c0, cols = col_off // v, row_bytes // v
+    width = math.gcd(cols, stride // v, c0, TMA_BOX_MAX)
+    if (width * v) % 16 or cols // width > TMA_BOX_MAX:
         return None
     box_rows = next(d for d in range(min(rows, max_box_rows, TMA_BOX_MAX), 0, -1) if rows % d == 0)
-    return TensorMapSpec(index, e, nrows, ncols, width, cols // width, box_rows), rows // box_rows, c0 // width
+    spec = TensorMapSpec(index, v, nrows, stride // v, width, cols // width, box_rows)
+    return spec, rows // box_rows, c0 // width
 
 
 def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
-                       max_box_rows: int = TMA_BOX_MAX) -> list[TensorMapSpec]:
+                       max_box_rows: int = TMA_BOX_MAX, view_bytes: int = TMA_VIEW_BYTES) -> list[TensorMapSpec]:
     """Fill the tensor-copy words of every load and store; return the map table.
 
     A region gets a map when its buffer is a dense 2-D array whose rows are a
@@ -226,20 +242,22 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     order, so the table can be rebuilt from the words alone
     (:func:`tensor_map_table`). A box spans at most ``max_box_rows`` rows (a
     tile of more rows is several boxes, which the load warp's lanes issue in
-    parallel).
+    parallel); the maps view buffers as ``view_bytes``-byte elements where the
+    region allows.
     """
     table: dict[TensorMapSpec, int] = {}
     memo: dict = {}
     ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
     for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
         w = instrs[i]
-        form = _tensor_form(w, buffers, memo, max_box_rows)
+        form = _tensor_form(w, buffers, memo, max_box_rows, view_bytes)
         if form is None:
-            w[W_TMAP : W_TROW + 1] = 0
+            w[W_TMAP : W_TVIEW + 1] = 0
             continue
         spec, boxes, chunk, row = form
         idx = table.setdefault(spec, len(table))
         w[W_TMAP], w[W_TBOXES], w[W_TBOX_ROWS], w[W_TCHUNK], w[W_TROW] = idx + 1, boxes, spec.box_rows, chunk, row
+        w[W_TVIEW] = spec.elem_bytes
     return list(table)
 
 
@@ -255,8 +273,8 @@ def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
     ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
     for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (instrs[:, W_TMAP] > 0))[0]:
         w = instrs[i]
-        form = _tensor_form(w, program.buffers, memo, int(w[W_TBOX_ROWS]))
-        if form is None or form[0].box_rows != int(w[W_TBOX_ROWS]):
+        form = _tensor_form(w, program.buffers, memo, int(w[W_TBOX_ROWS]), max(int(w[W_TVIEW]), 1))
+        if form is None or form[0].box_rows != int(w[W_TBOX_ROWS]) or form[0].elem_bytes != int(w[W_TVIEW]):
             raise ValueError(f"instruction names tensor map {int(w[W_TMAP]) - 1}, but its region has no tensor form")
         idx = int(w[W_TMAP]) - 1
         if table.setdefault(idx, form[0]) != form[0]:

@@ -36,31 +36,40 @@ def test_pipeline_gives_every_mlp_region_a_tensor_form():
         assert spec.global_strides[1] == int(w[isa.W_ROW_STRIDE])
 
 
-def one_transfer(shape, rows, row_bytes, offset=0, dtype="bf16", max_box_rows=isa.TMA_BOX_MAX):
+def one_transfer(shape, rows, row_bytes, offset=0, dtype="bf16", max_box_rows=isa.TMA_BOX_MAX,
+                 view_bytes=isa.TMA_VIEW_BYTES):
     """A one-load program over a buffer of ``shape``; returns (instruction words, table)."""
     buf = isa.BufferInfo("b", shape, dtype, is_output=False)
     a = ProgramAssembler(1, [buf], smem_bytes=1 << 16)
     a.load(0, 0, offset, rows, row_bytes, shape[1] * isa.DTYPE_SIZES[dtype], 0)
     prog = a.finish(tensor_maps=False)
-    isa.assign_tensor_maps(prog.instrs, prog.buffers, max_box_rows=max_box_rows)
+    isa.assign_tensor_maps(prog.instrs, prog.buffers, max_box_rows=max_box_rows, view_bytes=view_bytes)
     return prog.instrs[0], isa.tensor_map_table(prog)
 
 
 def test_a_tall_region_is_several_boxes():
     w, table = one_transfer((1024, 8), 512, 16)
     assert int(w[isa.W_TBOXES]) == 2 and int(w[isa.W_TBOX_ROWS]) == 256
-    assert table[0].box_dims == (8, 1, 256)
+    assert table[0].box_dims == (2, 1, 256) and table[0].elem_bytes == 8
 
 
 def test_box_rows_can_be_capped():
     w, table = one_transfer((64, 4096), 8, 8192, max_box_rows=1)
-    assert int(w[isa.W_TBOXES]) == 8 and table[0].box_dims == (256, 16, 1)
+    assert int(w[isa.W_TBOXES]) == 8 and table[0].box_dims == (256, 4, 1)
+
+
+def test_maps_view_rows_as_8_byte_elements_where_they_can():
+    """8 KiB rows: four 2 KiB segments of 8-byte elements, or sixteen of bf16."""
+    _, wide = one_transfer((64, 4096), 8, 8192)
+    _, narrow = one_transfer((64, 4096), 8, 8192, view_bytes=2)
+    assert wide[0].box_dims == (256, 4, 8) and wide[0].elem_bytes == 8
+    assert narrow[0].box_dims == (256, 16, 8) and narrow[0].elem_bytes == 2
 
 
 def test_segment_width_follows_the_column_offset():
-    """A region starting 16 elements into a row gets 16-element segments."""
+    """A region starting 32 bytes into a row gets 32-byte segments."""
     w, table = one_transfer((4, 4096), 1, 64, offset=32)
-    assert table[0].width == 16 and int(w[isa.W_TCHUNK]) == 1
+    assert table[0].width * table[0].elem_bytes == 32 and int(w[isa.W_TCHUNK]) == 1
 
 
 @pytest.mark.parametrize("shape,rows,row_bytes,why", [

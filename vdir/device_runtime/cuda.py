@@ -57,7 +57,7 @@ def _check(res: Any, what: str) -> Any:
 
 
 _TMAP_DTYPES = {1: "CU_TENSOR_MAP_DATA_TYPE_UINT8", 2: "CU_TENSOR_MAP_DATA_TYPE_UINT16",
-                4: "CU_TENSOR_MAP_DATA_TYPE_UINT32"}
+                4: "CU_TENSOR_MAP_DATA_TYPE_UINT32", 8: "CU_TENSOR_MAP_DATA_TYPE_UINT64"}
 
 
 def _tensor_maps(specs, ptrs: tuple[int, ...], program: isa.EncodedProgram) -> np.ndarray:
