@@ -20,9 +20,9 @@ vdir.program @gemv(%w: !vdir.buffer<8192x8192xbf16>,
   vdir.repeat %i = 0 to 1024 {
     %r = affine.apply affine_map<(d0) -> (d0 * 8)> (%i)
     %w0 = vdir.load %w[%r, 0] : !vdir.buffer<8192x8192xbf16> -> !vdir.tile<8x4096xbf16>
-    %w1 = vdir.load %w[%r, 4096] : !vdir.buffer<8192x8192xbf16> -> !vdir.tile<8x4096xbf16>
     // partial sum over columns [0, 4096), kept in f32
     %p0 = vdir.compute gemv(%w0, %x0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>) -> !vdir.tile<1x8xf32>
+    %w1 = vdir.load %w[%r, 4096] : !vdir.buffer<8192x8192xbf16> -> !vdir.tile<8x4096xbf16>
     // columns [4096, 8192) plus the partial sum, rounded to bf16
     %yt = vdir.compute gemv(%w1, %x1, %p0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>, !vdir.tile<1x8xf32>) -> !vdir.tile<1x8xbf16>
     %done = vdir.store %yt, %y[0, %r] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8192xbf16>

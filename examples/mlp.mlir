@@ -44,8 +44,8 @@ vdir.program @mlp(%h: !vdir.buffer<1x2048xbf16>,
   vdir.repeat %k = 0 to 256 {
     %rk = affine.apply affine_map<(d0) -> (d0 * 8)> (%k)
     %wd0 = vdir.load %wd[%rk, 0] : !vdir.buffer<2048x8192xbf16> -> !vdir.tile<8x4096xbf16>
-    %wd1 = vdir.load %wd[%rk, 4096] : !vdir.buffer<2048x8192xbf16> -> !vdir.tile<8x4096xbf16>
     %dp0 = vdir.compute gemv(%wd0, %act0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>) -> !vdir.tile<1x8xf32>
+    %wd1 = vdir.load %wd[%rk, 4096] : !vdir.buffer<2048x8192xbf16> -> !vdir.tile<8x4096xbf16>
     %d = vdir.compute gemv(%wd1, %act1, %dp0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>, !vdir.tile<1x8xf32>) -> !vdir.tile<1x8xbf16>
     %res = vdir.load %h[0, %rk] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x8xbf16>
     %o = vdir.compute add(%d, %res) : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xbf16>

@@ -46,8 +46,8 @@ vdir.program @mlp_stack(%hs: !vdir.buffer<17x2048xbf16>,
       %drow = affine.apply affine_map<(d0, d1) -> (d0 * 2048 + d1 * 8)> (%l, %k)
       %rk = affine.apply affine_map<(d0) -> (d0 * 8)> (%k)
       %wd0 = vdir.load %wd[%drow, 0] : !vdir.buffer<32768x8192xbf16> -> !vdir.tile<8x4096xbf16>
-      %wd1 = vdir.load %wd[%drow, 4096] : !vdir.buffer<32768x8192xbf16> -> !vdir.tile<8x4096xbf16>
       %dp0 = vdir.compute gemv(%wd0, %act0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>) -> !vdir.tile<1x8xf32>
+      %wd1 = vdir.load %wd[%drow, 4096] : !vdir.buffer<32768x8192xbf16> -> !vdir.tile<8x4096xbf16>
       %d = vdir.compute gemv(%wd1, %act1, %dp0) : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>, !vdir.tile<1x8xf32>) -> !vdir.tile<1x8xbf16>
       %res = vdir.load %hs[%l, %rk] : !vdir.buffer<17x2048xbf16> -> !vdir.tile<1x8xbf16>
       %o = vdir.compute add(%d, %res) : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xbf16>

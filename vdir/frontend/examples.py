@@ -43,13 +43,14 @@ def _chunked_gemv(
     """A gemv over K chunks: f32 partial sums, the last chunk rounds to bf16.
 
     ``xs`` are the K chunks of the vector; weight chunk ``c`` is loaded as
-    ``%{prefix}{c}`` and the partial sums are ``%{partial}{c}``.
+    ``%{prefix}{c}`` right before its gemv (so only the chunk in use must be
+    live) and the partial sums are ``%{partial}{c}``.
     """
     kc = xs[0].type.dims[1]  # type: ignore[attr-defined]
-    wts = [b.load(w, (row, c * kc), (rows, kc), name=f"{prefix}{c}") for c in range(len(xs))]
     acc = None
     n = len(xs)
-    for c, (wt, x) in enumerate(zip(wts, xs)):
+    for c, x in enumerate(xs):
+        wt = b.load(w, (row, c * kc), (rows, kc), name=f"{prefix}{c}")
         last = c == n - 1
         ins = [wt, x] if acc is None else [wt, x, acc]
         acc = b.compute(

@@ -144,6 +144,13 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
     for size in sorted(counts, key=lambda s: -s):
         base[size] = offset
         offset += size * counts[size]
+    if offset > budget:  # the classes peak at different times, but each ring holds its peak
+        classes = ", ".join(f"{counts[s]} x {s} B" for s in sorted(counts, key=lambda s: -s))
+        raise PassFailure(
+            f"the shared-memory rings of SM {sm} ({classes}) need {offset} bytes, more than the {budget} "
+            f"bytes available on {target.name}; use smaller tiles",
+            loc=tiles[0].node.loc,
+        )
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], _Tile] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
