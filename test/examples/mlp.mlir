@@ -13,6 +13,7 @@
 // CHECK-NEXT: %act1 = vdir.load %act[0, 4096] on load : !vdir.buffer<1x8192xbf16> -> !vdir.tile<1x4096xbf16>
 // CHECK-NEXT: vdir.repeat %k = 0 to 256 {
 // CHECK:        %dp0 = vdir.compute gemv(%wd0, %act0) on compute : (!vdir.tile<8x4096xbf16>, !vdir.tile<1x4096xbf16>) -> !vdir.tile<1x8xf32>
+// CHECK-NEXT:   %wd1 = vdir.load %wd[%rk, 4096] on load : {{.*}}
 // CHECK-NEXT:   %d = vdir.compute gemv(%wd1, %act1, %dp0) on compute : {{.*}} -> !vdir.tile<1x8xbf16>
 // CHECK-NEXT:   %res = vdir.load %h[0, %rk] on load : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x8xbf16>
 // CHECK-NEXT:   %o = vdir.compute add(%d, %res) on compute
