@@ -97,7 +97,6 @@
 // CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
 // CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LEADER]];
 // CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[W9]], -1;
-// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
 // CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;

@@ -11,8 +11,8 @@
 // complete_tx into it; a non-load completes through the
 // ring with a plain arrive. Loads retire in order when test_wait.parity
 // reports the oldest slot landed: the slot's saved signal mask is toggled
-// with atom.release.cta and its counter released with fence.acq_rel.gpu +
-// red.release.gpu.
+// with atom.release.cta and its counter released with red.release.gpu (a
+// release: no separate fence).
 
 // CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
 // CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
@@ -135,7 +135,6 @@
 // CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL]], 0;
 // CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
 // CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[SREL]], -1;
-// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
 // CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;

@@ -9,8 +9,8 @@
 // else 2-byte copies. When it signals bits it first
 // executes fence.proxy.async.global (a later bulk load on this SM may read
 // the bytes); after a warp barrier lane 0 toggles the bits with
-// atom.release.cta and releases its counter (fence.acq_rel.gpu +
-// red.release.gpu).
+// atom.release.cta and releases its counter (red.release.gpu (a
+// release: no separate fence)).
 
 // CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
 // CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
@@ -104,7 +104,6 @@
 // CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
 // CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
 // CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[W9]], -1;
-// CHECK-NEXT: @[[PR]] fence.acq_rel.gpu;
 // CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;

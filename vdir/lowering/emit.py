@@ -25,8 +25,11 @@ from vdir.target import TargetDescription, get_target
 #: the shared-memory window of ``layout.FETCH_DEPTH``); ``compute_warps`` =
 #: warps in the compute group (0: the target's ``compute_threads``);
 #: ``tensor_copies`` = 1: loads and stores with a tensor map (``isa.W_TMAP``)
-#: use ``cp.async.bulk.tensor``, 0: plain bulk copies and ``st.global``
-LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "compute_warps": 0, "tensor_copies": 1}
+#: use ``cp.async.bulk.tensor``, 0: plain bulk copies and ``st.global``;
+#: ``release_fence`` = 0: a counter is released by ``red.release.gpu`` alone
+#: (itself a release), 1: with a redundant ``fence.acq_rel.gpu`` before it
+LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "compute_warps": 0,
+                    "tensor_copies": 1, "release_fence": 0}
 
 #: the most compute warps: a CTA has at most 32 warps, two are the load and store engines
 MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP
@@ -58,8 +61,9 @@ def _checked_options(options: dict | None) -> dict:
         raise ValueError("load_path must be 'bulk' or 'lsu'")
     if not 1 <= int(opts["split_copies"]) <= 32:
         raise ValueError("split_copies must be in 1..32")
-    if int(opts["tensor_copies"]) not in (0, 1):
-        raise ValueError("tensor_copies must be 0 or 1")
+    for flag in ("tensor_copies", "release_fence"):
+        if int(opts[flag]) not in (0, 1):
+            raise ValueError(f"{flag} must be 0 or 1")
     if not 0 <= int(opts["compute_warps"]) <= MAX_COMPUTE_WARPS:
         raise ValueError(f"compute_warps must be in 0..{MAX_COMPUTE_WARPS} (0: the target's)")
     return opts
