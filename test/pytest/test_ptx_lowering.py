@@ -82,10 +82,11 @@ def test_scheduler_structure():
         "ld.acquire.gpu.global.u32",
         "red.release.gpu.global.add.u32",
         "fence.proxy.async.global;",
-        "fence.acq_rel.gpu;",
         "fence.mbarrier_init.release.cluster;",
         "mbarrier.arrive.expect_tx.shared::cta.b64",
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
         "mbarrier.test_wait.parity.shared::cta.b64",
         "barrier.sync 1, 256;",
         "%globaltimer",
@@ -95,6 +96,8 @@ def test_scheduler_structure():
         "cvt.rn.bf16.f32",
     ):
         assert needle in text, needle
+    assert "fence.acq_rel.gpu" not in text  # red.release.gpu is the release
+    assert "fence.acq_rel.gpu;" in lower_to_ptx(gemv_program(), get_target("h200"), {"release_fence": 1})
     assert f".maxntid {L.block_threads(get_target('h200'))}, 1, 1" in text
 
 
