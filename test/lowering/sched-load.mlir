@@ -5,8 +5,9 @@
 // mbarrier ring, and issues a load only when the whole warp agrees
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
 // read with ld.acquire.cta, and with a counter ld.acquire.gpu >= epoch *
-// count. A counter wait is followed by fence.proxy.async.global before the
-// copy. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
+// count. After a counter wait the lanes that issue the copy (counting down
+// from lane 31, which no other load keeps busy) run fence.proxy.async.global
+// first. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
 // cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
 // complete_tx into it; a non-load completes through the
 // ring with a plain arrive. Loads retire in order when test_wait.parity
@@ -72,10 +73,13 @@
 // CHECK-NEXT: vote.sync.all.pred [[ALL:%p[0-9]+]], [[RDY]], 4294967295;
 // CHECK-NEXT: @![[ALL]] bra $L_ld_retire_0;
 
-// Issue: proxy fence only after a counter wait; slot = pos & 7, its mbarrier
-// at base + 16 + 8 * slot, its retirement info at base + 768 + 16 * slot.
+// Issue: a load that waited on a counter is issued by the lanes counting
+// down from 31 (FIRST = 31 - lane, else the lane), which fence the async
+// proxy first; slot = pos & 7, its mbarrier at base + 16 + 8 * slot, its
+// retirement info at base + 768 + 16 * slot.
 // CHECK-NEXT: setp.ne.u32 [[HASCTR:%p[0-9]+]], [[W7]], 0;
-// CHECK-NEXT: @[[HASCTR]] fence.proxy.async.global;
+// CHECK-NEXT: sub.u32 [[TOP:%r[0-9]+]], 31, [[LANE]];
+// CHECK-NEXT: selp.u32 [[FIRST:%r[0-9]+]], [[TOP]], [[LANE]], [[HASCTR]];
 // CHECK-NEXT: and.b32 [[SLOT:%r[0-9]+]], [[POS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[B8:%r[0-9]+]], [[SLOT]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 [[BAR:%r[0-9]+]], [[B8]], 16;
@@ -92,6 +96,9 @@
 // CHECK-NEXT: @[[NOTM]] bra $L_ld_plain_0;
 // CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: @[[L0]] mbarrier.arrive.expect_tx.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], [[TOTAL]];
+// CHECK:      setp.lt.u32 [[ISSUES:%p[0-9]+]], [[FIRST]], [[BOXES:%r[0-9]+]];
+// CHECK-NEXT: and.pred [[FENCE:%p[0-9]+]], [[HASCTR]], [[ISSUES]];
+// CHECK-NEXT: @[[FENCE]] fence.proxy.async.global;
 // CHECK:      $L_tbox_0:
 // CHECK:      cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], {{\[}}[[BAR]]];
 // CHECK:      bra.uni $L_ld_issued_0;
@@ -100,9 +107,14 @@
 // CHECK-NEXT: $L_ld_plain_0:
 // CHECK:      @[[LANE0]] mbarrier.arrive.expect_tx.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], [[TOTAL]];
 // CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK:      $L_ld_rows_0:
+// CHECK-NEXT: setp.lt.u32 [[ISSUES2:%p[0-9]+]], [[FIRST]], {{%r[0-9]+}};
+// CHECK-NEXT: and.pred [[FENCE2:%p[0-9]+]], [[HASCTR]], [[ISSUES2]];
+// CHECK-NEXT: @[[FENCE2]] fence.proxy.async.global;
+// CHECK-NEXT: mov.u32 [[ROW:%r[0-9]+]], 0;
+// CHECK-NEXT: mov.u32 [[ROW]], [[FIRST]];
+// CHECK-NEXT: $L_ld_rows_0:
 // CHECK:      cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}], {{%r[0-9]+}}, {{\[}}[[BAR]]];
-// CHECK-NEXT: add.u32 [[ROW:%r[0-9]+]], [[ROW]], 32;
+// CHECK-NEXT: add.u32 [[ROW]], [[ROW]], 32;
 // CHECK-NEXT: bra.uni $L_ld_rows_0;
 // CHECK:      $L_ld_nop_0:
 // CHECK-NEXT: @[[LANE0]] mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], 1;

@@ -446,20 +446,43 @@ def uses_tensor_copies(c: Ctx) -> bool:
     return bool(int(c.options.get("tensor_copies", 1))) and c.options.get("load_path", "bulk") == "bulk"
 
 
-def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue) -> None:
+def issuer_index(c: Ctx, from_top: SSAValue) -> SSAValue:
+    """The first copy index of this lane: the lane, or ``31 - lane`` with ``from_top``.
+
+    Lane ``i`` issues copies ``i, i + 32, ...`` of a load; counted from the
+    top, the copies of a load go to the lanes the other loads leave idle.
+    """
+    b = c.b
+    top = b.i("sub.u32", "u32", 31, c.lane)
+    return b.i("selp.u32", "u32", top, c.lane, from_top)
+
+
+def cross_sm_fence(c: Ctx, p_ctr: SSAValue, first: SSAValue, n: SSAValue) -> None:
+    """``fence.proxy.async.global`` on the lanes that issue a counter-waiting load's ``n`` copies."""
+    b = c.b
+    p = b.i("and.pred", "pred", p_ctr, b.setp("lt.u32", first, n))
+    b.raw("fence.proxy.async.global", "", guard=p)
+
+
+def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
+                 first: SSAValue | None = None, fence_if: SSAValue | None = None) -> None:
     """Call ``issue(smem, tmap, chunk, row)`` for each box of the region, boxes split over the lanes.
 
     Box k covers rows ``W_TROW + k * W_TBOX_ROWS ..`` and lands at
-    ``smem0 + k * W_TBOX_ROWS * row_bytes`` (tiles are dense row-major).
+    ``smem0 + k * W_TBOX_ROWS * row_bytes`` (tiles are dense row-major). Lane
+    i takes boxes ``first, first + 32, ..`` (``first``: the lane by default);
+    with ``fence_if`` the issuing lanes first fence the async proxy.
     """
     b = c.b
     tm, boxes, box_rows, chunk, row0 = load_words(c, f, isa.W_TMAP, 5)
+    if fence_if is not None:
+        cross_sm_fence(c, fence_if, first, boxes)
     tidx = b.i("add.u32", "u32", tm, -1)
     toff = b.i("mul.wide.u32", "u64", tidx, L.TMAP_BYTES)
     tmap = b.i("add.u64", "u64", c.tmaps, toff)
     box_bytes = b.i("mul.lo.u32", "u32", box_rows, row_bytes)
     k = b.var("u32", 0)
-    b.set(k, c.lane)
+    b.set(k, c.lane if first is None else first)
     top, done = b.new_label("tbox"), b.new_label("tbox_done")
     b.place(top)
     b.bra(done, b.setp("ge.u32", k, boxes))
@@ -471,8 +494,12 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue)
     b.place(done)
 
 
-def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue) -> None:
+def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue,
+                first: SSAValue, p_ctr: SSAValue) -> None:
     """Issue a load as tensor copies completing on the ring slot's mbarrier.
+
+    ``first`` / ``p_ctr``: see :func:`issuer_index` and the load engine's
+    cross-SM fence.
 
     Racecheck attributes a plain bulk copy's shared-memory write to the
     issuing thread and cannot see the mbarrier + dependency-bit chain that
@@ -490,7 +517,7 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
         b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
               "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
 
-    tensor_boxes(c, f, dst0, row_bytes, issue)
+    tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
     b.raw("bar.warp.sync", "%d" % FULL)
 
 
@@ -624,16 +651,19 @@ def load_engine(c: Ctx) -> None:
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(retire, ready, neg=True)
     # -- issue ---------------------------------------------------------------
-    # Cross-SM RAW: another SM's generic-proxy st.global into the source,
-    # made visible here by the ld.acquire.gpu of the counter, must be ordered
-    # before this async-proxy read: fence.proxy.async.global. (Only then: the
-    # fence waits for this thread's outstanding bulk copies, which would
-    # otherwise serialise the load pipeline.) The WAR on the slot (compute
+    # Cross-SM RAW: another SM's writes into the source, made visible here by
+    # the ld.acquire.gpu of the counter, must be ordered before this
+    # async-proxy read: fence.proxy.async.global, by each lane that issues a
+    # copy of this load (every lane did its own acquire). The fence waits for
+    # the lane's own outstanding bulk copies, so a counter-waiting load is
+    # issued by the lanes counting down from 31 (issuer_index), which no other
+    # load's copies keep busy: it does not wait for the weight tiles in
+    # flight. The WAR on the slot (compute
     # threads' ld.shared, then this bulk write) is ordered by the release /
     # acquire of the dependency bits, as with an mbarrier-based pipeline; a
     # same-SM RAW through global memory is fenced by the store engine.
     p_ctr = b.setp("ne.u32", f.wctr, 0)
-    b.raw("fence.proxy.async.global", "", guard=p_ctr)
+    first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, pos)
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
@@ -649,12 +679,13 @@ def load_engine(c: Ctx) -> None:
     contig = b.setp("eq.u32", stride, row_bytes)
     dst0 = b.i("add.u32", "u32", c.arena, smem)
     if c.options.get("load_path", "bulk") == "lsu":
+        b.raw("fence.proxy.async.global", "", guard=p_ctr)
         _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
         b.bra(issued)
     if uses_tensor_copies(c):
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
-        tensor_load(c, f, dst0, row_bytes, total, bar)
+        tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
         b.bra(issued)
         b.place(plain)
     # a dense region (stride == row bytes) is one copy
@@ -675,8 +706,9 @@ def load_engine(c: Ctx) -> None:
     b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
           ins=[bar, total], guard=lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
+    cross_sm_fence(c, p_ctr, first, n)
     r = b.var("u32", 0)
-    b.set(r, c.lane)
+    b.set(r, first)
     rl, rdone = b.new_label("ld_rows"), b.new_label("ld_rows_done")
     b.place(rl)
     b.bra(rdone, b.setp("ge.u32", r, n))
