@@ -70,11 +70,14 @@
 // CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AR]], 15;
 // CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
 
-// A region with a tensor map (word 19 non-zero) goes out as tensor copies;
-// each lane waits for its bulk group, then the async-proxy writes are fenced
+// A region with a tensor map (word 19 non-zero) goes out as tensor copies,
+// after a proxy fence orders the compute threads' generic writes of the tile
+// (acquired through the bits) before the copy engine's reads; each lane
+// waits for its bulk group, then the async-proxy writes are fenced
 // against the generic proxy before the release below.
 // CHECK-NEXT: setp.eq.u32 [[NOTM:%p[0-9]+]], {{%r[0-9]+}}, 0;
 // CHECK-NEXT: @[[NOTM]] bra $L_st_plain_0;
+// CHECK-NEXT: fence.proxy.async.shared::cta;
 // CHECK:      cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}];
 // CHECK:      cp.async.bulk.commit_group;
 // CHECK-NEXT: cp.async.bulk.wait_group 0;

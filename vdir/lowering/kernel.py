@@ -524,11 +524,15 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
 def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None:
     """Store a tile with tensor copies and wait until their writes are performed.
 
-    Each issuing lane commits and waits for its own bulk group; then the
-    async-proxy writes are fenced against the generic proxy, so the store
-    engine's release (bits, counter) covers them as it covers ``st.global``.
+    The compute threads wrote the tile with generic stores, which reach this
+    warp through the bits' release/acquire; ``fence.proxy.async.shared::cta``
+    then orders them before the copy engine's reads. Each issuing lane
+    commits and waits for its own bulk group; then the async-proxy writes
+    are fenced against the generic proxy, so the store engine's release
+    (bits, counter) covers them as it covers ``st.global``.
     """
     b = c.b
+    b.raw("fence.proxy.async.shared::cta", "")
 
     def issue(sa, tmap, chunk, r):
         b.raw("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
