@@ -231,7 +231,10 @@ class CudaPlatform(Platform):
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
             "cuFuncSetAttribute(max dynamic shared memory)")
         instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
-        specs = tuple(isa.tensor_map_table(program)) if int(self.lowering_options.get("tensor_copies", 1)) else ()
+        try:
+            specs = tuple(isa.tensor_map_table(program)) if int(self.lowering_options.get("tensor_copies", 1)) else ()
+        except ValueError as e:
+            raise PlatformError(f"the program's tensor-copy words are inconsistent: {e}") from None
         art = CudaArtifact(
             program=program, lowered=lowered, module=module, function=fn,
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
