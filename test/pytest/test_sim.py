@@ -24,14 +24,16 @@ from vdir.device_runtime.sim import (
     simulate,
 )
 from vdir.families import DTYPE_BYTES, FAMILIES
+from vdir.lowering.handbuilt import ProgramAssembler
 
 # ---------------------------------------------------------------------------
-# A small assembler for hand-written queues.
+# Hand-written queues: ProgramAssembler with buffers by name and bit parities
+# tracked for the test's convenience.
 # ---------------------------------------------------------------------------
 
 
 class ProgramBuilder:
-    """Append micro-ops to (SM, engine) queues and build an :class:`isa.EncodedProgram`.
+    """Append micro-ops to (SM, engine) queues of a :class:`ProgramAssembler`.
 
     Dependency bits use a simple convention: ``signal=[b]`` toggles bit ``b``
     on completion, and ``wait=[b]`` waits for the parity that the latest
@@ -40,19 +42,15 @@ class ProgramBuilder:
     """
 
     def __init__(self, num_sms: int, buffers: list[isa.BufferInfo], smem_bytes: int = 64 * 1024, num_counters: int = 0):
-        self.num_sms = num_sms
+        self.asm = ProgramAssembler(num_sms, buffers, smem_bytes, num_counters)
         self.buffers = buffers
-        self.smem_bytes = smem_bytes
-        self.num_counters = num_counters
-        self.queues: dict[tuple[int, int], list[np.ndarray]] = {}
-        self.names: dict[int, str] = {}
         self.toggles: dict[tuple[int, int], int] = {}
 
     def buffer_index(self, name: str) -> int:
         return next(i for i, b in enumerate(self.buffers) if b.name == name)
 
-    def _op(self, sm, engine, opcode, name, wait=(), wait_parity=None, signal=(), wait_counter=None, release=None):
-        ins = isa.Instruction.empty(opcode)
+    def _deps(self, sm, wait=(), wait_parity=None, signal=(), wait_counter=None, release=None) -> dict:
+        """The assembler's keyword arguments for these waits and signals."""
         mask = parity = 0
         for bit in wait:
             mask |= 1 << bit
@@ -60,64 +58,31 @@ class ProgramBuilder:
         for bit, p in (wait_parity or {}).items():
             mask |= 1 << bit
             parity = (parity & ~(1 << bit)) | (p << bit)
-        ins.wait_mask, ins.wait_parity = mask, parity
-        ins.signal_mask = sum(1 << b for b in signal)
         for bit in signal:
             self.toggles[(sm, bit)] = self.toggles.get((sm, bit), 0) + 1
-        if wait_counter is not None:
-            ins.words[isa.W_WAIT_COUNTER] = wait_counter[0] + 1
-            ins.words[isa.W_WAIT_COUNT] = wait_counter[1]
-        if release is not None:
-            ins.words[isa.W_RELEASE_COUNTER] = release + 1
-        uop = len(self.names)
-        ins.words[isa.W_UOP_ID] = uop
-        self.names[uop] = name
-        self.queues.setdefault((sm, engine), []).append(ins.words)
-        return ins
+        counter, count = wait_counter if wait_counter is not None else (None, 0)
+        return dict(wait=mask, parity=parity, signal=sum(1 << b for b in signal),
+                    wait_counter=counter, wait_count=count, release_counter=release)
 
     def load(self, sm, buffer, smem, rows, row_bytes, offset=0, stride=None, name=None, **deps):
-        ins = self._op(sm, isa.ENGINE_LOAD, isa.OP_LOAD, name or f"load @{buffer}", **deps)
-        self._transfer(ins, buffer, smem, rows, row_bytes, offset, stride)
+        self.asm.load(sm, self.buffer_index(buffer), offset, rows, row_bytes,
+                      row_bytes if stride is None else stride, smem, name=name or f"load @{buffer}",
+                      **self._deps(sm, **deps))
 
     def store(self, sm, buffer, smem, rows, row_bytes, offset=0, stride=None, name=None, **deps):
-        ins = self._op(sm, isa.ENGINE_STORE, isa.OP_STORE, name or f"store @{buffer}", **deps)
-        self._transfer(ins, buffer, smem, rows, row_bytes, offset, stride)
-
-    def _transfer(self, ins, buffer, smem, rows, row_bytes, offset, stride):
-        ins.words[isa.W_BUFFER] = self.buffer_index(buffer)
-        ins.global_offset = offset
-        ins.words[isa.W_ROWS] = rows
-        ins.words[isa.W_ROW_BYTES] = row_bytes
-        ins.words[isa.W_ROW_STRIDE] = row_bytes if stride is None else stride
-        ins.words[isa.W_SMEM] = smem
+        self.asm.store(sm, self.buffer_index(buffer), offset, rows, row_bytes,
+                       row_bytes if stride is None else stride, smem, name=name or f"store @{buffer}",
+                       **self._deps(sm, **deps))
 
     def compute(self, sm, family, out, inputs, rows, cols, p2=0, eps=None, name=None, **deps):
-        ins = self._op(sm, isa.ENGINE_COMPUTE, isa.OP_COMPUTE, name or f"compute {family}", **deps)
-        ins.set_family(FAMILIES[family].opcode)
-        ins.words[isa.W_OUT_SMEM] = out
-        for i, off in enumerate(inputs):
-            ins.words[isa.W_IN_SMEM + i] = off
-        ins.words[isa.W_NUM_INPUTS] = len(inputs)
-        ins.words[isa.W_P0], ins.words[isa.W_P1], ins.words[isa.W_P2] = rows, cols, p2
-        if eps is not None:
-            ins.set_f0(eps)
+        self.asm.compute(sm, FAMILIES[family].opcode, out, inputs, rows, cols, p2, 0.0 if eps is None else eps,
+                         name=name or f"compute {family}", **self._deps(sm, **deps))
 
     def nop(self, sm, engine, name="nop", **deps):
-        self._op(sm, engine, isa.OP_NOP, name, **deps)
+        self.asm.nop(sm, engine, name=name, **self._deps(sm, **deps))
 
     def build(self) -> isa.EncodedProgram:
-        rows, table = [], []
-        for sm in range(self.num_sms):
-            entry = []
-            for engine in range(isa.NUM_ENGINES):
-                queue = self.queues.get((sm, engine), [])
-                entry.append((len(rows), len(queue)))
-                rows.extend(queue)
-            table.append(entry)
-        instrs = np.stack(rows) if rows else np.zeros((0, isa.INSTR_WORDS), np.uint32)
-        return isa.EncodedProgram(
-            self.num_sms, self.smem_bytes, self.num_counters, 64, self.buffers, instrs, table, dict(self.names)
-        )
+        return self.asm.finish()
 
 
 def buf(name, shape, dtype="bf16", out=False):
