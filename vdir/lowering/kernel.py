@@ -16,13 +16,15 @@ Memory-model notes, written where the instructions are emitted:
   writes ordered before it, including other lanes' and threads' through the
   role's barrier, are cumulative) after the releasing role's writes and read
   with ``ld.acquire.gpu``;
-* the bulk copies run in the async proxy: after acquiring a counter (another
-  SM's generic stores into the source) the load engine executes
-  ``fence.proxy.async.global``; the store engine executes the same fence
-  after its stores when it signals bits (a later load on this SM may read
-  those bytes); the WAR on a tile slot (compute threads' ``ld.shared``, then
-  a bulk copy into the slot) is ordered by the bits' release/acquire, as in
-  an mbarrier-based pipeline;
+* the copies (tensor copies, or plain bulk copies where a region has no
+  tensor form) run in the async proxy: after acquiring a counter (another
+  SM's writes into the source) the lanes that issue the load execute
+  ``fence.proxy.async.global``; the store engine fences the async proxy
+  against the compute threads' tile writes before a tensor store
+  (``fence.proxy.async.shared::cta``) and its stores against later loads
+  when it signals bits (``fence.proxy.async.global``); the WAR on a tile
+  slot (compute threads' ``ld.shared``, then a copy into the slot) is
+  ordered by the bits' release/acquire, as in an mbarrier-based pipeline;
 * a load completes when its mbarrier phase completes, which makes the copied
   bytes visible to the threads that observed the phase;
 * a release waits for the releasing thread's outstanding loads (measured:
