@@ -464,7 +464,11 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         buf = program.buffers[int(w[W_BUFFER])].name if int(w[W_BUFFER]) < len(program.buffers) else f"#{int(w[W_BUFFER])}"
         region = f"@{buf}+{ins.global_offset} [{int(w[W_ROWS])} x {int(w[W_ROW_BYTES])}B, stride {int(w[W_ROW_STRIDE])}]"
         smem = f"smem[{int(w[W_SMEM])}]"
-        return f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
+        text = f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
+        if int(w[W_TMAP]):
+            boxes = f" x{int(w[W_TBOXES])}" if int(w[W_TBOXES]) > 1 else ""
+            text += f" tmap{int(w[W_TMAP]) - 1}({int(w[W_TROW])}, {int(w[W_TCHUNK])}){boxes}"
+        return text
     if ins.opcode == OP_COMPUTE:
         from vdir.families import FAMILY_BY_OPCODE
 
@@ -486,6 +490,15 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
     ]
     for i, b in enumerate(program.buffers):
         lines.append(f"// buffer {i}: {b.name} {b.shape[0]}x{b.shape[1]} {b.dtype} ({b.role})")
+    try:
+        maps = tensor_map_table(program)
+    except ValueError as e:
+        lines.append(f"// tensor maps: none usable ({e})")
+        maps = []
+    for i, m in enumerate(maps):
+        dims = " x ".join(str(d) for d in reversed(m.global_dims))
+        box = " x ".join(str(d) for d in reversed(m.box_dims))
+        lines.append(f"// tensor map {i}: {program.buffers[m.buffer].name} as {dims} of {m.elem_bytes} B, box {box}")
     for sm in range(program.num_sms):
         for e, engine in enumerate(("load", "compute", "store")):
             start, count = program.queues[sm][e]

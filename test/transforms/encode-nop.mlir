@@ -7,7 +7,7 @@
 
 // CHECK:      sm 2 load:
 // CHECK:        [[N:[0-9]+]]: nop wait(c{{[0-9]}}>=1*epoch)  // %r
-// CHECK-NEXT:   {{[0-9]+}}: load  @y+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] wait(c{{[0-9]}}>=1*epoch)
+// CHECK-NEXT:   {{[0-9]+}}: load  @y+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) wait(c{{[0-9]}}>=1*epoch)
 vdir.program @two_counters(%w: !vdir.buffer<128x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>, %z: !vdir.buffer<1x64xbf16>, %out: !vdir.buffer<1x64xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
   %wa = vdir.load %w[0, 0] : !vdir.buffer<128x64xbf16> -> !vdir.tile<64x64xbf16>
