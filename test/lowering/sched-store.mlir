@@ -63,12 +63,6 @@
 // CHECK-NEXT: setp.ne.u32 [[NOTST:%p[0-9]+]], [[OPC]], 3;
 // CHECK-NEXT: @[[NOTST]] bra $L_st_next_0;
 // CHECK:      add.u32 [[SRC:%r[0-9]+]], [[ARENA]], {{%r[0-9]+}};
-// CHECK-NEXT: cvt.u64.u32 [[STRIDE:%rd[0-9]+]], {{%r[0-9]+}};
-// CHECK-NEXT: cvt.u64.u32 [[ROWB:%rd[0-9]+]], {{%r[0-9]+}};
-// CHECK-NEXT: or.b64 [[AO:%rd[0-9]+]], {{%rd[0-9]+}}, [[STRIDE]];
-// CHECK-NEXT: or.b64 [[AR:%rd[0-9]+]], [[AO]], [[ROWB]];
-// CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AR]], 15;
-// CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
 
 // A region with a tensor map (word 19 non-zero) goes out as tensor copies,
 // after a proxy fence orders the compute threads' generic writes of the tile
@@ -84,7 +78,17 @@
 // CHECK-NEXT: fence.proxy.async.global;
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK-NEXT: bra.uni $L_st_next_0;
+
+// Otherwise the buffer's address comes from the pointer table, and the
+// wide path needs it, the stride and the row size 16-byte aligned.
 // CHECK-NEXT: $L_st_plain_0:
+// CHECK:      ld.global.nc.u64 {{%rd[0-9]+}}, [{{%rd[0-9]+}}];
+// CHECK:      cvt.u64.u32 [[STRIDE:%rd[0-9]+]], {{%r[0-9]+}};
+// CHECK-NEXT: cvt.u64.u32 [[ROWB:%rd[0-9]+]], {{%r[0-9]+}};
+// CHECK-NEXT: or.b64 [[AO:%rd[0-9]+]], {{%rd[0-9]+}}, [[STRIDE]];
+// CHECK-NEXT: or.b64 [[AR:%rd[0-9]+]], [[AO]], [[ROWB]];
+// CHECK-NEXT: and.b64 [[AL:%rd[0-9]+]], [[AR]], 15;
+// CHECK-NEXT: setp.eq.b64 [[ALIGNED:%p[0-9]+]], [[AL]], 0;
 // CHECK-NEXT: @![[ALIGNED]] bra $L_st_skip_0;
 // CHECK:      $L_st_col_0:
 // CHECK:      ld.shared.v4.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]], [[C:%r[0-9]+]], [[D:%r[0-9]+]]}, [{{%r[0-9]+}}];

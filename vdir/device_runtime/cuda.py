@@ -26,6 +26,7 @@ from vdir.device_runtime.platform import (
 )
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
+from vdir.lowering.options import tensor_copies_enabled
 from vdir.target import TargetDescription, get_target
 
 DEFAULT_WATCHDOG_MS = 1000.0
@@ -153,7 +154,7 @@ class CudaPlatform(Platform):
             t = t.with_sms(nsm)
         self._target = t
         self.watchdog_ms = watchdog_ms
-        #: options passed to the PTX lowering (``vdir.lowering.emit.LOWERING_OPTIONS``)
+        #: options passed to the PTX lowering (``vdir.lowering.options.LOWERING_OPTIONS``)
         self.lowering_options: dict = {}
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
@@ -232,7 +233,7 @@ class CudaPlatform(Platform):
             "cuFuncSetAttribute(max dynamic shared memory)")
         instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
         try:
-            specs = tuple(isa.tensor_map_table(program)) if int(self.lowering_options.get("tensor_copies", 1)) else ()
+            specs = tuple(isa.tensor_map_table(program)) if tensor_copies_enabled(self.lowering_options) else ()
         except ValueError as e:
             raise PlatformError(f"the program's tensor-copy words are inconsistent: {e}") from None
         art = CudaArtifact(

@@ -46,6 +46,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
+from vdir.lowering.options import tensor_copies_enabled
 from vdir.target import TargetDescription
 
 FULL = 0xFFFFFFFF
@@ -71,8 +72,8 @@ class Ctx:
     sm: SSAValue
     base: SSAValue  # u32 shared address of the dynamic smem
     arena: SSAValue  # base + HEADER_BYTES
-    options: dict  # lowering options (see emit.LOWERING_OPTIONS)
-    zero: SSAValue | None = None  # u32 register holding 0 (a tensor copy's innermost coordinate)
+    options: dict  # lowering options (see options.LOWERING_OPTIONS)
+    zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
 
 
 @dataclass
@@ -443,11 +444,6 @@ def buffer_address(c: Ctx, buf: SSAValue, off_lo: SSAValue, off_hi: SSAValue) ->
 # ---------------------------------------------------------------------------
 
 
-def uses_tensor_copies(c: Ctx) -> bool:
-    """Whether loads and stores that have a tensor map use it (option ``tensor_copies``)."""
-    return bool(int(c.options.get("tensor_copies", 1))) and c.options.get("load_path", "bulk") == "bulk"
-
-
 def issuer_index(c: Ctx, from_top: SSAValue) -> SSAValue:
     """The first copy index of this lane: the lane, or ``31 - lane`` with ``from_top``.
 
@@ -680,20 +676,21 @@ def load_engine(c: Ctx) -> None:
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
-    gptr = buffer_address(c, bufi, off_lo, off_hi)
     total = b.i("mul.lo.u32", "u32", rows, row_bytes)
-    contig = b.setp("eq.u32", stride, row_bytes)
     dst0 = b.i("add.u32", "u32", c.arena, smem)
-    if c.options.get("load_path", "bulk") == "lsu":
-        b.raw("fence.proxy.async.global", "", guard=p_ctr)
-        _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
-        b.bra(issued)
-    if uses_tensor_copies(c):
+    if tensor_copies_enabled(c.options):
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
         b.bra(issued)
         b.place(plain)
+    # plain copies address the buffer through the pointer table
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    if c.options.get("load_path", "bulk") == "lsu":
+        b.raw("fence.proxy.async.global", "", guard=p_ctr)
+        _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
+        b.bra(issued)
     # a dense region (stride == row bytes) is one copy
     # a dense region is cut into up to `split` chunks (multiples of 16 bytes)
     # that the lanes issue as separate copies; strided regions go row by row
@@ -817,20 +814,20 @@ def store_engine(c: Ctx) -> None:
     opcode = b.i("and.b32", "u32", f.w0, 0xFF)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
-    gptr = buffer_address(c, bufi, off_lo, off_hi)
     src0 = b.i("add.u32", "u32", c.arena, smem)
+    if tensor_copies_enabled(c.options):
+        plain = b.new_label("st_plain")
+        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
+        tensor_store(c, f, src0, row_bytes)
+        b.bra(nxt)
+        b.place(plain)
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
     g64 = b.i("cvt.u64.u32", "u64", stride)
     rb64 = b.i("cvt.u64.u32", "u64", row_bytes)
     al = b.i("or.b64", "b64", gptr, g64)
     al = b.i("or.b64", "b64", al, rb64)  # 16-byte path only for whole 16-byte rows
     al = b.i("and.b64", "b64", al, 15)
     aligned = b.setp("eq.b64", al, 0)
-    if uses_tensor_copies(c):
-        plain = b.new_label("st_plain")
-        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
-        tensor_store(c, f, src0, row_bytes)
-        b.bra(nxt)
-        b.place(plain)
     for wide in (True, False):
         unit = 16 if wide else 2
         lab_skip = b.new_label("st_skip")
@@ -977,9 +974,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         counters=gl["p_counters"], tmaps=gl["p_tmaps"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
-        options=dict(options or {}),
+        options=dict(options or {}), zero=b.mov("u32", 0),
     )
-    c.zero = b.mov("u32", 0)
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
