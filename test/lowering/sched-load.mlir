@@ -110,8 +110,7 @@
 // CHECK-NEXT: setp.lt.u32 [[ISSUES2:%p[0-9]+]], [[FIRST]], {{%r[0-9]+}};
 // CHECK-NEXT: and.pred [[FENCE2:%p[0-9]+]], [[HASCTR]], [[ISSUES2]];
 // CHECK-NEXT: @[[FENCE2]] fence.proxy.async.global;
-// CHECK-NEXT: mov.u32 [[ROW:%r[0-9]+]], 0;
-// CHECK-NEXT: mov.u32 [[ROW]], [[FIRST]];
+// CHECK-NEXT: mov.u32 [[ROW:%r[0-9]+]], [[FIRST]];
 // CHECK-NEXT: $L_ld_rows_0:
 // CHECK:      cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}], {{%r[0-9]+}}, {{\[}}[[BAR]]];
 // CHECK-NEXT: add.u32 [[ROW]], [[ROW]], 32;

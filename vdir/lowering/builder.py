@@ -9,7 +9,7 @@ instead of defining a fresh one, which is how loop variables are updated.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Union
 
 from xdsl.ir import SSAValue
@@ -168,6 +168,20 @@ class PtxBuilder:
     def bra(self, label: str, pred: SSAValue | None = None, neg: bool = False) -> None:
         """Branch to ``label``, guarded by ``pred`` (negated with ``neg``)."""
         self.raw("bra.uni" if pred is None else "bra", label, guard=pred, neg=neg)
+
+    def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
+        """``for (i = start; i < end; i += step) body(i)`` with a u32 counter.
+
+        The loop's labels are ``hint`` (the test) and ``hint + "_end"``.
+        """
+        i = self.var("u32", start)
+        top, done = self.new_label(hint), self.new_label(hint + "_end")
+        self.place(top)
+        self.bra(done, self.setp("ge.u32", i, end))
+        body(i)
+        self.i("add.u32", "u32", i, step, dst=i)
+        self.bra(top)
+        self.place(done)
 
     def special(self, kind: str, sreg: str) -> SSAValue:
         """Read a special register (``%tid.x``, ``%globaltimer``)."""

@@ -479,17 +479,13 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
     toff = b.i("mul.wide.u32", "u64", tidx, L.TMAP_BYTES)
     tmap = b.i("add.u64", "u64", c.tmaps, toff)
     box_bytes = b.i("mul.lo.u32", "u32", box_rows, row_bytes)
-    k = b.var("u32", 0)
-    b.set(k, c.lane if first is None else first)
-    top, done = b.new_label("tbox"), b.new_label("tbox_done")
-    b.place(top)
-    b.bra(done, b.setp("ge.u32", k, boxes))
-    sa = b.i("mad.lo.u32", "u32", k, box_bytes, smem0)
-    r = b.i("mad.lo.u32", "u32", k, box_rows, row0)
-    issue(sa, tmap, chunk, r)
-    b.i("add.u32", "u32", k, 32, dst=k)
-    b.bra(top)
-    b.place(done)
+
+    def box(k: SSAValue) -> None:
+        sa = b.i("mad.lo.u32", "u32", k, box_bytes, smem0)
+        r = b.i("mad.lo.u32", "u32", k, box_rows, row0)
+        issue(sa, tmap, chunk, r)
+
+    b.for_range(c.lane if first is None else first, boxes, 32, box, "tbox")
 
 
 def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue,
@@ -710,22 +706,18 @@ def load_engine(c: Ctx) -> None:
           ins=[bar, total], guard=lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     cross_sm_fence(c, p_ctr, first, n)
-    r = b.var("u32", 0)
-    b.set(r, first)
-    rl, rdone = b.new_label("ld_rows"), b.new_label("ld_rows_done")
-    b.place(rl)
-    b.bra(rdone, b.setp("ge.u32", r, n))
-    so = b.i("mul.wide.u32", "u64", r, stride)
-    src = b.i("add.u64", "u64", gptr, so)
-    dst = b.i("mad.lo.u32", "u32", r, rb, dst0)
-    done_b = b.i("mul.lo.u32", "u32", r, rb)
-    left = b.i("sub.u32", "u32", total, done_b)
-    size = b.i("min.u32", "u32", rb, left)
-    b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-          "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
-    b.i("add.u32", "u32", r, 32, dst=r)
-    b.bra(rl)
-    b.place(rdone)
+
+    def copy(r: SSAValue) -> None:
+        so = b.i("mul.wide.u32", "u64", r, stride)
+        src = b.i("add.u64", "u64", gptr, so)
+        dst = b.i("mad.lo.u32", "u32", r, rb, dst0)
+        done_b = b.i("mul.lo.u32", "u32", r, rb)
+        left = b.i("sub.u32", "u32", total, done_b)
+        size = b.i("min.u32", "u32", rb, left)
+        b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+              "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
+
+    b.for_range(first, n, 32, copy, "ld_rows")
     b.raw("bar.warp.sync", "%d" % FULL)
     b.bra(issued)
     b.place(nop_path)
@@ -833,33 +825,24 @@ def store_engine(c: Ctx) -> None:
         lab_skip = b.new_label("st_skip")
         b.bra(lab_skip, aligned, neg=wide)
         units = b.i("shr.u32", "u32", row_bytes, 4 if wide else 1)
-        r = b.var("u32", 0)
-        rl, rd = b.new_label("st_row"), b.new_label("st_row_done")
-        b.place(rl)
-        b.bra(rd, b.setp("ge.u32", r, rows))
-        srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
-        go = b.i("mul.wide.u32", "u64", r, stride)
-        grow = b.i("add.u64", "u64", gptr, go)
-        j = b.var("u32", 0)
-        b.set(j, c.lane)
-        jl, jd = b.new_label("st_col"), b.new_label("st_col_done")
-        b.place(jl)
-        b.bra(jd, b.setp("ge.u32", j, units))
-        sa = b.i("mad.lo.u32", "u32", j, unit, srow)
-        ga = b.i("mul.wide.u32", "u64", j, unit)
-        ga = b.i("add.u64", "u64", grow, ga)
-        if wide:
-            v = b.ld_v4("ld.shared.v4.b32", "b32", sa, 0)
-            b.st_v4("st.global.v4.b32", ga, 0, v)
-        else:
-            h = b.ld("ld.shared.b16", "b16", sa, 0)
-            b.st("st.global.b16", ga, 0, h)
-        b.i("add.u32", "u32", j, 32, dst=j)
-        b.bra(jl)
-        b.place(jd)
-        b.i("add.u32", "u32", r, 1, dst=r)
-        b.bra(rl)
-        b.place(rd)
+
+        def row(r: SSAValue, unit: int = unit, wide: bool = wide, units: SSAValue = units) -> None:
+            srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
+            go = b.i("mul.wide.u32", "u64", r, stride)
+            grow = b.i("add.u64", "u64", gptr, go)
+
+            def column(j: SSAValue) -> None:
+                sa = b.i("mad.lo.u32", "u32", j, unit, srow)
+                ga = b.i("mul.wide.u32", "u64", j, unit)
+                ga = b.i("add.u64", "u64", grow, ga)
+                if wide:
+                    b.st_v4("st.global.v4.b32", ga, 0, b.ld_v4("ld.shared.v4.b32", "b32", sa, 0))
+                else:
+                    b.st("st.global.b16", ga, 0, b.ld("ld.shared.b16", "b16", sa, 0))
+
+            b.for_range(c.lane, units, 32, column, "st_col")
+
+        b.for_range(0, rows, 1, row, "st_row")
         b.place(lab_skip)
     b.place(nxt)
     # make every lane's global stores visible at gpu scope before lane 0's

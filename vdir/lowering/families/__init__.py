@@ -121,19 +121,6 @@ def block_sum(cc: ComputeCtx, v: SSAValue) -> SSAValue:
     return tot
 
 
-def for_range(b: PtxBuilder, start: SSAValue, end: SSAValue, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
-    """``for (i = start; i < end; i += step) body(i)`` with a u32 counter."""
-    i = b.var("u32", 0)
-    b.set(i, start)
-    top, done = b.new_label(hint), b.new_label(hint + "_end")
-    b.place(top)
-    b.bra(done, b.setp("ge.u32", i, end))
-    body(i)
-    b.i("add.u32", "u32", i, step, dst=i)
-    b.bra(top)
-    b.place(done)
-
-
 def rms_inv(cc: ComputeCtx, x: SSAValue, n: SSAValue) -> SSAValue:
     """1 / sqrt(mean(x^2) + eps) over a 1xN bf16 tile, on every thread."""
     b = cc.b
@@ -144,7 +131,7 @@ def rms_inv(cc: ComputeCtx, x: SSAValue, n: SSAValue) -> SSAValue:
         v = load_bf16(b, a)
         b.i("fma.rn.f32", "f32", v, v, acc, dst=acc)
 
-    for_range(b, cc.ct, n, cc.nthreads, body, "rms_sq")
+    b.for_range(cc.ct, n, cc.nthreads, body, "rms_sq")
     tot = block_sum(cc, acc)
     nf = b.i("cvt.rn.f32.u32", "f32", n)
     mean = b.i("div.rn.f32", "f32", tot, nf)

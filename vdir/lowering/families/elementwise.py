@@ -25,7 +25,7 @@ def _binary(cc: "F.ComputeCtx", op: Callable[[PtxBuilder, SSAValue, SSAValue], S
         r = F.to_bf16(b, op(b, a, c))
         b.st("st.shared.b16", b.i("add.u32", "u32", cc.out, o), 0, r)
 
-    F.for_range(b, cc.ct, n, cc.nthreads, body, hint)
+    b.for_range(cc.ct, n, cc.nthreads, body, hint)
 
 
 def silu_mul(cc: "F.ComputeCtx") -> None:
@@ -52,4 +52,4 @@ def rmsnorm(cc: "F.ComputeCtx") -> None:
         t = b.i("mul.rn.f32", "f32", t, g)
         b.st("st.shared.b16", b.i("add.u32", "u32", cc.out, o), 0, F.to_bf16(b, t))
 
-    F.for_range(b, cc.ct, n, cc.nthreads, body, "rmsnorm")
+    b.for_range(cc.ct, n, cc.nthreads, body, "rmsnorm")
