@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
 from vdir.lowering.handbuilt import ProgramAssembler  # noqa: E402
+from vdir.lowering.options import LoweringOptions  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 EPS = 1e-5
@@ -281,11 +282,11 @@ class VdirCase:
     can be launched in rotation with epochs advancing per set.
     """
 
-    def __init__(self, plat, prog: isa.EncodedProgram, sets: list[dict], **options):
+    def __init__(self, plat, prog: isa.EncodedProgram, sets: list[dict], lowering: LoweringOptions, **options):
         from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec
 
         self.plat, self.prog = plat, prog
-        art0 = plat.load_artifact(prog)
+        art0 = plat.load_artifact(prog, lowering)
         self.arts = [art0] + [
             dataclasses.replace(art0, bufptrs=plat.allocate(art0.bufptrs.nbytes),
                                 error=plat.allocate(art0.error.nbytes), tmaps=plat.allocate(art0.tmaps.nbytes),
@@ -325,8 +326,7 @@ def gpu_main(opts) -> int:
         print(f"no GPU: {why}")
         return 1
     plat = CudaPlatform()
-    base_lowering = dict(opts.lowering)
-    plat.lowering_options = dict(base_lowering)
+    base_lowering: LoweringOptions = opts.lowering
     nsm = plat.target().num_sms
     iters = 50 if opts.quick else opts.iters
     dev = torch.device("cuda")
@@ -382,8 +382,8 @@ def gpu_main(opts) -> int:
         refs = [(s["w"].float() @ s["x"].float().reshape(-1)).reshape(1, -1) for s in sets]
         torch.cuda.synchronize()
 
-        def run_vdir(prog):
-            case = VdirCase(plat, prog, sets)
+        def run_vdir(prog, lowering=base_lowering):
+            case = VdirCase(plat, prog, sets, lowering)
             case.time(2 * nsets)  # warm-up
             for s in sets:
                 s["y"].fill_(float("nan"))  # poisoned: every element must be written
@@ -416,17 +416,14 @@ def gpu_main(opts) -> int:
             prog0 = compile_gemv(M, K, *best[3], nsm)
             for o in SWEEP + BOX_SWEEP:
                 prog = variant(prog0, o["box"]) if "box" in o else prog0
-                plat.lowering_options = {**base_lowering, **{k: v for k, v in o.items() if k != "box"}}
-                d_us, d_err = run_vdir(prog)
+                d_us, d_err = run_vdir(prog, base_lowering.with_overrides({k: v for k, v in o.items() if k != "box"}))
                 notes.append(f"gemv {M}x{K} {best[2]} lowering {o}: {d_us:.2f} us "
                              f"({moved / d_us / 1e6:.3f} TB/s, {100 * moved / d_us / 1e6 / copy_tbs:.1f}% of copy; "
                              f"err {d_err:.1e})")
                 print(f"  {notes[-1]}")
                 if d_err > TOL_GEMV:
                     failed.append(f"gemv {M}x{K} lowering {o}")
-            plat.lowering_options = dict(base_lowering)
         if not opts.no_handbuilt:
-            plat.lowering_options = dict(base_lowering)
             h_us, h_err = run_vdir(build_gemv_program(M, K, nsm, 64, 3))
             print(f"  gemv {M}x{K} hand-built 64KiB/3 slots: {h_us:.2f} us err {h_err:.2e}")
             hb = f"; hand-built {h_us:.1f} us"
@@ -500,14 +497,13 @@ def gpu_main(opts) -> int:
         t0 = time.time()
         prog = compile_mlp(layers, H, I, nsm)
         ct = time.time() - t0
-        plat.lowering_options = dict(base_lowering)
         refs = [torch.cat(t_stack(s, L)) for s in sets]
         refs32 = [torch.cat(t_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
         err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32))
         for s in sets:
             s["hs"][1:].fill_(float("nan"))  # poisoned: every output row must be written
         torch.cuda.synchronize()
-        case = VdirCase(plat, prog, sets)
+        case = VdirCase(plat, prog, sets, base_lowering)
         case.run_all()
         errs = [relerr(s["hs"][1:], r) for s, r in zip(sets, refs)]
         err_last = max(relerr(s["hs"][L:], r[L - 1:]) for s, r in zip(sets, refs))
@@ -530,8 +526,7 @@ def gpu_main(opts) -> int:
                              f"torch {err_t32:.1e}"))
         if layers is None and not opts.quick:
             for o in SWEEP:  # other lowering options, same sets
-                plat.lowering_options = {**base_lowering, **o}
-                vc = VdirCase(plat, prog, sets)
+                vc = VdirCase(plat, prog, sets, base_lowering.with_overrides(o))
                 for s in sets:
                     s["hs"][1:].fill_(float("nan"))
                 torch.cuda.synchronize()
@@ -543,7 +538,6 @@ def gpu_main(opts) -> int:
                              f"max rel err {d_err:.2e})")
                 print(f"  {notes[-1]}")
                 del vc
-            plat.lowering_options = dict(base_lowering)
         if layers is not None and not opts.quick:
             diag = (name, prog, sets, refs, moved, L, v_us, mx, (layers, H, I))
         del graphs, case
@@ -555,7 +549,7 @@ def gpu_main(opts) -> int:
     print()
     print(f"device: {torch.cuda.get_device_name()}  SMs: {nsm}  date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
           f"  launches per figure: {iters} (median)  torch {torch.__version__}"
-          f"  lowering options: {base_lowering or 'defaults'}")
+          f"  lowering options: {base_lowering.changed() or 'defaults'}")
     pct = lambda us, mv: 100.0 * (mv / us / 1e6) / copy_tbs  # noqa: E731
     hdr = (f"{'case':<24} {'MiB':>7} {'vdir us':>8} {'TB/s':>6} {'%copy':>6} {'torch us':>9} {'TB/s':>6} "
            f"{'%copy':>6} {'graph us':>9} {'TB/s':>6} {'vdir speedup':>12} {'max rel err':>11}  notes")
@@ -599,8 +593,7 @@ def gpu_main(opts) -> int:
             exps.append((f"down_rows={rows} down_chunks={chunks} prefetch={pf}", vp, {}))
         for label, vp, lopts in exps:
             try:
-                plat.lowering_options = {**base_lowering, **lopts}
-                vc = VdirCase(plat, vp, sets, watchdog_ms=200.0)
+                vc = VdirCase(plat, vp, sets, base_lowering.with_overrides(lopts), watchdog_ms=200.0)
                 for s in sets:
                     s["hs"][1:].fill_(float("nan"))
                 torch.cuda.synchronize()
@@ -616,8 +609,6 @@ def gpu_main(opts) -> int:
                 if getattr(plat, "_closed", False):
                     print(f"note: {notes[-1]}")
                     break
-            finally:
-                plat.lowering_options = dict(base_lowering)
             print(f"note: {notes[-1]}")
     if opts.json:
         with open(opts.json, "w") as f:
@@ -636,13 +627,13 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--no-handbuilt", action="store_true", help="skip the hand-built gemv column")
     ap.add_argument("--json", help="also write the figures to this file")
-    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=INT",
+    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                     help="a lowering option for every vdir program of the table (repeatable)")
     opts = ap.parse_args()
     try:
-        opts.lowering = {k: int(v) for k, v in (kv.split("=", 1) for kv in opts.lowering)}
-    except ValueError:
-        ap.error("--lowering takes KEY=INT, e.g. --lowering compute_warps=16")
+        opts.lowering = LoweringOptions.parse(" ".join(opts.lowering))
+    except ValueError as e:
+        ap.error(f"--lowering: {e} (e.g. --lowering compute_warps=16)")
     return sim_main(opts) if opts.sim else gpu_main(opts)
 
 

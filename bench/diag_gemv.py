@@ -40,6 +40,7 @@ def main() -> int:
 
     from vdir.device_runtime.cuda import CudaPlatform
     from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec
+    from vdir.lowering.options import LoweringOptions
 
     plat = CudaPlatform()
     M, K, nsets = 8192, 8192, 3
@@ -47,7 +48,7 @@ def main() -> int:
     xs = [torch.randn(1, K, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     ys = [torch.empty(1, M, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
     for path, tile_kib, slots in (("bulk", 64, 3), ("bulk", 32, 6), ("bulk", 16, 8)):
-        plat.lowering_options = {"load_path": path}
+        lowering = LoweringOptions(load_path=path)
         base = build_gemv_program(M, K, plat.target().num_sms, tile_kib, slots)
         for kind in ("full", "load_only", "loads_free"):
             prog = variant(base, kind)
@@ -56,7 +57,7 @@ def main() -> int:
             arts, specs = [], []
             for k in range(nsets):
                 bufs = [DeviceBuffer(t.data_ptr(), t.numel() * 2, plat) for t in (ws[k], xs[k], ys[k])]
-                arts.append(plat.load_artifact(prog))
+                arts.append(plat.load_artifact(prog, lowering))
                 specs.append(LaunchSpec(prog, bufs, counters, 1))
             plat.time_launches(arts, specs, 6)
             t = float(np.median(plat.time_launches(arts, specs, 60)))

@@ -17,6 +17,7 @@ from bench.bench_gpu import build_gemv_program  # noqa: E402
 from vdir.device_runtime.cuda import CudaPlatform  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
 from vdir.lowering.handbuilt import run_once  # noqa: E402
+from vdir.lowering.options import LoweringOptions  # noqa: E402
 
 
 def main() -> int:
@@ -29,11 +30,11 @@ def main() -> int:
     prog = build_gemv_program(M, K, sms, tile_kib=8, slots=3)
     ref = FAMILIES["gemv"].run([w, x], {}, "bf16").astype(np.float32)
     worst = 0.0
-    for opts in ({"split_copies": 1}, {"split_copies": 32}, {"load_path": "lsu"}):
-        plat.lowering_options = opts
-        (y,) = run_once(plat, prog, [w, x, np.full((1, M), np.nan, bfloat16)])
+    for opts in (LoweringOptions(split_copies=1), LoweringOptions(split_copies=32), LoweringOptions(load_path="lsu")):
+        art = plat.load_artifact(prog, opts)
+        (y,) = run_once(plat, prog, [w, x, np.full((1, M), np.nan, bfloat16)], artifact=art)
         err = np.max(np.abs(y.astype(np.float32) - ref)) / np.max(np.abs(ref))
-        print(f"gemv {M}x{K} on {sms} SMs, {opts}: max rel err {err:.2e}")
+        print(f"gemv {M}x{K} on {sms} SMs, {opts.changed()}: max rel err {err:.2e}")
         worst = max(worst, float(err))
     plat.close()
     return 0 if worst < 2e-2 else 1

@@ -5,7 +5,7 @@ Small enough to run under compute-sanitizer (memcheck, racecheck, synccheck):
     compute-sanitizer --tool memcheck python3 bench/sanitize_mlp.py [--layers 2 --sms 8]
 
 Exits non-zero when the output misses the cuda tolerance of
-``vdir.device_runtime.executable.TOLERANCES``.
+``vdir.testing.compare.TOLERANCES``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> int:
     opts = ap.parse_args()
 
     import vdir
-    from vdir.device_runtime.executable import compare_outputs
+    from vdir.testing.compare import compare_outputs
     from vdir.frontend.examples import build_mlp_stack
     from vdir.transforms.reference import evaluate
 

@@ -1,27 +1,26 @@
 """vdir: a compiler toolkit for GPU programs written as micro-ops on virtual engines.
 
-The embedding entry point is :func:`compile`: give it an xDSL module (or an
-already encoded program) and call the result on numpy arrays.
+The embedding entry point is :func:`compile` (:func:`vdir.compiler.compile`):
+give it an xDSL module (or an already encoded program) and call the result on
+numpy arrays. It is imported on first use, so that ``import vdir`` stays
+cheap for the command-line tools.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vdir.compiler import compile
 
 
-def compile(
-    module_or_program: Any, backend: str = "sim", target: str | None = None, num_sms: int | None = None, **options: Any
-):
-    """Compile a vdir module for ``target`` and load it on ``backend``; returns an :class:`Executable`.
+def __getattr__(name: str) -> Any:
+    """``vdir.compile``, imported from :mod:`vdir.compiler` the first time it is asked for."""
+    if name == "compile":
+        from vdir.compiler import compile
 
-    ``target`` defaults to the program's own (``h200`` unless it says otherwise).
-
-    See :func:`vdir.device_runtime.executable.compile`; imported lazily so
-    that ``import vdir`` stays cheap for the command-line tools.
-    """
-    from vdir.device_runtime.executable import compile as compile_program
-
-    return compile_program(module_or_program, backend=backend, target=target, num_sms=num_sms, **options)
+        return compile
+    raise AttributeError(f"module 'vdir' has no attribute '{name}'")
 
 
 __all__ = ["compile"]

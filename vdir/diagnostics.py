@@ -1,22 +1,41 @@
-"""Located, one-line diagnostics shared by the verifiers, passes and tools.
+"""The project's exceptions and its located, one-line diagnostics.
 
-Every error a user can cause ends as a :class:`UserError` whose message reads
-``file:line:col: error: what is wrong``. Passes raise :class:`PassFailure` with
-the operation at fault; the driver turns it into a located message.
+Every error vdir raises on purpose derives from :class:`VdirError`, so an
+embedder can catch them all with one clause; each class keeps the standard
+base its callers rely on (``ValueError`` for bad values, ``RuntimeError`` for
+device failures). Every error a user can cause in a tool ends as a
+:class:`UserError` whose message reads ``file:line:col: error: what is
+wrong``. Passes raise :class:`PassFailure` (xDSL's ``PassFailedException``)
+with the operation at fault; the drivers turn it into a located message.
+
+This module imports no xDSL IR classes at import time, so that the light
+modules (targets, families) can use the exceptions cheaply.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Operation
+from typing import TYPE_CHECKING
+
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
-class UserError(Exception):
-    """An error caused by the user's input; ``str(e)`` is the one-line message."""
+class VdirError(Exception):
+    """Root of every exception vdir raises on purpose; ``str(e)`` is the message."""
 
 
-class PassFailure(Exception):
-    """A pass cannot transform the program; ``op`` (if any) is where."""
+class UserError(VdirError, DiagnosticException):
+    """An error caused by the user's input; ``str(e)`` is the one-line message.
+
+    A ``DiagnosticException``, so that xDSL's driver loop prints it in place
+    under ``--verify-diagnostics``.
+    """
+
+
+class PassFailure(VdirError, PassFailedException):
+    """A pass cannot transform the program; ``op`` (if any) is where, else ``loc`` (``file:line:col``)."""
 
     def __init__(self, message: str, op: Operation | None = None, loc: str | None = None):
         super().__init__(message)
@@ -26,6 +45,8 @@ class PassFailure(Exception):
 
 def location_of(op: Operation | None) -> str | None:
     """``file:line:col`` of ``op`` (or its closest located ancestor)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
     while op is not None:
         loc = op.location
         if isinstance(loc, FileLineColLoc):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from vdir.diagnostics import VdirError
+
 
 @dataclass(frozen=True)
 class EngineKind:
@@ -89,7 +91,7 @@ TARGETS: dict[str, TargetDescription] = {
 DEFAULT_TARGET = "h200"
 
 
-class UnknownTargetError(ValueError):
+class UnknownTargetError(VdirError, ValueError):
     """Raised for a target name that is not in :data:`TARGETS`."""
 
 

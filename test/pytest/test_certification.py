@@ -3,7 +3,7 @@
 Every test runs once per known backend; a backend that cannot run on this
 machine is skipped with the reason its ``is_available`` gives (``sim``
 always runs). Results are compared with numpy / the reference evaluator
-within the backend's stated tolerance (``executable.TOLERANCES``).
+within the backend's stated tolerance (``vdir.testing.compare.TOLERANCES``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from ml_dtypes import bfloat16
 
 import vdir
 from vdir.device_runtime import PlatformError, backend_names, backend_status, get_platform
-from vdir.device_runtime.executable import ArgumentError, Executable, compare_outputs
+from vdir.device_runtime.executable import ArgumentError, Executable
 from vdir.families import FAMILIES
+from vdir.testing.compare import compare_outputs
 from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inputs, gemv_program
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.platform import LaunchSpec, PlatformError
 from vdir.families import FAMILIES
 from vdir.lowering.handbuilt import ProgramAssembler, family_program, run_once
+from vdir.lowering.options import LoweringOptions
 
 pytestmark = pytest.mark.gpu
 
@@ -80,11 +81,9 @@ CASES = {
 
 
 @pytest.fixture(params=["tensor", "plain"])
-def copies(request, platform):
-    """Run with tensor copies (the default) or with plain bulk copies and st.global."""
-    platform.lowering_options = {} if request.param == "tensor" else {"tensor_copies": 0}
-    yield request.param
-    platform.lowering_options = {}
+def copies(request) -> LoweringOptions:
+    """Lower with tensor copies (the default) or with plain bulk copies and st.global."""
+    return LoweringOptions(tensor_copies=request.param == "tensor")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -96,7 +95,7 @@ def test_family_alone(platform, copies, case):
     ins = [rand(rng, s, d, scale if i == 0 else 1.0) for i, (s, d) in enumerate(zip(shapes, dtypes))]
     prog = family_program(fam, shapes, dtypes, oshape, odt, p2=p2, f0=float(params.get("eps", 0.0)))
     poison = np.full(oshape, np.nan, dtype=bfloat16 if odt == "bf16" else np.float32)
-    (out,) = run_once(platform, prog, ins + [poison])
+    (out,) = run_once(platform, prog, ins + [poison], artifact=platform.load_artifact(prog, copies))
     ref = FAMILIES[fam].run(ins, params, odt)
     check(out, ref, odt)
 

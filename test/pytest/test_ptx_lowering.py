@@ -21,6 +21,7 @@ from vdir.families import FAMILIES
 from vdir.lowering import layout as L
 from vdir.lowering import lower, lower_to_ptx, ptx_module, used_families
 from vdir.lowering.handbuilt import ProgramAssembler, family_program
+from vdir.lowering.options import LoweringOptionError, LoweringOptions
 from vdir.target import get_target
 
 
@@ -97,7 +98,7 @@ def test_scheduler_structure():
     ):
         assert needle in text, needle
     assert "fence.acq_rel.gpu" not in text  # red.release.gpu is the release
-    assert "fence.acq_rel.gpu;" in lower_to_ptx(gemv_program(), get_target("h200"), {"release_fence": 1})
+    assert "fence.acq_rel.gpu;" in lower_to_ptx(gemv_program(), get_target("h200"), LoweringOptions(release_fence=True))
     assert f".maxntid {L.block_threads(get_target('h200'))}, 1, 1" in text
 
 
@@ -209,7 +210,7 @@ def test_too_much_shared_memory_is_rejected():
 @pytest.mark.parametrize("options", [{"load_path": "lsu"}, {"split_copies": 32}, {"fetch_depth": 2}])
 def test_lowering_options_assemble(options):
     """The non-default load paths and fetch depths assemble."""
-    text = lower_to_ptx(gemv_program(), "h200", options)
+    text = lower_to_ptx(gemv_program(), "h200", LoweringOptions.from_mapping(options))
     if options.get("load_path") == "lsu":
         assert "cp.async.cg.shared.global" in text and "cp.async.mbarrier.arrive.noinc" in text
     else:
@@ -219,8 +220,8 @@ def test_lowering_options_assemble(options):
 
 def test_unknown_lowering_option_is_rejected():
     """An unknown lowering option is an error, not ignored."""
-    with pytest.raises(ValueError, match="unknown lowering option"):
-        lower_to_ptx(gemv_program(), "h200", {"unroll": 3})
+    with pytest.raises(LoweringOptionError, match="unknown lowering option 'unroll' [(]known: split_copies, "):
+        LoweringOptions.from_mapping({"unroll": 3})
 
 
 def test_instruction_prefetch_window_fits_header():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from vdir.device_runtime.executable import compare_outputs
 from vdir.isa import BufferInfo
+from vdir.testing.compare import compare_outputs
 from vdir.tools import vdir_run
 from vdir.tools.vdir_run import main, random_inputs
 
@@ -155,6 +155,24 @@ def test_unknown_backend_and_bad_numbers(capsys, gemv_file):
     assert_one_line_error(status, err, "target 'h200' has 132 SMs; cannot use 500")
     status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--target", "tpu9")
     assert_one_line_error(status, err, "unknown target 'tpu9'")
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("load_path=dma", "error: --lowering: lowering option load_path must be 'bulk' or 'lsu', got 'dma'"),
+     ("unroll=2", "error: --lowering: unknown lowering option 'unroll' (known: split_copies,"),
+     ("lsu", "error: --lowering: lowering options are key=value pairs, got 'lsu'")],
+)
+def test_bad_lowering_options_are_one_line_errors(capsys, gemv_file, text, fragment):
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", "--lowering", text)
+    assert_one_line_error(status, err, fragment)
+    assert out == ""
+
+
+def test_lowering_options_are_accepted_on_the_simulator(capsys, gemv_file):
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", "--check", "--lowering", "load_path=lsu split_copies=4")
+    assert status == 0, err
+    assert "check passed" in out
 
 
 def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):

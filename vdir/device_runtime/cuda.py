@@ -26,7 +26,7 @@ from vdir.device_runtime.platform import (
 )
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
-from vdir.lowering.options import tensor_copies_enabled
+from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription, get_target
 
 DEFAULT_WATCHDOG_MS = 1000.0
@@ -154,8 +154,6 @@ class CudaPlatform(Platform):
             t = t.with_sms(nsm)
         self._target = t
         self.watchdog_ms = watchdog_ms
-        #: options passed to the PTX lowering (``vdir.lowering.options.LOWERING_OPTIONS``)
-        self.lowering_options: dict = {}
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
         self._pending: list[_Pending] = []
@@ -220,12 +218,14 @@ class CudaPlatform(Platform):
         return buf
 
     # -- artifacts and launches ------------------------------------------------
-    def load_artifact(self, program: isa.EncodedProgram) -> CudaArtifact:
-        """Lower to PTX, JIT-load it, raise the smem limit, upload the tables."""
+    def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> CudaArtifact:
+        """Lower to PTX as ``options`` say (None: the defaults), JIT-load it, raise the smem limit,
+        upload the tables."""
+        options = options if options is not None else LoweringOptions()
         drv = _driver()
         if program.num_sms > self._target.num_sms:
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
-        lowered = lower(program, self._target, self.lowering_options)
+        lowered = lower(program, self._target, options)
         module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
         _check(drv.cuFuncSetAttribute(
@@ -233,7 +233,7 @@ class CudaPlatform(Platform):
             "cuFuncSetAttribute(max dynamic shared memory)")
         instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
         try:
-            specs = tuple(isa.tensor_map_table(program)) if tensor_copies_enabled(self.lowering_options) else ()
+            specs = tuple(isa.tensor_map_table(program)) if options.tensor_copies_enabled else ()
         except ValueError as e:
             raise PlatformError(f"the program's tensor-copy words are inconsistent: {e}") from None
         art = CudaArtifact(

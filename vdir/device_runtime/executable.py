@@ -16,20 +16,24 @@ zeroed at every call, as the reference evaluator assumes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vdir.device_runtime import get_platform
 from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec, PlatformError
+from vdir.diagnostics import VdirError
 from vdir.families import DTYPE_BYTES, DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
-from vdir.target import TargetDescription, get_target
+from vdir.target import TargetDescription
+
+if TYPE_CHECKING:
+    from vdir.lowering.options import LoweringOptions
 
 
-class ArgumentError(ValueError):
+class ArgumentError(VdirError, ValueError):
     """An argument does not match the program's signature; the message names it."""
 
 
@@ -51,11 +55,23 @@ def _as_host_array(value: Any, label: str) -> np.ndarray:
     raise ArgumentError(f"{label}: expected a numpy array, got {type(value).__name__}")
 
 
+def _lowering_options(options: LoweringOptions | Mapping[str, Any] | str | None) -> LoweringOptions | None:
+    """``options`` checked and typed; None stays None (the backend's defaults, no lowering imported)."""
+    if options is None:
+        return None
+    from vdir.lowering.options import LoweringOptions
+
+    return LoweringOptions.coerce(options)
+
+
 class Executable:
     """An encoded program loaded on one backend, callable on numpy arrays.
 
-    Built by :func:`vdir.compile`. ``options`` are launch options passed to
-    the backend (for ``sim``: ``seed``, ``load_window``, ``check_races``).
+    Built by :func:`vdir.compile`. ``options`` are the lowering options
+    (:class:`~vdir.lowering.options.LoweringOptions`, a dict or a
+    ``"key=value ..."`` string; None: the defaults) for a backend that lowers
+    the program; ``launch_options`` are passed to every launch (for ``sim``:
+    ``seed``, ``load_window``, ``check_races``; for ``cuda``: ``watchdog_ms``).
     """
 
     def __init__(
@@ -63,14 +79,16 @@ class Executable:
         program: EncodedProgram,
         backend: str = "sim",
         target: TargetDescription | str | None = None,
-        **options: Any,
+        options: LoweringOptions | Mapping[str, Any] | str | None = None,
+        **launch_options: Any,
     ):
         self.program = program
         self.backend = backend
-        self.options = dict(options)
+        self.options = _lowering_options(options)
+        self.launch_options = dict(launch_options)
         self.platform = get_platform(backend, target if target is not None else program.target)
         try:
-            self.artifact = self.platform.load_artifact(program)
+            self.artifact = self.platform.load_artifact(program, self.options)
             self._buffers: list[DeviceBuffer] = [
                 self.platform.allocate(self._nbytes(info)) for info in program.buffers
             ]
@@ -170,7 +188,7 @@ class Executable:
 
     def _launch_and_wait(self) -> None:
         """One launch at the current epoch; after a failure, zero the counters and restart at epoch 1."""
-        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.options)
+        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options)
         try:
             self.platform.launch(self.artifact, spec)
             self.platform.synchronize()
@@ -186,7 +204,7 @@ class Executable:
         for info, buf in zip(self.program.buffers, self._buffers):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
-        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.options)
+        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options)
         try:
             times = self.platform.time_launches(self.artifact, spec, iterations)
         except PlatformError:
@@ -226,112 +244,3 @@ class Executable:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def compile(
-    module_or_program: Any,
-    backend: str = "sim",
-    target: str | None = None,
-    num_sms: int | None = None,
-    **options: Any,
-) -> Executable:
-    """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
-
-    A ``ModuleOp`` goes through the pass pipeline (:func:`compile_module`) for
-    ``target`` (default: the program's own), restricted to ``num_sms`` SMs
-    when given; an
-    :class:`EncodedProgram` is used as it is. ``options`` become launch
-    options of the returned :class:`Executable`.
-    """
-    if target is not None:
-        get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
-    if isinstance(module_or_program, EncodedProgram):
-        program = module_or_program
-    else:
-        from xdsl.dialects.builtin import ModuleOp
-
-        if not isinstance(module_or_program, ModuleOp):
-            raise TypeError(
-                f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
-            )
-        program = compile_module(module_or_program, target=target, num_sms=num_sms)
-    return Executable(program, backend=backend, target=target or program.target, **options)
-
-
-def compile_module(module: Any, target: str | None = None, num_sms: int | None = None) -> EncodedProgram:
-    """Run the pass pipeline on a verified module (left unchanged); return its encoding.
-
-    The pipeline is imported here, lazily, so that the runtime does not pull
-    in the compiler unless asked to compile.
-    """
-    from vdir.transforms.pipeline import compile_to_encoded
-
-    return compile_to_encoded(module, target=target or "", num_sms=num_sms)
-
-
-# ---------------------------------------------------------------------------
-# Comparing a backend's outputs with the reference evaluator.
-# ---------------------------------------------------------------------------
-
-#: How close each backend must come to :func:`vdir.transforms.reference.evaluate`.
-TOLERANCES = {
-    "sim": "within 1 bf16 ulp of the reference (ulp floor at 2^-8 of the output's max |value|)",
-    "cuda": "atol = rtol = 2e-2 relative to the output's max |value|",
-}
-
-
-@dataclass
-class Mismatch:
-    """The worst element of an output that misses the tolerance."""
-
-    name: str
-    index: tuple[int, ...]
-    actual: float
-    expected: float
-    allowed: float
-    tolerance: str
-
-    def __str__(self) -> str:
-        where = ", ".join(map(str, self.index))
-        return (
-            f"output '{self.name}' differs from the reference at [{where}]: got {self.actual:.6g}, "
-            f"expected {self.expected:.6g} (|diff| {abs(self.actual - self.expected):.3g} > allowed "
-            f"{self.allowed:.3g}; tolerance: {self.tolerance})"
-        )
-
-
-def allowed_error(expected: np.ndarray, backend: str) -> np.ndarray:
-    """Per-element allowed |actual - expected| for ``backend`` (see :data:`TOLERANCES`)."""
-    ref = np.abs(expected.astype(np.float64))
-    scale = float(ref.max()) if ref.size else 0.0
-    if backend == "sim":
-        floor = max(scale * 2.0**-8, np.finfo(np.float32).tiny)
-        magnitude = np.maximum(ref, floor)
-        return np.exp2(np.floor(np.log2(magnitude)) - 7)  # bf16 has 8 significant bits
-    scale = scale or 1.0
-    return 2e-2 * scale + 2e-2 * ref
-
-
-def compare_outputs(
-    actual: dict[str, np.ndarray], expected: dict[str, np.ndarray], backend: str
-) -> Mismatch | None:
-    """The worst out-of-tolerance element over all outputs, or None when all match."""
-    tolerance = TOLERANCES.get(backend, TOLERANCES["cuda"])
-    worst: tuple[float, Mismatch] | None = None
-    for name, want in expected.items():
-        got = actual[name].astype(np.float64)
-        want64 = want.astype(np.float64)
-        allowed = allowed_error(want, "sim" if backend == "sim" else "cuda")
-        diff = np.abs(got - want64)
-        excess = np.where(np.isnan(diff), np.inf, diff - allowed)
-        if excess.size == 0 or excess.max() <= 0:
-            continue
-        flat = int(np.argmax(excess))
-        index = np.unravel_index(flat, want.shape)
-        mismatch = Mismatch(
-            name, tuple(int(i) for i in index), float(got[index]), float(want64[index]),
-            float(allowed[index]), tolerance,
-        )
-        if worst is None or excess[index] > worst[0]:
-            worst = (float(excess[index]), mismatch)
-    return None if worst is None else worst[1]

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vdir.diagnostics import VdirError
 from vdir.isa import EncodedProgram
 from vdir.target import TargetDescription
 
+if TYPE_CHECKING:  # the lowering is imported by the backends that lower, when they do
+    from vdir.lowering.options import LoweringOptions
 
-class PlatformError(RuntimeError):
+
+class PlatformError(VdirError, RuntimeError):
     """A backend failed: no device, a launch error, a watchdog report, a race."""
 
 
@@ -88,8 +92,14 @@ class Platform(abc.ABC):
 
     # -- artifacts and launches -------------------------------------------
     @abc.abstractmethod
-    def load_artifact(self, program: EncodedProgram) -> Any:
-        """Prepare a program (assemble/load PTX; upload queues) and return a handle."""
+    def load_artifact(self, program: EncodedProgram, options: LoweringOptions | None = None) -> Any:
+        """Prepare a program (lower and load PTX as ``options`` say, None: the defaults; upload queues).
+
+        Returns the handle that :meth:`launch` takes.
+
+        A backend that runs the encoded program itself (the simulator) checks
+        nothing more: the options change how the kernel issues its work, never
+        what it computes."""
 
     @abc.abstractmethod
     def launch(self, artifact: Any, spec: LaunchSpec) -> None:

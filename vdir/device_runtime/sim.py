@@ -39,7 +39,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -53,6 +53,9 @@ from vdir.device_runtime.platform import (
 )
 from vdir.families import DTYPE_BYTES, DTYPES, FAMILY_BY_OPCODE, Family, TileSig
 from vdir.target import TargetDescription, get_target
+
+if TYPE_CHECKING:
+    from vdir.lowering.options import LoweringOptions
 
 ENGINE_NAMES = ("load", "compute", "store")
 #: Element sizes of tile dtypes; "u8" is the raw byte tile of a load or store.
@@ -890,8 +893,10 @@ class SimPlatform(Platform):
     def fill_zero(self, buf: DeviceBuffer) -> None:
         buf.handle[...] = 0
 
-    def load_artifact(self, program: isa.EncodedProgram) -> DecodedProgram:
-        """Decode and validate the queues once; the result is reused by every launch."""
+    def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> DecodedProgram:
+        """Decode and validate the queues once; the result is reused by every launch.
+
+        ``options`` (how a GPU kernel would issue the work) change nothing here."""
         return decode_program(program, self._target)
 
     def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:

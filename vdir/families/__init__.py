@@ -25,6 +25,8 @@ from typing import Callable, Sequence
 import numpy as np
 from ml_dtypes import bfloat16
 
+from vdir.diagnostics import VdirError
+
 BF16 = np.dtype(bfloat16)
 F32 = np.dtype(np.float32)
 
@@ -48,7 +50,7 @@ class TileSig:
         return f"{self.shape[0]}x{self.shape[1]}x{self.dtype}"
 
 
-class FamilyError(ValueError):
+class FamilyError(VdirError, ValueError):
     """A family's signature rejects its operands; the message says why."""
 
 
@@ -292,7 +294,7 @@ FAMILY_BY_OPCODE = {f.opcode: f for f in FAMILIES.values()}
 
 
 class UnknownFamilyError(FamilyError):
-    pass
+    """No family has the given name."""
 
 
 def get_family(name: str) -> Family:

@@ -14,7 +14,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.kernel import build_kernel
-from vdir.lowering.options import checked_options
+from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription, get_target
 
 
@@ -33,20 +33,19 @@ def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None
     return target
 
 
-def _kernel_target(t: TargetDescription, opts: dict) -> TargetDescription:
+def _kernel_target(t: TargetDescription, opts: LoweringOptions) -> TargetDescription:
     """``t`` with the compute group that the options ask for."""
-    warps = int(opts["compute_warps"])
+    warps = opts.compute_warps
     return dataclasses.replace(t, compute_threads=32 * warps) if warps else t
 
 
 def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-               options: dict | None = None) -> ptx.ModuleOp:
-    """The ``ptx.module`` of the persistent kernel for ``program`` (``options``: ``options.LOWERING_OPTIONS``)."""
-    opts = checked_options(options)
-    return _build_module(program, _kernel_target(_resolve(program, target), opts), opts)
+               options: LoweringOptions = LoweringOptions()) -> ptx.ModuleOp:
+    """The ``ptx.module`` of the persistent kernel for ``program``, built as ``options`` say."""
+    return _build_module(program, _kernel_target(_resolve(program, target), options), options)
 
 
-def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: dict) -> ptx.ModuleOp:
+def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: LoweringOptions) -> ptx.ModuleOp:
     fams = used_families(program)
     from vdir.lowering.families import BODIES
 
@@ -62,7 +61,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: dict)
 
 
 def lower_to_ptx(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-                 options: dict | None = None) -> str:
+                 options: LoweringOptions = LoweringOptions()) -> str:
     """PTX text of the persistent kernel for ``program`` on ``target``."""
     return ptx.print_ptx(ptx_module(program, target, options))
 
@@ -80,10 +79,9 @@ class LoweredKernel:
 
 
 def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-          options: dict | None = None) -> LoweredKernel:
+          options: LoweringOptions = LoweringOptions()) -> LoweredKernel:
     """Lower ``program`` and return the text with its launch configuration."""
-    opts = checked_options(options)
-    t = _kernel_target(_resolve(program, target), opts)
+    t = _kernel_target(_resolve(program, target), options)
     smem = L.dynamic_smem_bytes(program.smem_bytes)
     if smem > t.smem_per_block:
         raise ValueError(
@@ -91,6 +89,6 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
             f"of shared memory; target '{t.name}' allows {t.smem_per_block}"
         )
     return LoweredKernel(
-        ptx=ptx.print_ptx(_build_module(program, t, opts)), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
+        ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
         grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
     )

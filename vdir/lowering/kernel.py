@@ -46,7 +46,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
-from vdir.lowering.options import tensor_copies_enabled
+from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription
 
 FULL = 0xFFFFFFFF
@@ -72,7 +72,7 @@ class Ctx:
     sm: SSAValue
     base: SSAValue  # u32 shared address of the dynamic smem
     arena: SSAValue  # base + HEADER_BYTES
-    options: dict  # lowering options (see options.LOWERING_OPTIONS)
+    options: LoweringOptions
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
 
 
@@ -142,7 +142,7 @@ class WarpFetcher:
         self.c, self.start, self.count = c, start, count
         lane4 = b.i("mul.wide.u32", "u64", c.lane, 4)
         self.base = b.i("add.u64", "u64", c.instrs, lane4)
-        depth = max(1, int(c.options.get("fetch_depth", 8)))
+        depth = c.options.fetch_depth
         self.regs = [b.var("u32", 0) for _ in range(depth)]
         self.cur = self.regs[0]
         # warm L2 with this queue's instructions (lane 0, non-empty queue)
@@ -410,7 +410,7 @@ def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
     # visible before the counter moves. Option release_fence=1 adds the
     # equivalent fence.acq_rel.gpu in front of it (measured: 3% slower on the
     # 16-layer MLP stack, no other effect).
-    if int(c.options.get("release_fence", 0)):
+    if c.options.release_fence:
         b.raw("fence.acq_rel.gpu", "", guard=p)
     roff = b.i("mul.wide.u32", "u64", ridx, 4)
     raddr = b.i("add.u64", "u64", c.counters, roff)
@@ -547,7 +547,7 @@ def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None
 def mbar_count(c: Ctx) -> int:
     """Arrivals that complete a load-ring mbarrier phase: 1 (bulk copies,
     completion by transaction bytes) or 32 (one per lane, ``lsu`` path)."""
-    return 32 if c.options.get("load_path", "bulk") == "lsu" else 1
+    return 32 if c.options.lsu_loads else 1
 
 
 def _issue_lsu(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
@@ -634,7 +634,7 @@ def load_engine(c: Ctx) -> None:
     phases = b.var("u32", 0)  # bit s: the parity of slot s's current phase
     t0 = b.var("u64", 0)  # start of the current stall (0: not stalled)
     tclk = b.var("u64", 0)
-    lsu = c.options.get("load_path", "bulk") == "lsu"
+    lsu = c.options.lsu_loads
     # (the lsu path's own cp.async would join the fetcher's commit groups)
     fe = WarpFetcher(c, start, count) if lsu else SmemFetcher(c, start, count, isa.ENGINE_LOAD)
     fe.prime(pos)
@@ -674,7 +674,7 @@ def load_engine(c: Ctx) -> None:
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
     total = b.i("mul.lo.u32", "u32", rows, row_bytes)
     dst0 = b.i("add.u32", "u32", c.arena, smem)
-    if tensor_copies_enabled(c.options):
+    if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
@@ -683,14 +683,14 @@ def load_engine(c: Ctx) -> None:
     # plain copies address the buffer through the pointer table
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     contig = b.setp("eq.u32", stride, row_bytes)
-    if c.options.get("load_path", "bulk") == "lsu":
+    if c.options.lsu_loads:
         b.raw("fence.proxy.async.global", "", guard=p_ctr)
         _issue_lsu(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
         b.bra(issued)
     # a dense region (stride == row bytes) is one copy
     # a dense region is cut into up to `split` chunks (multiples of 16 bytes)
     # that the lanes issue as separate copies; strided regions go row by row
-    split = max(1, int(c.options.get("split_copies", 1)))
+    split = c.options.split_copies
     unit = 16 * split
     chunk = b.i("add.u32", "u32", total, unit - 1)
     chunk = b.i("div.u32", "u32", chunk, unit) if split > 1 else b.i("shr.u32", "u32", chunk, 4)
@@ -807,7 +807,7 @@ def store_engine(c: Ctx) -> None:
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
     src0 = b.i("add.u32", "u32", c.arena, smem)
-    if tensor_copies_enabled(c.options):
+    if c.options.tensor_copies_enabled:
         plain = b.new_label("st_plain")
         b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
         tensor_store(c, f, src0, row_bytes)
@@ -944,7 +944,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: dict | None = None) -> None:
+                 options: LoweringOptions = LoweringOptions()) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role."""
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
@@ -957,7 +957,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         counters=gl["p_counters"], tmaps=gl["p_tmaps"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
-        options=dict(options or {}), zero=b.mov("u32", 0),
+        options=options, zero=b.mov("u32", 0),
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)

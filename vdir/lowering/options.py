@@ -1,53 +1,179 @@
-"""Lowering options: their defaults, their checks, and what they imply.
+"""Lowering options: one frozen, validated value that says how the kernel is built.
 
-Shared by the kernel builder (``vdir.lowering.kernel``), the entry points
-(``vdir.lowering.emit``) and the CUDA backend, which builds tensor maps only
-when the kernel will use them.
+:class:`LoweringOptions` owns every option's name, type, default and check.
+The kernel builder (``vdir.lowering.kernel``), the entry points
+(``vdir.lowering.emit``) and the CUDA backend (which builds tensor maps only
+when the kernel will use them) read its fields and derived properties; the
+tools and ``vdir.compile`` build one from what the user wrote:
+
+* a mapping, ``{"load_path": "lsu", "split_copies": 4}``
+  (:meth:`LoweringOptions.from_mapping`);
+* a string of ``key=value`` pairs, ``"load_path=lsu split_copies=4"``
+  (:meth:`LoweringOptions.parse`; ``vdir-run --lowering``);
+* the options of ``vdir-opt -t 'ptx{load-path=lsu split-copies=4}'``.
+
+Names may be spelled with ``-`` or ``_``. Values may be given typed or as
+text (``"4"``, ``"true"``/``"false"``/``"1"``/``"0"`` for the flags). Changing an
+option never changes the program's results, only how its copies and
+synchronisation are issued.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vdir.diagnostics import VdirError
 from vdir.lowering import layout as L
 
-#: lowering options and their defaults: ``split_copies`` = how many bulk
-#: copies (one per lane, at most 32) a dense load is cut into; ``load_path``
-#: = ``"bulk"`` (cp.async.bulk, completion by transaction bytes) or ``"lsu"``
-#: (16-byte cp.async per lane); ``fetch_depth`` = how many instructions the
-#: ``lsu``-path load engine prefetches into registers (the other engines use
-#: the shared-memory window of ``layout.FETCH_DEPTH``); ``compute_warps`` =
-#: warps in the compute group (0: the target's ``compute_threads``);
-#: ``tensor_copies`` = 1: loads and stores with a tensor map (``isa.W_TMAP``)
-#: use ``cp.async.bulk.tensor``, 0: plain bulk copies and ``st.global``;
-#: ``release_fence`` = 0: a counter is released by ``red.release.gpu`` alone
-#: (itself a release), 1: with a redundant ``fence.acq_rel.gpu`` before it
-LOWERING_OPTIONS = {"split_copies": 1, "load_path": "bulk", "fetch_depth": 8, "compute_warps": 0,
-                    "tensor_copies": 1, "release_fence": 0}
+#: the load paths: ``bulk`` (``cp.async.bulk``, completion by transaction
+#: bytes) and ``lsu`` (16-byte ``cp.async`` per lane)
+LOAD_PATHS = ("bulk", "lsu")
+
+#: the most bulk copies a dense load is cut into (one per lane of the load warp)
+MAX_SPLIT_COPIES = 32
 
 #: the most compute warps: a CTA has at most 32 warps, two are the load and store engines
 MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP
 
 
-def checked_options(options: dict | None) -> dict:
-    """``LOWERING_OPTIONS`` updated with ``options``, each checked."""
-    opts = dict(LOWERING_OPTIONS)
-    for k, v in (options or {}).items():
-        if k not in LOWERING_OPTIONS:
-            raise ValueError(f"unknown lowering option '{k}' (known: {', '.join(LOWERING_OPTIONS)})")
-        opts[k] = v
-    if opts["load_path"] not in ("bulk", "lsu"):
-        raise ValueError("load_path must be 'bulk' or 'lsu'")
-    if not 1 <= int(opts["split_copies"]) <= 32:
-        raise ValueError("split_copies must be in 1..32")
-    for flag in ("tensor_copies", "release_fence"):
-        if int(opts[flag]) not in (0, 1):
-            raise ValueError(f"{flag} must be 0 or 1")
-    if not 0 <= int(opts["compute_warps"]) <= MAX_COMPUTE_WARPS:
-        raise ValueError(f"compute_warps must be in 0..{MAX_COMPUTE_WARPS} (0: the target's)")
-    return opts
+class LoweringOptionError(VdirError, ValueError):
+    """A lowering option is unknown or has a bad value; the message says which and why."""
 
 
+@dataclass(frozen=True)
+class LoweringOptions:
+    """How :func:`vdir.lowering.lower` builds the persistent kernel (defaults: the tuned choice)."""
 
-def tensor_copies_enabled(options: dict | None) -> bool:
-    """Whether loads and stores that have a tensor map use it (``tensor_copies``, bulk load path only)."""
-    opts = {**LOWERING_OPTIONS, **(options or {})}
-    return bool(int(opts["tensor_copies"])) and opts["load_path"] == "bulk"
+    split_copies: int = 1
+    """How many bulk copies (one per lane, 1..32) a dense load is cut into."""
+
+    load_path: str = "bulk"
+    """``"bulk"``: ``cp.async.bulk``, completion by transaction bytes; ``"lsu"``: 16-byte ``cp.async`` per lane."""
+
+    fetch_depth: int = 8
+    """How many instructions the ``lsu``-path load engine prefetches into registers (at least 1).
+
+    The other engines prefetch through the shared-memory window of ``layout.FETCH_DEPTH``."""
+
+    compute_warps: int = 0
+    """Warps in the compute group, 0..30; 0: the target's ``compute_threads``."""
+
+    tensor_copies: bool = True
+    """Loads and stores with a tensor map (``isa.W_TMAP``) use ``cp.async.bulk.tensor``.
+
+    False: plain bulk copies and ``st.global``. Has no effect on the ``lsu`` path."""
+
+    release_fence: bool = False
+    """Put a (redundant) ``fence.acq_rel.gpu`` before each ``red.release.gpu`` counter release."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _check_type(f.name, getattr(self, f.name), f.type)
+        _check_range("split_copies", self.split_copies, 1, MAX_SPLIT_COPIES)
+        if self.load_path not in LOAD_PATHS:
+            raise LoweringOptionError(
+                f"lowering option load_path must be {' or '.join(map(repr, LOAD_PATHS))}, got {self.load_path!r}"
+            )
+        _check_range("fetch_depth", self.fetch_depth, 1, None)
+        _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
+
+    # -- derived --------------------------------------------------------------
+    @property
+    def lsu_loads(self) -> bool:
+        """Whether the load engine copies with per-lane ``cp.async`` (the ``lsu`` path)."""
+        return self.load_path == "lsu"
+
+    @property
+    def tensor_copies_enabled(self) -> bool:
+        """Whether loads and stores that have a tensor map use it (``tensor_copies`` on the bulk path)."""
+        return self.tensor_copies and not self.lsu_loads
+
+    # -- construction ---------------------------------------------------------
+    @classmethod
+    def names(cls) -> list[str]:
+        """Every option name, in declaration order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> LoweringOptions:
+        """The defaults overridden by ``values`` (names with ``-`` or ``_``; typed or text values)."""
+        return cls().with_overrides(values)
+
+    @classmethod
+    def parse(cls, text: str) -> LoweringOptions:
+        """Options from ``"key=value key=value"`` (spaces or commas between the pairs)."""
+        pairs: dict[str, str] = {}
+        for item in text.replace(",", " ").split():
+            key, eq, value = item.partition("=")
+            if not eq or not key or not value:
+                raise LoweringOptionError(f"lowering options are key=value pairs, got {item!r} in {text!r}")
+            pairs[key] = value
+        return cls.from_mapping(pairs)
+
+    @classmethod
+    def coerce(cls, value: LoweringOptions | Mapping[str, Any] | str | None) -> LoweringOptions:
+        """``value`` as options: options as they are, a mapping or a string parsed, None the defaults."""
+        if value is None:
+            return cls()
+        if isinstance(value, LoweringOptions):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        if isinstance(value, Mapping):
+            return cls.from_mapping(value)
+        raise LoweringOptionError(
+            f"lowering options must be LoweringOptions, a dict or a 'key=value ...' string, got {type(value).__name__}"
+        )
+
+    def with_overrides(self, values: Mapping[str, Any] | None = None, **more: Any) -> LoweringOptions:
+        """These options with some changed; unknown names are rejected, listing the known ones."""
+        changes: dict[str, Any] = {}
+        types = {f.name: f.type for f in dataclasses.fields(self)}
+        for key, value in {**(values or {}), **more}.items():
+            name = str(key).replace("-", "_")
+            if name not in types:
+                raise LoweringOptionError(f"unknown lowering option '{key}' (known: {', '.join(types)})")
+            changes[name] = _convert(name, value, types[name])
+        return dataclasses.replace(self, **changes)
+
+    def changed(self) -> dict[str, Any]:
+        """The options that differ from the defaults, by name (for reports and specs)."""
+        default = LoweringOptions()
+        return {n: getattr(self, n) for n in self.names() if getattr(self, n) != getattr(default, n)}
+
+
+#: field annotations (strings: this module uses postponed evaluation) -> Python type
+_FIELD_TYPES = {"int": int, "str": str, "bool": bool}
+
+
+def _convert(name: str, value: Any, annotation: str) -> Any:
+    """``value`` as the option's type when it is written as text (or a 0/1 flag); else unchanged."""
+    kind = _FIELD_TYPES[annotation]
+    if kind is bool:
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+            return bool(value)
+    elif kind is int and isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise LoweringOptionError(f"lowering option {name} must be an integer, got {value!r}") from None
+    return value
+
+
+def _check_type(name: str, value: Any, annotation: str) -> None:
+    kind = _FIELD_TYPES[annotation]
+    wrong_int = kind is int and isinstance(value, bool)  # bool is an int subclass: not a count
+    if not isinstance(value, kind) or wrong_int:
+        what = {bool: "true or false (or 1 or 0)", int: "an integer", str: "a string"}[kind]
+        raise LoweringOptionError(f"lowering option {name} must be {what}, got {value!r}")
+
+
+def _check_range(name: str, value: int, low: int, high: int | None, note: str = "") -> None:
+    if value < low or (high is not None and value > high):
+        bounds = f"in {low}..{high}" if high is not None else f"at least {low}"
+        raise LoweringOptionError(f"lowering option {name} must be {bounds}{note}, got {value}")

@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from vdir.diagnostics import PassFailure, UserError, located
 
@@ -100,10 +100,9 @@ def verify_module(module: ModuleOp) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
-        except (VerifyException, DiagnosticException) as e:
-            raise UserError(located(one_line(str(e)), op)) from None
-        except PassFailure as e:
-            raise UserError(located(str(e), e.op or op)) from None
+        except DiagnosticException as e:  # a verifier's VerifyException, or a PassFailure naming its op
+            at = e.op if isinstance(e, PassFailure) and e.op is not None else op
+            raise UserError(located(one_line(str(e)), at)) from None
 
 
 def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:

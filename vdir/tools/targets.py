@@ -2,26 +2,50 @@
 
 ``isa`` prints the encoded queues as a readable listing; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
 program (run ``-p vdir-pipeline`` first, or any pipeline ending in
-``vdir-encode``).
+``vdir-encode``). ``ptx`` takes the lowering options in xDSL's option
+syntax: ``-t 'ptx{load-path=lsu split-copies=4}'``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.target import Target
 
 from vdir.diagnostics import UserError
+from vdir.lowering.options import LoweringOptionError, LoweringOptions
 
 
 @dataclass(frozen=True)
 class PTXTarget(Target):
-    """Emit the PTX kernel that runs the module's encoded program."""
+    """Emit the PTX kernel that runs the module's encoded program, lowered as ``options`` say."""
 
     name = "ptx"
+
+    options: LoweringOptions = LoweringOptions()
+
+    @classmethod
+    def from_spec(cls, spec: ArgSpec) -> PTXTarget:
+        """The target of ``ptx{key=value ...}``: each key a lowering option, with one value."""
+        values = {}
+        for key, given in spec.parameters.items():
+            if len(given) != 1:
+                raise UserError(f"error: target 'ptx': lowering option '{key}' takes one value")
+            values[key] = given[0]
+        try:
+            return cls(LoweringOptions.from_mapping(values))
+        except LoweringOptionError as e:
+            raise UserError(f"error: target 'ptx': {e}") from None
+
+    def spec(self, *, include_default: bool = False) -> ArgSpec:
+        """``ptx{...}`` with the options that differ from the defaults (all of them with ``include_default``)."""
+        chosen = dataclasses.asdict(self.options) if include_default else self.options.changed()
+        return ArgSpec(self.name, {name.replace("_", "-"): (value,) for name, value in chosen.items()})
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from vdir.transforms.encode import encoded_programs
@@ -35,7 +59,7 @@ class PTXTarget(Target):
                 "pipeline with vdir-encode) first"
             )
         for program in programs:
-            output.write(lower_to_ptx(program, get_target(program.target)))
+            output.write(lower_to_ptx(program, get_target(program.target), self.options))
 
 
 @dataclass(frozen=True)

@@ -2,24 +2,33 @@
 
 Built on xDSL's ``xDSLOptMain``: every xDSL dialect and pass is available,
 plus the vdir dialects, the vdir passes (``vdir-fuse``, ``vdir-place``, ...,
-``vdir-pipeline``) and the ``ptx`` target. Unlike the stock driver, every
-error — a parse or verify failure, a pass that cannot apply, an unknown pass
-or option, a missing file — prints one located line and exits non-zero, and
-``-o`` is only written when every input chunk succeeded.
+``vdir-pipeline``) and the ``ptx`` target (``-t 'ptx{load-path=lsu}'`` takes
+the lowering options). xDSL's driver loop runs the chunks; vdir supplies the
+steps, each of which reports a failure as a :class:`~vdir.diagnostics.UserError`
+(an xDSL ``DiagnosticException``) with one located line. Unlike the stock
+driver, every error — a parse or verify failure, a pass that cannot apply, an
+unknown pass or option, a missing file — prints that one line and exits
+non-zero; with ``--verify-diagnostics`` or ``--parsing-diagnostics`` every
+such line is printed in place of its chunk's output instead. Nothing is
+written (to stdout or ``-o``) unless every chunk succeeded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import sys
 from collections.abc import Sequence
 from io import StringIO
+from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.passes import PassPipeline
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from vdir.diagnostics import PassFailure, UserError, located
+from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
 
 
@@ -47,72 +56,99 @@ class VdirOptMain(xDSLOptMain):
             self.available_targets[name] = factory
 
     def setup_pipeline(self):
-        """Build the pipeline; verification runs in :meth:`_apply` with located errors."""
+        """Build the pipeline and the target once, so that bad options fail before any input is read.
+
+        Verification runs in :meth:`apply_passes`, with located errors.
+        """
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
         except (ValueError, TypeError, KeyError) as e:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {e}") from None
+        except ArgSpecParseError as e:
+            raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_spec_error(e)}") from None
+        spec = parse_spec(self.args.target)
+        factory = self.available_targets[spec.name]
+        if not inspect.signature(factory).parameters:  # a Target class (not a legacy printing function)
+            try:
+                factory().from_spec(spec)
+            except ValueError as e:
+                raise UserError(f"error: bad target '{self.args.target}': {e}") from None
 
-    def _apply(self, module: ModuleOp) -> None:
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp:
+        """Parse and verify one chunk, each operation located at its line in the whole file."""
+        text = chunk.read().decode("utf-8", errors="strict")
+        module = parse_text(self.ctx, text, self.get_input_name(), start_offset)
+        verify_module(module)
+        return module
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """Apply the passes in order, verifying after each; a failure names the pass and the operation."""
         for p in self.pipeline.passes:
             try:
-                p.apply(self.ctx, module)
-            except PassFailure as e:
-                where = e.loc if e.loc and e.op is None else None
-                if where:
-                    raise UserError(f"{where}: error: {p.name}: {e}") from None
-                raise UserError(located(f"{p.name}: {e}", e.op, self.get_input_name())) from None
-            except (VerifyException, DiagnosticException) as e:
-                msg = one_line(str(e))
-                raise UserError(f"{self.get_input_name()}: error: {p.name}: {msg}") from None
+                p.apply(self.ctx, prog)
+            except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass
+                raise UserError(self._pass_failure(p.name, e)) from None
             if not self.args.disable_verify:
-                verify_module(module)
+                verify_module(prog)
 
-    def _process_chunk(self, text: str, name: str, offset: int) -> str:
-        module = parse_text(self.ctx, text, name, offset)
-        verify_module(module)
-        self._apply(module)
+    def _pass_failure(self, pass_name: str, e: DiagnosticException) -> str:
+        """The one-line message of pass ``pass_name`` failing with ``e``, at the best location known."""
+        message = f"{pass_name}: {one_line(str(e))}"
+        if isinstance(e, PassFailure):
+            if e.op is None and e.loc:
+                return f"{e.loc}: error: {message}"
+            return located(message, e.op, self.get_input_name())
+        return f"{self.get_input_name()}: error: {message}"
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The target's text for ``prog``; a target that cannot print it is one located error."""
         try:
-            return self.output_resulting_program(module)
+            return super().output_resulting_program(prog)
         except UserError:
             raise
-        except Exception as e:  # a target that cannot print this module
-            raise UserError(f"{name}: error: target '{self.args.target}' failed: {one_line(str(e)) or type(e).__name__}") from None
+        except Exception as e:
+            reason = one_line(str(e)) or type(e).__name__
+            raise UserError(f"{self.get_input_name()}: error: target '{self.args.target}' failed: {reason}") from None
 
-    def run(self) -> int:  # type: ignore[override]
-        """Process every chunk; return the exit status."""
-        chunks, _ = self.prepare_input()
-        name = self.get_input_name()
-        diagnostics_mode = self.args.verify_diagnostics or self.args.parsing_diagnostics
-        pieces: list[str] = []
-        for i, (chunk, offset) in enumerate(chunks):
-            text = chunk.read().decode("utf-8", errors="strict")
-            chunk.close()
-            if i > 0:
-                pieces.append("// -----\n")
-            try:
-                pieces.append(self._process_chunk(text, name, offset))
-            except UserError as e:
-                if not diagnostics_mode:
-                    print(str(e), file=sys.stderr)
-                    return 1
-                pieces.append(str(e) + "\n")
-        output = "".join(pieces)
+    def prepare_output(self) -> IO[str]:
+        """Output goes to the buffer :meth:`run` installs as stdout; it is written out at the end."""
+        return sys.stdout
+
+    def run(self) -> None:  # type: ignore[override]
+        """Run xDSL's chunk loop into a buffer; write it (stdout or ``-o``) only if every chunk succeeded.
+
+        Every vdir diagnostic is a ``DiagnosticException``, which xDSL's loop
+        prints in place under ``--verify-diagnostics``; ``--parsing-diagnostics``
+        asks for the same (parse errors are located diagnostics too).
+        """
+        self.args.verify_diagnostics = self.args.verify_diagnostics or self.args.parsing_diagnostics
+        buffer = StringIO()
+        with contextlib.redirect_stdout(buffer):
+            super().run()
         if self.args.output_file is None:
-            sys.stdout.write(output)
+            sys.stdout.write(buffer.getvalue())
         else:
             with open(self.args.output_file, "w") as f:
-                f.write(output)
-        return 0
+                f.write(buffer.getvalue())
+
+
+def _spec_error(e: ArgSpecParseError) -> str:
+    """The reason in xDSL's multi-line option-syntax error (its last line)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[-1] if lines else "bad option syntax"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     try:
-        driver = VdirOptMain(description="vdir modular optimizer driver", args=argv)
-        return driver.run()
-    except UserError as e:
-        print(str(e), file=sys.stderr)
+        VdirOptMain(description="vdir modular optimizer driver", args=argv).run()
+        return 0
+    except VdirError as e:
+        message = str(e)
+        print(message if "error:" in message else f"error: {message}", file=sys.stderr)
+        return 1
+    except ArgSpecParseError as e:  # xDSL parses the -t spec before any vdir code runs
+        print(f"error: bad option syntax: {_spec_error(e)}", file=sys.stderr)
         return 1
     except FileNotFoundError as e:
         print(f"{e.filename}: error: no such file", file=sys.stderr)

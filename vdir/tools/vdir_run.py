@@ -5,14 +5,16 @@
     vdir-run prog.mlir [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
                        [--seed N] [--check] [--trace trace.json]
                        [--target h200] [--num-sms N] [--load-window N]
+                       [--lowering 'key=value ...']
 
 Without ``--inputs`` the inputs are random (seeded, never zero) with the
 scale 0.5 for activations and 1/sqrt(columns) for weight matrices. ``--check``
 compares every output with the reference evaluator and exits 1 on a
 mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly). ``--trace`` writes the
-simulator's Chrome/Perfetto trace. Every error is one line on stderr and a
-non-zero exit status.
+simulator's Chrome/Perfetto trace. ``--lowering`` sets the lowering options
+of a backend that lowers the program (``cuda``; checked on every backend).
+Every error is one line on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -22,26 +24,25 @@ import sys
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from vdir.device_runtime import backend_names, default_backend
-from vdir.device_runtime.executable import (
-    TOLERANCES,
-    ArgumentError,
-    Executable,
-    compare_outputs,
-    compile_module,
-)
-from vdir.device_runtime.platform import PlatformError
-from vdir.diagnostics import PassFailure, UserError, located
+from vdir.compiler import compile_module
+from vdir.device_runtime.executable import Executable
+from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
-from vdir.target import UnknownTargetError, get_target
+from vdir.target import get_target
+from vdir.testing.compare import TOLERANCES, compare_outputs
+
+if TYPE_CHECKING:
+    from vdir.lowering.options import LoweringOptions
 
 
-class RunError(Exception):
+class RunError(VdirError):
     """A problem this tool reports as one line (bad option values, unreadable files)."""
 
 
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
     p.add_argument("--num-sms", type=int, help="use only this many SMs")
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
+    p.add_argument("--lowering", metavar="OPTIONS",
+                   help="lowering options, e.g. 'load_path=lsu split_copies=4'")
     return p
 
 
@@ -186,15 +189,16 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("error: --num-sms must be at least 1")
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
+    lowering = _lowering_options(args.lowering)
     module, program = compile_file(args.file, args.target, args.num_sms)
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
         arrays = random_inputs(program.buffers, args.seed)
-    options = {"seed": args.seed}
+    launch_options = {"seed": args.seed}
     if args.load_window is not None:
-        options["load_window"] = args.load_window
-    with Executable(program, backend=backend, target=program.target, **options) as exe:
+        launch_options["load_window"] = args.load_window
+    with Executable(program, backend=backend, target=program.target, options=lowering, **launch_options) as exe:
         result = exe(**arrays)
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:
@@ -206,6 +210,18 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         return _check(module, program, arrays, outputs, backend)
     return 0
+
+
+def _lowering_options(text: str | None) -> LoweringOptions | None:
+    """The ``--lowering`` options, checked before anything is compiled (None: not given)."""
+    if text is None:
+        return None
+    from vdir.lowering.options import LoweringOptions  # the lowering is imported only when asked for
+
+    try:
+        return LoweringOptions.parse(text)
+    except VdirError as e:
+        raise RunError(f"error: --lowering: {e}") from None
 
 
 def _summary(name: str, array: np.ndarray) -> str:
@@ -261,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         return run(args)
-    except (UserError, RunError, ArgumentError, PlatformError, UnknownTargetError) as e:
+    except VdirError as e:  # UserError, RunError, ArgumentError, PlatformError, UnknownTargetError, ...
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         prefix = "" if ": error:" in message or message.startswith("error:") else "error: "
         print(f"{prefix}{message}", file=sys.stderr)

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from vdir.diagnostics import VdirError
 from vdir.families import DTYPES, get_family
 from vdir.transforms.graph import Graph, build_graph
 
 
-class ReferenceInputError(ValueError):
+class ReferenceInputError(VdirError, ValueError):
     """An input array does not match the program's signature."""
 
 

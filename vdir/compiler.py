@@ -1,0 +1,68 @@
+"""The compiler entry point: ``vdir.compile``.
+
+Takes an xDSL module (or an already encoded program), runs the pass pipeline
+for a target, and hands the encoded program with its lowering options to a
+backend, which returns a callable :class:`~vdir.device_runtime.executable.Executable`.
+This module sits above both the compiler core and the runtime; the core never
+imports it (nor any backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from vdir.device_runtime.executable import Executable
+from vdir.isa import EncodedProgram
+from vdir.target import get_target
+
+if TYPE_CHECKING:
+    from vdir.lowering.options import LoweringOptions
+
+
+def compile(
+    module_or_program: Any,
+    backend: str = "sim",
+    target: str | None = None,
+    num_sms: int | None = None,
+    options: LoweringOptions | Mapping[str, Any] | str | None = None,
+    **launch_options: Any,
+) -> Executable:
+    """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
+
+    A ``ModuleOp`` goes through the pass pipeline (:func:`compile_module`) for
+    ``target`` (default: the program's own), restricted to ``num_sms`` SMs
+    when given; an :class:`EncodedProgram` is used as it is. ``options`` are
+    the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
+    dict or a ``"key=value ..."`` string), checked before anything is
+    compiled; ``launch_options`` become launch options of the returned
+    :class:`Executable`.
+    """
+    if target is not None:
+        get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
+    if options is not None:
+        from vdir.lowering.options import LoweringOptions
+
+        options = LoweringOptions.coerce(options)
+    if isinstance(module_or_program, EncodedProgram):
+        program = module_or_program
+    else:
+        from xdsl.dialects.builtin import ModuleOp
+
+        if not isinstance(module_or_program, ModuleOp):
+            raise TypeError(
+                f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
+            )
+        program = compile_module(module_or_program, target=target, num_sms=num_sms)
+    return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+
+
+def compile_module(module: Any, target: str | None = None, num_sms: int | None = None) -> EncodedProgram:
+    """Run the pass pipeline on a verified module (left unchanged); return its encoding.
+
+    The pipeline is imported here, lazily, so that ``import vdir`` and the
+    runtime do not pull in the compiler unless asked to compile.
+    """
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    return compile_to_encoded(module, target=target or "", num_sms=num_sms)

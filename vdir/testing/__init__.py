@@ -1,0 +1,1 @@
+"""Helpers for tests and benchmarks: checks of results, not part of the compiler or the runtime."""
