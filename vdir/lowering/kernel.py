@@ -871,7 +871,7 @@ def store_engine(c: Ctx) -> None:
 def compute_engine(c: Ctx, families: list[int]) -> None:
     """Warps 2..: the first compute warp waits, a named barrier releases the
     group, the family body runs, a barrier, and the leader thread signals."""
-    from vdir.lowering.families import BODIES, ComputeCtx
+    from vdir.lowering.families import ComputeCtx, body_of
 
     b = c.b
     nthreads = c.target.compute_threads
@@ -924,7 +924,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(done)
     for fo, lab in labels.items():
         b.place(lab)
-        BODIES[fo](cc)
+        body_of(fo)(cc)
         b.bra(body_done)
     b.place(body_done)
     # every compute thread's shared-memory writes precede the leader's release

@@ -21,12 +21,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from vdir.families import get_family
 from vdir.transforms.cost_model import signature_cost
 from vdir.transforms.graph import Graph, GroupInterner, Node
 from vdir.transforms.passes_common import resolve_target, run_stage
-
-#: families that are cheap enough to recompute on every SM that needs them
-_GEMV_FAMILIES = {"gemv", "rmsnorm_gemv", "gemv_silu_mul", "gemv_add"}
 
 
 def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
@@ -43,12 +41,15 @@ def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
-    """Loads, and cheap computes whose inputs are all rematerialisable."""
+    """Loads, and cheap computes whose inputs are all rematerialisable.
+
+    A compute is cheap unless its family streams weights (``Family.role``).
+    """
     if node.id in memo:
         return memo[node.id]
     if node.kind == "load":
         ok = True
-    elif node.kind == "compute" and node.family not in _GEMV_FAMILIES:
+    elif node.kind == "compute" and get_family(node.family).rematerialisable:  # type: ignore[arg-type]
         ok = all(is_rematerialisable(i, memo) for i in node.inputs)
     else:
         ok = False
