@@ -33,7 +33,8 @@ from vdir.families.core import (
     round_to,
 )
 
-_BODIES = "vdir.lowering.families"
+#: the package of the built-in PTX bodies (referenced lazily: see vdir.families)
+_PTX = "vdir.lowering.families"
 
 # ---------------------------------------------------------------------------
 # Numerics
@@ -133,7 +134,7 @@ def _infer_gemv(ins: Sequence[TileSig], params: dict, fam: str = "gemv") -> Tile
     )
     _need(k % 8 == 0, f"family '{fam}': K = {k} must be a multiple of 8 (16-byte rows)")
     rows = w.shape[0]
-    if len(ins) > 2 and fam == "gemv":
+    if len(ins) > 2:  # gemv's accumulator (the fused forms pass only w and x)
         acc = ins[2]
         _need(
             acc.shape == (1, rows) and acc.dtype == "f32",
@@ -167,7 +168,7 @@ def _infer_rmsnorm_gemv(ins, params):
     return _infer_gemv([w, x], {}, "rmsnorm_gemv")
 
 
-def _infer_gemv_epilogue(fam: str):
+def _infer_gemv_epilogue(fam: str, operand_param: str | None = None):
     def infer(ins, params):
         w, x, other = ins
         out = _infer_gemv([w, x], {}, fam)
@@ -176,10 +177,10 @@ def _infer_gemv_epilogue(fam: str):
             other.shape == out.shape,
             f"family '{fam}': epilogue operand must be {out}, got {other}",
         )
-        if fam == "gemv_silu_mul":
+        if operand_param is not None:
             _need(
-                int(params.get("operand", 0)) in (0, 1),
-                "family 'gemv_silu_mul': operand must be 0 (silu of the gemv) or 1",
+                int(params.get(operand_param, 0)) in (0, 1),
+                f"family '{fam}': {operand_param} must be 0 (silu of the gemv) or 1",
             )
         return out
 
@@ -250,7 +251,7 @@ def _decode_gemv_epilogue(operand_param: str | None):
 GEMV = Family(
     "gemv", 1, ("weights", "x", "acc"), (),
     _infer_gemv, _run_gemv, _gemv_flops, _encode_gemv, _decode_gemv,
-    Role.WEIGHT_STREAMING, f"{_BODIES}.gemv:gemv",
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv",
     description="y[1,R] = w[R,K] . x[1,K] (+ acc f32); bf16 out, or f32 for a partial sum",
     optional_operands=1, out_dtypes=("bf16", "f32"),
 )
@@ -258,42 +259,42 @@ RMSNORM = Family(
     "rmsnorm", 2, ("x", "weight"), ("eps",),
     _infer_rmsnorm, lambda ins, p: rmsnorm_f32(ins[0], ins[1], p["eps"]), _elem_flops(4),
     _encode_shape, _decode_rmsnorm,
-    Role.ACTIVATION, f"{_BODIES}.elementwise:rmsnorm",
+    Role.ACTIVATION, f"{_PTX}.elementwise:rmsnorm",
     description="y = x / sqrt(mean(x^2) + eps) * weight",
 )
 SILU_MUL = Family(
     "silu_mul", 3, ("gate", "up"), (),
     _infer_elementwise("silu_mul"), lambda ins, p: silu(_f32(ins[0])) * _f32(ins[1]), _elem_flops(6),
     _encode_shape, _decode_elementwise,
-    Role.ACTIVATION, f"{_BODIES}.elementwise:silu_mul",
+    Role.ACTIVATION, f"{_PTX}.elementwise:silu_mul",
     description="y = silu(gate) * up",
 )
 ADD = Family(
     "add", 4, ("lhs", "rhs"), (),
     _infer_elementwise("add"), lambda ins, p: _f32(ins[0]) + _f32(ins[1]), _elem_flops(1),
     _encode_shape, _decode_elementwise,
-    Role.ACTIVATION, f"{_BODIES}.elementwise:add",
+    Role.ACTIVATION, f"{_PTX}.elementwise:add",
     description="y = lhs + rhs",
 )
 RMSNORM_GEMV = Family(
     "rmsnorm_gemv", 5, ("weights", "x", "norm_weight"), ("eps",),
     _infer_rmsnorm_gemv, _run_rmsnorm_gemv, _gemv_flops, _encode_shape, _decode_rmsnorm_gemv,
-    Role.WEIGHT_STREAMING, f"{_BODIES}.gemv:rmsnorm_gemv",
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:rmsnorm_gemv",
     fusion=Prologue(producer="rmsnorm", consumer="gemv", operand=1),
     description="gemv with an rmsnorm prologue on x (fused by vdir-fuse)",
 )
 GEMV_SILU_MUL = Family(
     "gemv_silu_mul", 6, ("weights", "x", "other"), ("operand",),
-    _infer_gemv_epilogue("gemv_silu_mul"), _run_gemv_silu_mul, _gemv_flops,
+    _infer_gemv_epilogue("gemv_silu_mul", "operand"), _run_gemv_silu_mul, _gemv_flops,
     _encode_gemv_silu_mul, _decode_gemv_epilogue("operand"),
-    Role.WEIGHT_STREAMING, f"{_BODIES}.gemv:gemv_silu_mul",
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_silu_mul",
     fusion=Epilogue(producer="gemv", consumer="silu_mul", operand_param="operand"),
     description="gemv with a silu_mul epilogue; operand says which silu_mul input the gemv is",
 )
 GEMV_ADD = Family(
     "gemv_add", 7, ("weights", "x", "residual"), (),
     _infer_gemv_epilogue("gemv_add"), _run_gemv_add, _gemv_flops, _encode_shape, _decode_gemv_epilogue(None),
-    Role.WEIGHT_STREAMING, f"{_BODIES}.gemv:gemv_add",
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_add",
     fusion=Epilogue(producer="gemv", consumer="add"),
     description="gemv with a residual-add epilogue",
 )

@@ -915,7 +915,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         c=c, ct=ct, cw=cw, nthreads=nthreads,
         out=b.i("add.u32", "u32", c.arena, words[0]),
         ins=[b.i("add.u32", "u32", c.arena, w) for w in words[1:5]],
-        p0=words[6], p1=words[7], p2=words[8], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
+        p0=words[6], p1=words[7], p2=words[8], p3=words[9], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
     for fo, lab in labels.items():

@@ -37,9 +37,11 @@ class ComputeCtx:
     nthreads: int
     out: SSAValue  # u32 shared address of the result tile
     ins: list[SSAValue]  # u32 shared addresses of the inputs
+    # the family's parameter words (vdir.families.ParamWords)
     p0: SSAValue
     p1: SSAValue
     p2: SSAValue
+    p3: SSAValue
     f0: SSAValue  # f32
 
     @property
