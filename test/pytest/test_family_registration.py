@@ -176,6 +176,17 @@ def test_ptx_target_emits_and_assembles(tmp_path, capsys):
         pytest.skip("neither ptxas nor cuda.bindings.nvjitlink is available to assemble PTX")
 
 
+def test_family_without_a_body_is_a_ptx_error(tmp_path, capsys):
+    """A registered family without a PTX body: ``-t ptx`` fails with one line naming its opcode."""
+    src = tmp_path / "no_body.mlir"
+    with register_family(_variant(name="scale_no_body", opcode=203, ptx_body=None)):
+        text = str(scale_add_program()).replace("vdir.compute scale(", "vdir.compute scale_no_body(")
+        src.write_text(text)
+        assert vdir_opt([str(src), "-p", "vdir-pipeline", "-t", "ptx"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"{src}: error: target 'ptx' failed: the PTX lowering has no body for family opcode(s) [203]")
+
+
 def test_placement_reads_the_role():
     """Placement may recompute an activation-role family per SM, as it does ``add``."""
     graph = build_graph(scale_add_program())
@@ -208,6 +219,8 @@ def _variant(**changes) -> Family:
          "family 'scale2' has 5 operands; an instruction holds 4"),
         ({"name": "scale2", "opcode": 201, "fusion": Epilogue("gemv", "mul")},
          "family 'scale2' fuses 'mul', which is not registered"),
+        ({"name": "scale2", "opcode": 201, "out_dtypes": ("f16",)},
+         r"family 'scale2': result dtypes \('f16',\) must be some of \('bf16', 'f32'\)"),
     ],
 )
 def test_bad_registration(changes, message):

@@ -311,6 +311,9 @@ def _check_registrable(family: Family) -> None:
         raise FamilyError(
             f"family '{family.name}' has {len(family.operands)} operands; an instruction holds {isa.MAX_INPUTS}"
         )
+    unknown = [d for d in family.out_dtypes if d not in DTYPES]
+    if unknown or not family.out_dtypes:
+        raise FamilyError(f"family '{family.name}': result dtypes {family.out_dtypes} must be some of {tuple(DTYPES)}")
     if family.fusion is not None:
         for part in (family.fusion.producer, family.fusion.consumer):
             if part not in _BY_NAME:

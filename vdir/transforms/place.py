@@ -1,9 +1,10 @@
 """``vdir-place``: assign every micro-op to an SM.
 
 Placement works on *clusters*: micro-ops joined by tile edges from a producer
-that is expensive to repeat (a gemv, anything fed by a streamed load through
-a gemv) must share an SM, since a tile lives in one SM's shared memory.
-Cheap producers — loads and the non-gemv computes fed only by such — are
+that is expensive to repeat (a compute whose family streams weights, by its
+``Family.role``: the gemv families; anything fed through one) must share an
+SM, since a tile lives in one SM's shared memory. Cheap producers — loads
+and the computes of other families fed only by such — are
 *rematerialised*: each SM that consumes their tile gets its own copy (an
 activation vector is loaded once per SM instead of travelling through global
 memory). Clusters are assigned in program order to the least-loaded SM by the
