@@ -61,22 +61,21 @@ def check(out, ref, dtype):
 
 
 CASES = {
-    # name: (family, shapes, dtypes, out_shape, out_dtype, p2, params)
-    "gemv": ("gemv", [(24, 2048), (1, 2048)], ["bf16", "bf16"], (1, 24), "bf16", 0, {}),
-    "gemv_odd_k": ("gemv", [(8, 2056), (1, 2056)], ["bf16", "bf16"], (1, 8), "bf16", 0, {}),
-    "gemv_acc_f32": ("gemv", [(16, 1024), (1, 1024), (1, 16)], ["bf16", "bf16", "f32"], (1, 16), "f32",
-                     isa.GEMV_HAS_ACC | isa.GEMV_OUT_F32, {}),
-    "gemv_f32_out": ("gemv", [(16, 512), (1, 512)], ["bf16", "bf16"], (1, 16), "f32", isa.GEMV_OUT_F32, {}),
-    "rmsnorm": ("rmsnorm", [(1, 4096), (1, 4096)], ["bf16", "bf16"], (1, 4096), "bf16", 0, {"eps": 1e-5}),
-    "silu_mul": ("silu_mul", [(4, 512), (4, 512)], ["bf16", "bf16"], (4, 512), "bf16", 0, {}),
-    "add": ("add", [(3, 200), (3, 200)], ["bf16", "bf16"], (3, 200), "bf16", 0, {}),
-    "rmsnorm_gemv": ("rmsnorm_gemv", [(16, 2048), (1, 2048), (1, 2048)], ["bf16"] * 3, (1, 16), "bf16", 0,
+    # name: (family, shapes, dtypes, out_shape, out_dtype, params)
+    "gemv": ("gemv", [(24, 2048), (1, 2048)], ["bf16", "bf16"], (1, 24), "bf16", {}),
+    "gemv_odd_k": ("gemv", [(8, 2056), (1, 2056)], ["bf16", "bf16"], (1, 8), "bf16", {}),
+    "gemv_acc_f32": ("gemv", [(16, 1024), (1, 1024), (1, 16)], ["bf16", "bf16", "f32"], (1, 16), "f32", {}),
+    "gemv_f32_out": ("gemv", [(16, 512), (1, 512)], ["bf16", "bf16"], (1, 16), "f32", {}),
+    "rmsnorm": ("rmsnorm", [(1, 4096), (1, 4096)], ["bf16", "bf16"], (1, 4096), "bf16", {"eps": 1e-5}),
+    "silu_mul": ("silu_mul", [(4, 512), (4, 512)], ["bf16", "bf16"], (4, 512), "bf16", {}),
+    "add": ("add", [(3, 200), (3, 200)], ["bf16", "bf16"], (3, 200), "bf16", {}),
+    "rmsnorm_gemv": ("rmsnorm_gemv", [(16, 2048), (1, 2048), (1, 2048)], ["bf16"] * 3, (1, 16), "bf16",
                      {"eps": 1e-5}),
-    "gemv_silu_mul_0": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16", 0,
+    "gemv_silu_mul_0": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16",
                         {"operand": 0}),
-    "gemv_silu_mul_1": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16", 1,
+    "gemv_silu_mul_1": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16",
                         {"operand": 1}),
-    "gemv_add": ("gemv_add", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16", 0, {}),
+    "gemv_add": ("gemv_add", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16", {}),
 }
 
 
@@ -89,11 +88,11 @@ def copies(request) -> LoweringOptions:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_family_alone(platform, copies, case):
     """One family on one SM: load inputs, compute, store; vs numpy (both copy paths)."""
-    fam, shapes, dtypes, oshape, odt, p2, params = CASES[case]
+    fam, shapes, dtypes, oshape, odt, params = CASES[case]
     rng = np.random.default_rng()
     scale = 1.0 / np.sqrt(shapes[0][1]) if "gemv" in fam else 1.0
     ins = [rand(rng, s, d, scale if i == 0 else 1.0) for i, (s, d) in enumerate(zip(shapes, dtypes))]
-    prog = family_program(fam, shapes, dtypes, oshape, odt, p2=p2, f0=float(params.get("eps", 0.0)))
+    prog = family_program(fam, shapes, dtypes, oshape, odt, params)
     poison = np.full(oshape, np.nan, dtype=bfloat16 if odt == "bf16" else np.float32)
     (out,) = run_once(platform, prog, ins + [poison], artifact=platform.load_artifact(prog, copies))
     ref = FAMILIES[fam].run(ins, params, odt)

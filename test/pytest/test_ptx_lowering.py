@@ -158,14 +158,15 @@ def test_immediates_and_guards_print():
 ALL_FAMILY_PROGRAMS = {
     "gemv": lambda: family_program("gemv", [(16, 256), (1, 256)], ["bf16", "bf16"], (1, 16)),
     "gemv_acc_f32": lambda: family_program("gemv", [(16, 256), (1, 256), (1, 16)], ["bf16", "bf16", "f32"],
-                                           (1, 16), "f32", p2=isa.GEMV_HAS_ACC | isa.GEMV_OUT_F32),
-    "rmsnorm": lambda: family_program("rmsnorm", [(1, 512), (1, 512)], ["bf16", "bf16"], (1, 512), f0=1e-5),
+                                           (1, 16), "f32"),
+    "rmsnorm": lambda: family_program("rmsnorm", [(1, 512), (1, 512)], ["bf16", "bf16"], (1, 512),
+                                      params={"eps": 1e-5}),
     "silu_mul": lambda: family_program("silu_mul", [(4, 64), (4, 64)], ["bf16", "bf16"], (4, 64)),
     "add": lambda: family_program("add", [(4, 64), (4, 64)], ["bf16", "bf16"], (4, 64)),
     "rmsnorm_gemv": lambda: family_program("rmsnorm_gemv", [(8, 256), (1, 256), (1, 256)], ["bf16"] * 3,
-                                           (1, 8), f0=1e-5),
+                                           (1, 8), params={"eps": 1e-5}),
     "gemv_silu_mul": lambda: family_program("gemv_silu_mul", [(8, 256), (1, 256), (1, 8)], ["bf16"] * 3,
-                                            (1, 8), p2=1),
+                                            (1, 8), params={"operand": 1}),
     "gemv_add": lambda: family_program("gemv_add", [(8, 256), (1, 256), (1, 8)], ["bf16"] * 3, (1, 8)),
 }
 

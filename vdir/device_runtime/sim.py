@@ -51,7 +51,7 @@ from vdir.device_runtime.platform import (
     Platform,
     PlatformError,
 )
-from vdir.families import DTYPE_BYTES, DTYPES, FAMILY_BY_OPCODE, Family, TileSig
+from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
 from vdir.target import TargetDescription, get_target
 
 if TYPE_CHECKING:
@@ -170,45 +170,23 @@ class Op:
 def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], TileRef, dict]:
     """Family, input tiles, output tile and parameters of a compute instruction.
 
-    The ISA gives only offsets and the ``p0..p2`` shape words; the operand
-    shapes follow from the family (``docs/isa.md``, family table).
+    The ISA gives only offsets and the family's parameter words; the family
+    decodes the operand shapes and parameters from those
+    (:meth:`~vdir.families.Family.decode_operands`). A ``FamilyError``
+    (a ``ValueError``) says when they do not fit the family.
     """
     fam_code = (words[isa.W_OPCODE] >> 8) & 0xFF
-    family = FAMILY_BY_OPCODE.get(fam_code)
+    family = family_by_opcode(fam_code)
     if family is None:
         raise ValueError(f"unknown family opcode {fam_code}")
-    rows, cols, p2 = words[isa.W_P0], words[isa.W_P1], words[isa.W_P2]
-    params: dict = {}
-    out_dtype = "bf16"
-    if family.name == "gemv":
-        shapes = [((rows, cols), "bf16"), ((1, cols), "bf16")]
-        if p2 & isa.GEMV_HAS_ACC:
-            shapes.append(((1, rows), "f32"))
-        if p2 & isa.GEMV_OUT_F32:
-            out_dtype = "f32"
-        out_shape = (1, rows)
-    elif family.name == "rmsnorm":
-        shapes = [((1, cols), "bf16"), ((1, cols), "bf16")]
-        out_shape = (1, cols)
-    elif family.name in ("silu_mul", "add"):
-        shapes = [((rows, cols), "bf16"), ((rows, cols), "bf16")]
-        out_shape = (rows, cols)
-    else:  # the fused gemv families: w RxK, x 1xK, a 1xK or 1xR third operand
-        third = (1, cols) if family.name == "rmsnorm_gemv" else (1, rows)
-        shapes = [((rows, cols), "bf16"), ((1, cols), "bf16"), (third, "bf16")]
-        out_shape = (1, rows)
-    if "eps" in family.params:
-        params["eps"] = float(np.array([words[isa.W_F0]], dtype=np.uint32).view(np.float32)[0])
-    if "operand" in family.params:
-        params["operand"] = p2
+    sig = family.decode_operands(ParamWords.read(words))
     count = words[isa.W_NUM_INPUTS]
-    if count != len(shapes):
-        raise ValueError(f"family '{family.name}' here takes {len(shapes)} inputs, the instruction has {count}")
-    inputs = tuple(
-        TileRef(words[isa.W_IN_SMEM + i], shape, dtype) for i, (shape, dtype) in enumerate(shapes)
-    )
-    family.check([TileSig(t.shape, t.dtype) for t in inputs], params, TileSig(out_shape, out_dtype))
-    return family, inputs, TileRef(words[isa.W_OUT_SMEM], out_shape, out_dtype), params
+    if count != len(sig.inputs):
+        raise ValueError(f"family '{family.name}' here takes {len(sig.inputs)} inputs, the instruction has {count}")
+    inputs = tuple(TileRef(words[isa.W_IN_SMEM + i], t.shape, t.dtype) for i, t in enumerate(sig.inputs))
+    params = dict(sig.params)
+    family.check(list(sig.inputs), params, sig.result)
+    return family, inputs, TileRef(words[isa.W_OUT_SMEM], sig.result.shape, sig.result.dtype), params
 
 
 _ENGINE_OPCODES = {

@@ -47,9 +47,9 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
 
 def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: LoweringOptions) -> ptx.ModuleOp:
     fams = used_families(program)
-    from vdir.lowering.families import BODIES
+    from vdir.lowering.families import has_body
 
-    unknown = [f for f in fams if f not in BODIES]
+    unknown = [f for f in fams if not has_body(f)]
     if unknown:
         raise ValueError(f"the PTX lowering has no body for family opcode(s) {unknown}")
     mod = ptx.ModuleOp(t.ptx_version, t.arch, 64)

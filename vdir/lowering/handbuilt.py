@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from vdir import isa
+from vdir.families import DTYPE_BYTES, ComputeSignature, Family, ParamWords, TileSig, get_family
 
 
 class ProgramAssembler:
@@ -63,10 +64,10 @@ class ProgramAssembler:
         return self.transfer(sm, True, *args, **kw)
 
     def compute(self, sm: int, family: int, out: int, inputs: list[int], p0: int = 0, p1: int = 0,
-                p2: int = 0, f0: float = 0.0, *, wait: int = 0, parity: int = 0, signal: int = 0,
+                p2: int = 0, f0: float = 0.0, *, p3: int = 0, wait: int = 0, parity: int = 0, signal: int = 0,
                 wait_counter: int | None = None, wait_count: int = 0,
                 release_counter: int | None = None, name: str = "") -> int:
-        """A compute micro-op of family opcode ``family`` on shared offsets."""
+        """A compute micro-op of family opcode ``family`` on shared offsets, its words given raw."""
         ins = self._common(isa.OP_COMPUTE, wait, parity, signal, wait_counter, wait_count, release_counter, name)
         ins.set_family(family)
         w = ins.words
@@ -74,9 +75,19 @@ class ProgramAssembler:
         for k, o in enumerate(inputs):
             w[isa.W_IN_SMEM + k] = o
         w[isa.W_NUM_INPUTS] = len(inputs)
-        w[isa.W_P0], w[isa.W_P1], w[isa.W_P2] = p0, p1, p2
-        ins.set_f0(f0)
+        ParamWords(p0, p1, p2, p3, f0).write(w)
         return self._push(sm, isa.ENGINE_COMPUTE, ins)
+
+    def compute_family(self, sm: int, family: Family, out: int, inputs: list[int],
+                       signature: ComputeSignature, **deps) -> int:
+        """A compute micro-op whose parameter words ``family`` encodes from ``signature``.
+
+        ``inputs`` are the shared offsets of ``signature.inputs``; ``deps``
+        are :meth:`compute`'s keyword arguments (waits, signals, name).
+        """
+        words = family.encode_params(signature)
+        return self.compute(sm, family.opcode, out, inputs, words.p0, words.p1, words.p2, words.f0,
+                            p3=words.p3, **deps)
 
     def nop(self, sm: int, engine: int, *, wait: int = 0, parity: int = 0, signal: int = 0,
             wait_counter: int | None = None, wait_count: int = 0,
@@ -146,33 +157,29 @@ def _align(n: int, a: int = 1024) -> int:
 
 
 def family_program(family: str, shapes: list[tuple[int, int]], dtypes: list[str], out_shape: tuple[int, int],
-                   out_dtype: str = "bf16", p2: int = 0, f0: float = 0.0) -> isa.EncodedProgram:
+                   out_dtype: str = "bf16", params: dict | None = None) -> isa.EncodedProgram:
     """One SM: load each input tile, run one ``family`` op, store the result.
 
-    Buffers are the inputs in order, then the output. ``p0``/``p1`` are taken
-    from the shapes the way the encoder does (gemv-like: weights ``RxK``;
-    rmsnorm: ``1xN``; elementwise: ``RxC``).
+    Buffers are the inputs in order, then the output. The family encodes its
+    parameter words from the tiles and ``params``, as the encoder does.
     """
-    from vdir.families import DTYPE_BYTES, FAMILIES
-
-    fam = FAMILIES[family]
+    fam = get_family(family)
+    sigs = [TileSig(s, d) for s, d in zip(shapes, dtypes)]
+    signature = ComputeSignature(tuple(sigs), TileSig(out_shape, out_dtype), dict(params or {}))
     bufs = [isa.BufferInfo(f"in{i}", s, d, False) for i, (s, d) in enumerate(zip(shapes, dtypes))]
     bufs.append(isa.BufferInfo("out", out_shape, out_dtype, True))
     offs, cur = [], 0
-    for s, d in zip(shapes, dtypes):
+    for t in sigs:
         offs.append(cur)
-        cur = _align(cur + s[0] * s[1] * DTYPE_BYTES[d])
+        cur = _align(cur + t.nbytes)
     out_off = cur
-    out_bytes = out_shape[0] * out_shape[1] * DTYPE_BYTES[out_dtype]
-    a = ProgramAssembler(1, bufs, _align(cur + out_bytes))
-    for i, (s, d) in enumerate(zip(shapes, dtypes)):
-        rb = s[1] * DTYPE_BYTES[d]
-        a.load(0, i, 0, s[0], rb, rb, offs[i], signal=1 << i, name=f"load in{i}")
+    a = ProgramAssembler(1, bufs, _align(cur + signature.result.nbytes))
+    for i, t in enumerate(sigs):
+        rb = t.shape[1] * DTYPE_BYTES[t.dtype]
+        a.load(0, i, 0, t.shape[0], rb, rb, offs[i], signal=1 << i, name=f"load in{i}")
     n = len(shapes)
     allin = (1 << n) - 1
-    p0, p1 = (1, shapes[0][1]) if family == "rmsnorm" else shapes[0]
-    a.compute(0, fam.opcode, out_off, offs, p0, p1, p2, f0, wait=allin, parity=allin, signal=1 << 8,
-              name=f"{family}")
+    a.compute_family(0, fam, out_off, offs, signature, wait=allin, parity=allin, signal=1 << 8, name=f"{family}")
     ob = out_shape[1] * DTYPE_BYTES[out_dtype]
     a.store(0, n, 0, out_shape[0], ob, ob, out_off, wait=1 << 8, parity=1 << 8, name="store out")
     return a.finish()

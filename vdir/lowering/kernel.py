@@ -871,7 +871,7 @@ def store_engine(c: Ctx) -> None:
 def compute_engine(c: Ctx, families: list[int]) -> None:
     """Warps 2..: the first compute warp waits, a named barrier releases the
     group, the family body runs, a barrier, and the leader thread signals."""
-    from vdir.lowering.families import BODIES, ComputeCtx
+    from vdir.lowering.families import ComputeCtx, body_of
 
     b = c.b
     nthreads = c.target.compute_threads
@@ -915,7 +915,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         c=c, ct=ct, cw=cw, nthreads=nthreads,
         out=b.i("add.u32", "u32", c.arena, words[0]),
         ins=[b.i("add.u32", "u32", c.arena, w) for w in words[1:5]],
-        p0=words[6], p1=words[7], p2=words[8], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
+        p0=words[6], p1=words[7], p2=words[8], p3=words[9], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
     for fo, lab in labels.items():
@@ -924,7 +924,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(done)
     for fo, lab in labels.items():
         b.place(lab)
-        BODIES[fo](cc)
+        body_of(fo)(cc)
         b.bra(body_done)
     b.place(body_done)
     # every compute thread's shared-memory writes precede the leader's release

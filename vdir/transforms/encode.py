@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import struct
-
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
@@ -24,7 +22,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
-from vdir.families import DTYPE_BYTES, get_family
+from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 from vdir.target import ENGINE_INDEX
 from vdir.transforms.graph import Graph, Node, build_graph, single_program
 from vdir.transforms.schedule import queues_of
@@ -80,20 +78,14 @@ def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
 
 
 def _compute_fields(row: list[int], node: Node) -> None:
-    row[isa.W_OPCODE] |= get_family(node.family).opcode << 8
+    family = get_family(node.family)
+    row[isa.W_OPCODE] |= family.opcode << 8
     row[isa.W_OUT_SMEM] = node.smem
     for i, src in enumerate(node.inputs):
         row[isa.W_IN_SMEM + i] = src.smem
     row[isa.W_NUM_INPUTS] = len(node.inputs)
-    row[isa.W_P0], row[isa.W_P1] = node.inputs[0].tile.shape  # type: ignore[union-attr]
-    if node.family == "gemv":
-        row[isa.W_P2] = (isa.GEMV_HAS_ACC if len(node.inputs) > 2 else 0) | (
-            isa.GEMV_OUT_F32 if node.tile.dtype == "f32" else 0  # type: ignore[union-attr]
-        )
-    elif node.family == "gemv_silu_mul":
-        row[isa.W_P2] = int(node.params["operand"])
-    if "eps" in node.params:
-        row[isa.W_F0] = struct.unpack("<I", struct.pack("<f", float(node.params["eps"])))[0]
+    signature = ComputeSignature(tuple(i.tile for i in node.inputs), node.tile, node.params)  # type: ignore[arg-type]
+    family.encode_params(signature).write(row)
 
 
 def encode_node(node: Node, graph: Graph) -> list[list[int]]:

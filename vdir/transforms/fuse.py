@@ -1,15 +1,20 @@
 """``vdir-fuse``: merge producer/consumer micro-ops into fused op families.
 
-Patterns (each a small :class:`~xdsl.pattern_rewriter.RewritePattern`):
+Patterns (each a small :class:`~xdsl.pattern_rewriter.RewritePattern`), one
+per fused family, built from the family's ``fusion`` rule
+(:mod:`vdir.families`), plus load merging. With the built-in families:
 
-* :class:`FuseRmsnormIntoGemv` -- an rmsnorm whose only user is the ``x`` of a
-  plain gemv becomes that gemv's prologue: ``rmsnorm_gemv(w, x, g) {eps}``;
-* :class:`FuseGemvIntoSiluMul` -- a silu_mul becomes the epilogue of a plain
-  bf16 gemv that is one of its operands and has no other user:
-  ``gemv_silu_mul(w, x, other) {operand = i}``, ``i`` being the silu_mul input
-  the gemv was (0: ``silu(gemv) * other``, 1: ``silu(other) * gemv``);
-* :class:`FuseGemvIntoAdd` -- likewise for a residual add: ``gemv_add(w, x, r)``
-  (``add`` is commutative in fp32, so either operand position fuses);
+* :class:`PrologueFusion` for ``rmsnorm_gemv`` -- an rmsnorm whose only user
+  is the ``x`` of a plain gemv becomes that gemv's prologue:
+  ``rmsnorm_gemv(w, x, g) {eps}``;
+* :class:`EpilogueFusion` for ``gemv_silu_mul`` -- a silu_mul becomes the
+  epilogue of a plain bf16 gemv that is one of its operands and has no other
+  user: ``gemv_silu_mul(w, x, other) {operand = i}``, ``i`` being the
+  silu_mul input the gemv was (0: ``silu(gemv) * other``, 1:
+  ``silu(other) * gemv``);
+* :class:`EpilogueFusion` for ``gemv_add`` -- likewise for a residual add:
+  ``gemv_add(w, x, r)`` (``add`` is commutative in fp32, so either operand
+  position fuses);
 * :class:`MergeDuplicateLoads` -- a ``vdir.load`` that repeats an earlier one
   of the same block (same buffer, offsets, tile type, engine), with no write
   to that buffer in between, reuses the earlier tile.
@@ -56,7 +61,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.affine import ApplyOp
@@ -82,7 +86,7 @@ from vdir.dialects.vdir import (
     family_params,
     target_of,
 )
-from vdir.families import FamilyError, get_family
+from vdir.families import FAMILIES, Epilogue, Family, FamilyError, Prologue, get_family
 from vdir.transforms.cost_model import compute_fusion_benefit, load_merge_benefit
 
 # --------------------------------------------------------------------------
@@ -182,16 +186,6 @@ def build_fused(
     return fused
 
 
-def _is_plain_gemv(op: ComputeOp) -> bool:
-    """A gemv without accumulator whose result is bf16."""
-    return (
-        op.family.data == "gemv"
-        and len(op.inputs) == 2
-        and isinstance(op.result.type, TileType)
-        and op.result.type.dtype == "bf16"
-    )
-
-
 # --------------------------------------------------------------------------
 # Compute fusion patterns
 # --------------------------------------------------------------------------
@@ -219,34 +213,74 @@ class FusionPlan:
         rewriter.erase(self.producer)
 
 
-@dataclass
-class GemvEpilogue(RewritePattern):
-    """Base of the patterns that fuse a plain gemv into an elementwise consumer.
+def pattern_name(fused: Family) -> str:
+    """The ``only`` name of the pattern that creates ``fused`` (``gemv_add`` -> ``gemv-add``)."""
+    return fused.name.replace("_", "-")
 
-    Subclasses name the ``CONSUMER`` and ``FUSED`` families and say how the
-    gemv's operand position becomes parameters (:meth:`params_for`).
+
+def _plan(
+    fused: Family, producer: ComputeOp, consumer: ComputeOp, inputs: Sequence[SSAValue],
+    params: dict[str, Attribute], min_benefit: float,
+) -> FusionPlan | None:
+    """The fusion of ``producer`` into ``consumer`` as ``fused``, if legal and worth it."""
+    if not can_fuse(producer, consumer):
+        return None
+    benefit = compute_fusion_benefit(producer.result.type, target_of(consumer)).time_us  # type: ignore[arg-type]
+    if benefit <= min_benefit:
+        return None
+    if not fused_signature_ok(fused.name, inputs, params, consumer.result.type):  # type: ignore[arg-type]
+        return None
+    return FusionPlan(producer, consumer, fused.name, tuple(inputs), params, benefit)
+
+
+def prologue_plan(fused: Family, consumer: ComputeOp, min_benefit: float) -> FusionPlan | None:
+    """The fusion of ``consumer``'s producer as the prologue of ``fused``, if legal and worth it.
+
+    ``fused.fusion`` is a :class:`~vdir.families.Prologue`: the fused operands
+    are the consumer's with the fed input replaced by the producer's
+    operands, and the parameters are both ops'. Builds nothing.
+    """
+    rule = fused.fusion
+    assert isinstance(rule, Prologue)
+    k = rule.operand
+    if consumer.family.data != rule.consumer or len(consumer.inputs) <= k:
+        return None
+    producer = _single_use_producer(consumer.inputs[k], rule.producer)
+    if producer is None:
+        return None
+    inputs = (*consumer.inputs[:k], *producer.inputs, *consumer.inputs[k + 1 :])
+    params = {**consumer.params.data, **producer.params.data}
+    return _plan(fused, producer, consumer, inputs, params, min_benefit)
+
+
+@dataclass
+class EpilogueFusion(RewritePattern):
+    """Fuse a producer into its elementwise consumer as the ``fused`` family's epilogue.
+
+    ``fused.fusion`` is a :class:`~vdir.families.Epilogue`; e.g.
+    ``silu_mul(gemv(w, x), b)`` -> ``gemv_silu_mul(w, x, b) {operand = 0}``
+    and ``add(r, gemv(w, x))`` -> ``gemv_add(w, x, r)``. The fused operands
+    are the producer's followed by the consumer's other inputs; the rule's
+    ``operand_param`` records which input the producer's result was.
     """
 
-    CONSUMER: ClassVar[str]
-    FUSED: ClassVar[str]
-
+    fused: Family
     min_benefit: float = 0.0
-    #: whether the rmsnorm prologue pattern runs too: the gemv then takes
-    #: the epilogue only if that saves strictly more (a tie goes to the prologue)
-    prologue_enabled: bool = False
-
-    def params_for(self, operand: int) -> dict[str, Attribute]:
-        return {}
+    #: the prologue families that are enabled too: a producer then takes this
+    #: epilogue only if that saves strictly more (a tie goes to the prologue)
+    prologues: tuple[Family, ...] = ()
 
     def plan(self, consumer: ComputeOp) -> FusionPlan | None:
         """The fusion this pattern would do on ``consumer``, or None. Builds nothing.
 
-        Of the fusable gemv operands, the later one in program order is
-        chosen: its weights stream last.
+        Of the fusable producer operands, the later one in program order is
+        chosen: a gemv's weights stream last.
         """
-        if consumer.family.data != self.CONSUMER or len(consumer.inputs) != 2:
+        rule = self.fused.fusion
+        assert isinstance(rule, Epilogue)
+        if consumer.family.data != rule.consumer:
             return None
-        plans = [p for i in range(2) if (p := self._plan_operand(consumer, i)) is not None]
+        plans = [p for i in range(len(consumer.inputs)) if (p := self._plan_operand(consumer, i)) is not None]
         if not plans:
             return None
         block = consumer.parent_block()
@@ -254,22 +288,25 @@ class GemvEpilogue(RewritePattern):
         return max(plans, key=lambda p: block.get_operation_index(p.producer))
 
     def _plan_operand(self, consumer: ComputeOp, i: int) -> FusionPlan | None:
-        """The fusion of the gemv defining ``consumer``'s operand ``i``, or None."""
-        gemv = _single_use_producer(consumer.inputs[i], "gemv")
-        if gemv is None or not _is_plain_gemv(gemv) or not can_fuse(gemv, consumer):
+        """The fusion of the producer defining ``consumer``'s operand ``i``, or None."""
+        rule = self.fused.fusion
+        assert isinstance(rule, Epilogue)
+        producer = _single_use_producer(consumer.inputs[i], rule.producer)
+        if producer is None:
             return None
-        benefit = compute_fusion_benefit(gemv.result.type, target_of(consumer)).time_us  # type: ignore[arg-type]
-        if benefit <= self.min_benefit:
+        others = [v for j, v in enumerate(consumer.inputs) if j != i]
+        params: dict[str, Attribute] = {rule.operand_param: IntegerAttr(i, i64)} if rule.operand_param else {}
+        plan = _plan(self.fused, producer, consumer, (*producer.inputs, *others), params, self.min_benefit)
+        if plan is None or self._prologue_saves_as_much(producer, plan.benefit_us):
             return None
-        if self.prologue_enabled:
-            prologue = rmsnorm_prologue_plan(gemv, self.min_benefit)
+        return plan
+
+    def _prologue_saves_as_much(self, producer: ComputeOp, benefit: float) -> bool:
+        for fam in self.prologues:
+            prologue = prologue_plan(fam, producer, self.min_benefit)
             if prologue is not None and prologue.benefit_us >= benefit:
-                return None
-        inputs = (gemv.inputs[0], gemv.inputs[1], consumer.inputs[1 - i])
-        params = self.params_for(i)
-        if not fused_signature_ok(self.FUSED, inputs, params, consumer.result.type):  # type: ignore[arg-type]
-            return None
-        return FusionPlan(gemv, consumer, self.FUSED, inputs, params, benefit)
+                return True
+        return False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ComputeOp, rewriter: PatternRewriter) -> None:
@@ -279,70 +316,33 @@ class GemvEpilogue(RewritePattern):
 
 
 @dataclass
-class FuseGemvIntoSiluMul(GemvEpilogue):
-    """``silu_mul(gemv(w, x), b)`` -> ``gemv_silu_mul(w, x, b) {operand = 0}``.
+class PrologueFusion(RewritePattern):
+    """Fuse a producer into the input of its consumer as the ``fused`` family's prologue.
 
-    With the gemv as the second operand, ``{operand = 1}``.
-    """
-
-    CONSUMER: ClassVar[str] = "silu_mul"
-    FUSED: ClassVar[str] = "gemv_silu_mul"
-
-    def params_for(self, operand: int) -> dict[str, Attribute]:
-        return {"operand": IntegerAttr(operand, i64)}
-
-
-@dataclass
-class FuseGemvIntoAdd(GemvEpilogue):
-    """``add(gemv(w, x), r)`` or ``add(r, gemv(w, x))`` -> ``gemv_add(w, x, r)``."""
-
-    CONSUMER: ClassVar[str] = "add"
-    FUSED: ClassVar[str] = "gemv_add"
-
-
-def rmsnorm_prologue_plan(gemv: ComputeOp, min_benefit: float) -> FusionPlan | None:
-    """The rmsnorm-prologue fusion of ``gemv``, if legal and worth it. Builds nothing."""
-    if gemv.family.data != "gemv" or len(gemv.inputs) != 2:
-        return None
-    norm = _single_use_producer(gemv.inputs[1], "rmsnorm")
-    if norm is None or not can_fuse(norm, gemv):
-        return None
-    benefit = compute_fusion_benefit(norm.result.type, target_of(gemv)).time_us  # type: ignore[arg-type]
-    if benefit <= min_benefit:
-        return None
-    inputs = (gemv.inputs[0], *norm.inputs)
-    params = dict(norm.params.data)
-    if not fused_signature_ok("rmsnorm_gemv", inputs, params, gemv.result.type):  # type: ignore[arg-type]
-        return None
-    return FusionPlan(norm, gemv, "rmsnorm_gemv", inputs, params, benefit)
-
-
-@dataclass
-class FuseRmsnormIntoGemv(RewritePattern):
-    """``gemv(w, rmsnorm(x, g) {eps})`` -> ``rmsnorm_gemv(w, x, g) {eps}``.
-
+    E.g. ``gemv(w, rmsnorm(x, g) {eps})`` -> ``rmsnorm_gemv(w, x, g) {eps}``.
     ``epilogues`` are the epilogue patterns that are enabled; if one of them
-    would fuse this gemv into its consumer and save more, the prologue
-    fusion is left to it (a gemv takes a prologue or an epilogue, not both).
+    would fuse this consumer into its own consumer and save more, the
+    prologue fusion is left to it (no family has both).
     """
 
+    fused: Family
     min_benefit: float = 0.0
-    epilogues: tuple[GemvEpilogue, ...] = ()
+    epilogues: tuple[EpilogueFusion, ...] = ()
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, gemv: ComputeOp, rewriter: PatternRewriter) -> None:
-        plan = rmsnorm_prologue_plan(gemv, self.min_benefit)
-        if plan is None or self._epilogue_saves_more(gemv, plan.benefit_us):
+    def match_and_rewrite(self, op: ComputeOp, rewriter: PatternRewriter) -> None:
+        plan = prologue_plan(self.fused, op, self.min_benefit)
+        if plan is None or self._epilogue_saves_more(op, plan.benefit_us):
             return
         plan.apply(rewriter)
 
-    def _epilogue_saves_more(self, gemv: ComputeOp, benefit: float) -> bool:
-        use = gemv.result.get_unique_use()
+    def _epilogue_saves_more(self, op: ComputeOp, benefit: float) -> bool:
+        use = op.result.get_unique_use()
         if use is None or not isinstance(user := use.operation, ComputeOp):
             return False
         for pattern in self.epilogues:
             plan = pattern.plan(user)
-            if plan is not None and plan.producer is gemv and plan.benefit_us > benefit:
+            if plan is not None and plan.producer is op and plan.benefit_us > benefit:
                 return True
         return False
 
@@ -437,8 +437,18 @@ def check_source_stage(program: ProgramOp) -> None:
         )
 
 
-#: names accepted by the ``only`` option
-PATTERN_NAMES = ("rmsnorm-gemv", "gemv-silu-mul", "gemv-add", "merge-loads")
+#: ``only`` name of the load-merging pattern
+MERGE_LOADS = "merge-loads"
+
+
+def fused_families() -> list[Family]:
+    """The registered families that ``vdir-fuse`` creates, in registration order."""
+    return [f for f in FAMILIES.values() if f.fusion is not None]
+
+
+def pattern_names() -> tuple[str, ...]:
+    """The names accepted by the ``only`` option: one per fused family, then load merging."""
+    return (*(pattern_name(f) for f in fused_families()), MERGE_LOADS)
 
 
 @dataclass(frozen=True)
@@ -447,7 +457,7 @@ class FusePass(ModulePass):
 
     Options: ``min-benefit`` (µs, a float or an integer, default 0): fuse only when the cost model's
     estimated saving exceeds it. ``only`` (a comma-separated list of
-    pattern names from :data:`PATTERN_NAMES`, default all): run just those.
+    pattern names from :func:`pattern_names`, default all): run just those.
     """
 
     name = "vdir-fuse"
@@ -456,29 +466,27 @@ class FusePass(ModulePass):
     only: tuple[str, ...] = ()
 
     def selected(self) -> set[str]:
+        known = pattern_names()
         names = set(self.only)
-        unknown = names - set(PATTERN_NAMES)
+        unknown = names - set(known)
         if unknown:
             raise PassFailure(
                 f"unknown pattern(s) in 'only': {', '.join(sorted(unknown))} "
-                f"(known: {', '.join(PATTERN_NAMES)})"
+                f"(known: {', '.join(known)})"
             )
-        return names or set(PATTERN_NAMES)
+        return names or set(known)
 
     def patterns(self) -> list[RewritePattern]:
+        """The enabled patterns: merge-loads, the prologue fusions, the epilogue fusions."""
         names = self.selected()
         mb = float(self.min_benefit)
-        prologue = "rmsnorm-gemv" in names
-        epilogues: list[GemvEpilogue] = []
-        if "gemv-silu-mul" in names:
-            epilogues.append(FuseGemvIntoSiluMul(mb, prologue))
-        if "gemv-add" in names:
-            epilogues.append(FuseGemvIntoAdd(mb, prologue))
+        enabled = [f for f in fused_families() if pattern_name(f) in names]
+        prologues = tuple(f for f in enabled if isinstance(f.fusion, Prologue))
+        epilogues = tuple(EpilogueFusion(f, mb, prologues) for f in enabled if isinstance(f.fusion, Epilogue))
         patterns: list[RewritePattern] = []
-        if "merge-loads" in names:
+        if MERGE_LOADS in names:
             patterns.append(MergeDuplicateLoads(mb))
-        if prologue:
-            patterns.append(FuseRmsnormIntoGemv(mb, tuple(epilogues)))
+        patterns.extend(PrologueFusion(f, mb, epilogues) for f in prologues)
         patterns.extend(epilogues)
         return patterns
 

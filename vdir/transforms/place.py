@@ -1,9 +1,10 @@
 """``vdir-place``: assign every micro-op to an SM.
 
 Placement works on *clusters*: micro-ops joined by tile edges from a producer
-that is expensive to repeat (a gemv, anything fed by a streamed load through
-a gemv) must share an SM, since a tile lives in one SM's shared memory.
-Cheap producers — loads and the non-gemv computes fed only by such — are
+that is expensive to repeat (a compute whose family streams weights, by its
+``Family.role``: the gemv families; anything fed through one) must share an
+SM, since a tile lives in one SM's shared memory. Cheap producers — loads
+and the computes of other families fed only by such — are
 *rematerialised*: each SM that consumes their tile gets its own copy (an
 activation vector is loaded once per SM instead of travelling through global
 memory). Clusters are assigned in program order to the least-loaded SM by the
@@ -21,12 +22,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from vdir.families import get_family
 from vdir.transforms.cost_model import signature_cost
 from vdir.transforms.graph import Graph, GroupInterner, Node
 from vdir.transforms.passes_common import resolve_target, run_stage
-
-#: families that are cheap enough to recompute on every SM that needs them
-_GEMV_FAMILIES = {"gemv", "rmsnorm_gemv", "gemv_silu_mul", "gemv_add"}
 
 
 def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
@@ -43,12 +42,15 @@ def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
-    """Loads, and cheap computes whose inputs are all rematerialisable."""
+    """Loads, and cheap computes whose inputs are all rematerialisable.
+
+    A compute is cheap unless its family streams weights (``Family.role``).
+    """
     if node.id in memo:
         return memo[node.id]
     if node.kind == "load":
         ok = True
-    elif node.kind == "compute" and node.family not in _GEMV_FAMILIES:
+    elif node.kind == "compute" and get_family(node.family).rematerialisable:  # type: ignore[arg-type]
         ok = all(is_rematerialisable(i, memo) for i in node.inputs)
     else:
         ok = False

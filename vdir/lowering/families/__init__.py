@@ -7,7 +7,9 @@ its result tile; the numerics follow ``vdir/families`` exactly in structure:
 fp32 arithmetic, one rounding to the output dtype, and the bf16 rounding of
 the intermediate tile in the fused families.
 
-:data:`BODIES` maps a family opcode to its emitter.
+Each family object names its body (``Family.ptx_body``, a lazy
+``"module:function"`` reference for the built-in ones, which live in
+``gemv.py`` and ``elementwise.py``); :func:`body_of` looks it up by opcode.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from vdir.families import FAMILIES
+from vdir.families import family_by_opcode
 from vdir.lowering import layout as L  # noqa: F401  (bodies use F.L)
 from vdir.lowering.builder import PtxBuilder
 
@@ -35,9 +37,11 @@ class ComputeCtx:
     nthreads: int
     out: SSAValue  # u32 shared address of the result tile
     ins: list[SSAValue]  # u32 shared addresses of the inputs
+    # the family's parameter words (vdir.families.ParamWords)
     p0: SSAValue
     p1: SSAValue
     p2: SSAValue
+    p3: SSAValue
     f0: SSAValue  # f32
 
     @property
@@ -140,15 +144,19 @@ def rms_inv(cc: ComputeCtx, x: SSAValue, n: SSAValue) -> SSAValue:
     return b.i("div.rn.f32", "f32", 1.0, s)
 
 
-from vdir.lowering.families import elementwise, gemv  # noqa: E402
+def body_of(opcode: int) -> Callable[[ComputeCtx], None]:
+    """The body emitter of the family with ``opcode``, as the family object names it.
 
-#: family opcode -> body emitter
-BODIES: dict[int, Callable[[ComputeCtx], None]] = {
-    FAMILIES["gemv"].opcode: gemv.gemv,
-    FAMILIES["rmsnorm"].opcode: elementwise.rmsnorm,
-    FAMILIES["silu_mul"].opcode: elementwise.silu_mul,
-    FAMILIES["add"].opcode: elementwise.add,
-    FAMILIES["rmsnorm_gemv"].opcode: gemv.rmsnorm_gemv,
-    FAMILIES["gemv_silu_mul"].opcode: gemv.gemv_silu_mul,
-    FAMILIES["gemv_add"].opcode: gemv.gemv_add,
-}
+    ValueError when no registered family has the opcode or the family has
+    no PTX body.
+    """
+    family = family_by_opcode(opcode)
+    if family is None:
+        raise ValueError(f"no op family has opcode {opcode}")
+    return family.ptx_emitter()
+
+
+def has_body(opcode: int) -> bool:
+    """Whether a registered family has ``opcode`` and a PTX body."""
+    family = family_by_opcode(opcode)
+    return family is not None and family.ptx_body is not None

@@ -1,0 +1,306 @@
+"""The built-in op families: gemv, rmsnorm, silu_mul, add and the fused gemv forms.
+
+Each is one :class:`~vdir.families.core.Family` value below, registered when
+:mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise;
+arithmetic is fp32 with one rounding to the output dtype, as the GPU bodies
+do. The fused families are the exact composition of their parts, including
+the bf16 rounding of the intermediate tile.
+
+Parameter words (``docs/isa.md``): every family puts the shape of its first
+input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
+``1 x N``; elementwise: ``R x C``); ``p2`` holds gemv's flags
+(``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``) or ``gemv_silu_mul``'s
+``operand``; ``f0`` holds ``eps``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from vdir import isa
+from vdir.families.core import (
+    ComputeSignature,
+    Epilogue,
+    Family,
+    FamilyError,
+    ParamWords,
+    Prologue,
+    Role,
+    TileSig,
+    register_family,
+    round_to,
+)
+
+#: the package of the built-in PTX bodies (referenced lazily: see vdir.families)
+_PTX = "vdir.lowering.families"
+
+# ---------------------------------------------------------------------------
+# Numerics
+# ---------------------------------------------------------------------------
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a).astype(np.float32)
+
+
+def silu(a: np.ndarray) -> np.ndarray:
+    """x * sigmoid(x) in fp32.
+
+    For x below about -88, exp(-x) overflows to inf and the quotient is the
+    correct limit (-0); the overflow is expected, so it is not warned about.
+    """
+    with np.errstate(over="ignore"):
+        return a / (np.float32(1.0) + np.exp(-a))
+
+
+def gemv_f32(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """w[R,K] @ x[1,K] -> [1,R] in fp32 (bf16 inputs widened exactly)."""
+    return (_f32(w) @ _f32(x).reshape(-1)).reshape(1, -1)
+
+
+def rmsnorm_f32(x: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
+    """x / sqrt(mean(x^2) + eps) * g in fp32."""
+    xf = _f32(x)
+    inv = np.float32(1.0) / np.sqrt(np.mean(xf * xf, dtype=np.float32) + np.float32(eps))
+    return xf * inv * _f32(g)
+
+
+def _run_gemv(ins, params):
+    y = gemv_f32(ins[0], ins[1])
+    if len(ins) > 2:
+        y = y + _f32(ins[2])
+    return y
+
+
+def _run_rmsnorm_gemv(ins, params):
+    xn = round_to(rmsnorm_f32(ins[1], ins[2], params["eps"]), "bf16")
+    return gemv_f32(ins[0], xn)
+
+
+def _gemv_bf16(ins) -> np.ndarray:
+    """The gemv part of a fused epilogue family, rounded to bf16 as its own tile would be."""
+    return _f32(round_to(gemv_f32(ins[0], ins[1]), "bf16"))
+
+
+def _run_gemv_silu_mul(ins, params):
+    y = _gemv_bf16(ins)
+    other = _f32(ins[2])
+    if int(params["operand"]) == 0:
+        return silu(y) * other
+    return silu(other) * y
+
+
+def _run_gemv_add(ins, params):
+    return _gemv_bf16(ins) + _f32(ins[2])
+
+
+def _gemv_flops(ins):
+    return 2 * ins[0].shape[0] * ins[0].shape[1]
+
+
+def _elem_flops(k):
+    return lambda ins: k * ins[0].shape[0] * ins[0].shape[1]
+
+
+# ---------------------------------------------------------------------------
+# Signatures
+# ---------------------------------------------------------------------------
+
+
+def _need(cond: bool, msg: str) -> None:
+    if not cond:
+        raise FamilyError(msg)
+
+
+def _vec(t: TileSig, what: str, fam: str) -> int:
+    _need(t.shape[0] == 1, f"family '{fam}': {what} must be a 1xN tile, got {t}")
+    return t.shape[1]
+
+
+def _bf16(ts: Sequence[TileSig], fam: str, names: Sequence[str]) -> None:
+    for t, n in zip(ts, names):
+        _need(t.dtype == "bf16", f"family '{fam}': {n} must be bf16, got {t}")
+
+
+def _infer_gemv(ins: Sequence[TileSig], params: dict, fam: str = "gemv") -> TileSig:
+    w, x = ins[0], ins[1]
+    _bf16([w, x], fam, ["weights", "x"])
+    k = _vec(x, "x", fam)
+    _need(
+        w.shape[1] == k,
+        f"family '{fam}': weights {w} and x {x} disagree on K ({w.shape[1]} vs {k})",
+    )
+    _need(k % 8 == 0, f"family '{fam}': K = {k} must be a multiple of 8 (16-byte rows)")
+    rows = w.shape[0]
+    if len(ins) > 2:  # gemv's accumulator (the fused forms pass only w and x)
+        acc = ins[2]
+        _need(
+            acc.shape == (1, rows) and acc.dtype == "f32",
+            f"family 'gemv': the accumulator must be 1x{rows}xf32, got {acc}",
+        )
+    return TileSig((1, rows), "bf16")
+
+
+def _infer_elementwise(fam: str):
+    def infer(ins, params):
+        a, b = ins
+        _bf16([a, b], fam, ["lhs", "rhs"])
+        _need(a.shape == b.shape, f"family '{fam}': operand shapes differ ({a} vs {b})")
+        return TileSig(a.shape, "bf16")
+
+    return infer
+
+
+def _infer_rmsnorm(ins, params, fam="rmsnorm"):
+    x, g = ins
+    _bf16([x, g], fam, ["x", "weight"])
+    n = _vec(x, "x", fam)
+    _need(g.shape == (1, n), f"family '{fam}': weight must be 1x{n}, got {g}")
+    _need(float(params.get("eps", 1e-5)) > 0, f"family '{fam}': eps must be positive")
+    return TileSig((1, n), "bf16")
+
+
+def _infer_rmsnorm_gemv(ins, params):
+    w, x, g = ins
+    _infer_rmsnorm([x, g], params, "rmsnorm_gemv")
+    return _infer_gemv([w, x], {}, "rmsnorm_gemv")
+
+
+def _infer_gemv_epilogue(fam: str, operand_param: str | None = None):
+    def infer(ins, params):
+        w, x, other = ins
+        out = _infer_gemv([w, x], {}, fam)
+        _bf16([other], fam, ["epilogue operand"])
+        _need(
+            other.shape == out.shape,
+            f"family '{fam}': epilogue operand must be {out}, got {other}",
+        )
+        if operand_param is not None:
+            _need(
+                int(params.get(operand_param, 0)) in (0, 1),
+                f"family '{fam}': {operand_param} must be 0 (silu of the gemv) or 1",
+            )
+        return out
+
+    return infer
+
+
+# ---------------------------------------------------------------------------
+# Parameter words
+# ---------------------------------------------------------------------------
+
+
+def _tile(rows: int, cols: int, dtype: str = "bf16") -> TileSig:
+    return TileSig((rows, cols), dtype)
+
+
+def _encode_shape(sig: ComputeSignature, p2: int = 0) -> ParamWords:
+    """``p0``/``p1``: the first input's shape; ``f0``: ``eps`` when the family has one."""
+    rows, cols = sig.inputs[0].shape
+    return ParamWords(rows, cols, p2, f0=float(sig.params.get("eps", 0.0)))
+
+
+def _encode_gemv(sig: ComputeSignature) -> ParamWords:
+    flags = (isa.GEMV_HAS_ACC if len(sig.inputs) > 2 else 0) | (isa.GEMV_OUT_F32 if sig.result.dtype == "f32" else 0)
+    return _encode_shape(sig, flags)
+
+
+def _decode_gemv(w: ParamWords) -> ComputeSignature:
+    R, K = w.p0, w.p1
+    inputs = [_tile(R, K), _tile(1, K)]
+    if w.p2 & isa.GEMV_HAS_ACC:
+        inputs.append(_tile(1, R, "f32"))
+    out = _tile(1, R, "f32" if w.p2 & isa.GEMV_OUT_F32 else "bf16")
+    return ComputeSignature(tuple(inputs), out)
+
+
+def _decode_rmsnorm(w: ParamWords) -> ComputeSignature:
+    n = w.p1
+    return ComputeSignature((_tile(1, n), _tile(1, n)), _tile(1, n), {"eps": w.f0})
+
+
+def _decode_elementwise(w: ParamWords) -> ComputeSignature:
+    t = _tile(w.p0, w.p1)
+    return ComputeSignature((t, t), t)
+
+
+def _decode_rmsnorm_gemv(w: ParamWords) -> ComputeSignature:
+    R, K = w.p0, w.p1
+    return ComputeSignature((_tile(R, K), _tile(1, K), _tile(1, K)), _tile(1, R), {"eps": w.f0})
+
+
+def _encode_gemv_silu_mul(sig: ComputeSignature) -> ParamWords:
+    return _encode_shape(sig, int(sig.params["operand"]))
+
+
+def _decode_gemv_epilogue(operand_param: str | None):
+    def decode(w: ParamWords) -> ComputeSignature:
+        R, K = w.p0, w.p1
+        params = {operand_param: w.p2} if operand_param else {}
+        return ComputeSignature((_tile(R, K), _tile(1, K), _tile(1, R)), _tile(1, R), params)
+
+    return decode
+
+
+# ---------------------------------------------------------------------------
+# The families
+# ---------------------------------------------------------------------------
+
+GEMV = Family(
+    "gemv", 1, ("weights", "x", "acc"), (),
+    _infer_gemv, _run_gemv, _gemv_flops, _encode_gemv, _decode_gemv,
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv",
+    description="y[1,R] = w[R,K] . x[1,K] (+ acc f32); bf16 out, or f32 for a partial sum",
+    optional_operands=1, out_dtypes=("bf16", "f32"),
+)
+RMSNORM = Family(
+    "rmsnorm", 2, ("x", "weight"), ("eps",),
+    _infer_rmsnorm, lambda ins, p: rmsnorm_f32(ins[0], ins[1], p["eps"]), _elem_flops(4),
+    _encode_shape, _decode_rmsnorm,
+    Role.ACTIVATION, f"{_PTX}.elementwise:rmsnorm",
+    description="y = x / sqrt(mean(x^2) + eps) * weight",
+)
+SILU_MUL = Family(
+    "silu_mul", 3, ("gate", "up"), (),
+    _infer_elementwise("silu_mul"), lambda ins, p: silu(_f32(ins[0])) * _f32(ins[1]), _elem_flops(6),
+    _encode_shape, _decode_elementwise,
+    Role.ACTIVATION, f"{_PTX}.elementwise:silu_mul",
+    description="y = silu(gate) * up",
+)
+ADD = Family(
+    "add", 4, ("lhs", "rhs"), (),
+    _infer_elementwise("add"), lambda ins, p: _f32(ins[0]) + _f32(ins[1]), _elem_flops(1),
+    _encode_shape, _decode_elementwise,
+    Role.ACTIVATION, f"{_PTX}.elementwise:add",
+    description="y = lhs + rhs",
+)
+RMSNORM_GEMV = Family(
+    "rmsnorm_gemv", 5, ("weights", "x", "norm_weight"), ("eps",),
+    _infer_rmsnorm_gemv, _run_rmsnorm_gemv, _gemv_flops, _encode_shape, _decode_rmsnorm_gemv,
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:rmsnorm_gemv",
+    fusion=Prologue(producer="rmsnorm", consumer="gemv", operand=1),
+    description="gemv with an rmsnorm prologue on x (fused by vdir-fuse)",
+)
+GEMV_SILU_MUL = Family(
+    "gemv_silu_mul", 6, ("weights", "x", "other"), ("operand",),
+    _infer_gemv_epilogue("gemv_silu_mul", "operand"), _run_gemv_silu_mul, _gemv_flops,
+    _encode_gemv_silu_mul, _decode_gemv_epilogue("operand"),
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_silu_mul",
+    fusion=Epilogue(producer="gemv", consumer="silu_mul", operand_param="operand"),
+    description="gemv with a silu_mul epilogue; operand says which silu_mul input the gemv is",
+)
+GEMV_ADD = Family(
+    "gemv_add", 7, ("weights", "x", "residual"), (),
+    _infer_gemv_epilogue("gemv_add"), _run_gemv_add, _gemv_flops, _encode_shape, _decode_gemv_epilogue(None),
+    Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_add",
+    fusion=Epilogue(producer="gemv", consumer="add"),
+    description="gemv with a residual-add epilogue",
+)
+
+#: in registration order (a fused family after its parts)
+BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD)
+
+for _family in BUILTIN_FAMILIES:
+    register_family(_family)
