@@ -165,25 +165,24 @@ SPECIAL_REGS: dict[str, int] = {
 }
 
 
-def reg_class(kind: str) -> str:
-    """The declared PTX class of a register kind, without the dot (``u32`` -> ``b32``)."""
-    return REG_CLASSES[kind][0][1:]
-
-
 def kind_fits_type(kind: str, type_name: str) -> bool:
     """Whether a ``kind`` register may hold an operand of instruction type ``type_name``.
 
-    PTX's rule: the register's declared class must have the type's size (an
-    8-bit type uses a wider register), a predicate only matches ``pred``, and
-    a float register takes only float and bit-size types.
+    PTX's rule on the register's size (an 8-bit type uses a wider register; a
+    predicate only matches ``pred``), and the kind's meaning on top of it: an
+    integer register (``u32``, ``s64``) takes no float type, a float register
+    takes only float and bit-size types; a bit-size register takes any type.
     """
-    cls = reg_class(kind)
-    if cls == "pred" or type_name == "pred":
-        return cls == type_name
-    bits = TYPE_BITS[type_name]
-    if TYPE_BITS[cls] != bits and not (bits == 8 and TYPE_BITS[cls] in (16, 32)):
+    if kind == "pred" or type_name == "pred":
+        return kind == type_name
+    bits, reg_bits = TYPE_BITS[type_name], TYPE_BITS[kind]
+    if reg_bits != bits and not (bits == 8 and reg_bits in (16, 32)):
         return False
-    return not cls.startswith("f") or type_name in FLOAT_TYPES or type_name in BIT_TYPES
+    if kind[0] in "su":
+        return type_name not in FLOAT_TYPES
+    if kind[0] == "f":
+        return type_name in FLOAT_TYPES or type_name in BIT_TYPES
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -221,6 +220,21 @@ class SpecialRegAttr(ParametrizedAttribute):
         if self.register.data not in SPECIAL_REGS:
             raise VerifyException(f"unknown PTX special register '{self.register.data}'")
 
+    def print_parameters(self, printer: Printer) -> None:
+        """Print ``<"%tid.x">``."""
+        printer.print_string(f'<"{self.register.data}">')
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse ``<"%tid.x">``, with a located error for an unknown register."""
+        parser.parse_punctuation("<")
+        pos = parser.pos
+        register = parser.parse_str_literal()
+        if register not in SPECIAL_REGS:
+            parser.raise_error(f"unknown PTX special register '{register}'", pos, parser.pos)
+        parser.parse_punctuation(">")
+        return (StringAttr(register),)
+
 
 @irdl_attr_definition
 class AddressAttr(ParametrizedAttribute):
@@ -243,6 +257,32 @@ class AddressAttr(ParametrizedAttribute):
         """Only the known state spaces."""
         if self.space.data not in STATE_SPACES:
             raise VerifyException(f"unknown PTX state space '{self.space.data}' (known: {', '.join(STATE_SPACES)})")
+
+    def print_parameters(self, printer: Printer) -> None:
+        """Print ``<"space", base, offset>``."""
+        printer.print_string(f'<"{self.space.data}", ')
+        printer.print_attribute(self.base)
+        printer.print_string(f", {self.offset.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse ``<"space", base, offset>``, with located errors for a bad space or base."""
+        parser.parse_punctuation("<")
+        pos = parser.pos
+        space = parser.parse_str_literal()
+        if space not in STATE_SPACES:
+            parser.raise_error(
+                f"unknown PTX state space '{space}' (known: {', '.join(STATE_SPACES)})", pos, parser.pos
+            )
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        base = parser.parse_attribute()
+        if not isinstance(base, (OperandSlotAttr, SymbolRefAttr)):
+            parser.raise_error("an address base is #ptx.reg or a symbol", pos, parser.pos)
+        parser.parse_punctuation(",")
+        offset = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return (StringAttr(space), base, IntAttr(offset))
 
 
 @irdl_attr_definition
@@ -455,7 +495,7 @@ class InstructionOp(IRDLOperation):
         n_operands = sum(isinstance(leaf, OperandSlotAttr) for leaf in leaves)
         if (n_results, n_operands) != (len(self.outs), len(self.ins)):
             raise VerifyException(
-                f"{self.mnemonic()}: the operand slots name {n_results} results and {n_operands} SSA operands, "
+                f"{self.mnemonic()}: the operand slots use {n_results} result(s) and {n_operands} SSA operand(s), "
                 f"the op has {len(self.outs)} and {len(self.ins)}"
             )
         values = _SlotValues(self)
@@ -540,7 +580,7 @@ class InstructionOp(IRDLOperation):
         space = slot.space.data
         spaces = [m for m in self.modifiers() if m in SPACE_MODS] or ["generic"]
         if space not in spaces:
-            raise VerifyException(f"{where}: an address in '{space}' but the instruction names {', '.join(spaces)}")
+            raise VerifyException(f"{where}: an address in '{space}', not in the instruction's ({', '.join(spaces)})")
         if isinstance(slot.base, OperandSlotAttr):
             wide = space in ("generic", "global")
             check_scalar(f"{where} (address base)", slot.base, "b64" if wide else "b32", values,

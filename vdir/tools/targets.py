@@ -2,7 +2,7 @@
 
 ``isa`` prints the encoded queues as a readable listing; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
 program (run ``-p vdir-pipeline`` first, or any pipeline ending in
-``vdir-encode``).
+``vdir-encode``), or the text of ``ptx.module`` ops already in the module.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vdir.diagnostics import UserError
 
 @dataclass(frozen=True)
 class PTXTarget(Target):
-    """Emit the PTX kernel that runs the module's encoded program."""
+    """Emit the PTX kernel that runs the module's encoded program (a ``ptx.module`` prints as it is)."""
 
     name = "ptx"
 
@@ -27,7 +27,13 @@ class PTXTarget(Target):
         from vdir.transforms.encode import encoded_programs
         from vdir.lowering.emit import lower_to_ptx
         from vdir.target import get_target
+        from vdir.dialects import ptx
 
+        written = [op for op in module.walk() if isinstance(op, ptx.ModuleOp)]
+        for op in written:
+            output.write(ptx.print_ptx(op))
+        if written:
+            return
         programs = encoded_programs(module)
         if not programs:
             raise UserError(
