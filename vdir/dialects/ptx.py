@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, ClassVar
 
 from xdsl.dialects.builtin import (
@@ -419,14 +419,15 @@ class LabelOp(IRDLOperation):
 # instructions
 # ---------------------------------------------------------------------------
 
-#: operand roles in a signature: ``T`` a value of the instruction's type (its
-#: last type modifier; a vector where PTX allows one), ``W`` twice that width
-#: (``mul.wide``), ``D``/``S`` the destination / source type of ``cvt`` (first
-#: / last type modifier), ``P`` a predicate, ``U`` a 32-bit integer, ``V`` like
-#: ``T`` or a special register or a symbol (``mov``), ``A`` an address, ``L`` a
-#: label; a trailing ``?`` makes a role optional.
-ROLES = frozenset("TWDSPUVAL")
+# Operand roles in a signature (``InstructionOp.SIGNATURES``): ``T`` a value of
+# the instruction's type (its last type modifier; a vector where PTX allows
+# one), ``W`` twice that width (``mul.wide``), ``D``/``S`` the destination /
+# source type of ``cvt`` (first / last type modifier), ``P`` a predicate, ``U``
+# a 32-bit integer, ``V`` like ``T`` or a special register or a symbol
+# (``mov``), ``A`` an address, ``L`` a label; a trailing ``?`` makes a role
+# optional.
 
+# modifier groups that several roots share
 ALL_TYPES = (*BIT_TYPES, *INT_TYPES, *FLOAT_TYPES)
 ROUNDING = ("rn", "rz", "rm", "rp")
 FLOAT_MODS = (*ROUNDING, "ftz", "sat", "approx", "full")
@@ -499,7 +500,7 @@ class InstructionOp(IRDLOperation):
                 f"the op has {len(self.outs)} and {len(self.ins)}"
             )
         values = _SlotValues(self)
-        for index, (slot, role) in enumerate(zip(slots, roles)):
+        for index, (slot, role) in enumerate(zip(slots, roles, strict=False)):
             self._verify_slot(index + 1, slot, role.rstrip("?"), values)
 
     def _verify_modifiers(self) -> None:
@@ -640,7 +641,7 @@ def check_scalar(where: str, slot: Attribute, t: str, values: _SlotValues, also:
         raise VerifyException(f"{where} must be a register or an immediate, got {describe_slot(slot)}")
 
 
-def _mods(*groups: Sequence[str] | str) -> frozenset[str]:
+def _mods(*groups: Iterable[str] | str) -> frozenset[str]:
     """A modifier set from single modifiers and groups of them."""
     return frozenset(m for g in groups for m in ((g,) if isinstance(g, str) else g))
 
@@ -1137,7 +1138,7 @@ def _print_kernel(k: KernelOp, out: IO[str]) -> None:
     params = ",\n".join(f"\t.param .{p.data.split()[0]} {p.data.split()[1]}" for p in k.params.data)
     out.write(f".visible .entry {k.sym_name.data}(\n{params}\n)\n.maxntid {k.maxntid.data}, 1, 1\n{{\n")
     decl: dict[str, str] = {}
-    for kind, (dtype, prefix) in REG_CLASSES.items():
+    for dtype, prefix in REG_CLASSES.values():
         decl.setdefault(prefix, dtype)
     for prefix, n in counts.items():
         out.write(f"\t.reg {decl[prefix]} {prefix}<{n + 1}>;\n")

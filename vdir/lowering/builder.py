@@ -16,7 +16,7 @@ import re
 import string
 import struct
 from collections.abc import Callable, Sequence
-from typing import Union
+from typing import Union, overload
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, SymbolRefAttr, f32, i64
 from xdsl.ir import Attribute, SSAValue
@@ -228,6 +228,14 @@ class PtxBuilder:
         base = self._sources([addr], operands)[0]
         assert isinstance(base, (ptx.OperandSlotAttr, SymbolRefAttr)), base
         return ptx.AddressAttr(address_space(mnemonic, index), base, off)
+
+    @overload
+    def i(self, mnemonic: str, kind: str, *srcs: Src, dst: SSAValue | None = None,
+          guard: SSAValue | None = None, neg: bool = False) -> SSAValue: ...
+
+    @overload
+    def i(self, mnemonic: str, kind: None, *srcs: Src, dst: SSAValue | None = None,
+          guard: SSAValue | None = None, neg: bool = False) -> SSAValue | None: ...
 
     def i(
         self,
