@@ -2,8 +2,9 @@
 
 ``isa`` prints the encoded queues as a readable listing; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
 program (run ``-p vdir-pipeline`` first, or any pipeline ending in
-``vdir-encode``). ``ptx`` takes the lowering options in xDSL's option
-syntax: ``-t 'ptx{load-path=lsu split-copies=4}'``.
+``vdir-encode``), or the text of ``ptx.module`` ops already in the module.
+``ptx`` takes the lowering options in xDSL's option syntax:
+``-t 'ptx{load-path=lsu split-copies=4}'``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from vdir.lowering.options import LoweringOptionError, LoweringOptions
 
 @dataclass(frozen=True)
 class PTXTarget(Target):
-    """Emit the PTX kernel that runs the module's encoded program, lowered as ``options`` say."""
+    """Emit the PTX kernel that runs the module's encoded program, lowered as ``options`` say.
+
+    A ``ptx.module`` already in the module prints as it is.
+    """
 
     name = "ptx"
 
@@ -51,7 +55,13 @@ class PTXTarget(Target):
         from vdir.transforms.encode import encoded_programs
         from vdir.lowering.emit import lower_to_ptx
         from vdir.target import get_target
+        from vdir.dialects import ptx
 
+        written = [op for op in module.walk() if isinstance(op, ptx.ModuleOp)]
+        for op in written:
+            output.write(ptx.print_ptx(op))
+        if written:
+            return
         programs = encoded_programs(module)
         if not programs:
             raise UserError(
