@@ -233,7 +233,8 @@ def _check_engine(op: "MicroOp", op_class: str) -> None:
     kind = target.engine(op.engine.data.value)
     if kind is None:
         raise VerifyException(
-            f"target '{target.name}' has no '{op.engine.data.value}' engine"
+            f"target '{target.name}' has no '{op.engine.data.value}' engine "
+            f"(its engines: {', '.join(target.engine_names)})"
         )
     if op_class not in kind.runs:
         raise VerifyException(
