@@ -124,3 +124,17 @@ def test_a_two_engine_target_compiles_and_simulates(no_store: str) -> None:
 def test_the_header_states_the_targets_engine_count() -> None:
     program, _ = _run("h200")
     assert isa.EncodedProgram.parse_header(program.to_bytes())["num_engines"] == get_target().num_engines
+
+
+def test_a_kernel_error_record_names_the_targets_engine() -> None:
+    """The CUDA backend's error report joins the record's u64 words and names
+    the engine by the target's list (no GPU needed: it only reads the record)."""
+    from vdir.device_runtime.cuda import describe_error
+
+    program = isa.EncodedProgram(1, 0, 0, 64, [], np.zeros((0, isa.INSTR_WORDS), np.uint32), [[(0, 0)] * 3])
+    rec = np.zeros(L.ERROR_WORDS, np.uint32)
+    rec[L.E_CODE], rec[L.E_ENGINE], rec[L.E_POS] = L.ERR_WATCHDOG, get_target().engine_index("store"), 5
+    rec[L.E_WAIT_MASK], rec[L.E_WAIT_MASK + 1], rec[L.E_WAIT_PARITY + 1], rec[L.E_BITMAP] = 1, 1, 1, 3
+    message = describe_error(program, rec, 100)
+    assert "(SM 0, store engine, queue position 5)" in message
+    assert "bits 0x100000001 (want 0x100000000, bitmap 0x3)" in message
