@@ -2,8 +2,10 @@
 
 ``vdir-encode`` writes this format; the CPU simulator and the GPU kernel both
 execute exactly it. ``docs/isa.md`` documents every field; this module is the
-single definition of the layout (word indices, opcodes, flags) that the
-encoder, the simulator and the PTX lowering import.
+single definition of the layout: the :class:`Field` table (each field's word,
+width and bit position, and so its byte offset), the opcodes and flags. The
+encoder, the simulator, the PTX kernel, the runtimes and the disassembler read
+and write instructions and the header only through these fields.
 
 An instruction is :data:`INSTR_WORDS` little-endian u32 words (128 bytes, so a
 warp fetches one with a single coalesced load). Queues are contiguous runs of
@@ -15,64 +17,258 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import struct
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from vdir.target import get_target
+
 MAGIC = 0x52494456  # "VDIR" little-endian
 VERSION = 1
+#: bytes per word: every field is one or two little-endian u32 words
+WORD_BYTES = 4
 INSTR_WORDS = 32
-INSTR_BYTES = INSTR_WORDS * 4
+INSTR_BYTES = INSTR_WORDS * WORD_BYTES
 
-# ---- opcodes (word 0, bits 0..7) ------------------------------------------
+# ---- opcodes (the OPCODE field) -------------------------------------------
 OP_NOP = 0  # waits/signals only (used when an op needs a second counter wait)
 OP_LOAD = 1
 OP_COMPUTE = 2
 OP_STORE = 3
 OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store"}
+#: the opcode of each micro-op class (the ``runs`` names of a target's engines)
+OPCODE_OF_CLASS = {"load": OP_LOAD, "compute": OP_COMPUTE, "store": OP_STORE}
 
-# ---- common words ----------------------------------------------------------
-W_OPCODE = 0  # bits 0..7 opcode, bits 8..15 family opcode, bits 16..31 flags
-W_WAIT_MASK = 1  # 2 words: u64 mask of dependency bits to wait on
-W_WAIT_PARITY = 3  # 2 words: u64 value those bits must hold
-W_SIGNAL_MASK = 5  # 2 words: u64 bits to toggle when the micro-op completes
-W_WAIT_COUNTER = 7  # index + 1 of a global counter to wait on; 0 = none
-W_WAIT_COUNT = 8  # wait until counter >= epoch * this
-W_RELEASE_COUNTER = 9  # index + 1 of a global counter to add 1 to on completion
-W_UOP_ID = 10  # id of the micro-op in the scheduled program (diagnostics)
-W_RESERVED = 11
 
-# ---- load / store words ---------------------------------------------------
-W_BUFFER = 12  # buffer (program argument) index
-W_GLOBAL_OFFSET = 13  # 2 words: u64 byte offset of the region's first byte
-W_ROWS = 15  # rows in the region
-W_ROW_BYTES = 16  # bytes per row (multiple of 16)
-W_ROW_STRIDE = 17  # bytes between rows in the buffer
-W_SMEM = 18  # shared-memory byte offset of the tile (dense rows)
-# tensor-copy form of the same region (see assign_tensor_maps); W_TMAP 0: none
-W_TMAP = 19  # index + 1 of the program's tensor map for this region's shape
-W_TBOXES = 20  # boxes per tile, stacked along rows (each W_TBOX_ROWS rows)
-W_TBOX_ROWS = 21  # rows per box
-W_TCHUNK = 22  # column coordinate of the region, in units of the map's segment width
-W_TROW = 23  # row coordinate of the region
-W_TVIEW = 24  # bytes of one element of the map's view of the buffer
+@dataclass(frozen=True)
+class Field:
+    """One named field of the binary format: where it lives and how wide it is.
 
-# ---- compute words --------------------------------------------------------
-W_OUT_SMEM = 12  # shared-memory offset of the result tile
-W_IN_SMEM = 13  # 4 words: shared-memory offsets of the inputs
-W_NUM_INPUTS = 17
-W_P0 = 18  # rows R of the (weight) tile, or rows of an elementwise tile
-W_P1 = 19  # columns K / N
-W_P2 = 20  # family flags (see FLAG_*) or the silu_mul operand index
-W_P3 = 21
-W_F0 = 22  # f32 parameter (eps)
-MAX_INPUTS = 4
+    A field is ``bits`` bits at bit ``shift`` of word ``word`` (a packed field,
+    such as the opcode, shares its word with others), or a whole u32 word, or
+    with ``nwords`` 2 a u64 held low word first. Every encoder, decoder and the
+    PTX kernel reach instruction and header words only through these objects,
+    so the layout has this one definition. :meth:`get` / :meth:`set` work on
+    one instruction (a list or array of words); :meth:`column` /
+    :meth:`set_column` on an ``(N, words)`` array of them.
+    """
 
-# gemv flags in W_P2
+    name: str
+    word: int
+    nwords: int = 1
+    shift: int = 0
+    bits: int = 32
+
+    def __post_init__(self) -> None:
+        if self.nwords not in (1, 2):
+            raise ValueError(f"field '{self.name}': a field is one or two words, not {self.nwords}")
+        if self.nwords == 2 and (self.shift, self.bits) != (0, 32):
+            raise ValueError(f"field '{self.name}': a u64 field cannot be packed")
+        if not (0 < self.bits and self.shift + self.bits <= 32):
+            raise ValueError(f"field '{self.name}': bits {self.shift}..{self.shift + self.bits - 1} exceed a word")
+
+    @property
+    def byte_offset(self) -> int:
+        """Byte offset of the field's (first) word from the start of its record."""
+        return self.word * WORD_BYTES
+
+    @property
+    def end(self) -> int:
+        """One past the field's last word."""
+        return self.word + self.nwords
+
+    @property
+    def word_indices(self) -> range:
+        """The words the field occupies (low word first)."""
+        return range(self.word, self.end)
+
+    @property
+    def mask(self) -> int:
+        """The field's bits in its word, unshifted (all ones for a word or u64)."""
+        return (1 << (32 * self.nwords if self.nwords == 2 else self.bits)) - 1
+
+    @property
+    def packed(self) -> bool:
+        """True when the field shares its word with other fields."""
+        return self.bits < 32
+
+    def get(self, words) -> int:
+        """The field's value in one instruction (or header) ``words``."""
+        v = int(words[self.word])
+        if self.nwords == 2:
+            return v | int(words[self.word + 1]) << 32
+        return (v >> self.shift) & self.mask
+
+    def set(self, words, value: int) -> None:
+        """Store ``value`` in ``words``, leaving the other fields of a shared word alone.
+
+        Raises ValueError for a value that does not fit the field.
+        """
+        value = int(value)
+        if not 0 <= value <= self.mask:
+            raise ValueError(f"{value} does not fit the {self.bits * self.nwords}-bit field '{self.name}'")
+        if self.nwords == 2:
+            words[self.word], words[self.word + 1] = split_u64(value)
+        elif self.packed:
+            keep = int(words[self.word]) & ~(self.mask << self.shift) & 0xFFFFFFFF
+            words[self.word] = keep | value << self.shift
+        else:
+            words[self.word] = value
+
+    def column(self, records: np.ndarray) -> np.ndarray:
+        """The field of every row of an ``(N, words)`` uint32 array (uint64 for a u64 field)."""
+        if self.nwords == 2:
+            return join_u64(records[:, self.word], records[:, self.word + 1])
+        col = records[:, self.word]
+        return (col >> np.uint32(self.shift)) & np.uint32(self.mask) if self.packed else col.copy()
+
+    def set_column(self, records: np.ndarray, values) -> None:
+        """Store ``values`` (one per row, or one for all) in every row of ``records``."""
+        v = np.asarray(values, dtype=np.uint64)
+        if np.any(v > self.mask):
+            raise ValueError(f"a value does not fit the {self.bits * self.nwords}-bit field '{self.name}'")
+        if self.nwords == 2:
+            records[:, self.word] = (v & 0xFFFFFFFF).astype(np.uint32)
+            records[:, self.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
+        elif self.packed:
+            keep = records[:, self.word] & np.uint32(~(self.mask << self.shift) & 0xFFFFFFFF)
+            records[:, self.word] = keep | (v.astype(np.uint32) << np.uint32(self.shift))
+        else:
+            records[:, self.word] = v.astype(np.uint32)
+
+
+def split_u64(value: int) -> tuple[int, int]:
+    """(low word, high word) of a u64, the order the format stores them in."""
+    return value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF
+
+
+def join_u64(lo, hi):
+    """The u64 of a (low word, high word) pair; elementwise (uint64) on arrays."""
+    if isinstance(lo, np.ndarray):
+        return lo.astype(np.uint64) | (np.asarray(hi).astype(np.uint64) << np.uint64(32))
+    return int(lo) | int(hi) << 32
+
+
+# ---- instruction fields ---------------------------------------------------
+# common to every instruction
+OPCODE = Field("opcode", 0, bits=8)  # see OP_*
+FAMILY = Field("family", 0, shift=8, bits=8)  # family opcode of a compute
+FLAGS = Field("flags", 0, shift=16, bits=16)  # 0
+WAIT_MASK = Field("wait_mask", 1, 2)  # dependency bits to wait on
+WAIT_PARITY = Field("wait_parity", 3, 2)  # value those bits must hold
+SIGNAL_MASK = Field("signal_mask", 5, 2)  # bits to toggle when the micro-op completes
+WAIT_COUNTER = Field("wait_counter", 7)  # index + 1 of a global counter to wait on; 0 = none
+WAIT_COUNT = Field("wait_count", 8)  # wait until counter >= epoch * this
+RELEASE_COUNTER = Field("release_counter", 9)  # index + 1 of a global counter to add 1 to on completion
+UOP_ID = Field("uop_id", 10)  # id of the micro-op in the scheduled program (diagnostics)
+RESERVED = Field("reserved", 11)
+COMMON_FIELDS = (OPCODE, FAMILY, FLAGS, WAIT_MASK, WAIT_PARITY, SIGNAL_MASK, WAIT_COUNTER, WAIT_COUNT,
+                 RELEASE_COUNTER, UOP_ID, RESERVED)
+
+# load / store: a region of rows of a buffer <-> a dense tile
+BUFFER = Field("buffer", 12)  # buffer (program argument) index
+GLOBAL_OFFSET = Field("global_offset", 13, 2)  # byte offset of the region's first byte
+ROWS = Field("rows", 15)  # rows in the region
+ROW_BYTES = Field("row_bytes", 16)  # bytes per row (multiple of 16)
+ROW_STRIDE = Field("row_stride", 17)  # bytes between rows in the buffer
+SMEM = Field("smem", 18)  # shared-memory byte offset of the tile (dense rows)
+REGION_FIELDS = (BUFFER, GLOBAL_OFFSET, ROWS, ROW_BYTES, ROW_STRIDE, SMEM)
+# tensor-copy form of the same region (see assign_tensor_maps); TMAP 0: none
+TMAP = Field("tmap", 19)  # index + 1 of the program's tensor map for this region's shape
+TBOXES = Field("tboxes", 20)  # boxes per tile, stacked along rows (each TBOX_ROWS rows)
+TBOX_ROWS = Field("tbox_rows", 21)  # rows per box
+TCHUNK = Field("tchunk", 22)  # column coordinate of the region, in units of the map's segment width
+TROW = Field("trow", 23)  # row coordinate of the region
+TVIEW = Field("tview", 24)  # bytes of one element of the map's view of the buffer
+TENSOR_FIELDS = (TMAP, TBOXES, TBOX_ROWS, TCHUNK, TROW, TVIEW)
+TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS
+
+# compute: tile offsets, then the family's parameters
+MAX_INPUTS = 4  # input tiles one compute instruction can name
+OUT_SMEM = Field("out_smem", 12)  # shared-memory offset of the result tile
+IN_SMEM = tuple(Field(f"in_smem{i}", 13 + i) for i in range(MAX_INPUTS))  # offsets of the inputs
+NUM_INPUTS = Field("num_inputs", IN_SMEM[-1].end)
+P0 = Field("p0", 18)  # rows R of the (weight) tile, or rows of an elementwise tile
+P1 = Field("p1", 19)  # columns K / N
+P2 = Field("p2", 20)  # family flags (see GEMV_*) or the silu_mul operand index
+P3 = Field("p3", 21)
+F0 = Field("f0", 22)  # f32 parameter (eps), as its bits
+COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
+
+# gemv flags in P2
 GEMV_HAS_ACC = 1
 GEMV_OUT_F32 = 2
+
+# word indices of the fields, for code that addresses words directly
+W_OPCODE = OPCODE.word
+W_WAIT_MASK = WAIT_MASK.word
+W_WAIT_PARITY = WAIT_PARITY.word
+W_SIGNAL_MASK = SIGNAL_MASK.word
+W_WAIT_COUNTER = WAIT_COUNTER.word
+W_WAIT_COUNT = WAIT_COUNT.word
+W_RELEASE_COUNTER = RELEASE_COUNTER.word
+W_UOP_ID = UOP_ID.word
+W_RESERVED = RESERVED.word
+W_BUFFER = BUFFER.word
+W_GLOBAL_OFFSET = GLOBAL_OFFSET.word
+W_ROWS = ROWS.word
+W_ROW_BYTES = ROW_BYTES.word
+W_ROW_STRIDE = ROW_STRIDE.word
+W_SMEM = SMEM.word
+W_TMAP = TMAP.word
+W_TBOXES = TBOXES.word
+W_TBOX_ROWS = TBOX_ROWS.word
+W_TCHUNK = TCHUNK.word
+W_TROW = TROW.word
+W_TVIEW = TVIEW.word
+W_OUT_SMEM = OUT_SMEM.word
+W_IN_SMEM = IN_SMEM[0].word
+W_NUM_INPUTS = NUM_INPUTS.word
+W_P0, W_P1, W_P2, W_P3, W_F0 = P0.word, P1.word, P2.word, P3.word, F0.word
+
+# ---- header (HEADER_WORDS u32 words) ---------------------------------------
+HEADER_WORDS = 16
+HDR_MAGIC = Field("magic", 0)
+HDR_VERSION = Field("version", 1)
+HDR_NUM_SMS = Field("num_sms", 2)
+HDR_NUM_ENGINES = Field("num_engines", 3)  # engines per SM (queues per SM)
+HDR_NUM_INSTRS = Field("num_instrs", 4)
+HDR_NUM_COUNTERS = Field("num_counters", 5)
+HDR_SMEM_BYTES = Field("smem_bytes", 6)  # tile arena bytes per CTA
+HDR_NUM_BUFFERS = Field("num_buffers", 7)
+HDR_BITMAP_BITS = Field("bitmap_bits", 8)
+HEADER_FIELDS = (HDR_MAGIC, HDR_VERSION, HDR_NUM_SMS, HDR_NUM_ENGINES, HDR_NUM_INSTRS, HDR_NUM_COUNTERS,
+                 HDR_SMEM_BYTES, HDR_NUM_BUFFERS, HDR_BITMAP_BITS)
+H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = (f.word for f in HEADER_FIELDS[:4])
+H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = (f.word for f in HEADER_FIELDS[4:8])
+H_BITMAP_BITS = HDR_BITMAP_BITS.word
+
+# ---- queue table: one entry per (SM, engine), row sm * engines + engine ----
+QUEUE_START = Field("start", 0)  # first instruction of the queue
+QUEUE_COUNT = Field("count", 1)  # instructions in the queue
+QUEUE_ENTRY_WORDS = 2
+QUEUE_ENTRY_BYTES = QUEUE_ENTRY_WORDS * WORD_BYTES
+
+
+def _check_layout(fields: tuple[Field, ...], record_words: int) -> None:
+    """Fail at import if two fields of one record share bits or one runs past it."""
+    taken: dict[tuple[int, int], str] = {}
+    for f in fields:
+        if f.end > record_words:
+            raise AssertionError(f"field '{f.name}' runs past the {record_words}-word record")
+        for w in f.word_indices:
+            for bit in range(f.shift, f.shift + (32 if f.nwords == 2 else f.bits)):
+                if (w, bit) in taken:
+                    raise AssertionError(f"fields '{taken[w, bit]}' and '{f.name}' overlap")
+                taken[w, bit] = f.name
+
+
+_check_layout(COMMON_FIELDS + TRANSFER_FIELDS, INSTR_WORDS)
+_check_layout(COMMON_FIELDS + COMPUTE_FIELDS, INSTR_WORDS)
+_check_layout(HEADER_FIELDS, HEADER_WORDS)
+_check_layout((QUEUE_START, QUEUE_COUNT), QUEUE_ENTRY_WORDS)
+
 
 #: bytes at the start of a CTA's dynamic shared memory kept for the kernel's
 #: own state (dependency bitmap, mbarriers, reduction scratch). Tile offsets in
@@ -80,67 +276,63 @@ GEMV_OUT_F32 = 2
 #: ``KERNEL_RESERVED_SMEM + smem_bytes`` bytes of dynamic shared memory.
 KERNEL_RESERVED_SMEM = 4096
 
-ENGINE_LOAD, ENGINE_COMPUTE, ENGINE_STORE = 0, 1, 2
-NUM_ENGINES = 3
-
-# header layout: 16 u32 words
-HEADER_WORDS = 16
-H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = 0, 1, 2, 3
-H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = 4, 5, 6, 7
-H_BITMAP_BITS = 8
-
-
 @dataclass
 class Instruction:
-    """One decoded instruction (a view over its 32 words)."""
+    """One instruction: a view over its 32 words, read and written by field."""
 
     words: np.ndarray  # shape (32,), uint32
 
     @classmethod
     def empty(cls, opcode: int) -> "Instruction":
-        w = np.zeros(INSTR_WORDS, dtype=np.uint32)
-        w[W_OPCODE] = opcode
-        return cls(w)
+        """A zeroed instruction with ``opcode``."""
+        ins = cls(np.zeros(INSTR_WORDS, dtype=np.uint32))
+        OPCODE.set(ins.words, opcode)
+        return ins
 
-    def _u64(self, i: int) -> int:
-        return int(self.words[i]) | (int(self.words[i + 1]) << 32)
+    def get(self, f: Field) -> int:
+        """The value of field ``f``."""
+        return f.get(self.words)
 
-    def _set_u64(self, i: int, v: int) -> None:
-        self.words[i] = v & 0xFFFFFFFF
-        self.words[i + 1] = (v >> 32) & 0xFFFFFFFF
+    def set(self, f: Field, value: int) -> None:
+        """Store ``value`` in field ``f``."""
+        f.set(self.words, value)
 
-    opcode = property(lambda s: int(s.words[W_OPCODE]) & 0xFF)
-    family = property(lambda s: (int(s.words[W_OPCODE]) >> 8) & 0xFF)
-    wait_mask = property(lambda s: s._u64(W_WAIT_MASK), lambda s, v: s._set_u64(W_WAIT_MASK, v))
-    wait_parity = property(lambda s: s._u64(W_WAIT_PARITY), lambda s, v: s._set_u64(W_WAIT_PARITY, v))
-    signal_mask = property(lambda s: s._u64(W_SIGNAL_MASK), lambda s, v: s._set_u64(W_SIGNAL_MASK, v))
-    global_offset = property(
-        lambda s: s._u64(W_GLOBAL_OFFSET), lambda s, v: s._set_u64(W_GLOBAL_OFFSET, v)
-    )
+    opcode = property(lambda s: OPCODE.get(s.words))
+    family = property(lambda s: FAMILY.get(s.words))
+    wait_mask = property(lambda s: WAIT_MASK.get(s.words), lambda s, v: WAIT_MASK.set(s.words, v))
+    wait_parity = property(lambda s: WAIT_PARITY.get(s.words), lambda s, v: WAIT_PARITY.set(s.words, v))
+    signal_mask = property(lambda s: SIGNAL_MASK.get(s.words), lambda s, v: SIGNAL_MASK.set(s.words, v))
+    global_offset = property(lambda s: GLOBAL_OFFSET.get(s.words), lambda s, v: GLOBAL_OFFSET.set(s.words, v))
 
     def set_family(self, opcode: int) -> None:
-        self.words[W_OPCODE] = (int(self.words[W_OPCODE]) & ~0xFF00) | (opcode << 8)
+        """Set the family opcode (of a compute instruction)."""
+        FAMILY.set(self.words, opcode)
 
     @property
     def wait_counter(self) -> int | None:
-        v = int(self.words[W_WAIT_COUNTER])
+        """The global counter the instruction waits on, or None."""
+        v = WAIT_COUNTER.get(self.words)
         return v - 1 if v else None
 
     @property
     def release_counter(self) -> int | None:
-        v = int(self.words[W_RELEASE_COUNTER])
+        """The global counter the instruction releases, or None."""
+        v = RELEASE_COUNTER.get(self.words)
         return v - 1 if v else None
 
     @property
     def uop_id(self) -> int:
-        return int(self.words[W_UOP_ID])
+        """The micro-op id (diagnostics)."""
+        return UOP_ID.get(self.words)
 
     @property
     def f0(self) -> float:
-        return float(self.words[W_F0 : W_F0 + 1].view(np.float32)[0])
+        """The f32 parameter word."""
+        return float(np.array([F0.get(self.words)], dtype=np.uint32).view(np.float32)[0])
 
     def set_f0(self, v: float) -> None:
-        self.words[W_F0 : W_F0 + 1] = np.array([v], dtype=np.float32).view(np.uint32)
+        """Store the f32 parameter word."""
+        F0.set(self.words, int(np.array([v], dtype=np.float32).view(np.uint32)[0]))
 
 
 #: bytes per element of a buffer dtype
@@ -192,11 +384,8 @@ class TensorMapSpec:
 
 def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max_box_rows: int, view: int):
     """(spec, boxes, chunk, row) of a load/store region as tensor copies, or None."""
-    b = int(words[W_BUFFER])
-    stride = int(words[W_ROW_STRIDE])
-    off = int(words[W_GLOBAL_OFFSET]) | (int(words[W_GLOBAL_OFFSET + 1]) << 32)
-    key = (b, int(words[W_ROWS]), int(words[W_ROW_BYTES]), stride, off % stride if stride else off, max_box_rows,
-           view)
+    b, rows, row_bytes, stride, off = (f.get(words) for f in (BUFFER, ROWS, ROW_BYTES, ROW_STRIDE, GLOBAL_OFFSET))
+    key = (b, rows, row_bytes, stride, off % stride if stride else off, max_box_rows, view)
     if key not in memo:
         memo[key] = _region_form(buffers[b], b, *key[1:]) if b < len(buffers) else None
     form = memo[key]
@@ -247,17 +436,19 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     """
     table: dict[TensorMapSpec, int] = {}
     memo: dict = {}
-    ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
+    ops = OPCODE.column(instrs)
     for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
         w = instrs[i]
         form = _tensor_form(w, buffers, memo, max_box_rows, view_bytes)
         if form is None:
-            w[W_TMAP : W_TVIEW + 1] = 0
+            for f in TENSOR_FIELDS:
+                f.set(w, 0)
             continue
         spec, boxes, chunk, row = form
         idx = table.setdefault(spec, len(table))
-        w[W_TMAP], w[W_TBOXES], w[W_TBOX_ROWS], w[W_TCHUNK], w[W_TROW] = idx + 1, boxes, spec.box_rows, chunk, row
-        w[W_TVIEW] = spec.elem_bytes
+        values = (idx + 1, boxes, spec.box_rows, chunk, row, spec.elem_bytes)
+        for f, v in zip(TENSOR_FIELDS, values):
+            f.set(w, v)
     return list(table)
 
 
@@ -270,13 +461,14 @@ def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
     table: dict[int, TensorMapSpec] = {}
     memo: dict = {}
     instrs = program.instrs
-    ops = instrs[:, W_OPCODE] & 0xFF if len(instrs) else np.zeros(0, np.uint32)
-    for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (instrs[:, W_TMAP] > 0))[0]:
+    ops = OPCODE.column(instrs)
+    for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (TMAP.column(instrs) > 0))[0]:
         w = instrs[i]
-        form = _tensor_form(w, program.buffers, memo, int(w[W_TBOX_ROWS]), max(int(w[W_TVIEW]), 1))
-        if form is None or form[0].box_rows != int(w[W_TBOX_ROWS]) or form[0].elem_bytes != int(w[W_TVIEW]):
-            raise ValueError(f"instruction names tensor map {int(w[W_TMAP]) - 1}, but its region has no tensor form")
-        idx = int(w[W_TMAP]) - 1
+        box_rows, view, tmap = TBOX_ROWS.get(w), TVIEW.get(w), TMAP.get(w)
+        form = _tensor_form(w, program.buffers, memo, box_rows, max(view, 1))
+        if form is None or form[0].box_rows != box_rows or form[0].elem_bytes != view:
+            raise ValueError(f"instruction names tensor map {tmap - 1}, but its region has no tensor form")
+        idx = tmap - 1
         if table.setdefault(idx, form[0]) != form[0]:
             raise ValueError(f"tensor map {idx} is named by regions of different shapes")
     if sorted(table) != list(range(len(table))):
@@ -335,22 +527,37 @@ class EncodedProgram:
         start, count = self.queues[sm][engine]
         return Instruction(self.instrs[start + pos])
 
+    @property
+    def num_engines(self) -> int:
+        """Engines (queues) per SM: those of the program's target."""
+        return get_target(self.target).num_engines
+
+    def engine_name(self, engine: int) -> str:
+        """The name of engine (queue index) ``engine`` on the program's target."""
+        return get_target(self.target).engines[engine].name
+
     # ---- binary form --------------------------------------------------
     def header(self) -> np.ndarray:
+        """The header words (:data:`HEADER_FIELDS`)."""
         h = np.zeros(HEADER_WORDS, dtype=np.uint32)
-        h[H_MAGIC], h[H_VERSION] = MAGIC, VERSION
-        h[H_NUM_SMS], h[H_NUM_ENGINES] = self.num_sms, NUM_ENGINES
-        h[H_NUM_INSTRS], h[H_NUM_COUNTERS] = len(self.instrs), self.num_counters
-        h[H_SMEM_BYTES], h[H_NUM_BUFFERS] = self.smem_bytes, len(self.buffers)
-        h[H_BITMAP_BITS] = self.bitmap_bits
+        values = {
+            HDR_MAGIC: MAGIC, HDR_VERSION: VERSION, HDR_NUM_SMS: self.num_sms,
+            HDR_NUM_ENGINES: self.num_engines, HDR_NUM_INSTRS: len(self.instrs),
+            HDR_NUM_COUNTERS: self.num_counters, HDR_SMEM_BYTES: self.smem_bytes,
+            HDR_NUM_BUFFERS: len(self.buffers), HDR_BITMAP_BITS: self.bitmap_bits,
+        }
+        for f, v in values.items():
+            f.set(h, v)
         return h
 
     def queue_table(self) -> np.ndarray:
-        """``(num_sms * 3, 2)`` uint32: start and count per (sm, engine), row sm*3+engine."""
-        t = np.zeros((self.num_sms * NUM_ENGINES, 2), dtype=np.uint32)
+        """``(num_sms * engines, QUEUE_ENTRY_WORDS)`` uint32: start and count per (sm, engine), row sm*engines+engine."""
+        t = np.zeros((self.num_sms * self.num_engines, QUEUE_ENTRY_WORDS), dtype=np.uint32)
         for sm, qs in enumerate(self.queues):
             for e, (start, count) in enumerate(qs):
-                t[sm * NUM_ENGINES + e] = (start, count)
+                row = t[sm * self.num_engines + e]
+                QUEUE_START.set(row, start)
+                QUEUE_COUNT.set(row, count)
         return t
 
     def to_bytes(self) -> bytes:
@@ -366,47 +573,46 @@ class EncodedProgram:
                    target: str = "h200") -> "EncodedProgram":
         """Inverse of :meth:`to_bytes` (buffers and names are host metadata)."""
         h = cls.parse_header(data)
-        n_sms = h["num_sms"]
-        off = HEADER_WORDS * 4
-        table = np.frombuffer(data, dtype="<u4", count=n_sms * NUM_ENGINES * 2, offset=off)
+        n_sms, n_eng = h["num_sms"], h["num_engines"]
+        off = HEADER_WORDS * WORD_BYTES
+        table = np.frombuffer(data, dtype="<u4", count=n_sms * n_eng * QUEUE_ENTRY_WORDS, offset=off)
         off += table.nbytes
         expected = off + h["num_instrs"] * INSTR_BYTES
         if len(data) != expected:
             raise ValueError(f"encoded program is {len(data)} bytes, the header says {expected}")
         instrs = np.frombuffer(data, dtype="<u4", offset=off).reshape(-1, INSTR_WORDS).copy()
-        table = table.reshape(n_sms, NUM_ENGINES, 2)
-        queues = [[(int(table[s, e, 0]), int(table[s, e, 1])) for e in range(NUM_ENGINES)] for s in range(n_sms)]
+        table = table.reshape(n_sms, n_eng, QUEUE_ENTRY_WORDS)
+        queues = [[(QUEUE_START.get(table[s, e]), QUEUE_COUNT.get(table[s, e])) for e in range(n_eng)]
+                  for s in range(n_sms)]
         for s in range(n_sms):
-            for e in range(NUM_ENGINES):
+            for e in range(n_eng):
                 start, count = queues[s][e]
                 if start + count > h["num_instrs"]:
                     raise ValueError(f"queue (SM {s}, engine {e}) runs past the instructions")
-        return cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
-                   queues, dict(uop_names or {}), target)
+        program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
+                      queues, dict(uop_names or {}), target)
+        if n_eng != program.num_engines:
+            raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
+        return program
 
     @staticmethod
     def parse_header(data: bytes) -> dict:
-        if len(data) < HEADER_WORDS * 4:
+        """The header's fields by name (:data:`HEADER_FIELDS`); ValueError for a bad magic or version."""
+        if len(data) < HEADER_WORDS * WORD_BYTES:
             raise ValueError("encoded program is shorter than its header")
-        words = struct.unpack_from("<16I", data)
-        if words[H_MAGIC] != MAGIC:
+        words = np.frombuffer(data, dtype="<u4", count=HEADER_WORDS)
+        h = {f.name: f.get(words) for f in HEADER_FIELDS}
+        if h["magic"] != MAGIC:
             raise ValueError("not an encoded vdir program (bad magic)")
-        if words[H_VERSION] != VERSION:
-            raise ValueError(f"encoded program version {words[H_VERSION]}, expected {VERSION}")
-        return {
-            "num_sms": words[H_NUM_SMS],
-            "num_instrs": words[H_NUM_INSTRS],
-            "num_counters": words[H_NUM_COUNTERS],
-            "smem_bytes": words[H_SMEM_BYTES],
-            "num_buffers": words[H_NUM_BUFFERS],
-            "bitmap_bits": words[H_BITMAP_BITS],
-        }
+        if h["version"] != VERSION:
+            raise ValueError(f"encoded program version {h['version']}, expected {VERSION}")
+        return h
 
     def describe(self, sm: int, engine: int, pos: int) -> str:
         """A readable name for a queue position, for error messages."""
         ins = self.instruction(sm, engine, pos)
         name = self.uop_names.get(ins.uop_id, f"micro-op #{ins.uop_id}")
-        eng = ("load", "compute", "store")[engine]
+        eng = self.engine_name(engine)
         return f"{name} (SM {sm}, {eng} engine, queue position {pos})"
 
 
@@ -449,7 +655,7 @@ def _sync_text(ins: Instruction) -> str:
         parity = ins.wait_parity
         parts.append("wait(" + ", ".join(f"b{b}={parity >> b & 1}" for b in waits) + ")")
     if ins.wait_counter is not None:
-        parts.append(f"wait(c{ins.wait_counter}>={int(ins.words[W_WAIT_COUNT])}*epoch)")
+        parts.append(f"wait(c{ins.wait_counter}>={ins.get(WAIT_COUNT)}*epoch)")
     signals = _bits(ins.signal_mask)
     if signals:
         parts.append("signal(" + ", ".join(f"b{b}" for b in signals) + ")")
@@ -459,26 +665,27 @@ def _sync_text(ins: Instruction) -> str:
 
 
 def _body_text(ins: Instruction, program: EncodedProgram) -> str:
-    w = ins.words
+    g = ins.get
     if ins.opcode in (OP_LOAD, OP_STORE):
-        buf = program.buffers[int(w[W_BUFFER])].name if int(w[W_BUFFER]) < len(program.buffers) else f"#{int(w[W_BUFFER])}"
-        region = f"@{buf}+{ins.global_offset} [{int(w[W_ROWS])} x {int(w[W_ROW_BYTES])}B, stride {int(w[W_ROW_STRIDE])}]"
-        smem = f"smem[{int(w[W_SMEM])}]"
+        b = g(BUFFER)
+        buf = program.buffers[b].name if b < len(program.buffers) else f"#{b}"
+        region = f"@{buf}+{ins.global_offset} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
+        smem = f"smem[{g(SMEM)}]"
         text = f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
-        if int(w[W_TMAP]):
-            boxes = f" x{int(w[W_TBOXES])}" if int(w[W_TBOXES]) > 1 else ""
-            text += f" tmap{int(w[W_TMAP]) - 1}({int(w[W_TROW])}, {int(w[W_TCHUNK])}){boxes}"
+        if g(TMAP):
+            boxes = f" x{g(TBOXES)}" if g(TBOXES) > 1 else ""
+            text += f" tmap{g(TMAP) - 1}({g(TROW)}, {g(TCHUNK)}){boxes}"
         return text
     if ins.opcode == OP_COMPUTE:
         from vdir.families import FAMILY_BY_OPCODE
 
         fam = FAMILY_BY_OPCODE.get(ins.family)
         name = fam.name if fam else f"family#{ins.family}"
-        n = int(w[W_NUM_INPUTS])
-        ins_text = ", ".join(f"smem[{int(w[W_IN_SMEM + i])}]" for i in range(n))
-        params = f" p=({int(w[W_P0])}, {int(w[W_P1])}, {int(w[W_P2])})"
+        n = g(NUM_INPUTS)
+        ins_text = ", ".join(f"smem[{g(f)}]" for f in IN_SMEM[:n])
+        params = f" p=({g(P0)}, {g(P1)}, {g(P2)})"
         eps = f" f0={ins.f0:g}" if ins.f0 else ""
-        return f"{name}({ins_text}) -> smem[{int(w[W_OUT_SMEM])}]{params}{eps}"
+        return f"{name}({ins_text}) -> smem[{g(OUT_SMEM)}]{params}{eps}"
     return "nop"
 
 
@@ -500,7 +707,7 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
         box = " x ".join(str(d) for d in reversed(m.box_dims))
         lines.append(f"// tensor map {i}: {program.buffers[m.buffer].name} as {dims} of {m.elem_bytes} B, box {box}")
     for sm in range(program.num_sms):
-        for e, engine in enumerate(("load", "compute", "store")):
+        for e, engine in enumerate(get_target(program.target).engine_names):
             start, count = program.queues[sm][e]
             if not count:
                 continue

@@ -1,31 +1,53 @@
 """Target descriptions: the device facts the compiler reads.
 
 No pass hard-codes a device. Every number a pass needs (how many SMs, how much
-shared memory a CTA may use, which engines an SM has and what each can run)
-comes from a :class:`TargetDescription`, looked up by name with
-:func:`get_target`.
+shared memory a CTA may use, which engines an SM has, in which queue order,
+and what each can run) comes from a :class:`TargetDescription`, looked up by
+name with :func:`get_target`. The engine kinds (:class:`EngineKind`) and each
+target's engines (:class:`EngineSpec`) are defined here only; the dialect, the
+passes, the encoding, the simulator and the kernel read them from here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum, auto
+
+
+class EngineKind(StrEnum):
+    """The names of the engine kinds an SM can have (``on load`` in the IR).
+
+    Which of them a target has, in which queue order, and what each runs,
+    comes from its :attr:`TargetDescription.engines`.
+    """
+
+    LOAD = auto()
+    COMPUTE = auto()
+    STORE = auto()
 
 from vdir.diagnostics import VdirError
 
 
 @dataclass(frozen=True)
-class EngineKind:
-    """A kind of virtual engine on one SM.
+class EngineSpec:
+    """One virtual engine of an SM: one instruction queue.
 
     ``runs`` names the micro-op classes (``load``, ``compute``, ``store``) the
     engine can execute; ``reads_tiles`` says whether it can consume on-chip
-    tiles (a load engine reads only global memory).
+    tiles (a load engine reads only global memory); ``pipelined`` says
+    whether it may start a micro-op before the previous one completed
+    (completions stay in queue order).
     """
 
-    name: str
-    count: int
+    kind: EngineKind
     runs: frozenset[str]
     reads_tiles: bool
+    pipelined: bool = False
+
+    @property
+    def name(self) -> str:
+        """The engine's name (its kind)."""
+        return self.kind.value
 
 
 @dataclass(frozen=True)
@@ -36,7 +58,9 @@ class TargetDescription:
     arch: str
     num_sms: int
     smem_per_block: int
-    engines: tuple[EngineKind, ...]
+    #: one spec per engine of an SM, in queue order: the position is the
+    #: engine index of the encoding, the queue table and the kernel
+    engines: tuple[EngineSpec, ...]
     smem_alignment: int = 128
     dependency_bits: int = 64
     ptx_version: str = "8.0"
@@ -46,12 +70,29 @@ class TargetDescription:
     description: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
-    def engine(self, name: str) -> EngineKind | None:
-        """The engine kind called ``name``, or None."""
-        for kind in self.engines:
-            if kind.name == name:
-                return kind
+    def engine(self, name: str) -> EngineSpec | None:
+        """The engine called ``name``, or None."""
+        for spec in self.engines:
+            if spec.name == name:
+                return spec
         return None
+
+    @property
+    def num_engines(self) -> int:
+        """Engines (instruction queues) per SM."""
+        return len(self.engines)
+
+    @property
+    def engine_names(self) -> tuple[str, ...]:
+        """The engines' names in queue order."""
+        return tuple(spec.name for spec in self.engines)
+
+    def engine_index(self, name: str) -> int:
+        """The queue index of the engine called ``name`` (KeyError if the target has none)."""
+        for i, spec in enumerate(self.engines):
+            if spec.name == name:
+                return i
+        raise KeyError(f"target '{self.name}' has no '{name}' engine")
 
     def with_sms(self, num_sms: int) -> "TargetDescription":
         """The same target restricted to ``num_sms`` SMs."""
@@ -59,13 +100,10 @@ class TargetDescription:
 
 
 _HOPPER_ENGINES = (
-    EngineKind("load", 1, frozenset({"load"}), reads_tiles=False),
-    EngineKind("compute", 1, frozenset({"compute"}), reads_tiles=True),
-    EngineKind("store", 1, frozenset({"store"}), reads_tiles=True),
+    EngineSpec(EngineKind.LOAD, frozenset({"load"}), reads_tiles=False, pipelined=True),
+    EngineSpec(EngineKind.COMPUTE, frozenset({"compute"}), reads_tiles=True),
+    EngineSpec(EngineKind.STORE, frozenset({"store"}), reads_tiles=True),
 )
-
-#: Engine order is the engine index used by the encoding and the kernel.
-ENGINE_INDEX = {"load": 0, "compute": 1, "store": 2}
 
 TARGETS: dict[str, TargetDescription] = {
     "h200": TargetDescription(

@@ -23,7 +23,7 @@ from test_examples_ptx import _nvjitlink, assemble_nvjitlink, assemble_ptxas
 from xdsl.ir import SSAValue
 
 from vdir import isa
-from vdir.device_runtime.executable import compile_module
+from vdir.compiler import compile_module
 from vdir.device_runtime.sim import simulate
 from vdir.families import (
     FAMILIES,

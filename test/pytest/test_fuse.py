@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 
 from vdir.dialects.vdir import VDIR, ComputeOp, LoadOp, ProgramOp, TileType
 from vdir.families import TileSig
-from vdir.target import TARGETS, EngineKind, get_target
+from vdir.target import TARGETS, get_target
 from vdir.tools.common import parse_text, verify_module
 from vdir.transforms import cost_model as cm
 from vdir.transforms.fuse import FusePass
@@ -243,7 +243,7 @@ def test_different_engine_kinds_do_not_fuse(monkeypatch: pytest.MonkeyPatch) -> 
     """On a target whose store engine can also compute, a gemv there stays apart."""
     h200 = get_target("h200")
     engines = tuple(
-        EngineKind(k.name, k.count, k.runs | {"compute"}, k.reads_tiles) if k.name == "store" else k
+        replace(k, runs=k.runs | {"compute"}) if k.name == "store" else k
         for k in h200.engines
     )
     monkeypatch.setitem(TARGETS, "dual", replace(h200, name="dual", engines=engines))

@@ -25,6 +25,7 @@ from vdir.device_runtime.sim import (
 )
 from vdir.families import DTYPE_BYTES, FAMILIES
 from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.target import EngineKind, get_target
 
 # ---------------------------------------------------------------------------
 # Hand-written queues: ProgramAssembler with buffers by name and bit parities
@@ -320,7 +321,7 @@ def test_unsatisfiable_wait_is_a_deadlock_naming_the_stuck_micro_op():
 
 def test_unreachable_counter_is_a_deadlock_naming_counter_and_count():
     b = cross_sm_program()
-    b.nop(1, isa.ENGINE_STORE, name="late nop", wait_counter=(0, 2))
+    b.nop(1, b.asm.store_engine, name="late nop", wait_counter=(0, 2))
     with pytest.raises(SimDeadlockError) as err:
         simulate(b.build(), [*gemv_inputs(), *(np.zeros((1, R), bfloat16) for _ in range(3))])
     assert "late nop" in str(err.value) and "counter 0 >= 2 (is 1)" in str(err.value)
@@ -413,8 +414,8 @@ def test_malformed_programs_are_rejected_with_the_micro_op_named():
     with pytest.raises(SimProgramError, match="misaligned.*multiple of 128"):
         simulate(b.build(), [np.zeros((1, K), bfloat16)])
     program = gemv_program().build()
-    program.queues[0][isa.ENGINE_LOAD], program.queues[0][isa.ENGINE_STORE] = (
-        program.queues[0][isa.ENGINE_STORE], program.queues[0][isa.ENGINE_LOAD])
+    load, store = (get_target().engine_index(k) for k in (EngineKind.LOAD, EngineKind.STORE))
+    program.queues[0][load], program.queues[0][store] = program.queues[0][store], program.queues[0][load]
     with pytest.raises(SimProgramError, match="cannot run on the load engine"):
         simulate(program, [*gemv_inputs(), np.zeros((1, R), bfloat16)])
 

@@ -13,7 +13,7 @@ from vdir.transforms.pipeline import compile_to_encoded
 
 
 def memory_instrs(prog: isa.EncodedProgram) -> np.ndarray:
-    ops = prog.instrs[:, isa.W_OPCODE] & 0xFF
+    ops = isa.OPCODE.column(prog.instrs)
     return prog.instrs[(ops == isa.OP_LOAD) | (ops == isa.OP_STORE)]
 
 
@@ -31,7 +31,7 @@ def test_pipeline_gives_every_mlp_region_a_tensor_form():
         assert spec.box_chunks * spec.width * e == int(w[isa.W_ROW_BYTES])
         assert int(w[isa.W_TBOXES]) * int(w[isa.W_TBOX_ROWS]) == int(w[isa.W_ROWS])
         assert max(spec.box_dims) <= isa.TMA_BOX_MAX
-        off = int(w[isa.W_GLOBAL_OFFSET]) | int(w[isa.W_GLOBAL_OFFSET + 1]) << 32
+        off = isa.GLOBAL_OFFSET.get(w)
         assert off == int(w[isa.W_TROW]) * spec.global_strides[1] + int(w[isa.W_TCHUNK]) * spec.global_strides[0]
         assert spec.global_strides[1] == int(w[isa.W_ROW_STRIDE])
 

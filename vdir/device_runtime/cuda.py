@@ -30,7 +30,6 @@ from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription, get_target
 
 DEFAULT_WATCHDOG_MS = 1000.0
-ENGINE_NAMES = ("load", "compute", "store")
 
 
 def _driver():
@@ -363,11 +362,13 @@ def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: fl
     try:
         who = program.describe(sm, eng, pos)
     except Exception:  # noqa: BLE001
-        who = f"micro-op #{int(rec[L.E_UOP])} (SM {sm}, {ENGINE_NAMES[eng % 3]} engine, queue position {pos})"
+        names = get_target(program.target).engine_names
+        engine = names[eng] if eng < len(names) else f"#{eng}"
+        who = f"micro-op #{int(rec[L.E_UOP])} (SM {sm}, {engine} engine, queue position {pos})"
     if code == L.ERR_WATCHDOG:
-        mask = int(rec[L.E_WAIT_MASK]) | (int(rec[L.E_WAIT_MASK + 1]) << 32)
-        par = int(rec[L.E_WAIT_PARITY]) | (int(rec[L.E_WAIT_PARITY + 1]) << 32)
-        bm = int(rec[L.E_BITMAP]) | (int(rec[L.E_BITMAP + 1]) << 32)
+        mask = isa.join_u64(rec[L.E_WAIT_MASK], rec[L.E_WAIT_MASK + 1])
+        par = isa.join_u64(rec[L.E_WAIT_PARITY], rec[L.E_WAIT_PARITY + 1])
+        bm = isa.join_u64(rec[L.E_BITMAP], rec[L.E_BITMAP + 1])
         msg = (f"watchdog: {who} waited > {watchdog_ms:g} ms on bits {mask:#x} "
                f"(want {par & mask:#x}, bitmap {bm:#x})")
         ctr = int(rec[L.E_COUNTER])

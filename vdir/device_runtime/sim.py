@@ -2,9 +2,10 @@
 
 The simulator runs the micro-op ISA of :mod:`vdir.isa` with the semantics of
 ``docs/isa.md``: per SM a shared-memory byte array and a 64-bit dependency
-bitmap, u32 global counters with epoch semantics, and three in-order engines
-(load, compute, store). The load engine keeps several loads in flight and
-completes them in queue order. Compute micro-ops run the numpy semantics of
+bitmap, u32 global counters with epoch semantics, and the in-order engines
+of the program's target (``TargetDescription.engines``: load, compute,
+store). The load engine keeps several loads in flight and completes them in
+queue order. Compute micro-ops run the numpy semantics of
 their family (:meth:`vdir.families.Family.run`) on whole tiles decoded from
 the shared-memory bytes.
 
@@ -32,6 +33,7 @@ exported in Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import json
 import math
@@ -52,12 +54,11 @@ from vdir.device_runtime.platform import (
     PlatformError,
 )
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
-from vdir.target import TargetDescription, get_target
+from vdir.target import EngineKind, TargetDescription, get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
 
-ENGINE_NAMES = ("load", "compute", "store")
 #: Element sizes of tile dtypes; "u8" is the raw byte tile of a load or store.
 _ELEMENT_BYTES = {**DTYPE_BYTES, "u8": 1}
 
@@ -148,15 +149,14 @@ class Op:
 
     def __init__(self, pos: int, words: list[int]):
         self.pos = pos
-        self.opcode = words[isa.W_OPCODE] & 0xFF
-        self.uop_id = words[isa.W_UOP_ID]
-        self.wait_mask = words[isa.W_WAIT_MASK] | (words[isa.W_WAIT_MASK + 1] << 32)
-        self.wait_parity = words[isa.W_WAIT_PARITY] | (words[isa.W_WAIT_PARITY + 1] << 32)
-        self.wait_parity &= self.wait_mask
-        self.signal_mask = words[isa.W_SIGNAL_MASK] | (words[isa.W_SIGNAL_MASK + 1] << 32)
-        self.wait_counter = words[isa.W_WAIT_COUNTER] - 1  # -1: none
-        self.wait_count = words[isa.W_WAIT_COUNT]
-        self.release_counter = words[isa.W_RELEASE_COUNTER] - 1
+        self.opcode = isa.OPCODE.get(words)
+        self.uop_id = isa.UOP_ID.get(words)
+        self.wait_mask = isa.WAIT_MASK.get(words)
+        self.wait_parity = isa.WAIT_PARITY.get(words) & self.wait_mask
+        self.signal_mask = isa.SIGNAL_MASK.get(words)
+        self.wait_counter = isa.WAIT_COUNTER.get(words) - 1  # -1: none
+        self.wait_count = isa.WAIT_COUNT.get(words)
+        self.release_counter = isa.RELEASE_COUNTER.get(words) - 1
         self.buffer = -1
         self.region = self.tile = self.family = self.out = None
         self.inputs: tuple[TileRef, ...] = ()
@@ -175,25 +175,24 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
     (:meth:`~vdir.families.Family.decode_operands`). A ``FamilyError``
     (a ``ValueError``) says when they do not fit the family.
     """
-    fam_code = (words[isa.W_OPCODE] >> 8) & 0xFF
+    fam_code = isa.FAMILY.get(words)
     family = family_by_opcode(fam_code)
     if family is None:
         raise ValueError(f"unknown family opcode {fam_code}")
     sig = family.decode_operands(ParamWords.read(words))
-    count = words[isa.W_NUM_INPUTS]
+    count = isa.NUM_INPUTS.get(words)
     if count != len(sig.inputs):
         raise ValueError(f"family '{family.name}' here takes {len(sig.inputs)} inputs, the instruction has {count}")
-    inputs = tuple(TileRef(words[isa.W_IN_SMEM + i], t.shape, t.dtype) for i, t in enumerate(sig.inputs))
+    inputs = tuple(TileRef(field.get(words), t.shape, t.dtype) for field, t in zip(isa.IN_SMEM, sig.inputs))
     params = dict(sig.params)
     family.check(list(sig.inputs), params, sig.result)
-    return family, inputs, TileRef(words[isa.W_OUT_SMEM], sig.result.shape, sig.result.dtype), params
+    return family, inputs, TileRef(isa.OUT_SMEM.get(words), sig.result.shape, sig.result.dtype), params
 
 
-_ENGINE_OPCODES = {
-    isa.ENGINE_LOAD: (isa.OP_NOP, isa.OP_LOAD),
-    isa.ENGINE_COMPUTE: (isa.OP_NOP, isa.OP_COMPUTE),
-    isa.ENGINE_STORE: (isa.OP_NOP, isa.OP_STORE),
-}
+@functools.cache
+def _engine_opcodes(target: TargetDescription, engine: int) -> frozenset[int]:
+    """The opcodes engine ``engine`` of ``target`` executes: nops and the classes it runs."""
+    return frozenset({isa.OP_NOP} | {isa.OPCODE_OF_CLASS[c] for c in target.engines[engine].runs})
 
 
 @dataclass
@@ -241,11 +240,16 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
     ops: list[list[list[Op]]] = []
     for sm in range(program.num_sms):
         sm_ops = []
-        for engine in range(isa.NUM_ENGINES):
+        if len(program.queues[sm]) != target.num_engines:
+            raise SimProgramError(
+                f"SM {sm} has {len(program.queues[sm])} queues, target '{target.name}' has "
+                f"{target.num_engines} engines"
+            )
+        for engine in range(target.num_engines):
             start, count = program.queues[sm][engine]
             if start + count > len(words):
                 raise SimProgramError(
-                    f"SM {sm} {ENGINE_NAMES[engine]} queue runs past the instruction array"
+                    f"SM {sm} {target.engines[engine].name} queue runs past the instruction array"
                 )
             queue = []
             for pos in range(count):
@@ -270,9 +274,9 @@ def _decode_op(
 ) -> Op:
     """Decode and validate one instruction (ValueError with the reason on failure)."""
     op = Op(pos, words)
-    if op.opcode not in _ENGINE_OPCODES[engine]:
+    if op.opcode not in _engine_opcodes(target, engine):
         name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
-        raise ValueError(f"a {name} instruction cannot run on the {ENGINE_NAMES[engine]} engine")
+        raise ValueError(f"a {name} instruction cannot run on the {target.engines[engine].name} engine")
     if (op.wait_mask | op.signal_mask) >> program.bitmap_bits:
         raise ValueError(f"uses dependency bits beyond the {program.bitmap_bits}-bit bitmap")
     for counter in (op.wait_counter, op.release_counter):
@@ -295,11 +299,11 @@ def _decode_op(
 
 def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buffer_bytes: list[int]) -> None:
     """Fill the buffer, global region and shared-memory tile of a load or store."""
-    op.buffer = words[isa.W_BUFFER]
+    op.buffer = isa.BUFFER.get(words)
     if op.buffer >= len(program.buffers):
         raise ValueError(f"buffer index {op.buffer} is out of range ({len(program.buffers)} buffers)")
-    offset = words[isa.W_GLOBAL_OFFSET] | (words[isa.W_GLOBAL_OFFSET + 1] << 32)
-    op.region = Region(offset, words[isa.W_ROWS], words[isa.W_ROW_BYTES], words[isa.W_ROW_STRIDE])
+    offset = isa.GLOBAL_OFFSET.get(words)
+    op.region = Region(offset, isa.ROWS.get(words), isa.ROW_BYTES.get(words), isa.ROW_STRIDE.get(words))
     name = program.buffers[op.buffer].name
     if op.region.rows > 1 and op.region.stride < op.region.row_bytes:
         raise ValueError(f"rows of {op.region.row_bytes} bytes overlap with a stride of {op.region.stride}")
@@ -307,7 +311,7 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
         raise ValueError(
             f"region [{offset}, {op.region.end}) is outside buffer '{name}' ({buffer_bytes[op.buffer]} bytes)"
         )
-    op.tile = TileRef(words[isa.W_SMEM], (op.region.rows, op.region.row_bytes), "u8")
+    op.tile = TileRef(isa.SMEM.get(words), (op.region.rows, op.region.row_bytes), "u8")
     _check_tile(op.tile, program.smem_bytes)
 
 
@@ -322,12 +326,12 @@ def _check_tile(tile: TileRef, smem_bytes: int) -> None:
 
 def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
     """Buffers some store writes → the largest granule dividing every access to them."""
-    written = {op.buffer for sm in ops for op in sm[isa.ENGINE_STORE] if op.opcode == isa.OP_STORE}
+    written = {op.buffer for sm in ops for queue in sm for op in queue if op.opcode == isa.OP_STORE}
     granule = {b: buffer_bytes[b] for b in written}
     for sm in ops:
-        for queue in (sm[isa.ENGINE_LOAD], sm[isa.ENGINE_STORE]):
+        for queue in sm:
             for op in queue:
-                if op.buffer in granule and op.region.rows:
+                if op.opcode in (isa.OP_LOAD, isa.OP_STORE) and op.buffer in granule and op.region.rows:
                     r = op.region
                     g = math.gcd(granule[op.buffer], r.offset, r.row_bytes)
                     granule[op.buffer] = math.gcd(g, r.stride) if r.rows > 1 else g
@@ -372,16 +376,17 @@ class SimTrace:
     def to_json(self) -> dict[str, Any]:
         """Chrome/Perfetto trace: one process per SM, one thread per engine."""
         names = self.program.uop_names
+        names_of_engines = get_target(self.program.target).engine_names
         out: list[dict[str, Any]] = []
         for sm in range(self.program.num_sms):
             out.append({"ph": "M", "name": "process_name", "pid": sm, "tid": 0, "args": {"name": f"SM {sm}"}})
             out.append({"ph": "M", "name": "process_sort_index", "pid": sm, "tid": 0, "args": {"sort_index": sm}})
-            for engine, label in enumerate(ENGINE_NAMES):
+            for engine, label in enumerate(names_of_engines):
                 out.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": engine, "args": {"name": label}})
         for sm, engine, uop, start, dur in self.events:
             out.append({
                 "ph": "X", "pid": sm, "tid": engine, "ts": round(start, 4), "dur": round(dur, 4),
-                "name": names.get(uop, f"micro-op #{uop}"), "cat": ENGINE_NAMES[engine],
+                "name": names.get(uop, f"micro-op #{uop}"), "cat": names_of_engines[engine],
             })
         return {"traceEvents": out, "displayTimeUnit": "ns"}
 
@@ -404,20 +409,20 @@ class SmemTracker:
     reads, so older accesses are covered transitively.
     """
 
-    def __init__(self, smem_bytes: int):
+    def __init__(self, smem_bytes: int, num_engines: int):
         blocks = -(-smem_bytes // SMEM_BLOCK)
-        self.written = np.full((isa.NUM_ENGINES, blocks), -1, dtype=np.int64)
-        self.read = np.full((isa.NUM_ENGINES, blocks), -1, dtype=np.int64)
+        self.written = np.full((num_engines, blocks), -1, dtype=np.int64)
+        self.read = np.full((num_engines, blocks), -1, dtype=np.int64)
 
     def unordered_writer(self, tile: TileRef, own: np.ndarray) -> tuple[int, int] | None:
-        """(engine, pos) of a write to ``tile`` that ``own`` (3 local clock entries) misses.
+        """(engine, pos) of a write to ``tile`` that ``own`` (the SM's local clock entries) misses.
 
         ``(-1, -1)`` when every write is ordered but some block was never written.
         """
         b0, b1 = tile.blocks
         last = self.written[:, b0:b1]
         latest = last.max(axis=1)
-        for engine in range(isa.NUM_ENGINES):
+        for engine in range(len(latest)):
             if latest[engine] >= 0 and own[engine] <= latest[engine]:
                 return engine, int(latest[engine])
         return (-1, -1) if last.max(axis=0).min() < 0 else None
@@ -427,7 +432,7 @@ class SmemTracker:
         b0, b1 = tile.blocks
         for kind, table in (("read", self.read), ("write", self.written)):
             latest = table[:, b0:b1].max(axis=1)
-            for engine in range(isa.NUM_ENGINES):
+            for engine in range(len(latest)):
                 if latest[engine] >= 0 and own[engine] <= latest[engine]:
                     return kind, engine, int(latest[engine])
         return None
@@ -485,18 +490,22 @@ class Simulation:
         self.load_window = max(int(load_window), 1)
         self.check_races = check_races
         n = prog.num_sms
-        self.num_engines = n * isa.NUM_ENGINES
+        #: engines per SM (E); global engine g is engine g % E of SM g // E
+        self.per_sm = E = decoded.target.num_engines
+        #: the pipelined engine, which keeps up to load_window loads in flight
+        self.load_engine = decoded.target.engine_index(EngineKind.LOAD)
+        self.num_engines = n * E
         self.smem = [np.zeros(prog.smem_bytes, dtype=np.uint8) for _ in range(n)]
         self.bitmap = [0] * n
         self.head = [0] * self.num_engines
         self.in_flight: list[deque] = [deque() for _ in range(n)]
-        self.queues = [decoded.ops[g // 3][g % 3] for g in range(self.num_engines)]
+        self.queues = [decoded.ops[g // E][g % E] for g in range(self.num_engines)]
         # vector clocks: row g is what engine g's next micro-op knows
         self.clock = np.zeros((self.num_engines, self.num_engines), dtype=np.int64)
         self.load_done_clock = np.zeros((n, self.num_engines), dtype=np.int64)
         self.bit_clock: dict[tuple[int, int], np.ndarray] = {}
         self.counter_clock = np.zeros((prog.num_counters, self.num_engines), dtype=np.int64)
-        self.smem_track = [SmemTracker(prog.smem_bytes) for _ in range(n)] if check_races else []
+        self.smem_track = [SmemTracker(prog.smem_bytes, E) for _ in range(n)] if check_races else []
         self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
         self.global_track = {
             b: GlobalTracker(decoded.buffer_bytes[b], g, n) for b, g in decoded.tracked.items()
@@ -508,7 +517,7 @@ class Simulation:
         self.counter_base = [int(c) for c in counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
         self.events: list[tuple[int, int, int, float, float]] = []
-        # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//3's oldest load
+        # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//E's oldest load
         self.ready: list[int] = []
         self.ready_index: dict[int, int] = {}
         # per counter, a heap of (value the waiter needs, engine): a release wakes only
@@ -566,8 +575,8 @@ class Simulation:
         if pos >= len(queue):
             return False
         op = queue[pos]
-        sm = g // 3
-        if g % 3 == isa.ENGINE_LOAD and len(self.in_flight[sm]) >= self.load_window:
+        sm, engine = divmod(g, self.per_sm)
+        if engine == self.load_engine and len(self.in_flight[sm]) >= self.load_window:
             return False
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             return False
@@ -575,10 +584,10 @@ class Simulation:
 
     # ---- micro-op execution -------------------------------------------
     def _start(self, g: int) -> None:
-        sm, engine = divmod(g, 3)
+        sm, engine = divmod(g, self.per_sm)
         op = self.queues[g][self.head[g]]
         start = max(self.engine_free[g], self._pass_waits(g, sm, op))
-        if engine == isa.ENGINE_LOAD:  # a nop here is a load of nothing: it completes in order
+        if engine == self.load_engine:  # a nop here is a load of nothing: it completes in order
             self._issue_load(g, sm, op, start)
         else:
             if op.opcode == isa.OP_COMPUTE:
@@ -627,7 +636,7 @@ class Simulation:
                     np.maximum(self.bit_clock[key], clock, out=self.bit_clock[key])
                 else:
                     self.bit_clock[key] = clock.copy()
-            for other in range(3 * sm, 3 * sm + 3):  # engines whose next wait involves these bits
+            for other in range(self.per_sm * sm, self.per_sm * (sm + 1)):  # engines whose next wait involves these bits
                 queue, pos = self.queues[other], self.head[other]
                 if other == g or (pos < len(queue) and queue[pos].wait_mask & op.signal_mask):
                     self._update_start(other)
@@ -644,7 +653,7 @@ class Simulation:
         if self.check_races and op.opcode == isa.OP_LOAD:
             self._check_global_read(g, sm, op)
             self._check_smem_write(g, sm, op, op.tile)
-            self.smem_track[sm].record(self.smem_track[sm].written, op.tile, isa.ENGINE_LOAD, op.pos)
+            self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
         ends = self.load_ends[sm]
         if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
             start = max(start, ends[op.pos - self.load_window])
@@ -653,7 +662,7 @@ class Simulation:
         self._set_ready(2 * g + 1, True)
 
     def _complete_load(self, g: int) -> None:
-        sm = g // 3
+        sm = g // self.per_sm
         op, start_clock, start = self.in_flight[sm].popleft()
         if not self.in_flight[sm]:
             self._set_ready(2 * g + 1, False)
@@ -667,7 +676,7 @@ class Simulation:
         # bytes land after the latency, one load after the other at the SM's bandwidth share
         previous = self.load_ends[sm][-1] if self.load_ends[sm] else 0.0
         end = max(start + op.latency_us, previous) + op.busy_us
-        self.events.append((sm, isa.ENGINE_LOAD, op.uop_id, start, end - start))
+        self.events.append((sm, self.load_engine, op.uop_id, start, end - start))
         self.load_ends[sm].append(end)
         self._complete(g, sm, op, done, end)
         self._update_start(g)  # a window slot is free again
@@ -679,8 +688,8 @@ class Simulation:
             self._check_smem_write(g, sm, op, op.out)
             track = self.smem_track[sm]
             for tile in op.inputs:
-                track.record(track.read, tile, isa.ENGINE_COMPUTE, op.pos)
-            track.record(track.written, op.out, isa.ENGINE_COMPUTE, op.pos)
+                track.record(track.read, tile, g % self.per_sm, op.pos)
+            track.record(track.written, op.out, g % self.per_sm, op.pos)
         smem = self.smem[sm]
         args = [self._tile(smem, t) for t in op.inputs]
         result = op.family.run(args, op.params, op.out.dtype)
@@ -695,16 +704,20 @@ class Simulation:
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
             self._check_global_write(g, sm, op)
-            self.smem_track[sm].record(self.smem_track[sm].read, op.tile, isa.ENGINE_STORE, op.pos)
+            self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
         src = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
         _global_view(self.buffers[op.buffer], op.region)[...] = src.reshape(op.region.rows, op.region.row_bytes)
 
     # ---- race checks ----------------------------------------------------
     def _name(self, g: int, pos: int) -> str:
-        return self.decoded.describe(g // 3, g % 3, pos)
+        return self.decoded.describe(*divmod(g, self.per_sm), pos)
+
+    def _sm_clock(self, g: int, sm: int) -> np.ndarray:
+        """The entries of engine ``g``'s clock for the engines of SM ``sm``."""
+        return self.clock[g, self.per_sm * sm : self.per_sm * (sm + 1)]
 
     def _check_smem_read(self, g: int, sm: int, op: Op, tile: TileRef) -> None:
-        own = self.clock[g, 3 * sm : 3 * sm + 3]
+        own = self._sm_clock(g, sm)
         hit = self.smem_track[sm].unordered_writer(tile, own)
         if hit is None:
             return
@@ -714,20 +727,20 @@ class Simulation:
             return
         where = f"shared memory [{tile.smem}, {tile.smem + tile.nbytes}) of SM {sm}"
         reader = self._name(g, op.pos)
-        writer = self._name(3 * sm + hit[0], hit[1])
+        writer = self._name(self.per_sm * sm + hit[0], hit[1])
         raise SimRaceError(
             f"race on {where}: {reader} reads the tile written by {writer}, "
             "but no dependency orders the read after that write completes"
         )
 
     def _check_smem_write(self, g: int, sm: int, op: Op, tile: TileRef) -> None:
-        own = self.clock[g, 3 * sm : 3 * sm + 3]
+        own = self._sm_clock(g, sm)
         hit = self.smem_track[sm].unordered_access(tile, own)
         if hit is None:
             return
         kind, engine, pos = hit
         where = f"shared memory [{tile.smem}, {tile.smem + tile.nbytes}) of SM {sm}"
-        writer, other = self._name(g, op.pos), self._name(3 * sm + engine, pos)
+        writer, other = self._name(g, op.pos), self._name(self.per_sm * sm + engine, pos)
         if kind == "read":
             raise SimRaceError(
                 f"race on {where}: {writer} writes the slot that {other} reads, but no dependency "
@@ -764,13 +777,13 @@ class Simulation:
             )
         if track.readers is not None:
             latest = track.view(track.readers, op.region).reshape(track.readers.shape[0], -1).max(axis=1)
-            known = self.clock[g, isa.ENGINE_LOAD :: 3]
+            known = self.clock[g, self.load_engine :: self.per_sm]
             late = np.nonzero((latest >= 0) & (known <= latest))[0]
             if late.size:
                 reader_sm = int(late[0])
                 raise SimRaceError(
                     f"race on buffer '{name}': {self._name(g, op.pos)} overwrites bytes that "
-                    f"{self._name(3 * reader_sm, int(latest[reader_sm]))} still reads, "
+                    f"{self._name(self.per_sm * reader_sm + self.load_engine, int(latest[reader_sm]))} still reads, "
                     "with no dependency ordering the store after that load"
                 )
         engines[...] = g
@@ -800,7 +813,7 @@ class Simulation:
         return "deadlock: no engine can make progress: " + "; ".join(shown) + more
 
     def _waiting_on(self, g: int, op: Op) -> str:
-        sm = g // 3
+        sm = g // self.per_sm
         reasons = []
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             wrong = (self.bitmap[sm] ^ op.wait_parity) & op.wait_mask

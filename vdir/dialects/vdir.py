@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from enum import auto
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -65,10 +64,10 @@ from xdsl.printer import Printer
 from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
+from vdir.isa import MAX_INPUTS
 from vdir.families import DTYPE_BYTES, FamilyError, TileSig, get_family
-from vdir.target import DEFAULT_TARGET, TargetDescription, UnknownTargetError, get_target
+from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTargetError, get_target
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
@@ -186,14 +185,6 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "vdir.token"
 
 
-class EngineKind(StrEnum):
-    """The engine kinds of an SM. Counts and capabilities come from the target."""
-
-    LOAD = auto()
-    COMPUTE = auto()
-    STORE = auto()
-
-
 @irdl_attr_definition
 class EngineKindAttr(EnumAttribute[EngineKind]):
     """``#vdir<engine compute>``: which engine kind runs a micro-op."""
@@ -242,7 +233,8 @@ def _check_engine(op: "MicroOp", op_class: str) -> None:
     kind = target.engine(op.engine.data.value)
     if kind is None:
         raise VerifyException(
-            f"target '{target.name}' has no '{op.engine.data.value}' engine"
+            f"target '{target.name}' has no '{op.engine.data.value}' engine "
+            f"(its engines: {', '.join(target.engine_names)})"
         )
     if op_class not in kind.runs:
         raise VerifyException(
@@ -272,6 +264,12 @@ def parse_defined_operand(parser: Parser, optional: bool = False) -> SSAValue | 
     return values[operand.index]
 
 
+def _engine_choices() -> str:
+    """The engine kinds, as a parse error lists them (``load, compute or store``)."""
+    names = [k.value for k in EngineKind]
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
 def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
     if parser.parse_optional_keyword("on") is None:
         return EngineKindAttr(default)
@@ -280,9 +278,7 @@ def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
     try:
         return EngineKindAttr(EngineKind(word))
     except ValueError:
-        parser.raise_error(
-            f"unknown engine kind '{word}' (expected load, compute or store)", pos, parser.pos
-        )
+        parser.raise_error(f"unknown engine kind '{word}' (expected {_engine_choices()})", pos, parser.pos)
 
 
 def _parse_token_operand(parser: Parser):
@@ -765,6 +761,11 @@ class ComputeOp(MicroOp):
     def verify_(self) -> None:
         _check_engine(self, "compute")
         _check_tile_used(self)
+        if len(self.inputs) > MAX_INPUTS:
+            raise VerifyException(
+                f"a compute takes at most {MAX_INPUTS} input tiles (the slots of one instruction), "
+                f"got {len(self.inputs)}"
+            )
         try:
             fam = get_family(self.family.data)
             fam.check(

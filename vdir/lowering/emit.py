@@ -20,9 +20,9 @@ from vdir.target import TargetDescription, get_target
 
 def used_families(program: isa.EncodedProgram) -> list[int]:
     """Sorted family opcodes of the program's compute instructions."""
-    w0 = program.instrs[:, isa.W_OPCODE] if len(program.instrs) else []
-    fams = {(int(w) >> 8) & 0xFF for w in w0 if int(w) & 0xFF == isa.OP_COMPUTE}
-    return sorted(fams)
+    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
+    compute = isa.OPCODE.column(instrs) == isa.OP_COMPUTE
+    return sorted({int(f) for f in isa.FAMILY.column(instrs)[compute]})
 
 
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:

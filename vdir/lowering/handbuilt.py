@@ -12,17 +12,25 @@ import numpy as np
 
 from vdir import isa
 from vdir.families import DTYPE_BYTES, ComputeSignature, Family, ParamWords, TileSig, get_family
+from vdir.target import DEFAULT_TARGET, EngineKind, get_target
 
 
 class ProgramAssembler:
     """Collects instructions per (SM, engine) queue and builds the program."""
 
-    def __init__(self, num_sms: int, buffers: list[isa.BufferInfo], smem_bytes: int, num_counters: int = 0):
+    def __init__(self, num_sms: int, buffers: list[isa.BufferInfo], smem_bytes: int, num_counters: int = 0,
+                 target: str = DEFAULT_TARGET):
         self.num_sms = num_sms
+        self.target = target
+        spec = get_target(target)
+        self.num_engines = spec.num_engines
+        self.load_engine, self.compute_engine, self.store_engine = (
+            spec.engine_index(k) for k in (EngineKind.LOAD, EngineKind.COMPUTE, EngineKind.STORE)
+        )
         self.buffers = buffers
         self.smem_bytes = smem_bytes
         self.num_counters = num_counters
-        self.queues: list[list[list[np.ndarray]]] = [[[] for _ in range(isa.NUM_ENGINES)] for _ in range(num_sms)]
+        self.queues: list[list[list[np.ndarray]]] = [[[] for _ in range(self.num_engines)] for _ in range(num_sms)]
         self.names: dict[int, str] = {}
         self._uop = 0
 
@@ -30,17 +38,17 @@ class ProgramAssembler:
                 wait_counter: int | None, wait_count: int, release_counter: int | None, name: str) -> isa.Instruction:
         ins = isa.Instruction.empty(opcode)
         ins.wait_mask, ins.wait_parity, ins.signal_mask = wait, parity, signal
-        ins.words[isa.W_WAIT_COUNTER] = 0 if wait_counter is None else wait_counter + 1
-        ins.words[isa.W_WAIT_COUNT] = wait_count
-        ins.words[isa.W_RELEASE_COUNTER] = 0 if release_counter is None else release_counter + 1
-        ins.words[isa.W_UOP_ID] = self._uop
+        ins.set(isa.WAIT_COUNTER, 0 if wait_counter is None else wait_counter + 1)
+        ins.set(isa.WAIT_COUNT, wait_count)
+        ins.set(isa.RELEASE_COUNTER, 0 if release_counter is None else release_counter + 1)
+        ins.set(isa.UOP_ID, self._uop)
         self.names[self._uop] = name or f"uop{self._uop}"
         self._uop += 1
         return ins
 
     def _push(self, sm: int, engine: int, ins: isa.Instruction) -> int:
         self.queues[sm][engine].append(ins.words)
-        return int(ins.words[isa.W_UOP_ID])
+        return ins.uop_id
 
     def transfer(self, sm: int, store: bool, buf: int, offset: int, rows: int, row_bytes: int, stride: int,
                  smem: int, *, wait: int = 0, parity: int = 0, signal: int = 0,
@@ -49,11 +57,9 @@ class ProgramAssembler:
         """A load (global -> tile) or store (tile -> global) of ``rows`` rows."""
         ins = self._common(isa.OP_STORE if store else isa.OP_LOAD, wait, parity, signal,
                            wait_counter, wait_count, release_counter, name)
-        w = ins.words
-        w[isa.W_BUFFER] = buf
-        ins.global_offset = offset
-        w[isa.W_ROWS], w[isa.W_ROW_BYTES], w[isa.W_ROW_STRIDE], w[isa.W_SMEM] = rows, row_bytes, stride, smem
-        return self._push(sm, isa.ENGINE_STORE if store else isa.ENGINE_LOAD, ins)
+        for f, v in zip(isa.REGION_FIELDS, (buf, offset, rows, row_bytes, stride, smem)):
+            ins.set(f, v)
+        return self._push(sm, self.store_engine if store else self.load_engine, ins)
 
     def load(self, sm: int, *args, **kw) -> int:
         """A load; arguments as :meth:`transfer` without ``store``."""
@@ -70,13 +76,14 @@ class ProgramAssembler:
         """A compute micro-op of family opcode ``family`` on shared offsets, its words given raw."""
         ins = self._common(isa.OP_COMPUTE, wait, parity, signal, wait_counter, wait_count, release_counter, name)
         ins.set_family(family)
-        w = ins.words
-        w[isa.W_OUT_SMEM] = out
-        for k, o in enumerate(inputs):
-            w[isa.W_IN_SMEM + k] = o
-        w[isa.W_NUM_INPUTS] = len(inputs)
-        ParamWords(p0, p1, p2, p3, f0).write(w)
-        return self._push(sm, isa.ENGINE_COMPUTE, ins)
+        if len(inputs) > isa.MAX_INPUTS:
+            raise ValueError(f"a compute names at most {isa.MAX_INPUTS} input tiles, not {len(inputs)}")
+        ins.set(isa.OUT_SMEM, out)
+        for f, o in zip(isa.IN_SMEM, inputs):
+            ins.set(f, o)
+        ins.set(isa.NUM_INPUTS, len(inputs))
+        ParamWords(p0, p1, p2, p3, f0).write(ins.words)
+        return self._push(sm, self.compute_engine, ins)
 
     def compute_family(self, sm: int, family: Family, out: int, inputs: list[int],
                        signature: ComputeSignature, **deps) -> int:
@@ -105,7 +112,7 @@ class ProgramAssembler:
         rows, queues = [], []
         for sm in range(self.num_sms):
             qs = []
-            for e in range(isa.NUM_ENGINES):
+            for e in range(self.num_engines):
                 q = self.queues[sm][e]
                 qs.append((len(rows), len(q)))
                 rows += q
@@ -116,6 +123,7 @@ class ProgramAssembler:
         return isa.EncodedProgram(
             num_sms=self.num_sms, smem_bytes=self.smem_bytes, num_counters=self.num_counters,
             bitmap_bits=64, buffers=self.buffers, instrs=instrs, queues=queues, uop_names=dict(self.names),
+            target=self.target,
         )
 
 

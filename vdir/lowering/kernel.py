@@ -47,7 +47,7 @@ from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.options import LoweringOptions
-from vdir.target import TargetDescription
+from vdir.target import EngineKind, TargetDescription
 
 FULL = 0xFFFFFFFF
 
@@ -78,10 +78,15 @@ class Ctx:
 
 @dataclass
 class Fields:
-    """The common words of one instruction, plus a getter for any word."""
+    """One instruction's fields (``isa.Field``) as registers.
 
-    word: Callable[[int], SSAValue]
-    w0: SSAValue
+    ``load(byte_offset)`` gives the u32 word at that byte offset of the
+    instruction (cached: each word is loaded once); the sync fields every
+    engine needs are decoded up front.
+    """
+
+    b: PtxBuilder
+    load: Callable[[int], SSAValue]
     mask: SSAValue
     parity: SSAValue
     signal: SSAValue
@@ -90,15 +95,57 @@ class Fields:
     rel: SSAValue
     uop: SSAValue
 
+    def halves(self, f: isa.Field) -> list[SSAValue]:
+        """The words of ``f`` (low word first), unshifted."""
+        return [self.load(f.byte_offset + k * isa.WORD_BYTES) for k in range(f.nwords)]
 
-def fields_from(c: Ctx, word: Callable[[int], SSAValue]) -> Fields:
-    """Decode the common words through ``word(i)``."""
+    def read(self, f: isa.Field) -> SSAValue:
+        """The u32 value of a one-word field (a packed one shifted and masked)."""
+        v = self.load(f.byte_offset)
+        if f.shift:
+            v = self.b.i("shr.u32", "u32", v, f.shift)
+        if f.packed:
+            v = self.b.i("and.b32", "u32", v, f.mask)
+        return v
+
+    def prefetch(self, fields: tuple[isa.Field, ...]) -> None:
+        """Load the words of ``fields`` now, in order (loads ahead of their uses)."""
+        for f in fields:
+            self.halves(f)
+
+
+#: the fields decoded for every instruction, in load order
+SYNC_FIELDS = (isa.OPCODE, isa.WAIT_MASK, isa.WAIT_PARITY, isa.SIGNAL_MASK, isa.WAIT_COUNTER,
+               isa.WAIT_COUNT, isa.RELEASE_COUNTER, isa.UOP_ID)
+
+
+def fields_from(c: Ctx, load: Callable[[int], SSAValue]) -> Fields:
+    """Decode the sync fields through ``load(byte_offset)``."""
     b = c.b
-    w = {k: word(k) for k in range(11)}
+    w = {f: [load(f.byte_offset + k * isa.WORD_BYTES) for k in range(f.nwords)] for f in SYNC_FIELDS}
     return Fields(
-        word=word, w0=w[0], mask=b.pack64(w[1], w[2]), parity=b.pack64(w[3], w[4]),
-        signal=b.pack64(w[5], w[6]), wctr=w[7], wcount=w[8], rel=w[9], uop=w[10],
+        b=b, load=load, mask=b.pack64(*w[isa.WAIT_MASK]), parity=b.pack64(*w[isa.WAIT_PARITY]),
+        signal=b.pack64(*w[isa.SIGNAL_MASK]), wctr=w[isa.WAIT_COUNTER][0], wcount=w[isa.WAIT_COUNT][0],
+        rel=w[isa.RELEASE_COUNTER][0], uop=w[isa.UOP_ID][0],
     )
+
+
+#: bytes of one vector load of instruction words (``ld.*.v4.u32``)
+VECTOR_BYTES = 16
+
+
+def vector_loader(ld_v4: Callable[[int], list[SSAValue]]) -> Callable[[int], SSAValue]:
+    """A cached ``load(byte_offset)`` that fetches the 16 bytes around a word with ``ld_v4(offset)``."""
+    cache: dict[int, SSAValue] = {}
+
+    def load(offset: int) -> SSAValue:
+        if offset not in cache:
+            base = offset // VECTOR_BYTES * VECTOR_BYTES
+            for n, v in enumerate(ld_v4(base)):
+                cache[base + n * isa.WORD_BYTES] = v
+        return cache[offset]
+
+    return load
 
 
 def instr_address(c: Ctx, start: SSAValue, pos: SSAValue) -> SSAValue:
@@ -113,16 +160,7 @@ def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
     """Load instruction ``start + pos`` with vector loads (slow paths: reports)."""
     b = c.b
     a = instr_address(c, start, pos)
-    cache: dict[int, SSAValue] = {}
-
-    def word(k: int) -> SSAValue:
-        q = k // 4 * 4
-        if k not in cache:
-            for n, v in enumerate(b.ld_v4("ld.global.nc.v4.u32", "u32", a, 4 * q)):
-                cache[q + n] = v
-        return cache[k]
-
-    return fields_from(c, word)
+    return fields_from(c, vector_loader(lambda off: b.ld_v4("ld.global.nc.v4.u32", "u32", a, off)))
 
 
 class WarpFetcher:
@@ -172,20 +210,20 @@ class WarpFetcher:
         pk = self.b.i("add.u32", "u32", new_pos, len(self.regs) - 1)
         self._load(self.regs[-1], pk)
 
-    def word(self, k: int) -> SSAValue:
-        """Word ``k`` of the current instruction, in every lane."""
-        return self.b.i("shfl.sync.idx.b32", "u32", self.cur, k, 31, FULL)
+    def word_at(self, offset: int) -> SSAValue:
+        """The word at byte ``offset`` of the current instruction, in every lane."""
+        return self.b.i("shfl.sync.idx.b32", "u32", self.cur, offset // isa.WORD_BYTES, 31, FULL)
 
     def fields(self) -> Fields:
-        """The current instruction's common words."""
+        """The current instruction's fields."""
         cache: dict[int, SSAValue] = {}
 
-        def word(k: int) -> SSAValue:
-            if k not in cache:
-                cache[k] = self.word(k)
-            return cache[k]
+        def load(offset: int) -> SSAValue:
+            if offset not in cache:
+                cache[offset] = self.word_at(offset)
+            return cache[offset]
 
-        return fields_from(self.c, word)
+        return fields_from(self.c, load)
 
 
 class SmemFetcher:
@@ -244,21 +282,15 @@ class SmemFetcher:
 
 def smem_fields(c: Ctx, addr: SSAValue) -> Fields:
     """Decode an instruction held in shared memory at ``addr``."""
-    cache: dict[int, SSAValue] = {}
-
-    def word(k: int) -> SSAValue:
-        q = k // 4 * 4
-        if k not in cache:
-            for n, v in enumerate(c.b.ld_v4("ld.shared.v4.b32", "u32", addr, 4 * q)):
-                cache[q + n] = v
-        return cache[k]
-
-    return fields_from(c, word)
+    return fields_from(c, vector_loader(lambda off: c.b.ld_v4("ld.shared.v4.b32", "u32", addr, off)))
 
 
-def load_words(c: Ctx, f: Fields, first: int, n: int) -> list[SSAValue]:
-    """Words ``first .. first+n-1`` of the instruction."""
-    return [f.word(k) for k in range(first, first + n)]
+def region_fields(f: Fields) -> tuple[SSAValue, ...]:
+    """(buffer, offset lo, offset hi, rows, row bytes, stride, smem) of a load or store."""
+    f.prefetch(isa.REGION_FIELDS)
+    off_lo, off_hi = f.halves(isa.GLOBAL_OFFSET)
+    return (f.read(isa.BUFFER), off_lo, off_hi, f.read(isa.ROWS), f.read(isa.ROW_BYTES),
+            f.read(isa.ROW_STRIDE), f.read(isa.SMEM))
 
 
 def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
@@ -421,11 +453,11 @@ def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
 def queue_of(c: Ctx, engine: int) -> tuple[SSAValue, SSAValue]:
     """(first instruction, count) of this SM's queue for ``engine``."""
     b = c.b
-    row = b.i("mad.lo.u32", "u32", c.sm, isa.NUM_ENGINES, engine)
-    off = b.i("mul.wide.u32", "u64", row, 8)
+    row = b.i("mad.lo.u32", "u32", c.sm, c.target.num_engines, engine)
+    off = b.i("mul.wide.u32", "u64", row, isa.QUEUE_ENTRY_BYTES)
     a = b.i("add.u64", "u64", c.queues, off)
-    start = b.ld("ld.global.nc.u32", "u32", a, 0)
-    count = b.ld("ld.global.nc.u32", "u32", a, 4)
+    start = b.ld("ld.global.nc.u32", "u32", a, isa.QUEUE_START.byte_offset)
+    count = b.ld("ld.global.nc.u32", "u32", a, isa.QUEUE_COUNT.byte_offset)
     return start, count
 
 
@@ -466,13 +498,13 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
                  first: SSAValue | None = None, fence_if: SSAValue | None = None) -> None:
     """Call ``issue(smem, tmap, chunk, row)`` for each box of the region, boxes split over the lanes.
 
-    Box k covers rows ``W_TROW + k * W_TBOX_ROWS ..`` and lands at
-    ``smem0 + k * W_TBOX_ROWS * row_bytes`` (tiles are dense row-major). Lane
+    Box k covers rows ``TROW + k * TBOX_ROWS ..`` and lands at
+    ``smem0 + k * TBOX_ROWS * row_bytes`` (tiles are dense row-major). Lane
     i takes boxes ``first, first + 32, ..`` (``first``: the lane by default);
     with ``fence_if`` the issuing lanes first fence the async proxy.
     """
     b = c.b
-    tm, boxes, box_rows, chunk, row0 = load_words(c, f, isa.W_TMAP, 5)
+    tm, boxes, box_rows, chunk, row0 = (f.read(x) for x in (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW))
     if fence_if is not None:
         cross_sm_fence(c, fence_if, first, boxes)
     tidx = b.i("add.u32", "u32", tm, -1)
@@ -627,7 +659,8 @@ def load_engine(c: Ctx) -> None:
     consumer of it) will toggle can never deadlock the engine.
     """
     b = c.b
-    start, count = queue_of(c, isa.ENGINE_LOAD)
+    engine = c.target.engine_index(EngineKind.LOAD)
+    start, count = queue_of(c, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
     ret = b.var("u32", 0)
@@ -636,7 +669,7 @@ def load_engine(c: Ctx) -> None:
     tclk = b.var("u64", 0)
     lsu = c.options.lsu_loads
     # (the lsu path's own cp.async would join the fetcher's commit groups)
-    fe = WarpFetcher(c, start, count) if lsu else SmemFetcher(c, start, count, isa.ENGINE_LOAD)
+    fe = WarpFetcher(c, start, count) if lsu else SmemFetcher(c, start, count, engine)
     fe.prime(pos)
     top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
     done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
@@ -666,17 +699,17 @@ def load_engine(c: Ctx) -> None:
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
     b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
-          ins=[info, f.word(isa.W_SIGNAL_MASK), f.word(isa.W_SIGNAL_MASK + 1), f.rel], guard=lane0)
-    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+          ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=lane0)
+    opcode = f.read(isa.OPCODE)
     is_load = b.setp("eq.u32", opcode, isa.OP_LOAD)
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
-    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     total = b.i("mul.lo.u32", "u32", rows, row_bytes)
     dst0 = b.i("add.u32", "u32", c.arena, smem)
     if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
-        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
+        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
         b.bra(issued)
         b.place(plain)
@@ -760,7 +793,7 @@ def load_engine(c: Ctx) -> None:
     which = b.i("selp.u32", "u32", pos, ret, has_next)
     sf = fetch(c, start, which)
     _r, sbm, scv, swt = ready_check(c, sf, warp_uniform=True)
-    report(c, L.ERR_WATCHDOG, isa.ENGINE_LOAD, which, sf, sbm, scv, swt)
+    report(c, L.ERR_WATCHDOG, engine, which, sf, sbm, scv, swt)
     b.place(abort)
     # drain: copies still in flight write into this CTA's shared memory, so
     # wait for them (they complete: their sources are valid) before exiting
@@ -793,23 +826,24 @@ def store_engine(c: Ctx) -> None:
     and releases the counter.
     """
     b = c.b
-    start, count = queue_of(c, isa.ENGINE_STORE)
+    engine = c.target.engine_index(EngineKind.STORE)
+    start, count = queue_of(c, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
-    fe = SmemFetcher(c, start, count, isa.ENGINE_STORE)
+    fe = SmemFetcher(c, start, count, engine)
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, count))
     f = fe.fields_at(pos)
-    spin_wait(c, f, isa.ENGINE_STORE, pos, done, warp_uniform=True)
-    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    spin_wait(c, f, engine, pos, done, warp_uniform=True)
+    opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
-    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = load_words(c, f, isa.W_BUFFER, 7)
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     src0 = b.i("add.u32", "u32", c.arena, smem)
     if c.options.tensor_copies_enabled:
         plain = b.new_label("st_plain")
-        b.bra(plain, b.setp("eq.u32", f.word(isa.W_TMAP), 0))
+        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
         tensor_store(c, f, src0, row_bytes)
         b.bra(nxt)
         b.place(plain)
@@ -875,7 +909,8 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
 
     b = c.b
     nthreads = c.target.compute_threads
-    start, count = queue_of(c, isa.ENGINE_COMPUTE)
+    engine = c.target.engine_index(EngineKind.COMPUTE)
+    start, count = queue_of(c, engine)
     ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
     cw = b.i("shr.u32", "u32", ct, 5)
     leader = b.setp("eq.u32", ct, 0)
@@ -883,7 +918,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     pos = b.var("u32", 0)
     # the waiting (first) warp prefetches instructions into the window; the
     # group reads the current one from there after the barrier
-    fe = SmemFetcher(c, start, count, isa.ENGINE_COMPUTE)
+    fe = SmemFetcher(c, start, count, engine)
     prime_skip = b.new_label("cp_prime_skip")
     b.bra(prime_skip, first_warp, neg=True)
     fe.prime(pos)
@@ -896,7 +931,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(done, b.setp("ge.u32", pos, count))
     b.bra(sync, first_warp, neg=True)
     fw = fe.fields_at(pos)
-    spin_wait(c, fw, isa.ENGINE_COMPUTE, pos, abort_w, warp_uniform=True)
+    spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
     b.bra(sync)
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
@@ -906,21 +941,21 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(done, b.setp("ne.u32", ab, 0))
     f = smem_fields(c, fe.slot_address(pos))
-    opcode = b.i("and.b32", "u32", f.w0, 0xFF)
+    opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
-    fam = b.i("shr.u32", "u32", f.w0, 8)
-    fam = b.i("and.b32", "u32", fam, 0xFF)
-    words = load_words(c, f, isa.W_OUT_SMEM, 12)
+    fam = f.read(isa.FAMILY)
+    f.prefetch(isa.COMPUTE_FIELDS)
     cc = ComputeCtx(
         c=c, ct=ct, cw=cw, nthreads=nthreads,
-        out=b.i("add.u32", "u32", c.arena, words[0]),
-        ins=[b.i("add.u32", "u32", c.arena, w) for w in words[1:5]],
-        p0=words[6], p1=words[7], p2=words[8], p3=words[9], f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[words[10]])[0],
+        out=b.i("add.u32", "u32", c.arena, f.read(isa.OUT_SMEM)),
+        ins=[b.i("add.u32", "u32", c.arena, f.read(x)) for x in isa.IN_SMEM],
+        p0=f.read(isa.P0), p1=f.read(isa.P1), p2=f.read(isa.P2), p3=f.read(isa.P3),
+        f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[f.read(isa.F0)])[0],
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
     for fo, lab in labels.items():
         b.bra(lab, b.setp("eq.u32", fam, fo))
-    report(c, L.ERR_BAD_FAMILY, isa.ENGINE_COMPUTE, pos, f, None, None, None)
+    report(c, L.ERR_BAD_FAMILY, engine, pos, f, None, None, None)
     b.bra(done)
     for fo, lab in labels.items():
         b.place(lab)
@@ -946,6 +981,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
                  options: LoweringOptions = LoweringOptions()) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role."""
+    L.check_engines(target)
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])

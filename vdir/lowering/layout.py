@@ -6,14 +6,15 @@ warp roles and the watchdog's error record. ``docs/lowering.md`` explains them.
 
 from __future__ import annotations
 
-from vdir.target import TargetDescription
+from vdir import isa
+from vdir.target import EngineKind, TargetDescription
 
 KERNEL_NAME = "vdir_persistent"
 
 #: kernel parameters in order: (PTX type, name)
 PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_instrs"),  # u32[num_instrs * 32]
-    ("u64", "p_queues"),  # u32[num_sms * 3 * 2]: (first, count), row sm*3+engine
+    ("u64", "p_queues"),  # the queue table: (first, count) per (SM, engine), row sm*engines+engine
     ("u64", "p_buffers"),  # u64[num_buffers]: device pointers in argument order
     ("u64", "p_counters"),  # u32[num_counters]
     ("u32", "p_epoch"),
@@ -44,6 +45,23 @@ LOAD_WARP = 0
 STORE_WARP = 1
 COMPUTE_FIRST_WARP = 2
 COMPUTE_BARRIER = 1  # named barrier id of the compute group
+#: the first warp of the role that runs each engine kind's queue: the kernel
+#: has one role per kind, so it lowers only targets with exactly these engines
+ROLE_FIRST_WARP = {EngineKind.LOAD: LOAD_WARP, EngineKind.STORE: STORE_WARP, EngineKind.COMPUTE: COMPUTE_FIRST_WARP}
+
+
+def check_engines(target: TargetDescription) -> None:
+    """Raise ValueError unless the kernel's warp roles cover ``target``'s engines, one role each.
+
+    Each engine also needs its instruction window below the tile arena.
+    """
+    if sorted(target.engine_names) != sorted(ROLE_FIRST_WARP):
+        raise ValueError(
+            f"the kernel has warp roles for the engines {', '.join(ROLE_FIRST_WARP)}; target "
+            f"'{target.name}' has {', '.join(target.engine_names)}"
+        )
+    if SMEM_IWINDOW + target.num_engines * FETCH_DEPTH * isa.INSTR_BYTES > HEADER_BYTES:
+        raise ValueError(f"the instruction windows of {target.num_engines} engines do not fit the kernel's header")
 
 # ---- error record (u32 words) --------------------------------------------
 ERROR_WORDS = 16

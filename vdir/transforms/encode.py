@@ -23,7 +23,6 @@ from vdir import isa
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
-from vdir.target import ENGINE_INDEX
 from vdir.transforms.graph import Graph, Node, build_graph, single_program
 from vdir.transforms.schedule import queues_of
 
@@ -40,14 +39,9 @@ def _mask(bits) -> int:
 
 def _row(opcode: int, uop_id: int) -> list[int]:
     row = [0] * isa.INSTR_WORDS
-    row[isa.W_OPCODE] = opcode
-    row[isa.W_UOP_ID] = uop_id
+    isa.OPCODE.set(row, opcode)
+    isa.UOP_ID.set(row, uop_id)
     return row
-
-
-def _set_u64(row: list[int], word: int, value: int) -> None:
-    row[word] = value & 0xFFFFFFFF
-    row[word + 1] = value >> 32
 
 
 def _sync_fields(row: list[int], node: Node, counter: tuple[int, int] | None, release: int | None) -> None:
@@ -55,37 +49,46 @@ def _sync_fields(row: list[int], node: Node, counter: tuple[int, int] | None, re
     for bit, value in node.wait_bits.items():
         mask |= 1 << bit
         parity |= value << bit
-    _set_u64(row, isa.W_WAIT_MASK, mask)
-    _set_u64(row, isa.W_WAIT_PARITY, parity)
-    _set_u64(row, isa.W_SIGNAL_MASK, _mask(node.signal_bits))
+    isa.WAIT_MASK.set(row, mask)
+    isa.WAIT_PARITY.set(row, parity)
+    isa.SIGNAL_MASK.set(row, _mask(node.signal_bits))
     if counter is not None:
-        row[isa.W_WAIT_COUNTER] = counter[0] + 1
-        row[isa.W_WAIT_COUNT] = counter[1]
+        isa.WAIT_COUNTER.set(row, counter[0] + 1)
+        isa.WAIT_COUNT.set(row, counter[1])
     if release is not None:
-        row[isa.W_RELEASE_COUNTER] = release + 1
+        isa.RELEASE_COUNTER.set(row, release + 1)
 
 
 def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
     arg = graph.args[node.buffer]
     es = DTYPE_BYTES[arg.dtype]
     rows, cols = node.tile.shape  # type: ignore[union-attr]
-    row[isa.W_BUFFER] = node.buffer
-    _set_u64(row, isa.W_GLOBAL_OFFSET, node.row * arg.row_bytes + node.col * es)
-    row[isa.W_ROWS] = rows
-    row[isa.W_ROW_BYTES] = cols * es
-    row[isa.W_ROW_STRIDE] = arg.row_bytes
-    row[isa.W_SMEM] = smem
+    isa.BUFFER.set(row, node.buffer)
+    isa.GLOBAL_OFFSET.set(row, node.row * arg.row_bytes + node.col * es)
+    isa.ROWS.set(row, rows)
+    isa.ROW_BYTES.set(row, cols * es)
+    isa.ROW_STRIDE.set(row, arg.row_bytes)
+    isa.SMEM.set(row, smem)
 
 
 def _compute_fields(row: list[int], node: Node) -> None:
     family = get_family(node.family)
-    row[isa.W_OPCODE] |= family.opcode << 8
-    row[isa.W_OUT_SMEM] = node.smem
-    for i, src in enumerate(node.inputs):
-        row[isa.W_IN_SMEM + i] = src.smem
-    row[isa.W_NUM_INPUTS] = len(node.inputs)
+    isa.FAMILY.set(row, family.opcode)
+    isa.OUT_SMEM.set(row, node.smem)
+    for field, src in zip(isa.IN_SMEM, node.inputs):
+        field.set(row, src.smem)
+    isa.NUM_INPUTS.set(row, len(node.inputs))
     signature = ComputeSignature(tuple(i.tile for i in node.inputs), node.tile, node.params)  # type: ignore[arg-type]
     family.encode_params(signature).write(row)
+
+
+def _check_input_count(node: Node) -> None:
+    """A compute names at most ``isa.MAX_INPUTS`` input tiles (the verifier rejects more)."""
+    if len(node.inputs) > isa.MAX_INPUTS:
+        raise PassFailure(
+            f"{node.name} has {len(node.inputs)} input tiles; an instruction holds at most {isa.MAX_INPUTS}",
+            loc=node.loc,
+        )
 
 
 def encode_node(node: Node, graph: Graph) -> list[list[int]]:
@@ -95,8 +98,8 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
     out: list[list[int]] = []
     for counter, count in waits[1:]:
         nop = _row(isa.OP_NOP, node.id)
-        nop[isa.W_WAIT_COUNTER] = counter + 1
-        nop[isa.W_WAIT_COUNT] = count
+        isa.WAIT_COUNTER.set(nop, counter + 1)
+        isa.WAIT_COUNT.set(nop, count)
         out.append(nop)
     row = _row(_OPCODES[node.kind], node.id)
     _sync_fields(row, node, waits[0] if waits else None, releases[0] if releases else None)
@@ -105,11 +108,12 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
     elif node.kind == "store":
         _memory_fields(row, node, graph, node.inputs[0].smem)
     else:
+        _check_input_count(node)
         _compute_fields(row, node)
     out.append(row)
     for extra in releases[1:]:
         nop = _row(isa.OP_NOP, node.id)
-        nop[isa.W_RELEASE_COUNTER] = extra + 1
+        isa.RELEASE_COUNTER.set(nop, extra + 1)
         out.append(nop)
     return out
 
@@ -118,9 +122,10 @@ def encode(graph: Graph) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph."""
     queues = queues_of(graph)
     words: list[list[int]] = []
-    table = [[(0, 0)] * isa.NUM_ENGINES for _ in range(graph.num_sms)]
+    engines = graph.target.engine_names
+    table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
     for sm in range(graph.num_sms):
-        for engine, e in ENGINE_INDEX.items():
+        for e, engine in enumerate(engines):
             start = len(words)
             for node in queues.get((sm, engine), []):
                 words.extend(encode_node(node, graph))

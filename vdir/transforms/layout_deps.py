@@ -10,9 +10,10 @@ epoch (1, 2, ... per launch) makes each launch wait for its own releases.
 toggles its bit when it completes; a waiter waits until the bit holds the
 parity that toggle leaves. The pass first drops edges already implied by
 queue order and other waits, using vector clocks over the schedule: for every
-micro-op it knows, per engine, the last queue position whose completion is
-guaranteed before the micro-op starts (compute and store engines run one
-micro-op at a time; the load engine issues ahead but completes in order).
+micro-op it knows, per engine of the target, the last queue position whose
+completion is guaranteed before the micro-op starts (an engine runs one
+micro-op at a time, except that a pipelined one, the load engine, issues
+ahead but completes in order).
 
 A bit is reused by a later producer ``P2`` only when both hold:
 
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
-from vdir.target import ENGINE_INDEX
+from vdir.target import TargetDescription
 from vdir.transforms.graph import SCHEDULE_ORDER, Graph, Node
 from vdir.transforms.passes_common import run_stage
 from vdir.transforms.schedule import queues_of
@@ -99,35 +100,43 @@ def _join(a: VClock, b: VClock) -> VClock:
     return [x if x >= y else y for x, y in zip(a, b)]
 
 
-def vector_clocks(nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int]) -> _Clocks:
-    """Per node: knowledge before waiting, at start, at end; and the edges it must wait on."""
+def vector_clocks(
+    nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription
+) -> _Clocks:
+    """Per node: knowledge before waiting, at start, at end; and the edges it must wait on.
+
+    A clock has one entry per engine of ``target`` (its queue index); a
+    pipelined engine's micro-op may start before its predecessor completed.
+    """
     prev: dict[int, Node | None] = {}
     for q in queues.values():
         for i, n in enumerate(q):
             prev[n.id] = q[i - 1] if i else None
     c = _Clocks({}, {}, {}, {})
-    empty = [-1, -1, -1]
+    empty = [-1] * target.num_engines
+    index = {name: i for i, name in enumerate(target.engine_names)}
     for n in sorted(nodes, key=SCHEDULE_ORDER):
-        e = ENGINE_INDEX[n.engine]
+        e = index[n.engine]
+        pipelined = target.engines[e].pipelined
         p = prev[n.id]
         if p is None:
             pre = list(empty)
-        elif n.engine == "load":
+        elif pipelined:
             pre = list(c.start[p.id])
         else:
             pre = list(c.end[p.id])
         producers = {d.id: d for d in local_producers(n, cache)}.values()
-        needed = [d for d in producers if pre[ENGINE_INDEX[d.engine]] < d.pos]
+        needed = [d for d in producers if pre[index[d.engine]] < d.pos]
         needed = [
             d for d in needed
-            if not any(o is not d and c.end[o.id][ENGINE_INDEX[d.engine]] >= d.pos for o in needed)
+            if not any(o is not d and c.end[o.id][index[d.engine]] >= d.pos for o in needed)
         ]
         start = pre
         for d in needed:
             start = _join(start, c.end[d.id])
         end = list(start)
         end[e] = n.pos
-        if n.engine == "load" and p is not None:
+        if pipelined and p is not None:
             end = _join(end, c.end[p.id])
         c.pre[n.id], c.start[n.id], c.end[n.id], c.needed[n.id] = pre, start, end, needed
     return c
@@ -146,6 +155,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
         for d in clocks.needed[n.id]:
             waiters[d.id].append(n)
     width = graph.target.dependency_bits
+    index = {name: i for i, name in enumerate(graph.target.engine_names)}
     #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
     state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
     toggles = [0] * width
@@ -156,7 +166,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
             known_by_all = clocks.pre[ws[0].id]
         else:
             pres = [clocks.pre[w.id] for w in ws]
-            known_by_all = [min(v[0] for v in pres), min(v[1] for v in pres), min(v[2] for v in pres)]
+            known_by_all = [min(column) for column in zip(*pres)]
         bit = _first_reusable_bit(state, start, known_by_all)
         if bit is None:
             raise PassFailure(
@@ -165,12 +175,12 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
                 loc=p.loc,
             )
         toggles[bit] += 1
-        last = [-1, -1, -1]
+        last = [-1] * graph.target.num_engines
         for w in ws:
-            e = ENGINE_INDEX[w.engine]
+            e = index[w.engine]
             last[e] = max(last[e], w.pos)
             w.wait_bits[bit] = toggles[bit] % 2
-        state[bit] = (last, (ENGINE_INDEX[p.engine], p.pos))
+        state[bit] = (last, (index[p.engine], p.pos))
         p.signal_bits.append(bit)
 
 
@@ -183,12 +193,11 @@ def _first_reusable_bit(
        producer starts: ``start`` covers their positions;
     2. every new waiter knows the previous producer finished before it waits.
     """
-    s0, s1, s2 = start
     for bit, st in enumerate(state):
         if st is None:
             return bit
         last_waiters, (e1, pos1) = st
-        if s0 >= last_waiters[0] and s1 >= last_waiters[1] and s2 >= last_waiters[2] and known_by_all[e1] >= pos1:
+        if known_by_all[e1] >= pos1 and all(s >= w for s, w in zip(start, last_waiters)):
             return bit
     return None
 
@@ -203,7 +212,7 @@ def layout_dependencies(graph: Graph) -> None:
     cache: dict[int, int] = {}
     for sm, nodes in sorted(by_sm.items()):
         sm_queues = {e: q for (s, e), q in queues.items() if s == sm}
-        clocks = vector_clocks(nodes, sm_queues, cache)
+        clocks = vector_clocks(nodes, sm_queues, cache, graph.target)
         assign_bits(graph, sm, nodes, clocks)
 
 
