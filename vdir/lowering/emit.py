@@ -14,7 +14,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.kernel import build_kernel
-from vdir.lowering.options import LoweringOptions
+from vdir.lowering.options import LoweringOptions, OptionsLike
 from vdir.target import TargetDescription, get_target
 
 
@@ -40,9 +40,10 @@ def _kernel_target(t: TargetDescription, opts: LoweringOptions) -> TargetDescrip
 
 
 def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-               options: LoweringOptions = LoweringOptions()) -> ptx.ModuleOp:
+               options: OptionsLike = None) -> ptx.ModuleOp:
     """The ``ptx.module`` of the persistent kernel for ``program``, built as ``options`` say."""
-    return _build_module(program, _kernel_target(_resolve(program, target), options), options)
+    opts = LoweringOptions.coerce(options)
+    return _build_module(program, _kernel_target(_resolve(program, target), opts), opts)
 
 
 def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: LoweringOptions) -> ptx.ModuleOp:
@@ -61,7 +62,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
 
 
 def lower_to_ptx(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-                 options: LoweringOptions = LoweringOptions()) -> str:
+                 options: OptionsLike = None) -> str:
     """PTX text of the persistent kernel for ``program`` on ``target``."""
     return ptx.print_ptx(ptx_module(program, target, options))
 
@@ -79,8 +80,9 @@ class LoweredKernel:
 
 
 def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
-          options: LoweringOptions = LoweringOptions()) -> LoweredKernel:
+          options: OptionsLike = None) -> LoweredKernel:
     """Lower ``program`` and return the text with its launch configuration."""
+    options = LoweringOptions.coerce(options)
     t = _kernel_target(_resolve(program, target), options)
     smem = L.dynamic_smem_bytes(program.smem_bytes)
     if smem > t.smem_per_block:

@@ -177,3 +177,9 @@ def _check_range(name: str, value: int, low: int, high: int | None, note: str = 
     if value < low or (high is not None and value > high):
         bounds = f"in {low}..{high}" if high is not None else f"at least {low}"
         raise LoweringOptionError(f"lowering option {name} must be {bounds}{note}, got {value}")
+
+
+#: what the lowering entry points accept as options: the options themselves,
+#: a mapping or a ``"key=value ..."`` string (see :meth:`LoweringOptions.coerce`),
+#: or None for the defaults
+OptionsLike = LoweringOptions | Mapping[str, Any] | str | None
