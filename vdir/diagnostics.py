@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
+from xdsl.utils.exceptions import VerifyException
 
 
 class UserError(Exception):
@@ -37,3 +38,16 @@ def location_of(op: Operation | None) -> str | None:
 def located(message: str, op: Operation | None = None, fallback: str = "<input>") -> str:
     """Prefix ``message`` with the location of ``op``."""
     return f"{location_of(op) or fallback}: error: {message}"
+
+
+class OpVerifyException(VerifyException):
+    """A verifier's error about one particular op; ``op`` is where it is reported.
+
+    A program's verifier checks its micro-ops together (unique ids, queue
+    positions, counters); it raises this to point at the micro-op at fault
+    rather than at the program.
+    """
+
+    def __init__(self, message: str, op: Operation):
+        super().__init__(message)
+        self.op = op

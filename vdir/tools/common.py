@@ -101,7 +101,7 @@ def verify_module(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except (VerifyException, DiagnosticException) as e:
-            raise UserError(located(one_line(str(e)), op)) from None
+            raise UserError(located(one_line(str(e)), getattr(e, "op", None) or op)) from None
         except PassFailure as e:
             raise UserError(located(str(e), e.op or op)) from None
 
