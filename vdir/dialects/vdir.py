@@ -69,6 +69,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from vdir.diagnostics import OpVerifyException, location_of
 from vdir.dialects.vdir_sched import (
+    BUFFER_ROLES,
     LAYOUT_FACT_STAGE,
     LAYOUT_KEY,
     SCHED_FACT_STAGE,
@@ -1283,7 +1284,7 @@ class EncodedProgramOp(IRDLOperation):
                 raise VerifyException("code and names must be base64 text")
         for b in self.buffers.data:
             parts = b.data.split(":")
-            if len(parts) != 4 or parts[3] not in ("in", "out", "inout", "scratch"):
+            if len(parts) != 4 or parts[3] not in BUFFER_ROLES:
                 raise VerifyException(
                     f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out|inout|scratch)"
                 )

@@ -87,7 +87,7 @@ LAYOUT_FACT_STAGE: dict[str, Stage] = {
 }
 
 
-def _parse_dashed_word(parser: AttrParser) -> tuple[str, object, object]:
+def _parse_dashed_word(parser: AttrParser) -> tuple[str, int, int]:
     """A word that may contain dashes (``laid-out``), with its start and end positions."""
     start = parser.pos
     word = parser.parse_identifier("a stage name")
@@ -359,8 +359,27 @@ class ScheduleAttr(ParametrizedAttribute):
         release: Iterable[int] = (),
         after: Iterable[Iterable[int]] = (),
     ):
+        super().__init__(*self._parameters(
+            uop_id, seq, hoist, sm, pos, smem, wait, signal, wait_counters, release, after
+        ))
+
+    @staticmethod
+    def _parameters(
+        uop_id: int,
+        seq: int | None,
+        hoist: int | None,
+        sm: int | None,
+        pos: int | None,
+        smem: int | None,
+        wait: Mapping[int, int] | Iterable[tuple[int, int]],
+        signal: Iterable[int],
+        wait_counters: Iterable[tuple[int, int]],
+        release: Iterable[int],
+        after: Iterable[Iterable[int]],
+    ) -> tuple[Attribute, ...]:
+        """The attribute's parameters from Python values (not verified yet)."""
         pairs = wait.items() if isinstance(wait, Mapping) else wait
-        super().__init__(
+        return (
             IntAttr(uop_id), _opt_int(seq), _opt_int(hoist), _opt_int(sm), _opt_int(pos), _opt_int(smem),
             _array(x for bp in pairs for x in bp),
             _array(signal),
@@ -413,17 +432,11 @@ class ScheduleAttr(ParametrizedAttribute):
         fields = _parse_fields(parser, "vdir.sched", _SCHED_PARSERS)
         if "id" not in fields:
             parser.raise_error("#vdir.sched needs an id", start, parser.pos)
-        scalars = {cls.SCALARS[k]: fields.get(k) for k in cls.SCALARS if k != "id"}
-        attr = cls(
-            fields["id"],  # type: ignore[arg-type]
-            **scalars,  # type: ignore[arg-type]
-            wait=fields.get("wait", ()),  # type: ignore[arg-type]
-            signal=fields.get("signal", ()),  # type: ignore[arg-type]
-            wait_counters=fields.get("wait_counters", ()),  # type: ignore[arg-type]
-            release=fields.get("release", ()),  # type: ignore[arg-type]
-            after=fields.get("after", ()),  # type: ignore[arg-type]
+        # The parser checked every field; xDSL verifies the attribute it builds from these.
+        return cls._parameters(
+            *(fields.get(key) for key in cls.SCALARS),  # type: ignore[arg-type]
+            *(fields.get(key, ()) for key in ("wait", "signal", "wait_counters", "release", "after")),  # type: ignore[arg-type]
         )
-        return attr.parameters
 
     def print_parameters(self, printer: Printer) -> None:
         parts = [f"{key} = {v}" for key in self.SCALARS if (v := self.fact(key)) is not None]
@@ -555,12 +568,12 @@ class LayoutAttr(ParametrizedAttribute):
         missing = [k for k in ("num_sms", "buffer_roles") if k not in fields]
         if missing:
             parser.raise_error(f"#vdir.layout needs {' and '.join(missing)}", start, parser.pos)
-        return cls(
-            fields["num_sms"],  # type: ignore[arg-type]
-            fields["buffer_roles"],  # type: ignore[arg-type]
-            fields.get("smem_bytes"),  # type: ignore[arg-type]
-            fields.get("counter_counts", ()),  # type: ignore[arg-type]
-        ).parameters
+        return (
+            IntAttr(fields["num_sms"]),  # type: ignore[arg-type]
+            _opt_int(fields.get("smem_bytes")),  # type: ignore[arg-type]
+            _array(fields.get("counter_counts", ())),  # type: ignore[arg-type]
+            ArrayAttr([StringAttr(r) for r in fields["buffer_roles"]]),  # type: ignore[union-attr]
+        )
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<num_sms = {self.num_sms.data}")

@@ -125,10 +125,16 @@ class Node:
         return (self.seq, self.hoist)
 
     def snapshot(self) -> tuple:
-        """The facts the scheduling passes fill in (and ``deps``, which they extend)."""
+        """The facts the scheduling passes fill in (and ``deps``, which they extend).
+
+        Containers are saved as tuples: the empty ones (all of them before
+        ``vdir-layout-deps``) then cost nothing, which keeps a snapshot of a
+        large graph as cheap as copying its dependency lists.
+        """
         return (
-            self.seq, self.hoist, self.sm, self.pos, self.smem, list(self.deps), dict(self.wait_bits),
-            list(self.signal_bits), list(self.wait_counters), list(self.release_counters),
+            self.seq, self.hoist, self.sm, self.pos, self.smem, tuple(self.deps),
+            tuple(self.wait_bits.items()), tuple(self.signal_bits), tuple(self.wait_counters),
+            tuple(self.release_counters),
         )
 
     def restore(self, saved: tuple) -> None:
