@@ -155,9 +155,14 @@ def _checked(parser: AttrParser, parse: Callable[[], object], check: Check) -> o
     return value
 
 
+def _checked_int(parser: AttrParser, check: Check) -> int:
+    """An integer literal that ``check`` accepts."""
+    return _checked(parser, lambda: parser.parse_integer(allow_boolean=False), check)  # type: ignore[return-value]
+
+
 def _int_parser(check: Check) -> Callable[[AttrParser, str], int]:
     def parse(parser: AttrParser, key: str) -> int:
-        return _checked(parser, lambda: parser.parse_integer(allow_boolean=False), check)  # type: ignore[return-value]
+        return _checked_int(parser, check)
 
     return parse
 
@@ -165,7 +170,7 @@ def _int_parser(check: Check) -> Callable[[AttrParser, str], int]:
 def _int_list_parser(check: Check, distinct: bool = True) -> Callable[[AttrParser, str], list[int]]:
     def parse(parser: AttrParser, key: str) -> list[int]:
         def item() -> int:
-            return _checked(parser, lambda: parser.parse_integer(allow_boolean=False), check)  # type: ignore[return-value]
+            return _checked_int(parser, check)
 
         start = parser.pos
         values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
@@ -433,9 +438,10 @@ class ScheduleAttr(ParametrizedAttribute):
         if "id" not in fields:
             parser.raise_error("#vdir.sched needs an id", start, parser.pos)
         # The parser checked every field; xDSL verifies the attribute it builds from these.
+        lists = ("wait", "signal", "wait_counters", "release", "after")
         return cls._parameters(
             *(fields.get(key) for key in cls.SCALARS),  # type: ignore[arg-type]
-            *(fields.get(key, ()) for key in ("wait", "signal", "wait_counters", "release", "after")),  # type: ignore[arg-type]
+            *(fields.get(key, ()) for key in lists),  # type: ignore[arg-type]
         )
 
     def print_parameters(self, printer: Printer) -> None:
