@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
 if TYPE_CHECKING:
     from xdsl.ir import Operation
@@ -58,3 +58,16 @@ def location_of(op: Operation | None) -> str | None:
 def located(message: str, op: Operation | None = None, fallback: str = "<input>") -> str:
     """Prefix ``message`` with the location of ``op``."""
     return f"{location_of(op) or fallback}: error: {message}"
+
+
+class OpVerifyException(VdirError, VerifyException):
+    """A verifier's error about one particular op; ``op`` is where it is reported.
+
+    A program's verifier checks its micro-ops together (unique ids, queue
+    positions, counters); it raises this to point at the micro-op at fault
+    rather than at the program.
+    """
+
+    def __init__(self, message: str, op: Operation):
+        super().__init__(message)
+        self.op = op

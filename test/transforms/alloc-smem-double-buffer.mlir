@@ -5,12 +5,12 @@
 // class with x, which loads fill), so a compute can write its next result
 // while the store engine still reads the last one: the results rotate
 // through the class's free slots, and a result reuses the first one's slot
-// only after the store that read it (vdir.after).
+// only after the store that read it (an after group of its vdir.sched).
 
-// CHECK: %yt = vdir.compute gemv({{.*}}vdir.smem = [[A:[0-9]+]] : i64}
-// CHECK: vdir.store %yt, %y[0, 0] on store {vdir.id = [[S0:[0-9]+]] : i64
-// CHECK-NOT: vdir.smem = [[A]] : i64}
-// CHECK: %yt_7 = vdir.compute gemv({{.*}}vdir.smem = [[A]] : i64, vdir.after = [array<i64: [[S0]]>]}
+// CHECK: %yt = vdir.compute gemv({{.*}}smem = [[A:[0-9]+]]>}
+// CHECK: vdir.store %yt, %y[0, 0] on store {vdir.sched = #vdir.sched<id = [[S0:[0-9]+]],
+// CHECK-NOT: smem = [[A]]>
+// CHECK: %yt_7 = vdir.compute gemv({{.*}}smem = [[A]], after = {{\[\[}}[[S0]]]]>}
 vdir.program @results(%w: !vdir.buffer<192x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x192xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
   vdir.repeat %i = 0 to 12 {

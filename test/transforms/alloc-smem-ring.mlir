@@ -4,17 +4,17 @@
 // the kernel's 4 KiB) holds three 64 KiB slots next to the small tiles, so
 // the weight tiles rotate through offsets 0, 65536, 131072 and the fourth
 // tile reuses the slot the first one left, waiting for the first gemv (its
-// only reader) through a vdir.after edge.
+// only reader) through an after group of its vdir.sched.
 
 // CHECK-LABEL: vdir.program @stream
-// CHECK-SAME:    vdir.smem_bytes = {{[0-9]+}} : i64
-// CHECK:       vdir.load %w[0, 0] {{.*}}vdir.smem = 0 : i64}
-// CHECK:       vdir.compute gemv({{.*}}{vdir.id = [[G0:[0-9]+]] : i64
-// CHECK:       vdir.load %w[16, 0] {{.*}}vdir.smem = 65536 : i64}
-// CHECK:       vdir.compute gemv({{.*}}{vdir.id = [[G1:[0-9]+]] : i64
-// CHECK:       vdir.load %w[32, 0] {{.*}}vdir.smem = 131072 : i64}
-// CHECK:       vdir.load %w[48, 0] {{.*}}vdir.smem = 0 : i64, vdir.after = [array<i64: [[G0]]>]}
-// CHECK:       vdir.load %w[64, 0] {{.*}}vdir.smem = 65536 : i64, vdir.after = [array<i64: [[G1]]>]}
+// CHECK-SAME:    vdir.layout = #vdir.layout<num_sms = 1, smem_bytes = {{[0-9]+}},
+// CHECK:       vdir.load %w[0, 0] {{.*}}smem = 0>}
+// CHECK:       vdir.compute gemv({{.*}}{vdir.sched = #vdir.sched<id = [[G0:[0-9]+]],
+// CHECK:       vdir.load %w[16, 0] {{.*}}smem = 65536>}
+// CHECK:       vdir.compute gemv({{.*}}{vdir.sched = #vdir.sched<id = [[G1:[0-9]+]],
+// CHECK:       vdir.load %w[32, 0] {{.*}}smem = 131072>}
+// CHECK:       vdir.load %w[48, 0] {{.*}}smem = 0, after = {{\[\[}}[[G0]]]]>}
+// CHECK:       vdir.load %w[64, 0] {{.*}}smem = 65536, after = {{\[\[}}[[G1]]]]>}
 vdir.program @stream(%w: !vdir.buffer<96x2048xbf16>, %x: !vdir.buffer<1x2048xbf16>, %y: !vdir.buffer<1x96xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x2048xbf16>
   vdir.repeat %i = 0 to 6 {

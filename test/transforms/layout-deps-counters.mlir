@@ -5,8 +5,8 @@
 // load waits until it reaches 2 (times the launch epoch).
 
 // CHECK-LABEL: vdir.program @mlp
-// CHECK-SAME:    vdir.num_counters = 1 : i64, vdir.counter_counts = array<i64: 2>
-// CHECK:       vdir.store %a, %act[0, 0] on store {{.*}}vdir.release = array<i64: 0>}
-// CHECK:       %av = vdir.load %act[0, 0] {{.*}}vdir.sm = 0 : i64{{.*}}vdir.wait_counters = array<i64: 0, 2>}
-// CHECK:       vdir.store %{{.*}}, %act[0, 32] on store {{.*}}vdir.sm = 1 : i64{{.*}}vdir.release = array<i64: 0>}
-// CHECK:       vdir.load %act[0, 0] {{.*}}vdir.sm = 1 : i64{{.*}}vdir.wait_counters = array<i64: 0, 2>}
+// CHECK-SAME:    counter_counts = [2],
+// CHECK:       vdir.store %a, %act[0, 0] on store {{.*}}release = [0]>}
+// CHECK:       %av = vdir.load %act[0, 0] {{.*}}sm = 0,{{.*}}wait_counters = [0 : 2],
+// CHECK:       vdir.store %{{.*}}, %act[0, 32] on store {{.*}}sm = 1,{{.*}}release = [0]>}
+// CHECK:       vdir.load %act[0, 0] {{.*}}sm = 1,{{.*}}wait_counters = [0 : 2],

@@ -8,13 +8,13 @@
 // tile and, from the third on, for the store that frees its output slot.
 
 // CHECK-LABEL: vdir.program @stream
-// CHECK:       %xt = vdir.load %x[0, 0] on load {vdir.id = 0 : i64, vdir.sm = 0 : i64, vdir.pos = 0 : i64, vdir.smem = {{[0-9]+}} : i64}
-// CHECK:       vdir.compute gemv({{.*}}vdir.wait = array<i64: 0, 1>, vdir.signal = array<i64: 1>}
-// CHECK:       vdir.store {{.*}}vdir.wait = array<i64: 1, 1>, vdir.signal = array<i64: 0>}
-// CHECK:       vdir.load %w[48, 0] {{.*}}vdir.wait = array<i64: 1, 1>, vdir.signal = array<i64: 6>}
-// CHECK:       vdir.load %w[96, 0] {{.*}}vdir.wait = array<i64: 1, 0>, vdir.signal = array<i64: 6>}
-// CHECK:       vdir.compute gemv({{.*}}vdir.wait = array<i64: 0, 0, 6, 0>
-// CHECK-NOT:   array<i64: 8
+// CHECK:       %xt = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = {{[0-9]+}}>}
+// CHECK:       vdir.compute gemv({{.*}}wait = [0 : 1], signal = [1]>}
+// CHECK:       vdir.store {{.*}}wait = [1 : 1], signal = [0]>}
+// CHECK:       vdir.load %w[48, 0] {{.*}}wait = [1 : 1], signal = [6]{{[,>]}}
+// CHECK:       vdir.load %w[96, 0] {{.*}}wait = [1 : 0], signal = [6]{{[,>]}}
+// CHECK:       vdir.compute gemv({{.*}}wait = [0 : 0, 6 : 0]
+// CHECK-NOT:   signal = [{{[89]|[1-9][0-9]}}]
 vdir.program @stream(%w: !vdir.buffer<192x2048xbf16>, %x: !vdir.buffer<1x2048xbf16>, %y: !vdir.buffer<1x192xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x2048xbf16>
   vdir.repeat %i = 0 to 12 {

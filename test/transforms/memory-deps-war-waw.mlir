@@ -4,8 +4,8 @@
 // load of @y (write-after-read): one group of both. The store to @x must
 // follow the load of @x that read the old value (write-after-read).
 
-// CHECK: %a = vdir.load %x[0, 0] on load {vdir.id = [[LA:[0-9]+]] : i64
-// CHECK: vdir.store %a, %y[0, 0] on store {vdir.id = [[S1:[0-9]+]] : i64
-// CHECK: %b = vdir.load %y[0, 0] on load {vdir.id = [[LB:[0-9]+]] : i64
-// CHECK: vdir.store %c, %y[0, 0] on store {{{.*}}vdir.after = [array<i64: [[S1]], [[LB]]>]}
-// CHECK: vdir.store %c, %x[0, 0] on store {{{.*}}vdir.after = [array<i64: [[LA]]>]}
+// CHECK: %a = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = [[LA:[0-9]+]],
+// CHECK: vdir.store %a, %y[0, 0] on store {vdir.sched = #vdir.sched<id = [[S1:[0-9]+]],
+// CHECK: %b = vdir.load %y[0, 0] on load {vdir.sched = #vdir.sched<id = [[LB:[0-9]+]],
+// CHECK: vdir.store %c, %y[0, 0] on store {{{.*}}after = {{\[\[}}[[S1]], [[LB]]]]>}
+// CHECK: vdir.store %c, %x[0, 0] on store {{{.*}}after = {{\[\[}}[[LA]]]]>}

@@ -5,10 +5,10 @@
 // lands on SM 1, the least loaded after them, not back on SM 0.
 
 // CHECK-LABEL: vdir.program @uneven
-// CHECK-DAG:   vdir.load %w[0, 0] {{.*}}vdir.sm = 0 : i64{{.*}} -> !vdir.tile<64x256xbf16>
-// CHECK-DAG:   vdir.load %w[64, 0] {{.*}}vdir.sm = 1 : i64{{.*}} -> !vdir.tile<16x256xbf16>
-// CHECK-DAG:   vdir.load %w[80, 0] {{.*}}vdir.sm = 2 : i64{{.*}} -> !vdir.tile<16x256xbf16>
-// CHECK-DAG:   vdir.load %w[96, 0] {{.*}}vdir.sm = 1 : i64{{.*}} -> !vdir.tile<16x256xbf16>
+// CHECK-DAG:   vdir.load %w[0, 0] {{.*}}sm = 0{{[,>]}}{{.*}} -> !vdir.tile<64x256xbf16>
+// CHECK-DAG:   vdir.load %w[64, 0] {{.*}}sm = 1{{[,>]}}{{.*}} -> !vdir.tile<16x256xbf16>
+// CHECK-DAG:   vdir.load %w[80, 0] {{.*}}sm = 2{{[,>]}}{{.*}} -> !vdir.tile<16x256xbf16>
+// CHECK-DAG:   vdir.load %w[96, 0] {{.*}}sm = 1{{[,>]}}{{.*}} -> !vdir.tile<16x256xbf16>
 vdir.program @uneven(%w: !vdir.buffer<112x256xbf16>, %x: !vdir.buffer<1x256xbf16>, %y: !vdir.buffer<1x112xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x256xbf16> -> !vdir.tile<1x256xbf16>
   %w0 = vdir.load %w[0, 0] : !vdir.buffer<112x256xbf16> -> !vdir.tile<64x256xbf16>

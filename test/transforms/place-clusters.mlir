@@ -6,13 +6,13 @@
 // first phase is copied to both SMs and waits for both stores to %act.
 
 // CHECK-LABEL: vdir.program @mlp
-// CHECK:       %[[XN0:.*]] = vdir.compute rmsnorm({{.*}}vdir.sm = 0 : i64
-// CHECK:       %[[G0:.*]] = vdir.compute gemv(%{{.*}}, %[[XN0]]) on compute {{.*}}vdir.sm = 0 : i64
-// CHECK:       %[[U0:.*]] = vdir.compute gemv(%{{.*}}, %[[XN0]]) on compute {{.*}}vdir.sm = 0 : i64
-// CHECK:       %[[A0:.*]] = vdir.compute silu_mul(%[[G0]], %[[U0]]) {{.*}}vdir.sm = 0 : i64
-// CHECK:       vdir.store %[[A0]], %act[0, 0] on store {vdir.id = [[S0:[0-9]+]] : i64, vdir.sm = 0 : i64}
-// CHECK:       vdir.load %act[0, 0] on load {{{.*}}vdir.sm = 0 : i64, vdir.after = [array<i64: [[S0]], [[S1:[0-9]+]]>]}
-// CHECK:       %[[XN1:.*]] = vdir.compute rmsnorm({{.*}}vdir.sm = 1 : i64
-// CHECK:       vdir.compute silu_mul({{.*}}vdir.sm = 1 : i64
-// CHECK:       vdir.store %{{.*}}, %act[0, 32] on store {vdir.id = [[S1]] : i64, vdir.seq = {{[0-9]+}} : i64, vdir.sm = 1 : i64}
-// CHECK:       vdir.load %act[0, 0] on load {{{.*}}vdir.sm = 1 : i64, vdir.after = [array<i64: [[S0]], [[S1]]>]}
+// CHECK:       %[[XN0:.*]] = vdir.compute rmsnorm({{.*}}sm = 0>
+// CHECK:       %[[G0:.*]] = vdir.compute gemv(%{{.*}}, %[[XN0]]) on compute {{.*}}sm = 0>
+// CHECK:       %[[U0:.*]] = vdir.compute gemv(%{{.*}}, %[[XN0]]) on compute {{.*}}sm = 0>
+// CHECK:       %[[A0:.*]] = vdir.compute silu_mul(%[[G0]], %[[U0]]) {{.*}}sm = 0>
+// CHECK:       vdir.store %[[A0]], %act[0, 0] on store {vdir.sched = #vdir.sched<id = [[S0:[0-9]+]], sm = 0>}
+// CHECK:       vdir.load %act[0, 0] on load {{{.*}}sm = 0, after = {{\[\[}}[[S0]], [[S1:[0-9]+]]]]>}
+// CHECK:       %[[XN1:.*]] = vdir.compute rmsnorm({{.*}}sm = 1>
+// CHECK:       vdir.compute silu_mul({{.*}}sm = 1>
+// CHECK:       vdir.store %{{.*}}, %act[0, 32] on store {vdir.sched = #vdir.sched<id = [[S1]], seq = {{[0-9]+}}, sm = 1>}
+// CHECK:       vdir.load %act[0, 0] on load {{{.*}}sm = 1, after = {{\[\[}}[[S0]], [[S1]]]]>}

@@ -5,18 +5,18 @@
 // The weight tiles alternate between the SMs (equal cost, least-loaded SM).
 
 // CHECK-LABEL: vdir.program @gemv
-// CHECK-SAME:    vdir.stage = "placed", vdir.buffer_roles = ["in", "in", "out"], vdir.num_sms = 2 : i64
-// CHECK:         %[[X0:.*]] = vdir.load %x[0, 0] on load {vdir.id = 0 : i64, vdir.sm = 0 : i64}
-// CHECK:         %[[W0:.*]] = vdir.load %w[0, 0] on load {{.*}}vdir.sm = 0 : i64
-// CHECK:         vdir.compute gemv(%[[W0]], %[[X0]]) {{.*}}vdir.sm = 0 : i64
-// CHECK:         vdir.store {{.*}}, %y[0, 0] on store {{.*}}vdir.sm = 0 : i64
-// CHECK:         vdir.load %w[32, 0] {{.*}}vdir.sm = 0 : i64
-// CHECK:         %[[X1:.*]] = vdir.load %x[0, 0] on load {vdir.id = 7 : i64, vdir.seq = 0 : i64, vdir.sm = 1 : i64}
-// CHECK:         %[[W1:.*]] = vdir.load %w[16, 0] {{.*}}vdir.sm = 1 : i64
-// CHECK:         vdir.compute gemv(%[[W1]], %[[X1]]) {{.*}}vdir.sm = 1 : i64
-// CHECK:         vdir.store {{.*}}, %y[0, 16] {{.*}}vdir.sm = 1 : i64
-// CHECK:         vdir.load %w[48, 0] {{.*}}vdir.sm = 1 : i64
-// CHECK-NOT:     vdir.sm = 2
+// CHECK-SAME:    vdir.stage = #vdir.stage<placed>, vdir.layout = #vdir.layout<num_sms = 2, buffer_roles = [in, in, out]>
+// CHECK:         %[[X0:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0>}
+// CHECK:         %[[W0:.*]] = vdir.load %w[0, 0] on load {{.*}}sm = 0>
+// CHECK:         vdir.compute gemv(%[[W0]], %[[X0]]) {{.*}}sm = 0>
+// CHECK:         vdir.store {{.*}}, %y[0, 0] on store {{.*}}sm = 0>
+// CHECK:         vdir.load %w[32, 0] {{.*}}sm = 0>
+// CHECK:         %[[X1:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 7, seq = 0, sm = 1>}
+// CHECK:         %[[W1:.*]] = vdir.load %w[16, 0] {{.*}}sm = 1>
+// CHECK:         vdir.compute gemv(%[[W1]], %[[X1]]) {{.*}}sm = 1>
+// CHECK:         vdir.store {{.*}}, %y[0, 16] {{.*}}sm = 1>
+// CHECK:         vdir.load %w[48, 0] {{.*}}sm = 1>
+// CHECK-NOT:     sm = 2
 vdir.program @gemv(%w: !vdir.buffer<64x256xbf16>, %x: !vdir.buffer<1x256xbf16>, %y: !vdir.buffer<1x64xbf16>) {
   %xt = vdir.load %x[0, 0] on load : !vdir.buffer<1x256xbf16> -> !vdir.tile<1x256xbf16>
   vdir.repeat %i = 0 to 4 {

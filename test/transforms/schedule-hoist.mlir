@@ -6,18 +6,18 @@
 // The reload of %act waits for both SMs' stores (a global counter). Rather
 // than idle at that barrier, the load engine first streams the next
 // independent loads — the down-projection weights and the residual — which
-// the scheduler moves ahead of it (vdir.hoist records the move; they take
+// the scheduler moves ahead of it (the hoist of their vdir.sched records the move; they take
 // the waiting load's place in program order).
 
-// CHECK:      %av = vdir.load %act[0, 0] on load {vdir.id = 9 : i64, vdir.seq = 15 : i64, vdir.sm = 0 : i64, vdir.pos = 6 : i64,
-// CHECK-NEXT: %wdt = vdir.load %wd[0, 0] on load {vdir.id = 10 : i64, vdir.seq = 15 : i64, vdir.hoist = -2 : i64, vdir.sm = 0 : i64, vdir.pos = 4 : i64}
-// CHECK:      %res = vdir.load %h[0, 0] on load {vdir.id = 12 : i64, vdir.seq = 15 : i64, vdir.hoist = -1 : i64, vdir.sm = 0 : i64, vdir.pos = 5 : i64}
+// CHECK:      %av = vdir.load %act[0, 0] on load {vdir.sched = #vdir.sched<id = 9, seq = 15, sm = 0, pos = 6,
+// CHECK-NEXT: %wdt = vdir.load %wd[0, 0] on load {vdir.sched = #vdir.sched<id = 10, seq = 15, hoist = -2, sm = 0, pos = 4>}
+// CHECK:      %res = vdir.load %h[0, 0] on load {vdir.sched = #vdir.sched<id = 12, seq = 15, hoist = -1, sm = 0, pos = 5>}
 
-// ONE:        %av = vdir.load %act[0, 0] {{.*}}vdir.pos = 5 : i64
-// ONE-NEXT:   %wdt = vdir.load %wd[0, 0] {{.*}}vdir.hoist = -1 : i64, vdir.sm = 0 : i64, vdir.pos = 4 : i64}
-// ONE:        %res = vdir.load %h[0, 0] {{.*}}vdir.pos = 6 : i64}
+// ONE:        %av = vdir.load %act[0, 0] {{.*}}pos = 5,
+// ONE-NEXT:   %wdt = vdir.load %wd[0, 0] {{.*}}hoist = -1, sm = 0, pos = 4>}
+// ONE:        %res = vdir.load %h[0, 0] {{.*}}pos = 6>}
 
-// NONE:       %av = vdir.load %act[0, 0] {{.*}}vdir.pos = 4 : i64
-// NONE-NOT:   vdir.hoist
+// NONE:       %av = vdir.load %act[0, 0] {{.*}}pos = 4,
+// NONE-NOT:   hoist =
 
 // BAD: error: vdir-schedule: prefetch must be at least 0, got -1

@@ -5,15 +5,15 @@
 // engine, independently per SM.
 
 // CHECK-LABEL: vdir.program @mlp
-// CHECK-SAME:    vdir.stage = "scheduled"
-// CHECK:       %x = vdir.load %h[0, 0] on load {vdir.id = 0 : i64, vdir.sm = 0 : i64, vdir.pos = 0 : i64}
-// CHECK-NEXT:  %gt = vdir.load %g[0, 0] on load {vdir.id = 1 : i64, vdir.sm = 0 : i64, vdir.pos = 1 : i64}
-// CHECK-NEXT:  %xn = vdir.compute rmsnorm({{.*}}vdir.sm = 0 : i64, vdir.pos = 0 : i64}
-// CHECK-NEXT:  %wgt = vdir.load {{.*}}vdir.pos = 2 : i64}
-// CHECK-NEXT:  %gate = vdir.compute gemv({{.*}}vdir.pos = 1 : i64}
-// CHECK-NEXT:  %wut = vdir.load {{.*}}vdir.pos = 3 : i64}
-// CHECK-NEXT:  %up = vdir.compute gemv({{.*}}vdir.pos = 2 : i64}
-// CHECK-NEXT:  %a = vdir.compute silu_mul({{.*}}vdir.pos = 3 : i64}
-// CHECK-NEXT:  vdir.store %a, %act[0, 0] on store {{.*}}vdir.pos = 0 : i64}
-// CHECK:       vdir.store {{.*}}%out[0, 0] on store {{.*}}vdir.sm = 0 : i64, vdir.pos = 1 : i64}
-// CHECK-NEXT:  %x_1 = vdir.load %h[0, 0] on load {{.*}}vdir.sm = 1 : i64, vdir.pos = 0 : i64}
+// CHECK-SAME:    vdir.stage = #vdir.stage<scheduled>
+// CHECK:       %x = vdir.load %h[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0>}
+// CHECK-NEXT:  %gt = vdir.load %g[0, 0] on load {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 1>}
+// CHECK-NEXT:  %xn = vdir.compute rmsnorm({{.*}}sm = 0, pos = 0>}
+// CHECK-NEXT:  %wgt = vdir.load {{.*}}pos = 2>}
+// CHECK-NEXT:  %gate = vdir.compute gemv({{.*}}pos = 1>}
+// CHECK-NEXT:  %wut = vdir.load {{.*}}pos = 3>}
+// CHECK-NEXT:  %up = vdir.compute gemv({{.*}}pos = 2>}
+// CHECK-NEXT:  %a = vdir.compute silu_mul({{.*}}pos = 3>}
+// CHECK-NEXT:  vdir.store %a, %act[0, 0] on store {{.*}}pos = 0>}
+// CHECK:       vdir.store {{.*}}%out[0, 0] on store {{.*}}sm = 0, pos = 1>}
+// CHECK-NEXT:  %x_1 = vdir.load %h[0, 0] on load {{.*}}sm = 1, pos = 0>}

@@ -5,9 +5,9 @@
 // with a token join even though the regions do not overlap. The stores land
 // on different SMs, so the join becomes one global counter of count 2.
 
-// CHECK: vdir.store %ta, %y[0, 0] on store {vdir.id = [[S0:[0-9]+]] : i64
-// CHECK: %last = vdir.load %x[0, 0] on load {{{.*}}vdir.after = [array<i64: [[S0]], [[S1:[0-9]+]]>]}
-// CHECK: vdir.store %tb, %y[0, 64] on store {vdir.id = [[S1]] : i64
+// CHECK: vdir.store %ta, %y[0, 0] on store {vdir.sched = #vdir.sched<id = [[S0:[0-9]+]],
+// CHECK: %last = vdir.load %x[0, 0] on load {{{.*}}after = {{\[\[}}[[S0]], [[S1:[0-9]+]]]]>}
+// CHECK: vdir.store %tb, %y[0, 64] on store {vdir.sched = #vdir.sched<id = [[S1]],
 
 // ISA-DAG: store {{.*}} -> @y+0 {{.*}}release(c0)
 // ISA-DAG: load  @x+0 {{.*}}wait(c0>=2*epoch)

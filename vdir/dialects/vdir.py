@@ -65,8 +65,21 @@ from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from vdir.isa import MAX_INPUTS
+from vdir.diagnostics import OpVerifyException, location_of
+from vdir.dialects.vdir_sched import (
+    BUFFER_ROLES,
+    LAYOUT_FACT_STAGE,
+    LAYOUT_KEY,
+    SCHED_FACT_STAGE,
+    SCHED_KEY,
+    STAGE_KEY,
+    LayoutAttr,
+    ScheduleAttr,
+    Stage,
+    StageAttr,
+)
 from vdir.families import DTYPE_BYTES, FamilyError, TileSig, get_family
+from vdir.isa import MAX_INPUTS
 from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTargetError, get_target
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
@@ -975,8 +988,245 @@ class ProgramOp(IRDLOperation):
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
         check_acyclic(self.body.block)
+        verify_scheduled_form(self)
+
+    @property
+    def stage(self) -> Stage:
+        """How far the program has been compiled (``vdir.stage``; ``source`` when absent)."""
+        attr = self.attributes.get(STAGE_KEY)
+        return attr.data if isinstance(attr, StageAttr) else Stage.SOURCE
+
+    @property
+    def layout(self) -> LayoutAttr | None:
+        """The program-level facts of the scheduling passes (``vdir.layout``), if any."""
+        attr = self.attributes.get(LAYOUT_KEY)
+        return attr if isinstance(attr, LayoutAttr) else None
 
 
+
+
+# --------------------------------------------------------------------------
+# The scheduled form: stage, layout and the facts of every micro-op
+# --------------------------------------------------------------------------
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _where(op: Operation) -> str:
+    loc = location_of(op)
+    return f"the micro-op at {loc}" if loc else "another micro-op"
+
+
+def _typed_attr(op: Operation, key: str, kind: type[Attribute], syntax: str) -> Attribute | None:
+    """``op``'s attribute ``key`` if present; an error when it is not a ``kind``."""
+    attr = op.attributes.get(key)
+    if attr is not None and not isinstance(attr, kind):
+        raise OpVerifyException(f"{key} must be a {syntax}<...> attribute, got {attr}", op)
+    return attr
+
+
+def _check_fact_stages(present: Sequence[str], first: dict[str, Stage], stage: Stage, op: Operation) -> None:
+    """Reject facts that a later stage than ``stage`` records."""
+    for key in present:
+        if not stage.reached(first[key]):
+            raise OpVerifyException(
+                f"{key} is recorded from stage '{first[key].value}' on, but the program is at stage '{stage.value}'",
+                op,
+            )
+
+
+def _check_micro_op_attributes(op: Operation) -> None:
+    """A micro-op's only ``vdir.`` attribute is ``vdir.sched``."""
+    for key in op.attributes:
+        if key.startswith("vdir.") and key != SCHED_KEY:
+            raise OpVerifyException(f"unknown attribute '{key}' (a micro-op's scheduling facts are in {SCHED_KEY})", op)
+
+
+def _verified_layout(program: "ProgramOp", stage: Stage) -> LayoutAttr | None:
+    """The program's ``vdir.layout``, checked against its stage, arguments and target."""
+    layout = _typed_attr(program, LAYOUT_KEY, LayoutAttr, "#vdir.layout")
+    if stage is Stage.SOURCE:
+        if layout is not None:
+            raise OpVerifyException(
+                f"{LAYOUT_KEY} is recorded from stage 'placed' on, but the program is at stage 'source'", program
+            )
+        return None
+    if not isinstance(layout, LayoutAttr):
+        raise OpVerifyException(f"a program at stage '{stage.value}' needs {LAYOUT_KEY}", program)
+    present = layout.present_facts()
+    _check_fact_stages(present, LAYOUT_FACT_STAGE, stage, program)
+    if stage.reached(Stage.ALLOCATED) and "smem_bytes" not in present:
+        raise OpVerifyException(f"a program at stage '{stage.value}' needs smem_bytes in {LAYOUT_KEY}", program)
+    target = target_of(program)
+    if layout.num_sms.data > target.num_sms:
+        raise OpVerifyException(
+            f"num_sms = {layout.num_sms.data} exceeds the {target.num_sms} SMs of target '{target.name}'", program
+        )
+    if len(layout.roles) != len(program.args):
+        raise OpVerifyException(
+            f"buffer_roles gives {_counted(len(layout.roles), 'role')} for {_counted(len(program.args), 'argument')}",
+            program,
+        )
+    return layout
+
+
+class _ScheduleChecker:
+    """Checks the micro-ops of a placed (or later) program one by one, then together."""
+
+    def __init__(self, stage: Stage, layout: LayoutAttr, target: TargetDescription):
+        self.stage = stage
+        self.target = target
+        self.num_sms = layout.num_sms.data
+        self.counts = layout.counts
+        self.smem_bytes = layout.smem_bytes.data if isinstance(layout.smem_bytes, IntAttr) else 0
+        self.by_id: dict[int, Operation] = {}
+        self.queue_slots: dict[tuple[int, str, int], Operation] = {}
+        self.after: list[tuple[Operation, list[list[int]]]] = []
+        self.releases = [0] * len(self.counts)
+
+    def check(self, op: Operation) -> None:
+        """Check one op of the program body."""
+        stage = self.stage.value
+        if not isinstance(op, MicroOp):
+            raise OpVerifyException(f"a program at stage '{stage}' holds only micro-ops, not {op.name}", op)
+        _check_micro_op_attributes(op)
+        if op.deps:  # type: ignore[attr-defined]
+            raise OpVerifyException(
+                f"at stage '{stage}' a micro-op's dependencies are the after groups of its {SCHED_KEY}, "
+                "not 'after' tokens",
+                op,
+            )
+        sched = _typed_attr(op, SCHED_KEY, ScheduleAttr, "#vdir.sched")
+        if not isinstance(sched, ScheduleAttr):
+            raise OpVerifyException(f"a micro-op of a program at stage '{stage}' needs {SCHED_KEY}", op)
+        self._check_presence(op, sched)
+        self._check_placement(op, sched)
+        self._check_smem(op, sched)
+        self._check_sync(op, sched)
+        self._record(op, sched)
+
+    def _check_presence(self, op: MicroOp, sched: ScheduleAttr) -> None:
+        present = sched.present_facts()
+        _check_fact_stages(present, SCHED_FACT_STAGE, self.stage, op)
+        produces_tile = op.OP_CLASS != "store"
+        if "smem" in present and not produces_tile:
+            raise OpVerifyException("a store produces no tile, so it has no smem", op)
+        required = ["sm"]
+        if self.stage.reached(Stage.SCHEDULED):
+            required.append("pos")
+        if self.stage.reached(Stage.ALLOCATED) and produces_tile:
+            required.append("smem")
+        for key in required:
+            if key not in present:
+                raise OpVerifyException(f"a micro-op of a program at stage '{self.stage.value}' needs {key}", op)
+
+    def _check_placement(self, op: MicroOp, sched: ScheduleAttr) -> None:
+        sm = sched.fact("sm")
+        assert sm is not None
+        if sm >= self.num_sms:
+            raise OpVerifyException(
+                f"sm = {sm} is out of range: the program is placed on {_counted(self.num_sms, 'SM')}", op
+            )
+        pos = sched.fact("pos")
+        if pos is None:
+            return
+        engine = op.engine.data.value  # type: ignore[attr-defined]
+        taken = self.queue_slots.setdefault((sm, engine, pos), op)
+        if taken is not op:
+            raise OpVerifyException(f"pos = {pos} in the {engine} queue of SM {sm} is taken by {_where(taken)}", op)
+
+    def _check_smem(self, op: MicroOp, sched: ScheduleAttr) -> None:
+        smem = sched.fact("smem")
+        if smem is None:
+            return
+        align = self.target.smem_alignment
+        if smem % align:
+            raise OpVerifyException(
+                f"smem = {smem} is not a multiple of the {align}-byte alignment of target '{self.target.name}'", op
+            )
+        nbytes = op.results[0].type.nbytes  # type: ignore[attr-defined]
+        if smem + nbytes > self.smem_bytes:
+            raise OpVerifyException(
+                f"the {nbytes}-byte tile at smem = {smem} ends past smem_bytes = {self.smem_bytes}", op
+            )
+
+    def _check_sync(self, op: MicroOp, sched: ScheduleAttr) -> None:
+        width = self.target.dependency_bits
+        for what, bits in (("wait", sched.wait_bits), ("signal", sched.signal_bits)):
+            for bit in bits:
+                if bit >= width:
+                    raise OpVerifyException(
+                        f"{what} bit {bit} is out of range: target '{self.target.name}' has "
+                        f"{_counted(width, 'dependency bit')}",
+                        op,
+                    )
+        for counter, count in sched.counter_waits:
+            self._check_counter("wait", counter, op)
+            if count != self.counts[counter]:
+                raise OpVerifyException(
+                    f"wait_counters waits for {count} releases of counter {counter}, but counter_counts "
+                    f"gives it {self.counts[counter]}",
+                    op,
+                )
+        for counter in sched.released_counters:
+            self._check_counter("release", counter, op)
+            self.releases[counter] += 1
+
+    def _check_counter(self, what: str, counter: int, op: Operation) -> None:
+        if counter >= len(self.counts):
+            raise OpVerifyException(
+                f"{what} counter {counter} is out of range: the program has "
+                f"{_counted(len(self.counts), 'counter')} (counter_counts)",
+                op,
+            )
+
+    def _record(self, op: MicroOp, sched: ScheduleAttr) -> None:
+        uop_id = sched.uop_id.data
+        taken = self.by_id.setdefault(uop_id, op)
+        if taken is not op:
+            raise OpVerifyException(f"id {uop_id} is already the id of {_where(taken)}", op)
+        if sched.after.data:
+            self.after.append((op, sched.after_groups))
+
+    def finish(self, program: "ProgramOp") -> None:
+        """The checks that need every micro-op: ``after`` ids exist, releases match the counts."""
+        for op, groups in self.after:
+            for group in groups:
+                for uop_id in group:
+                    if uop_id not in self.by_id:
+                        raise OpVerifyException(f"after names micro-op id {uop_id}, which is not in the program", op)
+        for counter, (released, count) in enumerate(zip(self.releases, self.counts)):
+            if released != count:
+                raise OpVerifyException(
+                    f"counter {counter} is released by {_counted(released, 'micro-op')}, but counter_counts "
+                    f"gives it {count}",
+                    program,
+                )
+
+
+def verify_scheduled_form(program: "ProgramOp") -> None:
+    """Check the facts of the scheduling passes against the stage, the layout and the target.
+
+    ``docs/ir.md`` lists the rules; each error names the micro-op at fault.
+    """
+    stage_attr = _typed_attr(program, STAGE_KEY, StageAttr, "#vdir.stage")
+    stage = stage_attr.data if isinstance(stage_attr, StageAttr) else Stage.SOURCE
+    layout = _verified_layout(program, stage)
+    if layout is None:
+        for op in program.walk():
+            if isinstance(op, MicroOp):
+                _check_micro_op_attributes(op)
+                if SCHED_KEY in op.attributes:
+                    raise OpVerifyException(
+                        f"{SCHED_KEY} is recorded from stage 'placed' on, but the program is at stage 'source'", op
+                    )
+        return
+    checker = _ScheduleChecker(stage, layout, target_of(program))
+    for op in program.body.block.ops:
+        checker.check(op)
+    checker.finish(program)
 
 
 @irdl_op_definition
@@ -1035,7 +1285,7 @@ class EncodedProgramOp(IRDLOperation):
                 raise VerifyException("code and names must be base64 text")
         for b in self.buffers.data:
             parts = b.data.split(":")
-            if len(parts) != 4 or parts[3] not in ("in", "out", "inout", "scratch"):
+            if len(parts) != 4 or parts[3] not in BUFFER_ROLES:
                 raise VerifyException(
                     f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out|inout|scratch)"
                 )
@@ -1051,5 +1301,5 @@ class EncodedProgramOp(IRDLOperation):
 VDIR = Dialect(
     "vdir",
     [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp, EncodedProgramOp],
-    [BufferType, TileType, TokenType, EngineKindAttr],
+    [BufferType, TileType, TokenType, EngineKindAttr, StageAttr, LayoutAttr, ScheduleAttr],
 )

@@ -100,8 +100,8 @@ def verify_module(module: ModuleOp) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
-        except DiagnosticException as e:  # a verifier's VerifyException, or a PassFailure naming its op
-            at = e.op if isinstance(e, PassFailure) and e.op is not None else op
+        except DiagnosticException as e:  # a VerifyException (an OpVerifyException names its op) or a PassFailure
+            at = getattr(e, "op", None) or op
             raise UserError(located(one_line(str(e)), at)) from None
 
 

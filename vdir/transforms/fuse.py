@@ -64,7 +64,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.affine import ApplyOp
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -86,6 +86,7 @@ from vdir.dialects.vdir import (
     family_params,
     target_of,
 )
+from vdir.dialects.vdir_sched import Stage
 from vdir.families import FAMILIES, Epilogue, Family, FamilyError, Prologue, get_family
 from vdir.transforms.cost_model import compute_fusion_benefit, load_merge_benefit
 
@@ -428,11 +429,11 @@ class MergeDuplicateLoads(RewritePattern):
 def check_source_stage(program: ProgramOp) -> None:
     """Fusion runs before placement: a placed program's ops carry an SM each,
     and fusing two ops of different SMs would silently move work."""
-    stage = program.attributes.get("vdir.stage")
-    if isinstance(stage, StringAttr) and stage.data != "source":
+    stage = program.stage
+    if stage is not Stage.SOURCE:
         raise PassFailure(
             f"fusion needs a source program, but @{program.sym_name.data} is at stage "
-            f"'{stage.data}'; run vdir-fuse before vdir-place",
+            f"'{stage.value}'; run vdir-fuse before vdir-place",
             program,
         )
 

@@ -16,10 +16,12 @@ flat list of :class:`Node` in program order, and derives the dependencies:
 
 The scheduling passes annotate nodes (``sm``, queue position, shared-memory
 offset, dependency bits, counters). :func:`graph_to_ir` writes the annotated
-graph back as a flat program whose micro-ops carry those facts as ``vdir.*``
-attributes, and :func:`build_graph` reads such a program back, so each pass
-can run on its own from ``vdir-opt``. Big programs go through
-``vdir-pipeline``, which keeps the graph in memory from start to end.
+graph back as a flat program in the typed scheduled form (``vdir.stage``,
+``vdir.layout`` and each micro-op's ``vdir.sched``, see
+:mod:`vdir.dialects.vdir_sched`), and :func:`build_graph` reads such a
+program back, so each pass can run on its own from ``vdir-opt``. These two
+are the only conversions between the graph and the IR. Big programs go
+through ``vdir-pipeline``, which keeps the graph in memory from start to end.
 """
 
 from __future__ import annotations
@@ -33,8 +35,6 @@ from dataclasses import dataclass, field
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.arith import AddiOp, ConstantOp, MuliOp
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
     DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
@@ -70,6 +70,15 @@ from vdir.dialects.vdir import (
     TokenType,
     element_type,
 )
+from vdir.dialects.vdir_sched import (
+    LAYOUT_KEY,
+    SCHED_KEY,
+    STAGE_KEY,
+    LayoutAttr,
+    ScheduleAttr,
+    Stage,
+    StageAttr,
+)
 from vdir.families import DTYPE_BYTES, TileSig
 from vdir.isa import buffer_role
 from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
@@ -78,7 +87,7 @@ from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
 SCHEDULE_ORDER = operator.attrgetter("seq", "hoist")
 
 #: order of the scheduling stages, as recorded in the program's ``vdir.stage``
-STAGES = ("source", "placed", "scheduled", "allocated", "laid-out")
+STAGES = tuple(s.value for s in Stage)
 
 
 @dataclass(eq=False, slots=True)
@@ -114,6 +123,26 @@ class Node:
     def key(self) -> tuple[int, int]:
         """Order of the schedule: program order, with hoisted loads moved up."""
         return (self.seq, self.hoist)
+
+    def snapshot(self) -> tuple:
+        """The facts the scheduling passes fill in (and ``deps``, which they extend).
+
+        Containers are saved as tuples: the empty ones (all of them before
+        ``vdir-layout-deps``) then cost nothing, which keeps a snapshot of a
+        large graph as cheap as copying its dependency lists.
+        """
+        return (
+            self.seq, self.hoist, self.sm, self.pos, self.smem, tuple(self.deps),
+            tuple(self.wait_bits.items()), tuple(self.signal_bits), tuple(self.wait_counters),
+            tuple(self.release_counters),
+        )
+
+    def restore(self, saved: tuple) -> None:
+        """Put back the facts of a :meth:`snapshot`, undoing the passes run since."""
+        (self.seq, self.hoist, self.sm, self.pos, self.smem, deps, wait_bits, signal_bits,
+         wait_counters, release_counters) = saved
+        self.deps, self.wait_bits, self.signal_bits = list(deps), dict(wait_bits), list(signal_bits)
+        self.wait_counters, self.release_counters = list(wait_counters), list(release_counters)
 
     @property
     def produces_tile(self) -> bool:
@@ -162,6 +191,19 @@ class Graph:
     counter_counts: dict[int, int] = field(default_factory=dict)
     program_op: ProgramOp | None = None
 
+    def snapshot(self) -> tuple:
+        """The pass-filled facts of the graph and of every node, for :meth:`restore`."""
+        facts = (self.num_sms, self.smem_bytes, self.num_counters, dict(self.counter_counts))
+        return facts, [n.snapshot() for n in self.nodes]
+
+    def restore(self, saved: tuple) -> None:
+        """Undo the passes run since :meth:`snapshot` (the node list itself is unchanged)."""
+        facts, nodes = saved
+        self.num_sms, self.smem_bytes, self.num_counters, counts = facts
+        self.counter_counts = dict(counts)
+        for node, node_facts in zip(self.nodes, nodes, strict=True):
+            node.restore(node_facts)
+
     def describe(self, node: Node) -> str:
         where = f" on SM {node.sm}" if node.sm >= 0 else ""
         return f"{node.name}{where} ({node.loc})"
@@ -193,16 +235,6 @@ def single_program(module: ModuleOp) -> ProgramOp:
     if len(programs) != 1:
         raise PassFailure(f"expected one vdir.program in the module, found {len(programs)}", None)
     return programs[0]
-
-
-def _int_attr(op: Operation, key: str, default: int = -1) -> int:
-    a = op.attributes.get(key)
-    return a.value.data if isinstance(a, IntegerAttr) else default
-
-
-def _array_attr(op: Operation, key: str) -> list[int]:
-    a = op.attributes.get(key)
-    return list(a.get_values()) if isinstance(a, DenseArrayBase) else []
 
 
 def compile_affine(expr: AffineExpr) -> Callable[[list[int]], int]:
@@ -392,60 +424,64 @@ class _Expander:
         if (node.col * DTYPE_BYTES[arg.dtype]) % 16:
             raise PassFailure(f"{node.kind} {node.name}: column offset {node.col} is not 16-byte aligned", op)
 
-    # -- annotations written by graph_to_ir --------------------------------
+    # -- the scheduled form written by graph_to_ir --------------------------
     def _read_annotations(self, node: Node, op: Operation) -> None:
-        node.id = _int_attr(op, "vdir.id", node.id)
-        node.seq = _int_attr(op, "vdir.seq", node.seq)
-        node.hoist = _int_attr(op, "vdir.hoist", 0)
-        node.sm = _int_attr(op, "vdir.sm")
-        node.pos = _int_attr(op, "vdir.pos")
-        node.smem = _int_attr(op, "vdir.smem")
-        after = op.attributes.get("vdir.after")
-        if isinstance(after, ArrayAttr):
-            self.pending_after.append((node, [list(g.get_values()) for g in after.data]))
-        waits = _array_attr(op, "vdir.wait")
-        node.wait_bits = {waits[i]: waits[i + 1] for i in range(0, len(waits), 2)}
-        node.signal_bits = _array_attr(op, "vdir.signal")
-        wc = _array_attr(op, "vdir.wait_counters")
-        node.wait_counters = [(wc[i], wc[i + 1]) for i in range(0, len(wc), 2)]
-        node.release_counters = _array_attr(op, "vdir.release")
-        if node.id in self.by_id:
-            raise PassFailure(f"duplicate vdir.id {node.id}", op)
+        """Fill ``node`` from its ``vdir.sched`` (the program verifier checked it)."""
+        sched = op.attributes[SCHED_KEY]
+        assert isinstance(sched, ScheduleAttr)
+        node.id = sched.uop_id.data
+        fact = sched.fact
+        node.seq = node.id if (seq := fact("seq")) is None else seq
+        node.hoist = fact("hoist") or 0
+        node.sm = _or_unset(fact("sm"))
+        node.pos = _or_unset(fact("pos"))
+        node.smem = _or_unset(fact("smem"))
+        if sched.after.data:
+            self.pending_after.append((node, sched.after_groups))
+        node.wait_bits = sched.wait_bits
+        node.signal_bits = sched.signal_bits
+        node.wait_counters = sched.counter_waits
+        node.release_counters = sched.released_counters
         self.by_id[node.id] = node
 
     def _resolve_recorded_deps(self) -> None:
         intern = GroupInterner()
         for node, groups in self.pending_after:
-            try:
-                node.deps = [intern(self.by_id[i] for i in g) for g in groups]
-            except KeyError as e:
-                raise PassFailure(f"vdir.after of {node.name} names unknown micro-op {e}", None) from None
+            node.deps = [intern(self.by_id[i] for i in g) for g in groups]
+
+
+def _or_unset(value: int | None) -> int:
+    """A Node field's value: the fact, or -1 when the program does not have it yet."""
+    return -1 if value is None else value
 
 
 def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Graph:
     """Expand the module's program into a :class:`Graph` (see the module docstring)."""
     program = single_program(module)
-    stage_attr = program.attributes.get("vdir.stage")
-    stage = stage_attr.data if isinstance(stage_attr, StringAttr) else "source"
+    stage = program.stage.value
     if target is None:
         target = get_target(program.target.data if program.target else DEFAULT_TARGET)
     expander = _Expander(program, target, stage)
     nodes = expander.run()
     graph = Graph(program.sym_name.data, target, expander.args, nodes, stage=stage, program_op=program)
-    graph.num_sms = _int_attr(program, "vdir.num_sms", 0)
-    graph.smem_bytes = _int_attr(program, "vdir.smem_bytes", 0)
-    graph.num_counters = _int_attr(program, "vdir.num_counters", 0)
-    counts = _array_attr(program, "vdir.counter_counts")
-    graph.counter_counts = dict(enumerate(counts))
-    roles = program.attributes.get("vdir.buffer_roles")
-    if isinstance(roles, ArrayAttr):
-        for arg, role in zip(graph.args, roles.data):
-            arg.is_input = role.data in ("in", "inout")  # type: ignore[attr-defined]
-            arg.is_output = role.data in ("out", "inout")  # type: ignore[attr-defined]
+    if (layout := program.layout) is not None:
+        _read_layout(graph, layout)
     if stage == "source":
         derive_memory_dependencies(graph)
     nodes.sort(key=lambda n: (n.sm, n.seq, n.hoist) if stage != "source" else (n.seq,))
     return graph
+
+
+def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
+    """The program-level facts of ``vdir.layout``."""
+    graph.num_sms = layout.num_sms.data
+    graph.smem_bytes = layout.smem_bytes.data if isinstance(layout.smem_bytes, IntAttr) else 0
+    counts = layout.counts
+    graph.num_counters = len(counts)
+    graph.counter_counts = dict(enumerate(counts))
+    for arg, role in zip(graph.args, layout.roles):
+        arg.is_input = role in ("in", "inout")
+        arg.is_output = role in ("out", "inout")
 
 
 # ---------------------------------------------------------------------------
@@ -523,14 +559,6 @@ def derive_memory_dependencies(graph: Graph) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _i64(v: int) -> IntegerAttr:
-    return IntegerAttr(v, i64)
-
-
-def _array(vals: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(vals))
-
-
 def _params_attr(params: dict) -> DictionaryAttr:
     out: dict[str, Attribute] = {}
     for k, v in params.items():
@@ -547,29 +575,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     values: dict[int, SSAValue] = {}
     for node in graph.nodes:
         op = _node_op(node, block, values)
-        attrs = op.attributes
-        attrs["vdir.id"] = _i64(node.id)
-        if node.seq != node.id:
-            attrs["vdir.seq"] = _i64(node.seq)
-        if node.hoist:
-            attrs["vdir.hoist"] = _i64(node.hoist)
-        if node.sm >= 0:
-            attrs["vdir.sm"] = _i64(node.sm)
-        if node.pos >= 0:
-            attrs["vdir.pos"] = _i64(node.pos)
-        if node.smem >= 0:
-            attrs["vdir.smem"] = _i64(node.smem)
-        groups = [g for g in node.deps if g]
-        if groups:
-            attrs["vdir.after"] = ArrayAttr([_array([p.id for p in g]) for g in groups])
-        if node.wait_bits:
-            attrs["vdir.wait"] = _array([x for b, p in sorted(node.wait_bits.items()) for x in (b, p)])
-        if node.signal_bits:
-            attrs["vdir.signal"] = _array(node.signal_bits)
-        if node.wait_counters:
-            attrs["vdir.wait_counters"] = _array([x for cn in node.wait_counters for x in cn])
-        if node.release_counters:
-            attrs["vdir.release"] = _array(node.release_counters)
+        op.attributes[SCHED_KEY] = schedule_attr(node)
         if graph.program_op is not None and (loc := _loc(node.loc)) is not None:
             op.location = loc
         block.add_op(op)
@@ -577,17 +583,36 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
         graph.name, arg_types, Region(block), target=graph.target.name,
         arg_names=[a.name for a in graph.args],
     )
-    program.attributes["vdir.stage"] = StringAttr(stage)
-    program.attributes["vdir.buffer_roles"] = ArrayAttr([StringAttr(a.role) for a in graph.args])
-    program.attributes["vdir.num_sms"] = _i64(graph.num_sms)
-    if graph.smem_bytes:
-        program.attributes["vdir.smem_bytes"] = _i64(graph.smem_bytes)
-    if graph.num_counters:
-        program.attributes["vdir.num_counters"] = _i64(graph.num_counters)
-        program.attributes["vdir.counter_counts"] = _array(
-            [graph.counter_counts[i] for i in range(graph.num_counters)]
-        )
+    program.attributes[STAGE_KEY] = StageAttr(Stage(stage))
+    program.attributes[LAYOUT_KEY] = layout_attr(graph, Stage(stage))
     return program
+
+
+def schedule_attr(node: Node) -> ScheduleAttr:
+    """The ``#vdir.sched`` of a node: the facts the passes filled in, unset ones omitted."""
+    return ScheduleAttr(
+        node.id,
+        seq=node.seq if node.seq != node.id else None,
+        hoist=node.hoist or None,
+        sm=node.sm if node.sm >= 0 else None,
+        pos=node.pos if node.pos >= 0 else None,
+        smem=node.smem if node.smem >= 0 else None,
+        wait=sorted(node.wait_bits.items()),
+        signal=node.signal_bits,
+        wait_counters=node.wait_counters,
+        release=node.release_counters,
+        after=[[p.id for p in g] for g in node.deps if g],
+    )
+
+
+def layout_attr(graph: Graph, stage: Stage) -> LayoutAttr:
+    """The ``#vdir.layout`` of a graph at ``stage`` (a placed stage or later)."""
+    return LayoutAttr(
+        graph.num_sms,
+        [a.role for a in graph.args],
+        smem_bytes=graph.smem_bytes if stage.reached(Stage.ALLOCATED) else None,
+        counter_counts=[graph.counter_counts[i] for i in range(graph.num_counters)],
+    )
 
 
 def _loc(text: str) -> FileLineColLoc | None:

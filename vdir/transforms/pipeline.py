@@ -32,15 +32,14 @@ from vdir.transforms.verify_deps import verify_dependencies
 
 def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit."""
-    saved = [(n.seq, list(n.deps)) for n in graph.nodes]
+    saved = graph.snapshot()
     for p in range(prefetch, 0, -1):
         try:
             schedule(graph, p, check=False)
             allocate(graph)
             return
         except PassFailure:
-            for n, (seq, deps) in zip(graph.nodes, saved):
-                n.seq, n.hoist, n.pos, n.smem, n.deps = seq, 0, -1, -1, list(deps)
+            graph.restore(saved)
     schedule(graph, 0, check=False)
     allocate(graph)
 
