@@ -23,7 +23,7 @@ vdir.program @gemv(%a: !vdir.buffer<1x8xbf16>) {
 
 vdir.program @operand_types(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
-  // CHECK: error: 2 operands but 1 operand types
+  // CHECK: {{.*}}:[[# @LINE + 1]]:25: error: 2 operands but 1 operand types
   %u = vdir.compute add(%t, %t) : (!vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xbf16>
   %s = vdir.store %u, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
 }

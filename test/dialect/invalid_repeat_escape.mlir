@@ -8,7 +8,7 @@ vdir.program @tile_escapes(%a: !vdir.buffer<1x8xbf16>) {
   vdir.repeat %i = 0 to 2 {
     %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
   }
-  // CHECK: error: SSA value used before assignment
+  // CHECK: {{.*}}:[[# @LINE + 1]]:19: error: SSA value %t is not defined before this use
   %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
 }
 
@@ -19,9 +19,9 @@ vdir.program @token_escapes(%a: !vdir.buffer<1x8xbf16>) {
     %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
     %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
   }
+  // CHECK: {{.*}}:[[# @LINE + 1]]:18: error: SSA value %s is not defined before this use
   %j = vdir.join %s
 }
-// CHECK: error: values used but not defined: [%s]
 
 // -----
 
@@ -32,7 +32,7 @@ vdir.program @token_escapes(%a: !vdir.buffer<1x8xbf16>) {
     ^bb1(%i: index):
       %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
     }) : () -> ()
+    // CHECK: {{.*}}:[[# @LINE + 1]]:23: error: SSA value %t is not defined before this use
     %s = "vdir.store"(%t, %a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>) -> !vdir.token
   }) : () -> ()
 }) : () -> ()
-// CHECK: error: values used but not defined: [%t]

@@ -24,6 +24,6 @@ vdir.program @dtype(%a: !vdir.buffer<1x8xbf16>, %b: !vdir.buffer<1x8xf32>) {
 
 vdir.program @not_a_tile(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
-  // CHECK: error: expected a function type '(tile, ...) -> tile'
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: vdir.compute: !vdir.token should be of base attribute vdir.tile
   %u = vdir.compute add(%t, %t) : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.token
 }

@@ -23,6 +23,8 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DYNAMIC_INDEX,
+    I64,
     BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
@@ -32,10 +34,9 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
-    i32,
     i64,
 )
-from xdsl.dialects.utils import EnumAttribute
+from xdsl.dialects.utils import EnumAttribute, print_dynamic_index_list
 from xdsl.ir import (
     Attribute,
     Block,
@@ -59,7 +60,15 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
@@ -85,7 +94,7 @@ from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTa
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
-DYNAMIC = -(2**63)
+DYNAMIC = DYNAMIC_INDEX
 
 _ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type}
 
@@ -261,96 +270,10 @@ def _check_engine(op: "MicroOp", op_class: str) -> None:
             )
 
 
-def parse_defined_operand(parser: Parser, optional: bool = False) -> SSAValue | None:
-    """An operand that must already be defined; the op checks its type against
-    the format afterwards, with a message that says what the op expected."""
-    operand = parser.parse_optional_unresolved_operand()
-    if operand is None:
-        if optional:
-            return None
-        parser.raise_error("expected an operand")
-    values = parser.ssa_values.get(operand.operand_name)
-    if values is None:
-        parser.raise_error("SSA value used before assignment", operand.span)
-    if operand.index >= len(values):
-        parser.raise_error(f"SSA value tuple index {operand.index} is out of bounds", operand.span)
-    return values[operand.index]
-
-
 def _engine_choices() -> str:
     """The engine kinds, as a parse error lists them (``load, compute or store``)."""
     names = [k.value for k in EngineKind]
     return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
-
-
-def _parse_engine(parser: Parser, default: EngineKind) -> EngineKindAttr:
-    if parser.parse_optional_keyword("on") is None:
-        return EngineKindAttr(default)
-    pos = parser.pos
-    word = parser.parse_identifier()
-    try:
-        return EngineKindAttr(EngineKind(word))
-    except ValueError:
-        parser.raise_error(f"unknown engine kind '{word}' (expected {_engine_choices()})", pos, parser.pos)
-
-
-def _parse_token_operand(parser: Parser):
-    def parse() -> SSAValue:
-        pos = parser.pos
-        v = parse_defined_operand(parser)
-        if not isinstance(v.type, TokenType):
-            parser.raise_error(
-                f"{value_name(v)} is {v.type}; 'after' takes !vdir.token values", pos, parser.pos
-            )
-        return v
-
-    return parse
-
-
-def _parse_flow_and_deps(parser: Parser) -> tuple[IntegerAttr | None, list[SSAValue]]:
-    flow = None
-    deps: list[SSAValue] = []
-    while True:
-        if parser.parse_optional_keyword("flow") is not None:
-            flow = IntegerAttr(parser.parse_integer(allow_negative=False), i64)
-        elif parser.parse_optional_keyword("after") is not None:
-            deps = parser.parse_comma_separated_list(parser.Delimiter.NONE, _parse_token_operand(parser))
-        else:
-            return flow, deps
-
-
-def _print_engine_flow_deps(printer: Printer, op: "MicroOp") -> None:
-    printer.print_string(f" on {op.engine.data.value}")
-    if op.flow is not None:
-        printer.print_string(f" flow {op.flow.value.data}")
-    if op.deps:
-        printer.print_string(" after ")
-        printer.print_list(op.deps, printer.print_operand)
-
-
-def _parse_offsets(parser: Parser) -> tuple[list[int], list[SSAValue]]:
-    static: list[int] = []
-    dynamic: list[SSAValue] = []
-
-    def one() -> None:
-        if (v := parse_defined_operand(parser, optional=True)) is not None:
-            dynamic.append(v)
-            static.append(DYNAMIC)
-        else:
-            static.append(parser.parse_integer(allow_negative=False))
-
-    parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one)
-    return static, dynamic
-
-
-def _print_offsets(printer: Printer, static: Sequence[int], dynamic: Sequence[SSAValue]) -> None:
-    it = iter(dynamic)
-    parts: list[int | SSAValue] = [next(it) if s == DYNAMIC else s for s in static]
-    printer.print_string("[")
-    printer.print_list(
-        parts, lambda p: printer.print_int(p) if isinstance(p, int) else printer.print_operand(p)
-    )
-    printer.print_string("]")
 
 
 def _check_region(
@@ -374,6 +297,9 @@ def _check_region(
             f"{what}: tile rows are {cols * esize} bytes; bulk copies need a multiple of 16"
         )
     r0, c0 = static
+    for off, axis in ((r0, "row"), (c0, "column")):
+        if off != DYNAMIC and off < 0:
+            raise VerifyException(f"{what}: {axis} offset {off} is negative")
     if c0 != DYNAMIC and (c0 * esize) % 16:
         raise VerifyException(f"{what}: column offset {c0} is not 16-byte aligned")
     for off, size, bound, axis in ((r0, rows, brows, "row"), (c0, cols, bcols, "column")):
@@ -381,6 +307,11 @@ def _check_region(
             raise VerifyException(
                 f"{what}: region {axis}s [{off}, {off + size}) are out of the buffer's bounds [0, {bound})"
             )
+
+
+def _check_flow(op: "MicroOp") -> None:
+    if op.flow is not None and op.flow.value.data < 0:
+        raise VerifyException(f"flow id {op.flow.value.data} is negative")
 
 
 def _check_tile_used(op: Operation) -> None:
@@ -454,8 +385,103 @@ class MicroOp(IRDLOperation):
 
 
 # --------------------------------------------------------------------------
+# Custom directives of the micro-ops' assembly formats
+# --------------------------------------------------------------------------
+
+
+@irdl_custom_directive
+class OnEngine(CustomDirective):
+    """``on <kind>``: the engine kind that runs a micro-op (``on load``).
+
+    Always printed. Left out of the input, the kind is the property's default,
+    the op's natural engine. A directive because ``EngineKindAttr`` on its own
+    prints in its bracketed form (``#vdir.engine<load>``).
+    """
+
+    engine: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("on") is None:
+            if self.engine.default_value is None:
+                parser.raise_error("expected 'on' and an engine kind")
+            self.engine.set(state, self.engine.default_value)
+            return
+        pos = parser.pos
+        word = parser.parse_identifier(" (an engine kind)")
+        try:
+            kind = EngineKind(word)
+        except ValueError:
+            parser.raise_error(
+                f"unknown engine kind '{word}' (expected {_engine_choices()})", pos, parser.pos
+            )
+        self.engine.set(state, EngineKindAttr(kind))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        engine = self.engine.get(op)
+        assert isinstance(engine, EngineKindAttr)
+        printer.print_string(f"on {engine.data.value}")
+
+
+@irdl_custom_directive
+class RegionOffsets(CustomDirective):
+    """``[%row, 0]``: the offsets of a buffer region, constants or index values.
+
+    The constants go to ``static_offsets`` (``DYNAMIC`` where a value stands),
+    the values to ``dynamic_offsets``, as with xDSL's ``DynamicIndexList``;
+    unlike it, a constant must be non-negative, and printing does not re-check
+    the attribute's type (this prints tens of thousands of times per program).
+    """
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        static: list[int] = []
+        dynamic: list[UnresolvedOperand] = []
+
+        def parse_offset() -> None:
+            if (operand := parser.parse_optional_unresolved_operand()) is not None:
+                dynamic.append(operand)
+                static.append(DYNAMIC)
+            else:
+                static.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+
+        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_offset)
+        self.dynamic.set(state, dynamic)
+        self.static.set(state, DenseArrayBase.from_list(i64, static))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        static = self.static.get(op)
+        assert isinstance(static, DenseArrayBase)
+        print_dynamic_index_list(printer, DYNAMIC, self.dynamic.get(op), static.get_values())
+
+
+@irdl_custom_directive
+class FamilyName(CustomDirective):
+    """The op family of a ``vdir.compute`` as a bare identifier (``gemv``)."""
+
+    family: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.family.set(state, StringAttr(parser.parse_identifier(" (an op family name)")))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        family = self.family.get(op)
+        assert isinstance(family, StringAttr)
+        printer.print_string(family.data)
+
+
+# --------------------------------------------------------------------------
 # Ops
 # --------------------------------------------------------------------------
+
+
+#: The part of every micro-op's format after its operands: the engine kind,
+#: the flow id and the tokens it waits for (``on load flow 1 after %a, %b``).
+_SCHEDULING_FORMAT = "custom<OnEngine>($engine) (`flow` $flow^)? (`after` $deps^)? attr-dict"
 
 
 @irdl_op_definition
@@ -473,10 +499,17 @@ class LoadOp(MicroOp):
     deps = var_operand_def(TokenType)
     result = result_def(TileType)
     static_offsets = prop_def(DenseArrayBase)
-    engine = prop_def(EngineKindAttr)
-    flow = opt_prop_def(IntegerAttr)
+    engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.LOAD))
+    flow = opt_prop_def(IntegerAttr[I64])
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$source `` custom<RegionOffsets>($dynamic_offsets, $static_offsets) "
+        + _SCHEDULING_FORMAT
+        + " `:` type($source) `->` type($result)"
+    )
+    custom_directives = (RegionOffsets, OnEngine)
 
     def __init__(
         self,
@@ -499,53 +532,9 @@ class LoadOp(MicroOp):
             },
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "LoadOp":
-        source = parse_defined_operand(parser)
-        static, dynamic = _parse_offsets(parser)
-        engine = _parse_engine(parser, EngineKind.LOAD)
-        flow, deps = _parse_flow_and_deps(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        src_type = parser.parse_type()
-        if src_type != source.type:
-            parser.raise_error(
-                f"source is {source.type}, but the format says {src_type}", pos, parser.pos
-            )
-        parser.parse_punctuation("->")
-        pos = parser.pos
-        tile = parser.parse_type()
-        if not isinstance(tile, TileType):
-            parser.raise_error(f"a load produces a !vdir.tile, not {tile}", pos, parser.pos)
-        op = cls.create(
-            operands=[source, *dynamic, *deps],
-            result_types=[tile],
-            properties={
-                "static_offsets": DenseArrayBase.from_list(i64, static),
-                "engine": engine,
-                "operandSegmentSizes": DenseArrayBase.from_list(
-                    i32, [1, len(dynamic), len(deps)]
-                ),
-                **({"flow": flow} if flow is not None else {}),
-            },
-            attributes=attrs,
-        )
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        _print_offsets(printer, self.static_offsets.get_values(), self.dynamic_offsets)
-        _print_engine_flow_deps(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
         _check_engine(self, "load")
+        _check_flow(self)
         _check_tile_used(self)
         _check_region(
             self.source.type,  # type: ignore[arg-type]
@@ -572,10 +561,17 @@ class StoreOp(MicroOp):
     deps = var_operand_def(TokenType)
     token = result_def(TokenType)
     static_offsets = prop_def(DenseArrayBase)
-    engine = prop_def(EngineKindAttr)
-    flow = opt_prop_def(IntegerAttr)
+    engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.STORE))
+    flow = opt_prop_def(IntegerAttr[I64])
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$value `,` $dest `` custom<RegionOffsets>($dynamic_offsets, $static_offsets) "
+        + _SCHEDULING_FORMAT
+        + " `:` type($value) `,` type($dest)"
+    )
+    custom_directives = (RegionOffsets, OnEngine)
 
     def __init__(
         self,
@@ -598,56 +594,9 @@ class StoreOp(MicroOp):
             },
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "StoreOp":
-        value = parse_defined_operand(parser)
-        parser.parse_punctuation(",")
-        dest = parse_defined_operand(parser)
-        static, dynamic = _parse_offsets(parser)
-        engine = _parse_engine(parser, EngineKind.STORE)
-        flow, deps = _parse_flow_and_deps(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        vtype = parser.parse_type()
-        if vtype != value.type:
-            parser.raise_error(
-                f"stored value is {value.type}, but the format says {vtype}", pos, parser.pos
-            )
-        parser.parse_punctuation(",")
-        pos = parser.pos
-        dtype = parser.parse_type()
-        if dtype != dest.type:
-            parser.raise_error(
-                f"destination is {dest.type}, but the format says {dtype}", pos, parser.pos
-            )
-        return cls.create(
-            operands=[value, dest, *dynamic, *deps],
-            result_types=[TokenType()],
-            properties={
-                "static_offsets": DenseArrayBase.from_list(i64, static),
-                "engine": engine,
-                "operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(dynamic), len(deps)]),
-                **({"flow": flow} if flow is not None else {}),
-            },
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(", ")
-        printer.print_operand(self.dest)
-        _print_offsets(printer, self.static_offsets.get_values(), self.dynamic_offsets)
-        _print_engine_flow_deps(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.dest.type)
-
     def verify_(self) -> None:
         _check_engine(self, "store")
+        _check_flow(self)
         _check_region(
             self.dest.type,  # type: ignore[arg-type]
             self.value.type,  # type: ignore[arg-type]
@@ -685,11 +634,18 @@ class ComputeOp(MicroOp):
     deps = var_operand_def(TokenType)
     result = result_def(TileType)
     family = prop_def(StringAttr)
-    params = prop_def(DictionaryAttr)
-    engine = prop_def(EngineKindAttr)
-    flow = opt_prop_def(IntegerAttr)
+    params = opt_prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
+    engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.COMPUTE))
+    flow = opt_prop_def(IntegerAttr[I64])
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "custom<FamilyName>($family) `(` $inputs `)` ($params^)? "
+        + _SCHEDULING_FORMAT
+        + " `:` functional-type($inputs, $result)"
+    )
+    custom_directives = (FamilyName, OnEngine)
 
     def __init__(
         self,
@@ -706,66 +662,11 @@ class ComputeOp(MicroOp):
             result_types=[result],
             properties={
                 "family": StringAttr(family),
-                "params": DictionaryAttr(params or {}),
+                "params": DictionaryAttr(params) if params else None,
                 "engine": EngineKindAttr(engine),
                 "flow": IntegerAttr(flow, i64) if flow is not None else None,
             },
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "ComputeOp":
-        from xdsl.dialects.builtin import FunctionType
-
-        family = parser.parse_identifier()
-        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, lambda: parse_defined_operand(parser))
-        params = DictionaryAttr({})
-        if parser._current_token.text == "{":  # family parameters
-            params = DictionaryAttr(parser.parse_optional_attr_dict())
-        engine = _parse_engine(parser, EngineKind.COMPUTE)
-        flow, deps = _parse_flow_and_deps(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        ftype = parser.parse_type()
-        if (
-            not isinstance(ftype, FunctionType)
-            or len(ftype.outputs) != 1
-            or not isinstance(ftype.outputs.data[0], TileType)
-        ):
-            parser.raise_error("expected a function type '(tile, ...) -> tile'", pos, parser.pos)
-        if len(ftype.inputs) != len(inputs):
-            parser.raise_error(
-                f"{len(inputs)} operands but {len(ftype.inputs)} operand types", pos, parser.pos
-            )
-        for v, t in zip(inputs, ftype.inputs):
-            if v.type != t:
-                parser.raise_error(f"operand {value_name(v)} is {v.type}, not {t}", pos, parser.pos)
-        return cls.create(
-            operands=[*inputs, *deps],
-            result_types=[ftype.outputs.data[0]],
-            properties={
-                "family": StringAttr(family),
-                "params": params,
-                "engine": engine,
-                "operandSegmentSizes": DenseArrayBase.from_list(i32, [len(inputs), len(deps)]),
-                **({"flow": flow} if flow is not None else {}),
-            },
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.family.data}(")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(")")
-        if self.params.data:
-            printer.print_string(" ")
-            printer.print_attr_dict(self.params.data)
-        _print_engine_flow_deps(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
 
     @property
     def param_values(self) -> dict:
@@ -773,6 +674,7 @@ class ComputeOp(MicroOp):
 
     def verify_(self) -> None:
         _check_engine(self, "compute")
+        _check_flow(self)
         _check_tile_used(self)
         if len(self.inputs) > MAX_INPUTS:
             raise VerifyException(

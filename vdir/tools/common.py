@@ -11,19 +11,30 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from vdir.diagnostics import PassFailure, UserError, located
 
 
+#: The name of the operation whose text starts at a position (after its results).
+_OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
+
+
 class LocatingParser(Parser):
-    """A parser that stamps each operation with the file/line/column it starts at."""
+    """A parser that stamps each operation with the file/line/column it starts at.
+
+    It also keeps every parse failure located: a value must be defined before
+    it is used (and used with its type), and a type that an op's declarative
+    format rejects while parsing is reported at that op.
+    """
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
         super().__init__(ctx, text, name)
@@ -37,11 +48,51 @@ class LocatingParser(Parser):
 
     def parse_optional_operation(self) -> Operation | None:
         start = self._current_token.span.start
-        op = super().parse_optional_operation()
+        try:
+            op = super().parse_optional_operation()
+        except VerifyException as e:
+            # A declarative assembly format checks the types it parsed against
+            # the op's constraints while parsing; locate that failure at the op.
+            name = _OP_NAME.match(self.lexer.input.content, start)
+            prefix = f"{name.group(1)}: " if name else ""
+            self.raise_error(prefix + one_line(str(e)), start, self._current_token.span.start)
         if op is not None and isinstance(op.location, UnknownLoc):
             line, col = self._line_col(start)
             op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
         return op
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
+        """Resolve a use of a value that the text has already defined.
+
+        Program order is meaningful in a vdir program (memory dependencies
+        follow it), so a value must be defined, in a visible scope, before it
+        is used: a forward reference is an error here, at the use.
+        """
+        values = self.ssa_values.get(operand.operand_name)
+        if values is None:
+            self.raise_error(
+                f"SSA value %{operand.operand_name} is not defined before this use", operand.span
+            )
+        if operand.index < len(values) and values[operand.index].type != type:
+            self.raise_error(
+                f"SSA value {operand.span.text} has type {values[operand.index].type}, "
+                f"but is used as {type}",
+                operand.span,
+            )
+        return super().resolve_operand(operand, type)
+
+    def resolve_operands(
+        self, args: Sequence[UnresolvedOperand], input_types: Sequence[Attribute], error_pos: int
+    ) -> Sequence[SSAValue]:
+        """Resolve a group of uses, reporting a count mismatch at its first operand
+        (rather than after the whole op, where xDSL's formats report it)."""
+        types = list(input_types)
+        if len(args) != len(types):
+            self.raise_error(
+                f"{len(args)} operands but {len(types)} operand types",
+                args[0].span if args else error_pos,
+            )
+        return super().resolve_operands(args, types, error_pos)
 
 
 def default_context() -> Context:
