@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 from vdir import isa  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
-from vdir.lowering.handbuilt import ProgramAssembler  # noqa: E402
+from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
 
 L2_BYTES = 60 * 2**20

@@ -31,7 +31,7 @@ def main() -> int:
     import vdir
     from vdir.testing.compare import compare_outputs
     from vdir.frontend.examples import build_mlp_stack
-    from vdir.transforms.reference import evaluate
+    from vdir.testing.reference import evaluate
 
     from bench.bench_gpu import mlp_inputs
 

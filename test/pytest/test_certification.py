@@ -206,7 +206,7 @@ def test_compiled_module_matches_reference(backend, num_sms, tmp_path):
     """vdir.compile on a module: two gemv layers exchanging h through global memory."""
     from vdir.tools.common import parse_module_file
     from vdir.tools.vdir_run import random_inputs
-    from vdir.transforms.reference import evaluate
+    from vdir.testing.reference import evaluate
 
     path = tmp_path / "two_phase.mlir"
     path.write_text(TWO_PHASE)
@@ -225,7 +225,7 @@ def test_compiled_module_matches_reference(backend, num_sms, tmp_path):
 def test_example_matches_reference(backend, path):
     from vdir.tools.common import parse_module_file
     from vdir.tools.vdir_run import random_inputs
-    from vdir.transforms.reference import evaluate
+    from vdir.testing.reference import evaluate
 
     module = parse_module_file(path)
     exe = vdir.compile(module, backend=backend)

@@ -22,7 +22,7 @@ from vdir import isa
 from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.platform import LaunchSpec, PlatformError
 from vdir.families import FAMILIES
-from vdir.lowering.handbuilt import ProgramAssembler, family_program, run_once
+from vdir.testing.assembler import ProgramAssembler, family_program, run_once
 from vdir.lowering.options import LoweringOptions
 
 pytestmark = pytest.mark.gpu

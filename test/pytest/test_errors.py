@@ -18,7 +18,7 @@ from vdir.families import FamilyError, UnknownFamilyError
 from vdir.lowering.options import LoweringOptionError
 from vdir.target import UnknownTargetError
 from vdir.tools.vdir_run import RunError
-from vdir.transforms.reference import ReferenceInputError
+from vdir.testing.reference import ReferenceInputError
 
 
 def vdir_exception_classes() -> list[type[BaseException]]:

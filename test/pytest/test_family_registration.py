@@ -42,7 +42,7 @@ from vdir.frontend import ProgramBuilder
 from vdir.lowering import families as F
 from vdir.lowering.families import ComputeCtx
 from vdir.tools.vdir_opt import main as vdir_opt
-from vdir.transforms.graph import build_graph
+from vdir.analysis.graph import build_graph
 from vdir.transforms.place import is_rematerialisable
 
 #: an opcode no built-in family uses

@@ -24,7 +24,7 @@ from vdir.target import TARGETS, get_target
 from vdir.tools.common import parse_text, verify_module
 from vdir.transforms import cost_model as cm
 from vdir.transforms.fuse import FusePass
-from vdir.transforms.reference import evaluate
+from vdir.testing.reference import evaluate
 
 
 def _ctx() -> Context:

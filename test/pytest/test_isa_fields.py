@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vdir import isa
-from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.testing.assembler import ProgramAssembler
 from vdir.target import get_target
 
 INSTRUCTION_LAYOUTS = {

@@ -28,15 +28,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 #: the packages and modules of the compiler core
-CORE = ("vdir.dialects", "vdir.transforms", "vdir.lowering", "vdir.isa", "vdir.families", "vdir.target")
+CORE = ("vdir.dialects", "vdir.analysis", "vdir.transforms", "vdir.lowering", "vdir.isa", "vdir.families", "vdir.target")
 
 #: the backends' package: nothing in the core may import it
 BACKENDS = "vdir.device_runtime"
-
-#: core modules whose *lazy* imports may reach a backend: ``handbuilt.run_once``
-#: drives a platform for the GPU tests and benchmarks (a test helper that still
-#: lives beside the hand assembler it serves)
-LAZY_BACKEND_USERS = {"vdir.lowering.handbuilt"}
 
 
 def module_files(names: tuple[str, ...], root: Path) -> dict[str, Path]:
@@ -112,14 +107,9 @@ def test_core_sources_import_no_backend():
     offenders = {
         name: hits
         for name, file in module_files(CORE, REPO).items()
-        if (hits := backend_imports(file.read_text())) and name not in LAZY_BACKEND_USERS
+        if (hits := backend_imports(file.read_text()))
     }
     assert offenders == {}
-
-
-def test_lazy_backend_users_are_still_core_modules():
-    """Each exemption names a real core module (a stale one would hide nothing and must go)."""
-    assert LAZY_BACKEND_USERS <= set(module_files(CORE, REPO))
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from xdsl.utils.arg_spec import parse_spec
 
 from vdir.diagnostics import UserError, VdirError
 from vdir.lowering import lower_to_ptx
-from vdir.lowering.handbuilt import family_program
+from vdir.testing.assembler import family_program
 from vdir.lowering.options import MAX_COMPUTE_WARPS, LoweringOptionError, LoweringOptions
 from vdir.tools.targets import PTXTarget
 

@@ -34,11 +34,12 @@ from vdir.target import get_target
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
 from vdir.transforms.fuse import FusePass
-from vdir.transforms.graph import Graph, Node, build_graph
+from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.reference import evaluate_graph
-from vdir.transforms.schedule import queues_of, schedule
+from vdir.testing.reference import evaluate_graph
+from vdir.analysis.queues import queues_of
+from vdir.transforms.schedule import schedule
 
 WIDTH = 64
 

@@ -11,7 +11,7 @@ from vdir.dialects import ptx
 from vdir.families import FAMILIES
 from vdir.lowering import ptx_module
 from vdir.lowering.builder import PtxBuilder
-from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.testing.assembler import ProgramAssembler
 
 
 def _kernel() -> tuple[ptx.ModuleOp, PtxBuilder]:

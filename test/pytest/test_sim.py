@@ -24,7 +24,7 @@ from vdir.device_runtime.sim import (
     simulate,
 )
 from vdir.families import DTYPE_BYTES, FAMILIES
-from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.testing.assembler import ProgramAssembler
 from vdir.target import EngineKind, get_target
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from vdir import isa
 from vdir.frontend.examples import build_mlp_block
-from vdir.lowering.handbuilt import ProgramAssembler
+from vdir.testing.assembler import ProgramAssembler
 from vdir.transforms.pipeline import compile_to_encoded
 
 

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     ArrayAttr,
     DYNAMIC_INDEX,
     I64,

@@ -2,7 +2,7 @@
 
 :func:`compare_outputs` is the oracle of ``vdir-run --check``, the
 certification tests and the GPU checks: each backend has a stated tolerance
-(:data:`TOLERANCES`) against :func:`vdir.transforms.reference.evaluate`, and
+(:data:`TOLERANCES`) against :func:`vdir.testing.reference.evaluate`, and
 a miss is reported as the worst element (:class:`Mismatch`).
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: How close each backend must come to :func:`vdir.transforms.reference.evaluate`.
+#: How close each backend must come to :func:`vdir.testing.reference.evaluate`.
 TOLERANCES = {
     "sim": "within 1 bf16 ulp of the reference (ulp floor at 2^-8 of the output's max |value|)",
     "cuda": "atol = rtol = 2e-2 relative to the output's max |value|",

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from vdir.diagnostics import PassFailure, UserError, located
+from vdir.diagnostics import UserError, located
 
 
 #: The name of the operation whose text starts at a position (after its results).

@@ -253,7 +253,7 @@ def _check(
     backend: str,
 ) -> int:
     """Compare ``outputs`` with the reference evaluator; print the verdict, return the status."""
-    from vdir.transforms.reference import evaluate
+    from vdir.testing.reference import evaluate
 
     reference_inputs = dict(arrays)
     for info in program.buffers:

@@ -29,8 +29,8 @@ from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
 from vdir.isa import KERNEL_RESERVED_SMEM
-from vdir.transforms.graph import Graph, GroupInterner, Node
-from vdir.transforms.passes_common import run_stage
+from vdir.analysis.graph import Graph, GroupInterner, Node
+from vdir.analysis.stages import run_stage
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6

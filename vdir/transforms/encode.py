@@ -23,8 +23,8 @@ from vdir import isa
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
-from vdir.transforms.graph import Graph, Node, build_graph, single_program
-from vdir.transforms.schedule import queues_of
+from vdir.analysis.graph import Graph, Node, build_graph, single_program
+from vdir.analysis.queues import queues_of
 
 
 _OPCODES = {"load": isa.OP_LOAD, "compute": isa.OP_COMPUTE, "store": isa.OP_STORE}

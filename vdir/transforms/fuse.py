@@ -88,7 +88,7 @@ from vdir.dialects.vdir import (
 )
 from vdir.dialects.vdir_sched import Stage
 from vdir.families import FAMILIES, Epilogue, Family, FamilyError, Prologue, get_family
-from vdir.transforms.cost_model import compute_fusion_benefit, load_merge_benefit
+from vdir.analysis.cost_model import compute_fusion_benefit, load_merge_benefit
 
 # --------------------------------------------------------------------------
 # Legality helpers

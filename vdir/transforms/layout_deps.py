@@ -38,9 +38,9 @@ from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription
-from vdir.transforms.graph import SCHEDULE_ORDER, Graph, Node
-from vdir.transforms.passes_common import run_stage
-from vdir.transforms.schedule import queues_of
+from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
+from vdir.analysis.stages import run_stage
+from vdir.analysis.queues import queues_of
 
 VClock = list[int]
 

@@ -23,22 +23,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.families import get_family
-from vdir.transforms.cost_model import signature_cost
-from vdir.transforms.graph import Graph, GroupInterner, Node
-from vdir.transforms.passes_common import resolve_target, run_stage
-
-
-def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
-    """Cost-model time of one micro-op on one SM (µs), shared with vdir-fuse."""
-    inputs = tuple(i.tile for i in node.inputs) if node.kind == "compute" else ()
-    family = node.family if node.kind == "compute" else None
-    key = (node.kind, node.tile, family, inputs)
-    if cache is not None and key in cache:
-        return cache[key]
-    t = signature_cost(node.kind, node.tile, graph.target, inputs, family).time_us  # type: ignore[arg-type]
-    if cache is not None:
-        cache[key] = t
-    return t
+from vdir.analysis.cost_model import node_time_us
+from vdir.analysis.graph import Graph, GroupInterner, Node
+from vdir.analysis.stages import resolve_target, run_stage
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:

@@ -21,7 +21,6 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,33 +28,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.diagnostics import PassFailure
-from vdir.transforms.graph import Graph, Node
-from vdir.transforms.passes_common import run_stage
-
-
-def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
-    """(sm, engine) -> nodes in queue order (by ``pos`` once scheduled)."""
-    queues: dict[tuple[int, str], list[Node]] = defaultdict(list)
-    for n in graph.nodes:
-        queues[(n.sm, n.engine)].append(n)
-    for q in queues.values():
-        q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
-    return queues
-
-
-def check_dependencies_point_forward(graph: Graph) -> None:
-    """Every producer comes before its consumer in program order (no cycle)."""
-    for n in graph.nodes:
-        for p in n.inputs:
-            if p.seq >= n.seq:
-                raise PassFailure(f"{n.name} reads a tile produced later by {graph.describe(p)}", loc=n.loc)
-        for g in n.deps:
-            for p in g:
-                if p.seq >= n.seq and p is not n:
-                    raise PassFailure(
-                        f"{n.name} waits on {graph.describe(p)}, which comes later: a dependency cycle",
-                        loc=n.loc,
-                    )
+from vdir.analysis.graph import Graph, Node
+from vdir.analysis.queues import check_dependencies_point_forward, queues_of
+from vdir.analysis.stages import run_stage
 
 
 def _is_independent_load(n: Node) -> bool:

@@ -15,9 +15,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.passes import ModulePass
 
-from vdir.transforms.graph import Graph, build_graph, single_program
-from vdir.transforms.place import node_time_us
-from vdir.transforms.schedule import check_dependencies_point_forward
+from vdir.analysis.graph import Graph, build_graph, single_program
+from vdir.analysis.cost_model import node_time_us
+from vdir.analysis.queues import check_dependencies_point_forward
 
 
 def critical_path_us(graph: Graph) -> float:

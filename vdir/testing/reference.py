@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPES, get_family
-from vdir.transforms.graph import Graph, build_graph
+from vdir.analysis.graph import Graph, build_graph
 
 
 class ReferenceInputError(VdirError, ValueError):

@@ -46,12 +46,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.ir import Block, Operation, SSAValue
 
 from vdir.dialects.vdir import ComputeOp, LoadOp, RepeatOp, StoreOp, TileType
 from vdir.families import TileSig, get_family
 from vdir.target import TargetDescription
+
+if TYPE_CHECKING:
+    from vdir.analysis.graph import Graph, Node
 
 MICRO_OP_OVERHEAD_US = 0.3
 DEPENDENCY_EDGE_US = 0.05
@@ -228,3 +232,16 @@ def load_merge_benefit(tile: TileType, target: TargetDescription) -> FusionBenef
     n = tile.nbytes
     time = n / hbm_bytes_per_us_per_sm(target) + n / smem_bytes_per_us(target) + micro_op_overhead_us(target)
     return FusionBenefit(global_bytes=n, smem_bytes=n, edges=0, dispatches=1, time_us=time)
+
+
+def node_time_us(node: Node, graph: Graph, cache: dict | None = None) -> float:
+    """Cost-model time of one micro-op on one SM (µs), read by vdir-place and vdir-verify-deps."""
+    inputs = tuple(i.tile for i in node.inputs) if node.kind == "compute" else ()
+    family = node.family if node.kind == "compute" else None
+    key = (node.kind, node.tile, family, inputs)
+    if cache is not None and key in cache:
+        return cache[key]
+    t = signature_cost(node.kind, node.tile, graph.target, inputs, family).time_us  # type: ignore[arg-type]
+    if cache is not None:
+        cache[key] = t
+    return t

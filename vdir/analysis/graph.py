@@ -26,7 +26,6 @@ through ``vdir-pipeline``, which keeps the graph in memory from start to end.
 
 from __future__ import annotations
 
-import bisect
 import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -67,8 +66,6 @@ from vdir.dialects.vdir import (
     RepeatOp,
     StoreOp,
     TileType,
-    TokenType,
-    element_type,
 )
 from vdir.dialects.vdir_sched import (
     LAYOUT_KEY,

@@ -1,0 +1,38 @@
+"""Queue order of a scheduled graph, and the program-order invariant queues rely on.
+
+Read by ``vdir-schedule`` (which fixes the order), ``vdir-layout-deps`` (vector
+clocks over the queues), ``vdir-encode`` (one instruction stream per queue)
+and ``vdir-verify-deps``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from vdir.analysis.graph import Graph, Node
+from vdir.diagnostics import PassFailure
+
+
+def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
+    """(sm, engine) -> nodes in queue order (by ``pos`` once scheduled)."""
+    queues: dict[tuple[int, str], list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        queues[(n.sm, n.engine)].append(n)
+    for q in queues.values():
+        q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
+    return queues
+
+
+def check_dependencies_point_forward(graph: Graph) -> None:
+    """Every producer comes before its consumer in program order (no cycle)."""
+    for n in graph.nodes:
+        for p in n.inputs:
+            if p.seq >= n.seq:
+                raise PassFailure(f"{n.name} reads a tile produced later by {graph.describe(p)}", loc=n.loc)
+        for g in n.deps:
+            for p in g:
+                if p.seq >= n.seq and p is not n:
+                    raise PassFailure(
+                        f"{n.name} waits on {graph.describe(p)}, which comes later: a dependency cycle",
+                        loc=n.loc,
+                    )
