@@ -143,3 +143,32 @@ def test_source_scan_catches_a_planted_violation(planted: Path):
     assert backend_imports(files["fakecore.lazy"].read_text()) == [
         (4, "vdir.device_runtime"), (5, "vdir.device_runtime.sim")
     ]
+
+
+#: the one pass that composes the others (as MLIR's pass pipelines do)
+PIPELINE_PASS = "vdir.transforms.pipeline"
+
+
+def pass_imports(source: str) -> list[str]:
+    """The ``vdir.transforms`` modules that ``source`` imports (helpers live in ``vdir.analysis``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("vdir.transforms"):
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("vdir.transforms")]
+    return found
+
+
+def test_passes_do_not_import_passes():
+    offenders = {
+        name: hits
+        for name, file in module_files(("vdir.transforms",), REPO).items()
+        if name not in (PIPELINE_PASS, "vdir.transforms") and (hits := pass_imports(file.read_text()))
+    }
+    assert offenders == {}
+
+
+def test_pass_import_check_catches_a_violation():
+    assert pass_imports("from vdir.transforms.schedule import queues_of\n") == ["vdir.transforms.schedule"]
+    assert pass_imports("from vdir.analysis.queues import queues_of\n") == []
