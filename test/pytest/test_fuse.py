@@ -22,7 +22,7 @@ from vdir.dialects.vdir import VDIR, ComputeOp, LoadOp, ProgramOp, TileType
 from vdir.families import TileSig
 from vdir.target import TARGETS, get_target
 from vdir.tools.common import parse_text, verify_module
-from vdir.transforms import cost_model as cm
+from vdir.analysis import cost_model as cm
 from vdir.transforms.fuse import FusePass
 from vdir.testing.reference import evaluate
 

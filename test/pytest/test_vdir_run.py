@@ -97,7 +97,7 @@ def test_seed_selects_the_random_inputs(gemv_file, tmp_path, capsys):
 
 
 def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
-    from vdir.transforms import reference
+    from vdir.testing import reference
 
     real = reference.evaluate
 
