@@ -7,6 +7,9 @@
 #   test     - the GPU tests (pytest -m gpu)
 #   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
 #              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
+#   ab       - the bench of an earlier checkout (its tree in $BASE_DIR, e.g.
+#              from `git archive`) and of this one, alternately, $AB_ROUNDS
+#              rounds (default 2), compared by bench/compare_runs.py
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
@@ -20,7 +23,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench test sanitize}
+steps=${*:-bench test sanitize}  # ab only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -30,6 +33,17 @@ for what in $steps; do
   case "$what" in
     bench)
       timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_gpu.py --json "$OUT/bench.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log" ;;
+    ab)
+      runs=()
+      for round in $(seq 1 ${AB_ROUNDS:-2}); do
+        for side in before after; do
+          dir=$PWD; [ "$side" = before ] && dir=${BASE_DIR:?set BASE_DIR to the earlier checkout}
+          (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_gpu.py \
+             --json "$OUT/$side$round.json" $BENCH_ARGS > "$OUT/$side$round.log" 2>&1) || echo "$side $round: exit $?"
+          runs+=("$OUT/$side$round.json")
+        done
+      done
+      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ab.log" ;;
     test)
       timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
     sanitize)

@@ -1,0 +1,72 @@
+"""Compare two or more runs of ``bench/bench_gpu.py --json``, figure by figure.
+
+    python3 bench/compare_runs.py before.json after.json [before2.json after2.json ...]
+
+Runs are given as (before, after) pairs from one session on one GPU, taken
+alternately so that drift of the clock or the HBM shows as before/before
+spread rather than as a change. For every vdir figure (the table's rows and
+the per-option notes) it prints the median of the "before" runs, the median
+of the "after" runs, their relative difference, and the spread among the
+"before" runs themselves; torch's figures are printed the same way as a
+control (the code under test does not touch them). A figure whose change
+exceeds ``--limit`` percent and the before-spread is flagged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+
+#: "<what>: 39.90 us (...)" in the bench's notes
+_NOTE = re.compile(r"^(?P<what>.+?): (?P<us>\d+(?:\.\d+)?) us\b")
+
+
+def figures(run: dict) -> dict[str, float]:
+    """Every timed figure of one run, in microseconds, by name."""
+    out: dict[str, float] = {}
+    for row in run["rows"]:
+        for column in ("vdir", "torch", "graph"):
+            if row.get(column) is not None:
+                out[f"{row['case']} [{column}]"] = float(row[column])
+    for note in run.get("notes", []):
+        m = _NOTE.match(note)
+        if m and "results not meaningful" not in note:
+            out[f"{m['what']} [vdir]"] = float(m["us"])
+    return out
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median, in percent; 0 for a single value."""
+    return 100.0 * (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", help="JSON files: before, after[, before, after, ...]")
+    ap.add_argument("--limit", type=float, default=1.0, help="flag changes above this many percent")
+    args = ap.parse_args(argv)
+    if len(args.runs) % 2:
+        ap.error("give the runs as (before, after) pairs")
+    loaded = [figures(json.load(open(p))) for p in args.runs]
+    before, after = loaded[0::2], loaded[1::2]
+    names = [n for n in before[0] if all(n in r for r in loaded)]
+    flagged = 0
+    print(f"{'figure':70s} {'before us':>10s} {'after us':>10s} {'change':>8s} {'b-spread':>8s}")
+    for name in names:
+        b = [r[name] for r in before]
+        a = [r[name] for r in after]
+        mb, ma = statistics.median(b), statistics.median(a)
+        change = 100.0 * (ma - mb) / mb
+        noise = spread(b)
+        flag = " <-" if name.endswith("[vdir]") and abs(change) > max(args.limit, noise) else ""
+        flagged += bool(flag)
+        print(f"{name:70s} {mb:10.2f} {ma:10.2f} {change:+7.2f}% {noise:7.2f}%{flag}")
+    print(f"{len(names)} figures, {flagged} vdir figure(s) changed by more than {args.limit}% and the spread")
+    return 1 if flagged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
