@@ -1,7 +1,7 @@
 """Lowering options: one frozen, validated value that says how the kernel is built.
 
 :class:`LoweringOptions` owns every option's name, type, default and check.
-The kernel builder (``vdir.lowering.kernel``), the entry points
+The kernel builder (the package ``vdir.lowering.kernel``), the entry points
 (``vdir.lowering.emit``) and the CUDA backend (which builds tensor maps only
 when the kernel will use them) read its fields and derived properties; the
 tools and ``vdir.compile`` build one from what the user wrote:

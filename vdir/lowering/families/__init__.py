@@ -1,7 +1,7 @@
 """PTX bodies of the compute op families.
 
 A body runs on every thread of the compute group between the two group
-barriers of the compute engine (``vdir/lowering/kernel.py``). It reads its
+barriers of the compute engine (``vdir/lowering/kernel/compute_engine.py``). It reads its
 operands from the tile arena at the offsets the instruction names and writes
 its result tile; the numerics follow ``vdir/families`` exactly in structure:
 fp32 arithmetic, one rounding to the output dtype, and the bf16 rounding of
@@ -31,7 +31,7 @@ LOG2E = 1.4426950408889634
 class ComputeCtx:
     """What a family body gets: thread ids in the group and the decoded operands."""
 
-    c: object  # kernel.Ctx
+    c: object  # vdir.lowering.kernel.Ctx
     ct: SSAValue  # thread index in the compute group
     cw: SSAValue  # warp index in the compute group
     nthreads: int

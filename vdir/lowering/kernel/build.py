@@ -1,0 +1,52 @@
+"""The kernel's prologue and its split into warp roles: :func:`build_kernel`."""
+
+from __future__ import annotations
+
+from vdir.dialects import ptx
+from vdir.lowering import layout as L
+from vdir.lowering.builder import PtxBuilder
+from vdir.lowering.kernel.compute_engine import compute_engine
+from vdir.lowering.kernel.context import Ctx
+from vdir.lowering.kernel.copies import mbar_count
+from vdir.lowering.kernel.load_engine import load_engine
+from vdir.lowering.kernel.store_engine import store_engine
+from vdir.lowering.options import LoweringOptions
+from vdir.target import TargetDescription
+
+
+def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
+                 options: LoweringOptions = LoweringOptions()) -> None:
+    """Fill ``kernel``'s body: prologue, then one branch per warp role."""
+    L.check_engines(target)
+    b = PtxBuilder(kernel)
+    p = {name: b.param(t, name) for t, name in L.PARAMS}
+    gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
+          for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error", "p_tmaps")}
+    tid = b.special("u32", "%tid.x")
+    base = b.mov("u32", "vdir_smem")
+    c = Ctx(
+        b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
+        counters=gl["p_counters"], tmaps=gl["p_tmaps"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
+        sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
+        options=options, zero=b.mov("u32", 0),
+    )
+    # thread 0 clears the header and initialises the mbarrier ring
+    t0 = b.setp("eq.u32", tid, 0)
+    b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
+    b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
+    for s in range(L.LOAD_RING):
+        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_MBARRIERS + 8 * s, mbar_count(c)),
+              ins=[base], guard=t0)
+    # make the initialised mbarriers visible to the async proxy and the CTA
+    b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
+    b.raw("fence.proxy.async.shared::cta", "", guard=t0)
+    b.raw("bar.sync", "0")
+    lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
+    b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
+    b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
+    load_engine(c)
+    b.place(lab_store)
+    store_engine(c)
+    b.place(lab_compute)
+    compute_engine(c, families)

@@ -1,0 +1,42 @@
+"""What every warp role of the persistent kernel shares: :class:`Ctx`.
+
+The prologue (:func:`vdir.lowering.kernel.build.build_kernel`) fills it once;
+every emitter of the kernel takes it as its first argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from vdir.lowering.builder import PtxBuilder
+from vdir.lowering.options import LoweringOptions
+from vdir.target import TargetDescription
+
+#: the member mask of a whole warp (``vote.sync``, ``shfl.sync``, ``bar.warp.sync``)
+FULL = 0xFFFFFFFF
+
+
+@dataclass
+class Ctx:
+    """Registers every role shares (parameters, ids, shared addresses)."""
+
+    b: PtxBuilder
+    target: TargetDescription
+    instrs: SSAValue
+    queues: SSAValue
+    buffers: SSAValue
+    counters: SSAValue
+    tmaps: SSAValue  # u64 global address of the tensor maps
+    epoch: SSAValue
+    err: SSAValue
+    bound: SSAValue
+    tid: SSAValue
+    warp: SSAValue
+    lane: SSAValue
+    sm: SSAValue
+    base: SSAValue  # u32 shared address of the dynamic smem
+    arena: SSAValue  # base + HEADER_BYTES
+    options: LoweringOptions
+    zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)

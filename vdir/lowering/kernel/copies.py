@@ -1,0 +1,292 @@
+"""Copies between global and shared memory, and the load ring's mbarriers.
+
+The load engine copies a region into a tile slot as tensor copies
+(``cp.async.bulk.tensor`` through the program's tensor maps), as plain bulk
+copies (``cp.async.bulk``, where a region has no tensor form) or, on the
+``lsu`` path, as 16-byte ``cp.async`` per lane; each load completes on the
+mbarrier of its slot in the load ring. The store engine copies a result tile
+out with tensor stores or ``st.global``.
+
+Memory-model notes, written where the instructions are emitted:
+
+* the copies run in the async proxy: after acquiring a counter (another
+  SM's writes into the source) the lanes that issue the load execute
+  ``fence.proxy.async.global`` (:func:`cross_sm_fence`); the store engine
+  fences the async proxy against the compute threads' tile writes before a
+  tensor store (``fence.proxy.async.shared::cta``) and its stores against
+  later loads when it signals bits (``fence.proxy.async.global``); the WAR
+  on a tile slot (compute threads' ``ld.shared``, then a copy into the slot)
+  is ordered by the bits' release/acquire, as in an mbarrier-based pipeline;
+* a load completes when its mbarrier phase completes, which makes the copied
+  bytes visible to the threads that observed the phase.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir import isa
+from vdir.lowering import layout as L
+from vdir.lowering.kernel.context import FULL, Ctx
+from vdir.lowering.kernel.fetch import Fields
+
+
+def buffer_address(c: Ctx, buf: SSAValue, off_lo: SSAValue, off_hi: SSAValue) -> SSAValue:
+    """Global address of a buffer argument plus a 64-bit byte offset."""
+    b = c.b
+    po = b.i("mul.wide.u32", "u64", buf, 8)
+    pa = b.i("add.u64", "u64", c.buffers, po)
+    ptr = b.ld("ld.global.nc.u64", "u64", pa, 0)
+    off = b.pack64(off_lo, off_hi)
+    return b.i("add.u64", "u64", ptr, off)
+
+
+def issuer_index(c: Ctx, from_top: SSAValue) -> SSAValue:
+    """The first copy index of this lane: the lane, or ``31 - lane`` with ``from_top``.
+
+    Lane ``i`` issues copies ``i, i + 32, ...`` of a load; counted from the
+    top, the copies of a load go to the lanes the other loads leave idle.
+    """
+    b = c.b
+    top = b.i("sub.u32", "u32", 31, c.lane)
+    return b.i("selp.u32", "u32", top, c.lane, from_top)
+
+
+def cross_sm_fence(c: Ctx, p_ctr: SSAValue, first: SSAValue, n: SSAValue) -> None:
+    """``fence.proxy.async.global`` on the lanes that issue a counter-waiting load's ``n`` copies."""
+    b = c.b
+    p = b.i("and.pred", "pred", p_ctr, b.setp("lt.u32", first, n))
+    b.raw("fence.proxy.async.global", "", guard=p)
+
+
+def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
+                 first: SSAValue | None = None, fence_if: SSAValue | None = None) -> None:
+    """Call ``issue(smem, tmap, chunk, row)`` for each box of the region, boxes split over the lanes.
+
+    Box k covers rows ``TROW + k * TBOX_ROWS ..`` and lands at
+    ``smem0 + k * TBOX_ROWS * row_bytes`` (tiles are dense row-major). Lane
+    i takes boxes ``first, first + 32, ..`` (``first``: the lane by default);
+    with ``fence_if`` the issuing lanes first fence the async proxy.
+    """
+    b = c.b
+    tm, boxes, box_rows, chunk, row0 = (f.read(x) for x in (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW))
+    if fence_if is not None:
+        cross_sm_fence(c, fence_if, first, boxes)
+    tidx = b.i("add.u32", "u32", tm, -1)
+    toff = b.i("mul.wide.u32", "u64", tidx, L.TMAP_BYTES)
+    tmap = b.i("add.u64", "u64", c.tmaps, toff)
+    box_bytes = b.i("mul.lo.u32", "u32", box_rows, row_bytes)
+
+    def box(k: SSAValue) -> None:
+        sa = b.i("mad.lo.u32", "u32", k, box_bytes, smem0)
+        r = b.i("mad.lo.u32", "u32", k, box_rows, row0)
+        issue(sa, tmap, chunk, r)
+
+    b.for_range(c.lane if first is None else first, boxes, 32, box, "tbox")
+
+
+def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue,
+                first: SSAValue, p_ctr: SSAValue) -> None:
+    """Issue a load as tensor copies completing on the ring slot's mbarrier.
+
+    ``first`` / ``p_ctr``: see :func:`issuer_index` and the load engine's
+    cross-SM fence.
+
+    Racecheck attributes a plain bulk copy's shared-memory write to the
+    issuing thread and cannot see the mbarrier + dependency-bit chain that
+    orders it before the compute engine's reads; a tensor copy is the copy
+    engine's own access, so no thread pair is reported (the order is the
+    same: mbarrier completion, then the bits' release/acquire).
+    """
+    b = c.b
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
+          ins=[bar, total], guard=lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+    def issue(sa, tmap, chunk, r):
+        b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+              "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
+
+    tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None:
+    """Store a tile with tensor copies and wait until their writes are performed.
+
+    The compute threads wrote the tile with generic stores, which reach this
+    warp through the bits' release/acquire; ``fence.proxy.async.shared::cta``
+    then orders them before the copy engine's reads. Each issuing lane
+    commits and waits for its own bulk group; then the async-proxy writes
+    are fenced against the generic proxy, so the store engine's release
+    (bits, counter) covers them as it covers ``st.global``.
+    """
+    b = c.b
+    b.raw("fence.proxy.async.shared::cta", "")
+
+    def issue(sa, tmap, chunk, r):
+        b.raw("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
+              "[{0}, {{{1}, {2}, {3}}}], [{4}]", ins=[tmap, c.zero, chunk, r, sa])
+
+    tensor_boxes(c, f, src0, row_bytes, issue)
+    b.raw("cp.async.bulk.commit_group", "")
+    b.raw("cp.async.bulk.wait_group", "0")
+    b.raw("fence.proxy.async.global", "")
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def store_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
+               stride: SSAValue) -> None:
+    """Copy a tile at shared ``src0`` to global ``gptr`` with ``st.global``, the lanes splitting each row.
+
+    16-byte ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
+    16-byte aligned, else 2-byte copies (both paths are emitted; a branch on
+    the alignment picks one).
+    """
+    b = c.b
+    g64 = b.i("cvt.u64.u32", "u64", stride)
+    rb64 = b.i("cvt.u64.u32", "u64", row_bytes)
+    al = b.i("or.b64", "b64", gptr, g64)
+    al = b.i("or.b64", "b64", al, rb64)  # 16-byte path only for whole 16-byte rows
+    al = b.i("and.b64", "b64", al, 15)
+    aligned = b.setp("eq.b64", al, 0)
+    for wide in (True, False):
+        unit = 16 if wide else 2
+        lab_skip = b.new_label("st_skip")
+        b.bra(lab_skip, aligned, neg=wide)
+        units = b.i("shr.u32", "u32", row_bytes, 4 if wide else 1)
+
+        def row(r: SSAValue, unit: int = unit, wide: bool = wide, units: SSAValue = units) -> None:
+            srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
+            go = b.i("mul.wide.u32", "u64", r, stride)
+            grow = b.i("add.u64", "u64", gptr, go)
+
+            def column(j: SSAValue) -> None:
+                sa = b.i("mad.lo.u32", "u32", j, unit, srow)
+                ga = b.i("mul.wide.u32", "u64", j, unit)
+                ga = b.i("add.u64", "u64", grow, ga)
+                if wide:
+                    b.st_v4("st.global.v4.b32", ga, 0, b.ld_v4("ld.shared.v4.b32", "b32", sa, 0))
+                else:
+                    b.st("st.global.b16", ga, 0, b.ld("ld.shared.b16", "b16", sa, 0))
+
+            b.for_range(c.lane, units, 32, column, "st_col")
+
+        b.for_range(0, rows, 1, row, "st_row")
+        b.place(lab_skip)
+
+
+def mbar_count(c: Ctx) -> int:
+    """Arrivals that complete a load-ring mbarrier phase: 1 (bulk copies,
+    completion by transaction bytes) or 32 (one per lane, ``lsu`` path)."""
+    return 32 if c.options.lsu_loads else 1
+
+
+def lsu_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
+             stride: SSAValue, total: SSAValue, contig: SSAValue, bar: SSAValue) -> None:
+    """The ``lsu`` load path: 16-byte ``cp.async.cg`` per lane (generic proxy),
+    each lane then arrives on the slot's mbarrier when its copies land
+    (``cp.async.mbarrier.arrive.noinc``; the barrier counts 32 arrivals)."""
+    b = c.b
+    n = b.i("selp.u32", "u32", 1, rows, contig)
+    rb = b.i("selp.u32", "u32", total, row_bytes, contig)
+    lane16 = b.i("shl.b32", "u32", c.lane, 4)
+    span = 512 * 3
+    has_main = b.setp("gt.u32", rb, span)
+    main_end = b.i("sub.u32", "u32", rb, span)
+    main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
+    r = b.var("u32", 0)
+    rl, rd = b.new_label("lsu_row"), b.new_label("lsu_rows_done")
+    b.place(rl)
+    b.bra(rd, b.setp("ge.u32", r, n))
+    so = b.i("mul.wide.u32", "u64", r, stride)
+    srow = b.i("add.u64", "u64", gptr, so)
+    drow = b.i("mad.lo.u32", "u32", r, rb, dst0)
+    off = b.var("u32", 0)
+    b.set(off, lane16)
+    for unroll, end, hint in ((4, main_end, "lsu_main"), (1, rb, "lsu_tail")):
+        top, done = b.new_label(hint), b.new_label(hint + "_end")
+        b.place(top)
+        b.bra(done, b.setp("ge.u32", off, end))
+        o64 = b.i("cvt.u64.u32", "u64", off)
+        src = b.i("add.u64", "u64", srow, o64)
+        dst = b.i("add.u32", "u32", drow, off)
+        for k in range(unroll):
+            o = f"+{512 * k}" if k else ""
+            b.raw("cp.async.cg.shared.global", "[{0}%s], [{1}%s], 16" % (o, o), ins=[dst, src])
+        b.i("add.u32", "u32", off, 512 * unroll, dst=off)
+        b.bra(top)
+        b.place(done)
+    b.i("add.u32", "u32", r, 1, dst=r)
+    b.bra(rl)
+    b.place(rd)
+    b.raw("cp.async.mbarrier.arrive.noinc.shared::cta.b64", "[{0}]", ins=[bar])
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: SSAValue, stride: SSAValue,
+              total: SSAValue, contig: SSAValue, bar: SSAValue, first: SSAValue, p_ctr: SSAValue,
+              lane0: SSAValue) -> None:
+    """Issue a load as plain bulk copies (``cp.async.bulk``) completing on ``bar`` by transaction bytes.
+
+    ``first`` / ``p_ctr``: see :func:`issuer_index` and :func:`cross_sm_fence`;
+    ``lane0`` arms the barrier.
+    """
+    b = c.b
+    # a dense region (stride == row bytes) is one copy
+    # a dense region is cut into up to `split` chunks (multiples of 16 bytes)
+    # that the lanes issue as separate copies; strided regions go row by row
+    split = c.options.split_copies
+    unit = 16 * split
+    chunk = b.i("add.u32", "u32", total, unit - 1)
+    chunk = b.i("div.u32", "u32", chunk, unit) if split > 1 else b.i("shr.u32", "u32", chunk, 4)
+    chunk = b.i("shl.b32", "u32", chunk, 4)
+    nchunks = b.i("add.u32", "u32", total, chunk)
+    nchunks = b.i("add.u32", "u32", nchunks, -1)
+    nchunks = b.i("div.u32", "u32", nchunks, chunk)
+    n = b.i("selp.u32", "u32", nchunks, rows, contig)
+    rb = b.i("selp.u32", "u32", chunk, row_bytes, contig)
+    stride = b.i("selp.u32", "u32", chunk, stride, contig)
+    # arm the barrier with the byte count before any copy can complete on it
+    b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
+          ins=[bar, total], guard=lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    cross_sm_fence(c, p_ctr, first, n)
+
+    def copy(r: SSAValue) -> None:
+        so = b.i("mul.wide.u32", "u64", r, stride)
+        src = b.i("add.u64", "u64", gptr, so)
+        dst = b.i("mad.lo.u32", "u32", r, rb, dst0)
+        done_b = b.i("mul.lo.u32", "u32", r, rb)
+        left = b.i("sub.u32", "u32", total, done_b)
+        size = b.i("min.u32", "u32", rb, left)
+        b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+              "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
+
+    b.for_range(first, n, 32, copy, "ld_rows")
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def ring_barrier(c: Ctx, index) -> tuple:
+    """(ring slot, mbarrier address) of the load with queue position ``index``."""
+    b = c.b
+    slot = b.i("and.b32", "u32", index, L.LOAD_RING - 1)
+    bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
+    bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
+    return slot, bar
+
+
+def ring_landed(c: Ctx, index, phases, wait: str) -> tuple:
+    """(ring slot, warp-uniform predicate) saying whether load ``index`` has landed.
+
+    ``wait`` is ``test_wait`` (a poll) or ``try_wait`` (may suspend a while);
+    the expected phase of each slot's mbarrier is its bit in ``phases``.
+    """
+    b = c.b
+    slot, bar = ring_barrier(c, index)
+    parity = b.i("shr.b32", "u32", phases, slot)
+    parity = b.i("and.b32", "u32", parity, 1)
+    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                   ins=[bar, parity])[0]
+    return slot, b.i("vote.sync.all.pred", "pred", landed, FULL)

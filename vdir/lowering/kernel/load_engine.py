@@ -1,0 +1,218 @@
+"""The load engine (warp 0): copy tiles from global into shared memory.
+
+All 32 lanes run the same control flow; lane 0 arms the mbarrier and
+signals, the lanes split a tile's rows between copies (``copies.py``). The
+loop issues the next load whenever its wait is satisfied and a ring slot is
+free, and otherwise retires the oldest in-flight load if its bytes have
+landed, so a load waiting on bits that an older load's retirement (or a
+consumer of it) will toggle can never deadlock the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from vdir import isa
+from vdir.lowering import layout as L
+from vdir.lowering.kernel.context import FULL, Ctx
+from vdir.lowering.kernel.copies import (
+    buffer_address,
+    bulk_load,
+    issuer_index,
+    lsu_load,
+    mbar_count,
+    ring_barrier,
+    ring_landed,
+    tensor_load,
+)
+from vdir.lowering.kernel.fetch import Fields, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
+from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
+from vdir.target import EngineKind
+
+
+@dataclass
+class LoadLoop:
+    """The load engine's registers and the labels of its loop."""
+
+    c: Ctx
+    engine: int
+    start: SSAValue
+    count: SSAValue
+    lane0: SSAValue
+    pos: SSAValue  # next queue position to issue
+    ret: SSAValue  # oldest queue position still in flight
+    phases: SSAValue  # bit s: the parity of slot s's current phase
+    t0: SSAValue  # start of the current stall (0: not stalled)
+    tclk: SSAValue
+    fe: WarpFetcher | SmemFetcher
+    top: str
+    retire: str
+    idle: str
+    done: str
+    abort: str
+
+
+def load_engine(c: Ctx) -> None:
+    """Warp 0: issue loads ahead through the mbarrier ring, retire in order (see the module)."""
+    s = _start(c)
+    _issue_next(s)
+    _retire_oldest(s)
+    _idle(s)
+    _drain(s)
+
+
+def _start(c: Ctx) -> LoadLoop:
+    """The engine's registers, the primed fetcher and the loop's labels."""
+    b = c.b
+    engine = c.target.engine_index(EngineKind.LOAD)
+    start, count = queue_of(c, engine)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    pos = b.var("u32", 0)
+    ret = b.var("u32", 0)
+    phases = b.var("u32", 0)
+    t0 = b.var("u64", 0)
+    tclk = b.var("u64", 0)
+    # (the lsu path's own cp.async would join the fetcher's commit groups)
+    fe = WarpFetcher(c, start, count) if c.options.lsu_loads else SmemFetcher(c, start, count, engine)
+    fe.prime(pos)
+    top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
+    done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
+    return LoadLoop(c, engine, start, count, lane0, pos, ret, phases, t0, tclk, fe, top, retire, idle, done, abort)
+
+
+def _issue_next(s: LoadLoop) -> None:
+    """Issue the next load if a ring slot is free and its wait is satisfied, else go retire."""
+    c, b = s.c, s.c.b
+    b.place(s.top)
+    b.bra(s.retire, b.setp("ge.u32", s.pos, s.count))
+    inflight = b.i("sub.u32", "u32", s.pos, s.ret)
+    b.bra(s.retire, b.setp("ge.u32", inflight, L.LOAD_RING))
+    f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
+    ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
+    b.bra(s.retire, ready, neg=True)
+    # Cross-SM RAW: another SM's writes into the source, made visible here by
+    # the ld.acquire.gpu of the counter, must be ordered before this
+    # async-proxy read: fence.proxy.async.global, by each lane that issues a
+    # copy of this load (every lane did its own acquire). The fence waits for
+    # the lane's own outstanding bulk copies, so a counter-waiting load is
+    # issued by the lanes counting down from 31 (issuer_index), which no other
+    # load's copies keep busy: it does not wait for the weight tiles in
+    # flight. The WAR on the slot (compute
+    # threads' ld.shared, then this bulk write) is ordered by the release /
+    # acquire of the dependency bits, as with an mbarrier-based pipeline; a
+    # same-SM RAW through global memory is fenced by the store engine.
+    p_ctr = b.setp("ne.u32", f.wctr, 0)
+    first = issuer_index(c, p_ctr)
+    slot, bar = ring_barrier(c, s.pos)
+    # remember what to signal at retirement (retired in order, from the ring)
+    info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
+    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
+          ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
+    opcode = f.read(isa.OPCODE)
+    is_load = b.setp("eq.u32", opcode, isa.OP_LOAD)
+    nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
+    b.bra(nop_path, is_load, neg=True)
+    _copy_region(s, f, bar, first, p_ctr, issued)
+    b.bra(issued)
+    b.place(nop_path)
+    # a nop (or anything not a load) completes at once but still retires in order
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}], %d" % mbar_count(c), outs=["b64"], ins=[bar],
+          guard=s.lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.place(issued)
+    b.i("add.u32", "u32", s.pos, 1, dst=s.pos)
+    s.fe.advance(s.pos)
+    _progress(s)
+
+
+def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str) -> None:
+    """Issue the copies of load ``f`` into its tile slot, completing on ``bar``.
+
+    Tensor copies where the region has a tensor map (and they are enabled),
+    else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
+    branch to ``issued`` when done, the bulk path falls through.
+    """
+    c, b = s.c, s.c.b
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
+    total = b.i("mul.lo.u32", "u32", rows, row_bytes)
+    dst0 = b.i("add.u32", "u32", c.arena, smem)
+    if c.options.tensor_copies_enabled:
+        plain = b.new_label("ld_plain")
+        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
+        tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
+        b.bra(issued)
+        b.place(plain)
+    # plain copies address the buffer through the pointer table
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    if c.options.lsu_loads:
+        b.raw("fence.proxy.async.global", "", guard=p_ctr)
+        lsu_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
+        b.bra(issued)
+    bulk_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar, first, p_ctr, s.lane0)
+
+
+def _progress(s: LoadLoop) -> None:
+    """The engine made progress: clear the stall timers and loop."""
+    b = s.c.b
+    b.set(s.t0, 0)
+    b.set(s.tclk, 0)
+    b.bra(s.top)
+
+
+def _retire_oldest(s: LoadLoop) -> None:
+    """Retire the oldest in-flight load if it has landed: signal what it names, free its slot."""
+    c, b = s.c, s.c.b
+    b.place(s.retire)
+    b.bra(s.idle, b.setp("eq.u32", s.ret, s.pos))
+    rslot, landed = ring_landed(c, s.ret, s.phases, "test_wait")
+    b.bra(s.idle, landed, neg=True)
+    bit = b.i("shl.b32", "u32", 1, rslot)
+    b.i("xor.b32", "u32", s.phases, bit, dst=s.phases)
+    rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
+    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.SMEM_RING_INFO)
+    signal(c, b.pack64(slo, shi), srel, s.lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.i("add.u32", "u32", s.ret, 1, dst=s.ret)
+    _progress(s)
+
+
+def _idle(s: LoadLoop) -> None:
+    """Nothing to do right now: finish, abort, keep polling, or report a stall."""
+    c, b = s.c, s.c.b
+    b.place(s.idle)
+    fin = b.setp("ge.u32", s.pos, s.count)
+    empty = b.setp("eq.u32", s.ret, s.pos)
+    b.bra(s.done, b.i("and.pred", "pred", fin, empty))
+    stall_poll(c, s.tclk, s.t0, True, s.top, s.abort)
+    # report the instruction the engine is stuck on: the next to issue if any
+    # remain (its wait is unsatisfied), else the oldest in flight
+    has_next = b.setp("lt.u32", s.pos, s.count)
+    which = b.i("selp.u32", "u32", s.pos, s.ret, has_next)
+    sf = fetch(c, s.start, which)
+    _r, sbm, scv, swt = ready_check(c, sf, warp_uniform=True)
+    report(c, L.ERR_WATCHDOG, s.engine, which, sf, sbm, scv, swt)
+
+
+def _drain(s: LoadLoop) -> None:
+    """On abort, wait for the copies still in flight; then exit.
+
+    They write into this CTA's shared memory, and they complete: their
+    sources are valid.
+    """
+    c, b = s.c, s.c.b
+    b.place(s.abort)
+    dl, dd = b.new_label("ld_drain"), b.new_label("ld_drain_done")
+    b.place(dl)
+    b.bra(dd, b.setp("eq.u32", s.ret, s.pos))
+    dslot, ok = ring_landed(c, s.ret, s.phases, "try_wait")
+    b.bra(dl, ok, neg=True)
+    dbit = b.i("shl.b32", "u32", 1, dslot)
+    b.i("xor.b32", "u32", s.phases, dbit, dst=s.phases)
+    b.i("add.u32", "u32", s.ret, 1, dst=s.ret)
+    b.bra(dl)
+    b.place(dd)
+    b.place(s.done)
+    b.raw("ret", "")

@@ -1,0 +1,77 @@
+"""The store engine (warp 1): copy result tiles from shared to global memory, in queue order."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir import isa
+from vdir.lowering.kernel.context import FULL, Ctx
+from vdir.lowering.kernel.copies import buffer_address, store_rows, tensor_store
+from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, region_fields
+from vdir.lowering.kernel.sync import signal, spin_wait
+from vdir.target import EngineKind
+
+
+def store_engine(c: Ctx) -> None:
+    """Warp 1: copy result tiles from shared to global memory, in queue order.
+
+    Tensor stores where the region has a tensor map, else 16-byte
+    ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
+    16-byte aligned, else 2-byte copies. Then a warp barrier, and lane 0
+    signals (cta scope: enough for this CTA's engines, including a later load
+    of the same global data) and, with a release counter, fences at gpu scope
+    and releases the counter.
+    """
+    b = c.b
+    engine = c.target.engine_index(EngineKind.STORE)
+    start, count = queue_of(c, engine)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    pos = b.var("u32", 0)
+    fe = SmemFetcher(c, start, count, engine)
+    fe.prime(pos)
+    top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", pos, count))
+    f = fe.fields_at(pos)
+    spin_wait(c, f, engine, pos, done, warp_uniform=True)
+    opcode = f.read(isa.OPCODE)
+    b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
+    _copy_region(c, f, nxt)
+    b.place(nxt)
+    _complete(c, f, lane0)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    fe.advance(pos)
+    b.bra(top)
+    b.place(done)
+    b.raw("ret", "")
+
+
+def _copy_region(c: Ctx, f: Fields, nxt: str) -> None:
+    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows."""
+    b = c.b
+    bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
+    src0 = b.i("add.u32", "u32", c.arena, smem)
+    if c.options.tensor_copies_enabled:
+        plain = b.new_label("st_plain")
+        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
+        tensor_store(c, f, src0, row_bytes)
+        b.bra(nxt)
+        b.place(plain)
+    gptr = buffer_address(c, bufi, off_lo, off_hi)
+    store_rows(c, gptr, src0, rows, row_bytes, stride)
+
+
+def _complete(c: Ctx, f: Fields, lane0: SSAValue) -> None:
+    """Make the stores visible, then lane 0 signals the bits and releases the counter."""
+    b = c.b
+    # make every lane's global stores visible at gpu scope before lane 0's
+    # release of the counter (and the WAR bit on the tile it read)
+    # a load on this SM may read these bytes through the async proxy after
+    # waiting on our signal bits: order the generic stores before it
+    has_sig = b.setp("ne.b64", f.signal, 0)
+    b.raw("fence.proxy.async.global", "", guard=has_sig)
+    # the warp barrier orders every lane's global stores before lane 0's
+    # gpu-scope release of the counter (signal(): red.release.gpu)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    signal(c, f.signal, f.rel, lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)

@@ -1,0 +1,185 @@
+"""Waiting, signalling and the watchdog: how the engines order their work.
+
+An instruction waits for the dependency bits (``WAIT_MASK`` / ``WAIT_PARITY``)
+and a global counter (``WAIT_COUNTER`` reaching ``epoch * WAIT_COUNT``)
+(:func:`ready_check`, :func:`spin_wait`); on completion its engine toggles its
+signal bits and releases its counter (:func:`signal`). A stalled engine polls
+the abort flag and the watchdog timer (:func:`stall_poll`), and the first
+role to give up writes the error record (:func:`report`).
+
+Memory-model notes, written where the instructions are emitted:
+
+* dependency bits are toggled with ``atom.release.cta.shared.xor.b64`` and
+  read with ``ld.acquire.cta.shared.b64``; a role that waits on them
+  therefore sees every shared/global write the signalling role made before
+  signalling;
+* global counters are released with ``red.release.gpu`` (a release: the
+  writes ordered before it, including other lanes' and threads' through the
+  role's barrier, are cumulative) after the releasing role's writes and read
+  with ``ld.acquire.gpu``.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir.lowering import layout as L
+from vdir.lowering.kernel.context import FULL, Ctx
+from vdir.lowering.kernel.fetch import Fields
+
+
+def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+    """Non-blocking: (ready, bitmap, counter value, wanted) for ``f``.
+
+    ready = ((bitmap ^ parity) & mask) == 0 and, with a counter,
+    counter >= epoch * count. With ``warp_uniform`` every lane reads and the
+    warp agrees through ``vote.sync.all`` (so each lane did its own acquire).
+    """
+    b = c.b
+    # acquire: pairs with the signalling engines' atom.release.cta
+    bm = b.ld("ld.acquire.cta.shared.b64", "b64", c.base, L.SMEM_BITMAP)
+    t = b.i("xor.b64", "b64", bm, f.parity)
+    t = b.i("and.b64", "b64", t, f.mask)
+    p_bits = b.setp("eq.b64", t, 0)
+    p_noctr = b.setp("eq.u32", f.wctr, 0)
+    cidx = b.i("add.u32", "u32", f.wctr, -1)
+    coff = b.i("mul.wide.u32", "u64", cidx, 4)
+    caddr = b.i("add.u64", "u64", c.counters, coff)
+    cval = b.var("u32", 0)
+    # acquire at gpu scope: pairs with the producer SM's red.release.gpu
+    b.ld("ld.acquire.gpu.global.u32", "u32", caddr, dst=cval, guard=p_noctr, neg=True)
+    wanted = b.i("mul.lo.u32", "u32", c.epoch, f.wcount)
+    p_ctr = b.setp("ge.u32", cval, wanted)
+    p_ctr = b.i("or.pred", "pred", p_ctr, p_noctr)
+    ready = b.i("and.pred", "pred", p_bits, p_ctr)
+    if warp_uniform:
+        ready = b.i("vote.sync.all.pred", "pred", ready, FULL)
+    return ready, bm, cval, wanted
+
+
+def abort_check(c: Ctx, warp_uniform: bool) -> SSAValue:
+    """A predicate: some role (on any SM) has written the error record."""
+    b = c.b
+    code = b.ld("ld.relaxed.gpu.global.u32", "u32", c.err, 0)
+    p = b.setp("ne.u32", code, 0)
+    if warp_uniform:
+        p = b.i("vote.sync.any.pred", "pred", p, FULL)
+    return p
+
+
+def watchdog_expired(c: Ctx, t0: SSAValue, warp_uniform: bool) -> SSAValue:
+    """A predicate: more than the watchdog bound has passed since ``t0``.
+
+    ``t0`` is a register that holds 0 until the first call after progress:
+    the timer is read only while an engine is actually stalled.
+    """
+    b = c.b
+    now = b.special("u64", "%globaltimer")
+    unset = b.setp("eq.u64", t0, 0)
+    b.i("mov.u64", None, now, dst=t0, guard=unset)
+    el = b.i("sub.u64", "u64", now, t0)
+    p = b.setp("gt.u64", el, c.bound)
+    if warp_uniform:
+        p = b.i("vote.sync.any.pred", "pred", p, FULL)
+    return p
+
+
+#: SM clock cycles a stalled engine spins on shared memory alone before it
+#: also polls the global abort flag and the watchdog timer (keeps the
+#: reaction to a toggled bit fast while the memory system is busy)
+FAST_SPIN_CYCLES = 1 << 16
+
+
+def stall_poll(c: Ctx, tclk: SSAValue, tgl: SSAValue, warp_uniform: bool, retry: str, on_abort: str) -> None:
+    """The slow part of a spin: branch to ``retry`` unless the engine has
+    stalled for a while; then to ``on_abort`` if an abort is flagged; then to
+    ``retry`` unless the watchdog expired; else fall through (to a report).
+
+    ``tclk`` / ``tgl`` are 0 until the stall's first poll, and the caller
+    resets them to 0 on progress.
+    """
+    b = c.b
+    clk = b.special("u64", "%clock64")
+    b.i("mov.u64", None, clk, dst=tclk, guard=b.setp("eq.u64", tclk, 0))
+    d = b.i("sub.u64", "u64", clk, tclk)
+    slow = b.setp("ge.u64", d, FAST_SPIN_CYCLES)
+    if warp_uniform:
+        slow = b.i("vote.sync.any.pred", "pred", slow, FULL)
+    b.bra(retry, slow, neg=True)
+    b.bra(on_abort, abort_check(c, warp_uniform))
+    b.bra(retry, watchdog_expired(c, tgl, warp_uniform), neg=True)
+
+
+def report(
+    c: Ctx, code: int, engine: int, pos: SSAValue, f: Fields,
+    bm: SSAValue | None, cval: SSAValue | None, wanted: SSAValue | None,
+) -> None:
+    """Write the error record; one ``atom.cas`` winner fills it in.
+
+    The CAS makes the code word non-zero first, which is also the abort flag
+    every spin loop polls.
+    """
+    b = c.b
+    old = b.raw("atom.relaxed.gpu.global.cas.b32", "{0}, [{1}], 0, %d" % code, outs=["b32"], ins=[c.err])[0]
+    won = b.setp("eq.u32", old, 0)
+    skip = b.new_label("report_done")
+    b.bra(skip, won, neg=True)
+    st = "st.relaxed.gpu.global.u32"
+    b.st(st, c.err, 4 * L.E_SM, c.sm)
+    b.st(st, c.err, 4 * L.E_ENGINE, engine)
+    b.st(st, c.err, 4 * L.E_POS, pos)
+    b.st(st, c.err, 4 * L.E_UOP, f.uop)
+    for word, v in ((L.E_WAIT_MASK, f.mask), (L.E_WAIT_PARITY, f.parity), (L.E_BITMAP, bm)):
+        if v is None:
+            continue
+        lo, hi = b.unpack64(v)
+        b.st(st, c.err, 4 * word, lo)
+        b.st(st, c.err, 4 * word + 4, hi)
+    b.st(st, c.err, 4 * L.E_COUNTER, f.wctr)
+    if cval is not None and wanted is not None:
+        b.st(st, c.err, 4 * L.E_COUNTER_VALUE, cval)
+        b.st(st, c.err, 4 * L.E_COUNTER_WANTED, wanted)
+    b.place(skip)
+
+
+def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp_uniform: bool) -> None:
+    """Block until ``f`` may start; on watchdog expiry or abort jump to ``on_abort``."""
+    b = c.b
+    t0 = b.var("u64", 0)
+    tclk = b.var("u64", 0)
+    top, go = b.new_label("spin"), b.new_label("go")
+    b.place(top)
+    ready, bm, cval, wanted = ready_check(c, f, warp_uniform)
+    b.bra(go, ready)
+    stall_poll(c, tclk, t0, warp_uniform, top, on_abort)
+    report(c, L.ERR_WATCHDOG, engine, pos, f, bm, cval, wanted)
+    b.bra(on_abort)
+    b.place(go)
+
+
+def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
+    """Completion by ``leader``: toggle the signal bits, release the counter.
+
+    The caller has made the role's writes visible to ``leader`` (a barrier;
+    async-proxy writes also fenced with ``fence.proxy.async``).
+    """
+    b = c.b
+    has_sig = b.setp("ne.b64", sig, 0)
+    p = b.i("and.pred", "pred", has_sig, leader)
+    # release at cta scope: everything this role wrote to shared memory
+    # happens-before a waiter's ld.acquire that observes the toggled bits
+    b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
+    has_rel = b.setp("ne.u32", rel, 0)
+    p = b.i("and.pred", "pred", has_rel, leader)
+    ridx = b.i("add.u32", "u32", rel, -1)
+    # red.release.gpu is a release: cumulative over the writes of the whole
+    # role (ordered before this thread by the caller's barrier), which become
+    # visible before the counter moves. Option release_fence=1 adds the
+    # equivalent fence.acq_rel.gpu in front of it (measured: 3% slower on the
+    # 16-layer MLP stack, no other effect).
+    if c.options.release_fence:
+        b.raw("fence.acq_rel.gpu", "", guard=p)
+    roff = b.i("mul.wide.u32", "u64", ridx, 4)
+    raddr = b.i("add.u64", "u64", c.counters, roff)
+    # release at gpu scope: pairs with the waiting SM's ld.acquire.gpu
+    b.raw("red.release.gpu.global.add.u32", "[{0}], 1", ins=[raddr], guard=p)
