@@ -12,6 +12,7 @@ is unrolled :data:`UNROLL` times so that several shared loads are in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
@@ -27,6 +28,22 @@ XForm = Callable[[PtxBuilder, SSAValue, SSAValue], SSAValue]
 Epilogue = Callable[["F.ComputeCtx", SSAValue, SSAValue], None]
 
 
+@dataclass
+class _RowSplit:
+    """How the compute warps share the rows of one gemv (registers; see :func:`_gemv_core`)."""
+
+    G: SSAValue  # warps per row
+    rpp: SSAValue  # rows per pass
+    sub: SSAValue  # this warp's index among the row's G warps
+    rw: SSAValue  # this warp's row within a pass
+    split: SSAValue  # predicate: G > 1
+    rowb: SSAValue  # bytes of a weight row
+    lane0: SSAValue
+    j0: SSAValue  # this lane's first 16-byte chunk
+    seg_end: SSAValue  # end of this warp's chunks
+    main_end: SSAValue  # bound of the unrolled loop
+
+
 def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
     """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly.
 
@@ -37,15 +54,41 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     warp of each row adds them in a fixed order and runs the epilogue.
     """
     b = cc.b
+    R = cc.p0
+    rs = _split_rows(cc)
+    npass = b.i("add.u32", "u32", R, rs.rpp)
+    npass = b.i("add.u32", "u32", npass, -1)
+    npass = b.i("div.u32", "u32", npass, rs.rpp)
+    p = b.var("u32", 0)
+    top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", p, npass))
+    r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
+    active = b.setp("lt.u32", r, R)
+    s = _warp_row_sum(cc, rs, r, active, inv)
+    tot = _combine_partials(cc, rs, p, s)
+    # -- epilogue: lane 0 of the row's first warp ------------------------------
+    writer = b.setp("eq.u32", rs.sub, 0)
+    writer = b.i("and.pred", "pred", writer, rs.lane0)
+    writer = b.i("and.pred", "pred", writer, active)
+    skip = b.new_label("gemv_epi_skip")
+    b.bra(skip, writer, neg=True)
+    epilogue(cc, r, tot)
+    b.place(skip)
+    b.i("add.u32", "u32", p, 1, dst=p)
+    b.bra(top)
+    b.place(done)
+
+
+def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
+    """Compute the work split of :func:`_gemv_core` for this warp and lane."""
+    b = cc.b
     W = cc.nwarps
-    w, x = cc.ins[0], cc.ins[1]
-    g = cc.ins[2]
     R, K = cc.p0, cc.p1
-    base = cc.c.base  # type: ignore[attr-defined]
     chunks = b.i("shr.u32", "u32", K, 3)
     rowb = b.i("shl.b32", "u32", K, 1)
     lane0 = b.setp("eq.u32", cc.lane, 0)
-    lane16 = b.i("shl.b32", "u32", cc.lane, 4)
+    b.i("shl.b32", "u32", cc.lane, 4)  # unused; kept so that the kernel's register numbering stays the same
     rmin = b.i("min.u32", "u32", R, W)
     rmin = b.i("max.u32", "u32", rmin, 1)
     G = b.i("div.u32", "u32", W, rmin)
@@ -66,64 +109,69 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     has_main = b.setp("gt.u32", seg_end, span)
     main_end = b.i("sub.u32", "u32", seg_end, span)
     main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
+    return _RowSplit(G=G, rpp=rpp, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0, j0=j0,
+                     seg_end=seg_end, main_end=main_end)
 
-    def xvals(xw: SSAValue, gw: SSAValue | None) -> tuple[SSAValue, SSAValue]:
-        x0, x1 = F.bf16_pair(b, xw)
-        if inv is None:
-            return x0, x1
-        assert gw is not None
-        g0, g1 = F.bf16_pair(b, gw)
-        out = []
-        for xv, gv in ((x0, g0), (x1, g1)):
-            t = b.i("mul.rn.f32", "f32", xv, inv)
-            t = b.i("mul.rn.f32", "f32", t, gv)
-            out.append(F.round_bf16(b, t))
-        return out[0], out[1]
 
-    def chunk_group(j: SSAValue, accs: list[SSAValue], n: int, wrow: SSAValue) -> None:
-        # chunk j + 32k is 512k bytes after chunk j
-        off = b.i("shl.b32", "u32", j, 4)
-        wa = b.i("add.u32", "u32", wrow, off)
-        xa = b.i("add.u32", "u32", x, off)
-        ga = b.i("add.u32", "u32", g, off) if inv is not None else None
-        ws = [b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)]
-        xs = [b.ld_v4("ld.shared.v4.b32", "b32", xa, 512 * k) for k in range(n)]
-        gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
-        for k in range(n):
-            for q in range(4):
-                w0, w1 = F.bf16_pair(b, ws[k][q])
-                x0, x1 = xvals(xs[k][q], gs[k][q])
-                a = accs[(2 * q) % len(accs)]
-                b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
-                a = accs[(2 * q + 1) % len(accs)]
-                b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
+def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | None) -> tuple[SSAValue, SSAValue]:
+    """The two x elements of word ``xw`` as f32; rmsnorm'ed with weight word ``gw`` when ``inv`` is set."""
+    x0, x1 = F.bf16_pair(b, xw)
+    if inv is None:
+        return x0, x1
+    assert gw is not None
+    g0, g1 = F.bf16_pair(b, gw)
+    out = []
+    for xv, gv in ((x0, g0), (x1, g1)):
+        t = b.i("mul.rn.f32", "f32", xv, inv)
+        t = b.i("mul.rn.f32", "f32", t, gv)
+        out.append(F.round_bf16(b, t))
+    return out[0], out[1]
 
-    npass = b.i("add.u32", "u32", R, rpp)
-    npass = b.i("add.u32", "u32", npass, -1)
-    npass = b.i("div.u32", "u32", npass, rpp)
-    p = b.var("u32", 0)
-    top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
-    b.place(top)
-    b.bra(done, b.setp("ge.u32", p, npass))
-    r = b.i("mad.lo.u32", "u32", p, rpp, rw)
-    active = b.setp("lt.u32", r, R)
+
+def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[SSAValue], n: int, wrow: SSAValue,
+                 inv: SSAValue | None) -> None:
+    """Accumulate chunks ``j, j + 32, .. j + 32 (n - 1)`` of the row at ``wrow`` into ``accs``."""
+    b = cc.b
+    x, g = cc.ins[1], cc.ins[2]
+    # chunk j + 32k is 512k bytes after chunk j
+    off = b.i("shl.b32", "u32", j, 4)
+    wa = b.i("add.u32", "u32", wrow, off)
+    xa = b.i("add.u32", "u32", x, off)
+    ga = b.i("add.u32", "u32", g, off) if inv is not None else None
+    ws = [b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)]
+    xs = [b.ld_v4("ld.shared.v4.b32", "b32", xa, 512 * k) for k in range(n)]
+    gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
+    for k in range(n):
+        for q in range(4):
+            w0, w1 = F.bf16_pair(b, ws[k][q])
+            x0, x1 = _xvals(b, xs[k][q], gs[k][q], inv)
+            a = accs[(2 * q) % len(accs)]
+            b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
+            a = accs[(2 * q + 1) % len(accs)]
+            b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
+
+
+def _warp_row_sum(cc: "F.ComputeCtx", rs: _RowSplit, r: SSAValue, active: SSAValue,
+                  inv: SSAValue | None) -> SSAValue:
+    """This warp's partial dot product of row ``r`` (0 when not ``active``), in every lane."""
+    b = cc.b
     accs = [b.var("f32", 0.0) for _ in range(4)]
     skip_rows = b.new_label("gemv_inactive")
     b.bra(skip_rows, active, neg=True)
-    wrow = b.i("mad.lo.u32", "u32", r, rowb, w)
+    wrow = b.i("mad.lo.u32", "u32", r, rs.rowb, cc.ins[0])
     j = b.var("u32", 0)
-    b.set(j, j0)
+    b.set(j, rs.j0)
     ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
     b.place(ml)
-    b.bra(md, b.setp("ge.u32", j, main_end))
-    chunk_group(j, accs, UNROLL, wrow)
+    b.bra(md, b.setp("ge.u32", j, rs.main_end))
+    _chunk_group(cc, j, accs, UNROLL, wrow, inv)
     b.i("add.u32", "u32", j, 32 * UNROLL, dst=j)
     b.bra(ml)
     b.place(md)
     tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
     b.place(tl)
-    b.bra(td, b.setp("ge.u32", j, seg_end))
-    chunk_group(j, accs, 1, wrow)
+    b.bra(td, b.setp("ge.u32", j, rs.seg_end))
+    _chunk_group(cc, j, accs, 1, wrow, inv)
     b.i("add.u32", "u32", j, 32, dst=j)
     b.bra(tl)
     b.place(td)
@@ -131,25 +179,33 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     s = b.i("add.rn.f32", "f32", accs[0], accs[1])
     s2 = b.i("add.rn.f32", "f32", accs[2], accs[3])
     s = b.i("add.rn.f32", "f32", s, s2)
-    s = F.warp_sum(b, s)
+    return F.warp_sum(b, s)
+
+
+def _combine_partials(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, s: SSAValue) -> SSAValue:
+    """The row's total in the first warp of the row: ``s`` itself, or with G > 1 the
+    sum of the G warps' partials (through shared scratch buffer ``p & 1``)."""
+    b = cc.b
+    W = cc.nwarps
+    base = cc.c.base  # type: ignore[attr-defined]
     tot = b.var("f32", 0.0)
     b.set(tot, s)
     # -- combine the G partial sums of a row (uniform branch: G is per op) ----
     no_split = b.new_label("gemv_nosplit")
-    b.bra(no_split, split, neg=True)
+    b.bra(no_split, rs.split, neg=True)
     buf = b.i("and.b32", "u32", p, 1)
     buf = b.i("mad.lo.u32", "u32", buf, 4 * W, base)
     slot = b.i("mad.lo.u32", "u32", cc.cw, 4, buf)
-    b.st("st.shared.f32", slot, F.L.SMEM_GEMV_PARTIALS, s, guard=lane0)
+    b.st("st.shared.f32", slot, F.L.SMEM_GEMV_PARTIALS, s, guard=rs.lane0)
     b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
-    first = b.setp("eq.u32", sub, 0)
+    first = b.setp("eq.u32", rs.sub, 0)
     skip_sum = b.new_label("gemv_nosum")
     b.bra(skip_sum, first, neg=True)
     b.set(tot, 0.0)
     gi = b.var("u32", 0)
     sl, sd = b.new_label("gemv_sum"), b.new_label("gemv_sum_end")
     b.place(sl)
-    b.bra(sd, b.setp("ge.u32", gi, G))
+    b.bra(sd, b.setp("ge.u32", gi, rs.G))
     ga = b.i("mad.lo.u32", "u32", gi, 4, slot)
     v = b.ld("ld.shared.f32", "f32", ga, F.L.SMEM_GEMV_PARTIALS)
     b.i("add.rn.f32", "f32", tot, v, dst=tot)
@@ -158,17 +214,7 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     b.place(sd)
     b.place(skip_sum)
     b.place(no_split)
-    # -- epilogue: lane 0 of the row's first warp ------------------------------
-    writer = b.setp("eq.u32", sub, 0)
-    writer = b.i("and.pred", "pred", writer, lane0)
-    writer = b.i("and.pred", "pred", writer, active)
-    skip = b.new_label("gemv_epi_skip")
-    b.bra(skip, writer, neg=True)
-    epilogue(cc, r, tot)
-    b.place(skip)
-    b.i("add.u32", "u32", p, 1, dst=p)
-    b.bra(top)
-    b.place(done)
+    return tot
 
 
 def _store_bf16(cc: "F.ComputeCtx", r: SSAValue, v: SSAValue) -> None:
