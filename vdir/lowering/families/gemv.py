@@ -88,7 +88,6 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     chunks = b.i("shr.u32", "u32", K, 3)
     rowb = b.i("shl.b32", "u32", K, 1)
     lane0 = b.setp("eq.u32", cc.lane, 0)
-    b.i("shl.b32", "u32", cc.lane, 4)  # unused; kept so that the kernel's register numbering stays the same
     rmin = b.i("min.u32", "u32", R, W)
     rmin = b.i("max.u32", "u32", rmin, 1)
     G = b.i("div.u32", "u32", W, rmin)
