@@ -23,18 +23,37 @@ import sys
 #: "<what>: 39.90 us (...)" in the bench's notes
 _NOTE = re.compile(r"^(?P<what>.+?): (?P<us>\d+(?:\.\d+)?) us\b")
 
+#: one row of the printed table: case, MiB, vdir us, TB/s, %, torch us, TB/s, %, graph us, TB/s, speedup
+_ROW = re.compile(
+    r"^(?P<case>\S.*?)\s+[\d.]+\s+(?P<vdir>[\d.]+)\s+[\d.]+\s+[\d.]+%\s+(?P<torch>[\d.]+)\s+[\d.]+\s+[\d.]+%"
+    r"\s+(?P<graph>-|[\d.]+)\s+(?:-|[\d.]+)\s+[\d.]+x"
+)
 
-def figures(run: dict) -> dict[str, float]:
+
+def table_rows(log_text: str) -> list[dict]:
+    """The table's rows as the JSON form gives them, parsed from the printed table (older runs' JSON lacks them)."""
+    rows = []
+    for line in log_text.splitlines():
+        if m := _ROW.match(line):
+            graph = None if m["graph"] == "-" else float(m["graph"])
+            rows.append({"case": m["case"], "vdir": float(m["vdir"]), "torch": float(m["torch"]), "graph": graph})
+    return rows
+
+
+def figures(run: dict, log_path: str | None = None) -> dict[str, float]:
     """Every timed figure of one run, in microseconds, by name."""
     out: dict[str, float] = {}
-    for row in run["rows"]:
+    rows = run["rows"]
+    if not isinstance(rows, list):  # an older bench wrote only the row count; read its printed table
+        rows = table_rows(open(log_path).read()) if log_path else []
+    for row in rows:
         for column in ("vdir", "torch", "graph"):
             if row.get(column) is not None:
                 out[f"{row['case']} [{column}]"] = float(row[column])
     for note in run.get("notes", []):
         m = _NOTE.match(note)
-        if m and "results not meaningful" not in note:
-            out[f"{m['what']} [vdir]"] = float(m["us"])
+        if m and "results not meaningful" not in note and "per layer" not in note:
+            out[f"note: {m['what']} [vdir]"] = float(m["us"])
     return out
 
 
@@ -50,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.runs) % 2:
         ap.error("give the runs as (before, after) pairs")
-    loaded = [figures(json.load(open(p))) for p in args.runs]
+    loaded = [figures(json.load(open(p)), p.removesuffix(".json") + ".log") for p in args.runs]
     before, after = loaded[0::2], loaded[1::2]
     names = [n for n in before[0] if all(n in r for r in loaded)]
     flagged = 0

@@ -43,7 +43,8 @@ for what in $steps; do
           runs+=("$OUT/$side$round.json")
         done
       done
-      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ab.log" ;;
+      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ab.log"
+      (cd "$OUT" && tar cf ab-runs.tar before*.json before*.log after*.json after*.log && rm -f before* after*) ;;
     test)
       timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
     sanitize)
