@@ -447,7 +447,7 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
         spec, boxes, chunk, row = form
         idx = table.setdefault(spec, len(table))
         values = (idx + 1, boxes, spec.box_rows, chunk, row, spec.elem_bytes)
-        for f, v in zip(TENSOR_FIELDS, values):
+        for f, v in zip(TENSOR_FIELDS, values, strict=True):
             f.set(w, v)
     return list(table)
 

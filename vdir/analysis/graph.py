@@ -295,7 +295,7 @@ class _Expander:
         self.by_id: dict[int, Node] = {}
         self.pending_after: list[tuple[Node, list[list[int]]]] = []
         self.templates: dict[Operation, object] = {}
-        for name, arg in zip(program.argument_names(), program.args):
+        for name, arg in zip(program.argument_names(), program.args, strict=True):
             t: BufferType = arg.type  # type: ignore[assignment]
             self.env[arg] = len(self.args)
             self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
@@ -476,7 +476,7 @@ def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
     counts = layout.counts
     graph.num_counters = len(counts)
     graph.counter_counts = dict(enumerate(counts))
-    for arg, role in zip(graph.args, layout.roles):
+    for arg, role in zip(graph.args, layout.roles, strict=True):
         arg.is_input = role in ("in", "inout")
         arg.is_output = role in ("out", "inout")
 
@@ -567,7 +567,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     """A flat program holding every node with its annotations (see module doc)."""
     arg_types = [BufferType(a.shape, a.dtype) for a in graph.args]
     block = Block(arg_types=arg_types)
-    for a, name in zip(block.args, (a.name for a in graph.args)):
+    for a, name in zip(block.args, (a.name for a in graph.args), strict=True):
         a.name_hint = name
     values: dict[int, SSAValue] = {}
     for node in graph.nodes:

@@ -321,7 +321,7 @@ class CudaPlatform(Platform):
         so that the data does not stay in L2); epochs then advance per pair.
         """
         drv = _driver()
-        pairs = list(zip(artifact, spec)) if isinstance(artifact, (list, tuple)) else [(artifact, spec)]
+        pairs = list(zip(artifact, spec, strict=True)) if isinstance(artifact, (list, tuple)) else [(artifact, spec)]
         times: list[float] = []
         gate = self.allocate(4)
         try:

@@ -183,7 +183,7 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
     count = isa.NUM_INPUTS.get(words)
     if count != len(sig.inputs):
         raise ValueError(f"family '{family.name}' here takes {len(sig.inputs)} inputs, the instruction has {count}")
-    inputs = tuple(TileRef(field.get(words), t.shape, t.dtype) for field, t in zip(isa.IN_SMEM, sig.inputs))
+    inputs = tuple(TileRef(field.get(words), t.shape, t.dtype) for field, t in zip(isa.IN_SMEM, sig.inputs, strict=False))
     params = dict(sig.params)
     family.check(list(sig.inputs), params, sig.result)
     return family, inputs, TileRef(isa.OUT_SMEM.get(words), sig.result.shape, sig.result.dtype), params
@@ -946,6 +946,6 @@ def simulate(
     decoded = decode_program(program, tgt)
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
-    raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes)]
+    raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
     counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
     return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races).run()

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DYNAMIC_INDEX,
     I64,
+    ArrayAttr,
     BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    SymbolNameConstraint,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute, print_dynamic_index_list
@@ -69,7 +70,6 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
@@ -1098,7 +1098,7 @@ class _ScheduleChecker:
                 for uop_id in group:
                     if uop_id not in self.by_id:
                         raise OpVerifyException(f"after names micro-op id {uop_id}, which is not in the program", op)
-        for counter, (released, count) in enumerate(zip(self.releases, self.counts)):
+        for counter, (released, count) in enumerate(zip(self.releases, self.counts, strict=True)):
             if released != count:
                 raise OpVerifyException(
                     f"counter {counter} is released by {_counted(released, 'micro-op')}, but counter_counts "

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from vdir.device_runtime import backend_names, default_backend
 from vdir.compiler import compile_module
+from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.families import DTYPES
