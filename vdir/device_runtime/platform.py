@@ -55,6 +55,9 @@ class Platform(abc.ABC):
 
     name: str = "abstract"
 
+    def __init__(self, target: TargetDescription | str | None = None) -> None:
+        """Backends are constructed with an optional target (a description or a name)."""
+
     # -- context lifecycle -------------------------------------------------
     @classmethod
     @abc.abstractmethod

@@ -146,6 +146,12 @@ class Op:
         "family", "inputs", "out", "params",  # compute
         "latency_us", "busy_us",
     )
+    # set by the decoder only for the kinds that have them: region and tile
+    # for loads and stores, family and out for computes
+    region: Region
+    tile: TileRef
+    family: Family
+    out: TileRef
 
     def __init__(self, pos: int, words: list[int]):
         self.pos = pos
@@ -158,7 +164,6 @@ class Op:
         self.wait_count = isa.WAIT_COUNT.get(words)
         self.release_counter = isa.RELEASE_COUNTER.get(words) - 1
         self.buffer = -1
-        self.region = self.tile = self.family = self.out = None
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
         # cost model: the result is ready latency_us after the start, and the
@@ -892,6 +897,11 @@ class SimPlatform(Platform):
 
     def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:
         """Run the whole launch now (the simulator is synchronous)."""
+        self._trace = self._run(artifact, spec)
+
+    @staticmethod
+    def _run(artifact: DecodedProgram, spec: LaunchSpec) -> SimTrace:
+        """Simulate one launch to completion and return its trace."""
         opts = spec.options
         sim = Simulation(
             artifact,
@@ -902,7 +912,7 @@ class SimPlatform(Platform):
             load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
             check_races=bool(opts.get("check_races", True)),
         )
-        self._trace = sim.run()
+        return sim.run()
 
     def synchronize(self) -> None:
         """Nothing is ever outstanding: :meth:`launch` runs to completion."""
@@ -911,7 +921,9 @@ class SimPlatform(Platform):
         """Modelled (not measured) time per launch in µs, from the trace's cost model."""
         times = []
         for i in range(iterations):
-            self.launch(artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options))
+            self._trace = self._run(
+                artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options)
+            )
             times.append(self._trace.makespan_us)
         return times
 
