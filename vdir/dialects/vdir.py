@@ -206,8 +206,10 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "vdir.token"
 
 
+# xDSL types EnumAttribute and parse_str_enum against its own StrEnum class;
+# EngineKind is the standard library's enum.StrEnum, which behaves the same.
 @irdl_attr_definition
-class EngineKindAttr(EnumAttribute[EngineKind]):
+class EngineKindAttr(EnumAttribute[EngineKind]):  # pyright: ignore[reportInvalidTypeArguments]
     """``#vdir<engine compute>``: which engine kind runs a micro-op."""
 
     name = "vdir.engine"
@@ -218,7 +220,7 @@ class EngineKindAttr(EnumAttribute[EngineKind]):
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> EngineKind:
         with parser.in_angle_brackets():
-            return parser.parse_str_enum(EngineKind)
+            return parser.parse_str_enum(EngineKind)  # pyright: ignore[reportArgumentType] -- see the class
 
 
 # --------------------------------------------------------------------------
@@ -249,7 +251,7 @@ def value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint else "this value"
 
 
-def _check_engine(op: "MicroOp", op_class: str) -> None:
+def _check_engine(op: "LoadOp | StoreOp | ComputeOp", op_class: str) -> None:
     target = target_of(op)
     kind = target.engine(op.engine.data.value)
     if kind is None:
@@ -308,7 +310,7 @@ def _check_region(
             )
 
 
-def _check_flow(op: "MicroOp") -> None:
+def _check_flow(op: "LoadOp | StoreOp | ComputeOp") -> None:
     if op.flow is not None and op.flow.value.data < 0:
         raise VerifyException(f"flow id {op.flow.value.data} is negative")
 
@@ -497,7 +499,7 @@ class LoadOp(MicroOp):
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
     result = result_def(TileType)
-    static_offsets = prop_def(DenseArrayBase)
+    static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.LOAD))
     flow = opt_prop_def(IntegerAttr[I64])
 
@@ -559,7 +561,7 @@ class StoreOp(MicroOp):
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
     token = result_def(TokenType)
-    static_offsets = prop_def(DenseArrayBase)
+    static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.STORE))
     flow = opt_prop_def(IntegerAttr[I64])
 
