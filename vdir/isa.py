@@ -19,6 +19,7 @@ import binascii
 import math
 import zlib
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -141,6 +142,14 @@ class Field:
 def split_u64(value: int) -> tuple[int, int]:
     """(low word, high word) of a u64, the order the format stores them in."""
     return value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF
+
+
+@overload
+def join_u64(lo: np.ndarray, hi: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def join_u64(lo: int | np.integer, hi: int | np.integer) -> int: ...
 
 
 def join_u64(lo, hi):

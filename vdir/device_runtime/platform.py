@@ -55,7 +55,7 @@ class Platform(abc.ABC):
 
     name: str = "abstract"
 
-    def __init__(self, target: TargetDescription | str | None = None) -> None:
+    def __init__(self, target: TargetDescription | str | None = None) -> None:  # noqa: B027 -- only declares it
         """Backends are constructed with an optional target (a description or a name)."""
 
     # -- context lifecycle -------------------------------------------------

@@ -182,6 +182,9 @@ class BufferType(_ShapedType):
     # dataclass fields are not inherited from the non-dataclass base.
     shape: ArrayAttr[IntAttr]
     element_type: Attribute
+    # the shared constructor; without this, type checkers take the redeclared
+    # fields for a generated ``__init__(shape, element_type)``
+    __init__ = _ShapedType.__init__
 
 
 @irdl_attr_definition
@@ -192,6 +195,7 @@ class TileType(_ShapedType):
 
     shape: ArrayAttr[IntAttr]  # redeclared: see BufferType
     element_type: Attribute
+    __init__ = _ShapedType.__init__  # see BufferType
 
     @property
     def sig(self) -> TileSig:
