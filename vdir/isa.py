@@ -339,10 +339,6 @@ class Instruction:
         """The f32 parameter word."""
         return float(np.array([F0.get(self.words)], dtype=np.uint32).view(np.float32)[0])
 
-    def set_f0(self, v: float) -> None:
-        """Store the f32 parameter word."""
-        F0.set(self.words, int(np.array([v], dtype=np.float32).view(np.uint32)[0]))
-
 
 #: bytes per element of a buffer dtype
 DTYPE_SIZES = {"bf16": 2, "f32": 4}

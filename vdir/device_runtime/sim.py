@@ -708,7 +708,7 @@ class Simulation:
     def _store(self, g: int, sm: int, op: Op) -> None:
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
-            self._check_global_write(g, sm, op)
+            self._check_global_write(g, op)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
         src = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
         _global_view(self.buffers[op.buffer], op.region)[...] = src.reshape(op.region.rows, op.region.row_bytes)
@@ -769,7 +769,7 @@ class Simulation:
         if track.readers is not None:
             track.view(track.readers[sm], op.region)[...] = op.pos
 
-    def _check_global_write(self, g: int, sm: int, op: Op) -> None:
+    def _check_global_write(self, g: int, op: Op) -> None:
         track = self.global_track[op.buffer]
         name = self.decoded.program.buffers[op.buffer].name
         engines = track.view(track.writer_engine, op.region)
