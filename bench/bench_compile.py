@@ -17,11 +17,11 @@ import statistics
 import time
 from pathlib import Path
 
+from vdir.analysis.graph import build_graph
 from vdir.tools.common import parse_module_file
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
 from vdir.transforms.fuse import FusePass
-from vdir.analysis.graph import build_graph
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.pipeline import compile_to_encoded
 from vdir.transforms.place import place

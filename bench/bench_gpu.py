@@ -40,8 +40,8 @@ import numpy as np  # noqa: E402
 
 from vdir import isa  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
-from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
+from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 EPS = 1e-5
@@ -218,8 +218,9 @@ def mlp_inputs(rng, layers: int, hidden: int, inter: int) -> dict[str, np.ndarra
 
 def sim_main(opts) -> int:
     """The bench's programs at small sizes on the simulator, checked against the host math."""
-    import vdir
     from ml_dtypes import bfloat16
+
+    import vdir
 
     rng = np.random.default_rng()
     worst = 0.0
@@ -237,7 +238,7 @@ def sim_main(opts) -> int:
             worst = max(worst, err / TOL_GEMV)
             print(f"sim gemv {m}x{k} rows={rows} k_chunks={kc}: max rel err {err:.2e} ({time.time() - t0:.1f} s)")
     for layers in (None, 2):
-        H, I = 256, 512
+        H, I = 256, 512  # noqa: E741 -- I: the MLP's intermediate size, as in its formulas
         inp = mlp_inputs(rng, layers or 1, H, I)
         exe = vdir.compile(compile_mlp(layers, H, I, nsm), backend="sim")
         if layers is None:
@@ -248,9 +249,9 @@ def sim_main(opts) -> int:
             hs[1:] = np.nan  # poisoned: every row must be written
             out = exe(hs=hs, g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["hs"][1:]
             h, rows = inp["hs"][:1], []
-            for l in range(layers):
-                h = np_mlp(h, inp["g"][l:l + 1], inp["wg"][l * I:(l + 1) * I], inp["wu"][l * I:(l + 1) * I],
-                           inp["wd"][l * H:(l + 1) * H])
+            for k in range(layers):
+                h = np_mlp(h, inp["g"][k:k + 1], inp["wg"][k * I:(k + 1) * I], inp["wu"][k * I:(k + 1) * I],
+                           inp["wd"][k * H:(k + 1) * H])
                 rows.append(h)
             ref = np.concatenate(rows)
         o, r = out.astype(np.float32), ref.astype(np.float32)
@@ -305,7 +306,7 @@ class VdirCase:
 
     def run_all(self) -> None:
         """One launch of every set (torch's writes must be finished: synchronize first)."""
-        for a, s in zip(self.arts, self.specs):
+        for a, s in zip(self.arts, self.specs, strict=True):
             self.plat.launch(a, s)
             s.epoch += 1
         self.plat.synchronize()
@@ -359,8 +360,8 @@ def gpu_main(opts) -> int:
     nbytes = 1 << 30
     src = [torch.empty(nbytes // 2, dtype=torch.bfloat16, device=dev).normal_() for _ in range(2)]
     dst = torch.empty_like(src[0])
-    torch_times(lambda i: dst.copy_(src[i % 2]), 4)
-    copy_us = torch_times(lambda i: dst.copy_(src[i % 2]), 40)
+    torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 4)
+    copy_us = torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 40)
     copy_tbs = 2 * nbytes / copy_us / 1e6
     del src, dst
     rows.append(dict(case="copy 1 GiB (read+write)", moved=2 * nbytes, vdir=None, torch=copy_us, graph=None,
@@ -377,19 +378,20 @@ def gpu_main(opts) -> int:
                  "x": torch.randn(1, K, dtype=torch.bfloat16, device=dev),
                  "y": torch.empty(1, M, dtype=torch.bfloat16, device=dev)} for _ in range(nsets)]
         moved = wbytes + 2 * K + 2 * M
-        torch_times(lambda i: Fn.linear(sets[i % nsets]["x"], sets[i % nsets]["w"]), 8)
-        t_us = torch_times(lambda i: Fn.linear(sets[i % nsets]["x"], sets[i % nsets]["w"]), iters)
+        torch_times(lambda i, sets=sets, nsets=nsets: Fn.linear(sets[i % nsets]["x"], sets[i % nsets]["w"]), 8)
+        t_us = torch_times(lambda i, sets=sets, nsets=nsets: Fn.linear(sets[i % nsets]["x"], sets[i % nsets]["w"]),
+                           iters)
         refs = [(s["w"].float() @ s["x"].float().reshape(-1)).reshape(1, -1) for s in sets]
         torch.cuda.synchronize()
 
-        def run_vdir(prog, lowering=base_lowering):
+        def run_vdir(prog, lowering=base_lowering, sets=sets, nsets=nsets, refs=refs):
             case = VdirCase(plat, prog, sets, lowering)
             case.time(2 * nsets)  # warm-up
             for s in sets:
                 s["y"].fill_(float("nan"))  # poisoned: every element must be written
             torch.cuda.synchronize()
             case.run_all()
-            err = max(relerr(s["y"], r) for s, r in zip(sets, refs))
+            err = max(relerr(s["y"], r) for s, r in zip(sets, refs, strict=True))
             return case.time(iters), err
 
         best = None
@@ -438,7 +440,7 @@ def gpu_main(opts) -> int:
         torch.cuda.empty_cache()
 
     # ---- MLP: the torch baselines ---------------------------------------------
-    H, I = 2048, 8192
+    H, I = 2048, 8192  # noqa: E741 -- I: the MLP's intermediate size, as in its formulas
 
     def t_layer(h, g, wg, wu, wd):
         xn = Fn.rms_norm(h, (H,), g.reshape(-1), EPS)
@@ -449,9 +451,9 @@ def gpu_main(opts) -> int:
         """The stack's rows 1..layers; ``dtype`` float32: the same math on upcast data."""
         c = (lambda t: t) if dtype is None else (lambda t: t.to(dtype))  # noqa: E731
         h, outs = c(s["hs"][:1]), []
-        for l in range(layers):
-            h = t_layer(h, c(s["g"][l:l + 1]), c(s["wg"][l * I:(l + 1) * I]), c(s["wu"][l * I:(l + 1) * I]),
-                        c(s["wd"][l * H:(l + 1) * H]))
+        for k in range(layers):
+            h = t_layer(h, c(s["g"][k:k + 1]), c(s["wg"][k * I:(k + 1) * I]), c(s["wu"][k * I:(k + 1) * I]),
+                        c(s["wd"][k * H:(k + 1) * H]))
             outs.append(h)
         return outs
 
@@ -487,28 +489,28 @@ def gpu_main(opts) -> int:
         wbytes = 3 * L * H * I * 2
         moved = wbytes + L * H * 2 + 2 * H * 2
         # torch eager and graphs (weights counted once: the graph replays the same math)
-        eager = lambda i: t_stack(sets[i % nsets], L)  # noqa: E731
+        eager = lambda i, sets=sets, nsets=nsets, L=L: t_stack(sets[i % nsets], L)  # noqa: E731
         torch_times(eager, 4)
         e_us = torch_times(eager, iters)
-        graphs = [graph_of(lambda s=s: t_stack(s, L)) for s in sets]
-        torch_times(lambda i: graphs[i % nsets][0].replay(), 4)
-        g_us = torch_times(lambda i: graphs[i % nsets][0].replay(), iters)
+        graphs = [graph_of(lambda s=s, L=L: t_stack(s, L)) for s in sets]
+        torch_times(lambda i, graphs=graphs, nsets=nsets: graphs[i % nsets][0].replay(), 4)
+        g_us = torch_times(lambda i, graphs=graphs, nsets=nsets: graphs[i % nsets][0].replay(), iters)
         # vdir: compiled once, outside the timed region
         t0 = time.time()
         prog = compile_mlp(layers, H, I, nsm)
         ct = time.time() - t0
         refs = [torch.cat(t_stack(s, L)) for s in sets]
         refs32 = [torch.cat(t_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
-        err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32))
+        err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32, strict=True))
         for s in sets:
             s["hs"][1:].fill_(float("nan"))  # poisoned: every output row must be written
         torch.cuda.synchronize()
         case = VdirCase(plat, prog, sets, base_lowering)
         case.run_all()
-        errs = [relerr(s["hs"][1:], r) for s, r in zip(sets, refs)]
-        err_last = max(relerr(s["hs"][L:], r[L - 1:]) for s, r in zip(sets, refs))
+        errs = [relerr(s["hs"][1:], r) for s, r in zip(sets, refs, strict=True)]
+        err_last = max(relerr(s["hs"][L:], r[L - 1:]) for s, r in zip(sets, refs, strict=True))
         err = max(errs)
-        err_v32 = max(relerr(s["hs"][1:], r32) for s, r32 in zip(sets, refs32))
+        err_v32 = max(relerr(s["hs"][1:], r32) for s, r32 in zip(sets, refs32, strict=True))
         del refs32
         case.time(4)
         v_us = case.time(iters)
@@ -531,7 +533,7 @@ def gpu_main(opts) -> int:
                     s["hs"][1:].fill_(float("nan"))
                 torch.cuda.synchronize()
                 vc.run_all()
-                d_err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs))
+                d_err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs, strict=True))
                 vc.time(4)
                 d_us = vc.time(iters)
                 notes.append(f"{name} lowering {o}: {d_us:.1f} us ({moved / d_us / 1e6:.3f} TB/s; "
@@ -598,7 +600,7 @@ def gpu_main(opts) -> int:
                     s["hs"][1:].fill_(float("nan"))
                 torch.cuda.synchronize()
                 vc.run_all()  # a variant that cannot finish fails here, once
-                err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs))
+                err = max(relerr(s["hs"][1:], r) for s, r in zip(sets, refs, strict=True))
                 vc.time(4)
                 t = vc.time(max(20, iters // 4))
                 exact = vp is prog or any(k in label for k in ("prefetch", "box", "view"))

@@ -16,8 +16,8 @@ from ml_dtypes import bfloat16  # noqa: E402
 from bench.bench_gpu import build_gemv_program  # noqa: E402
 from vdir.device_runtime.cuda import CudaPlatform  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
-from vdir.testing.assembler import run_once  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
+from vdir.testing.assembler import run_once  # noqa: E402
 
 
 def main() -> int:

@@ -29,11 +29,10 @@ def main() -> int:
     opts = ap.parse_args()
 
     import vdir
-    from vdir.testing.compare import compare_outputs
-    from vdir.frontend.examples import build_mlp_stack
-    from vdir.testing.reference import evaluate
-
     from bench.bench_gpu import mlp_inputs
+    from vdir.frontend.examples import build_mlp_stack
+    from vdir.testing.compare import compare_outputs
+    from vdir.testing.reference import evaluate
 
     module = build_mlp_stack(opts.layers, opts.hidden, opts.inter)
     # a generous watchdog: instrumented kernels run many times slower

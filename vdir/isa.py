@@ -19,6 +19,7 @@ import binascii
 import math
 import zlib
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -141,6 +142,14 @@ class Field:
 def split_u64(value: int) -> tuple[int, int]:
     """(low word, high word) of a u64, the order the format stores them in."""
     return value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF
+
+
+@overload
+def join_u64(lo: np.ndarray, hi: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def join_u64(lo: int | np.integer, hi: int | np.integer) -> int: ...
 
 
 def join_u64(lo, hi):
@@ -330,10 +339,6 @@ class Instruction:
         """The f32 parameter word."""
         return float(np.array([F0.get(self.words)], dtype=np.uint32).view(np.float32)[0])
 
-    def set_f0(self, v: float) -> None:
-        """Store the f32 parameter word."""
-        F0.set(self.words, int(np.array([v], dtype=np.float32).view(np.uint32)[0]))
-
 
 #: bytes per element of a buffer dtype
 DTYPE_SIZES = {"bf16": 2, "f32": 4}
@@ -447,7 +452,7 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
         spec, boxes, chunk, row = form
         idx = table.setdefault(spec, len(table))
         values = (idx + 1, boxes, spec.box_rows, chunk, row, spec.elem_bytes)
-        for f, v in zip(TENSOR_FIELDS, values):
+        for f, v in zip(TENSOR_FIELDS, values, strict=True):
             f.set(w, v)
     return list(table)
 

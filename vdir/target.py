@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum, auto
 
+from vdir.diagnostics import VdirError
+
 
 class EngineKind(StrEnum):
     """The names of the engine kinds an SM can have (``on load`` in the IR).
@@ -24,8 +26,6 @@ class EngineKind(StrEnum):
     LOAD = auto()
     COMPUTE = auto()
     STORE = auto()
-
-from vdir.diagnostics import VdirError
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
+from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inputs, gemv_program
 
 import vdir
 from vdir.device_runtime import PlatformError, backend_names, backend_status, get_platform
 from vdir.device_runtime.executable import ArgumentError, Executable
 from vdir.families import FAMILIES
 from vdir.testing.compare import compare_outputs
-from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inputs, gemv_program
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(glob.glob(str(REPO / "examples" / "*.mlir")))
@@ -204,9 +204,9 @@ vdir.program @two_phase(%x: !vdir.buffer<1x256xbf16>, %w1: !vdir.buffer<512x256x
 @pytest.mark.parametrize("num_sms", [1, 3, 8])
 def test_compiled_module_matches_reference(backend, num_sms, tmp_path):
     """vdir.compile on a module: two gemv layers exchanging h through global memory."""
+    from vdir.testing.reference import evaluate
     from vdir.tools.common import parse_module_file
     from vdir.tools.vdir_run import random_inputs
-    from vdir.testing.reference import evaluate
 
     path = tmp_path / "two_phase.mlir"
     path.write_text(TWO_PHASE)
@@ -223,9 +223,9 @@ def test_compiled_module_matches_reference(backend, num_sms, tmp_path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[Path(p).name for p in EXAMPLES])
 def test_example_matches_reference(backend, path):
+    from vdir.testing.reference import evaluate
     from vdir.tools.common import parse_module_file
     from vdir.tools.vdir_run import random_inputs
-    from vdir.testing.reference import evaluate
 
     module = parse_module_file(path)
     exe = vdir.compile(module, backend=backend)

@@ -22,8 +22,8 @@ from vdir import isa
 from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.platform import LaunchSpec, PlatformError
 from vdir.families import FAMILIES
-from vdir.testing.assembler import ProgramAssembler, family_program, run_once
 from vdir.lowering.options import LoweringOptions
+from vdir.testing.assembler import ProgramAssembler, family_program, run_once
 
 pytestmark = pytest.mark.gpu
 
@@ -91,7 +91,7 @@ def test_family_alone(platform, copies, case):
     fam, shapes, dtypes, oshape, odt, params = CASES[case]
     rng = np.random.default_rng()
     scale = 1.0 / np.sqrt(shapes[0][1]) if "gemv" in fam else 1.0
-    ins = [rand(rng, s, d, scale if i == 0 else 1.0) for i, (s, d) in enumerate(zip(shapes, dtypes))]
+    ins = [rand(rng, s, d, scale if i == 0 else 1.0) for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True))]
     prog = family_program(fam, shapes, dtypes, oshape, odt, params)
     poison = np.full(oshape, np.nan, dtype=bfloat16 if odt == "bf16" else np.float32)
     (out,) = run_once(platform, prog, ins + [poison], artifact=platform.load_artifact(prog, copies))
@@ -130,7 +130,7 @@ def test_two_sms_with_a_counter(platform):
     try:
         # counters persist over launches: epoch e waits for e * count
         for epoch in (1, 2, 3):
-            for d, arr in zip(dev, arrays):
+            for d, arr in zip(dev, arrays, strict=True):
                 platform.copy_in(d, arr)
             platform.launch(art, LaunchSpec(prog, dev, counters, epoch))
             platform.synchronize()

@@ -17,8 +17,8 @@ from vdir.diagnostics import PassFailure, UserError, VdirError
 from vdir.families import FamilyError, UnknownFamilyError
 from vdir.lowering.options import LoweringOptionError
 from vdir.target import UnknownTargetError
-from vdir.tools.vdir_run import RunError
 from vdir.testing.reference import ReferenceInputError
+from vdir.tools.vdir_run import RunError
 
 
 def vdir_exception_classes() -> list[type[BaseException]]:

@@ -44,7 +44,7 @@ def example_ptx() -> dict[str, subprocess.CompletedProcess]:
     """name -> the finished ``vdir-opt`` run for that example (compiled once, in parallel)."""
     with ThreadPoolExecutor(max_workers=max(1, min(len(EXAMPLES), os.cpu_count() or 1))) as pool:
         runs = list(pool.map(_compile, EXAMPLES))
-    return {p.name: r for p, r in zip(EXAMPLES, runs)}
+    return {p.name: r for p, r in zip(EXAMPLES, runs, strict=True)}
 
 
 def _ptx(example_ptx: dict, name: str) -> str:

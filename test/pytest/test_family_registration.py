@@ -23,6 +23,7 @@ from test_examples_ptx import _nvjitlink, assemble_nvjitlink, assemble_ptxas
 from xdsl.ir import SSAValue
 
 from vdir import isa
+from vdir.analysis.graph import build_graph
 from vdir.compiler import compile_module
 from vdir.device_runtime.sim import simulate
 from vdir.families import (
@@ -42,7 +43,6 @@ from vdir.frontend import ProgramBuilder
 from vdir.lowering import families as F
 from vdir.lowering.families import ComputeCtx
 from vdir.tools.vdir_opt import main as vdir_opt
-from vdir.analysis.graph import build_graph
 from vdir.transforms.place import is_rematerialisable
 
 #: an opcode no built-in family uses

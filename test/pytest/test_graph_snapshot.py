@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from vdir.analysis.graph import Graph, build_graph, graph_to_ir
 from vdir.diagnostics import PassFailure
 from vdir.tools.common import parse_module_file
 from vdir.transforms import pipeline
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
-from vdir.analysis.graph import Graph, build_graph, graph_to_ir
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
 from vdir.transforms.schedule import schedule

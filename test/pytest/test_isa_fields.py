@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from vdir import isa
-from vdir.testing.assembler import ProgramAssembler
 from vdir.target import get_target
+from vdir.testing.assembler import ProgramAssembler
 
 INSTRUCTION_LAYOUTS = {
     "transfer": isa.COMMON_FIELDS + isa.TRANSFER_FIELDS,
@@ -102,7 +102,7 @@ def test_the_vectorised_path_agrees_with_the_scalar_one(field: isa.Field) -> Non
     before = records.copy()
     field.set_column(records, values)
     assert field.column(records).tolist() == values.tolist()
-    for r, b, v in zip(records, before, values):
+    for r, b, v in zip(records, before, values, strict=True):
         field.set(b, int(v))
         assert (r == b).all()
 

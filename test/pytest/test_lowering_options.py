@@ -14,8 +14,8 @@ from xdsl.utils.arg_spec import parse_spec
 
 from vdir.diagnostics import UserError, VdirError
 from vdir.lowering import lower_to_ptx
-from vdir.testing.assembler import family_program
 from vdir.lowering.options import MAX_COMPUTE_WARPS, LoweringOptionError, LoweringOptions
+from vdir.testing.assembler import family_program
 from vdir.tools.targets import PTXTarget
 
 

@@ -22,6 +22,7 @@ checks re-derive the guarantees independently of the passes' own reasoning:
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -29,16 +30,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ml_dtypes import bfloat16
 
+from vdir.analysis.graph import Graph, Node, build_graph
+from vdir.analysis.queues import queues_of
 from vdir.frontend import ProgramBuilder
 from vdir.target import get_target
+from vdir.testing.reference import evaluate_graph
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
 from vdir.transforms.fuse import FusePass
-from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.testing.reference import evaluate_graph
-from vdir.analysis.queues import queues_of
 from vdir.transforms.schedule import schedule
 
 WIDTH = 64
@@ -108,7 +109,7 @@ class HappensBefore:
     def __init__(self, nodes: list[Node], queues: dict[str, list[Node]]):
         self.succ: dict[tuple, list[tuple]] = defaultdict(list)
         for q in queues.values():
-            for a, b in zip(q, q[1:]):
+            for a, b in pairwise(q):
                 if a.engine == "load":
                     self.succ[("start", a.id)].append(("ready", b.id))
                     self.succ[("end", a.id)].append(("end", b.id))
@@ -176,7 +177,7 @@ def check_sm(graph: Graph, sm: int, nodes: list[Node]) -> None:
     for (w, b), p in hb.observed.items():
         waiters[(p.id, b)].append(w)
     for b, ts in toggles.items():
-        for t1, t2 in zip(ts, ts[1:]):
+        for t1, t2 in pairwise(ts):
             assert hb.before(("end", t1.id), ("end", t2.id)), f"toggles of bit {b} are unordered"
             for w in waiters[(t1.id, b)]:
                 assert hb.before(("end", w), ("start", t2.id)), f"bit {b} toggled again while a waiter may need it"
@@ -250,7 +251,7 @@ def test_simulator_matches_reference(case, seed):
     for interleaving in (seed, seed + 1, seed + 2):
         arrays = [np.array(inputs[b.name], copy=True) for b in program.buffers]
         simulate(program, arrays, seed=interleaving)
-        for b, got in zip(program.buffers, arrays):
+        for b, got in zip(program.buffers, arrays, strict=True):
             if b.is_output:
                 np.testing.assert_array_equal(got.view(np.uint16), expected[b.name].view(np.uint16))
 

@@ -20,9 +20,9 @@ from vdir.dialects import ptx
 from vdir.families import FAMILIES
 from vdir.lowering import layout as L
 from vdir.lowering import lower, lower_to_ptx, ptx_module, used_families
-from vdir.testing.assembler import ProgramAssembler, family_program
 from vdir.lowering.options import LoweringOptionError, LoweringOptions
 from vdir.target import get_target
+from vdir.testing.assembler import ProgramAssembler, family_program
 
 
 def _assembler():

@@ -24,8 +24,8 @@ from vdir.device_runtime.sim import (
     simulate,
 )
 from vdir.families import DTYPE_BYTES, FAMILIES
-from vdir.testing.assembler import ProgramAssembler
 from vdir.target import EngineKind, get_target
+from vdir.testing.assembler import ProgramAssembler
 
 # ---------------------------------------------------------------------------
 # Hand-written queues: ProgramAssembler with buffers by name and bit parities

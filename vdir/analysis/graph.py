@@ -271,13 +271,13 @@ class _OpTemplate:
     loc: str
     flow: int | None
     deps: tuple
+    result: SSAValue  # the token of a store, the tile of a load or compute
     name: str = ""
     static: tuple = ()
     dynamic: tuple = ()
     buffer: SSAValue | None = None
     tile: TileSig | None = None
     inputs: tuple = ()
-    result: SSAValue | None = None
     family: str = ""
     params: dict = field(default_factory=dict)
 
@@ -294,8 +294,9 @@ class _Expander:
         self.args: list[BufferArg] = []
         self.by_id: dict[int, Node] = {}
         self.pending_after: list[tuple[Node, list[list[int]]]] = []
-        self.templates: dict[Operation, object] = {}
-        for name, arg in zip(program.argument_names(), program.args):
+        self.templates: dict[Operation, _OpTemplate] = {}
+        self.affine_templates: dict[Operation, tuple[Callable[[list[int]], int], tuple[SSAValue, ...]]] = {}
+        for name, arg in zip(program.argument_names(), program.args, strict=True):
             t: BufferType = arg.type  # type: ignore[assignment]
             self.env[arg] = len(self.args)
             self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
@@ -332,9 +333,9 @@ class _Expander:
                 self.env[op.induction_var] = i
                 self._block(op.body.block, {**iters, name: i})
         elif isinstance(op, ApplyOp):
-            tmpl = self.templates.get(op)
+            tmpl = self.affine_templates.get(op)
             if tmpl is None:
-                tmpl = self.templates[op] = (compile_affine(op.map.data.results[0]), tuple(op.mapOperands))
+                tmpl = self.affine_templates[op] = (compile_affine(op.map.data.results[0]), tuple(op.mapOperands))
             fn, operands = tmpl
             self.env[op.result] = fn([self._index(v, op) for v in operands])
         elif isinstance(op, ConstantOp):
@@ -356,27 +357,25 @@ class _Expander:
         if t is not None:
             return t
         t = _OpTemplate(kind=op.OP_CLASS, engine=op.engine.data.value, loc=location_of(op) or "<unknown>",
-                        flow=op.flow.value.data if op.flow is not None else None, deps=tuple(op.deps))
+                        flow=op.flow.value.data if op.flow is not None else None, deps=tuple(op.deps),
+                        result=op.token if isinstance(op, StoreOp) else op.result)
         if isinstance(op, LoadOp | StoreOp):
             t.static = tuple(op.static_offsets.get_values())
             t.dynamic = tuple(op.dynamic_offsets)
         if isinstance(op, LoadOp):
             t.buffer = op.source
             t.tile = op.result.type.sig  # type: ignore[attr-defined]
-            t.result = op.result
             t.name = f"%{op.result.name_hint}" if op.result.name_hint else "vdir.load"
         elif isinstance(op, StoreOp):
             t.buffer = op.dest
             t.tile = op.value.type.sig  # type: ignore[attr-defined]
             t.inputs = (op.value,)
-            t.result = op.token
             t.name = f"store to @{self.args[self.env[op.dest]].name}"  # type: ignore[index]
         else:
             t.family = op.family.data
             t.params = op.param_values
             t.tile = op.result.type.sig  # type: ignore[attr-defined]
             t.inputs = tuple(op.inputs)
-            t.result = op.result
             t.name = f"%{op.result.name_hint}" if op.result.name_hint else "vdir.compute"
         self.templates[op] = t
         return t
@@ -476,7 +475,7 @@ def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
     counts = layout.counts
     graph.num_counters = len(counts)
     graph.counter_counts = dict(enumerate(counts))
-    for arg, role in zip(graph.args, layout.roles):
+    for arg, role in zip(graph.args, layout.roles, strict=True):
         arg.is_input = role in ("in", "inout")
         arg.is_output = role in ("out", "inout")
 
@@ -567,7 +566,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     """A flat program holding every node with its annotations (see module doc)."""
     arg_types = [BufferType(a.shape, a.dtype) for a in graph.args]
     block = Block(arg_types=arg_types)
-    for a, name in zip(block.args, (a.name for a in graph.args)):
+    for a, name in zip(block.args, (a.name for a in graph.args), strict=True):
         a.name_hint = name
     values: dict[int, SSAValue] = {}
     for node in graph.nodes:
@@ -619,7 +618,7 @@ def _loc(text: str) -> FileLineColLoc | None:
     return FileLineColLoc(StringAttr(parts[0]), IntAttr(int(parts[1])), IntAttr(int(parts[2])))
 
 
-def _node_op(node: Node, block: Block, values: dict[int, SSAValue]) -> Operation | None:
+def _node_op(node: Node, block: Block, values: dict[int, SSAValue]) -> Operation:
     args = block.args
     engine = EngineKind(node.engine) if node.engine in EngineKind._value2member_map_ else EngineKind.LOAD
     tile = TileType(node.tile.shape, node.tile.dtype) if node.tile else None

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from xdsl.dialects.builtin import ModuleOp
 
+from vdir.analysis.graph import STAGES, Graph, build_graph, replace_program
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription, UnknownTargetError, get_target
-from vdir.analysis.graph import STAGES, Graph, build_graph, replace_program
 
 
 def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> TargetDescription:

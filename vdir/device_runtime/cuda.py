@@ -11,6 +11,7 @@ reads each launch's error record and turns a watchdog report into a
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ DEFAULT_WATCHDOG_MS = 1000.0
 
 
 def _driver():
-    from cuda.bindings import driver
+    from cuda.bindings import driver  # pyright: ignore[reportAttributeAccessIssue] -- a compiled module, no stubs
 
     return driver
 
@@ -309,7 +310,8 @@ class CudaPlatform(Platform):
                 self.fill_zero(p.spec.counters)
                 raise PlatformError(describe_error(p.artifact.program, rec, p.watchdog_ms))
 
-    def time_launches(self, artifact: CudaArtifact, spec: LaunchSpec, iterations: int) -> list[float]:
+    def time_launches(self, artifact: CudaArtifact | Sequence[CudaArtifact], spec: LaunchSpec | Sequence[LaunchSpec],
+                      iterations: int) -> list[float]:
         """Launch ``iterations`` times, CUDA events around each kernel; microseconds.
 
         Launches are queued in batches behind a gate (``cuStreamWaitValue32``
@@ -321,7 +323,12 @@ class CudaPlatform(Platform):
         so that the data does not stay in L2); epochs then advance per pair.
         """
         drv = _driver()
-        pairs = list(zip(artifact, spec)) if isinstance(artifact, (list, tuple)) else [(artifact, spec)]
+        if isinstance(artifact, CudaArtifact) and isinstance(spec, LaunchSpec):
+            pairs = [(artifact, spec)]
+        elif isinstance(artifact, (list, tuple)) and isinstance(spec, (list, tuple)):
+            pairs = list(zip(artifact, spec, strict=True))
+        else:
+            raise TypeError("time_launches takes one artifact and spec, or equal-length lists of both")
         times: list[float] = []
         gate = self.allocate(4)
         try:

@@ -130,7 +130,7 @@ class Executable:
         if len(args) > len(inputs):
             names = ", ".join(b.name for b in inputs)
             raise ArgumentError(f"expected at most {len(inputs)} positional arguments ({names}), got {len(args)}")
-        given: dict[str, Any] = {b.name: a for b, a in zip(inputs, args)}
+        given: dict[str, Any] = {b.name: a for b, a in zip(inputs, args, strict=False)}
         roles = {b.name: b.role for b in self.program.buffers}
         for name, value in named.items():
             if name not in roles:
@@ -172,14 +172,14 @@ class Executable:
     def __call__(self, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
         """Run the program once; return the output (or a dict name -> output)."""
         arrays = self.bind(*args, **named)
-        for info, buf in zip(self.program.buffers, self._buffers):
+        for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
             else:
                 self.platform.fill_zero(buf)
         self._launch_and_wait()
         results = {}
-        for info, buf in zip(self.program.buffers, self._buffers):
+        for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.is_output:
                 host = np.empty(tuple(info.shape), dtype=DTYPES[info.dtype])
                 self.platform.copy_out(buf, host)
@@ -201,7 +201,7 @@ class Executable:
     def time(self, *args: Any, iterations: int = 10, **named: Any) -> list[float]:
         """Per-launch times in µs on the bound inputs (modelled, not measured, on ``sim``)."""
         arrays = self.bind(*args, **named)
-        for info, buf in zip(self.program.buffers, self._buffers):
+        for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
         spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options)

@@ -55,6 +55,9 @@ class Platform(abc.ABC):
 
     name: str = "abstract"
 
+    def __init__(self, target: TargetDescription | str | None = None) -> None:  # noqa: B027 -- only declares it
+        """Backends are constructed with an optional target (a description or a name)."""
+
     # -- context lifecycle -------------------------------------------------
     @classmethod
     @abc.abstractmethod

@@ -146,6 +146,12 @@ class Op:
         "family", "inputs", "out", "params",  # compute
         "latency_us", "busy_us",
     )
+    # set by the decoder only for the kinds that have them: region and tile
+    # for loads and stores, family and out for computes
+    region: Region
+    tile: TileRef
+    family: Family
+    out: TileRef
 
     def __init__(self, pos: int, words: list[int]):
         self.pos = pos
@@ -158,7 +164,6 @@ class Op:
         self.wait_count = isa.WAIT_COUNT.get(words)
         self.release_counter = isa.RELEASE_COUNTER.get(words) - 1
         self.buffer = -1
-        self.region = self.tile = self.family = self.out = None
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
         # cost model: the result is ready latency_us after the start, and the
@@ -183,7 +188,7 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
     count = isa.NUM_INPUTS.get(words)
     if count != len(sig.inputs):
         raise ValueError(f"family '{family.name}' here takes {len(sig.inputs)} inputs, the instruction has {count}")
-    inputs = tuple(TileRef(field.get(words), t.shape, t.dtype) for field, t in zip(isa.IN_SMEM, sig.inputs))
+    inputs = tuple(TileRef(field.get(words), t.shape, t.dtype) for field, t in zip(isa.IN_SMEM, sig.inputs, strict=False))
     params = dict(sig.params)
     family.check(list(sig.inputs), params, sig.result)
     return family, inputs, TileRef(isa.OUT_SMEM.get(words), sig.result.shape, sig.result.dtype), params
@@ -703,7 +708,7 @@ class Simulation:
     def _store(self, g: int, sm: int, op: Op) -> None:
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
-            self._check_global_write(g, sm, op)
+            self._check_global_write(g, op)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
         src = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
         _global_view(self.buffers[op.buffer], op.region)[...] = src.reshape(op.region.rows, op.region.row_bytes)
@@ -764,7 +769,7 @@ class Simulation:
         if track.readers is not None:
             track.view(track.readers[sm], op.region)[...] = op.pos
 
-    def _check_global_write(self, g: int, sm: int, op: Op) -> None:
+    def _check_global_write(self, g: int, op: Op) -> None:
         track = self.global_track[op.buffer]
         name = self.decoded.program.buffers[op.buffer].name
         engines = track.view(track.writer_engine, op.region)
@@ -892,6 +897,11 @@ class SimPlatform(Platform):
 
     def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:
         """Run the whole launch now (the simulator is synchronous)."""
+        self._trace = self._run(artifact, spec)
+
+    @staticmethod
+    def _run(artifact: DecodedProgram, spec: LaunchSpec) -> SimTrace:
+        """Simulate one launch to completion and return its trace."""
         opts = spec.options
         sim = Simulation(
             artifact,
@@ -902,7 +912,7 @@ class SimPlatform(Platform):
             load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
             check_races=bool(opts.get("check_races", True)),
         )
-        self._trace = sim.run()
+        return sim.run()
 
     def synchronize(self) -> None:
         """Nothing is ever outstanding: :meth:`launch` runs to completion."""
@@ -911,7 +921,9 @@ class SimPlatform(Platform):
         """Modelled (not measured) time per launch in µs, from the trace's cost model."""
         times = []
         for i in range(iterations):
-            self.launch(artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options))
+            self._trace = self._run(
+                artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options)
+            )
             times.append(self._trace.makespan_us)
         return times
 
@@ -946,6 +958,6 @@ def simulate(
     decoded = decode_program(program, tgt)
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
-    raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes)]
+    raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
     counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
     return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races).run()

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DYNAMIC_INDEX,
     I64,
+    ArrayAttr,
     BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    SymbolNameConstraint,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute, print_dynamic_index_list
@@ -69,7 +70,6 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.dialects.builtin import SymbolNameConstraint
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
@@ -182,6 +182,9 @@ class BufferType(_ShapedType):
     # dataclass fields are not inherited from the non-dataclass base.
     shape: ArrayAttr[IntAttr]
     element_type: Attribute
+    # the shared constructor; without this, type checkers take the redeclared
+    # fields for a generated ``__init__(shape, element_type)``
+    __init__ = _ShapedType.__init__
 
 
 @irdl_attr_definition
@@ -192,6 +195,7 @@ class TileType(_ShapedType):
 
     shape: ArrayAttr[IntAttr]  # redeclared: see BufferType
     element_type: Attribute
+    __init__ = _ShapedType.__init__  # see BufferType
 
     @property
     def sig(self) -> TileSig:
@@ -206,8 +210,10 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "vdir.token"
 
 
+# xDSL types EnumAttribute and parse_str_enum against its own StrEnum class;
+# EngineKind is the standard library's enum.StrEnum, which behaves the same.
 @irdl_attr_definition
-class EngineKindAttr(EnumAttribute[EngineKind]):
+class EngineKindAttr(EnumAttribute[EngineKind]):  # pyright: ignore[reportInvalidTypeArguments]
     """``#vdir<engine compute>``: which engine kind runs a micro-op."""
 
     name = "vdir.engine"
@@ -218,7 +224,7 @@ class EngineKindAttr(EnumAttribute[EngineKind]):
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> EngineKind:
         with parser.in_angle_brackets():
-            return parser.parse_str_enum(EngineKind)
+            return parser.parse_str_enum(EngineKind)  # pyright: ignore[reportArgumentType] -- see the class
 
 
 # --------------------------------------------------------------------------
@@ -249,7 +255,7 @@ def value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint else "this value"
 
 
-def _check_engine(op: "MicroOp", op_class: str) -> None:
+def _check_engine(op: "LoadOp | StoreOp | ComputeOp", op_class: str) -> None:
     target = target_of(op)
     kind = target.engine(op.engine.data.value)
     if kind is None:
@@ -308,7 +314,7 @@ def _check_region(
             )
 
 
-def _check_flow(op: "MicroOp") -> None:
+def _check_flow(op: "LoadOp | StoreOp | ComputeOp") -> None:
     if op.flow is not None and op.flow.value.data < 0:
         raise VerifyException(f"flow id {op.flow.value.data} is negative")
 
@@ -497,7 +503,7 @@ class LoadOp(MicroOp):
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
     result = result_def(TileType)
-    static_offsets = prop_def(DenseArrayBase)
+    static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.LOAD))
     flow = opt_prop_def(IntegerAttr[I64])
 
@@ -559,7 +565,7 @@ class StoreOp(MicroOp):
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
     token = result_def(TokenType)
-    static_offsets = prop_def(DenseArrayBase)
+    static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.STORE))
     flow = opt_prop_def(IntegerAttr[I64])
 
@@ -1098,7 +1104,7 @@ class _ScheduleChecker:
                 for uop_id in group:
                     if uop_id not in self.by_id:
                         raise OpVerifyException(f"after names micro-op id {uop_id}, which is not in the program", op)
-        for counter, (released, count) in enumerate(zip(self.releases, self.counts)):
+        for counter, (released, count) in enumerate(zip(self.releases, self.counts, strict=True)):
             if released != count:
                 raise OpVerifyException(
                     f"counter {counter} is released by {_counted(released, 'micro-op')}, but counter_counts "

@@ -21,9 +21,9 @@ in the text and in the attribute (``NoneAttr``, empty arrays).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntAttr, NoneAttr, StringAttr, i64
+from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, IntAttr, NoneAttr, StringAttr, i64
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
@@ -244,7 +244,7 @@ def _counter_pair(counter: int, count: int) -> str | None:
     return None
 
 
-def _array(values: Iterable[int]) -> DenseArrayBase:
+def _array(values: Iterable[int]) -> DenseArrayBase[I64]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -338,11 +338,11 @@ class ScheduleAttr(ParametrizedAttribute):
     sm: IntAttr | NoneAttr
     pos: IntAttr | NoneAttr
     smem: IntAttr | NoneAttr
-    wait: DenseArrayBase  # (bit, parity) pairs, flattened
-    signal: DenseArrayBase
-    wait_counters: DenseArrayBase  # (counter, count) pairs, flattened
-    release: DenseArrayBase
-    after: ArrayAttr[DenseArrayBase]
+    wait: DenseArrayBase[I64]  # (bit, parity) pairs, flattened
+    signal: DenseArrayBase[I64]
+    wait_counters: DenseArrayBase[I64]  # (counter, count) pairs, flattened
+    release: DenseArrayBase[I64]
+    after: ArrayAttr[DenseArrayBase[I64]]
 
     #: text name -> Python field of the scalar facts, in printing order
     SCALARS: ClassVar[dict[str, str]] = {
@@ -383,7 +383,8 @@ class ScheduleAttr(ParametrizedAttribute):
         after: Iterable[Iterable[int]],
     ) -> tuple[Attribute, ...]:
         """The attribute's parameters from Python values (not verified yet)."""
-        pairs = wait.items() if isinstance(wait, Mapping) else wait
+        # cast: isinstance cannot tell a Mapping[int, int] from an iterable of pairs that is a Mapping
+        pairs = cast(Iterable[tuple[int, int]], wait.items() if isinstance(wait, Mapping) else wait)
         return (
             IntAttr(uop_id), _opt_int(seq), _opt_int(hoist), _opt_int(sm), _opt_int(pos), _opt_int(smem),
             _array(x for bp in pairs for x in bp),
@@ -534,7 +535,7 @@ class LayoutAttr(ParametrizedAttribute):
 
     num_sms: IntAttr
     smem_bytes: IntAttr | NoneAttr
-    counter_counts: DenseArrayBase
+    counter_counts: DenseArrayBase[I64]
     buffer_roles: ArrayAttr[StringAttr]
 
     def __init__(

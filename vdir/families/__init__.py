@@ -36,6 +36,7 @@ function itself. The family stays the one place that says which body is
 its own, and compiling or simulating a program never loads the lowering.
 """
 
+from vdir.families.builtin import BUILTIN_FAMILIES, gemv_f32, rmsnorm_f32, silu
 from vdir.families.core import (
     BF16,
     DTYPE_BYTES,
@@ -58,7 +59,6 @@ from vdir.families.core import (
     register_family,
     round_to,
 )
-from vdir.families.builtin import BUILTIN_FAMILIES, gemv_f32, rmsnorm_f32, silu
 
 __all__ = [
     "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "FAMILY_BY_OPCODE",

@@ -15,7 +15,7 @@ input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -120,7 +120,7 @@ def _vec(t: TileSig, what: str, fam: str) -> int:
 
 
 def _bf16(ts: Sequence[TileSig], fam: str, names: Sequence[str]) -> None:
-    for t, n in zip(ts, names):
+    for t, n in zip(ts, names, strict=True):
         _need(t.dtype == "bf16", f"family '{fam}': {n} must be bf16, got {t}")
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import enum
 import importlib
 import struct
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from ml_dtypes import bfloat16

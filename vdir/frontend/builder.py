@@ -332,6 +332,7 @@ class ProgramBuilder:
             term = d if scale == 1 else d * int(scale)
             expr = term if expr is None else expr + term
             operands.append(v)
+        assert expr is not None  # terms is not empty
         if not isinstance(offset, Integral) or isinstance(offset, bool):
             raise ValueError(f"affine offset must be an integer, got {offset!r}")
         if offset:

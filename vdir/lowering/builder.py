@@ -16,14 +16,14 @@ import re
 import string
 import struct
 from collections.abc import Callable, Sequence
-from typing import Union, overload
+from typing import overload
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, SymbolRefAttr, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from vdir.dialects import ptx
 
-Src = Union[SSAValue, int, float, str]
+Src = SSAValue | int | float | str
 
 MOV_TYPE = {
     "pred": "pred", "b16": "b16", "u16": "b16", "b32": "b32", "u32": "u32", "s32": "s32",

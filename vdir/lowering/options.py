@@ -71,7 +71,7 @@ class LoweringOptions:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            _check_type(f.name, getattr(self, f.name), f.type)
+            _check_type(f.name, getattr(self, f.name), str(f.type))  # annotations are text here
         _check_range("split_copies", self.split_copies, 1, MAX_SPLIT_COPIES)
         if self.load_path not in LOAD_PATHS:
             raise LoweringOptionError(
@@ -131,7 +131,7 @@ class LoweringOptions:
     def with_overrides(self, values: Mapping[str, Any] | None = None, **more: Any) -> LoweringOptions:
         """These options with some changed; unknown names are rejected, listing the known ones."""
         changes: dict[str, Any] = {}
-        types = {f.name: f.type for f in dataclasses.fields(self)}
+        types = {f.name: str(f.type) for f in dataclasses.fields(self)}  # annotations are text here
         for key, value in {**(values or {}), **more}.items():
             name = str(key).replace("-", "_")
             if name not in types:

@@ -57,7 +57,7 @@ class ProgramAssembler:
         """A load (global -> tile) or store (tile -> global) of ``rows`` rows."""
         ins = self._common(isa.OP_STORE if store else isa.OP_LOAD, wait, parity, signal,
                            wait_counter, wait_count, release_counter, name)
-        for f, v in zip(isa.REGION_FIELDS, (buf, offset, rows, row_bytes, stride, smem)):
+        for f, v in zip(isa.REGION_FIELDS, (buf, offset, rows, row_bytes, stride, smem), strict=True):
             ins.set(f, v)
         return self._push(sm, self.store_engine if store else self.load_engine, ins)
 
@@ -79,7 +79,7 @@ class ProgramAssembler:
         if len(inputs) > isa.MAX_INPUTS:
             raise ValueError(f"a compute names at most {isa.MAX_INPUTS} input tiles, not {len(inputs)}")
         ins.set(isa.OUT_SMEM, out)
-        for f, o in zip(isa.IN_SMEM, inputs):
+        for f, o in zip(isa.IN_SMEM, inputs, strict=False):
             ins.set(f, o)
         ins.set(isa.NUM_INPUTS, len(inputs))
         ParamWords(p0, p1, p2, p3, f0).write(ins.words)
@@ -148,7 +148,7 @@ def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], ep
         platform.launch(art, LaunchSpec(program, bufs, counters, epoch, dict(options or {})))
         platform.synchronize()
         outs = []
-        for info, a, buf in zip(program.buffers, arrays, bufs):
+        for info, a, buf in zip(program.buffers, arrays, bufs, strict=True):
             if info.is_output:
                 o = np.empty_like(a)
                 platform.copy_out(buf, o)
@@ -172,9 +172,9 @@ def family_program(family: str, shapes: list[tuple[int, int]], dtypes: list[str]
     parameter words from the tiles and ``params``, as the encoder does.
     """
     fam = get_family(family)
-    sigs = [TileSig(s, d) for s, d in zip(shapes, dtypes)]
+    sigs = [TileSig(s, d) for s, d in zip(shapes, dtypes, strict=True)]
     signature = ComputeSignature(tuple(sigs), TileSig(out_shape, out_dtype), dict(params or {}))
-    bufs = [isa.BufferInfo(f"in{i}", s, d, False) for i, (s, d) in enumerate(zip(shapes, dtypes))]
+    bufs = [isa.BufferInfo(f"in{i}", s, d, False) for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True))]
     bufs.append(isa.BufferInfo("out", out_shape, out_dtype, True))
     offs, cur = [], 0
     for t in sigs:

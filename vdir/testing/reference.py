@@ -12,9 +12,9 @@ from collections.abc import Mapping
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from vdir.analysis.graph import Graph, build_graph
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPES, get_family
-from vdir.analysis.graph import Graph, build_graph
 
 
 class ReferenceInputError(VdirError, ValueError):
@@ -49,7 +49,7 @@ def evaluate_graph(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, 
             tiles[node.id] = fam.run(ins, node.params, node.tile.dtype)  # type: ignore[union-attr]
         elif node.kind == "store":
             buffers[node.buffer][node.row : node.row + r, node.col : node.col + c] = tiles[node.inputs[0].id]
-    return {a.name: b for a, b in zip(graph.args, buffers)}
+    return {a.name: b for a, b in zip(graph.args, buffers, strict=True)}
 
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -23,7 +23,6 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from vdir.diagnostics import UserError, located
 
-
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
 

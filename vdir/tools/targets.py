@@ -52,10 +52,10 @@ class PTXTarget(Target):
         return ArgSpec(self.name, {name.replace("_", "-"): (value,) for name, value in chosen.items()})
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from vdir.transforms.encode import encoded_programs
+        from vdir.dialects import ptx
         from vdir.lowering.emit import lower_to_ptx
         from vdir.target import get_target
-        from vdir.dialects import ptx
+        from vdir.transforms.encode import encoded_programs
 
         written = [op for op in module.walk() if isinstance(op, ptx.ModuleOp)]
         for op in written:
@@ -79,14 +79,14 @@ class ISATarget(Target):
     name = "isa"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from vdir.dialects.vdir import EncodedProgramOp
         from vdir.isa import disassemble
         from vdir.transforms.encode import encoded_programs
-        from vdir.dialects.vdir import EncodedProgramOp
 
         ops = [op for op in module.walk() if isinstance(op, EncodedProgramOp)]
         if not ops:
             raise UserError("error: -t isa needs an encoded program; run '-p vdir-pipeline' first")
-        for op, program in zip(ops, encoded_programs(module)):
+        for op, program in zip(ops, encoded_programs(module), strict=True):
             output.write(disassemble(program, f"@{op.sym_name.data}"))
 
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from vdir.device_runtime import backend_names, default_backend
 from vdir.compiler import compile_module
+from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.families import DTYPES
@@ -92,8 +92,9 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
     for info in buffers:
         if not info.is_input:
             continue
+        columns = info.shape[-1]
         rows = info.shape[0] if len(info.shape) > 1 else 1
-        scale = 1.0 / np.sqrt(info.shape[-1]) if rows >= MATRIX_ROWS else 0.5
+        scale = 1.0 / np.sqrt(columns) if rows >= MATRIX_ROWS else 0.5
         if info.dtype == "bf16":
             arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
         else:
@@ -240,7 +241,8 @@ def _summary(name: str, array: np.ndarray) -> str:
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
     """Write the outputs, widened to float32, to an .npz file."""
     try:
-        np.savez(path, **{name: a.astype(np.float32) for name, a in outputs.items()})
+        # numpy's stub matches the unpacked names against savez's allow_pickle flag
+        np.savez(path, **{name: a.astype(np.float32) for name, a in outputs.items()})  # pyright: ignore[reportArgumentType]
     except OSError as e:
         raise RunError(f"{path}: error: cannot write ({e.strerror or e})") from None
 

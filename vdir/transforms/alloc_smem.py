@@ -27,10 +27,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.diagnostics import PassFailure
-from vdir.isa import KERNEL_RESERVED_SMEM
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.stages import run_stage
+from vdir.diagnostics import PassFailure
+from vdir.isa import KERNEL_RESERVED_SMEM
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6

@@ -20,12 +20,11 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vdir import isa
+from vdir.analysis.graph import Graph, Node, build_graph, single_program
+from vdir.analysis.queues import queues_of
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
-from vdir.analysis.graph import Graph, Node, build_graph, single_program
-from vdir.analysis.queues import queues_of
-
 
 _OPCODES = {"load": isa.OP_LOAD, "compute": isa.OP_COMPUTE, "store": isa.OP_STORE}
 
@@ -75,7 +74,7 @@ def _compute_fields(row: list[int], node: Node) -> None:
     family = get_family(node.family)
     isa.FAMILY.set(row, family.opcode)
     isa.OUT_SMEM.set(row, node.smem)
-    for field, src in zip(isa.IN_SMEM, node.inputs):
+    for field, src in zip(isa.IN_SMEM, node.inputs, strict=False):
         field.set(row, src.smem)
     isa.NUM_INPUTS.set(row, len(node.inputs))
     signature = ComputeSignature(tuple(i.tile for i in node.inputs), node.tile, node.params)  # type: ignore[arg-type]

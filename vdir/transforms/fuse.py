@@ -75,6 +75,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from vdir.analysis.cost_model import compute_fusion_benefit, load_merge_benefit
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import (
     ComputeOp,
@@ -88,7 +89,6 @@ from vdir.dialects.vdir import (
 )
 from vdir.dialects.vdir_sched import Stage
 from vdir.families import FAMILIES, Epilogue, Family, FamilyError, Prologue, get_family
-from vdir.analysis.cost_model import compute_fusion_benefit, load_merge_benefit
 
 # --------------------------------------------------------------------------
 # Legality helpers
@@ -363,7 +363,7 @@ def same_index(a: SSAValue, b: SSAValue) -> bool:
     return (
         oa.map == ob.map
         and len(oa.mapOperands) == len(ob.mapOperands)
-        and all(same_index(x, y) for x, y in zip(oa.mapOperands, ob.mapOperands))
+        and all(same_index(x, y) for x, y in zip(oa.mapOperands, ob.mapOperands, strict=True))
     )
 
 
@@ -374,7 +374,7 @@ def same_region(a: LoadOp, b: LoadOp) -> bool:
         and a.result.type == b.result.type
         and a.static_offsets == b.static_offsets
         and len(a.dynamic_offsets) == len(b.dynamic_offsets)
-        and all(same_index(x, y) for x, y in zip(a.dynamic_offsets, b.dynamic_offsets))
+        and all(same_index(x, y) for x, y in zip(a.dynamic_offsets, b.dynamic_offsets, strict=True))
     )
 
 

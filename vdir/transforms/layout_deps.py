@@ -36,11 +36,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
+from vdir.analysis.queues import queues_of
+from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription
-from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
-from vdir.analysis.stages import run_stage
-from vdir.analysis.queues import queues_of
 
 VClock = list[int]
 
@@ -97,7 +97,7 @@ class _Clocks:
 
 
 def _join(a: VClock, b: VClock) -> VClock:
-    return [x if x >= y else y for x, y in zip(a, b)]
+    return [x if x >= y else y for x, y in zip(a, b, strict=True)]
 
 
 def vector_clocks(
@@ -166,7 +166,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
             known_by_all = clocks.pre[ws[0].id]
         else:
             pres = [clocks.pre[w.id] for w in ws]
-            known_by_all = [min(column) for column in zip(*pres)]
+            known_by_all = [min(column) for column in zip(*pres, strict=True)]
         bit = _first_reusable_bit(state, start, known_by_all)
         if bit is None:
             raise PassFailure(
@@ -197,7 +197,7 @@ def _first_reusable_bit(
         if st is None:
             return bit
         last_waiters, (e1, pos1) = st
-        if known_by_all[e1] >= pos1 and all(s >= w for s, w in zip(start, last_waiters)):
+        if known_by_all[e1] >= pos1 and all(s >= w for s, w in zip(start, last_waiters, strict=True)):
             return bit
     return None
 

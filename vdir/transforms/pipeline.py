@@ -18,13 +18,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir import isa
+from vdir.analysis.graph import Graph, build_graph
+from vdir.analysis.stages import resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
-from vdir.analysis.graph import Graph, build_graph
 from vdir.transforms.layout_deps import layout_dependencies
-from vdir.analysis.stages import resolve_target
 from vdir.transforms.place import place
 from vdir.transforms.schedule import schedule
 from vdir.transforms.verify_deps import verify_dependencies

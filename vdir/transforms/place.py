@@ -22,10 +22,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.families import get_family
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.stages import resolve_target, run_stage
+from vdir.families import get_family
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:

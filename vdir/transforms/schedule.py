@@ -27,10 +27,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.diagnostics import PassFailure
 from vdir.analysis.graph import Graph, Node
 from vdir.analysis.queues import check_dependencies_point_forward, queues_of
 from vdir.analysis.stages import run_stage
+from vdir.diagnostics import PassFailure
 
 
 def _is_independent_load(n: Node) -> bool:

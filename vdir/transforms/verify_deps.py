@@ -15,8 +15,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.passes import ModulePass
 
-from vdir.analysis.graph import Graph, build_graph, single_program
 from vdir.analysis.cost_model import node_time_us
+from vdir.analysis.graph import Graph, build_graph, single_program
 from vdir.analysis.queues import check_dependencies_point_forward
 
 
