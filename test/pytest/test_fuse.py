@@ -18,12 +18,12 @@ from xdsl.context import Context
 from xdsl.dialects.affine import Affine
 from xdsl.dialects.builtin import Builtin, ModuleOp
 
+from vdir.analysis import cost_model as cm
 from vdir.dialects.vdir import VDIR, ComputeOp, LoadOp, ProgramOp, TileType
 from vdir.families import TileSig
 from vdir.target import TARGETS, get_target
 from vdir.testing.reference import evaluate
 from vdir.tools.common import parse_text, verify_module
-from vdir.analysis import cost_model as cm
 from vdir.transforms.fuse import FusePass
 
 

@@ -15,7 +15,7 @@ from vdir.target import TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: LoweringOptions = LoweringOptions()) -> None:
+                 options: LoweringOptions) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role."""
     L.check_engines(target)
     b = PtxBuilder(kernel)

@@ -71,6 +71,7 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
     b = c.b
     tm, boxes, box_rows, chunk, row0 = (f.read(x) for x in (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW))
     if fence_if is not None:
+        assert first is not None, "a fenced tensor copy names its first issuing lane"
         cross_sm_fence(c, fence_if, first, boxes)
     tidx = b.i("add.u32", "u32", tm, -1)
     toff = b.i("mul.wide.u32", "u64", tidx, L.TMAP_BYTES)
