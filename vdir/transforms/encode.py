@@ -26,8 +26,6 @@ from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 
-_OPCODES = {"load": isa.OP_LOAD, "compute": isa.OP_COMPUTE, "store": isa.OP_STORE}
-
 
 def _mask(bits) -> int:
     m = 0
@@ -100,7 +98,7 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
         isa.WAIT_COUNTER.set(nop, counter + 1)
         isa.WAIT_COUNT.set(nop, count)
         out.append(nop)
-    row = _row(_OPCODES[node.kind], node.id)
+    row = _row(isa.OPCODE_OF_CLASS[node.kind], node.id)
     _sync_fields(row, node, waits[0] if waits else None, releases[0] if releases else None)
     if node.kind == "load":
         _memory_fields(row, node, graph, node.smem)

@@ -78,6 +78,12 @@ def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
             load.seq, load.hoist = blocked.seq, k - len(chosen)
 
 
+def _is_pipelined(graph: Graph, engine: str) -> bool:
+    """Whether ``engine`` keeps several micro-ops in flight (the target says; on Hopper the load engine)."""
+    spec = graph.target.engine(engine)
+    return spec is not None and spec.pipelined
+
+
 def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
     """Give every node its queue position (see the module docstring).
 
@@ -90,7 +96,7 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
         queue.sort(key=lambda n: (n.key, n.id))
-        if engine == "load" and prefetch > 0:
+        if prefetch > 0 and _is_pipelined(graph, engine):
             hoist_past_barriers(queue, prefetch)
             queue.sort(key=lambda n: (n.key, n.id))
         for pos, n in enumerate(queue):
