@@ -135,7 +135,13 @@ def parse_error_message(e: ParseError) -> str:
 
 
 def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
-    """Parse ``text`` into a module; raise :class:`UserError` on bad input."""
+    """Parse ``text`` into a module; raise :class:`UserError` on bad input.
+
+    A text with nothing but whitespace and comments is an empty module, as
+    for mlir-opt.
+    """
+    if _is_blank(text):
+        return ModuleOp([])
     try:
         return LocatingParser(ctx, text, name, line_offset).parse_module()
     except ParseError as e:
@@ -143,6 +149,11 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         raise UserError(parse_error_message(e)) from None
     except UnicodeDecodeError:
         raise UserError(f"{name}: error: the file is not UTF-8 text") from None
+
+
+def _is_blank(text: str) -> bool:
+    """Whether ``text`` holds only whitespace and ``//`` comment lines."""
+    return all(not line.strip() or line.lstrip().startswith("//") for line in text.splitlines())
 
 
 def verify_module(module: ModuleOp) -> None:

@@ -32,6 +32,12 @@ from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
 
 
+#: The input file argument that means standard input (as for mlir-opt).
+STDIN_ARG = "-"
+#: The file name diagnostics use for standard input (as mlir-opt does).
+STDIN_NAME = "<stdin>"
+
+
 class VdirOptMain(xDSLOptMain):
     """The ``vdir-opt`` driver."""
 
@@ -74,6 +80,18 @@ class VdirOptMain(xDSLOptMain):
                 factory().from_spec(spec)  # pyright: ignore[reportCallIssue]
             except ValueError as e:
                 raise UserError(f"error: bad target '{self.args.target}': {e}") from None
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input file's bytes, or standard input when the file is ``-`` or not given."""
+        if self.args.input_file in (None, STDIN_ARG):
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        """The name diagnostics locate errors in: the file's path, or ``<stdin>``."""
+        if self.args.input_file in (None, STDIN_ARG):
+            return STDIN_NAME
+        return self.args.input_file
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp:
         """Parse and verify one chunk, each operation located at its line in the whole file."""
