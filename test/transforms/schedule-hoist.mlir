@@ -20,4 +20,4 @@
 // NONE:       %av = vdir.load %act[0, 0] {{.*}}pos = 4,
 // NONE-NOT:   hoist =
 
-// BAD: error: vdir-schedule: prefetch must be at least 0, got -1
+// BAD: error: vdir-schedule: option 'prefetch' must be at least 0, got -1

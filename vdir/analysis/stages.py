@@ -7,8 +7,14 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 
 from vdir.analysis.graph import STAGES, Graph, build_graph, replace_program
-from vdir.diagnostics import PassFailure
+from vdir.diagnostics import PassFailure, UserError
 from vdir.target import TargetDescription, UnknownTargetError, get_target
+
+
+def require_option_at_least(pass_name: str, option: str, value: int | float, minimum: int | float) -> None:
+    """Reject a pass option below its range, before the pass runs (one line, naming the option as spelled)."""
+    if value < minimum:
+        raise UserError(f"error: {pass_name}: option '{option}' must be at least {minimum}, got {value}")
 
 
 def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> TargetDescription:

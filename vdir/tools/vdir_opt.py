@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 import sys
 from collections.abc import Sequence
 from io import StringIO
@@ -69,7 +70,7 @@ class VdirOptMain(xDSLOptMain):
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
         except (ValueError, TypeError, KeyError) as e:
-            raise UserError(f"error: bad pass pipeline '{self.args.passes}': {e}") from None
+            raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_dashed_option_names(str(e))}") from None
         except ArgSpecParseError as e:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_spec_error(e)}") from None
         spec = parse_spec(self.args.target)
@@ -149,6 +150,15 @@ class VdirOptMain(xDSLOptMain):
         else:
             with open(self.args.output_file, "w") as f:
                 f.write(buffer.getvalue())
+
+
+#: A quoted option name in xDSL's messages about pass options ("min_benefit").
+_QUOTED_OPTION = re.compile(r'"([a-z][a-z0-9_]*)"')
+
+
+def _dashed_option_names(message: str) -> str:
+    """xDSL's option message with each option spelled as on the command line (``min-benefit``)."""
+    return _QUOTED_OPTION.sub(lambda m: '"' + m.group(1).replace("_", "-") + '"', message)
 
 
 def _spec_error(e: ArgSpecParseError) -> str:

@@ -19,7 +19,7 @@ from xdsl.passes import ModulePass
 
 from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
-from vdir.analysis.stages import resolve_target
+from vdir.analysis.stages import require_option_at_least, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
@@ -107,9 +107,14 @@ class PipelinePass(ModulePass):
     name = "vdir-pipeline"
 
     target: str = ""
-    num_sms: int = 0
+    num_sms: int | None = None
     fuse: bool = True
     prefetch: int = 2
 
+    def __post_init__(self) -> None:
+        if self.num_sms is not None:
+            require_option_at_least(self.name, "num-sms", self.num_sms, 1)
+        require_option_at_least(self.name, "prefetch", self.prefetch, 0)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch)
+        run_pipeline(op, self.target, self.num_sms or 0, self.fuse, prefetch=self.prefetch)

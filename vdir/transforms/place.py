@@ -24,7 +24,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
-from vdir.analysis.stages import resolve_target, run_stage
+from vdir.analysis.stages import require_option_at_least, resolve_target, run_stage
 from vdir.families import get_family
 
 
@@ -176,12 +176,16 @@ class PlacePass(ModulePass):
 
     name = "vdir-place"
 
-    num_sms: int = 0
+    num_sms: int | None = None
     target: str = ""
+
+    def __post_init__(self) -> None:
+        if self.num_sms is not None:
+            require_option_at_least(self.name, "num-sms", self.num_sms, 1)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         def stage(graph: Graph) -> None:
-            target = resolve_target(self.target, self.num_sms, graph.target)
+            target = resolve_target(self.target, self.num_sms or 0, graph.target)
             graph.target = target
             place(graph, target.num_sms)
 

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
 from vdir.analysis.queues import check_dependencies_point_forward, queues_of
-from vdir.analysis.stages import run_stage
+from vdir.analysis.stages import require_option_at_least, run_stage
 from vdir.diagnostics import PassFailure
 
 
@@ -115,7 +115,8 @@ class SchedulePass(ModulePass):
 
     prefetch: int = 2
 
+    def __post_init__(self) -> None:
+        require_option_at_least(self.name, "prefetch", self.prefetch, 0)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.prefetch < 0:
-            raise PassFailure(f"prefetch must be at least 0, got {self.prefetch}")
         run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch))

@@ -1,0 +1,22 @@
+// Numeric pass options out of range, and unknown options, are one-line errors
+// naming the option as spelled on the command line; nothing reaches stdout.
+
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=0}' 2>&1 | filecheck %s --check-prefix=PLACE
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=0}' 2>&1 | filecheck %s --check-prefix=PIPE-SMS
+// RUN: not vdir-opt %s -p 'vdir-pipeline{prefetch=-3}' 2>&1 | filecheck %s --check-prefix=PIPE-PREFETCH
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=2},vdir-schedule{prefetch=-1}' 2>&1 | filecheck %s --check-prefix=SCHED
+// RUN: not vdir-opt %s -p 'vdir-fuse{minbenefit=1.0}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=2}' | filecheck %s --check-prefix=OK
+
+// PLACE: error: vdir-place: option 'num-sms' must be at least 1, got 0
+// PLACE-NOT: {{.}}
+// PIPE-SMS: error: vdir-pipeline: option 'num-sms' must be at least 1, got 0
+// PIPE-PREFETCH: error: vdir-pipeline: option 'prefetch' must be at least 0, got -3
+// SCHED: error: vdir-schedule: option 'prefetch' must be at least 0, got -1
+// UNKNOWN: error: bad pass pipeline 'vdir-fuse{minbenefit=1.0}': Provided arguments ["minbenefit"] not found in expected arguments ["min-benefit", "only"]
+// OK: vdir.program
+
+vdir.program @p(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) {
+  %t = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %s = vdir.store %t, %y[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
+}
