@@ -19,12 +19,14 @@ import contextlib
 import inspect
 import re
 import sys
+import time
 from collections.abc import Sequence
 from io import StringIO
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
+from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -102,14 +104,23 @@ class VdirOptMain(xDSLOptMain):
         return module
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        """Apply the passes in order, verifying after each; a failure names the pass and the operation."""
+        """Apply the passes in order, verifying after each; a failure names the pass and the operation.
+
+        ``--time-passes`` adds each pass's wall time to :attr:`pass_times`;
+        ``--print-between-passes`` prints the IR after each pass to stderr.
+        """
         for p in self.pipeline.passes:
+            start = time.perf_counter()
             try:
                 p.apply(self.ctx, prog)
             except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass
                 raise UserError(self._pass_failure(p.name, e)) from None
+            if self.args.time_passes:
+                self.pass_times.append((p.name, time.perf_counter() - start))
             if not self.args.disable_verify:
                 verify_module(prog)
+            if self.args.print_between_passes:
+                _dump_ir_after(p.name, prog)
 
     def _pass_failure(self, pass_name: str, e: DiagnosticException) -> str:
         """The one-line message of pass ``pass_name`` failing with ``e``, at the best location known."""
@@ -142,9 +153,14 @@ class VdirOptMain(xDSLOptMain):
         asks for the same (parse errors are located diagnostics too).
         """
         self.args.verify_diagnostics = self.args.verify_diagnostics or self.args.parsing_diagnostics
+        self.pass_times: list[tuple[str, float]] = []
         buffer = StringIO()
-        with contextlib.redirect_stdout(buffer):
-            super().run()
+        try:
+            with contextlib.redirect_stdout(buffer):
+                super().run()
+        finally:
+            if self.args.time_passes:
+                _print_pass_times(self.pass_times)
         if self.args.output_file is None:
             sys.stdout.write(buffer.getvalue())
         else:
@@ -159,6 +175,28 @@ _QUOTED_OPTION = re.compile(r'"([a-z][a-z0-9_]*)"')
 def _dashed_option_names(message: str) -> str:
     """xDSL's option message with each option spelled as on the command line (``min-benefit``)."""
     return _QUOTED_OPTION.sub(lambda m: '"' + m.group(1).replace("_", "-") + '"', message)
+
+
+def _dump_ir_after(pass_name: str, module: ModuleOp) -> None:
+    """Print ``module`` to stderr under mlir-opt's ``IR Dump After`` header."""
+    print(f"// -----// IR Dump After {pass_name} //----- //", file=sys.stderr)
+    Printer(stream=sys.stderr).print_op(module)
+    print("\n", file=sys.stderr)
+
+
+def _print_pass_times(pass_times: list[tuple[str, float]]) -> None:
+    """Print each pass's wall time and the total to stderr, as a table like mlir-opt's ``-mlir-timing``."""
+    total = sum(seconds for _, seconds in pass_times)
+    rule = "=" * 58
+    print(rule, file=sys.stderr)
+    print(f"{'... Pass execution timing report ...':^58}", file=sys.stderr)
+    print(rule, file=sys.stderr)
+    print(f"  Total Execution Time: {total:.4f} seconds\n", file=sys.stderr)
+    print("  ----Wall Time----  ----Name----", file=sys.stderr)
+    for name, seconds in pass_times:
+        share = 100 * seconds / total if total else 0.0
+        print(f"  {seconds:8.4f} ({share:5.1f}%)  {name}", file=sys.stderr)
+    print(f"  {total:8.4f} (100.0%)  Total", file=sys.stderr)
 
 
 def _spec_error(e: ArgSpecParseError) -> str:
