@@ -15,12 +15,17 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """``vdir.compile``, imported from :mod:`vdir.compiler` the first time it is asked for."""
+    """``vdir.compile``, imported from :mod:`vdir.compiler` the first time it is asked for;
+    ``vdir.__version__``, read from the installed package's metadata."""
     if name == "compile":
         from vdir.compiler import compile
 
         return compile
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("vdir")
     raise AttributeError(f"module 'vdir' has no attribute '{name}'")
 
 
-__all__ = ["compile"]
+__all__ = ["__version__", "compile"]

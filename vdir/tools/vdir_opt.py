@@ -46,6 +46,13 @@ class VdirOptMain(xDSLOptMain):
 
     version_format = "vdir-opt (xDSL {xdsl_version})"
 
+    def __init__(self, description: str = "vdir modular optimizer driver", args: Sequence[str] | None = None):
+        import vdir
+
+        # xDSL fills in only {xdsl_version}; vdir's own version is fixed here
+        self.version_format = f"vdir-opt {vdir.__version__} (xDSL {{xdsl_version}})"
+        super().__init__(description=description, args=args)
+
     def register_all_dialects(self):
         super().register_all_dialects()
         register_vdir_dialects(self.ctx)
