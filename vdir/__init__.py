@@ -28,4 +28,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'vdir' has no attribute '{name}'")
 
 
-__all__ = ["__version__", "compile"]
+__all__ = ["compile"]

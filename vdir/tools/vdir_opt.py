@@ -21,8 +21,9 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from importlib import metadata
 from io import StringIO
-from typing import IO
+from typing import IO, ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -34,7 +35,6 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
 
-
 #: The input file argument that means standard input (as for mlir-opt).
 STDIN_ARG = "-"
 #: The file name diagnostics use for standard input (as mlir-opt does).
@@ -44,13 +44,10 @@ STDIN_NAME = "<stdin>"
 class VdirOptMain(xDSLOptMain):
     """The ``vdir-opt`` driver."""
 
-    version_format = "vdir-opt (xDSL {xdsl_version})"
+    #: xDSL fills in only ``{xdsl_version}``; vdir's own version is fixed here
+    version_format: ClassVar[str] = f"vdir-opt {metadata.version('vdir')} (xDSL {{xdsl_version}})"
 
     def __init__(self, description: str = "vdir modular optimizer driver", args: Sequence[str] | None = None):
-        import vdir
-
-        # xDSL fills in only {xdsl_version}; vdir's own version is fixed here
-        self.version_format = f"vdir-opt {vdir.__version__} (xDSL {{xdsl_version}})"
         super().__init__(description=description, args=args)
 
     def register_all_dialects(self):
