@@ -86,6 +86,39 @@ def test_trace_is_written(gemv_file, tmp_path, capsys):
     assert sum(e["ph"] == "X" for e in events) >= 4
 
 
+@pytest.fixture
+def encoded_gemv_file(gemv_file, tmp_path):
+    """The GEMV as ``vdir-opt -p vdir-pipeline`` prints it: one ``vdir.encoded_program``."""
+    from vdir.tools.vdir_opt import main as opt_main
+
+    path = tmp_path / "gemv.encoded.mlir"
+    assert opt_main([str(gemv_file), "-p", "vdir-pipeline", "-o", str(path)]) == 0
+    assert "vdir.encoded_program" in path.read_text()
+    return path
+
+
+def test_encoded_program_runs_like_its_source(gemv_file, encoded_gemv_file, tmp_path, capsys):
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--outputs", tmp_path / "src.npz")
+    assert status == 0, err
+    status, out, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--outputs", tmp_path / "enc.npz")
+    assert status == 0, err
+    assert "y: 1x128 bf16" in out
+    assert np.array_equal(np.load(tmp_path / "src.npz")["y"], np.load(tmp_path / "enc.npz")["y"])
+
+
+def test_encoded_program_check_and_compile_options_need_the_source(encoded_gemv_file, capsys):
+    status, _, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--check")
+    assert_one_line_error(status, err, "gemv.encoded.mlir: error: --check needs the source program")
+    status, _, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--num-sms", "2")
+    assert_one_line_error(status, err, "gemv.encoded.mlir:2:3: error: --num-sms applies when compiling")
+
+
+def test_the_backend_that_ran_is_named(gemv_file, capsys):
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim")
+    assert status == 0, err
+    assert out.splitlines()[0] == "backend: sim"
+
+
 def test_seed_selects_the_random_inputs(gemv_file, tmp_path, capsys):
     def output(seed):
         status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--seed", seed, "--outputs", tmp_path / "o.npz")
