@@ -150,7 +150,8 @@ def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
     [
         ({"w": np.zeros((128, 256), np.float32)}, "no array for input 'x'"),
         ({"w": np.zeros((128, 256), np.float32), "x": np.zeros((1, 256)), "z": np.zeros(1)}, "no input named 'z'"),
-        ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))}, "expected 128x256 bf16, got 128x128"),
+        ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))},
+         "bad.npz: error: array 'w' is 128x128, the input 'w' is 128x256 bf16"),
     ],
     ids=["missing", "unknown", "shape"],
 )
@@ -211,6 +212,14 @@ def test_lowering_options_are_accepted_on_the_simulator(capsys, gemv_file):
 def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
     status, _, err = run_main(capsys, gemv_file, "--backend", "cuda", "--trace", tmp_path / "t.json")
     assert_one_line_error(status, err, "--trace needs the sim backend")
+
+
+@pytest.mark.parametrize("option", ["--trace", "--outputs"])
+def test_output_into_a_missing_folder_is_said_before_the_run(capsys, gemv_file, tmp_path, option):
+    path = tmp_path / "no-such-folder" / "f.out"
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", option, path)
+    assert_one_line_error(status, err, f"f.out: error: {option}: no such folder", "no-such-folder")
+    assert out == ""
 
 
 def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):

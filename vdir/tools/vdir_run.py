@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from vdir.compiler import compile_module
 from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
-from vdir.diagnostics import PassFailure, UserError, VdirError, located
+from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
@@ -155,7 +156,23 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
     missing = [name for name in inputs if name not in stored]
     if missing:
         raise RunError(f"{path}: error: no array for input '{missing[0]}'")
+    for name, array in stored.items():
+        want = tuple(inputs[name].shape)
+        if array.shape != want:
+            raise RunError(f"{path}: error: array '{name}' is {_shape_text(array.shape)}, "
+                           f"the input '{name}' is {_shape_text(want)} {inputs[name].dtype}")
     return {name: _to_dtype(path, name, array, inputs[name].dtype) for name, array in stored.items()}
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape)) or "a scalar"
+
+
+def check_output_path(path: str, option: str) -> None:
+    """Say before the run, not after it, that ``option``'s file cannot be written (its folder is missing)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise RunError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
 
 
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
@@ -182,7 +199,7 @@ def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[Mo
     prints) is read back as it is, and the source module is then None: the
     encoded form keeps no source for the reference evaluator.
     """
-    from vdir.tools.common import parse_module_file
+    from vdir.tools.common import failure_message, parse_module_file
 
     module = parse_module_file(path)
     encoded = [op for op in module.ops if isinstance(op, EncodedProgramOp)]
@@ -190,8 +207,8 @@ def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[Mo
         return None, _encoded_program(path, encoded, target, num_sms)
     try:  # the module stays as parsed: the reference evaluator runs it
         program = compile_module(module, target=target, num_sms=num_sms)
-    except PassFailure as e:
-        raise UserError(located(str(e), e.op, path)) from None
+    except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass: located as vdir-opt does
+        raise UserError(failure_message(e, path)) from None
     return module, program
 
 
@@ -222,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     lowering = _lowering_options(args.lowering)
+    for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
+        if path:
+            check_output_path(path, option)
     module, program = compile_file(args.file, args.target, args.num_sms)
     if module is None and args.check:  # said before the run, which may be long
         raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
@@ -238,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         result = exe(**arrays)
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:
-            exe.trace(args.trace)
+            _write_trace(exe, args.trace)
     for name, array in outputs.items():
         print(_summary(name, array))
     if args.outputs:
@@ -278,6 +298,14 @@ def _summary(name: str, array: np.ndarray) -> str:
         f"{name}: {'x'.join(map(str, array.shape))} {dtype}, max |x| {np.abs(values).max():.4g}, "
         f"mean {values.mean():.4g}, first [{head}{', ...' if values.size > 4 else ''}]"
     )
+
+
+def _write_trace(exe: Executable, path: str) -> None:
+    """Write the simulator's trace; a write failure is one line naming the file."""
+    try:
+        exe.trace(path)
+    except OSError as e:
+        raise RunError(f"{path}: error: cannot write the trace ({e.strerror or e})") from None
 
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
