@@ -166,6 +166,14 @@ def test_bad_input_files_are_one_line_errors(gemv_file, tmp_path, capsys, arrays
 # ---------------------------------------------------------------------------
 
 
+def test_version(capsys):
+    from importlib.metadata import version
+
+    status, out, err = run_main(capsys, "--version")
+    assert status == 0, err
+    assert out.strip() == f"vdir-run {version('vdir')}"
+
+
 def test_missing_file(capsys, tmp_path):
     status, _, err = run_main(capsys, tmp_path / "nope.mlir", "--backend", "sim")
     assert_one_line_error(status, err, "nope.mlir: error: no such file")
