@@ -239,6 +239,23 @@ def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
         vdir_run.read_inputs(str(tmp_path / "missing.npz"), buffers)
 
 
+def test_demo_finds_its_argument_from_the_callers_folder(gemv_file):
+    """scripts/demo.sh resolves a relative example against the caller's folder and names the backend."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "demo.sh"
+    env = {"PATH": "/usr/bin:/bin", "VDIR_VENV": str(Path(sys.executable).parent.parent),
+           "TMPDIR": str(gemv_file.parent)}
+    proc = subprocess.run(["bash", str(script), gemv_file.name], cwd=gemv_file.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"== {gemv_file}:" in proc.stdout
+    assert "backend: " in proc.stdout and "check passed" in proc.stdout
+    proc = subprocess.run(["bash", str(script), "missing.mlir"], cwd=gemv_file.parent, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.strip() == "demo.sh: error: missing.mlir: no such file"
+
+
 # ---------------------------------------------------------------------------
 # Pieces
 # ---------------------------------------------------------------------------
