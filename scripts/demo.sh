@@ -2,9 +2,20 @@
 # Set up vdir in a fresh virtual environment and run the main job: compile the
 # Llama-style MLP block to its encoded per-engine queues, then run it (on the
 # CPU simulator, or on the GPU when one is present) and check the result
-# against the reference evaluator.
+# against the reference evaluator. An example given as the argument is found
+# from the caller's folder; VDIR_VENV (default .venv) from the repository's.
 set -euo pipefail
+
+EXAMPLE="${1:-}"
+if [ -n "$EXAMPLE" ]; then
+  if [ ! -f "$EXAMPLE" ]; then
+    echo "demo.sh: error: $EXAMPLE: no such file" >&2
+    exit 1
+  fi
+  EXAMPLE="$(cd "$(dirname "$EXAMPLE")" && pwd)/$(basename "$EXAMPLE")"  # before the cd below
+fi
 cd "$(dirname "$0")/.."
+EXAMPLE="${EXAMPLE:-examples/mlp.mlir}"
 
 VENV="${VDIR_VENV:-.venv}"
 if [ ! -x "$VENV/bin/vdir-opt" ]; then
@@ -13,10 +24,15 @@ if [ ! -x "$VENV/bin/vdir-opt" ]; then
   "$VENV/bin/python" -m pip install --quiet -e .
 fi
 
-EXAMPLE="${1:-examples/mlp.mlir}"
 echo "== $EXAMPLE: the pass pipeline, first lines of the encoded queues =="
 "$VENV/bin/vdir-opt" "$EXAMPLE" -p vdir-pipeline -t isa | head -n 24
 echo "..."
 echo "== run it and check against the reference evaluator =="
-"$VENV/bin/vdir-run" "$EXAMPLE" --check --trace "${TMPDIR:-/tmp}/vdir-trace.json"
-echo "trace (open in https://ui.perfetto.dev): ${TMPDIR:-/tmp}/vdir-trace.json"
+BACKEND="$("$VENV/bin/python" -c 'from vdir.device_runtime import default_backend; print(default_backend())')"
+if [ "$BACKEND" = sim ]; then  # only the simulator records a trace
+  TRACE="${TMPDIR:-/tmp}/vdir-trace.json"
+  "$VENV/bin/vdir-run" "$EXAMPLE" --backend sim --check --trace "$TRACE"
+  echo "trace (open in https://ui.perfetto.dev): $TRACE"
+else
+  "$VENV/bin/vdir-run" "$EXAMPLE" --backend "$BACKEND" --check
+fi

@@ -15,3 +15,11 @@ vdir.program @unused_compute(%a: !vdir.buffer<4x8xbf16>) {
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: tile %sum is produced but never used
   %sum = vdir.compute add(%t, %t) : (!vdir.tile<4x8xbf16>, !vdir.tile<4x8xbf16>) -> !vdir.tile<4x8xbf16>
 }
+
+// -----
+
+// An unnamed tile is named by the op that produces it.
+vdir.program @unused_unnamed(%a: !vdir.buffer<4x8xbf16>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: the tile produced by vdir.load is never used
+  %0 = vdir.load %a[0, 0] : !vdir.buffer<4x8xbf16> -> !vdir.tile<4x8xbf16>
+}

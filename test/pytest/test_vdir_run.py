@@ -86,6 +86,39 @@ def test_trace_is_written(gemv_file, tmp_path, capsys):
     assert sum(e["ph"] == "X" for e in events) >= 4
 
 
+@pytest.fixture
+def encoded_gemv_file(gemv_file, tmp_path):
+    """The GEMV as ``vdir-opt -p vdir-pipeline`` prints it: one ``vdir.encoded_program``."""
+    from vdir.tools.vdir_opt import main as opt_main
+
+    path = tmp_path / "gemv.encoded.mlir"
+    assert opt_main([str(gemv_file), "-p", "vdir-pipeline", "-o", str(path)]) == 0
+    assert "vdir.encoded_program" in path.read_text()
+    return path
+
+
+def test_encoded_program_runs_like_its_source(gemv_file, encoded_gemv_file, tmp_path, capsys):
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--outputs", tmp_path / "src.npz")
+    assert status == 0, err
+    status, out, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--outputs", tmp_path / "enc.npz")
+    assert status == 0, err
+    assert "y: 1x128 bf16" in out
+    assert np.array_equal(np.load(tmp_path / "src.npz")["y"], np.load(tmp_path / "enc.npz")["y"])
+
+
+def test_encoded_program_check_and_compile_options_need_the_source(encoded_gemv_file, capsys):
+    status, _, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--check")
+    assert_one_line_error(status, err, "gemv.encoded.mlir: error: --check needs the source program")
+    status, _, err = run_main(capsys, encoded_gemv_file, "--backend", "sim", "--num-sms", "2")
+    assert_one_line_error(status, err, "gemv.encoded.mlir:2:3: error: --num-sms applies when compiling")
+
+
+def test_the_backend_that_ran_is_named(gemv_file, capsys):
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim")
+    assert status == 0, err
+    assert out.splitlines()[0] == "backend: sim"
+
+
 def test_seed_selects_the_random_inputs(gemv_file, tmp_path, capsys):
     def output(seed):
         status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--seed", seed, "--outputs", tmp_path / "o.npz")
@@ -117,7 +150,8 @@ def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
     [
         ({"w": np.zeros((128, 256), np.float32)}, "no array for input 'x'"),
         ({"w": np.zeros((128, 256), np.float32), "x": np.zeros((1, 256)), "z": np.zeros(1)}, "no input named 'z'"),
-        ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))}, "expected 128x256 bf16, got 128x128"),
+        ({"w": np.zeros((128, 128), np.float32), "x": np.zeros((1, 256))},
+         "bad.npz: error: array 'w' is 128x128, the input 'w' is 128x256 bf16"),
     ],
     ids=["missing", "unknown", "shape"],
 )
@@ -130,6 +164,14 @@ def test_bad_input_files_are_one_line_errors(gemv_file, tmp_path, capsys, arrays
 # ---------------------------------------------------------------------------
 # Errors that need no compilation
 # ---------------------------------------------------------------------------
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    status, out, err = run_main(capsys, "--version")
+    assert status == 0, err
+    assert out.strip() == f"vdir-run {version('vdir')}"
 
 
 def test_missing_file(capsys, tmp_path):
@@ -180,6 +222,14 @@ def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
     assert_one_line_error(status, err, "--trace needs the sim backend")
 
 
+@pytest.mark.parametrize("option", ["--trace", "--outputs"])
+def test_output_into_a_missing_folder_is_said_before_the_run(capsys, gemv_file, tmp_path, option):
+    path = tmp_path / "no-such-folder" / "f.out"
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", option, path)
+    assert_one_line_error(status, err, f"f.out: error: {option}: no such folder", "no-such-folder")
+    assert out == ""
+
+
 def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
     (tmp_path / "junk.npz").write_text("not a zip")
     buffers = [BufferInfo("x", (1, 8), "bf16", False)]
@@ -187,6 +237,23 @@ def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
         vdir_run.read_inputs(str(tmp_path / "junk.npz"), buffers)
     with pytest.raises(vdir_run.RunError, match="missing.npz: error: no such file"):
         vdir_run.read_inputs(str(tmp_path / "missing.npz"), buffers)
+
+
+def test_demo_finds_its_argument_from_the_callers_folder(gemv_file):
+    """scripts/demo.sh resolves a relative example against the caller's folder and names the backend."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "demo.sh"
+    env = {"PATH": "/usr/bin:/bin", "VDIR_VENV": str(Path(sys.executable).parent.parent),
+           "TMPDIR": str(gemv_file.parent)}
+    proc = subprocess.run(["bash", str(script), gemv_file.name], cwd=gemv_file.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"== {gemv_file}:" in proc.stdout
+    assert "backend: " in proc.stdout and "check passed" in proc.stdout
+    proc = subprocess.run(["bash", str(script), "missing.mlir"], cwd=gemv_file.parent, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.strip() == "demo.sh: error: missing.mlir: no such file"
 
 
 # ---------------------------------------------------------------------------

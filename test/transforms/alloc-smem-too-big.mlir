@@ -1,5 +1,6 @@
 // RUN: not vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem' 2>&1 | filecheck %s
 // RUN: not vdir-opt %s -p 'vdir-pipeline' 2>&1 | filecheck %s --check-prefix=PIPE
+// RUN: not vdir-run %s --backend sim 2>&1 | filecheck %s --check-prefix=TOOL
 
 // Three 128 KiB tiles live at once cannot fit in 227 KiB: the error names the
 // micro-op at which the working set peaks and where it is in the source.
@@ -12,3 +13,6 @@ vdir.program @big(%x: !vdir.buffer<64x1024xbf16>, %y: !vdir.buffer<64x1024xbf16>
   %c = vdir.compute add(%a, %b) : (!vdir.tile<64x1024xbf16>, !vdir.tile<64x1024xbf16>) -> !vdir.tile<64x1024xbf16>
   %t = vdir.store %c, %y[0, 0] : !vdir.tile<64x1024xbf16>, !vdir.buffer<64x1024xbf16>
 }
+
+// vdir-run reports the same failure at the same place.
+// TOOL: alloc-smem-too-big.mlir:[[# @LINE - 5]]:3: error: the tiles live at %c on SM 0 need 393216 bytes

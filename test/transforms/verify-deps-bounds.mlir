@@ -4,8 +4,8 @@
 // A dynamic offset is only known once the repeat is expanded: the fourth
 // iteration reads rows [48, 64) of a 56-row buffer.
 
-// CHECK: verify-deps-bounds.mlir:[[# @LINE + 5]]:5: error: vdir-verify-deps: load region [48:64, 0:64] of %wt[i=3] is out of the bounds of @w (56x64)
-// PIPE: verify-deps-bounds.mlir:[[# @LINE + 4]]:5: error: vdir-pipeline: load region [48:64, 0:64] of %wt[i=3]
+// CHECK: verify-deps-bounds.mlir:[[# @LINE + 5]]:5: error: vdir-verify-deps: load %wt[i=3]: region [48:64, 0:64] is out of the bounds of @w (56x64)
+// PIPE: verify-deps-bounds.mlir:[[# @LINE + 4]]:5: error: vdir-pipeline: load %wt[i=3]: region [48:64, 0:64]
 vdir.program @oob(%w: !vdir.buffer<56x64xbf16>, %y: !vdir.buffer<64x64xbf16>) {
   vdir.repeat %i = 0 to 4 {
     %r = affine.apply affine_map<(d0) -> (d0 * 16)> (%i)

@@ -226,6 +226,15 @@ class GroupInterner:
 # ---------------------------------------------------------------------------
 
 
+def micro_op_text(node: Node) -> str:
+    """A micro-op as a message names it, its kind said once: ``load %wt[i=3]``, ``store to @y[i=0]``.
+
+    A store's name (``store to @y``) and an unnamed op's (``vdir.load``)
+    already say the kind; a value's name (``%wt``) gets it as a prefix.
+    """
+    return f"{node.kind} {node.name}" if node.name.startswith("%") else node.name
+
+
 def single_program(module: ModuleOp) -> ProgramOp:
     """The module's one ``vdir.program``; a located error otherwise."""
     programs = [op for op in module.ops if isinstance(op, ProgramOp)]
@@ -413,12 +422,12 @@ class _Expander:
         where = ""
         if node.row < 0 or node.col < 0 or node.row + r > arg.shape[0] or node.col + c > arg.shape[1]:
             raise PassFailure(
-                f"{node.kind} region [{node.row}:{node.row + r}, {node.col}:{node.col + c}] of {node.name} "
+                f"{micro_op_text(node)}: region [{node.row}:{node.row + r}, {node.col}:{node.col + c}] "
                 f"is out of the bounds of @{arg.name} ({arg.shape[0]}x{arg.shape[1]}){where}",
                 op,
             )
         if (node.col * DTYPE_BYTES[arg.dtype]) % 16:
-            raise PassFailure(f"{node.kind} {node.name}: column offset {node.col} is not 16-byte aligned", op)
+            raise PassFailure(f"{micro_op_text(node)}: column offset {node.col} is not 16-byte aligned", op)
 
     # -- the scheduled form written by graph_to_ir --------------------------
     def _read_annotations(self, node: Node, op: Operation) -> None:

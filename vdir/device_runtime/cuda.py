@@ -160,6 +160,15 @@ class CudaPlatform(Platform):
         self._closed = False
 
     # -- context ---------------------------------------------------------
+    def device_name(self) -> str:
+        """The GPU's name as the driver reports it (e.g. ``NVIDIA H200``); empty if it cannot say."""
+        try:
+            raw = _check(_driver().cuDeviceGetName(256, self._dev), "cuDeviceGetName")
+        except PlatformError:
+            return ""
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        return text.split("\0", 1)[0].strip()
+
     def target(self) -> TargetDescription:
         """The target description (SM count read off the device)."""
         return self._target

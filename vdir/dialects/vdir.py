@@ -255,6 +255,14 @@ def value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint else "this value"
 
 
+def tile_text(v: SSAValue) -> str:
+    """A tile as a message names it: ``tile %t``, or ``the tile produced by vdir.load`` when unnamed."""
+    if v.name_hint:
+        return f"tile %{v.name_hint}"
+    owner = v.owner.name if isinstance(v.owner, Operation) else "a block argument"
+    return f"the tile produced by {owner}"
+
+
 def _check_engine(op: "LoadOp | StoreOp | ComputeOp", op_class: str) -> None:
     target = target_of(op)
     kind = target.engine(op.engine.data.value)
@@ -271,7 +279,7 @@ def _check_engine(op: "LoadOp | StoreOp | ComputeOp", op_class: str) -> None:
     for v in op.operands:
         if isinstance(v.type, TileType) and not kind.reads_tiles:
             raise VerifyException(
-                f"tile {value_name(v)} is consumed on the {kind.name} engine, which cannot read tiles"
+                f"{tile_text(v)} is consumed on the {kind.name} engine, which cannot read tiles"
             )
 
 
@@ -322,7 +330,9 @@ def _check_flow(op: "LoadOp | StoreOp | ComputeOp") -> None:
 def _check_tile_used(op: Operation) -> None:
     for r in op.results:
         if isinstance(r.type, TileType) and not r.uses:
-            raise VerifyException(f"tile {value_name(r)} is produced but never used")
+            # "the tile produced by vdir.load is never used" for an unnamed one
+            unused = f"{tile_text(r)} is produced but" if r.name_hint else tile_text(r) + " is"
+            raise VerifyException(f"{unused} never used")
 
 
 def find_cycle(block: Block) -> list[Operation] | None:

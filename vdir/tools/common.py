@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from vdir.diagnostics import UserError, located
+from vdir.diagnostics import PassFailure, UserError, located
 
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
@@ -182,3 +182,17 @@ def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
     module = parse_text(ctx, text, str(path))
     verify_module(module)
     return module
+
+
+def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> str:
+    """``file:line:col: error: <prefix><reason>`` for a pass or verifier failure, at the best location known.
+
+    A :class:`~vdir.diagnostics.PassFailure` names its op, or, for a fact
+    with no op left to point at, carries the location as text; a verifier's
+    error may name its op. ``fallback`` (the file name) is used when nothing
+    in the failure is located.
+    """
+    message = prefix + one_line(str(e))
+    if isinstance(e, PassFailure) and e.op is None and e.loc:
+        return f"{e.loc}: error: {message}"
+    return located(message, getattr(e, "op", None), fallback)

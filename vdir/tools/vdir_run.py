@@ -14,7 +14,11 @@ mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly). ``--trace`` writes the
 simulator's Chrome/Perfetto trace. ``--lowering`` sets the lowering options
 of a backend that lowers the program (``cuda``; checked on every backend).
-Every error is one line on stderr and a non-zero exit status.
+The file holds a source ``vdir.program`` (compiled here) or the one
+``vdir.encoded_program`` that ``vdir-opt -p vdir-pipeline`` prints (run as
+it is; ``--check`` then needs the source form). The first output line names
+the backend that ran. Every error is one line on stderr and a non-zero exit
+status.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from vdir.compiler import compile_module
 from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
-from vdir.diagnostics import PassFailure, UserError, VdirError, located
+from vdir.diagnostics import UserError, VdirError, located
+from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram
 from vdir.target import get_target
@@ -54,9 +60,20 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def vdir_version() -> str:
+    """The installed vdir package's version (``unknown`` when it is not installed, e.g. run from a source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vdir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = _OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {vdir_version()}")
     p.add_argument("file", help="the IR file (.mlir)")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
@@ -150,7 +167,23 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
     missing = [name for name in inputs if name not in stored]
     if missing:
         raise RunError(f"{path}: error: no array for input '{missing[0]}'")
+    for name, array in stored.items():
+        want = tuple(inputs[name].shape)
+        if array.shape != want:
+            raise RunError(f"{path}: error: array '{name}' is {_shape_text(array.shape)}, "
+                           f"the input '{name}' is {_shape_text(want)} {inputs[name].dtype}")
     return {name: _to_dtype(path, name, array, inputs[name].dtype) for name, array in stored.items()}
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape)) or "a scalar"
+
+
+def check_output_path(path: str, option: str) -> None:
+    """Say before the run, not after it, that ``option``'s file cannot be written (its folder is missing)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise RunError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
 
 
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
@@ -169,16 +202,42 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
 # ---------------------------------------------------------------------------
 
 
-def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[ModuleOp, EncodedProgram]:
-    """Parse, verify and compile ``path``; return (module, encoded program)."""
-    from vdir.tools.common import parse_module_file
+def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[ModuleOp | None, EncodedProgram]:
+    """Parse and verify ``path`` and return (source module, encoded program).
+
+    A source program (one ``vdir.program``) is compiled; an already encoded
+    one (one ``vdir.encoded_program``, as ``vdir-opt -p vdir-pipeline``
+    prints) is read back as it is, and the source module is then None: the
+    encoded form keeps no source for the reference evaluator.
+    """
+    from vdir.tools.common import failure_message, parse_module_file
 
     module = parse_module_file(path)
+    encoded = [op for op in module.ops if isinstance(op, EncodedProgramOp)]
+    if encoded and not any(isinstance(op, ProgramOp) for op in module.ops):
+        return None, _encoded_program(path, encoded, target, num_sms)
     try:  # the module stays as parsed: the reference evaluator runs it
         program = compile_module(module, target=target, num_sms=num_sms)
-    except PassFailure as e:
-        raise UserError(located(str(e), e.op, path)) from None
+    except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass: located as vdir-opt does
+        raise UserError(failure_message(e, path)) from None
     return module, program
+
+
+def _encoded_program(
+    path: str, ops: Sequence[EncodedProgramOp], target: str | None, num_sms: int | None
+) -> EncodedProgram:
+    """The one encoded program of ``ops``; the compile-time options must not ask for another."""
+    from vdir.transforms.encode import program_of
+
+    if len(ops) != 1:
+        raise UserError(located(f"expected one vdir.encoded_program in the module, found {len(ops)}", ops[1], path))
+    op = ops[0]
+    if target is not None and get_target(target).name != op.target.data:
+        raise UserError(located(
+            f"--target {target}: the program is already encoded for '{op.target.data}'", op, path))
+    if num_sms is not None:
+        raise UserError(located("--num-sms applies when compiling; the program is already encoded", op, path))
+    return program_of(op)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,7 +250,13 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     lowering = _lowering_options(args.lowering)
+    for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
+        if path:
+            check_output_path(path, option)
     module, program = compile_file(args.file, args.target, args.num_sms)
+    if module is None and args.check:  # said before the run, which may be long
+        raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
+                       "no source for the reference evaluator (run vdir-run on the file given to vdir-opt)")
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
@@ -200,17 +265,25 @@ def run(args: argparse.Namespace) -> int:
     if args.load_window is not None:
         launch_options["load_window"] = args.load_window
     with Executable(program, backend=backend, target=program.target, options=lowering, **launch_options) as exe:
+        print(backend_line(backend, exe.platform))
         result = exe(**arrays)
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:
-            exe.trace(args.trace)
+            _write_trace(exe, args.trace)
     for name, array in outputs.items():
         print(_summary(name, array))
     if args.outputs:
         _save(args.outputs, outputs)
-    if args.check:
+    if module is not None and args.check:
         return _check(module, program, arrays, outputs, backend)
     return 0
+
+
+def backend_line(backend: str, platform: object) -> str:
+    """``backend: NAME`` and, where the backend names its device, ``(DEVICE)``: which backend ran."""
+    device_name = getattr(platform, "device_name", None)
+    device = device_name() if callable(device_name) else ""
+    return f"backend: {backend}" + (f" ({device})" if device else "")
 
 
 def _lowering_options(text: str | None) -> LoweringOptions | None:
@@ -236,6 +309,14 @@ def _summary(name: str, array: np.ndarray) -> str:
         f"{name}: {'x'.join(map(str, array.shape))} {dtype}, max |x| {np.abs(values).max():.4g}, "
         f"mean {values.mean():.4g}, first [{head}{', ...' if values.size > 4 else ''}]"
     )
+
+
+def _write_trace(exe: Executable, path: str) -> None:
+    """Write the simulator's trace; a write failure is one line naming the file."""
+    try:
+        exe.trace(path)
+    except OSError as e:
+        raise RunError(f"{path}: error: cannot write the trace ({e.strerror or e})") from None
 
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
