@@ -22,10 +22,18 @@ def __getattr__(name: str) -> Any:
 
         return compile
     if name == "__version__":
-        from importlib.metadata import version
-
-        return version("vdir")
+        return installed_version()
     raise AttributeError(f"module 'vdir' has no attribute '{name}'")
 
 
-__all__ = ["compile"]
+def installed_version() -> str:
+    """The installed package's version; ``unknown`` when vdir runs from a source tree it was not installed from."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vdir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+__all__ = ["compile", "installed_version"]

@@ -21,7 +21,6 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from importlib import metadata
 from io import StringIO
 from typing import IO, ClassVar
 
@@ -32,6 +31,7 @@ from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from vdir import installed_version
 from vdir.diagnostics import PassFailure, UserError, VdirError, located
 from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
 
@@ -45,7 +45,7 @@ class VdirOptMain(xDSLOptMain):
     """The ``vdir-opt`` driver."""
 
     #: xDSL fills in only ``{xdsl_version}``; vdir's own version is fixed here
-    version_format: ClassVar[str] = f"vdir-opt {metadata.version('vdir')} (xDSL {{xdsl_version}})"
+    version_format: ClassVar[str] = f"vdir-opt {installed_version()} (xDSL {{xdsl_version}})"
 
     def __init__(self, description: str = "vdir modular optimizer driver", args: Sequence[str] | None = None):
         super().__init__(description=description, args=args)

@@ -34,6 +34,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
+from vdir import installed_version
 from vdir.compiler import compile_module
 from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
@@ -60,20 +61,10 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def vdir_version() -> str:
-    """The installed vdir package's version (``unknown`` when it is not installed, e.g. run from a source tree)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("vdir")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = _OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
-    p.add_argument("--version", action="version", version=f"%(prog)s {vdir_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     p.add_argument("file", help="the IR file (.mlir)")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
