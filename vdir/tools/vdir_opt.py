@@ -32,8 +32,8 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vdir import installed_version
-from vdir.diagnostics import PassFailure, UserError, VdirError, located
-from vdir.tools.common import one_line, parse_text, register_vdir_dialects, verify_module
+from vdir.diagnostics import UserError, VdirError
+from vdir.tools.common import failure_message, one_line, parse_text, register_vdir_dialects, verify_module
 
 #: The input file argument that means standard input (as for mlir-opt).
 STDIN_ARG = "-"
@@ -128,12 +128,7 @@ class VdirOptMain(xDSLOptMain):
 
     def _pass_failure(self, pass_name: str, e: DiagnosticException) -> str:
         """The one-line message of pass ``pass_name`` failing with ``e``, at the best location known."""
-        message = f"{pass_name}: {one_line(str(e))}"
-        if isinstance(e, PassFailure):
-            if e.op is None and e.loc:
-                return f"{e.loc}: error: {message}"
-            return located(message, e.op, self.get_input_name())
-        return f"{self.get_input_name()}: error: {message}"
+        return failure_message(e, self.get_input_name(), prefix=f"{pass_name}: ")
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         """The target's text for ``prog``; a target that cannot print it is one located error."""
