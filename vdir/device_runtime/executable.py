@@ -199,7 +199,11 @@ class Executable:
         self._epoch += 1
 
     def time(self, *args: Any, iterations: int = 10, **named: Any) -> list[float]:
-        """Per-launch times in µs on the bound inputs (modelled, not measured, on ``sim``)."""
+        """The time of each of ``iterations`` launches on the bound inputs, in µs, in launch order.
+
+        A list rather than one figure, so that the caller picks the summary
+        (a median, a minimum) and sees the spread; modelled, not measured, on ``sim``.
+        """
         arrays = self.bind(*args, **named)
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.name in arrays:
