@@ -21,7 +21,8 @@ VENV="${VDIR_VENV:-.venv}"
 if [ ! -x "$VENV/bin/vdir-opt" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e .
+  # compat: a folder named vdir in the caller's directory cannot shadow the package
+  "$VENV/bin/python" -m pip install --quiet -e . --config-settings editable_mode=compat
 fi
 
 echo "== $EXAMPLE: the pass pipeline, first lines of the encoded queues =="
