@@ -60,6 +60,12 @@ class Field:
     nwords: int = 1
     shift: int = 0
     bits: int = 32
+    #: the field's bits in its word, unshifted (all ones for a word or u64);
+    #: derived once here, since the encoder sets fields about a million
+    #: times for a 16-layer program
+    mask: int = field(init=False, repr=False, compare=False)
+    #: True when the field shares its word with other fields
+    packed: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.nwords not in (1, 2):
@@ -68,6 +74,8 @@ class Field:
             raise ValueError(f"field '{self.name}': a u64 field cannot be packed")
         if not (0 < self.bits and self.shift + self.bits <= 32):
             raise ValueError(f"field '{self.name}': bits {self.shift}..{self.shift + self.bits - 1} exceed a word")
+        object.__setattr__(self, "mask", (1 << (32 * self.nwords if self.nwords == 2 else self.bits)) - 1)
+        object.__setattr__(self, "packed", self.bits < 32)
 
     @property
     def byte_offset(self) -> int:
@@ -83,16 +91,6 @@ class Field:
     def word_indices(self) -> range:
         """The words the field occupies (low word first)."""
         return range(self.word, self.end)
-
-    @property
-    def mask(self) -> int:
-        """The field's bits in its word, unshifted (all ones for a word or u64)."""
-        return (1 << (32 * self.nwords if self.nwords == 2 else self.bits)) - 1
-
-    @property
-    def packed(self) -> bool:
-        """True when the field shares its word with other fields."""
-        return self.bits < 32
 
     def get(self, words) -> int:
         """The field's value in one instruction (or header) ``words``."""
