@@ -230,7 +230,7 @@ class CudaPlatform(Platform):
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> CudaArtifact:
         """Lower to PTX as ``options`` say (None: the defaults), JIT-load it, raise the smem limit,
         upload the tables."""
-        options = options if options is not None else LoweringOptions()
+        options = LoweringOptions.coerce(options)
         drv = _driver()
         if program.num_sms > self._target.num_sms:
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")

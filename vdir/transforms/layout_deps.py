@@ -97,7 +97,7 @@ class _Clocks:
 
 
 def _join(a: VClock, b: VClock) -> VClock:
-    return [x if x >= y else y for x, y in zip(a, b, strict=True)]
+    return [x if x >= y else y for x, y in zip(a, b, strict=False)]  # equal lengths: see _covers
 
 
 def vector_clocks(
@@ -184,6 +184,19 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
         p.signal_bits.append(bit)
 
 
+def _covers(clock: VClock, positions: VClock) -> bool:
+    """Whether ``clock`` has reached ``positions`` on every engine.
+
+    Every clock has one entry per engine of the target, so the lengths are
+    equal by construction; this runs for every candidate bit of every
+    producer, so it is a plain loop (no generator, no length check).
+    """
+    for c, p in zip(clock, positions, strict=False):
+        if c < p:
+            return False
+    return True
+
+
 def _first_reusable_bit(
     state: list[tuple[list[int], tuple[int, int]] | None], start: VClock, known_by_all: VClock
 ) -> int | None:
@@ -197,7 +210,7 @@ def _first_reusable_bit(
         if st is None:
             return bit
         last_waiters, (e1, pos1) = st
-        if known_by_all[e1] >= pos1 and all(s >= w for s, w in zip(start, last_waiters, strict=True)):
+        if known_by_all[e1] >= pos1 and _covers(start, last_waiters):
             return bit
     return None
 
