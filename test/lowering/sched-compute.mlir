@@ -68,7 +68,6 @@
 // CHECK-NEXT: setp.ne.u32 [[NOTCP:%p[0-9]+]], [[OPC]], 2;
 // CHECK-NEXT: @[[NOTCP]] bra $L_cp_body_done_0;
 // A compute whose runtime condition fails skips its body; it still signals.
-// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+96];
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[W0]], 16;
 // CHECK:      @{{%p[0-9]+}} bra [[CD:\$L_cond_done_[0-9]+]];
 // CHECK:      [[CD]]:

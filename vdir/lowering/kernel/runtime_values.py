@@ -46,21 +46,17 @@ def runtime_value(c: Ctx, source: SSAValue, index: SSAValue) -> SSAValue:
 def condition_holds(c: Ctx, f: Fields) -> SSAValue:
     """A predicate: the instruction has no condition, or ``coeff * v + const >= 0`` holds.
 
-    The value is read only when there is a condition (a branch: most
-    instructions have none).
+    The value and the condition's words are read only when there is one (a
+    branch: most instructions have none), uncached (``Fields.read_on_branch``).
     """
     b = c.b
-    # words are cached per instruction: load them before the branch, so that
-    # a later read of a neighbouring word never finds a register that only
-    # the branch defined
-    f.prefetch((isa.GUARD_INDEX, isa.GUARD_COEFF, isa.GUARD_CONST))
     source = f.read(isa.GUARD_SOURCE)
     runs = b.var("u32", 1)
     done = b.new_label("cond_done")
     b.bra(done, b.setp("eq.u32", source, isa.SOURCE_NONE))
-    v = runtime_value(c, source, f.read(isa.GUARD_INDEX))
-    coeff = b.i("cvt.s64.s32", "s64", f.read(isa.GUARD_COEFF))
-    const = b.i("cvt.s64.s32", "s64", f.read(isa.GUARD_CONST))
+    v = runtime_value(c, source, f.read_on_branch(isa.GUARD_INDEX))
+    coeff = b.i("cvt.s64.s32", "s64", f.read_on_branch(isa.GUARD_COEFF))
+    const = b.i("cvt.s64.s32", "s64", f.read_on_branch(isa.GUARD_CONST))
     test = b.i("mad.lo.s64", "s64", coeff, b.i("cvt.s64.s32", "s64", v), const)
     b.i("selp.u32", "u32", 1, 0, b.setp("ge.s64", test, 0), dst=runs)
     b.place(done)
@@ -77,19 +73,18 @@ def runtime_offset(
     returned as it is.
     """
     b = c.b
-    f.prefetch(isa.DYNAMIC_FIELDS)  # before the branch (see condition_holds)
     source = f.read(isa.DYN_SOURCE)
     offset = b.var("b64", b.pack64(off_lo, off_hi))
     done, ok = b.new_label("offset_done"), b.new_label("offset_ok")
     b.bra(done, b.setp("eq.u32", source, isa.SOURCE_NONE))
-    v = runtime_value(c, source, f.read(isa.DYN_INDEX))
-    low = b.setp("lt.s32", v, f.read(isa.DYN_MIN))
-    high = b.setp("gt.s32", v, f.read(isa.DYN_MAX))
+    v = runtime_value(c, source, f.read_on_branch(isa.DYN_INDEX))
+    low = b.setp("lt.s32", v, f.read_on_branch(isa.DYN_MIN))
+    high = b.setp("gt.s32", v, f.read_on_branch(isa.DYN_MAX))
     b.bra(ok, b.i("or.pred", "pred", low, high), neg=True)
     report(c, L.ERR_BOUNDS, engine, pos, f, None, None, None, value=v)
     b.bra(on_error)
     b.place(ok)
-    step = b.i("mul.wide.s32", "s64", v, f.read(isa.DYN_SCALE))
+    step = b.i("mul.wide.s32", "s64", v, f.read_on_branch(isa.DYN_SCALE))
     b.i("add.s64", "s64", offset, step, dst=offset)
     b.place(done)
     return b.unpack64(offset)
