@@ -41,7 +41,7 @@ from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
-from vdir.isa import BufferInfo, EncodedProgram
+from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo
 from vdir.target import get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
 
@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
     p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32) to this .npz file")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of the simulator's interleaving")
+    p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
+                   help="a launch-time scalar's value (repeatable; default: random in its range)")
     p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
     p.add_argument("--trace", metavar="JSON", help="write the simulator's Chrome/Perfetto trace (sim only)")
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
@@ -252,12 +254,15 @@ def run(args: argparse.Namespace) -> int:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
         arrays = random_inputs(program.buffers, args.seed)
+    scalars = parse_scalars(args.scalar, program.scalars, args.seed)
+    if scalars:
+        print("scalars: " + ", ".join(f"{k} = {v}" for k, v in scalars.items()))
     launch_options = {"seed": args.seed}
     if args.load_window is not None:
         launch_options["load_window"] = args.load_window
     with Executable(program, backend=backend, target=program.target, options=lowering, **launch_options) as exe:
         print(backend_line(backend, exe.platform))
-        result = exe(**arrays)
+        result = exe(**arrays, **scalars)
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:
             _write_trace(exe, args.trace)
@@ -266,8 +271,25 @@ def run(args: argparse.Namespace) -> int:
     if args.outputs:
         _save(args.outputs, outputs)
     if module is not None and args.check:
-        return _check(module, program, arrays, outputs, backend)
+        return _check(module, program, arrays, scalars, outputs, backend)
     return 0
+
+
+def parse_scalars(given: Sequence[str], scalars: Sequence[ScalarInfo], seed: int) -> dict[str, int]:
+    """The ``--scalar NAME=VALUE`` values; a scalar not given is random in its range (from ``seed``)."""
+    known = {s.name: s for s in scalars}
+    values: dict[str, int] = {}
+    for item in given:
+        name, sep, text = item.partition("=")
+        if not sep or name not in known:
+            names = ", ".join(known) or "none"
+            raise RunError(f"error: --scalar {item}: expected NAME=VALUE with NAME one of the program's scalars ({names})")
+        try:
+            values[name] = int(text, 0)
+        except ValueError:
+            raise RunError(f"error: --scalar {item}: '{text}' is not an integer") from None
+    rng = np.random.default_rng(seed)
+    return {s.name: values[s.name] if s.name in values else int(rng.integers(s.lo, s.hi)) for s in scalars}
 
 
 def backend_line(backend: str, platform: object) -> str:
@@ -323,6 +345,7 @@ def _check(
     module: ModuleOp,
     program: EncodedProgram,
     arrays: dict[str, np.ndarray],
+    scalars: dict[str, int],
     outputs: dict[str, np.ndarray],
     backend: str,
 ) -> int:
@@ -333,7 +356,7 @@ def _check(
     for info in program.buffers:
         if info.name not in reference_inputs:  # out and scratch buffers start zeroed, as in the executable
             reference_inputs[info.name] = np.zeros(info.shape, dtype=DTYPES[info.dtype])
-    expected = evaluate(module, reference_inputs)
+    expected = evaluate(module, reference_inputs, scalars)
     mismatch = compare_outputs(outputs, {k: v for k, v in expected.items() if k in outputs}, backend)
     if mismatch is not None:
         print(f"check failed: {mismatch}", file=sys.stderr)
