@@ -134,7 +134,7 @@ def test_check_failure_names_the_worst_element(gemv_file, capsys, monkeypatch):
 
     real = reference.evaluate
 
-    def off_by_a_lot(module, inputs):
+    def off_by_a_lot(module, inputs, scalars=None):
         result = real(module, inputs)
         result["y"][0, 17] = bfloat16(100.0)
         return result
