@@ -8,8 +8,9 @@ Tolerance against a float64 numpy reference, with ``S = sum_k |W[i,k] x[k]|``:
 
 * each f32 partial (1024 products): ``|p - p64| <= 2^-14 * S`` (the bound
   ``n * u`` of n = 2^10 f32 additions, u = 2^-24);
-* the bf16 result: ``|y - y64| <= 2^-9 * |y64| + 2^-13 * S`` (one bf16
-  rounding, plus the partials' and the combine's f32 error).
+* the bf16 result: ``|y - y64| <= 2^-8 * |y64| + 2^-13 * S`` (one bf16
+  rounding, at most half an ulp of 8 significant bits, plus the partials'
+  and the combine's f32 error).
 
 Determinism: the combine's order is fixed, so the result is bit-identical
 whatever the placement (4, 16 or 132 SMs), the interleaving (the
@@ -36,7 +37,7 @@ from vdir.testing.assembler import family_program
 #: the example's shape: M x K weights, K in SPLITS chunks
 M, K, SPLITS = 1024, 8192, 8
 #: |p - p64| <= PARTIAL_TOL * S and |y - y64| <= BF16_TOL * |y64| + SUM_TOL * S (module docstring)
-PARTIAL_TOL, BF16_TOL, SUM_TOL = 2.0**-14, 2.0**-9, 2.0**-13
+PARTIAL_TOL, BF16_TOL, SUM_TOL = 2.0**-14, 2.0**-8, 2.0**-13
 #: rows whose in-order f32 sum (1) differs from the pairwise and the reversed sums (0)
 ORDER_SENSITIVE = np.array([1e8, 1.0, -1e8, 1.0], dtype=np.float32)
 
