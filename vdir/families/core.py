@@ -28,7 +28,8 @@ I32 = np.dtype(np.int32)
 #: (token ids, positions, indices) is loaded and stored, but no built-in
 #: family computes on it
 DTYPES = {"bf16": BF16, "f32": F32, "i32": I32}
-DTYPE_BYTES = {"bf16": 2, "f32": 4, "i32": 4}
+#: bytes per element: the ISA's table (tile and region sizes are counted in them)
+DTYPE_BYTES = isa.DTYPE_SIZES
 
 #: the family opcode is one byte of the instruction's first word (bits 8..15);
 #: opcode 0 is not a family

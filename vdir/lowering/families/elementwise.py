@@ -11,6 +11,7 @@ from collections.abc import Callable
 from xdsl.ir import SSAValue
 
 from vdir import isa
+from vdir.families import DTYPE_BYTES
 from vdir.lowering import families as F
 from vdir.lowering.builder import PtxBuilder
 
@@ -27,7 +28,7 @@ def _binary(cc: "F.ComputeCtx", op: Callable[[PtxBuilder, SSAValue, SSAValue], S
             in_dtype: str = "bf16", out_dtype: str = "bf16") -> None:
     b = cc.b
     n = b.i("mul.lo.u32", "u32", cc.p0, cc.p1)
-    in_bytes, out_bytes = (2 if d == "bf16" else 4 for d in (in_dtype, out_dtype))
+    in_bytes, out_bytes = DTYPE_BYTES[in_dtype], DTYPE_BYTES[out_dtype]
 
     def body(i: SSAValue) -> None:
         o = b.i("mul.lo.u32", "u32", i, in_bytes)

@@ -13,10 +13,8 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from vdir import isa
+from vdir.families import DTYPE_BYTES
 from vdir.lowering import families as F
-
-#: bytes of one f32 partial sum
-_F32_BYTES = 4
 
 
 def sum_rows(cc: "F.ComputeCtx") -> None:
@@ -27,20 +25,21 @@ def sum_rows(cc: "F.ComputeCtx") -> None:
     """
     b = cc.b
     rows, cols = cc.p0, cc.p1
-    row_bytes = b.i("mul.lo.u32", "u32", cols, _F32_BYTES)
+    f32_bytes, bf16_bytes = DTYPE_BYTES["f32"], DTYPE_BYTES["bf16"]
+    row_bytes = b.i("mul.lo.u32", "u32", cols, f32_bytes)
     out_f32 = b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.SUM_ROWS_OUT_F32), 0)
 
     def column(c: SSAValue) -> None:
         total = b.var("f32", 0.0)
-        addr = b.i("mad.lo.u32", "u32", c, _F32_BYTES, cc.ins[0])
+        addr = b.i("mad.lo.u32", "u32", c, f32_bytes, cc.ins[0])
 
         def add_row(_: SSAValue) -> None:
             b.i("add.rn.f32", "f32", total, b.ld("ld.shared.f32", "f32", addr), dst=total)
             b.i("add.u32", "u32", addr, row_bytes, dst=addr)
 
         b.for_range(0, rows, 1, add_row, "sum_rows_row")
-        b.st("st.shared.f32", b.i("mad.lo.u32", "u32", c, _F32_BYTES, cc.out), 0, total, guard=out_f32)
-        b.st("st.shared.b16", b.i("mad.lo.u32", "u32", c, 2, cc.out), 0, F.to_bf16(b, total), guard=out_f32,
-             neg=True)
+        b.st("st.shared.f32", b.i("mad.lo.u32", "u32", c, f32_bytes, cc.out), 0, total, guard=out_f32)
+        b.st("st.shared.b16", b.i("mad.lo.u32", "u32", c, bf16_bytes, cc.out), 0, F.to_bf16(b, total),
+             guard=out_f32, neg=True)
 
     b.for_range(cc.ct, cols, cc.nthreads, column, "sum_rows")
