@@ -49,8 +49,8 @@ def add(cc: "F.ComputeCtx") -> None:
     """y = lhs + rhs over an RxC tile; p2's flags pick f32 operands and/or result.
 
     The flags select one of four loops (branches taken uniformly by the
-    group); the bf16 loop, the common case, comes first behind a single test
-    of p2 and is the loop the family had before f32 operands.
+    group); the bf16 loop, the common case, comes first, behind a single
+    test of p2.
     """
     b = cc.b
     done, wide = b.new_label("add_done"), b.new_label("add_wide")
