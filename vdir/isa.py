@@ -247,7 +247,7 @@ IN_SMEM = tuple(Field(f"in_smem{i}", 13 + i) for i in range(MAX_INPUTS))  # offs
 NUM_INPUTS = Field("num_inputs", IN_SMEM[-1].end)
 P0 = Field("p0", 18)  # rows R of the (weight) tile, or rows of an elementwise tile
 P1 = Field("p1", 19)  # columns K / N
-P2 = Field("p2", 20)  # family flags (see GEMV_*) or the silu_mul operand index
+P2 = Field("p2", 20)  # family flags (see GEMV_*, ADD_*, SUM_ROWS_*) or the silu_mul operand index
 P3 = Field("p3", 21)
 F0 = Field("f0", 22)  # f32 parameter (eps), as its bits
 COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
@@ -255,6 +255,13 @@ COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
 # gemv flags in P2
 GEMV_HAS_ACC = 1
 GEMV_OUT_F32 = 2
+
+# add flags in P2 (0: bf16 operands and result)
+ADD_IN_F32 = 1  # the operands are f32
+ADD_OUT_F32 = 2  # the result is f32
+
+# sum_rows flags in P2
+SUM_ROWS_OUT_F32 = 2  # the result is f32 (else bf16)
 
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
@@ -389,7 +396,7 @@ class Instruction:
 
 
 #: bytes per element of a buffer dtype
-DTYPE_SIZES = {"bf16": 2, "f32": 4}
+DTYPE_SIZES = {"bf16": 2, "f32": 4, "i32": 4}
 
 #: the most elements a tensor-copy box may span in one dimension
 TMA_BOX_MAX = 256
@@ -545,7 +552,7 @@ class BufferInfo:
 
     name: str
     shape: tuple[int, ...]
-    dtype: str  # "bf16" | "f32"
+    dtype: str  # "bf16" | "f32" | "i32"
     is_output: bool
     is_input: bool = True  # the program reads data it did not write itself
 

@@ -17,6 +17,19 @@ vdir.program @families(%w: !vdir.buffer<16x64xbf16>, %v: !vdir.buffer<1x64xbf16>
   %done = vdir.store %out, %o[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x64xbf16>
 }
 
+// add on f32 operands (result f32 by default, or bf16 as declared), and
+// sum_rows: a PxC f32 tile of partial sums -> its 1xC column sums.
+vdir.program @f32_families(%s: !vdir.buffer<4x64xf32>, %o: !vdir.buffer<1x64xf32>, %ob: !vdir.buffer<1x64xbf16>) {
+  %st = vdir.load %s[0, 0] : !vdir.buffer<4x64xf32> -> !vdir.tile<4x64xf32>
+  %sum = vdir.compute sum_rows(%st) : (!vdir.tile<4x64xf32>) -> !vdir.tile<1x64xf32>
+  %sumb = vdir.compute sum_rows(%st) : (!vdir.tile<4x64xf32>) -> !vdir.tile<1x64xbf16>
+  %twice = vdir.compute add(%sum, %sum) : (!vdir.tile<1x64xf32>, !vdir.tile<1x64xf32>) -> !vdir.tile<1x64xf32>
+  %wide = vdir.compute add(%sumb, %sumb) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xf32>
+  %both = vdir.compute add(%twice, %wide) : (!vdir.tile<1x64xf32>, !vdir.tile<1x64xf32>) -> !vdir.tile<1x64xbf16>
+  %d1 = vdir.store %twice, %o[0, 0] : !vdir.tile<1x64xf32>, !vdir.buffer<1x64xf32>
+  %d2 = vdir.store %both, %ob[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
+}
+
 // CHECK-LABEL: vdir.program @families
 // CHECK: %p = vdir.compute gemv(%wt, %xt) on compute : (!vdir.tile<16x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x16xf32>
 // CHECK: %acc = vdir.compute gemv(%wt, %xt, %p) on compute : (!vdir.tile<16x64xbf16>, !vdir.tile<1x64xbf16>, !vdir.tile<1x16xf32>) -> !vdir.tile<1x16xbf16>
@@ -26,3 +39,10 @@ vdir.program @families(%w: !vdir.buffer<16x64xbf16>, %v: !vdir.buffer<1x64xbf16>
 // CHECK: %ga = vdir.compute gemv_add(%wt, %xt, %gs) on compute
 // CHECK: %out = vdir.compute add(%ga, %et) on compute
 // CHECK: %done = vdir.store %out, %o[0, 0] on store : !vdir.tile<1x16xbf16>, !vdir.buffer<1x64xbf16>
+
+// CHECK-LABEL: vdir.program @f32_families
+// CHECK: %sum = vdir.compute sum_rows(%st) on compute : (!vdir.tile<4x64xf32>) -> !vdir.tile<1x64xf32>
+// CHECK: %sumb = vdir.compute sum_rows(%st) on compute : (!vdir.tile<4x64xf32>) -> !vdir.tile<1x64xbf16>
+// CHECK: %twice = vdir.compute add(%sum, %sum) on compute : (!vdir.tile<1x64xf32>, !vdir.tile<1x64xf32>) -> !vdir.tile<1x64xf32>
+// CHECK: %wide = vdir.compute add(%sumb, %sumb) on compute : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xf32>
+// CHECK: %both = vdir.compute add(%twice, %wide) on compute : (!vdir.tile<1x64xf32>, !vdir.tile<1x64xf32>) -> !vdir.tile<1x64xbf16>

@@ -19,3 +19,12 @@ vdir.program @store(%w: !vdir.buffer<4x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: store: tile rows are 8 bytes; bulk copies need a multiple of 16
   %s = vdir.store %yt, %y[0, 0] : !vdir.tile<1x4xbf16>, !vdir.buffer<1x4xbf16>
 }
+
+// -----
+
+// An i32 row needs 4 elements (16 bytes).
+vdir.program @i32(%a: !vdir.buffer<4x8xi32>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: load: tile rows are 8 bytes; bulk copies need a multiple of 16
+  %t = vdir.load %a[0, 0] : !vdir.buffer<4x8xi32> -> !vdir.tile<4x2xi32>
+  %s = vdir.store %t, %a[0, 0] : !vdir.tile<4x2xi32>, !vdir.buffer<4x8xi32>
+}

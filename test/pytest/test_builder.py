@@ -16,6 +16,7 @@ from vdir.frontend.examples import (
     build_mlp_block,
     build_mlp_stack,
     build_rmsnorm_gemv,
+    build_split_k_gemv,
 )
 from vdir.target import TARGETS
 from vdir.tools.common import default_context, parse_text, verify_module
@@ -41,6 +42,7 @@ def parse(text: str):
         ("rmsnorm_gemv", build_rmsnorm_gemv),
         ("mlp", build_mlp_block),
         ("mlp_stack", build_mlp_stack),
+        ("split_k_gemv", build_split_k_gemv),
     ],
 )
 def test_builder_matches_example_file(name, build):
@@ -56,8 +58,9 @@ def test_builder_matches_example_file(name, build):
         build_rmsnorm_gemv(32, 64),
         build_mlp_block(64, 128),
         build_mlp_stack(3, 64, 128),
+        build_split_k_gemv(64, 512, splits=4, rows_per_tile=16, combine_cols=32),
     ],
-    ids=["gemv", "rmsnorm_gemv", "mlp", "mlp_stack"],
+    ids=["gemv", "rmsnorm_gemv", "mlp", "mlp_stack", "split_k_gemv"],
 )
 def test_small_programs_round_trip_through_text(module):
     text = str(module)
@@ -192,7 +195,7 @@ def test_bad_tile_shape():
 
 def test_bad_dtype_and_duplicate_buffer():
     b = ProgramBuilder("p")
-    with pytest.raises(ValueError, match=r"element type must be one of bf16, f32, got 'f16'"):
+    with pytest.raises(ValueError, match=r"element type must be one of bf16, f32, i32, got 'f16'"):
         b.buffer("a", (8, 8), "f16")
     b.buffer("a", (8, 8), "bf16")
     with pytest.raises(ValueError, match="buffer 'a' is already declared"):
@@ -243,8 +246,14 @@ def test_bad_store_region():
         ("rmsnorm", ("x", "x"), {}, "family 'rmsnorm' needs parameter 'eps'"),
         ("add", ("x", "x"), {"params": {"alpha": 2.0}}, "family 'add' has no parameter 'alpha'"),
         ("add", ("x", "x"), {"params": {"alpha": "big"}}, "parameter 'alpha' must be a number"),
-        ("add", ("x", "x"), {"out_dtype": "f32"}, "family 'add' produces a 1x64xbf16 tile here, but the result is declared 1x64xf32"),
-        ("add", ("x", "x32f"), {}, "family 'add': rhs must be bf16"),
+        ("silu_mul", ("x", "x"), {"out_dtype": "f32"},
+         "family 'silu_mul' produces a 1x64xbf16 tile here, but the result is declared 1x64xf32"),
+        ("add", ("x", "x32f"), {}, r"family 'add': operand dtypes differ \(1x64xbf16 vs 1x64xf32\)"),
+        ("add", ("xi", "xi"), {}, "family 'add': lhs must be bf16 or f32, got 1x64xi32"),
+        ("gemv", ("w", "xi"), {}, "family 'gemv': x must be bf16, got 1x64xi32"),
+        ("sum_rows", ("w",), {}, "family 'sum_rows': partials must be f32, got 8x64xbf16"),
+        ("sum_rows", ("x32f",), {"out_dtype": "i32"},
+         "family 'sum_rows' produces a 1x64xf32 tile here, but the result is declared 1x64xi32"),
     ],
 )
 def test_bad_compute(family, operands, kwargs, message):
@@ -252,11 +261,13 @@ def test_bad_compute(family, operands, kwargs, message):
     w = b.buffer("w", (8, 64), "bf16")
     v = b.buffer("v", (1, 64), "bf16")
     f = b.buffer("f", (1, 64), "f32")
+    i = b.buffer("i", (1, 64), "i32")
     tiles = {
         "w": b.load(w, (0, 0), (8, 64)),
         "x": b.load(v, (0, 0), (1, 64)),
         "x32": b.load(v, (0, 0), (1, 32)),
         "x32f": b.load(f, (0, 0), (1, 64)),
+        "xi": b.load(i, (0, 0), (1, 64)),
     }
     with pytest.raises(ValueError, match=message):
         b.compute(family, [tiles[o] for o in operands], **kwargs)
@@ -286,6 +297,10 @@ def test_example_size_errors():
         build_gemv(16, 65, k_chunks=2)
     with pytest.raises(ValueError, match="layers must be positive"):
         build_mlp_stack(0, 64, 128)
+    with pytest.raises(ValueError, match="K = 500 does not split into 8 equal chunks"):
+        build_split_k_gemv(64, 500, splits=8)
+    with pytest.raises(ValueError, match="M = 64 is not a multiple of the 48-row tile"):
+        build_split_k_gemv(64, 512, rows_per_tile=48)
 
 
 # --------------------------------------------------------------------------

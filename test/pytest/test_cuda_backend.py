@@ -1,6 +1,6 @@
 """The CUDA backend on a real GPU (skipped, with the reason, without one).
 
-Each family alone on fresh random bf16 inputs against the numpy semantics in
+Each family alone on fresh random bf16 (or f32) inputs against the numpy semantics in
 ``vdir.families``, with tensor copies and with plain bulk copies; a two-SM program joined by a global counter; and an
 unsatisfiable wait that must come back as a watchdog error, not a hang.
 
@@ -69,6 +69,11 @@ CASES = {
     "rmsnorm": ("rmsnorm", [(1, 4096), (1, 4096)], ["bf16", "bf16"], (1, 4096), "bf16", {"eps": 1e-5}),
     "silu_mul": ("silu_mul", [(4, 512), (4, 512)], ["bf16", "bf16"], (4, 512), "bf16", {}),
     "add": ("add", [(3, 200), (3, 200)], ["bf16", "bf16"], (3, 200), "bf16", {}),
+    "add_f32": ("add", [(3, 200), (3, 200)], ["f32", "f32"], (3, 200), "f32", {}),
+    "add_f32_to_bf16": ("add", [(3, 200), (3, 200)], ["f32", "f32"], (3, 200), "bf16", {}),
+    "add_bf16_to_f32": ("add", [(3, 200), (3, 200)], ["bf16", "bf16"], (3, 200), "f32", {}),
+    "sum_rows": ("sum_rows", [(12, 520)], ["f32"], (1, 520), "f32", {}),
+    "sum_rows_bf16": ("sum_rows", [(12, 520)], ["f32"], (1, 520), "bf16", {}),
     "rmsnorm_gemv": ("rmsnorm_gemv", [(16, 2048), (1, 2048), (1, 2048)], ["bf16"] * 3, (1, 16), "bf16",
                      {"eps": 1e-5}),
     "gemv_silu_mul_0": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16",

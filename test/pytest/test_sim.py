@@ -23,7 +23,7 @@ from vdir.device_runtime.sim import (
     SimRaceError,
     simulate,
 )
-from vdir.families import DTYPE_BYTES, FAMILIES
+from vdir.families import DTYPE_BYTES, FAMILIES, ParamWords
 from vdir.target import EngineKind, get_target
 from vdir.testing.assembler import ProgramAssembler
 
@@ -202,6 +202,11 @@ FAMILY_CASES = {
     "rmsnorm": ([((1, K), "bf16"), ((1, K), "bf16")], 1, K, 0, {"eps": 1e-5}, "bf16"),
     "silu_mul": ([((4, K), "bf16"), ((4, K), "bf16")], 4, K, 0, {}, "bf16"),
     "add": ([((4, K), "bf16"), ((4, K), "bf16")], 4, K, 0, {}, "bf16"),
+    "add+f32": ([((4, K), "f32"), ((4, K), "f32")], 4, K, isa.ADD_IN_F32 | isa.ADD_OUT_F32, {}, "f32"),
+    "add+bf16->f32": ([((4, K), "bf16"), ((4, K), "bf16")], 4, K, isa.ADD_OUT_F32, {}, "f32"),
+    "add+f32->bf16": ([((4, K), "f32"), ((4, K), "f32")], 4, K, isa.ADD_IN_F32, {}, "bf16"),
+    "sum_rows": ([((12, K), "f32")], 12, K, isa.SUM_ROWS_OUT_F32, {}, "f32"),
+    "sum_rows+bf16": ([((12, K), "f32")], 12, K, 0, {}, "bf16"),
     "rmsnorm_gemv": ([((R, K), "bf16"), ((1, K), "bf16"), ((1, K), "bf16")], R, K, 0, {"eps": 1e-6}, "bf16"),
     "gemv_silu_mul": ([((R, K), "bf16"), ((1, K), "bf16"), ((1, R), "bf16")], R, K, 1, {"operand": 1}, "bf16"),
     "gemv_add": ([((R, K), "bf16"), ((1, K), "bf16"), ((1, R), "bf16")], R, K, 0, {}, "bf16"),
@@ -212,7 +217,7 @@ def family_program(case: str):
     """Load every operand, run the one compute, store the result; plus random inputs."""
     ins, rows, cols, p2, params, out_dtype = FAMILY_CASES[case]
     family = case.split("+")[0]
-    out_shape = (1, rows) if "gemv" in family else ins[0][0]
+    out_shape = FAMILIES[family].decode_operands(ParamWords(rows, cols, p2)).result.shape
     buffers = [buf(f"in{i}", shape, dt) for i, (shape, dt) in enumerate(ins)]
     buffers.append(buf("out", out_shape, out_dtype, out=True))
     b = ProgramBuilder(1, buffers, smem_bytes=128 * 1024)

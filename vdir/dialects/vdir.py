@@ -33,6 +33,8 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
     SymbolNameConstraint,
     i64,
@@ -102,16 +104,25 @@ DYNAMIC = DYNAMIC_INDEX
 #: device memory are 32-bit signed integers)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-_ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type}
+_ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32)}
+#: how messages list the supported element types
+_ELEMENT_TYPE_LIST = "bf16, f32 or i32"
+
+
+def is_i32(t: Attribute) -> bool:
+    """Whether ``t`` is the signless 32-bit integer type ``i32``."""
+    return isinstance(t, IntegerType) and t.width.data == 32 and t.signedness.data == Signedness.SIGNLESS
 
 
 def dtype_name(t: Attribute) -> str:
-    """``"bf16"`` / ``"f32"`` for a supported element type."""
+    """``"bf16"`` / ``"f32"`` / ``"i32"`` for a supported element type."""
     if isinstance(t, BFloat16Type):
         return "bf16"
     if isinstance(t, Float32Type):
         return "f32"
-    raise VerifyException(f"element type {t} is not supported (use bf16 or f32)")
+    if is_i32(t):
+        return "i32"
+    raise VerifyException(f"element type {t} is not supported (use {_ELEMENT_TYPE_LIST})")
 
 
 def element_type(name: str) -> Attribute:
@@ -147,9 +158,9 @@ class _ShapedType(ParametrizedAttribute, TypeAttribute):
             )
         if any(d <= 0 for d in dims):
             parser.raise_error(f"{cls.name} dimensions must be positive", pos, parser.pos)
-        if not isinstance(elem, BFloat16Type | Float32Type):
+        if not (isinstance(elem, BFloat16Type | Float32Type) or is_i32(elem)):
             parser.raise_error(
-                f"{cls.name} element type must be bf16 or f32, got {elem}", pos, parser.pos
+                f"{cls.name} element type must be {_ELEMENT_TYPE_LIST}, got {elem}", pos, parser.pos
             )
         return (ArrayAttr([IntAttr(d) for d in dims]), elem)
 

@@ -44,6 +44,7 @@ from vdir.families.core import (
     F32,
     FAMILIES,
     FAMILY_BY_OPCODE,
+    I32,
     ComputeSignature,
     Epilogue,
     Family,
@@ -61,7 +62,7 @@ from vdir.families.core import (
 )
 
 __all__ = [
-    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "FAMILY_BY_OPCODE",
+    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "I32", "FAMILY_BY_OPCODE",
     "ComputeSignature", "Epilogue", "Family", "FamilyError", "FamilyRegistration", "ParamWords",
     "Prologue", "Role", "TileSig", "UnknownFamilyError", "family_by_opcode", "gemv_f32", "get_family",
     "register_family", "rmsnorm_f32", "round_to", "silu",

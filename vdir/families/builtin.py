@@ -1,16 +1,19 @@
-"""The built-in op families: gemv, rmsnorm, silu_mul, add and the fused gemv forms.
+"""The built-in op families: gemv, rmsnorm, silu_mul, add, sum_rows and the fused gemv forms.
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
-:mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise;
+:mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
+(``add`` also takes f32 operands, ``sum_rows`` takes f32 partial sums);
 arithmetic is fp32 with one rounding to the output dtype, as the GPU bodies
 do. The fused families are the exact composition of their parts, including
-the bf16 rounding of the intermediate tile.
+the bf16 rounding of the intermediate tile. No built-in family computes on
+i32 tiles: they are only loaded and stored.
 
 Parameter words (``docs/isa.md``): every family puts the shape of its first
 input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
-``1 x N``; elementwise: ``R x C``); ``p2`` holds gemv's flags
-(``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``) or ``gemv_silu_mul``'s
-``operand``; ``f0`` holds ``eps``.
+``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``); ``p2`` holds
+gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``), add's
+(``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows' (``isa.SUM_ROWS_OUT_F32``)
+or ``gemv_silu_mul``'s ``operand``; ``f0`` holds ``eps``.
 """
 
 from __future__ import annotations
@@ -96,6 +99,20 @@ def _run_gemv_add(ins, params):
     return _gemv_bf16(ins) + _f32(ins[2])
 
 
+def sum_rows_f32(partials: np.ndarray) -> np.ndarray:
+    """The column sums of a ``P x C`` tile, ``[1, C]``, added row after row in fp32.
+
+    The order is fixed (row 0, 1, ..., P-1, starting from +0.0), as the GPU
+    body adds them, so the result does not depend on where or when the rows
+    were computed; numpy's ``sum`` would add pairwise instead.
+    """
+    rows = _f32(partials)
+    total = np.zeros((1, rows.shape[1]), dtype=np.float32)
+    for row in rows:
+        total += row
+    return total
+
+
 def _gemv_flops(ins):
     return 2 * ins[0].shape[0] * ins[0].shape[1]
 
@@ -122,6 +139,11 @@ def _vec(t: TileSig, what: str, fam: str) -> int:
 def _bf16(ts: Sequence[TileSig], fam: str, names: Sequence[str]) -> None:
     for t, n in zip(ts, names, strict=True):
         _need(t.dtype == "bf16", f"family '{fam}': {n} must be bf16, got {t}")
+
+
+def _bf16_or_f32(ts: Sequence[TileSig], fam: str, names: Sequence[str]) -> None:
+    for t, n in zip(ts, names, strict=True):
+        _need(t.dtype in ("bf16", "f32"), f"family '{fam}': {n} must be bf16 or f32, got {t}")
 
 
 def _infer_gemv(ins: Sequence[TileSig], params: dict, fam: str = "gemv") -> TileSig:
@@ -151,6 +173,22 @@ def _infer_elementwise(fam: str):
         return TileSig(a.shape, "bf16")
 
     return infer
+
+
+def _infer_add(ins, params):
+    """Both operands bf16 or both f32; the result defaults to their dtype."""
+    a, b = ins
+    _bf16_or_f32([a, b], "add", ["lhs", "rhs"])
+    _need(a.dtype == b.dtype, f"family 'add': operand dtypes differ ({a} vs {b})")
+    _need(a.shape == b.shape, f"family 'add': operand shapes differ ({a} vs {b})")
+    return TileSig(a.shape, a.dtype)
+
+
+def _infer_sum_rows(ins, params):
+    """A ``P x C`` f32 tile of partial sums -> its ``1 x C`` column sums (f32 by default)."""
+    (partials,) = ins
+    _need(partials.dtype == "f32", f"family 'sum_rows': partials must be f32, got {partials}")
+    return TileSig((1, partials.shape[1]), "f32")
 
 
 def _infer_rmsnorm(ins, params, fam="rmsnorm"):
@@ -231,6 +269,26 @@ def _decode_rmsnorm_gemv(w: ParamWords) -> ComputeSignature:
     return ComputeSignature((_tile(R, K), _tile(1, K), _tile(1, K)), _tile(1, R), {"eps": w.f0})
 
 
+def _encode_add(sig: ComputeSignature) -> ParamWords:
+    flags = (isa.ADD_IN_F32 if sig.inputs[0].dtype == "f32" else 0) | (
+        isa.ADD_OUT_F32 if sig.result.dtype == "f32" else 0)
+    return _encode_shape(sig, flags)
+
+
+def _decode_add(w: ParamWords) -> ComputeSignature:
+    t = _tile(w.p0, w.p1, "f32" if w.p2 & isa.ADD_IN_F32 else "bf16")
+    return ComputeSignature((t, t), _tile(w.p0, w.p1, "f32" if w.p2 & isa.ADD_OUT_F32 else "bf16"))
+
+
+def _encode_sum_rows(sig: ComputeSignature) -> ParamWords:
+    return _encode_shape(sig, isa.SUM_ROWS_OUT_F32 if sig.result.dtype == "f32" else 0)
+
+
+def _decode_sum_rows(w: ParamWords) -> ComputeSignature:
+    out = _tile(1, w.p1, "f32" if w.p2 & isa.SUM_ROWS_OUT_F32 else "bf16")
+    return ComputeSignature((_tile(w.p0, w.p1, "f32"),), out)
+
+
 def _encode_gemv_silu_mul(sig: ComputeSignature) -> ParamWords:
     return _encode_shape(sig, int(sig.params["operand"]))
 
@@ -271,10 +329,11 @@ SILU_MUL = Family(
 )
 ADD = Family(
     "add", 4, ("lhs", "rhs"), (),
-    _infer_elementwise("add"), lambda ins, p: _f32(ins[0]) + _f32(ins[1]), _elem_flops(1),
-    _encode_shape, _decode_elementwise,
+    _infer_add, lambda ins, p: _f32(ins[0]) + _f32(ins[1]), _elem_flops(1),
+    _encode_add, _decode_add,
     Role.ACTIVATION, f"{_PTX}.elementwise:add",
-    description="y = lhs + rhs",
+    description="y = lhs + rhs; operands both bf16 or both f32, result bf16 or f32",
+    out_dtypes=("bf16", "f32"),
 )
 RMSNORM_GEMV = Family(
     "rmsnorm_gemv", 5, ("weights", "x", "norm_weight"), ("eps",),
@@ -299,8 +358,17 @@ GEMV_ADD = Family(
     description="gemv with a residual-add epilogue",
 )
 
+SUM_ROWS = Family(
+    "sum_rows", 8, ("partials",), (),
+    _infer_sum_rows, lambda ins, p: sum_rows_f32(ins[0]), _elem_flops(1),
+    _encode_sum_rows, _decode_sum_rows,
+    Role.ACTIVATION, f"{_PTX}.reduce:sum_rows",
+    description="y[1,C] = partials[0,:] + partials[1,:] + ... + partials[P-1,:] in this order (f32 in)",
+    out_dtypes=("f32", "bf16"),
+)
+
 #: in registration order (a fused family after its parts)
-BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD)
+BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

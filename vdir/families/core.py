@@ -22,10 +22,14 @@ from vdir.diagnostics import VdirError
 
 BF16 = np.dtype(bfloat16)
 F32 = np.dtype(np.float32)
+I32 = np.dtype(np.int32)
 
-#: dtype names as they appear in types (``!vdir.tile<1x64xbf16>``).
-DTYPES = {"bf16": BF16, "f32": F32}
-DTYPE_BYTES = {"bf16": 2, "f32": 4}
+#: dtype names as they appear in types (``!vdir.tile<1x64xbf16>``); ``i32``
+#: (token ids, positions, indices) is loaded and stored, but no built-in
+#: family computes on it
+DTYPES = {"bf16": BF16, "f32": F32, "i32": I32}
+#: bytes per element: the ISA's table (tile and region sizes are counted in them)
+DTYPE_BYTES = isa.DTYPE_SIZES
 
 #: the family opcode is one byte of the instruction's first word (bits 8..15);
 #: opcode 0 is not a family

@@ -8,6 +8,7 @@ program structure at a size that tests and the simulator handle quickly.
 * :func:`build_rmsnorm_gemv` — ``examples/rmsnorm_gemv.mlir``
 * :func:`build_mlp_block` — ``examples/mlp.mlir``
 * :func:`build_mlp_stack` — ``examples/mlp_stack.mlir``
+* :func:`build_split_k_gemv` — ``examples/split_k_gemv.mlir``
 """
 
 from __future__ import annotations
@@ -235,4 +236,47 @@ def build_mlp_stack(
     }
     with b.repeat(0, layers, name="l") as layer:
         _mlp_layer(b, bufs, layer, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+    return b.finish()
+
+
+def build_split_k_gemv(
+    M: int = 1024,
+    K: int = 8192,
+    *,
+    splits: int = 8,
+    rows_per_tile: int = 32,
+    combine_cols: int = 256,
+    target: str = "h200",
+) -> ModuleOp:
+    """y[1, M] = W[M, K] . x[1, K] with K split across SMs (``examples/split_k_gemv.mlir``).
+
+    A deterministic two-phase reduction. Phase 1: for each of the ``splits``
+    K chunks and each block of ``rows_per_tile`` rows, a gemv over the chunk
+    stores its f32 partial sum to row ``s`` of the f32 buffer ``partials``
+    (``splits x M``); placement spreads these gemvs over the SMs. Phase 2:
+    each block of ``combine_cols`` columns loads ``partials[0:splits, c:c+C]``
+    (the dependency analysis makes it wait for every store to that region,
+    through a cross-SM counter) and ``sum_rows`` adds the rows in order
+    0, 1, ..., splits-1 in f32, rounding once to bf16. ``partials`` is an
+    output too: the per-chunk sums can be inspected.
+    """
+    b = ProgramBuilder("split_k_gemv", target=target)
+    kc = _split(K, splits, "K")
+    w = b.buffer("w", (M, K), "bf16")
+    x = b.buffer("x", (1, K), "bf16")
+    partials = b.buffer("partials", (splits, M), "f32")
+    y = b.buffer("y", (1, M), "bf16")
+    with b.repeat(0, splits, name="s") as s:
+        k = b.affine(s, scale=kc, name="k")
+        xs = b.load(x, (0, k), (1, kc), name="xs")
+        with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+            r = b.affine(i, scale=rows_per_tile, name="r")
+            wt = b.load(w, (r, k), (rows_per_tile, kc), name="wt")
+            pt = b.compute("gemv", [wt, xs], out_dtype="f32", name="pt")
+            b.store(pt, partials, (s, r), name="stored")
+    with b.repeat(0, _tiles(M, combine_cols, "M"), name="j") as j:
+        c = b.affine(j, scale=combine_cols, name="c")
+        parts = b.load(partials, (0, c), (splits, combine_cols), name="parts")
+        yt = b.compute("sum_rows", [parts], out_dtype="bf16", name="yt")
+        b.store(yt, y, (0, c), name="done")
     return b.finish()

@@ -8,10 +8,11 @@
                        [--lowering 'key=value ...']
 
 Without ``--inputs`` the inputs are random (seeded, never zero) with the
-scale 0.5 for activations and 1/sqrt(columns) for weight matrices. ``--check``
+scale 0.5 for activations and 1/sqrt(columns) for weight matrices (i32
+inputs: uniform over the int32 range). ``--check``
 compares every output with the reference evaluator and exits 1 on a
 mismatch, printing the worst element and the tolerance. ``--outputs`` saves
-the outputs as float32 arrays (bf16 widens exactly). ``--trace`` writes the
+the outputs as float32 arrays (bf16 widens exactly; i32 outputs stay int32). ``--trace`` writes the
 simulator's Chrome/Perfetto trace. ``--lowering`` sets the lowering options
 of a backend that lowers the program (``cuda``; checked on every backend).
 The file holds a source ``vdir.program`` (compiled here) or the one
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the IR file (.mlir)")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
-    p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32) to this .npz file")
+    p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32; i32 as int32) to this .npz file")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of the simulator's interleaving")
     p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                    help="a launch-time scalar's value (repeatable; default: random in its range)")
@@ -95,7 +96,8 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
     stay of unit scale; anything smaller (activations, norm weights, a
     residual stream of a few rows) gets the scale 0.5. f32 buffers are
     ``normal * scale``; bf16 buffers use :func:`random_bf16`, which is as
-    fast as filling memory (a 16-layer model has gigabytes of weights).
+    fast as filling memory (a 16-layer model has gigabytes of weights);
+    i32 buffers are uniform over the whole int32 range.
     """
     rng = np.random.default_rng(seed)
     arrays = {}
@@ -107,11 +109,16 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
         scale = 1.0 / np.sqrt(columns) if rows >= MATRIX_ROWS else 0.5
         if info.dtype == "bf16":
             arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
+        elif info.dtype == "i32":  # token ids, positions: any int32 bit pattern
+            arrays[info.name] = rng.integers(I32_MIN, I32_MAX, info.shape, dtype=np.int32, endpoint=True)
         else:
             values = rng.standard_normal(info.shape, dtype=np.float32)
             arrays[info.name] = (values * np.float32(scale)).astype(DTYPES[info.dtype])
     return arrays
 
+
+#: the int32 range that random i32 inputs cover
+I32_MIN, I32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
 
 #: buffers with at least this many rows are treated as weight matrices by :func:`random_inputs`.
 MATRIX_ROWS = 64
@@ -142,7 +149,8 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
     """Input arrays from an .npz file, converted to each buffer's dtype.
 
     Floating-point arrays are rounded to the buffer dtype; raw 2-byte arrays
-    (bf16 saved by numpy) are reinterpreted as bf16.
+    (bf16 saved by numpy) are reinterpreted as bf16. An i32 buffer takes
+    integer arrays whose values fit in int32, nothing else.
     """
     if not Path(path).is_file():
         raise RunError(f"{path}: error: no such file")
@@ -185,9 +193,20 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
         return np.ascontiguousarray(array)
     if dtype == "bf16" and array.dtype.kind == "V" and array.dtype.itemsize == 2:
         return np.ascontiguousarray(array).view(want)
+    if dtype == "i32":
+        return _to_i32(path, name, array)
     if array.dtype.kind in "fiu":
         return np.ascontiguousarray(array.astype(want))
     raise RunError(f"{path}: error: array '{name}' has dtype {array.dtype}, expected a number array for {dtype}")
+
+
+def _to_i32(path: str, name: str, array: np.ndarray) -> np.ndarray:
+    """An integer array whose values fit in int32, as int32; anything else is an error."""
+    if array.dtype.kind not in "iu":
+        raise RunError(f"{path}: error: array '{name}' has dtype {array.dtype}, expected an integer array for i32")
+    if array.size and (int(array.min()) < I32_MIN or int(array.max()) > I32_MAX):
+        raise RunError(f"{path}: error: array '{name}' has values outside the int32 range")
+    return np.ascontiguousarray(array.astype(np.int32))
 
 
 # ---------------------------------------------------------------------------
@@ -333,10 +352,11 @@ def _write_trace(exe: Executable, path: str) -> None:
 
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
-    """Write the outputs, widened to float32, to an .npz file."""
+    """Write the outputs to an .npz file: float outputs widened to float32, i32 outputs as int32."""
     try:
+        saved = {name: a if a.dtype.kind == "i" else a.astype(np.float32) for name, a in outputs.items()}
         # numpy's stub matches the unpacked names against savez's allow_pickle flag
-        np.savez(path, **{name: a.astype(np.float32) for name, a in outputs.items()})  # pyright: ignore[reportArgumentType]
+        np.savez(path, **saved)  # pyright: ignore[reportArgumentType]
     except OSError as e:
         raise RunError(f"{path}: error: cannot write ({e.strerror or e})") from None
 

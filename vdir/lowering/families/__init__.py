@@ -9,7 +9,7 @@ the intermediate tile in the fused families.
 
 Each family object names its body (``Family.ptx_body``, a lazy
 ``"module:function"`` reference for the built-in ones, which live in
-``gemv.py`` and ``elementwise.py``); :func:`body_of` looks it up by opcode.
+``gemv.py``, ``elementwise.py`` and ``reduce.py``); :func:`body_of` looks it up by opcode.
 """
 
 from __future__ import annotations
@@ -91,6 +91,20 @@ def round_bf16(b: PtxBuilder, f: SSAValue) -> SSAValue:
 def load_bf16(b: PtxBuilder, addr: SSAValue, off: int = 0) -> SSAValue:
     """One bf16 from shared memory, as f32."""
     return from_bf16(b, b.ld("ld.shared.b16", "b16", addr, off))
+
+
+def load_elem(b: PtxBuilder, addr: SSAValue, dtype: str) -> SSAValue:
+    """One ``dtype`` (bf16 or f32) element from shared memory, as f32."""
+    return load_bf16(b, addr) if dtype == "bf16" else b.ld("ld.shared.f32", "f32", addr)
+
+
+def store_elem(b: PtxBuilder, base: SSAValue, offset: SSAValue, value: SSAValue, dtype: str) -> None:
+    """Store an f32 to shared memory at ``base + offset`` as ``dtype`` (bf16: rounded to nearest even)."""
+    if dtype == "bf16":
+        data = to_bf16(b, value)
+        b.st("st.shared.b16", b.i("add.u32", "u32", base, offset), 0, data)
+    else:
+        b.st("st.shared.f32", b.i("add.u32", "u32", base, offset), 0, value)
 
 
 def silu(b: PtxBuilder, x: SSAValue) -> SSAValue:

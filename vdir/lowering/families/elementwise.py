@@ -1,7 +1,7 @@
 """Bodies of the elementwise families: ``rmsnorm``, ``silu_mul``, ``add``.
 
-Threads of the compute group take elements round-robin (2-byte accesses:
-these tiles are small next to the gemv weights).
+Threads of the compute group take elements round-robin (2- or 4-byte
+accesses: these tiles are small next to the gemv weights).
 """
 
 from __future__ import annotations
@@ -10,20 +10,32 @@ from collections.abc import Callable
 
 from xdsl.ir import SSAValue
 
+from vdir import isa
+from vdir.families import DTYPE_BYTES
 from vdir.lowering import families as F
 from vdir.lowering.builder import PtxBuilder
 
+#: the (operand, result) dtypes of add other than bf16 -> bf16, by their flags
+#: in p2; each gets its own loop, so the bf16 loop is the one without flags
+_ADD_FORMS = {
+    isa.ADD_OUT_F32: ("bf16", "f32"),
+    isa.ADD_IN_F32: ("f32", "bf16"),
+    isa.ADD_IN_F32 | isa.ADD_OUT_F32: ("f32", "f32"),
+}
 
-def _binary(cc: "F.ComputeCtx", op: Callable[[PtxBuilder, SSAValue, SSAValue], SSAValue], hint: str) -> None:
+
+def _binary(cc: "F.ComputeCtx", op: Callable[[PtxBuilder, SSAValue, SSAValue], SSAValue], hint: str,
+            in_dtype: str = "bf16", out_dtype: str = "bf16") -> None:
     b = cc.b
     n = b.i("mul.lo.u32", "u32", cc.p0, cc.p1)
+    in_bytes, out_bytes = DTYPE_BYTES[in_dtype], DTYPE_BYTES[out_dtype]
 
     def body(i: SSAValue) -> None:
-        o = b.i("mul.lo.u32", "u32", i, 2)
-        a = F.load_bf16(b, b.i("add.u32", "u32", cc.ins[0], o))
-        c = F.load_bf16(b, b.i("add.u32", "u32", cc.ins[1], o))
-        r = F.to_bf16(b, op(b, a, c))
-        b.st("st.shared.b16", b.i("add.u32", "u32", cc.out, o), 0, r)
+        o = b.i("mul.lo.u32", "u32", i, in_bytes)
+        a = F.load_elem(b, b.i("add.u32", "u32", cc.ins[0], o), in_dtype)
+        c = F.load_elem(b, b.i("add.u32", "u32", cc.ins[1], o), in_dtype)
+        r = op(b, a, c)
+        F.store_elem(b, cc.out, o if out_bytes == in_bytes else b.i("mul.lo.u32", "u32", i, out_bytes), r, out_dtype)
 
     b.for_range(cc.ct, n, cc.nthreads, body, hint)
 
@@ -34,8 +46,32 @@ def silu_mul(cc: "F.ComputeCtx") -> None:
 
 
 def add(cc: "F.ComputeCtx") -> None:
-    """y = lhs + rhs over an RxC tile."""
-    _binary(cc, lambda b, x, y: b.i("add.rn.f32", "f32", x, y), "add")
+    """y = lhs + rhs over an RxC tile; p2's flags pick f32 operands and/or result.
+
+    The flags select one of four loops (branches taken uniformly by the
+    group); the bf16 loop, the common case, comes first, behind a single
+    test of p2.
+    """
+    b = cc.b
+    done, wide = b.new_label("add_done"), b.new_label("add_wide")
+    forms = {flags: b.new_label(f"add_{src}_{dst}") for flags, (src, dst) in _ADD_FORMS.items()}
+    form = b.i("and.b32", "b32", cc.p2, isa.ADD_IN_F32 | isa.ADD_OUT_F32)  # as the decoder reads p2
+    b.bra(wide, b.setp("ne.u32", form, 0))
+    _add_loop(cc, "bf16", "bf16")
+    b.bra(done)
+    b.place(wide)
+    for flags, label in forms.items():
+        b.bra(label, b.setp("eq.u32", form, flags))
+    for flags, label in forms.items():
+        b.place(label)
+        _add_loop(cc, *_ADD_FORMS[flags])
+        b.bra(done)
+    b.place(done)
+
+
+def _add_loop(cc: "F.ComputeCtx", in_dtype: str, out_dtype: str) -> None:
+    hint = "add" if (in_dtype, out_dtype) == ("bf16", "bf16") else f"add_{in_dtype}_{out_dtype}_loop"
+    _binary(cc, lambda b, x, y: b.i("add.rn.f32", "f32", x, y), hint, in_dtype, out_dtype)
 
 
 def rmsnorm(cc: "F.ComputeCtx") -> None:
