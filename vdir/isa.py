@@ -538,6 +538,23 @@ def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
     return [table[i] for i in range(len(table))]
 
 
+def index_ranges(program: "EncodedProgram") -> dict[tuple[int, int], tuple[int, int]]:
+    """``(buffer, element) -> (lo, hi)`` (inclusive): the values of each ``i32`` element read as a
+    runtime offset that every instruction reading it accepts (empty ranges left out).
+
+    Tools use it to draw valid random token ids and positions.
+    """
+    instrs = program.instrs
+    sources = DYN_SOURCE.column(instrs).astype(np.int64)
+    ranges: dict[tuple[int, int], tuple[int, int]] = {}
+    for i in np.nonzero(sources >= SOURCE_BUFFER0)[0]:
+        w = instrs[i]
+        key = (int(sources[i]) - SOURCE_BUFFER0, DYN_INDEX.get(w))
+        lo, hi = ranges.get(key, (DYN_MIN.get(w), DYN_MAX.get(w)))
+        ranges[key] = (max(lo, DYN_MIN.get(w)), min(hi, DYN_MAX.get(w)))
+    return {k: r for k, r in ranges.items() if r[0] <= r[1]}
+
+
 def buffer_role(is_input: bool, is_output: bool) -> str:
     """An argument's role: read before written (``in``), written (``out``),
     both (``inout``), or neither read from outside nor returned (``scratch``)."""

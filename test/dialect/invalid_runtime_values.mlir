@@ -40,3 +40,26 @@ vdir.program @no_max(%x: !vdir.buffer<1x8xbf16>, %n: index in 0 to 4) {
   vdir.repeat %i = 0 to %n {
   }
 }
+
+// -----
+
+// vdir.read reads an element of an i32 buffer, inside it.
+
+vdir.program @read_dtype(%x: !vdir.buffer<1x8xbf16>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: vdir.read reads an i32 buffer, got bf16
+  %v = vdir.read %x[0, 0] : !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
+vdir.program @read_bounds(%ids: !vdir.buffer<1x4xi32>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: vdir.read of element (0, 4) is outside the 1x4 buffer
+  %v = vdir.read %ids[0, 4] : !vdir.buffer<1x4xi32>
+}
+
+// -----
+
+vdir.program @read_type(%ids: !vdir.buffer<1x4xi32>) {
+  // CHECK: {{.*}}:[[# @LINE + 1]]:18: error: SSA value %ids has type !vdir.buffer<1x4xi32>, but is used as !vdir.buffer<2x4xi32>
+  %v = vdir.read %ids[0, 0] : !vdir.buffer<2x4xi32>
+}

@@ -20,7 +20,8 @@ from test_sim import FAMILY_CASES, R, cross_sm_program, family_program, gemv_inp
 import vdir
 from vdir.device_runtime import PlatformError, backend_names, backend_status, get_platform
 from vdir.device_runtime.executable import ArgumentError, Executable
-from vdir.families import FAMILIES
+from vdir.families import DTYPES, FAMILIES
+from vdir.isa import index_ranges
 from vdir.testing.compare import compare_outputs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,17 +226,18 @@ def test_compiled_module_matches_reference(backend, num_sms, tmp_path):
 def test_example_matches_reference(backend, path):
     from vdir.testing.reference import evaluate
     from vdir.tools.common import parse_module_file
-    from vdir.tools.vdir_run import random_inputs
+    from vdir.tools.vdir_run import parse_scalars, random_inputs
 
     module = parse_module_file(path)
     exe = vdir.compile(module, backend=backend)
     with exe:
-        inputs = random_inputs(exe.signature, seed=3)
-        result = exe(**inputs)
+        # token ids in the range their readers accept; scalars random in theirs
+        inputs = random_inputs(exe.signature, seed=3, offset_ranges=index_ranges(exe.program))
+        scalars = parse_scalars([], exe.scalars, seed=3)
+        result = exe(**inputs, **scalars)
     outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
-    zeros = {b.name: np.zeros(b.shape, dtype=bfloat16 if b.dtype == "bf16" else np.float32)
-             for b in exe.outputs}
-    expected = evaluate(module, {**zeros, **inputs})
+    zeros = {b.name: np.zeros(b.shape, dtype=DTYPES[b.dtype]) for b in exe.outputs}
+    expected = evaluate(module, {**zeros, **inputs}, scalars)
     assert_close(backend, outputs, {k: expected[k] for k in outputs})
     assert any(np.abs(a.astype(np.float32)).max() > 0 for a in outputs.values())
     assert math.isfinite(sum(float(np.abs(a.astype(np.float32)).sum()) for a in outputs.values()))

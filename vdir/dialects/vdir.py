@@ -863,15 +863,13 @@ class ReadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "ReadOp":
-        source = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         pos = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
         )
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        if source.type != source_type:
-            parser.raise_error(f"{value_name(source)} has type {source.type}, but is used as {source_type}")
+        source = parser.resolve_operand(unresolved, parser.parse_type())
         if len(pos) != 2:
             parser.raise_error(f"vdir.read takes a (row, column) position, got {len(pos)} numbers")
         op = cls(source, pos[0], pos[1])

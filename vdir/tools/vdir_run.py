@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +42,7 @@ from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
-from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo
+from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo, index_ranges
 from vdir.target import get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
 
@@ -88,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------
 
 
-def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndarray]:
+def random_inputs(
+    buffers: Sequence[BufferInfo], seed: int, offset_ranges: Mapping[tuple[int, int], tuple[int, int]] | None = None
+) -> dict[str, np.ndarray]:
     """Seeded random values for every input buffer, never zero.
 
     A weight-like matrix (at least :data:`MATRIX_ROWS` rows) gets the scale
@@ -97,11 +99,14 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
     residual stream of a few rows) gets the scale 0.5. f32 buffers are
     ``normal * scale``; bf16 buffers use :func:`random_bf16`, which is as
     fast as filling memory (a 16-layer model has gigabytes of weights);
-    i32 buffers are uniform over the whole int32 range.
+    i32 buffers are uniform over the whole int32 range, except the elements
+    the program reads as runtime offsets (``offset_ranges``, from
+    :func:`vdir.isa.index_ranges`): those are uniform over the values every
+    reader accepts, so random inputs never stop the launch.
     """
     rng = np.random.default_rng(seed)
     arrays = {}
-    for info in buffers:
+    for b, info in enumerate(buffers):
         if not info.is_input:
             continue
         columns = info.shape[-1]
@@ -110,7 +115,11 @@ def random_inputs(buffers: Sequence[BufferInfo], seed: int) -> dict[str, np.ndar
         if info.dtype == "bf16":
             arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
         elif info.dtype == "i32":  # token ids, positions: any int32 bit pattern
-            arrays[info.name] = rng.integers(I32_MIN, I32_MAX, info.shape, dtype=np.int32, endpoint=True)
+            ints = rng.integers(I32_MIN, I32_MAX, info.shape, dtype=np.int32, endpoint=True)
+            for (buffer, element), (lo, hi) in (offset_ranges or {}).items():
+                if buffer == b:
+                    ints.reshape(-1)[element] = rng.integers(lo, hi, endpoint=True)
+            arrays[info.name] = ints
         else:
             values = rng.standard_normal(info.shape, dtype=np.float32)
             arrays[info.name] = (values * np.float32(scale)).astype(DTYPES[info.dtype])
@@ -272,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
-        arrays = random_inputs(program.buffers, args.seed)
+        arrays = random_inputs(program.buffers, args.seed, index_ranges(program))
     scalars = parse_scalars(args.scalar, program.scalars, args.seed)
     if scalars:
         print("scalars: " + ", ".join(f"{k} = {v}" for k, v in scalars.items()))
