@@ -23,6 +23,7 @@ from typing import overload
 
 import numpy as np
 
+from vdir.diagnostics import VdirError
 from vdir.target import get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
@@ -297,7 +298,7 @@ PACKED_WORDS = tuple(sorted({f.word for f in INSTRUCTION_FIELDS if f.packed}))
 LOOP_RECORD_WORDS = frozenset(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_indices)
 
 
-class LoopFormError(ValueError):
+class LoopFormError(VdirError, ValueError):
     """A malformed loop in a queue; ``record`` is the loop record's position in the queue."""
 
     def __init__(self, record: int, message: str):
