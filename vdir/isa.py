@@ -299,11 +299,14 @@ LOOP_RECORD_WORDS = frozenset(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_
 
 
 class LoopFormError(VdirError, ValueError):
-    """A malformed loop in a queue; ``record`` is the loop record's position in the queue."""
+    """A malformed loop in a queue; ``record`` is the loop record's position in the queue.
 
-    def __init__(self, record: int, message: str):
-        super().__init__(f"loop record {record}: {message}")
-        self.record = record
+    The message reads ``[queue, ]loop record N: reason``.
+    """
+
+    def __init__(self, record: int, reason: str, queue: str = ""):
+        super().__init__(f"{queue + ', ' if queue else ''}loop record {record}: {reason}")
+        self.record, self.reason = record, reason
 
 
 @dataclass(frozen=True)
@@ -666,6 +669,15 @@ class EncodedProgram:
             return self.instrs
         rows = [self.executed_queue(sm, e) for sm in range(len(self.queues)) for e in range(len(self.queues[sm]))]
         return np.concatenate(rows) if rows else self.instrs[:0]
+
+    def check_loops(self) -> None:
+        """Check every queue's loop records; LoopFormError names the queue (``SM 0 load queue``) and record."""
+        for sm in range(len(self.queues)):
+            for e in range(len(self.queues[sm])):
+                try:
+                    queue_loops(self.queue(sm, e))
+                except LoopFormError as err:
+                    raise LoopFormError(err.record, err.reason, f"SM {sm} {self.engine_name(e)} queue") from None
 
     def instruction(self, sm: int, engine: int, pos: int) -> Instruction:
         """The instruction the queue executes at position ``pos`` (counted in the executed stream)."""

@@ -279,7 +279,7 @@ def _executed_words(
     try:
         return isa.expand_queue(records[start : start + count]).tolist()
     except isa.LoopFormError as e:
-        raise SimProgramError(f"SM {sm} {name} queue, {e}") from None
+        raise SimProgramError(str(isa.LoopFormError(e.record, e.reason, f"SM {sm} {name} queue"))) from None
 
 
 def _decode_op(
