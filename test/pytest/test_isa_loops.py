@@ -231,3 +231,11 @@ def test_looped_program_ptx_assembles(looped, load_path, tmp_path):
     r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_check_loops_names_the_queue_and_the_record(looped):
+    """EncodedProgram.check_loops (run by vdir-run and the CUDA backend on reading a program) names both."""
+    looped.check_loops()
+    forge, _ = FORGERIES["nested loop"]
+    with pytest.raises(isa.LoopFormError, match=r"^SM 0 load queue, loop record \d+: body instruction 0 is itself"):
+        _forged(looped, forge).check_loops()
