@@ -7,6 +7,9 @@ fields unchanged), :func:`reroll_queue` replaces the ``n * k`` records by one
 loop record, the ``k`` bases and the ``k`` steps (``isa.expand_queue`` is the
 inverse). The search is greedy from the front: at each position it takes the
 body length (up to ``max_body``) that removes the most records, if any.
+Candidates come from a hash of each record that is linear in its words, for
+all body lengths at once; every loop is checked word for word before it is
+written, so a hash collision costs a missed loop, never a wrong one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from vdir import isa
 
 #: the longest loop body the encoder searches for
 DEFAULT_MAX_BODY = 64
-
 
 #: (body length, position) pairs examined at once (bounds memory on long queues)
 _BLOCK_ELEMENTS = 1 << 22
