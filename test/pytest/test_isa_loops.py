@@ -102,7 +102,7 @@ EXAMPLES = [
     ("gemv on 1 SM", examples.build_gemv, 1),
     ("gemv", examples.build_gemv, None),
     ("mlp_block on 2 SMs", examples.build_mlp_block, 2),
-    ("2-layer stack on 4 SMs", lambda: examples.build_mlp_stack(2, 256, 512), 4),
+    ("4-layer stack on 1 SM", lambda: examples.build_mlp_stack(4, 256, 512), 1),
 ]
 
 
