@@ -62,6 +62,9 @@ class Field:
     nwords: int = 1
     shift: int = 0
     bits: int = 32
+    #: a two's-complement 32-bit value (``get`` returns it signed, ``set`` takes
+    #: ``[-2**31, 2**31)``)
+    signed: bool = False
     #: the field's bits in its word, unshifted (all ones for a word or u64);
     #: derived once here, since the encoder sets fields about a million
     #: times for a 16-layer program
@@ -76,8 +79,20 @@ class Field:
             raise ValueError(f"field '{self.name}': a u64 field cannot be packed")
         if not (0 < self.bits and self.shift + self.bits <= 32):
             raise ValueError(f"field '{self.name}': bits {self.shift}..{self.shift + self.bits - 1} exceed a word")
+        if self.signed and (self.nwords, self.bits) != (1, 32):
+            raise ValueError(f"field '{self.name}': only a whole u32 word can be signed")
         object.__setattr__(self, "mask", (1 << (32 * self.nwords if self.nwords == 2 else self.bits)) - 1)
         object.__setattr__(self, "packed", self.bits < 32)
+
+    @property
+    def min_value(self) -> int:
+        """The smallest value the field holds (negative for a signed field)."""
+        return -(1 << 31) if self.signed else 0
+
+    @property
+    def max_value(self) -> int:
+        """The largest value the field holds."""
+        return (1 << 31) - 1 if self.signed else self.mask
 
     @property
     def byte_offset(self) -> int:
@@ -99,6 +114,8 @@ class Field:
         v = int(words[self.word])
         if self.nwords == 2:
             return v | int(words[self.word + 1]) << 32
+        if self.signed:
+            return v - (1 << 32) if v >= 1 << 31 else v
         return (v >> self.shift) & self.mask
 
     def set(self, words, value: int) -> None:
@@ -107,6 +124,10 @@ class Field:
         Raises ValueError for a value that does not fit the field.
         """
         value = int(value)
+        if self.signed:
+            if not -(1 << 31) <= value < 1 << 31:
+                raise ValueError(f"{value} does not fit the signed 32-bit field '{self.name}'")
+            value &= self.mask
         if not 0 <= value <= self.mask:
             raise ValueError(f"{value} does not fit the {self.bits * self.nwords}-bit field '{self.name}'")
         if self.nwords == 2:
@@ -122,10 +143,18 @@ class Field:
         if self.nwords == 2:
             return join_u64(records[:, self.word], records[:, self.word + 1])
         col = records[:, self.word]
+        if self.signed:
+            return col.view(np.int32).copy()
         return (col >> np.uint32(self.shift)) & np.uint32(self.mask) if self.packed else col.copy()
 
     def set_column(self, records: np.ndarray, values) -> None:
         """Store ``values`` (one per row, or one for all) in every row of ``records``."""
+        if self.signed:
+            signed = np.asarray(values, dtype=np.int64)
+            if np.any((signed < self.min_value) | (signed > self.max_value)):
+                raise ValueError(f"a value does not fit the signed 32-bit field '{self.name}'")
+            records[:, self.word] = (signed & self.mask).astype(np.uint32)
+            return
         v = np.asarray(values, dtype=np.uint64)
         if np.any(v > self.mask):
             raise ValueError(f"a value does not fit the {self.bits * self.nwords}-bit field '{self.name}'")
@@ -163,7 +192,8 @@ def join_u64(lo, hi):
 # common to every instruction
 OPCODE = Field("opcode", 0, bits=8)  # see OP_*
 FAMILY = Field("family", 0, shift=8, bits=8)  # family opcode of a compute
-FLAGS = Field("flags", 0, shift=16, bits=16)  # 0
+GUARD_SOURCE = Field("guard_source", 0, shift=16, bits=8)  # source of the condition's value (SOURCE_*)
+DYN_SOURCE = Field("dyn_source", 0, shift=24, bits=8)  # source of a runtime offset (SOURCE_*; load/store)
 WAIT_MASK = Field("wait_mask", 1, 2)  # dependency bits to wait on
 WAIT_PARITY = Field("wait_parity", 3, 2)  # value those bits must hold
 SIGNAL_MASK = Field("signal_mask", 5, 2)  # bits to toggle when the micro-op completes
@@ -171,9 +201,21 @@ WAIT_COUNTER = Field("wait_counter", 7)  # index + 1 of a global counter to wait
 WAIT_COUNT = Field("wait_count", 8)  # wait until counter >= epoch * this
 RELEASE_COUNTER = Field("release_counter", 9)  # index + 1 of a global counter to add 1 to on completion
 UOP_ID = Field("uop_id", 10)  # id of the micro-op in the scheduled program (diagnostics)
-RESERVED = Field("reserved", 11)
-COMMON_FIELDS = (OPCODE, FAMILY, FLAGS, WAIT_MASK, WAIT_PARITY, SIGNAL_MASK, WAIT_COUNTER, WAIT_COUNT,
-                 RELEASE_COUNTER, UOP_ID, RESERVED)
+GUARD_INDEX = Field("guard_index", 11)  # scalar slot or element index of the condition's value
+# runtime condition: the micro-op runs iff guard_coeff * v + guard_const >= 0
+GUARD_COEFF = Field("guard_coeff", 25, signed=True)
+GUARD_CONST = Field("guard_const", 26, signed=True)
+COMMON_FIELDS = (OPCODE, FAMILY, GUARD_SOURCE, DYN_SOURCE, WAIT_MASK, WAIT_PARITY, SIGNAL_MASK, WAIT_COUNTER,
+                 WAIT_COUNT, RELEASE_COUNTER, UOP_ID, GUARD_INDEX, GUARD_COEFF, GUARD_CONST)
+
+# where a runtime value comes from (GUARD_SOURCE, DYN_SOURCE): nothing, the
+# launch's scalar block (index: the scalar's slot), or buffer b as
+# SOURCE_BUFFER0 + b (index: the i32 element's position in the buffer)
+SOURCE_NONE = 0
+SOURCE_SCALAR = 1
+SOURCE_BUFFER0 = 2
+#: the most buffers a runtime value can be read from (the 8-bit source fields)
+MAX_SOURCE_BUFFERS = 256 - SOURCE_BUFFER0
 
 # load / store: a region of rows of a buffer <-> a dense tile
 BUFFER = Field("buffer", 12)  # buffer (program argument) index
@@ -191,7 +233,14 @@ TCHUNK = Field("tchunk", 22)  # column coordinate of the region, in units of the
 TROW = Field("trow", 23)  # row coordinate of the region
 TVIEW = Field("tview", 24)  # bytes of one element of the map's view of the buffer
 TENSOR_FIELDS = (TMAP, TBOXES, TBOX_ROWS, TCHUNK, TROW, TVIEW)
-TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS
+# runtime offset of a load/store: global_offset + v * dyn_scale bytes, for
+# dyn_min <= v <= dyn_max (else the engine reports ERR_BOUNDS and stops)
+DYN_INDEX = Field("dyn_index", 27)  # scalar slot or element index of v
+DYN_SCALE = Field("dyn_scale", 28, signed=True)  # bytes per unit of v
+DYN_MIN = Field("dyn_min", 29, signed=True)
+DYN_MAX = Field("dyn_max", 30, signed=True)
+DYNAMIC_FIELDS = (DYN_INDEX, DYN_SCALE, DYN_MIN, DYN_MAX)
+TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS
 
 # compute: tile offsets, then the family's parameters
 MAX_INPUTS = 4  # input tiles one compute instruction can name
@@ -226,7 +275,7 @@ W_WAIT_COUNTER = WAIT_COUNTER.word
 W_WAIT_COUNT = WAIT_COUNT.word
 W_RELEASE_COUNTER = RELEASE_COUNTER.word
 W_UOP_ID = UOP_ID.word
-W_RESERVED = RESERVED.word
+W_GUARD_INDEX = GUARD_INDEX.word
 W_BUFFER = BUFFER.word
 W_GLOBAL_OFFSET = GLOBAL_OFFSET.word
 W_ROWS = ROWS.word
@@ -255,8 +304,9 @@ HDR_NUM_COUNTERS = Field("num_counters", 5)
 HDR_SMEM_BYTES = Field("smem_bytes", 6)  # tile arena bytes per CTA
 HDR_NUM_BUFFERS = Field("num_buffers", 7)
 HDR_BITMAP_BITS = Field("bitmap_bits", 8)
+HDR_NUM_SCALARS = Field("num_scalars", 9)  # launch-time scalars (the scalar block's i32 slots)
 HEADER_FIELDS = (HDR_MAGIC, HDR_VERSION, HDR_NUM_SMS, HDR_NUM_ENGINES, HDR_NUM_INSTRS, HDR_NUM_COUNTERS,
-                 HDR_SMEM_BYTES, HDR_NUM_BUFFERS, HDR_BITMAP_BITS)
+                 HDR_SMEM_BYTES, HDR_NUM_BUFFERS, HDR_BITMAP_BITS, HDR_NUM_SCALARS)
 H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = (f.word for f in HEADER_FIELDS[:4])
 H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = (f.word for f in HEADER_FIELDS[4:8])
 H_BITMAP_BITS = HDR_BITMAP_BITS.word
@@ -549,8 +599,9 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
                        max_box_rows: int = TMA_BOX_MAX, view_bytes: int = TMA_VIEW_BYTES) -> list[TensorMapSpec]:
     """Fill the tensor-copy words of every load and store; return the map table.
 
-    A region gets a map when its buffer is a dense 2-D array whose rows are a
-    multiple of 16 bytes and the region fits whole boxes (else ``W_TMAP``
+    A region gets a map when its offset is a compile-time one, its buffer is
+    a dense 2-D array whose rows are a multiple of 16 bytes and the region
+    fits whole boxes (else ``W_TMAP``
     stays 0 and the kernel copies it with plain bulk copies). Regions of the
     same buffer and box shape share a map; maps are numbered in instruction
     order, so the table can be rebuilt from the words alone
@@ -564,7 +615,8 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     ops = OPCODE.column(instrs)
     for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
         w = instrs[i]
-        form = _tensor_form(w, buffers, memo, max_box_rows, view_bytes)
+        # a runtime offset is only known to the engine: plain copies
+        form = None if DYN_SOURCE.get(w) else _tensor_form(w, buffers, memo, max_box_rows, view_bytes)
         if form is None:
             for f in TENSOR_FIELDS:
                 f.set(w, 0)
@@ -626,6 +678,27 @@ class BufferInfo:
         return buffer_role(self.is_input, self.is_output)
 
 
+@dataclass(frozen=True)
+class ScalarInfo:
+    """A launch-time scalar as the runtime sees it: slot order, name, half-open range."""
+
+    name: str
+    lo: int
+    hi: int
+
+    def text(self) -> str:
+        """``name:lo:hi``, the form ``vdir.encoded_program`` lists it in."""
+        return f"{self.name}:{self.lo}:{self.hi}"
+
+    @classmethod
+    def parse(cls, text: str) -> "ScalarInfo":
+        """Inverse of :meth:`text`; ValueError for a malformed entry."""
+        name, lo, hi = text.split(":")
+        if not name.isidentifier() or int(lo) >= int(hi):
+            raise ValueError(f"malformed scalar entry '{text}' (want name:lo:hi with lo < hi)")
+        return cls(name, int(lo), int(hi))
+
+
 @dataclass
 class EncodedProgram:
     """The whole encoded program: queues, counters and the argument table.
@@ -644,6 +717,8 @@ class EncodedProgram:
     queues: list[list[tuple[int, int]]]
     uop_names: dict[int, str] = field(default_factory=dict)
     target: str = "h200"
+    #: the launch-time scalars, in slot order (host metadata, counted in the header)
+    scalars: list[ScalarInfo] = field(default_factory=list)
 
     def queue(self, sm: int, engine: int) -> np.ndarray:
         """The queue's records (loop records, bases and steps included)."""
@@ -701,6 +776,7 @@ class EncodedProgram:
             HDR_NUM_ENGINES: self.num_engines, HDR_NUM_INSTRS: len(self.instrs),
             HDR_NUM_COUNTERS: self.num_counters, HDR_SMEM_BYTES: self.smem_bytes,
             HDR_NUM_BUFFERS: len(self.buffers), HDR_BITMAP_BITS: self.bitmap_bits,
+            HDR_NUM_SCALARS: len(self.scalars),
         }
         for f, v in values.items():
             f.set(h, v)
@@ -726,7 +802,7 @@ class EncodedProgram:
 
     @classmethod
     def from_bytes(cls, data: bytes, buffers: list[BufferInfo], uop_names: dict[int, str] | None = None,
-                   target: str = "h200") -> "EncodedProgram":
+                   target: str = "h200", scalars: list[ScalarInfo] | None = None) -> "EncodedProgram":
         """Inverse of :meth:`to_bytes` (buffers and names are host metadata)."""
         h = cls.parse_header(data)
         n_sms, n_eng = h["num_sms"], h["num_engines"]
@@ -745,8 +821,11 @@ class EncodedProgram:
                 start, count = queues[s][e]
                 if start + count > h["num_instrs"]:
                     raise ValueError(f"queue (SM {s}, engine {e}) runs past the instructions")
+        scalars = list(scalars or [])
+        if h["num_scalars"] != len(scalars):
+            raise ValueError(f"encoded program has {h['num_scalars']} scalars, its scalar table {len(scalars)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
-                      queues, dict(uop_names or {}), target)
+                      queues, dict(uop_names or {}), target, scalars)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program
@@ -820,12 +899,41 @@ def _sync_text(ins: Instruction) -> str:
     return " ".join(parts)
 
 
+def source_text(program: EncodedProgram, source: int, index: int) -> str:
+    """A runtime value's source as the listing and diagnostics write it: ``%pos``, ``@ids[3]``."""
+    if source == SOURCE_SCALAR:
+        return f"%{program.scalars[index].name}" if index < len(program.scalars) else f"%scalar{index}"
+    b = source - SOURCE_BUFFER0
+    buf = program.buffers[b].name if 0 <= b < len(program.buffers) else f"#{b}"
+    return f"@{buf}[{index}]"
+
+
+def _guard_text(ins: Instruction, program: EncodedProgram) -> str:
+    """``when(%n * -1 + 3 >= 0)``, or nothing for an unconditional instruction."""
+    source = ins.get(GUARD_SOURCE)
+    if not source:
+        return ""
+    v = source_text(program, source, ins.get(GUARD_INDEX))
+    return f"when({ins.get(GUARD_COEFF)} * {v} + {ins.get(GUARD_CONST)} >= 0)"
+
+
+def _offset_text(ins: Instruction, program: EncodedProgram) -> str:
+    """The region's byte offset: ``+256``, or ``+0 + %pos * 32 (%pos in 0..59)`` when it is a runtime one."""
+    g = ins.get
+    if not g(DYN_SOURCE):
+        return f"+{ins.global_offset}"
+    v = source_text(program, g(DYN_SOURCE), g(DYN_INDEX))
+    base = ins.global_offset
+    base_text = f"+{base}" if base < 2**63 else f"-{2**64 - base}"
+    return f"{base_text} + {v} * {g(DYN_SCALE)} ({v} in {g(DYN_MIN)}..{g(DYN_MAX)})"
+
+
 def _body_text(ins: Instruction, program: EncodedProgram) -> str:
     g = ins.get
     if ins.opcode in (OP_LOAD, OP_STORE):
         b = g(BUFFER)
         buf = program.buffers[b].name if b < len(program.buffers) else f"#{b}"
-        region = f"@{buf}+{ins.global_offset} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
+        region = f"@{buf}{_offset_text(ins, program)} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
         smem = f"smem[{g(SMEM)}]"
         text = f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
         if g(TMAP):
@@ -853,6 +961,8 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
     ]
     for i, b in enumerate(program.buffers):
         lines.append(f"// buffer {i}: {b.name} {b.shape[0]}x{b.shape[1]} {b.dtype} ({b.role})")
+    for i, sc in enumerate(program.scalars):
+        lines.append(f"// scalar {i}: {sc.name} in {sc.lo} to {sc.hi}")
     try:
         maps = tensor_map_table(program)
     except ValueError as e:
@@ -873,7 +983,7 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
 def _instruction_text(words: np.ndarray, program: EncodedProgram) -> str:
     """One instruction's listing text: body, sync, then the micro-op's name."""
     ins = Instruction(words)
-    sync = _sync_text(ins)
+    sync = " ".join(t for t in (_guard_text(ins, program), _sync_text(ins)) if t)
     label = program.uop_names.get(ins.uop_id, f"#{ins.uop_id}")
     return f"{_body_text(ins, program)}{' ' + sync if sync else ''}  // {label}"
 

@@ -17,5 +17,5 @@ vdir.program @compute(%x: !vdir.buffer<1x64xbf16>, %g: !vdir.buffer<1x64xbf16>, 
 // CHECK:       %n = vdir.compute rmsnorm(%xt, %gt) {eps = 1.000000e-05 : f32} on compute : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
 // CHECK:       %s = vdir.compute add(%n, %xt) on compute flow 2 : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
 
-// GENERIC:     %n = "vdir.compute"(%xt, %gt) <{family = "rmsnorm", params = {eps = 1.000000e-05 : f32}, engine = #vdir.engine<compute>, operandSegmentSizes = array<i32: 2, 0>}> : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
-// GENERIC:     %s = "vdir.compute"(%n, %xt) <{family = "add", engine = #vdir.engine<compute>, flow = 2 : i64, operandSegmentSizes = array<i32: 2, 0>}>
+// GENERIC:     %n = "vdir.compute"(%xt, %gt) <{family = "rmsnorm", params = {eps = 1.000000e-05 : f32}, engine = #vdir.engine<compute>, operandSegmentSizes = array<i32: 2, 0, 0>}> : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
+// GENERIC:     %s = "vdir.compute"(%n, %xt) <{family = "add", engine = #vdir.engine<compute>, flow = 2 : i64, operandSegmentSizes = array<i32: 2, 0, 0>}>

@@ -30,7 +30,7 @@ vdir.program @store_on_load(%a: !vdir.buffer<1x8xbf16>) attributes {target = "h1
 
 vdir.program @generic_engine(%a: !vdir.buffer<1x8xbf16>) {
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: the store engine cannot run a load micro-op (it runs: store)
-  %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+  %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
   %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
 }
 
@@ -45,5 +45,5 @@ vdir.program @unknown_kind(%a: !vdir.buffer<1x8xbf16>) {
 
 vdir.program @unknown_attr(%a: !vdir.buffer<1x8xbf16>) {
   // CHECK: error: Expected `load`, `compute`, or `store`.
-  %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<tma>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+  %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<tma>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
 }

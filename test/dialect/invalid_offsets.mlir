@@ -23,7 +23,7 @@ vdir.program @one(%a: !vdir.buffer<4x8xbf16>) {
 vdir.program @disagree(%a: !vdir.buffer<4x8xbf16>) {
   vdir.repeat %i = 0 to 4 {
     // CHECK: {{.*}}:[[# @LINE + 1]]:5: error: load: offsets and dynamic offset operands disagree
-    %t = "vdir.load"(%a, %i) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 1, 0>}> : (!vdir.buffer<4x8xbf16>, index) -> !vdir.tile<1x8xbf16>
+    %t = "vdir.load"(%a, %i) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!vdir.buffer<4x8xbf16>, index) -> !vdir.tile<1x8xbf16>
     %s = vdir.store %t, %a[%i, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<4x8xbf16>
   }
 }
@@ -32,6 +32,6 @@ vdir.program @disagree(%a: !vdir.buffer<4x8xbf16>) {
 
 vdir.program @negative(%a: !vdir.buffer<4x8xbf16>) {
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: load: row offset -1 is negative
-  %t = "vdir.load"(%a) <{static_offsets = array<i64: -1, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<4x8xbf16>) -> !vdir.tile<1x8xbf16>
+  %t = "vdir.load"(%a) <{static_offsets = array<i64: -1, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<4x8xbf16>) -> !vdir.tile<1x8xbf16>
   %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<4x8xbf16>
 }

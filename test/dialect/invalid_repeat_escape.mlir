@@ -30,9 +30,9 @@ vdir.program @token_escapes(%a: !vdir.buffer<1x8xbf16>) {
   ^bb0(%a: !vdir.buffer<1x8xbf16>):
     "vdir.repeat"() <{lower = 0 : i64, upper = 2 : i64, step = 1 : i64}> ({
     ^bb1(%i: index):
-      %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+      %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
     }) : () -> ()
     // CHECK: {{.*}}:[[# @LINE + 1]]:23: error: SSA value %t is not defined before this use
-    %s = "vdir.store"(%t, %a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>) -> !vdir.token
+    %s = "vdir.store"(%t, %a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (!vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>) -> !vdir.token
   }) : () -> ()
 }) : () -> ()

@@ -100,7 +100,7 @@ vdir.program @too_many_sms(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf
 
 // -----
 
-// CHECK: invalid_sched_ranges.mlir:[[# @LINE + 1]]:1: error: buffer_roles gives 1 role for 2 arguments
+// CHECK: invalid_sched_ranges.mlir:[[# @LINE + 1]]:1: error: buffer_roles gives 1 role for 2 buffer arguments
 vdir.program @roles_per_argument(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) attributes {vdir.stage = #vdir.stage<laid-out>, vdir.layout = #vdir.layout<num_sms = 1, smem_bytes = 1024, buffer_roles = [in]>} {
   %t = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = 0, signal = [0]>} : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
   %u = vdir.compute add(%t, %t) on compute {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 0, smem = 128, wait = [0 : 1], signal = [1]>} : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>

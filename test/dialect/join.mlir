@@ -20,4 +20,4 @@ vdir.program @join(%a: !vdir.buffer<2x8xbf16>, %b: !vdir.buffer<2x8xbf16>) {
 // CHECK-NEXT:  %r = vdir.load %b[0, 0] on load after %both, %one : !vdir.buffer<2x8xbf16> -> !vdir.tile<2x8xbf16>
 
 // GENERIC:     %both = "vdir.join"(%s0, %s1) : (!vdir.token, !vdir.token) -> !vdir.token
-// GENERIC:     %r = "vdir.load"(%b, %both, %one) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 2>}>
+// GENERIC:     %r = "vdir.load"(%b, %both, %one) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 2, 0>}>

@@ -15,5 +15,5 @@ vdir.program @store(%a: !vdir.buffer<8x64xf32>, %b: !vdir.buffer<8x64xf32>) {
 // CHECK:       %first = vdir.store %t, %b[0, 32] on store : !vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>
 // CHECK:       %second = vdir.store %u, %b[0, 0] on store flow 1 after %first : !vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>
 
-// GENERIC:     %first = "vdir.store"(%t, %b) <{static_offsets = array<i64: 0, 32>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>) -> !vdir.token
-// GENERIC:     %second = "vdir.store"(%u, %b, %first) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, flow = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1>}> : (!vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>, !vdir.token) -> !vdir.token
+// GENERIC:     %first = "vdir.store"(%t, %b) <{static_offsets = array<i64: 0, 32>, engine = #vdir.engine<store>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (!vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>) -> !vdir.token
+// GENERIC:     %second = "vdir.store"(%u, %b, %first) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<store>, flow = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>}> : (!vdir.tile<8x32xf32>, !vdir.buffer<8x64xf32>, !vdir.token) -> !vdir.token

@@ -2,7 +2,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1 fuse=false}' -t ptx | filecheck %s
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
-// the dynamic shared-memory declaration, the entry with its eight parameters
+// the dynamic shared-memory declaration, the entry with its nine parameters
 // in launch order, 320 threads (load warp, store warp, 256 compute threads),
 // thread 0 clearing the shared header and initialising the 8-slot mbarrier
 // ring (fenced for the async proxy), and the branch to the warp roles.
@@ -26,7 +26,8 @@
 // CHECK-NEXT:   .param .u32 p_epoch,
 // CHECK-NEXT:   .param .u64 p_error,
 // CHECK-NEXT:   .param .u64 p_watchdog_ns,
-// CHECK-NEXT:   .param .u64 p_tmaps
+// CHECK-NEXT:   .param .u64 p_tmaps,
+// CHECK-NEXT:   .param .u64 p_scalars
 // CHECK-NEXT: )
 // CHECK-NEXT: .maxntid 320, 1, 1
 // CHECK-NEXT: {
@@ -43,12 +44,14 @@
 // CHECK-NEXT: ld.param.u64 [[ERR:%rd[0-9]+]], [p_error];
 // CHECK-NEXT: ld.param.u64 %rd{{[0-9]+}}, [p_watchdog_ns];
 // CHECK-NEXT: ld.param.u64 [[TMAPS:%rd[0-9]+]], [p_tmaps];
+// CHECK-NEXT: ld.param.u64 [[SCALARS:%rd[0-9]+]], [p_scalars];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[INSTRS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[QUEUES]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[BUFS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[CTRS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[ERR]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[TMAPS]];
+// CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[SCALARS]];
 
 // Thread ids, the shared base, the tile arena 4 KiB above it, and a zero
 // register (the innermost coordinate of every tensor copy).

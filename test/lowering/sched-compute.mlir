@@ -15,6 +15,7 @@
 // CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
 // CHECK-NEXT: cvta.to.global.u64 [[ERR:%rd[0-9]+]], [[PERR]];
 // CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
@@ -66,6 +67,12 @@
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
 // CHECK-NEXT: setp.ne.u32 [[NOTCP:%p[0-9]+]], [[OPC]], 2;
 // CHECK-NEXT: @[[NOTCP]] bra $L_cp_body_done_0;
+// A compute whose runtime condition fails skips its body; it still signals.
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[W0]], 16;
+// CHECK:      @{{%p[0-9]+}} bra [[CD:\$L_cond_done_[0-9]+]];
+// CHECK:      [[CD]]:
+// CHECK-NEXT: setp.ne.u32 [[RUNS:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK-NEXT: @![[RUNS]] bra $L_cp_body_done_0;
 // CHECK-NEXT: shr.u32 [[F8:%r[0-9]+]], [[W0]], 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 

@@ -86,7 +86,22 @@
 // CHECK-NEXT: mad.lo.u32 [[INFO:%r[0-9]+]], [[SLOT]], 16, [[BASE]];
 // CHECK-NEXT: @[[LANE0]] st.shared.v4.b32 {{\[}}[[INFO]]+768], {[[W5]], [[W6]], [[W9]], 0};
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
-// CHECK-NEXT: setp.eq.u32 [[ISLD:%p[0-9]+]], [[OPC]], 1;
+// CHECK-NEXT: setp.eq.u32 [[ISOPLD:%p[0-9]+]], [[OPC]], 1;
+// A load whose runtime condition fails takes the nop path: the condition's
+// source (word 0, bits 16-23) is tested first, and only a load with one
+// reads its value (a scalar or an i32 element) and evaluates it.
+// CHECK:      shr.u32 [[SH:%r[0-9]+]], [[W0]], 16;
+// CHECK-NEXT: and.b32 [[SRC:%r[0-9]+]], [[SH]], 255;
+// CHECK-NEXT: mov.u32 [[RUNS:%r[0-9]+]], 1;
+// CHECK-NEXT: setp.eq.u32 [[NOCOND:%p[0-9]+]], [[SRC]], 0;
+// CHECK-NEXT: @[[NOCOND]] bra $L_cond_done_0;
+// CHECK:      ld.relaxed.gpu.global.s32 [[V:%r[0-9]+]], {{\[}}{{%rd[0-9]+}}];
+// CHECK:      mad.lo.s64 [[T:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK-NEXT: setp.ge.s64 [[HOLDS:%p[0-9]+]], [[T]], 0;
+// CHECK-NEXT: selp.u32 [[RUNS]], 1, 0, [[HOLDS]];
+// CHECK-NEXT: $L_cond_done_0:
+// CHECK-NEXT: setp.ne.u32 [[GO:%p[0-9]+]], [[RUNS]], 0;
+// CHECK-NEXT: and.pred [[ISLD:%p[0-9]+]], [[ISOPLD]], [[GO]];
 // CHECK-NEXT: @![[ISLD]] bra $L_ld_nop_0;
 // CHECK:      mul.lo.u32 [[TOTAL:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
 

@@ -37,7 +37,7 @@
 // CHECK-NEXT: @![[EXPA]] bra $L_ld_top_0;
 // CHECK:      atom.relaxed.gpu.global.cas.b32 [[OLD:%r[0-9]+]], {{\[}}[[ERR]]], 0, 1;
 // CHECK-NEXT: setp.eq.u32 [[WON:%p[0-9]+]], [[OLD]], 0;
-// CHECK-NEXT: @![[WON]] bra $L_report_done_0;
+// CHECK-NEXT: @![[WON]] bra [[DONE:\$L_report_done_[0-9]+]];
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+4], [[SM]];
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 0;
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+12], {{%r[0-9]+}};
@@ -51,7 +51,7 @@
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+44], {{%r[0-9]+}};
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+48], {{%r[0-9]+}};
 // CHECK-NEXT: st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
-// CHECK-NEXT: $L_report_done_0:
+// CHECK-NEXT: [[DONE]]:
 // CHECK-NEXT: $L_ld_abort_0:
 
 // Store engine: the same poll inside its spin, aborting to its exit.

@@ -10,14 +10,15 @@ import pytest
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 import vdir
+from vdir.analysis.runtime_values import RuntimeValueError
 from vdir.device_runtime.executable import ArgumentError
 from vdir.device_runtime.platform import BackendUnavailable, PlatformError
-from vdir.device_runtime.sim import SimDeadlockError, SimProgramError, SimRaceError
+from vdir.device_runtime.sim import SimBoundsError, SimDeadlockError, SimProgramError, SimRaceError
 from vdir.diagnostics import PassFailure, UserError, VdirError
 from vdir.families import FamilyError, UnknownFamilyError
 from vdir.lowering.options import LoweringOptionError
 from vdir.target import UnknownTargetError
-from vdir.testing.reference import ReferenceInputError
+from vdir.testing.reference import ReferenceBoundsError, ReferenceInputError
 from vdir.tools.vdir_run import RunError
 
 
@@ -44,7 +45,8 @@ def test_every_vdir_exception_has_the_one_root():
         (ReferenceInputError, ValueError), (ArgumentError, ValueError), (UnknownTargetError, ValueError),
         (FamilyError, ValueError), (UnknownFamilyError, FamilyError), (LoweringOptionError, ValueError),
         (PlatformError, RuntimeError), (BackendUnavailable, PlatformError), (SimProgramError, PlatformError),
-        (SimRaceError, PlatformError), (SimDeadlockError, PlatformError), (RunError, VdirError),
+        (SimRaceError, PlatformError), (SimDeadlockError, PlatformError), (SimBoundsError, PlatformError),
+        (RuntimeValueError, ValueError), (ReferenceBoundsError, IndexError), (RunError, VdirError),
         (PassFailure, PassFailedException), (UserError, DiagnosticException),
     ],
 )

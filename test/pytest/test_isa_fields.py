@@ -23,9 +23,16 @@ ALL_FIELDS = sorted(
 )
 
 
+def _random(f: isa.Field, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` random values that fit ``f`` (signed ones too)."""
+    if f.signed:
+        return rng.integers(f.min_value, f.max_value, n, dtype=np.int64, endpoint=True)
+    return rng.integers(0, f.mask, n, dtype=np.uint64, endpoint=True)
+
+
 def _values(f: isa.Field, rng: np.random.Generator) -> list[int]:
-    """Zero, the largest value, and a few random ones that fit ``f``."""
-    return [0, f.mask, *(int(v) for v in rng.integers(0, f.mask, 4, dtype=np.uint64, endpoint=True))]
+    """Zero, the extremes, and a few random ones that fit ``f``."""
+    return [0, f.min_value, f.max_value, *(int(v) for v in _random(f, rng, 4))]
 
 
 @pytest.mark.parametrize("field", ALL_FIELDS, ids=lambda f: f.name)
@@ -48,9 +55,10 @@ def test_every_field_round_trips_and_leaves_the_other_bits_alone(field: isa.Fiel
 def test_set_on_a_python_list_matches_set_on_an_array(field: isa.Field) -> None:
     row = [0] * isa.INSTR_WORDS
     arr = np.zeros(isa.INSTR_WORDS, dtype=np.uint32)
-    field.set(row, field.mask)
-    field.set(arr, field.mask)
-    assert row == arr.tolist()
+    for value in (field.max_value, field.min_value):
+        field.set(row, value)
+        field.set(arr, value)
+        assert row == arr.tolist()
 
 
 def test_u64_fields_hold_the_low_word_first() -> None:
@@ -67,14 +75,16 @@ def test_u64_fields_hold_the_low_word_first() -> None:
         assert f.nwords == 2 and f.mask == 2**64 - 1
 
 
-def test_opcode_family_and_flags_share_word_zero() -> None:
+def test_opcode_family_and_sources_share_word_zero() -> None:
     words = [0] * isa.INSTR_WORDS
     isa.OPCODE.set(words, isa.OP_COMPUTE)
     isa.FAMILY.set(words, 7)
-    isa.FLAGS.set(words, 0xBEEF)
+    isa.GUARD_SOURCE.set(words, 0xEF)
+    isa.DYN_SOURCE.set(words, 0xBE)
     assert words[isa.W_OPCODE] == isa.OP_COMPUTE | 7 << 8 | 0xBEEF << 16
     isa.FAMILY.set(words, 9)
-    assert (isa.OPCODE.get(words), isa.FAMILY.get(words), isa.FLAGS.get(words)) == (isa.OP_COMPUTE, 9, 0xBEEF)
+    got = (isa.OPCODE.get(words), isa.FAMILY.get(words), isa.GUARD_SOURCE.get(words), isa.DYN_SOURCE.get(words))
+    assert got == (isa.OP_COMPUTE, 9, 0xEF, 0xBE)
     ins = isa.Instruction.empty(isa.OP_COMPUTE)
     ins.set_family(9)
     assert (ins.opcode, ins.family) == (isa.OP_COMPUTE, 9)
@@ -98,7 +108,7 @@ def test_the_vectorised_path_agrees_with_the_scalar_one(field: isa.Field) -> Non
     rng = np.random.default_rng(field.word + 100 * field.shift)
     records = rng.integers(0, 2**32, (64, isa.INSTR_WORDS), dtype=np.uint64).astype(np.uint32)
     assert field.column(records).tolist() == [field.get(r) for r in records]
-    values = rng.integers(0, field.mask, 64, dtype=np.uint64, endpoint=True)
+    values = _random(field, rng, 64)
     before = records.copy()
     field.set_column(records, values)
     assert field.column(records).tolist() == values.tolist()
@@ -184,3 +194,14 @@ def test_a_header_with_another_engine_count_is_rejected() -> None:
     data = header.tobytes() + np.zeros((2, isa.QUEUE_ENTRY_WORDS), np.uint32).tobytes()
     with pytest.raises(ValueError, match="has 2 engines per SM, target 'h200' has 3"):
         isa.EncodedProgram.from_bytes(data, [], target="h200")
+
+
+def test_signed_fields_round_trip_negative_values() -> None:
+    words = np.zeros((2, isa.INSTR_WORDS), dtype=np.uint32)
+    isa.GUARD_CONST.set(words[0], -5)
+    isa.DYN_SCALE.set(words[0], -(2**31))
+    assert words[0][isa.GUARD_CONST.word] == 2**32 - 5
+    assert (isa.GUARD_CONST.get(words[0]), isa.DYN_SCALE.get(words[0])) == (-5, -(2**31))
+    assert isa.GUARD_CONST.column(words).tolist() == [-5, 0]
+    with pytest.raises(ValueError, match="does not fit the signed 32-bit field 'guard_const'"):
+        isa.GUARD_CONST.set(words[1], 2**31)

@@ -86,7 +86,7 @@ def test_an_affine_run_becomes_one_loop():
 
 
 def test_a_step_in_a_packed_word_is_not_rerolled():
-    """Blocks whose word 0 (opcode, family, flags) changes stay unrolled: a loop cannot step packed fields."""
+    """Blocks whose word 0 (opcode, family, runtime-value sources) changes stay unrolled: a loop cannot step packed fields."""
     rows = np.zeros((12, isa.INSTR_WORDS), np.uint32)
     isa.OPCODE.set_column(rows, isa.OP_COMPUTE)
     isa.FAMILY.set_column(rows, np.arange(12) % 8)
@@ -185,7 +185,7 @@ FORGERIES = {
                     r"loop record \d+: body instruction 0 is itself a loop \(loops do not nest\)"),
     "packed step": (lambda r, lp: isa.FAMILY.set(r[lp.record + 1 + lp.body], 1),
                     r"loop record \d+: the step of body instruction 0 changes word 0, which holds packed "
-                    r"fields \(opcode, family, flags\)"),
+                    r"fields \(opcode, family, guard_source, dyn_source\)"),
     "stray word": (lambda r, lp: r[lp.record].__setitem__(isa.W_UOP_ID, 5),
                    r"loop record \d+: word 10 is not zero"),
 }
@@ -239,3 +239,54 @@ def test_check_loops_names_the_queue_and_the_record(looped):
     forge, _ = FORGERIES["nested loop"]
     with pytest.raises(isa.LoopFormError, match=r"^SM 0 load queue, loop record \d+: body instruction 0 is itself"):
         _forged(looped, forge).check_loops()
+
+
+#: a runtime-bounded repeat on one SM: each trip's condition (``when %n - i - 1 >= 0``) steps its signed
+#: constant word, so the loops carry runtime values
+RUNTIME_BOUNDED = """
+vdir.program @rv(%x: !vdir.buffer<64x64xbf16>, %y: !vdir.buffer<64x64xbf16>, %n: index in 0 to 64) {
+  vdir.repeat %i = 0 to %n max 64 {
+    %t = vdir.load %x[%i, 0] : !vdir.buffer<64x64xbf16> -> !vdir.tile<1x64xbf16>
+    %s = vdir.compute add(%t, %t) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
+    %d = vdir.store %s, %y[%i, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<64x64xbf16>
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def runtime_bounded(tmp_path_factory) -> tuple[isa.EncodedProgram, isa.EncodedProgram]:
+    """(unrolled, rerolled) encodings of :data:`RUNTIME_BOUNDED` on one SM."""
+    from vdir.tools.common import parse_module_file
+
+    path = tmp_path_factory.mktemp("rv") / "rv.mlir"
+    path.write_text(RUNTIME_BOUNDED)
+    encode = [compile_to_encoded(parse_module_file(str(path)), num_sms=1, reroll=r) for r in (False, True)]
+    return encode[0], encode[1]
+
+
+@pytest.mark.parametrize("n", [0, 5, 37, 64])
+def test_loops_with_stepping_conditions_simulate_bit_identically(runtime_bounded, n):
+    """Conditions whose signed constant steps per trip run the same micro-ops as unrolled, for any %n."""
+    plain, rolled = runtime_bounded
+    assert any(isa.GUARD_CONST.column(loop.steps(rolled.queue(0, 0))).any() for loop in isa.queue_loops(rolled.queue(0, 0)))
+    x = (np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 512).astype(bfloat16)
+    results = []
+    for program in (plain, rolled):
+        arrays = [x.copy(), np.zeros((64, 64), bfloat16)]
+        simulate(program, arrays, scalars=(n,))
+        results.append(arrays[1])
+    assert np.array_equal(results[0].view(np.uint16), results[1].view(np.uint16))
+    assert np.array_equal(results[1][:n].astype(np.float32), (x[:n].astype(np.float32) * 2))
+
+
+def test_looped_runtime_values_ptx_assembles(runtime_bounded, tmp_path):
+    """The loop-mode kernel reads conditions on their branch as base + trip * step too, and assembles."""
+    if not shutil.which("ptxas"):
+        pytest.skip("ptxas is not on PATH")
+    for load_path in ("bulk", "lsu"):
+        src = tmp_path / f"{load_path}.ptx"
+        src.write_text(lower_to_ptx(runtime_bounded[1], options={"load_path": load_path}))
+        r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr

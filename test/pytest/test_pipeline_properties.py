@@ -17,6 +17,12 @@ checks re-derive the guarantees independently of the passes' own reasoning:
   for in-order engines);
 * and the simulator, under several interleaving seeds, computes exactly what
   the reference evaluator computes.
+
+Some programs use runtime values: the input vector read at a launch-time
+row (``%pos``), and row tiles that run only while their index is below a
+launch-time count (``%n``, on the whole tile's chain). The invariants above
+must hold whatever the values, and the simulator is compared with the
+reference for several random values of the scalars.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from vdir.transforms.place import place
 from vdir.transforms.schedule import schedule
 
 WIDTH = 64
+#: rows of the input vector's buffer when it is read at a runtime row
+X_ROWS = 4
 
 
 @st.composite
@@ -50,32 +58,39 @@ def programs(draw):
     """A random multi-phase program and the SM count to compile it for."""
     phases = draw(st.integers(1, 3))
     rows = draw(st.sampled_from([8, 16, 32]))
+    runtime = draw(st.booleans())
     b = ProgramBuilder("random")
-    x = b.buffer("x", (1, WIDTH))
+    x = b.buffer("x", (X_ROWS if runtime else 1, WIDTH))
     g = b.buffer("g", (1, WIDTH))
     ws = [b.buffer(f"w{p}", (WIDTH, WIDTH)) for p in range(phases)]
     # two activation buffers used alternately: phase p reads what p-1 wrote
     # and overwrites what p-2 wrote (write-after-read across SMs)
     acts = [b.buffer(f"a{i}", (1, WIDTH)) for i in range(min(2, phases))]
+    pos = b.scalar("pos", 0, X_ROWS) if runtime else None
+    n = b.scalar("n", 0, WIDTH // rows + 1) if runtime else None
     source = x
     for p in range(phases):
-        v = b.load(source, (0, 0), (1, WIDTH), name=f"v{p}")
+        row0 = pos if source is x and pos is not None else 0
+        v = b.load(source, (row0, 0), (1, WIDTH), name=f"v{p}")
         if draw(st.booleans()):
             gt = b.load(g, (0, 0), (1, WIDTH), name=f"g{p}")
             v = b.compute("rmsnorm", [v, gt], params={"eps": 1e-5}, name=f"n{p}")
         dest = acts[p % 2]
         epilogue = draw(st.sampled_from(["none", "add", "silu_mul"]))
+        counted = n is not None and draw(st.booleans())
         for i in range(WIDTH // rows):
-            wt = b.load(ws[p], (i * rows, 0), (rows, WIDTH), name=f"w{p}_{i}")
-            y = b.compute("gemv", [wt, v], name=f"y{p}_{i}")
+            # a counted phase runs row tile i only while i < n (the whole chain)
+            when = (n, ">=", i + 1) if counted else None
+            wt = b.load(ws[p], (i * rows, 0), (rows, WIDTH), name=f"w{p}_{i}", when=when)
+            y = b.compute("gemv", [wt, v], name=f"y{p}_{i}", when=when)
             if epilogue == "add":
-                r = b.load(source, (0, i * rows), (1, rows), name=f"r{p}_{i}")
-                y = b.compute("add", [y, r], name=f"s{p}_{i}")
+                r = b.load(source, (row0, i * rows), (1, rows), name=f"r{p}_{i}", when=when)
+                y = b.compute("add", [y, r], name=f"s{p}_{i}", when=when)
             elif epilogue == "silu_mul":
-                wt2 = b.load(ws[p], (i * rows, 0), (rows, WIDTH), name=f"u{p}_{i}")
-                y2 = b.compute("gemv", [wt2, v], name=f"z{p}_{i}")
-                y = b.compute("silu_mul", [y, y2], name=f"m{p}_{i}")
-            b.store(y, dest, (0, i * rows), name=f"t{p}_{i}")
+                wt2 = b.load(ws[p], (i * rows, 0), (rows, WIDTH), name=f"u{p}_{i}", when=when)
+                y2 = b.compute("gemv", [wt2, v], name=f"z{p}_{i}", when=when)
+                y = b.compute("silu_mul", [y, y2], name=f"m{p}_{i}", when=when)
+            b.store(y, dest, (0, i * rows), name=f"t{p}_{i}", when=when)
         source = dest
     module = b.finish()
     if draw(st.booleans()):
@@ -238,6 +253,12 @@ def test_pipeline_invariants(case):
     check_graph(compile_graph(module, num_sms))
 
 
+def random_scalars(graph: Graph, seed: int) -> tuple[int, ...]:
+    """One value per launch-time scalar, uniform in its declared range."""
+    rng = np.random.default_rng(seed)
+    return tuple(int(rng.integers(s.lo, s.hi)) for s in graph.scalars)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.integers(0, 2**16))
 def test_simulator_matches_reference(case, seed):
@@ -246,11 +267,13 @@ def test_simulator_matches_reference(case, seed):
     module, num_sms = case
     reference_graph = build_graph(module)
     inputs = random_inputs(reference_graph, seed)
-    expected = evaluate_graph(reference_graph, inputs)
     program = encode(compile_graph(module, num_sms))
-    for interleaving in (seed, seed + 1, seed + 2):
+    # one compiled program, several values of its scalars (none: one launch each)
+    for k, interleaving in enumerate((seed, seed + 1, seed + 2)):
+        scalars = random_scalars(reference_graph, seed + k)
+        expected = evaluate_graph(reference_graph, inputs, scalars)
         arrays = [np.array(inputs[b.name], copy=True) for b in program.buffers]
-        simulate(program, arrays, seed=interleaving)
+        simulate(program, arrays, seed=interleaving, scalars=scalars)
         for b, got in zip(program.buffers, arrays, strict=True):
             if b.is_output:
                 np.testing.assert_array_equal(got.view(np.uint16), expected[b.name].view(np.uint16))

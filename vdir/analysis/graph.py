@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.arith import AddiOp, ConstantOp, MuliOp
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
+    IndexType,
     IntAttr,
     IntegerAttr,
     ModuleOp,
@@ -51,9 +53,17 @@ from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineDimExpr,
     AffineExpr,
+    AffineMap,
     AffineSymExpr,
 )
 
+from vdir.analysis.runtime_values import (
+    Condition,
+    RuntimeIndex,
+    RuntimeSource,
+    RuntimeValueError,
+    source_values_keeping,
+)
 from vdir.diagnostics import PassFailure, location_of
 from vdir.dialects.vdir import (
     DYNAMIC,
@@ -63,6 +73,7 @@ from vdir.dialects.vdir import (
     JoinOp,
     LoadOp,
     ProgramOp,
+    ReadOp,
     RepeatOp,
     StoreOp,
     TileType,
@@ -107,6 +118,16 @@ class Node:
     deps: list[tuple["Node", ...]] = field(default_factory=list)
     flow: int | None = None
     hoist: int = 0  # < 0: scheduled that many places before others of equal seq
+    # ---- runtime values (see vdir.analysis.runtime_values)
+    #: the region's offset along ``dyn_axis`` (0 rows, 1 columns) is this
+    #: runtime index (the static ``row``/``col`` on that axis is then 0)
+    dyn: RuntimeIndex | None = None
+    dyn_axis: int = 0
+    #: the source values (inclusive) that keep the region inside its buffer:
+    #: what the engine checks before the copy
+    dyn_range: tuple[int, int] = (0, 0)
+    #: the micro-op runs only when this holds (it still waits and signals)
+    guard: Condition | None = None
     # ---- filled by the passes
     sm: int = -1
     pos: int = -1
@@ -173,6 +194,15 @@ class BufferArg:
         return self.shape[0] * self.row_bytes
 
 
+@dataclass(frozen=True)
+class ScalarArg:
+    """A launch-time scalar argument: its name and declared half-open range."""
+
+    name: str
+    lo: int
+    hi: int
+
+
 @dataclass
 class Graph:
     """A program as a list of nodes in program order, plus its facts."""
@@ -181,6 +211,7 @@ class Graph:
     target: TargetDescription
     args: list[BufferArg]
     nodes: list[Node]
+    scalars: list[ScalarArg] = field(default_factory=list)
     stage: str = "source"
     num_sms: int = 0
     smem_bytes: int = 0
@@ -243,11 +274,18 @@ def single_program(module: ModuleOp) -> ProgramOp:
     return programs[0]
 
 
-def compile_affine(expr: AffineExpr) -> Callable[[list[int]], int]:
+#: an index value during expansion: a number, or one depending on a runtime value
+IndexValue = int | RuntimeIndex
+
+
+def compile_affine(expr: AffineExpr) -> Callable[[list[IndexValue]], IndexValue]:
     """A Python function evaluating an affine expression over [dims..., symbols...].
 
     Expansion evaluates each ``affine.apply`` once per iteration; walking the
     expression tree every time would dominate the expansion of large repeats.
+    Operands may be :class:`RuntimeIndex` values, which support the affine
+    operations the ISA can evaluate (and raise ``RuntimeValueError`` on the
+    others).
     """
     if isinstance(expr, AffineConstantExpr):
         value = expr.value
@@ -304,11 +342,21 @@ class _Expander:
         self.by_id: dict[int, Node] = {}
         self.pending_after: list[tuple[Node, list[list[int]]]] = []
         self.templates: dict[Operation, _OpTemplate] = {}
-        self.affine_templates: dict[Operation, tuple[Callable[[list[int]], int], tuple[SSAValue, ...]]] = {}
+        self.affine_templates: dict[Operation, tuple[Callable[[list[IndexValue]], IndexValue], tuple[SSAValue, ...]]] = {}
+        #: the condition of the runtime-bounded repeats being expanded
+        self.loop_guard: Condition | None = None
+        self.scalars: list[ScalarArg] = []
+        ranges = iter(program.scalar_range_list())
         for name, arg in zip(program.argument_names(), program.args, strict=True):
-            t: BufferType = arg.type  # type: ignore[assignment]
-            self.env[arg] = len(self.args)
-            self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
+            t = arg.type
+            if isinstance(t, BufferType):
+                self.env[arg] = len(self.args)
+                self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
+                continue
+            lo, hi = next(ranges)
+            source = RuntimeSource(-1, len(self.scalars), f"%{name}", lo, hi)
+            self.env[arg] = RuntimeIndex(source)
+            self.scalars.append(ScalarArg(name, lo, hi))
 
     def run(self) -> list[Node]:
         self._block(self.program.body.block, {})
@@ -316,9 +364,9 @@ class _Expander:
         return self.nodes
 
     # -- values ------------------------------------------------------------
-    def _index(self, v: SSAValue, op: Operation) -> int:
+    def _index(self, v: SSAValue, op: Operation) -> IndexValue:
         x = self.env.get(v)
-        if not isinstance(x, int):
+        if not isinstance(x, int | RuntimeIndex):
             raise PassFailure("offset is not a known index value", op)
         return x
 
@@ -337,16 +385,21 @@ class _Expander:
         if isinstance(op, LoadOp | StoreOp | ComputeOp):
             self._micro_op(op, iters)
         elif isinstance(op, RepeatOp):
-            name = op.induction_var.name_hint or "i"
-            for i in range(op.lower.value.data, op.upper.value.data, op.step.value.data):
-                self.env[op.induction_var] = i
-                self._block(op.body.block, {**iters, name: i})
+            self._repeat(op, iters)
         elif isinstance(op, ApplyOp):
             tmpl = self.affine_templates.get(op)
             if tmpl is None:
                 tmpl = self.affine_templates[op] = (compile_affine(op.map.data.results[0]), tuple(op.mapOperands))
             fn, operands = tmpl
-            self.env[op.result] = fn([self._index(v, op) for v in operands])
+            try:
+                self.env[op.result] = fn([self._index(v, op) for v in operands])
+            except RuntimeValueError as e:
+                raise PassFailure(str(e), op) from None
+        elif isinstance(op, ReadOp):
+            buf = self.env[op.source]
+            arg = self.args[buf]  # type: ignore[index]
+            r, c = op.row_col
+            self.env[op.result] = RuntimeIndex(RuntimeSource(buf, r * arg.shape[1] + c, f"@{arg.name}[{r}, {c}]"))  # type: ignore[arg-type]
         elif isinstance(op, ConstantOp):
             v = op.value
             if not isinstance(v, IntegerAttr):
@@ -354,11 +407,53 @@ class _Expander:
             self.env[op.result] = v.value.data
         elif isinstance(op, AddiOp | MuliOp):
             a, b = self._index(op.lhs, op), self._index(op.rhs, op)
-            self.env[op.result] = a + b if isinstance(op, AddiOp) else a * b
+            try:
+                self.env[op.result] = a + b if isinstance(op, AddiOp) else a * b  # type: ignore[operator]
+            except RuntimeValueError as e:
+                raise PassFailure(str(e), op) from None
         elif isinstance(op, JoinOp):
             self.env[op.result] = self._tokens(op.tokens)
         else:
             raise PassFailure(f"'{op.name}' cannot appear in a vdir program", op)
+
+    def _repeat(self, op: RepeatOp, iters: dict) -> None:
+        """Expand a repeat; with a runtime bound, each iteration's micro-ops get ``i < bound``."""
+        name = op.induction_var.name_hint or "i"
+        lower, upper, step = op.lower.value.data, op.upper.value.data, op.step.value.data
+        bound = self._index(op.dynamic_upper, op) if op.dynamic_upper is not None else upper
+        if isinstance(bound, int):
+            upper = min(upper, bound)
+        elif self.loop_guard is not None:
+            raise PassFailure("a runtime-bounded vdir.repeat cannot be nested in another one", op)
+        for i in range(lower, upper, step):
+            self.env[op.induction_var] = i
+            if isinstance(bound, RuntimeIndex):
+                self.loop_guard = Condition.of(bound, "ge", i + 1)
+            self._block(op.body.block, {**iters, name: i})
+        if isinstance(bound, RuntimeIndex):
+            self.loop_guard = None
+
+    def _guard(self, op: LoadOp | StoreOp | ComputeOp, node: Node) -> Condition | None:
+        """The node's runtime condition: its own ``when`` or its repeat's bound (not both)."""
+        if op.guard is None:
+            return self.loop_guard
+        value = self._index(op.guard, op)
+        kind, bound = op.guard_op.data, op.guard_bound.value.data  # type: ignore[union-attr]
+        if isinstance(value, int):
+            if (value >= bound) == (kind == "ge"):
+                return self.loop_guard
+            raise PassFailure(
+                f"{micro_op_text(node)}: its condition is false at compile time ({value} "
+                f"{'>=' if kind == 'ge' else '<'} {bound}); remove the micro-op instead",
+                op,
+            )
+        if self.loop_guard is not None:
+            raise PassFailure(
+                f"{micro_op_text(node)}: a micro-op inside a runtime-bounded repeat cannot have its own "
+                "condition (one condition per micro-op)",
+                op,
+            )
+        return Condition.of(value, kind, bound)
 
     def _template(self, op: LoadOp | StoreOp | ComputeOp) -> "_OpTemplate":
         """The iteration-independent facts of a micro-op, read from xDSL once."""
@@ -398,8 +493,10 @@ class _Expander:
         if t.kind != "compute":
             node.buffer = env[t.buffer]  # type: ignore[assignment]
             dyn = iter(t.dynamic)
-            node.row, node.col = (self._index(next(dyn), op) if s == DYNAMIC else s for s in t.static)
+            offsets = [self._index(next(dyn), op) if s == DYNAMIC else s for s in t.static]
+            self._set_offsets(node, offsets, op)
             self._check_bounds(node, op)
+        node.guard = self._guard(op, node)
         if t.kind == "load":
             env[t.result] = node
         elif t.kind == "store":
@@ -416,9 +513,58 @@ class _Expander:
             self._read_annotations(node, op)
         self.nodes.append(node)
 
+    def _set_offsets(self, node: Node, offsets: list, op: Operation) -> None:
+        """Static offsets into ``row``/``col``; a runtime one into ``dyn`` (one axis at most)."""
+        runtime = [axis for axis, o in enumerate(offsets) if isinstance(o, RuntimeIndex)]
+        if len(runtime) > 1:
+            raise PassFailure(f"{micro_op_text(node)}: only one of a region's offsets may be a runtime value", op)
+        if runtime:
+            node.dyn_axis = runtime[0]
+            node.dyn = offsets[node.dyn_axis]
+            offsets[node.dyn_axis] = 0
+        node.row, node.col = offsets
+
+    def _check_runtime_bounds(self, node: Node, op: Operation) -> None:
+        """Which source values keep a runtime region inside its buffer (``node.dyn_range``).
+
+        A scalar's whole declared range must; a value read from memory is
+        checked on the device against this range.
+        """
+        arg = self.args[node.buffer]
+        dyn = node.dyn
+        assert dyn is not None
+        axis = node.dyn_axis
+        size, bound = node.tile.shape[axis], arg.shape[axis]  # type: ignore[union-attr]
+        es = DTYPE_BYTES[arg.dtype]
+        if axis == 1 and (dyn.coeff * es % 16 or dyn.const * es % 16):
+            raise PassFailure(
+                f"{micro_op_text(node)}: a runtime column offset ({dyn}) must move in 16-byte steps", op
+            )
+        vmin, vmax = source_values_keeping(dyn, 0, bound - size)
+        what = "rows" if axis == 0 else "columns"
+        if vmin > vmax:
+            raise PassFailure(
+                f"{micro_op_text(node)}: no value of {dyn.source.name} keeps {what} [{dyn}, {dyn} + {size}) inside "
+                f"@{arg.name} ({arg.shape[0]}x{arg.shape[1]})",
+                op,
+            )
+        src = dyn.source
+        if src.is_scalar and (vmin > src.lo or vmax < src.hi - 1):
+            lo, hi = dyn.value_range()
+            raise PassFailure(
+                f"{micro_op_text(node)}: {what} [{dyn}, {dyn} + {size}) reach [{lo}, {hi + size}) for "
+                f"{src.name} in {src.lo} to {src.hi}, outside @{arg.name}'s [0, {bound})",
+                op,
+            )
+        node.dyn_range = (vmin, vmax)
+
     def _check_bounds(self, node: Node, op: Operation) -> None:
+        if node.dyn is not None:
+            self._check_runtime_bounds(node, op)
         arg = self.args[node.buffer]
         r, c = node.tile.shape  # type: ignore[union-attr]
+        if node.dyn is not None:  # the static axis only
+            r, c = (0, c) if node.dyn_axis == 0 else (r, 0)
         where = ""
         if node.row < 0 or node.col < 0 or node.row + r > arg.shape[0] or node.col + c > arg.shape[1]:
             raise PassFailure(
@@ -468,7 +614,8 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Gr
         target = get_target(program.target.data if program.target else DEFAULT_TARGET)
     expander = _Expander(program, target, stage)
     nodes = expander.run()
-    graph = Graph(program.sym_name.data, target, expander.args, nodes, stage=stage, program_op=program)
+    graph = Graph(program.sym_name.data, target, expander.args, nodes, scalars=expander.scalars, stage=stage,
+                  program_op=program)
     if (layout := program.layout) is not None:
         _read_layout(graph, layout)
     if stage == "source":
@@ -522,41 +669,87 @@ class _AccessIndex:
 
 
 def byte_range(arg: BufferArg, node: Node) -> tuple[int, int]:
-    """[lo, hi) bytes of the region's bounding range in the row-major buffer."""
+    """[lo, hi) bytes of the region's bounding range in the row-major buffer.
+
+    A runtime offset counts every place the device check lets it reach.
+    """
     es = DTYPE_BYTES[arg.dtype]
     r, c = node.tile.shape  # type: ignore[union-attr]
-    lo = node.row * arg.row_bytes + node.col * es
-    hi = (node.row + r - 1) * arg.row_bytes + (node.col + c) * es
+    row, col = node.row, node.col
+    row_end, col_end = row + r - 1, col + c
+    if node.dyn is not None:
+        ends = sorted(node.dyn.coeff * v + node.dyn.const for v in node.dyn_range)
+        if node.dyn_axis == 0:
+            row, row_end = ends[0], ends[1] + r - 1
+        else:
+            col, col_end = ends[0], ends[1] + c
+    lo = row * arg.row_bytes + col * es
+    hi = row_end * arg.row_bytes + col_end * es
     return lo, hi
 
 
+def address_reads(node: Node) -> list[tuple[int, int]]:
+    """``(buffer, element index)`` of each ``i32`` value the micro-op reads to address or decide itself."""
+    sources = [node.dyn.source if node.dyn is not None else None, node.guard.source if node.guard else None]
+    return [(s.buffer, s.index) for s in sources if s is not None and not s.is_scalar]
+
+
+def covers_exactly(node: Node) -> bool:
+    """Whether a store surely writes its whole region: unconditional, at a compile-time offset."""
+    return node.dyn is None and node.guard is None
+
+
 def derive_memory_dependencies(graph: Graph) -> None:
-    """Add RAW / WAR / WAW groups between loads and stores of written buffers."""
+    """Add RAW / WAR / WAW groups between loads and stores of written buffers.
+
+    The ``i32`` elements a micro-op reads to address or decide itself count
+    as reads of that micro-op. A store with a runtime offset or condition
+    counts as a write of every byte it may reach, but never as covering
+    (hiding) earlier writes: it may not happen, or land elsewhere.
+    """
     written = {n.buffer for n in graph.nodes if n.kind == "store"}
     for n in graph.nodes:
         if n.kind == "load" and n.buffer not in written:
             graph.args[n.buffer].is_input = True
+        for b, _ in address_reads(n):
+            graph.args[b].is_input |= b not in written
     reads = {b: _AccessIndex() for b in written}
     writes = {b: _AccessIndex() for b in written}
     intern = GroupInterner()
     for node in graph.nodes:
-        if node.buffer not in written or node.kind not in ("load", "store"):
-            continue
-        lo, hi = byte_range(graph.args[node.buffer], node)
-        overlaps = writes[node.buffer].overlapping(lo, hi)
-        producers = [e[2] for e in overlaps]
-        if node.kind == "load" and sum(min(hi, e[1]) - max(lo, e[0]) for e in overlaps) < hi - lo:
-            graph.args[node.buffer].is_input = True
-        if node.kind == "store":
-            producers += [e[2] for e in reads[node.buffer].overlapping(lo, hi)]
-            writes[node.buffer].remove_covered(lo, hi)
-            reads[node.buffer].remove_covered(lo, hi)
-            writes[node.buffer].add(lo, hi, node)
-        else:
-            reads[node.buffer].add(lo, hi, node)
+        producers: list[Node] = []
+        for b, elem in address_reads(node):
+            if b in written:
+                producers += _read_region(graph, reads, writes, node, b, elem * 4, elem * 4 + 4)
+        if node.buffer in written and node.kind in ("load", "store"):
+            lo, hi = byte_range(graph.args[node.buffer], node)
+            if node.kind == "store":
+                producers += _write_region(reads, writes, node, lo, hi)
+            else:
+                producers += _read_region(graph, reads, writes, node, node.buffer, lo, hi)
         producers = [p for p in producers if p is not node]
         if producers:
             node.deps.append(intern(producers))
+
+
+def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, lo: int, hi: int) -> list[Node]:
+    """Record that ``node`` reads bytes [lo, hi) of ``buffer``; the earlier writes it must wait for."""
+    overlaps = writes[buffer].overlapping(lo, hi)
+    if sum(min(hi, e[1]) - max(lo, e[0]) for e in overlaps if covers_exactly(e[2])) < hi - lo:
+        graph.args[buffer].is_input = True
+    reads[buffer].add(lo, hi, node)
+    return [e[2] for e in overlaps]
+
+
+def _write_region(reads: dict, writes: dict, node: Node, lo: int, hi: int) -> list[Node]:
+    """Record that store ``node`` writes bytes [lo, hi); the earlier accesses it must wait for."""
+    b = node.buffer
+    producers = [e[2] for e in writes[b].overlapping(lo, hi)] + [e[2] for e in reads[b].overlapping(lo, hi)]
+    if covers_exactly(node):
+        writes[b].remove_covered(lo, hi)
+        reads[b].remove_covered(lo, hi)
+    writes[b].add(lo, hi, node)
+    return producers
 
 
 # ---------------------------------------------------------------------------
@@ -573,20 +766,23 @@ def _params_attr(params: dict) -> DictionaryAttr:
 
 def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     """A flat program holding every node with its annotations (see module doc)."""
-    arg_types = [BufferType(a.shape, a.dtype) for a in graph.args]
+    arg_types: list[Attribute] = [BufferType(a.shape, a.dtype) for a in graph.args]
+    arg_types += [IndexType()] * len(graph.scalars)
     block = Block(arg_types=arg_types)
-    for a, name in zip(block.args, (a.name for a in graph.args), strict=True):
+    names = [a.name for a in graph.args] + [s.name for s in graph.scalars]
+    for a, name in zip(block.args, names, strict=True):
         a.name_hint = name
     values: dict[int, SSAValue] = {}
+    runtime = _RuntimeValues(graph, block)
     for node in graph.nodes:
-        op = _node_op(node, block, values)
+        op = _node_op(node, block, values, runtime)
         op.attributes[SCHED_KEY] = schedule_attr(node)
         if graph.program_op is not None and (loc := _loc(node.loc)) is not None:
             op.location = loc
         block.add_op(op)
     program = ProgramOp(
         graph.name, arg_types, Region(block), target=graph.target.name,
-        arg_names=[a.name for a in graph.args],
+        arg_names=names, scalar_ranges=[(s.lo, s.hi) for s in graph.scalars],
     )
     program.attributes[STAGE_KEY] = StageAttr(Stage(stage))
     program.attributes[LAYOUT_KEY] = layout_attr(graph, Stage(stage))
@@ -627,18 +823,59 @@ def _loc(text: str) -> FileLineColLoc | None:
     return FileLineColLoc(StringAttr(parts[0]), IntAttr(int(parts[1])), IntAttr(int(parts[2])))
 
 
-def _node_op(node: Node, block: Block, values: dict[int, SSAValue]) -> Operation:
+class _RuntimeValues:
+    """The index values the flat form needs for runtime offsets and conditions.
+
+    A scalar is its block argument, a memory value one ``vdir.read`` (made
+    once per element); ``coeff * v + const`` is an ``affine.apply`` added to
+    the block just before the micro-op that uses it.
+    """
+
+    def __init__(self, graph: Graph, block: Block):
+        self.graph, self.block = graph, block
+        self.reads: dict[tuple[int, int], SSAValue] = {}
+        self.indices: dict[RuntimeIndex, SSAValue] = {}
+
+    def source(self, src: RuntimeSource) -> SSAValue:
+        if src.is_scalar:
+            return self.block.args[len(self.graph.args) + src.index]
+        key = (src.buffer, src.index)
+        if key not in self.reads:
+            cols = self.graph.args[src.buffer].shape[1]
+            read = ReadOp(self.block.args[src.buffer], src.index // cols, src.index % cols)
+            self.block.add_op(read)
+            self.reads[key] = read.result
+        return self.reads[key]
+
+    def index(self, value: RuntimeIndex) -> SSAValue:
+        """An SSA value equal to ``value``."""
+        v = self.source(value.source)
+        if (value.coeff, value.const) == (1, 0):
+            return v
+        if value not in self.indices:
+            expr = AffineDimExpr(0) * value.coeff + value.const
+            apply = ApplyOp([v], AffineMapAttr(AffineMap(1, 0, (expr,))))
+            self.block.add_op(apply)
+            self.indices[value] = apply.result
+        return self.indices[value]
+
+
+def _node_op(node: Node, block: Block, values: dict[int, SSAValue], runtime: _RuntimeValues) -> Operation:
     args = block.args
     engine = EngineKind(node.engine) if node.engine in EngineKind._value2member_map_ else EngineKind.LOAD
     tile = TileType(node.tile.shape, node.tile.dtype) if node.tile else None
+    offsets: list[int | SSAValue] = [node.row, node.col]
+    if node.dyn is not None:
+        offsets[node.dyn_axis] = runtime.index(node.dyn)
+    guard = (runtime.index(node.guard.as_index()), "ge", 0) if node.guard is not None else None
     if node.kind == "load":
-        op: Operation = LoadOp(args[node.buffer], [node.row, node.col], tile, engine, node.flow)  # type: ignore[arg-type]
+        op: Operation = LoadOp(args[node.buffer], offsets, tile, engine, node.flow, guard=guard)  # type: ignore[arg-type]
     elif node.kind == "store":
-        op = StoreOp(values[node.inputs[0].id], args[node.buffer], [node.row, node.col], engine, node.flow)
+        op = StoreOp(values[node.inputs[0].id], args[node.buffer], offsets, engine, node.flow, guard=guard)
     elif node.kind == "compute":
         op = ComputeOp(
             node.family, [values[i.id] for i in node.inputs], tile,  # type: ignore[arg-type]
-            dict(_params_attr(node.params).data), engine, node.flow,
+            dict(_params_attr(node.params).data), engine, node.flow, guard=guard,
         )
     else:
         raise ValueError(f"unknown node kind {node.kind}")

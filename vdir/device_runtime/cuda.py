@@ -96,6 +96,7 @@ class CudaArtifact:
     bufptrs: DeviceBuffer
     error: DeviceBuffer
     tmaps: DeviceBuffer  # the tensor maps of tmap_specs, rebuilt when the buffers change
+    scalars: DeviceBuffer  # the launch-time scalars (s32 each), written before each launch
     tmap_specs: tuple[isa.TensorMapSpec, ...] = ()
     last_ptrs: tuple[int, ...] = ()
 
@@ -256,6 +257,7 @@ class CudaPlatform(Platform):
             bufptrs=self.allocate(8 * max(len(program.buffers), 1)),
             error=self.allocate(4 * L.ERROR_WORDS),
             tmaps=self.allocate(L.TMAP_BYTES * max(len(specs), 1)),
+            scalars=self.allocate(4 * max(len(program.scalars), 1)),
             tmap_specs=specs,
         )
         self._artifacts.append(art)
@@ -284,14 +286,21 @@ class CudaPlatform(Platform):
                 _check(drv.cuMemcpyHtoDAsync(int(artifact.tmaps.handle), maps.ctypes.data, maps.nbytes,
                                              self._stream), "cuMemcpyHtoDAsync")
             artifact.last_ptrs = ptrs
+        if len(spec.scalars) != len(prog.scalars):
+            raise PlatformError(f"program takes {len(prog.scalars)} scalars, got {len(spec.scalars)}")
+        if spec.scalars:
+            # stream-ordered, like the pointer table (pageable: staged before returning)
+            values = np.array(spec.scalars, dtype=np.int32)
+            _check(drv.cuMemcpyHtoDAsync(int(artifact.scalars.handle), values.ctypes.data, values.nbytes,
+                                         self._stream), "cuMemcpyHtoDAsync")
         _check(drv.cuMemsetD32Async(int(artifact.error.handle), 0, L.ERROR_WORDS, self._stream), "cuMemsetD32Async")
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         args = (
             (int(artifact.instrs.handle), int(artifact.queues.handle), int(artifact.bufptrs.handle),
              int(spec.counters.handle), spec.epoch, int(artifact.error.handle), int(wd_ms * 1e6),
-             int(artifact.tmaps.handle)),
+             int(artifact.tmaps.handle), int(artifact.scalars.handle)),
             (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
-             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p),
+             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p),
         )
         lw = artifact.lowered
         if ev0 is not None:
@@ -396,4 +405,19 @@ def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: fl
             msg += (f" / counter {ctr - 1} (value {int(rec[L.E_COUNTER_VALUE])}, "
                     f"wanted {int(rec[L.E_COUNTER_WANTED])})")
         return msg
+    if code == L.ERR_BOUNDS:
+        return _bounds_message(program, sm, eng, pos, int(rec[L.E_VALUE:L.E_VALUE + 1].view(np.int32)[0]), who)
     return f"{L.ERROR_NAMES.get(code, f'error code {code}')} at {who}"
+
+
+def _bounds_message(program: isa.EncodedProgram, sm: int, engine: int, pos: int, value: int, who: str) -> str:
+    """The message of an ``ERR_BOUNDS`` record: which value, its range, which buffer."""
+    try:
+        ins = program.instruction(sm, engine, pos)
+        source = isa.source_text(program, ins.get(isa.DYN_SOURCE), ins.get(isa.DYN_INDEX))
+        buf = program.buffers[ins.get(isa.BUFFER)].name
+        rng = f"{ins.get(isa.DYN_MIN)}..{ins.get(isa.DYN_MAX)}"
+    except (IndexError, ValueError):  # a record that does not match the program
+        return f"runtime offset out of range at {who}: value {value}"
+    return (f"{who}: runtime offset {source} = {value} is outside its checked range {rng} "
+            f"(the region would leave buffer '{buf}')")

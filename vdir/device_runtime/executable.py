@@ -10,7 +10,9 @@ Arguments follow the buffer roles of the program (:attr:`BufferInfo.role`):
 the *inputs* (``in`` and ``inout`` buffers, whose data the program reads)
 are passed positionally in signature order or by name; the *outputs*
 (``out`` and ``inout``) are returned. ``out`` and ``scratch`` buffers start
-zeroed at every call, as the reference evaluator assumes.
+zeroed at every call, as the reference evaluator assumes. The launch-time
+scalars (``index`` arguments) follow the buffer inputs, by position or by
+name, as Python or numpy integers inside their declared ranges.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from vdir.device_runtime import get_platform
 from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec, PlatformError
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPE_BYTES, DTYPES
-from vdir.isa import BufferInfo, EncodedProgram
+from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo
 from vdir.target import TargetDescription
 
 if TYPE_CHECKING:
@@ -119,17 +121,50 @@ class Executable:
     def _nbytes(info: BufferInfo) -> int:
         return math.prod(info.shape) * DTYPE_BYTES[info.dtype]
 
+    @property
+    def scalars(self) -> list[ScalarInfo]:
+        """The launch-time scalars a call must give, in positional order (after the buffer inputs)."""
+        return list(self.program.scalars)
+
+    def bind_scalars(self, args: tuple[Any, ...], named: dict[str, Any]) -> tuple[int, ...]:
+        """Take the scalars out of a call's arguments (positional tail, or by name); check each.
+
+        Raises :class:`ArgumentError` for a missing scalar, one that is not an
+        integer, or one outside its declared range.
+        """
+        scalars = self.program.scalars
+        given = dict(zip((sc.name for sc in scalars), args[len(self.inputs):], strict=False))
+        for sc in scalars:
+            if sc.name in named:
+                if sc.name in given:
+                    raise ArgumentError(f"scalar '{sc.name}' given both by position and by name")
+                given[sc.name] = named.pop(sc.name)
+        values = []
+        for sc in scalars:
+            if sc.name not in given:
+                raise ArgumentError(f"missing scalar '{sc.name}' (an integer in {sc.lo} to {sc.hi})")
+            value = given[sc.name]
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ArgumentError(f"scalar '{sc.name}': expected an integer, got {type(value).__name__}")
+            if not sc.lo <= int(value) < sc.hi:
+                raise ArgumentError(f"scalar '{sc.name}' = {int(value)} is outside its range {sc.lo} to {sc.hi}")
+            values.append(int(value))
+        return tuple(values)
+
     def bind(self, *args: Any, **named: Any) -> dict[str, np.ndarray]:
         """Match and validate call arguments; return argument name -> host array.
 
         Raises :class:`ArgumentError` on a wrong count, an unknown or
         repeated name, or an array whose shape, dtype or layout differs from
-        the signature.
+        the signature. Scalars are taken out first (:meth:`bind_scalars`).
         """
         inputs = self.inputs
-        if len(args) > len(inputs):
-            names = ", ".join(b.name for b in inputs)
-            raise ArgumentError(f"expected at most {len(inputs)} positional arguments ({names}), got {len(args)}")
+        if len(args) > len(inputs) + len(self.program.scalars):
+            names = ", ".join([b.name for b in inputs] + [sc.name for sc in self.program.scalars])
+            raise ArgumentError(
+                f"expected at most {len(inputs) + len(self.program.scalars)} positional arguments ({names}), "
+                f"got {len(args)}"
+            )
         given: dict[str, Any] = {b.name: a for b, a in zip(inputs, args, strict=False)}
         roles = {b.name: b.role for b in self.program.buffers}
         for name, value in named.items():
@@ -171,13 +206,14 @@ class Executable:
     # ---- running ----------------------------------------------------------
     def __call__(self, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
         """Run the program once; return the output (or a dict name -> output)."""
+        scalars = self.bind_scalars(args, named)
         arrays = self.bind(*args, **named)
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
             else:
                 self.platform.fill_zero(buf)
-        self._launch_and_wait()
+        self._launch_and_wait(scalars)
         results = {}
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.is_output:
@@ -186,9 +222,9 @@ class Executable:
                 results[info.name] = host
         return next(iter(results.values())) if len(results) == 1 else results
 
-    def _launch_and_wait(self) -> None:
+    def _launch_and_wait(self, scalars: tuple[int, ...] = ()) -> None:
         """One launch at the current epoch; after a failure, zero the counters and restart at epoch 1."""
-        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options)
+        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options, scalars)
         try:
             self.platform.launch(self.artifact, spec)
             self.platform.synchronize()
@@ -204,11 +240,12 @@ class Executable:
         A list rather than one figure, so that the caller picks the summary
         (a median, a minimum) and sees the spread; modelled, not measured, on ``sim``.
         """
+        scalars = self.bind_scalars(args, named)
         arrays = self.bind(*args, **named)
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
-        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options)
+        spec = LaunchSpec(self.program, self._buffers, self._counters, self._epoch, self.launch_options, scalars)
         try:
             times = self.platform.time_launches(self.artifact, spec, iterations)
         except PlatformError:

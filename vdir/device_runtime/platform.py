@@ -48,6 +48,8 @@ class LaunchSpec:
     counters: DeviceBuffer
     epoch: int = 1
     options: dict = field(default_factory=dict)
+    #: the launch-time scalars, in the program's slot order (checked against their ranges)
+    scalars: tuple[int, ...] = ()
 
 
 class Platform(abc.ABC):

@@ -88,6 +88,13 @@ class SimRaceError(PlatformError):
     """Two micro-ops touch the same bytes without a dependency ordering them."""
 
 
+class SimBoundsError(PlatformError):
+    """A runtime offset (a scalar or a value read from memory) left its checked range.
+
+    The GPU kernel stops the launch with the same report (``ERR_BOUNDS``).
+    """
+
+
 class SimDeadlockError(PlatformError):
     """No engine can make progress while some queues are unfinished."""
 
@@ -145,6 +152,7 @@ class Op:
         "buffer", "region", "tile",  # load / store
         "family", "inputs", "out", "params",  # compute
         "latency_us", "busy_us",
+        "guard", "dyn",  # runtime values: (source, index, coeff, const), (source, index, scale, min, max)
     )
     # set by the decoder only for the kinds that have them: region and tile
     # for loads and stores, family and out for computes
@@ -152,6 +160,10 @@ class Op:
     tile: TileRef
     family: Family
     out: TileRef
+    #: the runtime condition (source, index, coeff, const) and runtime offset
+    #: (source, index, scale, min, max), when the instruction has them
+    guard: tuple[int, ...] | None
+    dyn: tuple[int, ...] | None
 
     def __init__(self, pos: int, words: list[int]):
         self.pos = pos
@@ -163,6 +175,11 @@ class Op:
         self.wait_counter = isa.WAIT_COUNTER.get(words) - 1  # -1: none
         self.wait_count = isa.WAIT_COUNT.get(words)
         self.release_counter = isa.RELEASE_COUNTER.get(words) - 1
+        self.guard = None
+        if isa.GUARD_SOURCE.get(words):
+            self.guard = tuple(f.get(words) for f in (isa.GUARD_SOURCE, isa.GUARD_INDEX, isa.GUARD_COEFF,
+                                                      isa.GUARD_CONST))
+        self.dyn = None
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
@@ -301,6 +318,8 @@ def _decode_op(
     for counter in (op.wait_counter, op.release_counter):
         if counter >= program.num_counters:
             raise ValueError(f"counter {counter} is out of range ({program.num_counters} counters)")
+    if op.guard is not None:
+        _check_source(op.guard[0], op.guard[1], program, buffer_bytes, "its condition")
     if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
         _decode_transfer(op, words, program, buffer_bytes)
         op.latency_us = LOAD_LATENCY_US if op.opcode == isa.OP_LOAD else STORE_LATENCY_US
@@ -326,10 +345,45 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
     name = program.buffers[op.buffer].name
     if op.region.rows > 1 and op.region.stride < op.region.row_bytes:
         raise ValueError(f"rows of {op.region.row_bytes} bytes overlap with a stride of {op.region.stride}")
-    if op.region.end > buffer_bytes[op.buffer]:
-        raise ValueError(
-            f"region [{offset}, {op.region.end}) is outside buffer '{name}' ({buffer_bytes[op.buffer]} bytes)"
-        )
+    if isa.DYN_SOURCE.get(words):
+        op.dyn = tuple(f.get(words) for f in (isa.DYN_SOURCE, *isa.DYNAMIC_FIELDS))
+        _check_source(op.dyn[0], op.dyn[1], program, buffer_bytes, "its offset")
+        _, _, scale, vmin, vmax = op.dyn
+        if vmin > vmax:
+            raise ValueError(f"runtime offset range {vmin}..{vmax} is empty")
+        for v in (vmin, vmax):  # a region is in bounds at both ends of the range, so at every value
+            _check_region_bounds(runtime_region(op.region, scale, v), op.region, buffer_bytes[op.buffer], name)
+        _decode_tile(op, words, program)
+        return
+    _check_region_bounds(op.region, op.region, buffer_bytes[op.buffer], name)
+    _decode_tile(op, words, program)
+
+
+def runtime_region(base: Region, scale: int, value: int) -> Region:
+    """The region a runtime offset of ``value`` units of ``scale`` bytes selects (offsets wrap like the u64 field)."""
+    return Region((base.offset + value * scale) % 2**64, base.rows, base.row_bytes, base.stride)
+
+
+def _check_region_bounds(region: Region, encoded: Region, nbytes: int, name: str) -> None:
+    if region.offset >= 2**63 or region.end > nbytes:
+        lo = region.offset - 2**64 if region.offset >= 2**63 else region.offset
+        raise ValueError(f"region [{lo}, {lo + region.end - region.offset}) is outside buffer '{name}' ({nbytes} bytes)")
+
+
+def _check_source(source: int, index: int, program: isa.EncodedProgram, buffer_bytes: list[int], what: str) -> None:
+    """A runtime value's source names a scalar slot or an i32 element that exists."""
+    if source == isa.SOURCE_SCALAR:
+        if index >= len(program.scalars):
+            raise ValueError(f"{what} reads scalar {index}; the program has {len(program.scalars)}")
+        return
+    b = source - isa.SOURCE_BUFFER0
+    if b >= len(program.buffers):
+        raise ValueError(f"{what} reads buffer #{b}; the program has {len(program.buffers)}")
+    if program.buffers[b].dtype != "i32" or 4 * index + 4 > buffer_bytes[b]:
+        raise ValueError(f"{what} reads element {index} of '{program.buffers[b].name}', not an i32 element of it")
+
+
+def _decode_tile(op: Op, words: list[int], program: isa.EncodedProgram) -> None:
     op.tile = TileRef(isa.SMEM.get(words), (op.region.rows, op.region.row_bytes), "u8")
     _check_tile(op.tile, program.smem_bytes)
 
@@ -350,9 +404,13 @@ def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
     for sm in ops:
         for queue in sm:
             for op in queue:
+                for source in (op.guard, op.dyn):  # an address read is a 4-byte access
+                    b = source[0] - isa.SOURCE_BUFFER0 if source is not None else -1
+                    if b in granule:
+                        granule[b] = math.gcd(granule[b], 4 * source[1], 4)  # type: ignore[index]
                 if op.opcode in (isa.OP_LOAD, isa.OP_STORE) and op.buffer in granule and op.region.rows:
                     r = op.region
-                    g = math.gcd(granule[op.buffer], r.offset, r.row_bytes)
+                    g = math.gcd(granule[op.buffer], r.offset, r.row_bytes, op.dyn[2] if op.dyn else 0)
                     granule[op.buffer] = math.gcd(g, r.stride) if r.rows > 1 else g
     return {b: max(g, 1) for b, g in granule.items()}
 
@@ -499,9 +557,13 @@ class Simulation:
         seed: int = 0,
         load_window: int = DEFAULT_LOAD_WINDOW,
         check_races: bool = True,
+        scalars: tuple[int, ...] = (),
     ):
         prog = decoded.program
         self.decoded = decoded
+        if len(scalars) != len(prog.scalars):
+            raise PlatformError(f"the program takes {len(prog.scalars)} scalars, the launch gives {len(scalars)}")
+        self.scalars = [int(v) for v in scalars]
         self.buffers = buffers
         self.counters = counters
         self.epoch = epoch
@@ -606,13 +668,14 @@ class Simulation:
         sm, engine = divmod(g, self.per_sm)
         op = self.queues[g][self.head[g]]
         start = max(self.engine_free[g], self._pass_waits(g, sm, op))
+        runs = self._runs(g, sm, op)
         if engine == self.load_engine:  # a nop here is a load of nothing: it completes in order
-            self._issue_load(g, sm, op, start)
+            self._issue_load(g, sm, op, start, runs)
         else:
-            if op.opcode == isa.OP_COMPUTE:
+            if runs and op.opcode == isa.OP_COMPUTE:
                 self._compute(g, sm, op)
-            elif op.opcode == isa.OP_STORE:
-                self._store(g, sm, op)
+            elif runs and op.opcode == isa.OP_STORE:
+                self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
             self.engine_free[g] = end
             self.events.append((sm, engine, op.uop_id, start, end - start))
@@ -668,26 +731,29 @@ class Simulation:
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
 
-    def _issue_load(self, g: int, sm: int, op: Op, start: float) -> None:
-        if self.check_races and op.opcode == isa.OP_LOAD:
-            self._check_global_read(g, sm, op)
-            self._check_smem_write(g, sm, op, op.tile)
-            self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
+    def _issue_load(self, g: int, sm: int, op: Op, start: float, runs: bool) -> None:
+        region = None  # a nop, or a load whose condition failed: nothing lands
+        if runs and op.opcode == isa.OP_LOAD:
+            region = self._region(g, sm, op)
+            if self.check_races:
+                self._check_global_read(g, sm, op, region)
+                self._check_smem_write(g, sm, op, op.tile)
+                self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
         ends = self.load_ends[sm]
         if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
             start = max(start, ends[op.pos - self.load_window])
         self.engine_free[g] = start + ISSUE_US
-        self.in_flight[sm].append((op, self.clock[g].copy(), start))
+        self.in_flight[sm].append((op, self.clock[g].copy(), start, region))
         self._set_ready(2 * g + 1, True)
 
     def _complete_load(self, g: int) -> None:
         sm = g // self.per_sm
-        op, start_clock, start = self.in_flight[sm].popleft()
+        op, start_clock, start, region = self.in_flight[sm].popleft()
         if not self.in_flight[sm]:
             self._set_ready(2 * g + 1, False)
-        if op.opcode == isa.OP_LOAD:
-            dst = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
-            dst.reshape(op.region.rows, op.region.row_bytes)[...] = _global_view(self.buffers[op.buffer], op.region)
+        if region is not None:
+            dst = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
+            dst.reshape(region.rows, region.row_bytes)[...] = _global_view(self.buffers[op.buffer], region)
         # completions are in queue order: this one also publishes the previous ones
         done = self.load_done_clock[sm]
         np.maximum(done, start_clock, out=done)
@@ -719,13 +785,51 @@ class Simulation:
         raw = smem[tile.smem : tile.smem + tile.nbytes]
         return raw.view(DTYPES[tile.dtype]).reshape(tile.shape)
 
-    def _store(self, g: int, sm: int, op: Op) -> None:
+    def _store(self, g: int, sm: int, op: Op, region: Region) -> None:
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
-            self._check_global_write(g, op)
+            self._check_global_write(g, op, region)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
-        src = self.smem[sm][op.tile.smem : op.tile.smem + op.region.nbytes]
-        _global_view(self.buffers[op.buffer], op.region)[...] = src.reshape(op.region.rows, op.region.row_bytes)
+        src = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
+        _global_view(self.buffers[op.buffer], region)[...] = src.reshape(region.rows, region.row_bytes)
+
+    # ---- runtime values -----------------------------------------------
+    def _value(self, g: int, sm: int, op: Op, source: int, index: int) -> int:
+        """A runtime value: a launch scalar, or an i32 element read now (a checked global read)."""
+        if source == isa.SOURCE_SCALAR:
+            return self.scalars[index]
+        b = source - isa.SOURCE_BUFFER0
+        if self.check_races and b in self.global_track:
+            track = self.global_track[b]
+            cell = Region(4 * index, 1, 4, 4)
+            hit = self._unordered(g, track.view(track.writer_engine, cell), track.view(track.writer_pos, cell))
+            if hit is not None:
+                raise SimRaceError(
+                    f"race on buffer '{self.decoded.program.buffers[b].name}': {self._name(g, op.pos)} reads "
+                    f"element {index} written by {self._name(*hit)}, but no dependency orders the read after that store"
+                )
+        return int(self.buffers[b][4 * index : 4 * index + 4].view(np.int32)[0])
+
+    def _runs(self, g: int, sm: int, op: Op) -> bool:
+        """Whether the micro-op's condition holds (no condition: it runs)."""
+        if op.guard is None:
+            return True
+        source, index, coeff, const = op.guard
+        return coeff * self._value(g, sm, op, source, index) + const >= 0
+
+    def _region(self, g: int, sm: int, op: Op) -> Region:
+        """The global region this execution of a load or store touches (its runtime offset resolved, checked)."""
+        if op.dyn is None:
+            return op.region
+        source, index, scale, vmin, vmax = op.dyn
+        v = self._value(g, sm, op, source, index)
+        if not vmin <= v <= vmax:
+            what = isa.source_text(self.decoded.program, source, index)
+            raise SimBoundsError(
+                f"{self._name(g, op.pos)}: runtime offset {what} = {v} is outside its checked range "
+                f"{vmin}..{vmax} (the region would leave buffer '{self.decoded.program.buffers[op.buffer].name}')"
+            )
+        return runtime_region(op.region, scale, v)
 
     # ---- race checks ----------------------------------------------------
     def _name(self, g: int, pos: int) -> str:
@@ -769,11 +873,11 @@ class Simulation:
             f"race on {where}: {writer} and {other} both write it with no dependency ordering them"
         )
 
-    def _check_global_read(self, g: int, sm: int, op: Op) -> None:
+    def _check_global_read(self, g: int, sm: int, op: Op, region: Region) -> None:
         track = self.global_track.get(op.buffer)
         if track is None:
             return
-        hit = self._unordered(g, track.view(track.writer_engine, op.region), track.view(track.writer_pos, op.region))
+        hit = self._unordered(g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
         if hit is not None:
             name = self.decoded.program.buffers[op.buffer].name
             raise SimRaceError(
@@ -781,13 +885,13 @@ class Simulation:
                 f"{self._name(*hit)}, but no dependency (counter wait) orders the read after that store"
             )
         if track.readers is not None:
-            track.view(track.readers[sm], op.region)[...] = op.pos
+            track.view(track.readers[sm], region)[...] = op.pos
 
-    def _check_global_write(self, g: int, op: Op) -> None:
+    def _check_global_write(self, g: int, op: Op, region: Region) -> None:
         track = self.global_track[op.buffer]
         name = self.decoded.program.buffers[op.buffer].name
-        engines = track.view(track.writer_engine, op.region)
-        positions = track.view(track.writer_pos, op.region)
+        engines = track.view(track.writer_engine, region)
+        positions = track.view(track.writer_pos, region)
         hit = self._unordered(g, engines, positions)
         if hit is not None:
             raise SimRaceError(
@@ -795,7 +899,7 @@ class Simulation:
                 "also writes, with no dependency ordering the two stores"
             )
         if track.readers is not None:
-            latest = track.view(track.readers, op.region).reshape(track.readers.shape[0], -1).max(axis=1)
+            latest = track.view(track.readers, region).reshape(track.readers.shape[0], -1).max(axis=1)
             known = self.clock[g, self.load_engine :: self.per_sm]
             late = np.nonzero((latest >= 0) & (known <= latest))[0]
             if late.size:
@@ -925,6 +1029,7 @@ class SimPlatform(Platform):
             seed=int(opts.get("seed", 0)),
             load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
             check_races=bool(opts.get("check_races", True)),
+            scalars=spec.scalars,
         )
         return sim.run()
 
@@ -936,7 +1041,8 @@ class SimPlatform(Platform):
         times = []
         for i in range(iterations):
             self._trace = self._run(
-                artifact, LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options)
+                artifact,
+                LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options, spec.scalars),
             )
             times.append(self._trace.makespan_us)
         return times
@@ -962,6 +1068,7 @@ def simulate(
     seed: int = 0,
     load_window: int = DEFAULT_LOAD_WINDOW,
     check_races: bool = True,
+    scalars: tuple[int, ...] = (),
 ) -> SimTrace:
     """Run one launch of ``program`` over host arrays in argument order (modified in place).
 
@@ -974,4 +1081,5 @@ def simulate(
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
     raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
     counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
-    return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races).run()
+    return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races,
+                      scalars=scalars).run()

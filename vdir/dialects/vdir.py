@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     I64,
@@ -53,6 +54,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -63,6 +65,7 @@ from xdsl.irdl import (
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
     CustomDirective,
+    OptionalOperandVariable,
     ParsingState,
     PrintingState,
     VariadicOperandVariable,
@@ -94,6 +97,10 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
 DYNAMIC = DYNAMIC_INDEX
+
+#: the range of a runtime value (launch-time scalars, values read from
+#: device memory are 32-bit signed integers)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 _ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type}
 
@@ -489,14 +496,81 @@ class FamilyName(CustomDirective):
         printer.print_string(family.data)
 
 
+#: the comparisons a micro-op's runtime condition may use (``when %v >= 3``)
+GUARD_OPS = {"ge": ">=", "lt": "<"}
+
+
+@irdl_custom_directive
+class Guard(CustomDirective):
+    """``when %v >= 3`` / ``when %v < 3``: the micro-op's runtime condition, if any.
+
+    ``%v`` is an ``index`` value (a launch-time scalar, a value read from
+    device memory, or affine in those and induction variables); the micro-op
+    runs only if the comparison with the constant holds. A micro-op whose
+    condition fails still waits and signals like one that ran (the
+    dependency protocol does not depend on runtime values), but has no
+    effect. Printed only when present.
+    """
+
+    guard: OptionalOperandVariable
+    guard_op: AttributeVariable
+    guard_bound: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("when") is None:
+            self.guard.set(state, None)
+            return
+        self.guard.set(state, parser.parse_unresolved_operand())
+        pos = parser.pos
+        # MLIR's lexer has no '>=' token: it is '>' followed by '='
+        if parser.parse_optional_punctuation(">") is not None:
+            parser.parse_punctuation("=", " after '>' (conditions are '>=' or '<')")
+            op = "ge"
+        elif parser.parse_optional_punctuation("<") is not None:
+            op = "lt"
+        else:
+            parser.raise_error("expected '>=' or '<' in a micro-op's condition", pos, parser.pos)
+        self.guard_op.set(state, StringAttr(op))
+        self.guard_bound.set(state, IntegerAttr(parser.parse_integer(allow_boolean=False), i64))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        value = self.guard.get(op)
+        kind, bound = self.guard_op.get(op), self.guard_bound.get(op)
+        if value is None or not isinstance(kind, StringAttr) or not isinstance(bound, IntegerAttr):
+            return
+        state.print_whitespace(printer)
+        printer.print_string("when ")
+        printer.print_ssa_value(value)
+        printer.print_string(f" {GUARD_OPS.get(kind.data, kind.data)} {bound.value.data}")
+
+
+def _guard_properties(guard: "tuple[SSAValue, str, int] | None") -> dict[str, Attribute | None]:
+    """The ``guard_op`` / ``guard_bound`` properties of a condition ``(value, "ge"|"lt", bound)``."""
+    if guard is None:
+        return {"guard_op": None, "guard_bound": None}
+    return {"guard_op": StringAttr(guard[1]), "guard_bound": IntegerAttr(guard[2], i64)}
+
+
+def _check_guard(op: "LoadOp | StoreOp | ComputeOp") -> None:
+    """A condition has its value, a known comparison and a bound, or none of them."""
+    parts = (op.guard is not None, op.guard_op is not None, op.guard_bound is not None)
+    if any(parts) and not all(parts):
+        raise VerifyException("a micro-op's condition needs its value, guard_op and guard_bound together")
+    if op.guard_op is not None and op.guard_op.data not in GUARD_OPS:
+        raise VerifyException(
+            f"unknown condition '{op.guard_op.data}' (known: {', '.join(GUARD_OPS)})"
+        )
+
+
 # --------------------------------------------------------------------------
 # Ops
 # --------------------------------------------------------------------------
 
 
-#: The part of every micro-op's format after its operands: the engine kind,
-#: the flow id and the tokens it waits for (``on load flow 1 after %a, %b``).
-_SCHEDULING_FORMAT = "custom<OnEngine>($engine) (`flow` $flow^)? (`after` $deps^)? attr-dict"
+#: The part of every micro-op's format after its operands: its runtime
+#: condition, the engine kind, the flow id and the tokens it waits for
+#: (``when %n >= 3 on load flow 1 after %a, %b``).
+_SCHEDULING_FORMAT = "custom<Guard>($guard, $guard_op, $guard_bound) custom<OnEngine>($engine) (`flow` $flow^)? (`after` $deps^)? attr-dict"
 
 
 @irdl_op_definition
@@ -512,6 +586,9 @@ class LoadOp(MicroOp):
     source = operand_def(BufferType)
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
+    guard = opt_operand_def(IndexType)
+    guard_op = opt_prop_def(StringAttr)
+    guard_bound = opt_prop_def(IntegerAttr[I64])
     result = result_def(TileType)
     static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.LOAD))
@@ -524,7 +601,7 @@ class LoadOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` type($source) `->` type($result)"
     )
-    custom_directives = (RegionOffsets, OnEngine)
+    custom_directives = (RegionOffsets, Guard, OnEngine)
 
     def __init__(
         self,
@@ -534,22 +611,25 @@ class LoadOp(MicroOp):
         engine: EngineKind = EngineKind.LOAD,
         flow: int | None = None,
         deps: Sequence[SSAValue] = (),
+        guard: "tuple[SSAValue, str, int] | None" = None,
     ):
         static = [DYNAMIC if isinstance(o, SSAValue) else o for o in offsets]
         dynamic = [o for o in offsets if isinstance(o, SSAValue)]
         super().__init__(
-            operands=[source, dynamic, deps],
+            operands=[source, dynamic, deps, [guard[0]] if guard else []],
             result_types=[tile],
             properties={
                 "static_offsets": DenseArrayBase.from_list(i64, static),
                 "engine": EngineKindAttr(engine),
                 "flow": IntegerAttr(flow, i64) if flow is not None else None,
+                **_guard_properties(guard),
             },
         )
 
     def verify_(self) -> None:
         _check_engine(self, "load")
         _check_flow(self)
+        _check_guard(self)
         _check_tile_used(self)
         _check_region(
             self.source.type,  # type: ignore[arg-type]
@@ -574,6 +654,9 @@ class StoreOp(MicroOp):
     dest = operand_def(BufferType)
     dynamic_offsets = var_operand_def(IndexType)
     deps = var_operand_def(TokenType)
+    guard = opt_operand_def(IndexType)
+    guard_op = opt_prop_def(StringAttr)
+    guard_bound = opt_prop_def(IntegerAttr[I64])
     token = result_def(TokenType)
     static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.STORE))
@@ -586,7 +669,7 @@ class StoreOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` type($value) `,` type($dest)"
     )
-    custom_directives = (RegionOffsets, OnEngine)
+    custom_directives = (RegionOffsets, Guard, OnEngine)
 
     def __init__(
         self,
@@ -596,22 +679,25 @@ class StoreOp(MicroOp):
         engine: EngineKind = EngineKind.STORE,
         flow: int | None = None,
         deps: Sequence[SSAValue] = (),
+        guard: "tuple[SSAValue, str, int] | None" = None,
     ):
         static = [DYNAMIC if isinstance(o, SSAValue) else o for o in offsets]
         dynamic = [o for o in offsets if isinstance(o, SSAValue)]
         super().__init__(
-            operands=[value, dest, dynamic, deps],
+            operands=[value, dest, dynamic, deps, [guard[0]] if guard else []],
             result_types=[TokenType()],
             properties={
                 "static_offsets": DenseArrayBase.from_list(i64, static),
                 "engine": EngineKindAttr(engine),
                 "flow": IntegerAttr(flow, i64) if flow is not None else None,
+                **_guard_properties(guard),
             },
         )
 
     def verify_(self) -> None:
         _check_engine(self, "store")
         _check_flow(self)
+        _check_guard(self)
         _check_region(
             self.dest.type,  # type: ignore[arg-type]
             self.value.type,  # type: ignore[arg-type]
@@ -647,6 +733,9 @@ class ComputeOp(MicroOp):
 
     inputs = var_operand_def(TileType)
     deps = var_operand_def(TokenType)
+    guard = opt_operand_def(IndexType)
+    guard_op = opt_prop_def(StringAttr)
+    guard_bound = opt_prop_def(IntegerAttr[I64])
     result = result_def(TileType)
     family = prop_def(StringAttr)
     params = opt_prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
@@ -660,7 +749,7 @@ class ComputeOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` functional-type($inputs, $result)"
     )
-    custom_directives = (FamilyName, OnEngine)
+    custom_directives = (FamilyName, Guard, OnEngine)
 
     def __init__(
         self,
@@ -671,15 +760,17 @@ class ComputeOp(MicroOp):
         engine: EngineKind = EngineKind.COMPUTE,
         flow: int | None = None,
         deps: Sequence[SSAValue] = (),
+        guard: "tuple[SSAValue, str, int] | None" = None,
     ):
         super().__init__(
-            operands=[inputs, deps],
+            operands=[inputs, deps, [guard[0]] if guard else []],
             result_types=[result],
             properties={
                 "family": StringAttr(family),
                 "params": DictionaryAttr(params) if params else None,
                 "engine": EngineKindAttr(engine),
                 "flow": IntegerAttr(flow, i64) if flow is not None else None,
+                **_guard_properties(guard),
             },
         )
 
@@ -690,6 +781,7 @@ class ComputeOp(MicroOp):
     def verify_(self) -> None:
         _check_engine(self, "compute")
         _check_flow(self)
+        _check_guard(self)
         _check_tile_used(self)
         if len(self.inputs) > MAX_INPUTS:
             raise VerifyException(
@@ -727,8 +819,82 @@ class JoinOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ReadOp(IRDLOperation):
+    """An ``index`` value read from an ``i32`` element of a global buffer.
+
+    ``%tok = vdir.read %ids[0, 3] : !vdir.buffer<1x8xi32>``. It is not a
+    micro-op: each micro-op that uses the value (in an offset or a condition)
+    reads the element itself when it starts, after the stores to that element
+    that precede it in program order (the dependency analysis orders them).
+    An offset built from it is checked on the device: a value that would put
+    the region outside its buffer stops the launch with an error naming the
+    micro-op.
+    """
+
+    name = "vdir.read"
+
+    source = operand_def(BufferType)
+    position = prop_def(DenseArrayBase[I64])
+    result = result_def(IndexType)
+
+    def __init__(self, source: SSAValue, row: int, col: int):
+        super().__init__(
+            operands=[source],
+            result_types=[IndexType()],
+            properties={"position": DenseArrayBase.from_list(i64, [row, col])},
+        )
+
+    @property
+    def row_col(self) -> tuple[int, int]:
+        """The (row, column) of the element read."""
+        r, c = self.position.get_values()
+        return int(r), int(c)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ReadOp":
+        source = parser.parse_operand()
+        pos = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        if source.type != source_type:
+            parser.raise_error(f"{value_name(source)} has type {source.type}, but is used as {source_type}")
+        if len(pos) != 2:
+            parser.raise_error(f"vdir.read takes a (row, column) position, got {len(pos)} numbers")
+        op = cls(source, pos[0], pos[1])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        r, c = self.row_col
+        printer.print_string(f"[{r}, {c}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+
+    def verify_(self) -> None:
+        t = self.source.type
+        assert isinstance(t, BufferType)
+        if t.dtype != "i32":
+            raise VerifyException(f"vdir.read reads an i32 buffer, got {t.dtype}")
+        if len(self.position.get_values()) != 2:
+            raise VerifyException("vdir.read takes a (row, column) position")
+        r, c = self.row_col
+        if not (0 <= r < t.dims[0] and 0 <= c < t.dims[1]):
+            raise VerifyException(f"vdir.read of element ({r}, {c}) is outside the {t.dims[0]}x{t.dims[1]} buffer")
+
+
+@irdl_op_definition
 class RepeatOp(IRDLOperation):
     """Repeat a body for an induction variable ``%i`` in ``[lower, upper)``.
+
+    With a runtime bound (``vdir.repeat %i = 0 to %n max 64``) the body is
+    laid out for every ``%i`` below the maximum, and the micro-ops of an
+    iteration run only if ``%i < %n`` (each gets that condition).
 
     ``vdir.repeat %i = 0 to 16 { ... }`` keeps a loop over K tiles or over 16
     identical layers a few lines long. The body's micro-ops are expanded in
@@ -741,12 +907,17 @@ class RepeatOp(IRDLOperation):
     lower = prop_def(IntegerAttr)
     upper = prop_def(IntegerAttr)
     step = prop_def(IntegerAttr)
+    #: a runtime upper bound (``to %n max 64``); ``upper`` is then its maximum
+    dynamic_upper = opt_operand_def(IndexType)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
-    def __init__(self, lower: int, upper: int, body: Region, step: int = 1):
+    def __init__(
+        self, lower: int, upper: int, body: Region, step: int = 1, dynamic_upper: SSAValue | None = None
+    ):
         super().__init__(
+            operands=[[dynamic_upper] if dynamic_upper is not None else []],
             properties={
                 "lower": IntegerAttr(lower, i64),
                 "upper": IntegerAttr(upper, i64),
@@ -770,13 +941,17 @@ class RepeatOp(IRDLOperation):
         parser.parse_punctuation("=")
         lower = parser.parse_integer()
         parser.parse_keyword("to")
+        bound = parser.parse_optional_unresolved_operand()
+        dynamic_upper = parser.resolve_operand(bound, IndexType()) if bound is not None else None
+        if dynamic_upper is not None:
+            parser.parse_keyword("max", " after a runtime upper bound (it needs a compile-time maximum)")
         upper = parser.parse_integer()
         step = 1
         if parser.parse_optional_keyword("step") is not None:
             step = parser.parse_integer()
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([arg.resolve(IndexType())])
-        op = cls(lower, upper, body, step)
+        op = cls(lower, upper, body, step, dynamic_upper)
         if attrs:
             op.attributes |= attrs.data
         return op
@@ -784,7 +959,11 @@ class RepeatOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.induction_var)
-        printer.print_string(f" = {self.lower.value.data} to {self.upper.value.data}")
+        printer.print_string(f" = {self.lower.value.data} to ")
+        if self.dynamic_upper is not None:
+            printer.print_operand(self.dynamic_upper)
+            printer.print_string(" max ")
+        printer.print_string(f"{self.upper.value.data}")
         if self.step.value.data != 1:
             printer.print_string(f" step {self.step.value.data}")
         if self.attributes:
@@ -825,6 +1004,9 @@ class ProgramOp(IRDLOperation):
     sym_name = prop_def(StringAttr)
     target = opt_prop_def(StringAttr)
     arg_names = opt_prop_def(ArrayAttr[StringAttr])
+    #: ``[lo0, hi0, lo1, hi1, ...]``: the half-open range of each ``index``
+    #: argument (a launch-time scalar), in argument order
+    scalar_ranges = opt_prop_def(DenseArrayBase[I64])
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator(), SymbolOpInterface(), IsolatedFromAbove())
@@ -836,14 +1018,17 @@ class ProgramOp(IRDLOperation):
         body: Region | None = None,
         target: str | None = None,
         arg_names: Sequence[str] | None = None,
+        scalar_ranges: Sequence[tuple[int, int]] = (),
     ):
         if body is None:
             body = Region(Block(arg_types=arg_types))
+        flat = [v for r in scalar_ranges for v in r]
         super().__init__(
             properties={
                 "sym_name": StringAttr(name),
                 "target": StringAttr(target) if target else None,
                 "arg_names": ArrayAttr([StringAttr(n) for n in arg_names]) if arg_names else None,
+                "scalar_ranges": DenseArrayBase.from_list(i64, flat) if flat else None,
             },
             regions=[body],
         )
@@ -851,6 +1036,21 @@ class ProgramOp(IRDLOperation):
     @property
     def args(self) -> tuple[SSAValue, ...]:
         return tuple(self.body.block.args)
+
+    @property
+    def buffer_args(self) -> tuple[SSAValue, ...]:
+        """The global-buffer arguments (they come first)."""
+        return tuple(a for a in self.args if isinstance(a.type, BufferType))
+
+    @property
+    def scalar_args(self) -> tuple[SSAValue, ...]:
+        """The launch-time scalar (``index``) arguments, after the buffers."""
+        return tuple(a for a in self.args if isinstance(a.type, IndexType))
+
+    def scalar_range_list(self) -> list[tuple[int, int]]:
+        """The declared half-open range of each scalar argument, in order."""
+        flat = self.scalar_ranges.get_values() if self.scalar_ranges is not None else ()
+        return [(flat[k], flat[k + 1]) for k in range(0, len(flat) - 1, 2)]
 
     def argument_names(self) -> list[str]:
         """Stable argument names (the text's names, else arg0, arg1, ...)."""
@@ -861,9 +1061,18 @@ class ProgramOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> "ProgramOp":
         name = parser.parse_symbol_name().data
-        args = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
-        )
+        ranges: list[tuple[int, int]] = []
+
+        def parse_arg():
+            arg = parser.parse_argument(expect_type=True)
+            if isinstance(arg.type, IndexType):
+                parser.parse_keyword("in", " and the range of a scalar argument ('%n: index in 0 to 64')")
+                lo = parser.parse_integer(allow_boolean=False)
+                parser.parse_keyword("to")
+                ranges.append((lo, parser.parse_integer(allow_boolean=False)))
+            return arg
+
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_arg)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         target = None
         if attrs and "target" in attrs.data:
@@ -872,7 +1081,7 @@ class ProgramOp(IRDLOperation):
                 parser.raise_error("program attribute 'target' must be a string")
             target = t.data
         body = parser.parse_region(args)
-        op = cls(name, [a.type for a in args], body, target=target, arg_names=None)
+        op = cls(name, [a.type for a in args], body, target=target, arg_names=None, scalar_ranges=ranges)
         names = [a.name.text[1:] for a in args]
         op.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in names])
         if attrs:
@@ -881,10 +1090,16 @@ class ProgramOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data}(")
-        printer.print_list(
-            self.args,
-            lambda a: (printer.print_operand(a), printer.print_string(": "), printer.print_attribute(a.type)),
-        )
+        ranges = iter(self.scalar_range_list())
+
+        def print_arg(a: SSAValue) -> None:
+            printer.print_operand(a)
+            printer.print_string(": ")
+            printer.print_attribute(a.type)
+            if isinstance(a.type, IndexType) and (r := next(ranges, None)) is not None:
+                printer.print_string(f" in {r[0]} to {r[1]}")
+
+        printer.print_list(self.args, print_arg)
         printer.print_string(")")
         extra = dict(self.attributes)
         if self.target is not None:
@@ -898,14 +1113,31 @@ class ProgramOp(IRDLOperation):
     def verify_(self) -> None:
         target_of(self)
         for i, a in enumerate(self.args):
-            if not isinstance(a.type, BufferType):
+            if not isinstance(a.type, BufferType | IndexType):
                 raise VerifyException(
-                    f"program argument #{i} must be a !vdir.buffer, got {a.type}"
+                    f"program argument #{i} must be a !vdir.buffer or an index scalar, got {a.type}"
                 )
+            if isinstance(a.type, BufferType) and i > len(self.buffer_args) - 1:
+                raise VerifyException(f"program argument #{i}: buffers come before the scalar arguments")
+        self._check_scalar_ranges()
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
         check_acyclic(self.body.block)
         verify_scheduled_form(self)
+
+    def _check_scalar_ranges(self) -> None:
+        ranges = self.scalar_range_list()
+        flat = self.scalar_ranges.get_values() if self.scalar_ranges is not None else ()
+        if len(flat) != 2 * len(self.scalar_args):
+            raise VerifyException(
+                f"scalar_ranges must give [lo, hi) for each of the {len(self.scalar_args)} scalar arguments"
+            )
+        for a, (lo, hi) in zip(self.scalar_args, ranges, strict=True):
+            name = a.name_hint or "scalar"
+            if not INT32_MIN <= lo < hi <= INT32_MAX + 1:
+                raise VerifyException(
+                    f"scalar %{name}: range {lo} to {hi} must be non-empty and within 32-bit integers"
+                )
 
     @property
     def stage(self) -> Stage:
@@ -981,9 +1213,9 @@ def _verified_layout(program: "ProgramOp", stage: Stage) -> LayoutAttr | None:
         raise OpVerifyException(
             f"num_sms = {layout.num_sms.data} exceeds the {target.num_sms} SMs of target '{target.name}'", program
         )
-    if len(layout.roles) != len(program.args):
+    if len(layout.roles) != len(program.buffer_args):
         raise OpVerifyException(
-            f"buffer_roles gives {_counted(len(layout.roles), 'role')} for {_counted(len(program.args), 'argument')}",
+            f"buffer_roles gives {_counted(len(layout.roles), 'role')} for {_counted(len(program.buffer_args), 'buffer argument')}",
             program,
         )
     return layout
@@ -1006,6 +1238,8 @@ class _ScheduleChecker:
     def check(self, op: Operation) -> None:
         """Check one op of the program body."""
         stage = self.stage.value
+        if isinstance(op, ReadOp | ApplyOp):  # the runtime values of offsets and conditions
+            return
         if not isinstance(op, MicroOp):
             raise OpVerifyException(f"a program at stage '{stage}' holds only micro-ops, not {op.name}", op)
         _check_micro_op_attributes(op)
@@ -1165,10 +1399,13 @@ class EncodedProgramOp(IRDLOperation):
     buffers = prop_def(ArrayAttr[StringAttr])
     code = prop_def(StringAttr)
     names = prop_def(StringAttr)
+    #: the launch-time scalars as ``name:lo:hi`` (absent: none)
+    scalars = opt_prop_def(ArrayAttr[StringAttr])
 
     traits = traits_def(SymbolOpInterface())
 
     _FIELDS: ClassVar[tuple[str, ...]] = ("target", "buffers", "code", "names")
+    _OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = ("scalars",)
 
     @classmethod
     def parse(cls, parser: Parser) -> "EncodedProgramOp":
@@ -1176,7 +1413,7 @@ class EncodedProgramOp(IRDLOperation):
         pos = parser.pos
         attrs = parser.parse_optional_attr_dict()
         missing = [f for f in cls._FIELDS if f not in attrs]
-        extra = [k for k in attrs if k not in cls._FIELDS]
+        extra = [k for k in attrs if k not in cls._FIELDS + cls._OPTIONAL_FIELDS]
         if missing or extra:
             parser.raise_error(
                 f"vdir.encoded_program needs exactly {', '.join(cls._FIELDS)}"
@@ -1194,7 +1431,11 @@ class EncodedProgramOp(IRDLOperation):
         printer.print_attribute(self.target)
         printer.print_string(", buffers = ")
         printer.print_attribute(self.buffers)
-        printer.print_string(f', code = "{self.code.data}", names = "{self.names.data}"}}')
+        printer.print_string(f', code = "{self.code.data}", names = "{self.names.data}"')
+        if self.scalars is not None:
+            printer.print_string(", scalars = ")
+            printer.print_attribute(self.scalars)
+        printer.print_string("}")
 
     def verify_(self) -> None:
         for text in (self.code.data, self.names.data):
@@ -1206,17 +1447,19 @@ class EncodedProgramOp(IRDLOperation):
                 raise VerifyException(
                     f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out|inout|scratch)"
                 )
-        from vdir.isa import decode_code, decode_text
+        from vdir.isa import ScalarInfo, decode_code, decode_text
 
         try:
             decode_code(self.code.data)
             decode_text(self.names.data)
+            for entry in self.scalars.data if self.scalars is not None else ():
+                ScalarInfo.parse(entry.data)
         except ValueError as e:
             raise VerifyException(f"bad encoded program: {e}") from None
 
 
 VDIR = Dialect(
     "vdir",
-    [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp, EncodedProgramOp],
+    [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp, ReadOp, EncodedProgramOp],
     [BufferType, TileType, TokenType, EngineKindAttr, StageAttr, LayoutAttr, ScheduleAttr],
 )

@@ -34,6 +34,7 @@ from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseArrayBase,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -54,6 +55,7 @@ from vdir.dialects.vdir import (
     JoinOp,
     LoadOp,
     ProgramOp,
+    ReadOp,
     RepeatOp,
     StoreOp,
     TileType,
@@ -63,9 +65,15 @@ from vdir.dialects.vdir import (
 from vdir.families import DTYPES, FamilyError, TileSig, get_family
 from vdir.target import UnknownTargetError, get_target
 
-#: an offset: a constant, or an ``index`` value (an induction variable or an
-#: ``affine.apply`` result)
+#: an offset: a constant, or an ``index`` value (an induction variable, a
+#: scalar argument, a ``vdir.read`` or an ``affine.apply`` result)
 Offset = int | SSAValue
+
+#: a micro-op's runtime condition: ``(value, ">=" or "<", bound)``
+Condition = tuple[SSAValue, str, int]
+
+#: the comparisons of a condition, as written in Python and in the IR
+_COMPARISONS = {">=": "ge", "<": "lt"}
 
 
 def _shape(shape: Sequence[int], what: str) -> tuple[int, int]:
@@ -141,6 +149,7 @@ class ProgramBuilder:
         self.name = name
         self.target = target
         self._arg_names: list[str] = []
+        self._scalar_ranges: list[tuple[int, int]] = []
         self._program = ProgramOp(name, [], target=target)
         self._blocks: list[Block] = [self._program.body.block]
         self._finished = False
@@ -154,6 +163,8 @@ class ProgramBuilder:
             raise ValueError(f"buffer name must be a non-empty string, got {name!r}")
         if name in self._arg_names:
             raise ValueError(f"buffer '{name}' is already declared")
+        if self._scalar_ranges:
+            raise ValueError(f"buffer '{name}': declare the buffers before the scalars")
         rows, cols = _shape(shape, f"buffer '{name}'")
         t = BufferType((rows, cols), _dtype(dtype, f"buffer '{name}'"))
         block = self._program.body.block
@@ -161,6 +172,43 @@ class ProgramBuilder:
         arg.name_hint = name
         self._arg_names.append(name)
         return arg
+
+    def scalar(self, name: str, lower: int, upper: int) -> SSAValue:
+        """Declare a launch-time scalar ``%name: index in lower to upper`` (after the buffers).
+
+        Its value is given at each launch (in ``[lower, upper)``); it may
+        appear in offsets, conditions (``when=``) and a repeat's ``bound``.
+        """
+        self._check_open()
+        if not name or not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"scalar name must be an identifier, got {name!r}")
+        if name in self._arg_names:
+            raise ValueError(f"argument '{name}' is already declared")
+        for what, v in (("lower", lower), ("upper", upper)):
+            if not isinstance(v, Integral) or isinstance(v, bool):
+                raise ValueError(f"scalar '{name}': {what} bound must be an integer, got {v!r}")
+        if not -(2**31) <= lower < upper <= 2**31:
+            raise ValueError(f"scalar '{name}': range {lower} to {upper} must be non-empty and within 32-bit integers")
+        block = self._program.body.block
+        arg = block.insert_arg(IndexType(), len(block.args))
+        arg.name_hint = name
+        self._arg_names.append(name)
+        self._scalar_ranges.append((int(lower), int(upper)))
+        return arg
+
+    def read(self, buffer: SSAValue, row: int, col: int, *, name: str | None = None) -> SSAValue:
+        """``vdir.read``: the ``i32`` element ``buffer[row, col]`` as an index value.
+
+        Each micro-op that uses it reads the element when it starts (a token
+        id written by the host or by an earlier store of the launch).
+        """
+        btype = self._buffer_type(buffer, "read")
+        if btype.dtype != "i32":
+            raise ValueError(f"read: the buffer must hold i32 elements, got {btype.dtype}")
+        for what, v, bound in (("row", row, btype.dims[0]), ("column", col, btype.dims[1])):
+            if not isinstance(v, Integral) or isinstance(v, bool) or not 0 <= v < bound:
+                raise ValueError(f"read: {what} {v!r} is outside the buffer's [0, {bound})")
+        return self._append(ReadOp(buffer, int(row), int(col)), name)
 
     # -- micro-ops ----------------------------------------------------------
 
@@ -174,10 +222,12 @@ class ProgramBuilder:
         engine: str | None = None,
         flow: int | None = None,
         after: Sequence[SSAValue] = (),
+        when: Condition | None = None,
     ) -> SSAValue:
         """``vdir.load``: copy ``buffer[offsets]`` (a ``shape`` region) into a new tile.
 
         The tile has the buffer's element type. Returns the tile value.
+        ``when=(value, ">=", 3)`` makes it run only if the condition holds.
         """
         btype = self._buffer_type(buffer, "load")
         rows, cols = _shape(shape, "load tile")
@@ -185,7 +235,8 @@ class ProgramBuilder:
         offs = self._offsets(offsets, "load")
         self._region(btype, tile, offs, "load")
         op = LoadOp(
-            buffer, offs, tile, _engine(engine, EngineKind.LOAD), flow, self._tokens(after)
+            buffer, offs, tile, _engine(engine, EngineKind.LOAD), flow, self._tokens(after),
+            _condition(when, "load"),
         )
         return self._append(op, name)
 
@@ -200,6 +251,7 @@ class ProgramBuilder:
         engine: str | None = None,
         flow: int | None = None,
         after: Sequence[SSAValue] = (),
+        when: Condition | None = None,
     ) -> SSAValue:
         """``vdir.compute``: run op ``family`` on tiles; returns the result tile.
 
@@ -236,6 +288,7 @@ class ProgramBuilder:
             _engine(engine, EngineKind.COMPUTE),
             flow,
             self._tokens(after),
+            _condition(when, family),
         )
         return self._append(op, name)
 
@@ -249,6 +302,7 @@ class ProgramBuilder:
         engine: str | None = None,
         flow: int | None = None,
         after: Sequence[SSAValue] = (),
+        when: Condition | None = None,
     ) -> SSAValue:
         """``vdir.store``: copy ``tile`` to ``buffer[offsets]``; returns its token."""
         self._check_open()
@@ -258,7 +312,8 @@ class ProgramBuilder:
         offs = self._offsets(offsets, "store")
         self._region(btype, tile.type, offs, "store")
         op = StoreOp(
-            tile, buffer, offs, _engine(engine, EngineKind.STORE), flow, self._tokens(after)
+            tile, buffer, offs, _engine(engine, EngineKind.STORE), flow, self._tokens(after),
+            _condition(when, "store"),
         )
         return self._append(op, name)
 
@@ -274,13 +329,14 @@ class ProgramBuilder:
 
     @contextmanager
     def repeat(
-        self, lower: int, upper: int, step: int = 1, *, name: str = "i"
+        self, lower: int, upper: int, step: int = 1, *, name: str = "i", bound: SSAValue | None = None
     ) -> Iterator[SSAValue]:
         """``vdir.repeat %name = lower to upper step s``: a context manager.
 
         Yields the induction variable (an ``index`` value); micro-ops built
         inside the ``with`` block form the body. Values made inside do not
-        escape it.
+        escape it. With ``bound`` (an index value: a scalar, a read) the
+        repeat runs while ``%name < bound``, and ``upper`` is its maximum.
         """
         self._check_open()
         for what, v in (("lower", lower), ("upper", upper), ("step", step)):
@@ -290,9 +346,11 @@ class ProgramBuilder:
             raise ValueError(f"repeat step must be positive, got {step}")
         if upper <= lower:
             raise ValueError(f"repeat from {lower} to {upper} runs no iterations")
+        if bound is not None and (not isinstance(bound, SSAValue) or not isinstance(bound.type, IndexType)):
+            raise ValueError(f"repeat bound must be an index value, got {bound!r}")
         body = Block(arg_types=[IndexType()])
         body.args[0].name_hint = name
-        op = RepeatOp(int(lower), int(upper), Region(body), int(step))
+        op = RepeatOp(int(lower), int(upper), Region(body), int(step), bound)
         self._blocks[-1].add_op(op)
         self._blocks.append(body)
         try:
@@ -352,6 +410,9 @@ class ProgramBuilder:
         if len(self._blocks) != 1:
             raise ValueError("finish() called inside an open repeat")
         self._program.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in self._arg_names])
+        if self._scalar_ranges:
+            flat = [v for r in self._scalar_ranges for v in r]
+            self._program.properties["scalar_ranges"] = DenseArrayBase.from_list(i64, flat)
         module = ModuleOp([self._program])
         self._finished = True
         verify(module)
@@ -411,6 +472,23 @@ class ProgramBuilder:
             if not isinstance(t, SSAValue) or not isinstance(t.type, TokenType):
                 raise ValueError(f"'after' takes token values (store or join results), got {t!r}")
         return toks
+
+
+def _condition(when: Condition | None, what: str) -> tuple[SSAValue, str, int] | None:
+    """A ``when=(value, ">=" | "<", bound)`` argument as the ops take it (``"ge"``/``"lt"``)."""
+    if when is None:
+        return None
+    try:
+        value, comparison, bound = when
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: when= takes (value, '>=' or '<', bound), got {when!r}") from None
+    if not isinstance(value, SSAValue) or not isinstance(value.type, IndexType):
+        raise ValueError(f"{what}: a condition compares an index value, got {value!r}")
+    if comparison not in _COMPARISONS:
+        raise ValueError(f"{what}: a condition compares with '>=' or '<', got {comparison!r}")
+    if not isinstance(bound, Integral) or isinstance(bound, bool):
+        raise ValueError(f"{what}: a condition's bound must be an integer, got {bound!r}")
+    return value, _COMPARISONS[comparison], int(bound)
 
 
 def verify(module: ModuleOp) -> None:

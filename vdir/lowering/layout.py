@@ -21,6 +21,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_error"),  # u32[ERROR_WORDS]
     ("u64", "p_watchdog_ns"),
     ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
+    ("u64", "p_scalars"),  # s32[num_scalars]: the launch-time scalars, written before the launch
 )
 
 #: bytes of one tensor map (CUtensorMap) in the p_tmaps array
@@ -72,8 +73,10 @@ ERROR_WORDS = 16
 E_CODE, E_SM, E_ENGINE, E_POS, E_UOP = 0, 1, 2, 3, 4
 E_WAIT_MASK, E_WAIT_PARITY, E_BITMAP = 5, 7, 9  # 2 words each (lo, hi)
 E_COUNTER, E_COUNTER_VALUE, E_COUNTER_WANTED = 11, 12, 13
-ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE = 0, 1, 2, 3
-ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode"}
+E_VALUE = 14  # ERR_BOUNDS: the runtime value that was out of range
+ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE, ERR_BOUNDS = 0, 1, 2, 3, 4
+ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode",
+               ERR_BOUNDS: "runtime offset out of range"}
 
 
 def block_threads(target: TargetDescription) -> int:

@@ -26,6 +26,7 @@ from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
 from vdir.analysis.queues import queues_of
 from vdir.analysis.reroll import reroll_queue
+from vdir.analysis.runtime_values import RuntimeSource
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
@@ -60,16 +61,51 @@ def _sync_fields(row: list[int], node: Node, counter: tuple[int, int] | None, re
         isa.RELEASE_COUNTER.set(row, release + 1)
 
 
+def _source_code(source: RuntimeSource, node: Node) -> int:
+    """The ``isa.SOURCE_*`` code of a runtime value's source."""
+    if source.is_scalar:
+        return isa.SOURCE_SCALAR
+    if source.buffer >= isa.MAX_SOURCE_BUFFERS:
+        raise PassFailure(
+            f"{node.name} reads a runtime value from buffer #{source.buffer}; the ISA addresses the "
+            f"first {isa.MAX_SOURCE_BUFFERS} buffers",
+            loc=node.loc,
+        )
+    return isa.SOURCE_BUFFER0 + source.buffer
+
+
 def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
     arg = graph.args[node.buffer]
     es = DTYPE_BYTES[arg.dtype]
     rows, cols = node.tile.shape  # type: ignore[union-attr]
+    offset = node.row * arg.row_bytes + node.col * es
     isa.BUFFER.set(row, node.buffer)
-    isa.GLOBAL_OFFSET.set(row, node.row * arg.row_bytes + node.col * es)
     isa.ROWS.set(row, rows)
     isa.ROW_BYTES.set(row, cols * es)
     isa.ROW_STRIDE.set(row, arg.row_bytes)
     isa.SMEM.set(row, smem)
+    if node.dyn is not None:
+        # offset + (coeff * v + const) * unit; the constant folds into the
+        # u64 offset (two's complement: only the sum with v's term is in bounds)
+        unit = arg.row_bytes if node.dyn_axis == 0 else es
+        offset += node.dyn.const * unit
+        isa.DYN_SOURCE.set(row, _source_code(node.dyn.source, node))
+        isa.DYN_INDEX.set(row, node.dyn.source.index)
+        isa.DYN_SCALE.set(row, node.dyn.coeff * unit)
+        isa.DYN_MIN.set(row, node.dyn_range[0])
+        isa.DYN_MAX.set(row, node.dyn_range[1])
+    isa.GLOBAL_OFFSET.set(row, offset % 2**64)
+
+
+def _guard_fields(row: list[int], node: Node) -> None:
+    """The runtime condition's source and ``coeff * v + const >= 0``."""
+    guard = node.guard
+    if guard is None:
+        return
+    isa.GUARD_SOURCE.set(row, _source_code(guard.source, node))
+    isa.GUARD_INDEX.set(row, guard.source.index)
+    isa.GUARD_COEFF.set(row, guard.coeff)
+    isa.GUARD_CONST.set(row, guard.const)
 
 
 def _compute_fields(row: list[int], node: Node) -> None:
@@ -104,6 +140,7 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
         out.append(nop)
     row = _row(isa.OPCODE_OF_CLASS[node.kind], node.id)
     _sync_fields(row, node, waits[0] if waits else None, releases[0] if releases else None)
+    _guard_fields(row, node)
     if node.kind == "load":
         _memory_fields(row, node, graph, node.smem)
     elif node.kind == "store":
@@ -172,6 +209,7 @@ def encode(graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
         queues=table,
         uop_names={n.id: f"{n.name} ({n.loc})" for n in graph.nodes},
         target=graph.target.name,
+        scalars=[isa.ScalarInfo(s.name, s.lo, s.hi) for s in graph.scalars],
     )
 
 
@@ -195,6 +233,7 @@ def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
             ),
             "code": StringAttr(isa.encode_code(program)),
             "names": StringAttr(isa.encode_text(names)),
+            **({"scalars": ArrayAttr([StringAttr(s.text()) for s in program.scalars])} if program.scalars else {}),
         }
     )
 
@@ -207,7 +246,8 @@ def program_of(op: EncodedProgramOp) -> isa.EncodedProgram:
         r, c = (int(x) for x in shape.split("x"))
         buffers.append(isa.BufferInfo(name, (r, c), dtype, io in ("out", "inout"), io in ("in", "inout")))
     names = {i: s for i, s in enumerate(isa.decode_text(op.names.data)) if s}
-    return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data)
+    scalars = [isa.ScalarInfo.parse(s.data) for s in op.scalars.data] if op.scalars is not None else []
+    return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data, scalars)
 
 
 def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:

@@ -117,12 +117,34 @@ def _single_use_producer(value: SSAValue, family: str) -> ComputeOp | None:
     return op
 
 
+def same_condition(a: MicroOp, b: MicroOp) -> bool:
+    """``a`` and ``b`` have the same runtime condition (``when``), or neither has one."""
+    ga, gb = a.guard, b.guard  # type: ignore[attr-defined]
+    if ga is None or gb is None:
+        return ga is None and gb is None
+    return (
+        same_index(ga, gb)
+        and a.guard_op == b.guard_op  # type: ignore[attr-defined]
+        and a.guard_bound == b.guard_bound  # type: ignore[attr-defined]
+    )
+
+
+def _condition_of(op: MicroOp) -> tuple[SSAValue, str, int] | None:
+    """``op``'s runtime condition as the op constructors take it."""
+    if op.guard is None:  # type: ignore[attr-defined]
+        return None
+    return op.guard, op.guard_op.data, op.guard_bound.value.data  # type: ignore[attr-defined]
+
+
 def can_fuse(producer: ComputeOp, consumer: ComputeOp) -> bool:
     """The structural conditions for fusing ``producer`` into ``consumer``.
 
-    Single use of the intermediate, same block, same engine kind and
-    compatible flows; the family check and the cost check come on top.
+    Single use of the intermediate, same block, same engine kind, the same
+    runtime condition and compatible flows; the family check and the cost
+    check come on top.
     """
+    if not same_condition(producer, consumer):
+        return False
     use = producer.result.get_unique_use()
     if use is None or use.operation is not consumer:
         return False
@@ -181,6 +203,7 @@ def build_fused(
         engine=consumer.engine.data,
         flow=flow,
         deps=_dedup([*producer.deps, *consumer.deps]),
+        guard=_condition_of(consumer),
     )
     fused.attributes.update(consumer.attributes)
     fused.location = consumer.location
@@ -389,7 +412,8 @@ class MergeDuplicateLoads(RewritePattern):
 
     The earlier load must read the same region into the same tile type on
     the same engine, with no store to the buffer between the two, a
-    compatible flow, and at least every token the later load waits for.
+    compatible flow, at least every token the later load waits for, and no
+    condition the later load does not have (a skipped load makes no tile).
     """
 
     min_benefit: float = 0.0
@@ -414,6 +438,7 @@ class MergeDuplicateLoads(RewritePattern):
                 isinstance(op, LoadOp)
                 and same_region(op, load)
                 and op.engine == load.engine
+                and (op.guard is None or same_condition(op, load))
                 and (load.flow is None or op.flow == load.flow)
                 and all(any(d is e for e in op.deps) for d in load.deps)
             ):

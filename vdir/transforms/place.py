@@ -109,6 +109,7 @@ def place(graph: Graph, num_sms: int) -> None:
                 id=next_id[0], kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
                 loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
                 family=node.family, params=node.params, deps=node.deps, flow=node.flow, sm=sm,
+                dyn=node.dyn, dyn_axis=node.dyn_axis, dyn_range=node.dyn_range, guard=node.guard,
             )
             next_id[0] += 1
             c.inputs = [copy_on(i, sm) for i in node.inputs]

@@ -21,12 +21,12 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
-          for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error", "p_tmaps")}
+          for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error", "p_tmaps", "p_scalars")}
     tid = b.special("u32", "%tid.x")
     base = b.mov("u32", "vdir_smem")
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
-        counters=gl["p_counters"], tmaps=gl["p_tmaps"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        counters=gl["p_counters"], tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), loops=loops,

@@ -13,6 +13,7 @@ from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, smem_fields
+from vdir.lowering.kernel.runtime_values import condition_holds
 from vdir.lowering.kernel.sync import report, signal, spin_wait
 from vdir.target import EngineKind
 
@@ -66,6 +67,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         f = smem_fields(c, fe.slot_address(pos))
     opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
+    b.bra(body_done, condition_holds(c, f), neg=True)  # skipped: no result, same signals
     _run_family_body(c, f, families, ct, cw, engine, pos, done, body_done)
     b.place(body_done)
     # every compute thread's shared-memory writes precede the leader's release

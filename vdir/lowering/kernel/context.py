@@ -29,6 +29,7 @@ class Ctx:
     buffers: SSAValue
     counters: SSAValue
     tmaps: SSAValue  # u64 global address of the tensor maps
+    scalars: SSAValue  # u64 global address of the launch-time scalars (s32 each)
     epoch: SSAValue
     err: SSAValue
     bound: SSAValue

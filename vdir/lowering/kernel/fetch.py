@@ -68,6 +68,10 @@ class Fields:
     wcount: SSAValue
     rel: SSAValue
     uop: SSAValue
+    #: ``fresh(byte_offset)`` loads a word without the cache, for reads on a
+    #: branch (a cached register defined on one branch must not be reused
+    #: on another)
+    fresh: Callable[[int], SSAValue] | None = None
 
     def halves(self, f: isa.Field) -> list[SSAValue]:
         """The words of ``f`` (low word first), unshifted."""
@@ -82,6 +86,11 @@ class Fields:
             v = self.b.i("and.b32", "u32", v, f.mask)
         return v
 
+    def read_on_branch(self, f: isa.Field) -> SSAValue:
+        """A one-word field read where only some paths run (not cached; see ``fresh``)."""
+        assert f.nwords == 1 and not f.packed, f"{f.name}: read_on_branch reads whole words"
+        return (self.fresh or self.load)(f.byte_offset)
+
     def prefetch(self, fields: tuple[isa.Field, ...]) -> None:
         """Load the words of ``fields`` now, in order (loads ahead of their uses)."""
         for f in fields:
@@ -93,14 +102,14 @@ SYNC_FIELDS = (isa.OPCODE, isa.WAIT_MASK, isa.WAIT_PARITY, isa.SIGNAL_MASK, isa.
                isa.WAIT_COUNT, isa.RELEASE_COUNTER, isa.UOP_ID)
 
 
-def fields_from(c: Ctx, load: Callable[[int], SSAValue]) -> Fields:
-    """Decode the sync fields through ``load(byte_offset)``."""
+def fields_from(c: Ctx, load: Callable[[int], SSAValue], fresh: Callable[[int], SSAValue] | None = None) -> Fields:
+    """Decode the sync fields through ``load(byte_offset)`` (``fresh``: the uncached loader)."""
     b = c.b
     w = {f: [load(f.byte_offset + k * isa.WORD_BYTES) for k in range(f.nwords)] for f in SYNC_FIELDS}
     return Fields(
         b=b, load=load, mask=b.pack64(*w[isa.WAIT_MASK]), parity=b.pack64(*w[isa.WAIT_PARITY]),
         signal=b.pack64(*w[isa.SIGNAL_MASK]), wctr=w[isa.WAIT_COUNTER][0], wcount=w[isa.WAIT_COUNT][0],
-        rel=w[isa.RELEASE_COUNTER][0], uop=w[isa.UOP_ID][0],
+        rel=w[isa.RELEASE_COUNTER][0], uop=w[isa.UOP_ID][0], fresh=fresh,
     )
 
 
@@ -132,7 +141,11 @@ def loop_fields(c: Ctx, addr: SSAValue, trip: SSAValue) -> Fields:
         step = b.ld_v4("ld.shared.v4.b32", "u32", addr, isa.INSTR_BYTES + off)
         return [b.i("mad.lo.u32", "u32", s, trip, w) for w, s in zip(base, step, strict=True)]
 
-    return fields_from(c, vector_loader(ld_v4))
+    def fresh(off: int) -> SSAValue:
+        base = b.ld("ld.shared.u32", "u32", addr, off)
+        return b.i("mad.lo.u32", "u32", b.ld("ld.shared.u32", "u32", addr, isa.INSTR_BYTES + off), trip, base)
+
+    return fields_from(c, vector_loader(ld_v4), fresh)
 
 
 class Cursor:
@@ -210,7 +223,8 @@ def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
     """Load instruction ``start + pos`` with vector loads (slow paths: reports)."""
     b = c.b
     a = instr_address(c, start, pos)
-    return fields_from(c, vector_loader(lambda off: b.ld_v4("ld.global.nc.v4.u32", "u32", a, off)))
+    return fields_from(c, vector_loader(lambda off: b.ld_v4("ld.global.nc.v4.u32", "u32", a, off)),
+                       lambda off: b.ld("ld.global.nc.u32", "u32", a, off))
 
 
 class WarpFetcher:
@@ -315,7 +329,8 @@ class WarpFetcher:
                 cache[offset] = self.word_at(offset, word)
             return cache[offset]
 
-        return fields_from(self.c, load)
+        fresh = (lambda offset: self.word_at(offset, word)) if self.c.loops else self.word_at
+        return fields_from(self.c, load, fresh)
 
 
 class SmemFetcher:
@@ -436,7 +451,8 @@ class SmemFetcher:
 
 def smem_fields(c: Ctx, addr: SSAValue) -> Fields:
     """Decode an instruction held in shared memory at ``addr``."""
-    return fields_from(c, vector_loader(lambda off: c.b.ld_v4("ld.shared.v4.b32", "u32", addr, off)))
+    return fields_from(c, vector_loader(lambda off: c.b.ld_v4("ld.shared.v4.b32", "u32", addr, off)),
+                       lambda off: c.b.ld("ld.shared.u32", "u32", addr, off))
 
 
 def region_fields(f: Fields) -> tuple[SSAValue, ...]:

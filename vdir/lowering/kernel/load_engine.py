@@ -28,6 +28,7 @@ from vdir.lowering.kernel.copies import (
     tensor_load,
 )
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
+from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
 from vdir.target import EngineKind
 
@@ -113,7 +114,8 @@ def _issue_next(s: LoadLoop) -> None:
     b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
           ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
     opcode = f.read(isa.OPCODE)
-    is_load = b.setp("eq.u32", opcode, isa.OP_LOAD)
+    # a load whose condition fails completes like a nop: no bytes, same signals
+    is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
     _copy_region(s, f, bar, first, p_ctr, issued)
@@ -156,7 +158,9 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
         b.bra(issued)
         b.place(plain)
-    # plain copies address the buffer through the pointer table
+    # plain copies address the buffer through the pointer table (a region
+    # with a runtime offset never has a tensor map)
+    off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, s.engine, s.pos, s.abort)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     contig = b.setp("eq.u32", stride, row_bytes)
     if c.options.lsu_loads:

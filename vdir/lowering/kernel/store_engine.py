@@ -8,6 +8,7 @@ from vdir import isa
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.copies import buffer_address, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, region_fields
+from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import signal, spin_wait
 from vdir.target import EngineKind
 
@@ -38,7 +39,8 @@ def store_engine(c: Ctx) -> None:
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
-    _copy_region(c, f, nxt)
+    b.bra(nxt, condition_holds(c, f), neg=True)  # skipped: no bytes, same signals
+    _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
     _complete(c, f, lane0)
     b.i("add.u32", "u32", pos, 1, dst=pos)
@@ -58,8 +60,11 @@ def _loop_entry(c: Ctx, fe: SmemFetcher, f: Fields, pos: SSAValue, top: str) -> 
     b.place(straight)
 
 
-def _copy_region(c: Ctx, f: Fields, nxt: str) -> None:
-    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows."""
+def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:
+    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows.
+
+    A runtime offset out of its range is reported and ends the engine (``on_error``).
+    """
     b = c.b
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     src0 = b.i("add.u32", "u32", c.arena, smem)
@@ -69,6 +74,7 @@ def _copy_region(c: Ctx, f: Fields, nxt: str) -> None:
         tensor_store(c, f, src0, row_bytes)
         b.bra(nxt)
         b.place(plain)
+    off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, engine, pos, on_error)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     store_rows(c, gptr, src0, rows, row_bytes, stride)
 

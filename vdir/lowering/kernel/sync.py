@@ -112,7 +112,7 @@ def stall_poll(c: Ctx, tclk: SSAValue, tgl: SSAValue, warp_uniform: bool, retry:
 
 def report(
     c: Ctx, code: int, engine: int, pos: SSAValue, f: Fields,
-    bm: SSAValue | None, cval: SSAValue | None, wanted: SSAValue | None,
+    bm: SSAValue | None, cval: SSAValue | None, wanted: SSAValue | None, value: SSAValue | None = None,
 ) -> None:
     """Write the error record; one ``atom.cas`` winner fills it in.
 
@@ -139,6 +139,8 @@ def report(
     if cval is not None and wanted is not None:
         b.st(st, c.err, 4 * L.E_COUNTER_VALUE, cval)
         b.st(st, c.err, 4 * L.E_COUNTER_WANTED, wanted)
+    if value is not None:
+        b.st(st, c.err, 4 * L.E_VALUE, value)
     b.place(skip)
 
 
