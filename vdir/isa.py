@@ -23,6 +23,7 @@ from typing import overload
 
 import numpy as np
 
+from vdir.diagnostics import VdirError
 from vdir.target import get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
@@ -37,7 +38,8 @@ OP_NOP = 0  # waits/signals only (used when an op needs a second counter wait)
 OP_LOAD = 1
 OP_COMPUTE = 2
 OP_STORE = 3
-OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store"}
+OP_LOOP = 4  # the next ``loop_body`` instructions run ``loop_trips`` times (see LOOP_FIELDS)
+OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store", OP_LOOP: "loop"}
 #: the opcode of each micro-op class (the ``runs`` names of a target's engines)
 OPCODE_OF_CLASS = {"load": OP_LOAD, "compute": OP_COMPUTE, "store": OP_STORE}
 
@@ -252,6 +254,14 @@ P3 = Field("p3", 21)
 F0 = Field("f0", 22)  # f32 parameter (eps), as its bits
 COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
 
+# loop record (opcode OP_LOOP): the ``body`` instruction records that follow
+# it, then ``body`` step records, stand for ``trips`` copies of the body in
+# which every word of iteration t is base + t * step (mod 2^32); see
+# expand_queue. Every other word of a loop record is zero.
+LOOP_BODY = Field("loop_body", 12)  # instructions in the body (>= 1)
+LOOP_TRIPS = Field("loop_trips", 13)  # times the body runs (>= 1)
+LOOP_FIELDS = (LOOP_BODY, LOOP_TRIPS)
+
 # gemv flags in P2
 GEMV_HAS_ACC = 1
 GEMV_OUT_F32 = 2
@@ -330,8 +340,120 @@ def _check_layout(fields: tuple[Field, ...], record_words: int) -> None:
 
 _check_layout(COMMON_FIELDS + TRANSFER_FIELDS, INSTR_WORDS)
 _check_layout(COMMON_FIELDS + COMPUTE_FIELDS, INSTR_WORDS)
+_check_layout(COMMON_FIELDS + LOOP_FIELDS, INSTR_WORDS)
 _check_layout(HEADER_FIELDS, HEADER_WORDS)
 _check_layout((QUEUE_START, QUEUE_COUNT), QUEUE_ENTRY_WORDS)
+
+
+# ---- loops: the executed instruction stream of a queue ---------------------
+#: every field of every instruction form (words are shared between forms)
+INSTRUCTION_FIELDS = COMMON_FIELDS + TRANSFER_FIELDS + COMPUTE_FIELDS + LOOP_FIELDS
+#: words that hold packed fields in some form: their step in a loop must be 0
+#: (a word-wise step could carry from one packed field into the next)
+PACKED_WORDS = tuple(sorted({f.word for f in INSTRUCTION_FIELDS if f.packed}))
+#: words a loop record may set (all others are zero)
+LOOP_RECORD_WORDS = frozenset(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_indices)
+
+
+class LoopFormError(VdirError, ValueError):
+    """A malformed loop in a queue; ``record`` is the loop record's position in the queue.
+
+    The message reads ``[queue, ]loop record N: reason``.
+    """
+
+    def __init__(self, record: int, reason: str, queue: str = ""):
+        super().__init__(f"{queue + ', ' if queue else ''}loop record {record}: {reason}")
+        self.record, self.reason = record, reason
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of a queue: the loop record at ``record``, ``body`` bases, then ``body`` steps."""
+
+    record: int
+    body: int
+    trips: int
+
+    @property
+    def end(self) -> int:
+        """One past the loop's last record (its last step)."""
+        return self.record + 1 + 2 * self.body
+
+    def bases(self, records: np.ndarray) -> np.ndarray:
+        """The body's base instructions (iteration 0)."""
+        return records[self.record + 1 : self.record + 1 + self.body]
+
+    def steps(self, records: np.ndarray) -> np.ndarray:
+        """The body's step records."""
+        return records[self.record + 1 + self.body : self.end]
+
+    def expand(self, records: np.ndarray) -> np.ndarray:
+        """The ``trips * body`` executed instructions: word by word, base + t * step mod 2^32."""
+        t = np.arange(self.trips, dtype=np.uint32)[:, None, None]
+        return (self.bases(records)[None] + t * self.steps(records)[None]).reshape(-1, INSTR_WORDS)
+
+
+def _check_loop(records: np.ndarray, r: int) -> Loop:
+    """The loop whose record is at position ``r``; LoopFormError says what is wrong with it."""
+    rec = records[r]
+    stray = [w for w in np.nonzero(rec)[0].tolist() if w not in LOOP_RECORD_WORDS]
+    if stray:
+        raise LoopFormError(r, f"word {stray[0]} is not zero (a loop record holds only its opcode, body and trips)")
+    loop = Loop(r, LOOP_BODY.get(rec), LOOP_TRIPS.get(rec))
+    if loop.body < 1 or loop.trips < 1:
+        raise LoopFormError(r, f"a loop runs a body of at least one instruction at least once "
+                               f"(body {loop.body}, trips {loop.trips})")
+    if loop.end > len(records):
+        raise LoopFormError(r, f"its body of {loop.body} instructions and {loop.body} steps runs past the "
+                               f"queue's {len(records)} records")
+    nested = np.nonzero(OPCODE.column(loop.bases(records)) == OP_LOOP)[0]
+    if nested.size:
+        raise LoopFormError(r, f"body instruction {int(nested[0])} is itself a loop (loops do not nest)")
+    steps = loop.steps(records)
+    for w in PACKED_WORDS:
+        moving = np.nonzero(steps[:, w])[0]
+        if moving.size:
+            names = ", ".join(f.name for f in INSTRUCTION_FIELDS if f.word == w and f.packed)
+            raise LoopFormError(r, f"the step of body instruction {int(moving[0])} changes word {w}, "
+                                   f"which holds packed fields ({names})")
+    return loop
+
+
+def queue_loops(records: np.ndarray) -> list[Loop]:
+    """The loops of a queue's records, in order, each checked (LoopFormError if malformed)."""
+    loops: list[Loop] = []
+    end = 0
+    for r in np.nonzero(OPCODE.column(records) == OP_LOOP)[0].tolist():
+        if r >= end:  # not a base or step of the previous loop (those are checked by _check_loop)
+            loops.append(_check_loop(records, r))
+            end = loops[-1].end
+    return loops
+
+
+def expand_queue(records: np.ndarray) -> np.ndarray:
+    """The ``(N, 32)`` instruction stream a queue of records executes, loops unrolled.
+
+    A queue without loop records is its own stream (returned as it is);
+    LoopFormError names a malformed loop record.
+    """
+    loops = queue_loops(records)
+    if not loops:
+        return records
+    parts, pos = [], 0
+    for loop in loops:
+        parts += [records[pos : loop.record], loop.expand(records)]
+        pos = loop.end
+    parts.append(records[pos:])
+    return np.concatenate(parts)
+
+
+def make_loop_record(body: int, trips: int) -> np.ndarray:
+    """The words of a loop record for ``trips`` runs of a ``body``-instruction body."""
+    rec = np.zeros(INSTR_WORDS, dtype=np.uint32)
+    OPCODE.set(rec, OP_LOOP)
+    LOOP_BODY.set(rec, body)
+    LOOP_TRIPS.set(rec, trips)
+    return rec
 
 
 #: bytes at the start of a CTA's dynamic shared memory kept for the kernel's
@@ -517,12 +639,13 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
 def tensor_map_table(program: "EncodedProgram") -> list[TensorMapSpec]:
     """The tensor maps that ``program``'s instructions name (index i: ``W_TMAP`` i + 1).
 
-    Rebuilt from the words and the buffer table; an inconsistent program
-    (two shapes for one index) raises ValueError.
+    Rebuilt from the executed instructions (loops unrolled) and the buffer
+    table; an inconsistent program (two shapes for one index) raises
+    ValueError.
     """
     table: dict[int, TensorMapSpec] = {}
     memo: dict = {}
-    instrs = program.instrs
+    instrs = program.executed_instrs()
     ops = OPCODE.column(instrs)
     for i in np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & (TMAP.column(instrs) > 0))[0]:
         w = instrs[i]
@@ -544,7 +667,7 @@ def index_ranges(program: "EncodedProgram") -> dict[tuple[int, int], tuple[int, 
 
     Tools use it to draw valid random token ids and positions.
     """
-    instrs = program.instrs
+    instrs = program.executed_instrs()
     sources = DYN_SOURCE.column(instrs).astype(np.int64)
     ranges: dict[tuple[int, int], tuple[int, int]] = {}
     for i in np.nonzero(sources >= SOURCE_BUFFER0)[0]:
@@ -622,12 +745,42 @@ class EncodedProgram:
     scalars: list[ScalarInfo] = field(default_factory=list)
 
     def queue(self, sm: int, engine: int) -> np.ndarray:
+        """The queue's records (loop records, bases and steps included)."""
         start, count = self.queues[sm][engine]
         return self.instrs[start : start + count]
 
+    def executed_queue(self, sm: int, engine: int) -> np.ndarray:
+        """The instructions the queue executes, in order (its loops unrolled, :func:`expand_queue`)."""
+        return expand_queue(self.queue(sm, engine))
+
+    @property
+    def has_loops(self) -> bool:
+        """True when some queue holds a loop record."""
+        return bool(np.any(OPCODE.column(self.instrs.reshape(-1, INSTR_WORDS)) == OP_LOOP))
+
+    def executed_instrs(self) -> np.ndarray:
+        """Every queue's executed instructions, queue after queue in table order.
+
+        For a program without loops (whose queues lie in table order) that is
+        ``instrs`` itself.
+        """
+        if not self.has_loops:
+            return self.instrs
+        rows = [self.executed_queue(sm, e) for sm in range(len(self.queues)) for e in range(len(self.queues[sm]))]
+        return np.concatenate(rows) if rows else self.instrs[:0]
+
+    def check_loops(self) -> None:
+        """Check every queue's loop records; LoopFormError names the queue (``SM 0 load queue``) and record."""
+        for sm in range(len(self.queues)):
+            for e in range(len(self.queues[sm])):
+                try:
+                    queue_loops(self.queue(sm, e))
+                except LoopFormError as err:
+                    raise LoopFormError(err.record, err.reason, f"SM {sm} {self.engine_name(e)} queue") from None
+
     def instruction(self, sm: int, engine: int, pos: int) -> Instruction:
-        start, count = self.queues[sm][engine]
-        return Instruction(self.instrs[start + pos])
+        """The instruction the queue executes at position ``pos`` (counted in the executed stream)."""
+        return Instruction(self.executed_queue(sm, engine)[pos])
 
     @property
     def num_engines(self) -> int:
@@ -845,13 +998,58 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
         lines.append(f"// tensor map {i}: {program.buffers[m.buffer].name} as {dims} of {m.elem_bytes} B, box {box}")
     for sm in range(program.num_sms):
         for e, engine in enumerate(get_target(program.target).engine_names):
-            start, count = program.queues[sm][e]
-            if not count:
-                continue
-            lines.append(f"sm {sm} {engine}:")
-            for pos in range(count):
-                ins = Instruction(program.instrs[start + pos])
-                sync = " ".join(t for t in (_guard_text(ins, program), _sync_text(ins)) if t)
-                label = program.uop_names.get(ins.uop_id, f"#{ins.uop_id}")
-                lines.append(f"  {pos}: {_body_text(ins, program)}{' ' + sync if sync else ''}  // {label}")
+            if program.queues[sm][e][1]:
+                lines.append(f"sm {sm} {engine}:")
+                lines += _queue_listing(program, program.queue(sm, e))
     return "\n".join(lines) + "\n"
+
+
+def _instruction_text(words: np.ndarray, program: EncodedProgram) -> str:
+    """One instruction's listing text: body, sync, then the micro-op's name."""
+    ins = Instruction(words)
+    sync = " ".join(t for t in (_guard_text(ins, program), _sync_text(ins)) if t)
+    label = program.uop_names.get(ins.uop_id, f"#{ins.uop_id}")
+    return f"{_body_text(ins, program)}{' ' + sync if sync else ''}  // {label}"
+
+
+def _signed(value: int, bits: int) -> int:
+    """``value`` (mod 2^bits) as a signed number, so that a step down reads as negative."""
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _step_text(base: np.ndarray, step: np.ndarray) -> str:
+    """The non-zero steps of a body instruction, by the names of its form's fields."""
+    opcode = OPCODE.get(base)
+    form = COMMON_FIELDS + (COMPUTE_FIELDS if opcode == OP_COMPUTE else TRANSFER_FIELDS)
+    parts, named = [], set()
+    for f in form:
+        named.update(f.word_indices)
+        value = join_u64(step[f.word], step[f.word + 1]) if f.nwords == 2 else int(step[f.word])
+        if value:
+            parts.append(f"{f.name}{_signed(value, 32 * f.nwords):+d}")
+    parts += [f"w{w}{_signed(int(step[w]), 32):+d}" for w in range(INSTR_WORDS) if w not in named and step[w]]
+    return "step " + (" ".join(parts) if parts else "0")
+
+
+def _queue_listing(program: EncodedProgram, records: np.ndarray) -> list[str]:
+    """The lines of one queue: straight instructions numbered by executed position, loops as blocks."""
+    try:
+        loops = queue_loops(records)
+    except LoopFormError as e:
+        return [f"  // malformed queue: {e}"] + [f"  r{r}: {_instruction_text(w, program)}" for r, w in enumerate(records)]
+    lines, pos, r = [], 0, 0
+    for loop in [*loops, None]:
+        stop = loop.record if loop else len(records)
+        for words in records[r:stop]:
+            lines.append(f"  {pos}: {_instruction_text(words, program)}")
+            pos += 1
+        if loop is None:
+            break
+        lines.append(f"  {pos}: loop {loop.trips} x {loop.body} {{")
+        for base, step in zip(loop.bases(records), loop.steps(records), strict=True):
+            lines.append(f"    {_instruction_text(base, program)}")
+            lines.append(f"      {_step_text(base, step)}")
+        lines.append("  }")
+        pos += loop.trips * loop.body
+        r = loop.end
+    return lines

@@ -1,8 +1,9 @@
 """The CUDA backend on a real GPU (skipped, with the reason, without one).
 
 Each family alone on fresh random bf16 (or f32) inputs against the numpy semantics in
-``vdir.families``, with tensor copies and with plain bulk copies; a two-SM program joined by a global counter; and an
-unsatisfiable wait that must come back as a watchdog error, not a hang.
+``vdir.families``, with tensor copies and with plain bulk copies; a two-SM program joined by a global counter; an
+unsatisfiable wait that must come back as a watchdog error, not a hang; and
+programs encoded with loop records against their unrolled encoding.
 
 Tolerance: bf16 outputs within ``2e-2 * max|ref| + 2e-2 * |ref|`` (one bf16
 rounding is 2^-8 relative; the kernel sums in a different order than numpy
@@ -21,9 +22,12 @@ from ml_dtypes import bfloat16
 from vdir import isa
 from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.platform import LaunchSpec, PlatformError
+from vdir.device_runtime.sim import simulate
 from vdir.families import FAMILIES
+from vdir.frontend import examples
 from vdir.lowering.options import LoweringOptions
 from vdir.testing.assembler import ProgramAssembler, family_program, run_once
+from vdir.transforms.pipeline import compile_to_encoded
 
 pytestmark = pytest.mark.gpu
 
@@ -180,3 +184,34 @@ def test_unsatisfiable_wait_reports_watchdog(platform):
     (out,) = run_once(platform, family_program("add", [(1, 64), (1, 64)], ["bf16", "bf16"], (1, 64)),
                       [data, data, np.zeros((1, 64), bfloat16)])
     check(out, FAMILIES["add"].run([data, data], {}, "bf16"), "bf16")
+
+
+#: (name, builder, SMs) of programs whose queues reroll into loops
+LOOPED = {
+    "gemv 1 SM": (lambda: examples.build_gemv(1024, 2048), 1),
+    "gemv 2 SMs": (lambda: examples.build_gemv(2048, 2048), 2),
+    "mlp stack 1 SM": (lambda: examples.build_mlp_stack(4, 512, 1024), 1),
+}
+
+
+@pytest.mark.parametrize("load_path", ["bulk", "lsu"])
+@pytest.mark.parametrize("name", sorted(LOOPED))
+def test_looped_program_matches_its_unrolled_form(platform, copies, load_path, name):
+    """A program encoded with loop records gives the same bytes on the GPU as its unrolled encoding
+    (and the unrolled one matches the simulator): the kernel's loop walk runs the same instructions."""
+    build, sms = LOOPED[name]
+    rolled = compile_to_encoded(build(), num_sms=sms)
+    plain = compile_to_encoded(build(), num_sms=sms, reroll=False)
+    assert rolled.has_loops and not plain.has_loops
+    rng = np.random.default_rng(0)
+    inputs = [rand(rng, b.shape, b.dtype, 0.125) for b in plain.buffers]
+    options = LoweringOptions(tensor_copies=copies.tensor_copies, load_path=load_path)
+    outs = [run_once(platform, p, [a.copy() for a in inputs], artifact=platform.load_artifact(p, options))
+            for p in (plain, rolled)]
+    for a, b in zip(*outs, strict=True):
+        assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+    simulated = [a.copy() for a in inputs]
+    simulate(plain, simulated)
+    for a, b in zip(outs[0], [s for s, info in zip(simulated, plain.buffers, strict=True) if info.is_output],
+                    strict=True):
+        check(a, b, "bf16")

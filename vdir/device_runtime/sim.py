@@ -257,7 +257,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             f"allows {target.smem_per_block}"
         )
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
-    words = np.ascontiguousarray(program.instrs, dtype=np.uint32).tolist()
+    records = np.ascontiguousarray(program.instrs, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     bw_per_sm = target.hbm_bytes_per_us / max(target.num_sms, 1)
     ops: list[list[list[Op]]] = []
     for sm in range(program.num_sms):
@@ -268,21 +268,35 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
                 f"{target.num_engines} engines"
             )
         for engine in range(target.num_engines):
-            start, count = program.queues[sm][engine]
-            if start + count > len(words):
-                raise SimProgramError(
-                    f"SM {sm} {target.engines[engine].name} queue runs past the instruction array"
-                )
+            words = _executed_words(program, records, sm, engine, target)
             queue = []
-            for pos in range(count):
+            for pos in range(len(words)):
                 try:
-                    op = _decode_op(pos, words[start + pos], engine, program, buffer_bytes, target, bw_per_sm)
+                    op = _decode_op(pos, words[pos], engine, program, buffer_bytes, target, bw_per_sm)
                 except ValueError as e:
                     raise SimProgramError(f"{program.describe(sm, engine, pos)}: {e}") from None
                 queue.append(op)
             sm_ops.append(queue)
         ops.append(sm_ops)
     return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target)
+
+
+def _executed_words(
+    program: isa.EncodedProgram, records: np.ndarray, sm: int, engine: int, target: TargetDescription
+) -> list[list[int]]:
+    """The words of every instruction the queue executes, its loops unrolled (``isa.expand_queue``).
+
+    Raises :class:`SimProgramError` naming the queue for a table entry past
+    the instructions or a malformed loop record.
+    """
+    start, count = program.queues[sm][engine]
+    name = target.engines[engine].name
+    if start + count > len(records):
+        raise SimProgramError(f"SM {sm} {name} queue runs past the instruction array")
+    try:
+        return isa.expand_queue(records[start : start + count]).tolist()
+    except isa.LoopFormError as e:
+        raise SimProgramError(str(isa.LoopFormError(e.record, e.reason, f"SM {sm} {name} queue"))) from None
 
 
 def _decode_op(

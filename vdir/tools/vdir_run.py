@@ -42,7 +42,7 @@ from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
-from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo, index_ranges
+from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, index_ranges
 from vdir.target import get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
 
@@ -258,7 +258,12 @@ def _encoded_program(
             f"--target {target}: the program is already encoded for '{op.target.data}'", op, path))
     if num_sms is not None:
         raise UserError(located("--num-sms applies when compiling; the program is already encoded", op, path))
-    return program_of(op)
+    program = program_of(op)
+    try:
+        program.check_loops()
+    except LoopFormError as e:
+        raise UserError(located(str(e), op, path)) from None
+    return program
 
 
 def run(args: argparse.Namespace) -> int:

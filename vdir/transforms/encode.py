@@ -5,8 +5,11 @@ order (``docs/isa.md`` documents every field); loads and stores also get
 their tensor-copy form (``isa.assign_tensor_maps``). A node that waits on more than
 one global counter gets a ``nop`` before it for each extra wait, and one that
 releases more than one counter gets a ``nop`` after it per extra release; the
-in-order engines make both equivalent to the node doing it itself. The
-program is replaced by a ``vdir.encoded_program`` op; the GPU kernel and the
+in-order engines make both equivalent to the node doing it itself. Then each
+queue is rerolled: a block of instructions that repeats with every word
+affine in the repetition becomes one loop record, its bases and its steps
+(``vdir.analysis.reroll``; option ``reroll=false`` keeps every instruction
+a record). The program is replaced by a ``vdir.encoded_program`` op; the GPU kernel and the
 CPU simulator execute exactly these words.
 """
 
@@ -22,6 +25,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
 from vdir.analysis.queues import queues_of
+from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
@@ -152,8 +156,34 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
     return out
 
 
-def encode(graph: Graph) -> isa.EncodedProgram:
-    """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph."""
+def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+    """Each queue of ``instrs`` rerolled into loops (``vdir.analysis.reroll``), and the new queue table.
+
+    Checks that every queue still executes exactly its instructions.
+    """
+    parts: list[np.ndarray] = []
+    new_table: list[list[tuple[int, int]]] = []
+    start = 0
+    for sm_queues in table:
+        new_table.append([])
+        for first, count in sm_queues:
+            queue = instrs[first : first + count]
+            records = reroll_queue(queue)
+            if not np.array_equal(isa.expand_queue(records), queue):
+                raise AssertionError("rerolled queue does not execute its instructions")
+            parts.append(records)
+            new_table[-1].append((start, len(records)))
+            start += len(records)
+    rows = np.concatenate(parts) if parts else instrs
+    return rows.reshape(-1, isa.INSTR_WORDS), new_table
+
+
+def encode(graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
+    """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
+
+    With ``reroll``, repeated instruction blocks become loops
+    (:func:`reroll_queues`); without, every executed instruction is a record.
+    """
     queues = queues_of(graph)
     words: list[list[int]] = []
     engines = graph.target.engine_names
@@ -167,6 +197,8 @@ def encode(graph: Graph) -> isa.EncodedProgram:
     instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
     isa.assign_tensor_maps(instrs, buffers)
+    if reroll:
+        instrs, table = reroll_queues(instrs, table)
     return isa.EncodedProgram(
         num_sms=graph.num_sms,
         smem_bytes=graph.smem_bytes,
@@ -223,9 +255,9 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
     return [program_of(op) for op in module.walk() if isinstance(op, EncodedProgramOp)]
 
 
-def replace_with_encoded(module: ModuleOp, graph: Graph) -> isa.EncodedProgram:
-    """Encode ``graph`` and swap the module's program for the encoded op."""
-    program = encode(graph)
+def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
+    """Encode ``graph`` (loops rerolled unless ``reroll`` is false) and swap the module's program for the encoded op."""
+    program = encode(graph, reroll)
     old = single_program(module)
     new = encoded_op(graph.name, program)
     new.location = old.location
@@ -236,9 +268,15 @@ def replace_with_encoded(module: ModuleOp, graph: Graph) -> isa.EncodedProgram:
 
 @dataclass(frozen=True)
 class EncodePass(ModulePass):
-    """Encode the laid-out program into per-engine instruction streams."""
+    """Encode the laid-out program into per-engine instruction streams.
+
+    Option ``reroll`` (default true): write repeated instruction blocks as
+    loops; false writes every executed instruction as its own record.
+    """
 
     name = "vdir-encode"
+
+    reroll: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = build_graph(op)
@@ -248,4 +286,4 @@ class EncodePass(ModulePass):
                 "run vdir-place, vdir-schedule, vdir-alloc-smem and vdir-layout-deps first",
                 graph.program_op,
             )
-        replace_with_encoded(op, graph)
+        replace_with_encoded(op, graph, self.reroll)

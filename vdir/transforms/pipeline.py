@@ -63,16 +63,17 @@ def _no_cyclic_gc():
 
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int = 0, fuse: bool = True,
-    encode_in_ir: bool = True, prefetch: int = 2,
+    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True,
 ) -> isa.EncodedProgram:
-    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program."""
+    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program (``reroll``: see vdir-encode)."""
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir)
+        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll)
 
 
-def _run_stages(module: ModuleOp, target: str, num_sms: int, prefetch: int, encode_in_ir: bool) -> isa.EncodedProgram:
+def _run_stages(module: ModuleOp, target: str, num_sms: int, prefetch: int, encode_in_ir: bool,
+                reroll: bool) -> isa.EncodedProgram:
     graph = build_graph(module)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
@@ -82,18 +83,20 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int, prefetch: int, enco
     schedule_and_allocate(graph, prefetch)
     layout_dependencies(graph)
     if encode_in_ir:
-        return replace_with_encoded(module, graph)
-    return encode(graph)
+        return replace_with_encoded(module, graph, reroll)
+    return encode(graph, reroll)
 
 
 def compile_to_encoded(
-    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2
+    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
+    reroll: bool = True,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
     The module itself is left as it was (the pipeline runs on a clone).
     """
-    return run_pipeline(module.clone(), target, num_sms or 0, fuse, encode_in_ir=False, prefetch=prefetch)
+    return run_pipeline(module.clone(), target, num_sms or 0, fuse, encode_in_ir=False, prefetch=prefetch,
+                        reroll=reroll)
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class PipelinePass(ModulePass):
     """All vdir passes in order.
 
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
-    (default 2, see vdir-schedule).
+    (default 2, see vdir-schedule), ``reroll`` (default true, see vdir-encode).
     """
 
     name = "vdir-pipeline"
@@ -110,6 +113,7 @@ class PipelinePass(ModulePass):
     num_sms: int | None = None
     fuse: bool = True
     prefetch: int = 2
+    reroll: bool = True
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
@@ -117,4 +121,4 @@ class PipelinePass(ModulePass):
         require_option_at_least(self.name, "prefetch", self.prefetch, 0)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms or 0, self.fuse, prefetch=self.prefetch)
+        run_pipeline(op, self.target, self.num_sms or 0, self.fuse, prefetch=self.prefetch, reroll=self.reroll)

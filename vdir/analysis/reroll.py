@@ -1,0 +1,120 @@
+"""Rerolling: a queue's unrolled instructions -> the same stream with loop records.
+
+``vdir-encode`` writes one record per executed instruction; where a block of
+``k`` instructions repeats ``n`` times with every word affine in the
+repetition index (``word = base + t * step`` mod 2^32, words holding packed
+fields unchanged), :func:`reroll_queue` replaces the ``n * k`` records by one
+loop record, the ``k`` bases and the ``k`` steps (``isa.expand_queue`` is the
+inverse). The search is greedy from the front: at each position it takes the
+body length (up to ``max_body``) that removes the most records, if any.
+Candidates come from a hash of each record that is linear in its words, for
+all body lengths at once; every loop is checked word for word before it is
+written, so a hash collision costs a missed loop, never a wrong one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vdir import isa
+
+#: the longest loop body the encoder searches for
+DEFAULT_MAX_BODY = 64
+
+#: (body length, position) pairs examined at once (bounds memory on long queues)
+_BLOCK_ELEMENTS = 1 << 22
+
+#: random odd multipliers of the row hash (fixed: the encoder is deterministic)
+_HASH_MULTIPLIERS = (np.random.default_rng(0x56444952).integers(0, 1 << 32, isa.INSTR_WORDS, dtype=np.uint64) | 1)
+
+
+def _row_hashes(records: np.ndarray) -> np.ndarray:
+    """A hash of each record that is linear in its words mod 2^32.
+
+    So a word-wise affine run of records is an affine run of hashes; the
+    converse can fail (a collision), which :func:`reroll_queue` rules out by
+    checking each loop it makes.
+    """
+    return ((records.astype(np.uint64) * _HASH_MULTIPLIERS).sum(axis=1) & 0xFFFFFFFF).astype(np.int64)
+
+
+def _runs(ok: np.ndarray) -> np.ndarray:
+    """``runs[k, x]``: how many consecutive True values of row ``ok[k]`` start at ``x``."""
+    n = ok.shape[1]
+    x = np.arange(n)
+    next_false = np.where(ok, n, x)[:, ::-1]
+    next_false = np.minimum.accumulate(next_false, axis=1)[:, ::-1]
+    return next_false - x
+
+
+def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray:
+    """``trips[i, s]``: how often the block of ``bodies[i]`` records at ``s`` (likely) repeats affinely (0 if < 2).
+
+    Copy m of the block is base + m * step when the difference of each
+    record's hash ``h`` to the one a body later (``d1``) is the same as the next
+    such difference (``d2``); words holding packed fields may not change.
+    """
+    n = len(records)
+    k = bodies[:, None]
+    x = np.arange(n)[None, :]
+    one, two = x + k, x + 2 * k
+    d1 = (h[np.minimum(one, n - 1)] - h[None]) & 0xFFFFFFFF
+    d2 = (h[np.minimum(two, n - 1)] - h[np.minimum(one, n - 1)]) & 0xFFFFFFFF
+    packed = records[:, list(isa.PACKED_WORDS)]
+    fixed_ok = (packed[np.minimum(one, n - 1)] == packed[None]).all(axis=-1)
+    step_ok = (one < n) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
+    same = (two < n) & (d1 == d2)
+    legal = (_runs(step_ok) >= k) & (two <= n)
+    return np.where(legal, 2 + _runs(same) // k, 0)
+
+
+def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | None:
+    """The loop for ``t`` copies of the ``k`` records at ``pos`` (loop record, bases, steps), or None
+    if they are not exactly affine (a hash collision)."""
+    base = records[pos : pos + k]
+    step = records[pos + k : pos + 2 * k] - base
+    rolled = np.concatenate([isa.make_loop_record(k, t)[None], base, step])
+    if not np.array_equal(isa.expand_queue(rolled), records[pos : pos + k * t]):
+        return None
+    return rolled
+
+
+def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.ndarray:
+    """The queue's records with every profitable affine repetition made a loop.
+
+    ``records`` is an ``(N, 32)`` uint32 array without loop records; the
+    result executes exactly the same instructions (``isa.expand_queue`` of it
+    equals ``records``).
+    """
+    n = len(records)
+    if n < 4:
+        return records
+    records = np.ascontiguousarray(records)
+    # a loop pays for itself from three trips on (k bases, k steps, one loop record)
+    bodies = np.arange(1, min(max_body, n // 3) + 1)
+    per_block = max(1, _BLOCK_ELEMENTS // n)
+    h = _row_hashes(records)
+    trips = np.concatenate([_trips(records, h, bodies[i : i + per_block]) for i in range(0, len(bodies), per_block)])
+    sizes = bodies[:, None]
+    saved = np.where(trips >= 2, trips * sizes - 1 - 2 * sizes, 0)
+    best_k = saved.argmax(axis=0)
+    best_saved = saved[best_k, np.arange(n)]
+    out: list[np.ndarray] = []
+    pos = 0
+    while pos < n:
+        if best_saved[pos] <= 0:
+            nxt = pos + 1
+            while nxt < n and best_saved[nxt] <= 0:
+                nxt += 1
+            out.append(records[pos:nxt])
+            pos = nxt
+            continue
+        k, t = int(bodies[best_k[pos]]), int(trips[best_k[pos], pos])
+        rolled = _loop_records(records, pos, k, t)
+        if rolled is None:
+            out.append(records[pos : pos + 1])
+            pos += 1
+            continue
+        out.append(rolled)
+        pos += k * t
+    return np.concatenate(out)
