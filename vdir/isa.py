@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -768,6 +769,24 @@ class EncodedProgram:
             return self.instrs
         rows = [self.executed_queue(sm, e) for sm in range(len(self.queues)) for e in range(len(self.queues[sm]))]
         return np.concatenate(rows) if rows else self.instrs[:0]
+
+    def without_loops(self) -> "EncodedProgram":
+        """The same program with every loop record expanded: the executed stream, queue by queue.
+
+        What the GPU kernel runs: it walks plain queues (running loop
+        records in the kernel is not implemented).
+        """
+        if not self.has_loops:
+            return self
+        table, start = [], 0
+        for sm in range(len(self.queues)):
+            row = []
+            for e in range(len(self.queues[sm])):
+                count = len(self.executed_queue(sm, e))
+                row.append((start, count))
+                start += count
+            table.append(row)
+        return dataclasses.replace(self, instrs=self.executed_instrs(), queues=table)
 
     def check_loops(self) -> None:
         """Check every queue's loop records; LoopFormError names the queue (``SM 0 load queue``) and record."""

@@ -235,10 +235,12 @@ class CudaPlatform(Platform):
         drv = _driver()
         if program.num_sms > self._target.num_sms:
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
-        try:  # the kernel walks loop records without checking them
+        try:
             program.check_loops()
         except isa.LoopFormError as e:
             raise PlatformError(f"malformed program: {e}") from None
+        # the kernel walks plain queues: loop records are expanded here
+        program = program.without_loops()
         lowered = lower(program, self._target, options)
         module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")

@@ -1,9 +1,10 @@
 """Entry points: an :class:`~vdir.isa.EncodedProgram` to a PTX module and text.
 
 The kernel is specialised to the program only in which op families it emits
-(the ones the program's compute instructions use) and in whether its engines
-can run loop records (only for a program that has some); shapes, offsets and
-the queues are read from the instruction stream at run time.
+(the ones the program's compute instructions use); shapes, offsets and the
+queues are read from the instruction stream at run time. The kernel walks
+plain queues: a program with loop records runs as its executed stream
+(``EncodedProgram.without_loops``, which the CUDA backend uploads).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.PARAMS, L.block_threads(t))
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams, opts, loops=program.has_loops)
+    build_kernel(kernel, t, fams, opts)
     return mod
 
 

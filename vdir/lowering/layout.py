@@ -30,16 +30,12 @@ TMAP_BYTES = 128
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
-SMEM_COMPUTE_TRIP = 12  # u32, loop mode: the loop trip of the compute group's current instruction
 SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter
 SMEM_IWINDOW = 1024  # per engine: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
-#: loop mode (a program with loop records): slots hold a base and its step
-#: (256 bytes), so the same window holds half as many
-LOOP_FETCH_DEPTH = FETCH_DEPTH // 2
 HEADER_BYTES = 4096  # the tile arena starts here (1024-aligned)
 
 #: mbarriers in the load engine's ring = loads that may be in flight at once

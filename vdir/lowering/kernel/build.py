@@ -15,8 +15,8 @@ from vdir.target import TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: LoweringOptions, loops: bool = False) -> None:
-    """Fill ``kernel``'s body: prologue, then one branch per warp role (``loops``: the engines can run loop records)."""
+                 options: LoweringOptions) -> None:
+    """Fill ``kernel``'s body: prologue, then one branch per warp role."""
     L.check_engines(target)
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.PARAMS}
@@ -29,7 +29,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         counters=gl["p_counters"], tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
-        options=options, zero=b.mov("u32", 0), loops=loops,
+        options=options, zero=b.mov("u32", 0),
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)

@@ -42,16 +42,9 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
 
     b.place(top)
-    if c.loops:
-        # only the first warp walks the queue: it tells the group when it is done
-        b.bra(sync, first_warp, neg=True)
-        b.bra(abort_w, fe.finished())
-    else:
-        b.bra(done, b.setp("ge.u32", pos, count))
-        b.bra(sync, first_warp, neg=True)
+    b.bra(done, b.setp("ge.u32", pos, count))
+    b.bra(sync, first_warp, neg=True)
     fw = fe.fields_at(pos)
-    if c.loops:
-        _loop_entry(c, fe, fw, pos, top, leader)
     spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
     b.bra(sync)
     b.place(abort_w)
@@ -61,10 +54,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.raw("barrier.sync", bar_txt)
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(done, b.setp("ne.u32", ab, 0))
-    if c.loops:
-        f = fe.slot_fields(pos, b.ld("ld.shared.u32", "u32", c.base, L.SMEM_COMPUTE_TRIP))
-    else:
-        f = smem_fields(c, fe.slot_address(pos))
+    f = smem_fields(c, fe.slot_address(pos))
     opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
     b.bra(body_done, condition_holds(c, f), neg=True)  # skipped: no result, same signals
@@ -79,18 +69,6 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(top)
     b.place(done)
     b.raw("ret", "")
-
-
-def _loop_entry(c: Ctx, fe: SmemFetcher, f: Fields, pos: SSAValue, top: str, leader: SSAValue) -> None:
-    """Loop mode, first warp: at a loop record enter its loop and fetch again; at an instruction
-    tell the group its trip (the barrier publishes it)."""
-    b = c.b
-    straight = b.new_label("cp_straight")
-    b.bra(straight, fe.is_loop(f), neg=True)
-    fe.enter_loop(pos, f)
-    b.bra(top)
-    b.place(straight)
-    b.st("st.shared.u32", c.base, L.SMEM_COMPUTE_TRIP, fe.current.t, guard=leader)
 
 
 def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int,

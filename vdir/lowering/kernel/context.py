@@ -41,4 +41,3 @@ class Ctx:
     arena: SSAValue  # base + HEADER_BYTES
     options: LoweringOptions
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
-    loops: bool = False  # the program has loop records: the engines walk them (kernel/fetch.py)

@@ -10,7 +10,7 @@ consumer of it) will toggle can never deadlock the engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
@@ -87,12 +87,10 @@ def _issue_next(s: LoadLoop) -> None:
     """Issue the next load if a ring slot is free and its wait is satisfied, else go retire."""
     c, b = s.c, s.c.b
     b.place(s.top)
-    b.bra(s.retire, s.fe.finished() if c.loops else b.setp("ge.u32", s.pos, s.count))
+    b.bra(s.retire, b.setp("ge.u32", s.pos, s.count))
     inflight = b.i("sub.u32", "u32", s.pos, s.ret)
     b.bra(s.retire, b.setp("ge.u32", inflight, L.LOAD_RING))
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
-    if c.loops:
-        _loop_entry(s, f)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.retire, ready, neg=True)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
@@ -129,16 +127,6 @@ def _issue_next(s: LoadLoop) -> None:
     b.i("add.u32", "u32", s.pos, 1, dst=s.pos)
     s.fe.advance(s.pos)
     _progress(s)
-
-
-def _loop_entry(s: LoadLoop, f: Fields) -> None:
-    """Loop mode: at a loop record, enter its loop and fetch again (the record runs nothing)."""
-    b = s.c.b
-    straight = b.new_label("ld_straight")
-    b.bra(straight, s.fe.is_loop(f), neg=True)
-    s.fe.enter_loop(s.pos, f)
-    b.bra(s.top)
-    b.place(straight)
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str) -> None:
@@ -199,43 +187,17 @@ def _idle(s: LoadLoop) -> None:
     """Nothing to do right now: finish, abort, keep polling, or report a stall."""
     c, b = s.c, s.c.b
     b.place(s.idle)
-    fin = s.fe.finished() if c.loops else b.setp("ge.u32", s.pos, s.count)
+    fin = b.setp("ge.u32", s.pos, s.count)
     empty = b.setp("eq.u32", s.ret, s.pos)
     b.bra(s.done, b.i("and.pred", "pred", fin, empty))
     stall_poll(c, s.tclk, s.t0, True, s.top, s.abort)
     # report the instruction the engine is stuck on: the next to issue if any
     # remain (its wait is unsatisfied), else the oldest in flight
-    if c.loops:
-        has_next = b.i("not.pred", "pred", fin)
-        which = b.i("selp.u32", "u32", s.pos, s.ret, has_next)
-        sf = _stuck_fields(s, has_next)
-    else:
-        has_next = b.setp("lt.u32", s.pos, s.count)
-        which = b.i("selp.u32", "u32", s.pos, s.ret, has_next)
-        sf = fetch(c, s.start, which)
+    has_next = b.setp("lt.u32", s.pos, s.count)
+    which = b.i("selp.u32", "u32", s.pos, s.ret, has_next)
+    sf = fetch(c, s.start, which)
     _r, sbm, scv, swt = ready_check(c, sf, warp_uniform=True)
     report(c, L.ERR_WATCHDOG, s.engine, which, sf, sbm, scv, swt)
-
-
-def _stuck_fields(s: LoadLoop, has_next: SSAValue) -> Fields:
-    """Loop mode: the fields to report for a stall (the records are not indexed by position).
-
-    The next instruction to issue, from the window; when every instruction
-    has been issued the stall is the oldest one's bytes not landing, and the
-    report carries no wait fields (its position still names it).
-    """
-    b = s.c.b
-    if isinstance(s.fe, SmemFetcher):
-        b.raw("cp.async.wait_all", "")
-        b.raw("bar.warp.sync", "%d" % FULL)
-        f = s.fe.slot_fields(s.pos)
-    else:
-        f = s.fe.fields()
-    return replace(
-        f,
-        mask=b.i("selp.b64", "b64", f.mask, 0, has_next), parity=b.i("selp.b64", "b64", f.parity, 0, has_next),
-        wctr=b.i("selp.u32", "u32", f.wctr, 0, has_next), uop=b.i("selp.u32", "u32", f.uop, 0, has_next),
-    )
 
 
 def _drain(s: LoadLoop) -> None:

@@ -32,10 +32,8 @@ def store_engine(c: Ctx) -> None:
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
-    b.bra(done, fe.finished() if c.loops else b.setp("ge.u32", pos, count))
+    b.bra(done, b.setp("ge.u32", pos, count))
     f = fe.fields_at(pos)
-    if c.loops:
-        _loop_entry(c, fe, f, pos, top)
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
@@ -48,16 +46,6 @@ def store_engine(c: Ctx) -> None:
     b.bra(top)
     b.place(done)
     b.raw("ret", "")
-
-
-def _loop_entry(c: Ctx, fe: SmemFetcher, f: Fields, pos: SSAValue, top: str) -> None:
-    """Loop mode: at a loop record, enter its loop and fetch again (the record runs nothing)."""
-    b = c.b
-    straight = b.new_label("st_straight")
-    b.bra(straight, fe.is_loop(f), neg=True)
-    fe.enter_loop(pos, f)
-    b.bra(top)
-    b.place(straight)
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:
