@@ -274,6 +274,9 @@ ADD_OUT_F32 = 2  # the result is f32
 # sum_rows flags in P2
 SUM_ROWS_OUT_F32 = 2  # the result is f32 (else bf16)
 
+# rope flags in P2
+ROPE_TABLES_F32 = 1  # the cos / sin tiles are f32 (else bf16)
+
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
 W_WAIT_MASK = WAIT_MASK.word

@@ -49,3 +49,13 @@ vdir.program @rmsnorm_weight(%a: !vdir.buffer<1x16xbf16>) {
   %n = vdir.compute rmsnorm(%x, %g) {eps = 1.0e-05 : f32} : (!vdir.tile<1x16xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x16xbf16>
   %s = vdir.store %n, %a[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<1x16xbf16>
 }
+
+// -----
+
+vdir.program @rope_table_width(%a: !vdir.buffer<4x64xbf16>, %t: !vdir.buffer<8x32xbf16>) {
+  %x = vdir.load %a[0, 0] : !vdir.buffer<4x64xbf16> -> !vdir.tile<4x64xbf16>
+  %c = vdir.load %t[0, 0] : !vdir.buffer<8x32xbf16> -> !vdir.tile<1x32xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'rope': cos must be 1x64, got 1x32xbf16
+  %r = vdir.compute rope(%x, %c, %c) : (!vdir.tile<4x64xbf16>, !vdir.tile<1x32xbf16>, !vdir.tile<1x32xbf16>) -> !vdir.tile<4x64xbf16>
+  %s = vdir.store %r, %a[0, 0] : !vdir.tile<4x64xbf16>, !vdir.buffer<4x64xbf16>
+}

@@ -1,4 +1,4 @@
-"""The built-in op families: gemv, rmsnorm, silu_mul, add, sum_rows and the fused gemv forms.
+"""The built-in op families: gemv, rmsnorm, silu_mul, add, sum_rows, rope and the fused gemv forms.
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -10,10 +10,11 @@ i32 tiles: they are only loaded and stored.
 
 Parameter words (``docs/isa.md``): every family puts the shape of its first
 input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
-``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``); ``p2`` holds
-gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``), add's
-(``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows' (``isa.SUM_ROWS_OUT_F32``)
-or ``gemv_silu_mul``'s ``operand``; ``f0`` holds ``eps``.
+``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``; rope: ``H x D``);
+``p2`` holds gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``),
+add's (``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows'
+(``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``) or
+``gemv_silu_mul``'s ``operand``; ``f0`` holds ``eps``.
 """
 
 from __future__ import annotations
@@ -113,6 +114,24 @@ def sum_rows_f32(partials: np.ndarray) -> np.ndarray:
     return total
 
 
+def rotate_half(x: np.ndarray) -> np.ndarray:
+    """``[-x2, x1]`` for ``x = [x1, x2]`` split in halves along the last axis (the Llama/HF convention)."""
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def rope_f32(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """Rotary position embedding of the rows of ``x`` (``H x D``, one head per row) in fp32.
+
+    ``x * cos + rotate_half(x) * sin``, each product rounded to f32 and then
+    their sum, as the GPU body computes it; ``cos`` and ``sin`` are the
+    ``1 x D`` rows of the position's tables (both halves equal, as
+    :func:`vdir.frontend.rope.rope_tables` makes them).
+    """
+    xf = _f32(x)
+    return xf * _f32(cos) + rotate_half(xf) * _f32(sin)
+
+
 def _gemv_flops(ins):
     return 2 * ins[0].shape[0] * ins[0].shape[1]
 
@@ -189,6 +208,19 @@ def _infer_sum_rows(ins, params):
     (partials,) = ins
     _need(partials.dtype == "f32", f"family 'sum_rows': partials must be f32, got {partials}")
     return TileSig((1, partials.shape[1]), "f32")
+
+
+def _infer_rope(ins, params):
+    """``x`` ``H x D`` bf16 (D even), ``cos`` and ``sin`` ``1 x D`` of one dtype (bf16 or f32) -> ``H x D`` bf16."""
+    x, cos, sin = ins
+    _bf16([x], "rope", ["x"])
+    d = x.shape[1]
+    _need(d % 2 == 0, f"family 'rope': the head dimension {d} must be even (rotate-half pairs its halves)")
+    for t, name in ((cos, "cos"), (sin, "sin")):
+        _need(t.shape == (1, d), f"family 'rope': {name} must be 1x{d}, got {t}")
+    _bf16_or_f32([cos, sin], "rope", ["cos", "sin"])
+    _need(cos.dtype == sin.dtype, f"family 'rope': cos and sin dtypes differ ({cos} vs {sin})")
+    return TileSig(x.shape, "bf16")
 
 
 def _infer_rmsnorm(ins, params, fam="rmsnorm"):
@@ -289,6 +321,15 @@ def _decode_sum_rows(w: ParamWords) -> ComputeSignature:
     return ComputeSignature((_tile(w.p0, w.p1, "f32"),), out)
 
 
+def _encode_rope(sig: ComputeSignature) -> ParamWords:
+    return _encode_shape(sig, isa.ROPE_TABLES_F32 if sig.inputs[1].dtype == "f32" else 0)
+
+
+def _decode_rope(w: ParamWords) -> ComputeSignature:
+    table = _tile(1, w.p1, "f32" if w.p2 & isa.ROPE_TABLES_F32 else "bf16")
+    return ComputeSignature((_tile(w.p0, w.p1), table, table), _tile(w.p0, w.p1))
+
+
 def _encode_gemv_silu_mul(sig: ComputeSignature) -> ParamWords:
     return _encode_shape(sig, int(sig.params["operand"]))
 
@@ -367,8 +408,16 @@ SUM_ROWS = Family(
     out_dtypes=("f32", "bf16"),
 )
 
+ROPE = Family(
+    "rope", 9, ("x", "cos", "sin"), (),
+    _infer_rope, lambda ins, p: rope_f32(ins[0], ins[1], ins[2]), _elem_flops(3),
+    _encode_rope, _decode_rope,
+    Role.ACTIVATION, f"{_PTX}.rope:rope",
+    description="y[h,:] = x[h,:] * cos + rotate_half(x[h,:]) * sin, one head per row (cos, sin: the position's table rows)",
+)
+
 #: in registration order (a fused family after its parts)
-BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS)
+BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)
