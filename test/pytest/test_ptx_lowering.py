@@ -172,6 +172,8 @@ ALL_FAMILY_PROGRAMS = {
     "gemv_silu_mul": lambda: family_program("gemv_silu_mul", [(8, 256), (1, 256), (1, 8)], ["bf16"] * 3,
                                             (1, 8), params={"operand": 1}),
     "gemv_add": lambda: family_program("gemv_add", [(8, 256), (1, 256), (1, 8)], ["bf16"] * 3, (1, 8)),
+    "rmsnorm_rows": lambda: family_program("rmsnorm_rows", [(8, 128), (1, 128)], ["bf16"] * 2, (8, 128),
+                                           params={"eps": 1e-6}),
     "rope": lambda: family_program("rope", [(8, 128), (1, 128), (1, 128)], ["bf16"] * 3, (8, 128)),
     "rope_f32_tables": lambda: family_program("rope", [(8, 64), (1, 64), (1, 64)], ["bf16", "f32", "f32"], (8, 64)),
 }

@@ -1,4 +1,4 @@
-"""The ``rope`` family and its tables.
+"""The ``rope`` family and its tables, and ``rmsnorm_rows`` (per-head RMSNorm): the decode step's per-head families.
 
 The family's numpy semantics (what the simulator runs and the GPU body
 matches) are checked against an independent formulation: each pair
@@ -141,3 +141,30 @@ _OK, _WHY = CudaPlatform.is_available()
 @pytest.mark.skipif(not _OK, reason=f"cuda backend unavailable: {_WHY}")
 def test_rope_at_a_launch_time_position_on_the_gpu():
     check_rope_program("cuda")
+
+
+# ---------------------------------------------------------------------------
+# rmsnorm_rows: Qwen3's QK-norm, one RMSNorm per head (row)
+# ---------------------------------------------------------------------------
+
+
+def test_rmsnorm_rows_normalises_each_head_on_its_own():
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((8, 128)) * np.arange(1, 9).reshape(8, 1)).astype(bfloat16)  # rows of different scale
+    g = rng.standard_normal((1, 128)).astype(bfloat16)
+    got = FAMILIES["rmsnorm_rows"].run([x, g], {"eps": 1e-6}, "bf16").astype(np.float64)
+    xf, gf = x.astype(np.float64), g.astype(np.float64)
+    want = xf / np.sqrt((xf * xf).mean(axis=1, keepdims=True) + 1e-6) * gf
+    assert np.all(np.abs(got - want) <= 2.0**-8 * np.abs(want) + 2.0**-12 * np.abs(want).max(axis=1, keepdims=True))
+    # each row is the one-row rmsnorm of that row
+    for r in range(8):
+        one = FAMILIES["rmsnorm"].run([x[r:r + 1], g], {"eps": 1e-6}, "bf16")
+        assert np.array_equal(FAMILIES["rmsnorm_rows"].run([x, g], {"eps": 1e-6}, "bf16")[r:r + 1].view(np.uint16),
+                              one.view(np.uint16))
+
+
+def test_rmsnorm_rows_signature_errors():
+    with pytest.raises(FamilyError, match="weight must be 1x128"):
+        FAMILIES["rmsnorm_rows"].check([TileSig((8, 128), "bf16"), TileSig((1, 64), "bf16")], {"eps": 1e-6}, None)
+    with pytest.raises(FamilyError, match="eps must be positive"):
+        FAMILIES["rmsnorm_rows"].check([TileSig((8, 128), "bf16"), TileSig((1, 128), "bf16")], {"eps": 0.0}, None)

@@ -1,4 +1,4 @@
-"""The built-in op families: gemv, rmsnorm, silu_mul, add, sum_rows, rope and the fused gemv forms.
+"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope and the fused gemv forms.
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -232,6 +232,21 @@ def _infer_rmsnorm(ins, params, fam="rmsnorm"):
     return TileSig((1, n), "bf16")
 
 
+def _infer_rmsnorm_rows(ins, params):
+    """x ``R x N`` bf16 (one head per row), weight ``1 x N`` bf16, ``eps`` > 0 -> ``R x N`` bf16."""
+    x, g = ins
+    _bf16([x, g], "rmsnorm_rows", ["x", "weight"])
+    n = x.shape[1]
+    _need(g.shape == (1, n), f"family 'rmsnorm_rows': weight must be 1x{n}, got {g}")
+    _need(float(params.get("eps", 1e-5)) > 0, "family 'rmsnorm_rows': eps must be positive")
+    return TileSig(x.shape, "bf16")
+
+
+def _run_rmsnorm_rows(ins, params):
+    x, g = ins
+    return np.concatenate([rmsnorm_f32(row.reshape(1, -1), g, params["eps"]) for row in x], axis=0)
+
+
 def _infer_rmsnorm_gemv(ins, params):
     w, x, g = ins
     _infer_rmsnorm([x, g], params, "rmsnorm_gemv")
@@ -289,6 +304,10 @@ def _decode_gemv(w: ParamWords) -> ComputeSignature:
 def _decode_rmsnorm(w: ParamWords) -> ComputeSignature:
     n = w.p1
     return ComputeSignature((_tile(1, n), _tile(1, n)), _tile(1, n), {"eps": w.f0})
+
+
+def _decode_rmsnorm_rows(w: ParamWords) -> ComputeSignature:
+    return ComputeSignature((_tile(w.p0, w.p1), _tile(1, w.p1)), _tile(w.p0, w.p1), {"eps": w.f0})
 
 
 def _decode_elementwise(w: ParamWords) -> ComputeSignature:
@@ -416,8 +435,17 @@ ROPE = Family(
     description="y[h,:] = x[h,:] * cos + rotate_half(x[h,:]) * sin, one head per row (cos, sin: the position's table rows)",
 )
 
+RMSNORM_ROWS = Family(
+    "rmsnorm_rows", 10, ("x", "weight"), ("eps",),
+    _infer_rmsnorm_rows, _run_rmsnorm_rows, _elem_flops(4),
+    _encode_shape, _decode_rmsnorm_rows,
+    Role.ACTIVATION, f"{_PTX}.elementwise:rmsnorm_rows",
+    description="each row (head) of x normalised on its own, times weight (Qwen3's QK-norm)",
+)
+
 #: in registration order (a fused family after its parts)
-BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE)
+BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
+                    RMSNORM_ROWS)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

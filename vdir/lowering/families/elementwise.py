@@ -13,6 +13,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.families import DTYPE_BYTES
 from vdir.lowering import families as F
+from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
 
 #: the (operand, result) dtypes of add other than bf16 -> bf16, by their flags
@@ -76,16 +77,39 @@ def _add_loop(cc: "F.ComputeCtx", in_dtype: str, out_dtype: str) -> None:
 
 def rmsnorm(cc: "F.ComputeCtx") -> None:
     """y = x * (1/sqrt(mean(x^2) + eps)) * weight over a 1xN tile (N in p1)."""
+    _rmsnorm_row(cc, cc.ins[0], cc.out, cc.p1, "rmsnorm")
+
+
+def _rmsnorm_row(cc: "F.ComputeCtx", x_row: SSAValue, out_row: SSAValue, n: SSAValue, hint: str) -> None:
+    """One row of N bf16 values normalised by its own mean square, times the weight row ``ins[1]``."""
     b = cc.b
-    n = cc.p1
-    inv = F.rms_inv(cc, cc.ins[0], n)
+    inv = F.rms_inv(cc, x_row, n)
 
     def body(i: SSAValue) -> None:
         o = b.i("mul.lo.u32", "u32", i, 2)
-        x = F.load_bf16(b, b.i("add.u32", "u32", cc.ins[0], o))
+        x = F.load_bf16(b, b.i("add.u32", "u32", x_row, o))
         g = F.load_bf16(b, b.i("add.u32", "u32", cc.ins[1], o))
         t = b.i("mul.rn.f32", "f32", x, inv)
         t = b.i("mul.rn.f32", "f32", t, g)
-        b.st("st.shared.b16", b.i("add.u32", "u32", cc.out, o), 0, F.to_bf16(b, t))
+        b.st("st.shared.b16", b.i("add.u32", "u32", out_row, o), 0, F.to_bf16(b, t))
 
-    b.for_range(cc.ct, n, cc.nthreads, body, "rmsnorm")
+    b.for_range(cc.ct, n, cc.nthreads, body, hint)
+
+
+def rmsnorm_rows(cc: "F.ComputeCtx") -> None:
+    """Each of the p0 rows (heads) of an RxN tile normalised on its own (Qwen3's QK-norm).
+
+    Rows one after the other, each as ``rmsnorm``; a group barrier after a
+    row keeps the next row's reduction from overwriting the scratch words
+    the slowest warp may still be reading.
+    """
+    b = cc.b
+    row_bytes = b.i("mul.lo.u32", "u32", cc.p1, 2)
+
+    def row(r: SSAValue) -> None:
+        offset = b.i("mul.lo.u32", "u32", r, row_bytes)
+        x_row = b.i("add.u32", "u32", cc.ins[0], offset)
+        _rmsnorm_row(cc, x_row, b.i("add.u32", "u32", cc.out, offset), cc.p1, "rmsnorm_rows_col")
+        b.raw("barrier.sync", "%d, %d" % (L.COMPUTE_BARRIER, cc.nthreads))
+
+    b.for_range(0, cc.p0, 1, row, "rmsnorm_rows")
