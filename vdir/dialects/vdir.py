@@ -97,6 +97,10 @@ from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTa
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
+#: what the text form can write after ``%``: a program argument's name must
+#: be one of these, so that the custom form spells (and re-reads) it
+_ARGUMENT_NAME = re.compile(r"[0-9]+|[A-Za-z$._-][A-Za-z0-9$._-]*")
+
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
 DYNAMIC = DYNAMIC_INDEX
 
@@ -107,6 +111,11 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32)}
 #: how messages list the supported element types
 _ELEMENT_TYPE_LIST = "bf16, f32 or i32"
+
+
+def is_argument_name(name: str) -> bool:
+    """Whether ``name`` can name a program argument (an SSA name as the text form writes it)."""
+    return _ARGUMENT_NAME.fullmatch(name) is not None
 
 
 def is_i32(t: Attribute) -> bool:
@@ -1131,8 +1140,22 @@ class ProgramOp(IRDLOperation):
         self._check_scalar_ranges()
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
+        self._check_argument_names()
         check_acyclic(self.body.block)
         verify_scheduled_form(self)
+
+    def _check_argument_names(self) -> None:
+        """Each argument has its own name (inputs bind by name), one the text form can write."""
+        seen: dict[str, int] = {}
+        for i, name in enumerate(self.argument_names()):
+            if not is_argument_name(name):
+                raise VerifyException(
+                    f"program argument #{i}: name {name!r} is not an identifier "
+                    "(letters, digits, '_', '$', '.', '-'; not starting with a digit unless all digits)"
+                )
+            if name in seen:
+                raise VerifyException(f"program argument #{i}: name '{name}' is already taken by argument #{seen[name]}")
+            seen[name] = i
 
     def _check_scalar_ranges(self) -> None:
         ranges = self.scalar_range_list()

@@ -61,6 +61,7 @@ from vdir.dialects.vdir import (
     TileType,
     TokenType,
     _check_region,
+    is_argument_name,
 )
 from vdir.families import DTYPES, FamilyError, TileSig, get_family
 from vdir.target import UnknownTargetError, get_target
@@ -74,6 +75,11 @@ Condition = tuple[SSAValue, str, int]
 
 #: the comparisons of a condition, as written in Python and in the IR
 _COMPARISONS = {">=": "ge", "<": "lt"}
+
+
+def _is_identifier(name: object) -> bool:
+    """Whether ``name`` is a Python identifier the IR can write as an argument name (ASCII)."""
+    return isinstance(name, str) and name.isidentifier() and is_argument_name(name)
 
 
 def _shape(shape: Sequence[int], what: str) -> tuple[int, int]:
@@ -159,8 +165,8 @@ class ProgramBuilder:
     def buffer(self, name: str, shape: Sequence[int], dtype: str = "bf16") -> SSAValue:
         """Declare a global buffer argument ``%name: !vdir.buffer<RxCxdtype>``."""
         self._check_open()
-        if not name or not isinstance(name, str):
-            raise ValueError(f"buffer name must be a non-empty string, got {name!r}")
+        if not _is_identifier(name):
+            raise ValueError(f"buffer name must be an identifier, got {name!r}")
         if name in self._arg_names:
             raise ValueError(f"buffer '{name}' is already declared")
         if self._scalar_ranges:
@@ -180,7 +186,7 @@ class ProgramBuilder:
         appear in offsets, conditions (``when=``) and a repeat's ``bound``.
         """
         self._check_open()
-        if not name or not isinstance(name, str) or not name.isidentifier():
+        if not _is_identifier(name):
             raise ValueError(f"scalar name must be an identifier, got {name!r}")
         if name in self._arg_names:
             raise ValueError(f"argument '{name}' is already declared")
