@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 
 import vdir
 from vdir.compiler import InvalidModuleError
 from vdir.diagnostics import VdirError
+from vdir.families import FamilyError, ParamSpec, TileSig, get_family
 from vdir.frontend import ProgramBuilder
 from vdir.tools.common import default_context, parse_text
 
@@ -46,3 +50,56 @@ def test_compile_rejects_a_module_changed_after_building():
     program.properties["arg_names"] = ArrayAttr([StringAttr("x"), StringAttr("x")])
     with pytest.raises(InvalidModuleError, match=r"^<input>: error: program argument #1: name 'x' is already taken"):
         vdir.compile(module)
+
+
+# ---------------------------------------------------------------------------
+# Family parameters are checked against their specs, not coerced
+# ---------------------------------------------------------------------------
+
+ROW = TileSig((1, 64), "bf16")
+
+
+@pytest.mark.parametrize(
+    "family, params, message",
+    [
+        ("rmsnorm", {"eps": math.inf}, "family 'rmsnorm': parameter 'eps' must be a finite number, got inf"),
+        ("rmsnorm", {"eps": math.nan}, "family 'rmsnorm': parameter 'eps' must be a finite number, got nan"),
+        ("rmsnorm", {"eps": 1e300}, "family 'rmsnorm': parameter 'eps' = 1e+300 is outside the f32 range"),
+        ("rmsnorm", {"eps": 1e-50}, "family 'rmsnorm': parameter 'eps' = 1e-50 is outside the f32 range"),
+    ],
+)
+def test_number_parameters_are_finite_f32(family, params, message):
+    with pytest.raises(FamilyError) as e:
+        get_family(family).check([ROW, ROW], params, None)
+    assert str(e.value) == message
+
+
+def test_integer_parameters_are_integral():
+    w, x, other = TileSig((8, 64), "bf16"), ROW, TileSig((1, 8), "bf16")
+    fam = get_family("gemv_silu_mul")
+    assert fam.check([w, x, other], {"operand": 1.0}, None) == other  # integral, even as a float
+    with pytest.raises(FamilyError, match=r"^family 'gemv_silu_mul': parameter 'operand' must be an integer, got 1.5$"):
+        fam.check([w, x, other], {"operand": 1.5}, None)
+
+
+def test_a_declared_range_is_enforced():
+    bounded = dataclasses.replace(get_family("rmsnorm"), param_specs={"eps": ParamSpec(lo=1e-12, hi=0.5)})
+    assert bounded.check([ROW, ROW], {"eps": 0.5}, None) == ROW
+    with pytest.raises(FamilyError, match=r"^family 'rmsnorm': parameter 'eps' = 0.75 is outside its range 1e-12 to 0.5$"):
+        bounded.check([ROW, ROW], {"eps": 0.75}, None)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (1e300, "parameter 'eps' = 1e+300 is outside the f32 range"),
+        (math.inf, "family 'rmsnorm': parameter 'eps' must be a finite number, got inf"),
+        (2**70, "parameter 'eps' = 1180591620717411303424 does not fit in 64 bits"),
+    ],
+)
+def test_the_builder_rejects_bad_parameters_by_name(value, message):
+    b = ProgramBuilder("p")
+    x = b.load(b.buffer("x", (1, 64)), (0, 0), (1, 64))
+    with pytest.raises(ValueError) as e:
+        b.compute("rmsnorm", [x, x], params={"eps": value})
+    assert str(e.value) == message

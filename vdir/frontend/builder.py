@@ -121,9 +121,14 @@ def _param_attr(key: str, value: object) -> Attribute:
     if isinstance(value, bool):
         raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
     if isinstance(value, Integral):
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"parameter '{key}' = {value} does not fit in 64 bits")
         return IntegerAttr(int(value), i64)
     if isinstance(value, Real):
-        return FloatAttr(float(value), f32)
+        try:
+            return FloatAttr(float(value), f32)
+        except OverflowError:
+            raise ValueError(f"parameter '{key}' = {float(value):g} is outside the f32 range") from None
     if isinstance(value, Attribute):
         return value
     raise ValueError(f"parameter '{key}' must be a number, got {value!r}")

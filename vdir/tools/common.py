@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -59,6 +59,14 @@ class LocatingParser(Parser):
             line, col = self._line_col(start)
             op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
         return op
+
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        """A number attribute; one too large for its float type (``1e300 : f32``) is a located error."""
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_builtin_int_or_float_attr()
+        except OverflowError:
+            self.raise_error("the number is outside the range of its float type", start, self._current_token.span.start)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
         """Resolve a use of a value that the text has already defined.
