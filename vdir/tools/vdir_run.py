@@ -283,6 +283,9 @@ def run(args: argparse.Namespace) -> int:
     if module is None and args.check:  # said before the run, which may be long
         raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
                        "no source for the reference evaluator (run vdir-run on the file given to vdir-opt)")
+    if args.check and not any(b.is_output for b in program.buffers):
+        raise RunError(f"{args.file}: error: --check: the program has no outputs (it stores to no buffer), "
+                       "so there is nothing to compare with the reference evaluator")
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
