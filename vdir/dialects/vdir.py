@@ -407,7 +407,10 @@ def _describe(op: Operation) -> str:
 
 
 def check_acyclic(block: Block) -> None:
-    """Reject a dependency cycle, naming the ops on it."""
+    """Reject a dependency cycle, naming the ops on it (an op that reads its own result first)."""
+    for op in block.ops:
+        if any(v.owner is op for v in op.operands):
+            raise OpVerifyException(f"{_describe(op)} reads its own result", op)
     cycle = find_cycle(block)
     if cycle:
         raise VerifyException(
