@@ -138,3 +138,31 @@ def test_a_built_compute_rewired_to_itself_is_rejected():
     y.owner.operands = (y, y)
     with pytest.raises(InvalidModuleError, match=r"%y \(vdir.compute\) reads its own result"):
         vdir.compile(module)
+
+
+# ---------------------------------------------------------------------------
+# Integers beyond i64 in the builder
+# ---------------------------------------------------------------------------
+
+
+def test_the_builder_rejects_a_flow_id_beyond_i64():
+    b = ProgramBuilder("p")
+    a = b.buffer("a", (1, 64))
+    with pytest.raises(ValueError, match=r"^load: flow id 9223372036854775808 does not fit in a signed 64-bit integer$"):
+        b.load(a, (0, 0), (1, 64), flow=2**63)
+
+
+@pytest.mark.parametrize(
+    "lower, upper, step, message",
+    [
+        (0, 2**70, 1, "repeat upper bound 1180591620717411303424 does not fit in a signed 64-bit integer"),
+        (-(2**63) - 1, 2, 1, "repeat lower bound -9223372036854775809 does not fit in a signed 64-bit integer"),
+        (0, 4, 2**64, "repeat step bound 18446744073709551616 does not fit in a signed 64-bit integer"),
+    ],
+)
+def test_the_builder_rejects_repeat_bounds_beyond_i64(lower, upper, step, message):
+    b = ProgramBuilder("p")
+    b.buffer("a", (1, 64))
+    with pytest.raises(ValueError) as e, b.repeat(lower, upper, step):
+        pass
+    assert str(e.value) == message

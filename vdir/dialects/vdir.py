@@ -107,6 +107,8 @@ DYNAMIC = DYNAMIC_INDEX
 #: the range of a runtime value (launch-time scalars, values read from
 #: device memory are 32-bit signed integers)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: the range of the i64 properties (repeat bounds, flow ids)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32)}
 #: how messages list the supported element types
@@ -960,16 +962,16 @@ class RepeatOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "RepeatOp":
         arg = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lower = parser.parse_integer()
+        lower = _parse_i64(parser, "lower bound")
         parser.parse_keyword("to")
         bound = parser.parse_optional_unresolved_operand()
         dynamic_upper = parser.resolve_operand(bound, IndexType()) if bound is not None else None
         if dynamic_upper is not None:
             parser.parse_keyword("max", " after a runtime upper bound (it needs a compile-time maximum)")
-        upper = parser.parse_integer()
+        upper = _parse_i64(parser, "upper bound")
         step = 1
         if parser.parse_optional_keyword("step") is not None:
-            step = parser.parse_integer()
+            step = _parse_i64(parser, "step")
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([arg.resolve(IndexType())])
         op = cls(lower, upper, body, step, dynamic_upper)
@@ -1009,6 +1011,15 @@ class RepeatOp(IRDLOperation):
                     if not self.is_ancestor(use.operation):
                         raise VerifyException("a value defined in a vdir.repeat body is used outside it")
         check_acyclic(block)
+
+
+def _parse_i64(parser: Parser, what: str) -> int:
+    """An integer that fits in a signed 64-bit property; a located parse error at the number otherwise."""
+    start = parser.pos
+    value = parser.parse_integer()
+    if not INT64_MIN <= value <= INT64_MAX:
+        parser.raise_error(f"vdir.repeat {what} {value} does not fit in a signed 64-bit integer", start, parser.pos)
+    return value
 
 
 @irdl_op_definition
