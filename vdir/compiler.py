@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
 from vdir.isa import EncodedProgram
@@ -41,11 +42,13 @@ def compile(
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
-    :class:`Executable`. A module is verified first: an invalid one raises
+    :class:`Executable`, checked first against the backend's
+    (``Platform.LAUNCH_OPTIONS``). A module is verified first: an invalid one raises
     :class:`InvalidModuleError` with the located message vdir-opt gives.
     """
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
+    platform_class(backend).check_launch_options(launch_options)  # a misspelt option fails before compiling
     if options is not None:
         from vdir.lowering.options import LoweringOptions
 

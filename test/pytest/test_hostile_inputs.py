@@ -5,12 +5,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
+from ml_dtypes import bfloat16
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.parser import Parser
 
 import vdir
 from vdir.compiler import InvalidModuleError
+from vdir.device_runtime import platform_class
+from vdir.device_runtime.platform import LaunchOptionError, PlatformError
 from vdir.diagnostics import VdirError
 from vdir.families import FamilyError, ParamSpec, TileSig, get_family
 from vdir.frontend import ProgramBuilder
@@ -166,3 +170,56 @@ def test_the_builder_rejects_repeat_bounds_beyond_i64(lower, upper, step, messag
     with pytest.raises(ValueError) as e, b.repeat(lower, upper, step):
         pass
     assert str(e.value) == message
+
+
+# ---------------------------------------------------------------------------
+# Launch options and a closed executable
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"frobnicate": 1}, "unknown launch option 'frobnicate' for the 'sim' backend (known: seed, load_window, check_races)"),
+        ({"check_races": "no"}, "launch option 'check_races' must be True or False, got 'no'"),
+        ({"seed": "abc"}, "launch option 'seed' must be an integer, got 'abc'"),
+        ({"seed": 1.5}, "launch option 'seed' must be an integer, got 1.5"),
+        ({"load_window": 0}, "launch option 'load_window' must be at least 1, got 0"),
+    ],
+)
+def test_launch_options_are_checked_before_compiling(options, message, monkeypatch):
+    import vdir.compiler
+
+    def must_not_compile(*args, **kwargs):
+        raise AssertionError("the pipeline ran before the launch options were checked")
+
+    monkeypatch.setattr(vdir.compiler, "compile_module", must_not_compile)
+    with pytest.raises(LaunchOptionError) as e:
+        vdir.compile(copy_program(), **options)
+    assert str(e.value) == message
+    assert isinstance(e.value, VdirError) and isinstance(e.value, ValueError)
+
+
+def test_the_cuda_backend_names_its_own_launch_options():
+    with pytest.raises(LaunchOptionError, match=r"^unknown launch option 'seed' for the 'cuda' backend \(known: watchdog_ms\)$"):
+        platform_class("cuda").check_launch_options({"seed": 1})
+    with pytest.raises(LaunchOptionError, match="launch option 'watchdog_ms' must be a finite number, got nan"):
+        platform_class("cuda").check_launch_options({"watchdog_ms": math.nan})
+    platform_class("cuda").check_launch_options({"watchdog_ms": 200})  # an integer is a number too
+
+
+def test_good_launch_options_reach_the_executable():
+    with vdir.compile(copy_program(), seed=np.int64(3), load_window=2, check_races=np.bool_(False)) as exe:
+        assert exe.launch_options == {"seed": 3, "load_window": 2, "check_races": False}
+        x = np.arange(64, dtype=np.float32).reshape(1, 64).astype(bfloat16)
+        assert np.array_equal(exe(x), x)
+
+
+def test_a_closed_executable_says_so():
+    exe = vdir.compile(copy_program())
+    exe.close()
+    exe.close()  # a second close does nothing
+    x = np.zeros((1, 64), dtype=bfloat16)
+    for use in (lambda: exe(x), lambda: exe.time(x, iterations=1), lambda: exe.trace()):
+        with pytest.raises(PlatformError, match=r"^the executable is closed: compile the program again to run it$"):
+            use()

@@ -293,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     scalars = parse_scalars(args.scalar, program.scalars, args.seed)
     if scalars:
         print("scalars: " + ", ".join(f"{k} = {v}" for k, v in scalars.items()))
-    launch_options = {"seed": args.seed}
+    launch_options = {"seed": args.seed} if backend == "sim" else {}  # the simulator's interleaving
     if args.load_window is not None:
         launch_options["load_window"] = args.load_window
     with Executable(program, backend=backend, target=program.target, options=lowering, **launch_options) as exe:
