@@ -12,12 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
+from vdir.diagnostics import UserError, VdirError
 from vdir.isa import EncodedProgram
 from vdir.target import get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
+
+
+class InvalidModuleError(VdirError, ValueError):
+    """The module given to :func:`compile` does not verify; ``str(e)`` is vdir-opt's one-line message."""
 
 
 def compile(
@@ -36,10 +42,13 @@ def compile(
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
-    :class:`Executable`.
+    :class:`Executable`, checked first against the backend's
+    (``Platform.LAUNCH_OPTIONS``). A module is verified first: an invalid one raises
+    :class:`InvalidModuleError` with the located message vdir-opt gives.
     """
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
+    platform_class(backend).check_launch_options(launch_options)  # a misspelt option fails before compiling
     if options is not None:
         from vdir.lowering.options import LoweringOptions
 
@@ -53,8 +62,23 @@ def compile(
             raise TypeError(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
+        verify(module_or_program)
         program = compile_module(module_or_program, target=target, num_sms=num_sms)
     return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+
+
+def verify(module: Any) -> None:
+    """Run every verifier of ``module``; raise :class:`InvalidModuleError` at the first failure.
+
+    A module built in Python skips the parser's checks and may never have
+    been verified: an invalid one would otherwise compile and misbehave later.
+    """
+    from vdir.tools.common import verify_module
+
+    try:
+        verify_module(module)
+    except UserError as e:
+        raise InvalidModuleError(str(e)) from None
 
 
 def compile_module(module: Any, target: str | None = None, num_sms: int | None = None) -> EncodedProgram:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.printer import Printer
 
+from vdir.diagnostics import UserError
 from vdir.dialects.vdir import ComputeOp, LoadOp, RepeatOp, StoreOp
 from vdir.frontend import ProgramBuilder, verify
 from vdir.frontend.examples import (
@@ -200,6 +203,27 @@ def test_bad_dtype_and_duplicate_buffer():
     b.buffer("a", (8, 8), "bf16")
     with pytest.raises(ValueError, match="buffer 'a' is already declared"):
         b.buffer("a", (8, 8), "bf16")
+
+
+@pytest.mark.parametrize("name", ["", "a b", "1x", "x:y", "\u00e9", 3])
+def test_non_identifier_argument_names(name):
+    b = ProgramBuilder("p")
+    with pytest.raises(ValueError, match="buffer name must be an identifier"):
+        b.buffer(name, (8, 8), "bf16")
+    with pytest.raises(ValueError, match="scalar name must be an identifier"):
+        b.scalar(name, 0, 4)
+
+
+def test_duplicate_generic_arg_names_rejected_by_verifier():
+    """Two inputs must never bind to one array: the verifier rejects a repeated name."""
+    b = ProgramBuilder("p")
+    b.buffer("x", (8, 8), "bf16")
+    b.buffer("y", (8, 8), "bf16")
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(b.finish())
+    generic = out.getvalue().replace('arg_names = ["x", "y"]', 'arg_names = ["x", "x"]')
+    with pytest.raises(UserError, match=r"<input>:\d+:\d+: error: program argument #1: name 'x' is already taken"):
+        verify_module(parse_text(default_context(), generic))
 
 
 def test_unknown_target():

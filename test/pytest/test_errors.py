@@ -11,8 +11,9 @@ from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 import vdir
 from vdir.analysis.runtime_values import RuntimeValueError
+from vdir.compiler import InvalidModuleError
 from vdir.device_runtime.executable import ArgumentError
-from vdir.device_runtime.platform import BackendUnavailable, PlatformError
+from vdir.device_runtime.platform import BackendUnavailable, LaunchOptionError, PlatformError
 from vdir.device_runtime.sim import SimBoundsError, SimDeadlockError, SimProgramError, SimRaceError
 from vdir.diagnostics import PassFailure, UserError, VdirError
 from vdir.families import FamilyError, UnknownFamilyError
@@ -47,7 +48,8 @@ def test_every_vdir_exception_has_the_one_root():
         (PlatformError, RuntimeError), (BackendUnavailable, PlatformError), (SimProgramError, PlatformError),
         (SimRaceError, PlatformError), (SimDeadlockError, PlatformError), (SimBoundsError, PlatformError),
         (RuntimeValueError, ValueError), (ReferenceBoundsError, IndexError), (RunError, VdirError),
-        (PassFailure, PassFailedException), (UserError, DiagnosticException),
+        (PassFailure, PassFailedException), (UserError, DiagnosticException), (InvalidModuleError, ValueError),
+        (LaunchOptionError, ValueError),
     ],
 )
 def test_secondary_bases_are_kept(cls, base):

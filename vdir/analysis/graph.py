@@ -278,6 +278,18 @@ def single_program(module: ModuleOp) -> ProgramOp:
 IndexValue = int | RuntimeIndex
 
 
+#: the affine operations with a divisor (their right-hand side)
+_DIVISIONS = (AffineBinaryOpKind.Mod, AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv)
+
+
+def _check_divisor(expr: AffineBinaryOpExpr) -> None:
+    """A divisor is a nonzero constant: checked once, so that evaluation never divides by zero."""
+    if not isinstance(expr.rhs, AffineConstantExpr):
+        raise PassFailure(f"affine expression '{expr}' divides by a non-constant")
+    if expr.rhs.value == 0:
+        raise PassFailure(f"affine expression '{expr}' divides by zero")
+
+
 def compile_affine(expr: AffineExpr) -> Callable[[list[IndexValue]], IndexValue]:
     """A Python function evaluating an affine expression over [dims..., symbols...].
 
@@ -296,8 +308,10 @@ def compile_affine(expr: AffineExpr) -> Callable[[list[IndexValue]], IndexValue]
     if isinstance(expr, AffineSymExpr):
         raise PassFailure("affine.apply with symbols is not supported in a vdir program")
     assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = compile_affine(expr.lhs), compile_affine(expr.rhs)
     kind = expr.kind
+    if kind in _DIVISIONS:
+        _check_divisor(expr)
+    lhs, rhs = compile_affine(expr.lhs), compile_affine(expr.rhs)
     if kind == AffineBinaryOpKind.Add:
         return lambda vals: lhs(vals) + rhs(vals)
     if kind == AffineBinaryOpKind.Mul:
@@ -389,7 +403,11 @@ class _Expander:
         elif isinstance(op, ApplyOp):
             tmpl = self.affine_templates.get(op)
             if tmpl is None:
-                tmpl = self.affine_templates[op] = (compile_affine(op.map.data.results[0]), tuple(op.mapOperands))
+                try:
+                    fn = compile_affine(op.map.data.results[0])
+                except PassFailure as e:  # located at the affine.apply
+                    raise PassFailure(str(e), op) from None
+                tmpl = self.affine_templates[op] = (fn, tuple(op.mapOperands))
             fn, operands = tmpl
             try:
                 self.env[op.result] = fn([self._index(v, op) for v in operands])

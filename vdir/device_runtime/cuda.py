@@ -11,9 +11,9 @@ reads each launch's error record and turns a watchdog report into a
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from vdir import isa
 from vdir.device_runtime.platform import (
     BackendUnavailable,
     DeviceBuffer,
+    LaunchOption,
     LaunchSpec,
     Platform,
     PlatformError,
@@ -112,6 +113,7 @@ class CudaPlatform(Platform):
     """A CUDA device driven through ``cuda.bindings.driver``."""
 
     name = "cuda"
+    LAUNCH_OPTIONS: ClassVar[Mapping[str, LaunchOption]] = {"watchdog_ms": LaunchOption(float, minimum=0)}
 
     @classmethod
     def is_available(cls) -> tuple[bool, str]:

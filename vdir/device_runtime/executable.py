@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vdir.device_runtime import get_platform
+from vdir.device_runtime import get_platform, platform_class
 from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec, PlatformError
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPE_BYTES, DTYPES
@@ -88,6 +88,7 @@ class Executable:
         self.backend = backend
         self.options = _lowering_options(options)
         self.launch_options = dict(launch_options)
+        platform_class(backend).check_launch_options(self.launch_options)
         self.platform = get_platform(backend, target if target is not None else program.target)
         try:
             self.artifact = self.platform.load_artifact(program, self.options)
@@ -100,6 +101,12 @@ class Executable:
             self.platform.close()
             raise
         self._epoch = 1
+        self._closed = False
+
+    def _check_open(self) -> None:
+        """Raise :class:`PlatformError` once :meth:`close` has released the device side."""
+        if self._closed:
+            raise PlatformError("the executable is closed: compile the program again to run it")
 
     # ---- signature -------------------------------------------------------
     @property
@@ -206,6 +213,7 @@ class Executable:
     # ---- running ----------------------------------------------------------
     def __call__(self, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
         """Run the program once; return the output (or a dict name -> output)."""
+        self._check_open()
         scalars = self.bind_scalars(args, named)
         arrays = self.bind(*args, **named)
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
@@ -240,6 +248,7 @@ class Executable:
         A list rather than one figure, so that the caller picks the summary
         (a median, a minimum) and sees the spread; modelled, not measured, on ``sim``.
         """
+        self._check_open()
         scalars = self.bind_scalars(args, named)
         arrays = self.bind(*args, **named)
         for info, buf in zip(self.program.buffers, self._buffers, strict=True):
@@ -260,6 +269,7 @@ class Executable:
 
         Only the ``sim`` backend records traces.
         """
+        self._check_open()
         last_trace = getattr(self.platform, "last_trace", None)
         recorded = last_trace() if last_trace is not None else None
         if recorded is None:
@@ -273,7 +283,10 @@ class Executable:
         return recorded.to_json()
 
     def close(self) -> None:
-        """Free the device buffers and release the backend."""
+        """Free the device buffers and release the backend; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         for buf in self._buffers:
             self.platform.free(buf)
         self.platform.free(self._counters)

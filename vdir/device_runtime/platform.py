@@ -9,8 +9,11 @@ and ``cuda`` (cuda-python's driver bindings).
 from __future__ import annotations
 
 import abc
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -28,6 +31,36 @@ class PlatformError(VdirError, RuntimeError):
 
 class BackendUnavailable(PlatformError):
     """The backend cannot run on this machine (e.g. no CUDA device); the message says why."""
+
+
+class LaunchOptionError(VdirError, ValueError):
+    """A launch option the backend does not take, or a value it cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class LaunchOption:
+    """What values one launch option of a backend takes: its ``kind`` and its least value.
+
+    ``kind`` is ``bool``, ``int`` (an integer, not a bool) or ``float`` (a
+    finite number); ``minimum`` (inclusive) bounds a number.
+    """
+
+    kind: type
+    minimum: float | None = None
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise :class:`LaunchOptionError`, naming the option, unless ``value`` fits."""
+        if self.kind is bool:
+            if not isinstance(value, bool | np.bool_):
+                raise LaunchOptionError(f"launch option '{name}' must be True or False, got {value!r}")
+            return
+        integral = isinstance(value, Integral) and not isinstance(value, bool | np.bool_)
+        if self.kind is int and not integral:
+            raise LaunchOptionError(f"launch option '{name}' must be an integer, got {value!r}")
+        if self.kind is float and not (integral or (isinstance(value, Real) and math.isfinite(value))):
+            raise LaunchOptionError(f"launch option '{name}' must be a finite number, got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise LaunchOptionError(f"launch option '{name}' must be at least {self.minimum:g}, got {value!r}")
 
 
 @dataclass
@@ -56,6 +89,22 @@ class Platform(abc.ABC):
     """A device backend: context, memory, artifacts, launches, timing."""
 
     name: str = "abstract"
+    #: the launch options this backend takes (``vdir.compile(..., name=value)``)
+    LAUNCH_OPTIONS: ClassVar[Mapping[str, LaunchOption]] = {}
+
+    @classmethod
+    def check_launch_options(cls, options: Mapping[str, Any]) -> None:
+        """Reject an option this backend does not take (listing those it does) or a value it cannot use.
+
+        Called before a program is compiled or loaded, so that a misspelt
+        option is not silently ignored at every launch.
+        """
+        for name, value in options.items():
+            spec = cls.LAUNCH_OPTIONS.get(name)
+            if spec is None:
+                known = ", ".join(cls.LAUNCH_OPTIONS) or "none"
+                raise LaunchOptionError(f"unknown launch option '{name}' for the '{cls.name}' backend (known: {known})")
+            spec.check(name, value)
 
     def __init__(self, target: TargetDescription | str | None = None) -> None:  # noqa: B027 -- only declares it
         """Backends are constructed with an optional target (a description or a name)."""

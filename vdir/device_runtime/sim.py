@@ -39,9 +39,10 @@ import json
 import math
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -49,6 +50,7 @@ from numpy.lib.stride_tricks import as_strided
 from vdir import isa
 from vdir.device_runtime.platform import (
     DeviceBuffer,
+    LaunchOption,
     LaunchSpec,
     Platform,
     PlatformError,
@@ -966,6 +968,11 @@ class SimPlatform(Platform):
     """
 
     name = "sim"
+    LAUNCH_OPTIONS: ClassVar[Mapping[str, LaunchOption]] = {
+        "seed": LaunchOption(int),
+        "load_window": LaunchOption(int, minimum=1),
+        "check_races": LaunchOption(bool),
+    }
 
     def __init__(self, target: TargetDescription | str | None = None):
         if isinstance(target, TargetDescription):

@@ -97,16 +97,27 @@ from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTa
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 
+#: what the text form can write after ``%``: a program argument's name must
+#: be one of these, so that the custom form spells (and re-reads) it
+_ARGUMENT_NAME = re.compile(r"[0-9]+|[A-Za-z$._-][A-Za-z0-9$._-]*")
+
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
 DYNAMIC = DYNAMIC_INDEX
 
 #: the range of a runtime value (launch-time scalars, values read from
 #: device memory are 32-bit signed integers)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: the range of the i64 properties (repeat bounds, flow ids)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32)}
 #: how messages list the supported element types
 _ELEMENT_TYPE_LIST = "bf16, f32 or i32"
+
+
+def is_argument_name(name: str) -> bool:
+    """Whether ``name`` can name a program argument (an SSA name as the text form writes it)."""
+    return _ARGUMENT_NAME.fullmatch(name) is not None
 
 
 def is_i32(t: Attribute) -> bool:
@@ -398,7 +409,10 @@ def _describe(op: Operation) -> str:
 
 
 def check_acyclic(block: Block) -> None:
-    """Reject a dependency cycle, naming the ops on it."""
+    """Reject a dependency cycle, naming the ops on it (an op that reads its own result first)."""
+    for op in block.ops:
+        if any(v.owner is op for v in op.operands):
+            raise OpVerifyException(f"{_describe(op)} reads its own result", op)
     cycle = find_cycle(block)
     if cycle:
         raise VerifyException(
@@ -948,16 +962,16 @@ class RepeatOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "RepeatOp":
         arg = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lower = parser.parse_integer()
+        lower = _parse_i64(parser, "lower bound")
         parser.parse_keyword("to")
         bound = parser.parse_optional_unresolved_operand()
         dynamic_upper = parser.resolve_operand(bound, IndexType()) if bound is not None else None
         if dynamic_upper is not None:
             parser.parse_keyword("max", " after a runtime upper bound (it needs a compile-time maximum)")
-        upper = parser.parse_integer()
+        upper = _parse_i64(parser, "upper bound")
         step = 1
         if parser.parse_optional_keyword("step") is not None:
-            step = parser.parse_integer()
+            step = _parse_i64(parser, "step")
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([arg.resolve(IndexType())])
         op = cls(lower, upper, body, step, dynamic_upper)
@@ -997,6 +1011,15 @@ class RepeatOp(IRDLOperation):
                     if not self.is_ancestor(use.operation):
                         raise VerifyException("a value defined in a vdir.repeat body is used outside it")
         check_acyclic(block)
+
+
+def _parse_i64(parser: Parser, what: str) -> int:
+    """An integer that fits in a signed 64-bit property; a located parse error at the number otherwise."""
+    start = parser.pos
+    value = parser.parse_integer()
+    if not INT64_MIN <= value <= INT64_MAX:
+        parser.raise_error(f"vdir.repeat {what} {value} does not fit in a signed 64-bit integer", start, parser.pos)
+    return value
 
 
 @irdl_op_definition
@@ -1131,8 +1154,22 @@ class ProgramOp(IRDLOperation):
         self._check_scalar_ranges()
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
+        self._check_argument_names()
         check_acyclic(self.body.block)
         verify_scheduled_form(self)
+
+    def _check_argument_names(self) -> None:
+        """Each argument has its own name (inputs bind by name), one the text form can write."""
+        seen: dict[str, int] = {}
+        for i, name in enumerate(self.argument_names()):
+            if not is_argument_name(name):
+                raise VerifyException(
+                    f"program argument #{i}: name {name!r} is not an identifier "
+                    "(letters, digits, '_', '$', '.', '-'; not starting with a digit unless all digits)"
+                )
+            if name in seen:
+                raise VerifyException(f"program argument #{i}: name '{name}' is already taken by argument #{seen[name]}")
+            seen[name] = i
 
     def _check_scalar_ranges(self) -> None:
         ranges = self.scalar_range_list()

@@ -50,6 +50,7 @@ from vdir.families.core import (
     Family,
     FamilyError,
     FamilyRegistration,
+    ParamSpec,
     ParamWords,
     Prologue,
     Role,
@@ -63,7 +64,7 @@ from vdir.families.core import (
 
 __all__ = [
     "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "I32", "FAMILY_BY_OPCODE",
-    "ComputeSignature", "Epilogue", "Family", "FamilyError", "FamilyRegistration", "ParamWords",
+    "ComputeSignature", "Epilogue", "Family", "FamilyError", "FamilyRegistration", "ParamSpec", "ParamWords",
     "Prologue", "Role", "TileSig", "UnknownFamilyError", "family_by_opcode", "gemv_f32", "get_family",
     "register_family", "rmsnorm_f32", "round_to", "silu",
 ]

@@ -29,6 +29,7 @@ from vdir.families.core import (
     Epilogue,
     Family,
     FamilyError,
+    ParamSpec,
     ParamWords,
     Prologue,
     Role,
@@ -409,6 +410,7 @@ GEMV_SILU_MUL = Family(
     Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_silu_mul",
     fusion=Epilogue(producer="gemv", consumer="silu_mul", operand_param="operand"),
     description="gemv with a silu_mul epilogue; operand says which silu_mul input the gemv is",
+    param_specs={"operand": ParamSpec.integral()},
 )
 GEMV_ADD = Family(
     "gemv_add", 7, ("weights", "x", "residual"), (),

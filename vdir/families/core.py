@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ DTYPE_BYTES = isa.DTYPE_SIZES
 #: opcode 0 is not a family
 MAX_OPCODE = 0xFF
 _U32 = 1 << 32
+#: the largest finite f32: a number parameter travels in an f32 word
+F32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,42 @@ class ComputeSignature:
     params: Mapping[str, float | int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ParamSpec:
+    """The values one family parameter takes.
+
+    A number parameter is a finite value that f32 represents (it travels in
+    the ``f0`` word); an ``integer`` one is integral (it travels in a u32
+    word, the default range). ``lo``/``hi`` bound it, inclusive.
+    """
+
+    integer: bool = False
+    lo: float = -F32_MAX
+    hi: float = F32_MAX
+
+    @classmethod
+    def integral(cls, lo: int = 0, hi: int = _U32 - 1) -> "ParamSpec":
+        """An integer parameter in ``[lo, hi]`` (default: what a u32 word holds)."""
+        return cls(integer=True, lo=lo, hi=hi)
+
+    def check(self, family: str, name: str, value: float | int) -> None:
+        """Raise :class:`FamilyError`, naming the parameter, unless ``value`` fits."""
+        what = f"family '{family}': parameter '{name}'"
+        if not math.isfinite(value):
+            raise FamilyError(f"{what} must be a finite number, got {value}")
+        if self.integer and value != int(value):
+            raise FamilyError(f"{what} must be an integer, got {value}")
+        if not self.integer and (abs(value) > F32_MAX or (value != 0 and np.float32(value) == 0)):
+            raise FamilyError(f"{what} = {value:g} is outside the f32 range")
+        if not self.lo <= value <= self.hi:
+            lo, hi = (int(self.lo), int(self.hi)) if self.integer else (f"{self.lo:g}", f"{self.hi:g}")
+            raise FamilyError(f"{what} = {value:g} is outside its range {lo} to {hi}")
+
+
+#: a parameter no spec names: a finite f32 number
+_NUMBER = ParamSpec()
+
+
 class Role(enum.Enum):
     """What a family costs to repeat, as placement and fusion see it."""
 
@@ -192,6 +231,9 @@ class Family:
     * ``ptx_body``: the PTX body emitter, or a ``"module:function"``
       reference to it (:meth:`ptx_emitter`).
 
+    ``param_specs`` says what values a parameter takes (a parameter not
+    named there is a number: :class:`ParamSpec`'s default).
+
     ``role`` says whether placement may recompute it per SM; ``fusion`` says
     which producer/consumer pair a fused family replaces (``vdir-fuse``
     builds one pattern per fused family).
@@ -213,6 +255,8 @@ class Family:
     optional_operands: int = 0
     #: output dtypes the result may be declared with; the first is the default
     out_dtypes: tuple[str, ...] = ("bf16",)
+    #: parameter name -> the values it takes (default: a finite f32 number)
+    param_specs: Mapping[str, ParamSpec] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, opcode={self.opcode})"
@@ -231,6 +275,7 @@ class Family:
         for p in params:
             if p not in self.params:
                 raise FamilyError(f"family '{self.name}' has no parameter '{p}'")
+            self.param_specs.get(p, _NUMBER).check(self.name, p, params[p])
         out = self.infer(inputs, params)
         if result is not None and result.shape == out.shape and result.dtype in self.out_dtypes:
             out = result

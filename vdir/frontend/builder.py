@@ -49,6 +49,8 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from vdir.dialects.vdir import (
     DYNAMIC,
+    INT64_MAX,
+    INT64_MIN,
     BufferType,
     ComputeOp,
     EngineKind,
@@ -61,6 +63,7 @@ from vdir.dialects.vdir import (
     TileType,
     TokenType,
     _check_region,
+    is_argument_name,
 )
 from vdir.families import DTYPES, FamilyError, TileSig, get_family
 from vdir.target import UnknownTargetError, get_target
@@ -74,6 +77,22 @@ Condition = tuple[SSAValue, str, int]
 
 #: the comparisons of a condition, as written in Python and in the IR
 _COMPARISONS = {">=": "ge", "<": "lt"}
+
+
+def _is_identifier(name: object) -> bool:
+    """Whether ``name`` is a Python identifier the IR can write as an argument name (ASCII)."""
+    return isinstance(name, str) and name.isidentifier() and is_argument_name(name)
+
+
+def _flow(flow: int | None, what: str) -> int | None:
+    """``flow`` checked to be an integer that a flow id (an i64 property) holds."""
+    if flow is None:
+        return None
+    if not isinstance(flow, Integral) or isinstance(flow, bool):
+        raise ValueError(f"{what}: flow id must be an integer, got {flow!r}")
+    if not INT64_MIN <= flow <= INT64_MAX:
+        raise ValueError(f"{what}: flow id {flow} does not fit in a signed 64-bit integer")
+    return int(flow)
 
 
 def _shape(shape: Sequence[int], what: str) -> tuple[int, int]:
@@ -115,9 +134,14 @@ def _param_attr(key: str, value: object) -> Attribute:
     if isinstance(value, bool):
         raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
     if isinstance(value, Integral):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"parameter '{key}' = {value} does not fit in 64 bits")
         return IntegerAttr(int(value), i64)
     if isinstance(value, Real):
-        return FloatAttr(float(value), f32)
+        try:
+            return FloatAttr(float(value), f32)
+        except OverflowError:
+            raise ValueError(f"parameter '{key}' = {float(value):g} is outside the f32 range") from None
     if isinstance(value, Attribute):
         return value
     raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
@@ -159,8 +183,8 @@ class ProgramBuilder:
     def buffer(self, name: str, shape: Sequence[int], dtype: str = "bf16") -> SSAValue:
         """Declare a global buffer argument ``%name: !vdir.buffer<RxCxdtype>``."""
         self._check_open()
-        if not name or not isinstance(name, str):
-            raise ValueError(f"buffer name must be a non-empty string, got {name!r}")
+        if not _is_identifier(name):
+            raise ValueError(f"buffer name must be an identifier, got {name!r}")
         if name in self._arg_names:
             raise ValueError(f"buffer '{name}' is already declared")
         if self._scalar_ranges:
@@ -180,7 +204,7 @@ class ProgramBuilder:
         appear in offsets, conditions (``when=``) and a repeat's ``bound``.
         """
         self._check_open()
-        if not name or not isinstance(name, str) or not name.isidentifier():
+        if not _is_identifier(name):
             raise ValueError(f"scalar name must be an identifier, got {name!r}")
         if name in self._arg_names:
             raise ValueError(f"argument '{name}' is already declared")
@@ -235,7 +259,7 @@ class ProgramBuilder:
         offs = self._offsets(offsets, "load")
         self._region(btype, tile, offs, "load")
         op = LoadOp(
-            buffer, offs, tile, _engine(engine, EngineKind.LOAD), flow, self._tokens(after),
+            buffer, offs, tile, _engine(engine, EngineKind.LOAD), _flow(flow, "load"), self._tokens(after),
             _condition(when, "load"),
         )
         return self._append(op, name)
@@ -286,7 +310,7 @@ class ProgramBuilder:
             result,
             attrs,
             _engine(engine, EngineKind.COMPUTE),
-            flow,
+            _flow(flow, family),
             self._tokens(after),
             _condition(when, family),
         )
@@ -312,7 +336,7 @@ class ProgramBuilder:
         offs = self._offsets(offsets, "store")
         self._region(btype, tile.type, offs, "store")
         op = StoreOp(
-            tile, buffer, offs, _engine(engine, EngineKind.STORE), flow, self._tokens(after),
+            tile, buffer, offs, _engine(engine, EngineKind.STORE), _flow(flow, "store"), self._tokens(after),
             _condition(when, "store"),
         )
         return self._append(op, name)
@@ -342,6 +366,8 @@ class ProgramBuilder:
         for what, v in (("lower", lower), ("upper", upper), ("step", step)):
             if not isinstance(v, Integral) or isinstance(v, bool):
                 raise ValueError(f"repeat {what} bound must be an integer, got {v!r}")
+            if not INT64_MIN <= v <= INT64_MAX:
+                raise ValueError(f"repeat {what} bound {v} does not fit in a signed 64-bit integer")
         if step <= 0:
             raise ValueError(f"repeat step must be positive, got {step}")
         if upper <= lower:

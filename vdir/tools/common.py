@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
@@ -59,6 +60,25 @@ class LocatingParser(Parser):
             line, col = self._line_col(start)
             op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
         return op
+
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        """A number attribute; one too large for its float type (``1e300 : f32``) is a located error."""
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_builtin_int_or_float_attr()
+        except OverflowError:
+            self.raise_error("the number is outside the range of its float type", start, self._current_token.span.start)
+
+    def parse_affine_map(self) -> AffineMap:
+        """An affine map; xDSL's folding of a constant division by zero, and its
+        refusal of a non-constant divisor, become located errors."""
+        start = self._current_token.span.start
+        try:
+            return super().parse_affine_map()
+        except ZeroDivisionError:
+            self.raise_error("the affine map divides by zero", start, self._current_token.span.start)
+        except NotImplementedError as e:
+            self.raise_error(f"the affine map is not supported: {e}", start, self._current_token.span.start)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
         """Resolve a use of a value that the text has already defined.

@@ -283,6 +283,9 @@ def run(args: argparse.Namespace) -> int:
     if module is None and args.check:  # said before the run, which may be long
         raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
                        "no source for the reference evaluator (run vdir-run on the file given to vdir-opt)")
+    if args.check and not any(b.is_output for b in program.buffers):
+        raise RunError(f"{args.file}: error: --check: the program has no outputs (it stores to no buffer), "
+                       "so there is nothing to compare with the reference evaluator")
     if args.inputs:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
@@ -290,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     scalars = parse_scalars(args.scalar, program.scalars, args.seed)
     if scalars:
         print("scalars: " + ", ".join(f"{k} = {v}" for k, v in scalars.items()))
-    launch_options = {"seed": args.seed}
+    launch_options = {"seed": args.seed} if backend == "sim" else {}  # the simulator's interleaving
     if args.load_window is not None:
         launch_options["load_window"] = args.load_window
     with Executable(program, backend=backend, target=program.target, options=lowering, **launch_options) as exe:
