@@ -160,6 +160,16 @@ class VdirOptMain(xDSLOptMain):
             elif action.dest == "parsing_diagnostics":
                 action.help = "the same as --print-diagnostics"
         arg_parser.add_argument(
+            "--list-passes",
+            default=False,
+            action="store_true",
+            help="list the vdir passes and targets, with their options and defaults, and exit",
+        )
+        arg_parser.epilog = (
+            "The vdir passes and targets are listed, with what they do and their options, by "
+            "'vdir-opt --list-passes'; the other passes and targets are xDSL's and mostly do not apply to vdir programs."
+        )
+        arg_parser.add_argument(
             "--print-diagnostics",
             default=False,
             action="store_true",
@@ -177,6 +187,9 @@ class VdirOptMain(xDSLOptMain):
         against the input's ``expected-*`` comments (see
         :mod:`vdir.tools.expected_diagnostics`) and reports the mismatches.
         """
+        if self.args.list_passes:
+            sys.stdout.write(vdir_listing())
+            return 0
         self.pass_times: list[tuple[str, float]] = []
         chunks, self.file_extension = self.prepare_input()
         outputs: list[str] = []
@@ -242,6 +255,53 @@ class VdirOptMain(xDSLOptMain):
         else:
             with open(self.args.output_file, "w") as f:
                 f.write(text)
+
+
+def vdir_listing() -> str:
+    """The ``--list-passes`` text: each vdir pass and target, what it does, and its options with their defaults."""
+    from vdir.tools.targets import PTX_TARGETS
+    from vdir.transforms import PASSES
+
+    sections = [("vdir passes", PASSES), ("vdir targets", PTX_TARGETS)]
+    lines: list[str] = []
+    for title, factories in sections:
+        lines.append(f"{title}:")
+        for name, factory in factories.items():
+            cls = factory()
+            lines.append(f"  {name:<{_NAME_WIDTH}} {_summary(cls)}")
+            for option, values in cls().spec(include_default=True).parameters.items():
+                lines.append(f"      {option.replace('_', '-')}={_option_value(values)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+#: The width of the name column of :func:`vdir_listing`.
+_NAME_WIDTH = 18
+#: A trailing pointer to further documentation in a docstring's first line, left out of the listing.
+_DOC_POINTER = re.compile(r"\s*\(see [^)]*\)(?=\.?$)")
+
+
+def _summary(cls: type) -> str:
+    """The first line of ``cls``'s docstring, as plain text."""
+    doc = (cls.__doc__ or "").strip()
+    first = doc.splitlines()[0] if doc else ""
+    return _DOC_POINTER.sub("", first.replace("``", "'"))
+
+
+def _option_value(values: Sequence[object]) -> str:
+    """An option's default as written on the command line; ``<unset>`` for none."""
+    if not values:
+        return "<unset>"
+    return ",".join(_spelled(v) for v in values)
+
+
+def _spelled(value: object) -> str:
+    """One option value as written on the command line (``true``, ``""``, ``2``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == "":
+        return '""'
+    return str(value)
 
 
 def _diagnostic_text(e: DiagnosticException) -> str:
