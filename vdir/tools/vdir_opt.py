@@ -40,6 +40,7 @@ from vdir import installed_version
 from vdir.diagnostics import UserError, VdirError
 from vdir.tools.common import failure_message, one_line, parse_text, register_vdir_dialects, verify_module
 from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
+from vdir.universe import VDIR_UNIVERSE
 
 #: The input file argument that means standard input (as for mlir-opt).
 STDIN_ARG = "-"
@@ -63,18 +64,15 @@ class VdirOptMain(xDSLOptMain):
         register_vdir_dialects(self.ctx)
 
     def register_all_passes(self):
+        """xDSL's passes and vdir's (already there when vdir's plugin entry point is installed)."""
         super().register_all_passes()
-        from vdir.transforms import PASSES
-
-        for name, factory in PASSES.items():
+        for name, factory in VDIR_UNIVERSE.all_passes.items():
             self.register_pass(name, factory)
 
     def register_all_targets(self):
+        """xDSL's targets and vdir's (already there when vdir's plugin entry point is installed)."""
         super().register_all_targets()
-        from vdir.tools.targets import PTX_TARGETS
-
-        for name, factory in PTX_TARGETS.items():
-            self.available_targets[name] = factory
+        self.available_targets.update(VDIR_UNIVERSE.all_targets)
 
     def setup_pipeline(self):
         """Build the pipeline and the target once, so that bad options fail before any input is read.
@@ -259,10 +257,7 @@ class VdirOptMain(xDSLOptMain):
 
 def vdir_listing() -> str:
     """The ``--list-passes`` text: each vdir pass and target, what it does, and its options with their defaults."""
-    from vdir.tools.targets import PTX_TARGETS
-    from vdir.transforms import PASSES
-
-    sections = [("vdir passes", PASSES), ("vdir targets", PTX_TARGETS)]
+    sections = [("vdir passes", VDIR_UNIVERSE.all_passes), ("vdir targets", VDIR_UNIVERSE.all_targets)]
     lines: list[str] = []
     for title, factories in sections:
         lines.append(f"{title}:")
