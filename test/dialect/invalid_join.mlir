@@ -1,10 +1,9 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --verify-diagnostics --split-input-file
 
 // vdir.join takes one or more tokens.
 
 vdir.program @empty(%a: !vdir.buffer<1x8xbf16>) {
-  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: vdir.join needs at least one token
-  %j = vdir.join
+  %j = vdir.join // expected-error {{vdir.join needs at least one token}}
 }
 
 // -----
@@ -12,6 +11,6 @@ vdir.program @empty(%a: !vdir.buffer<1x8xbf16>) {
 vdir.program @tile(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
   %s = vdir.store %t, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
-  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: operand 'tokens' at position 0 does not verify: !vdir.tile<1x8xbf16> should be of base attribute vdir.token
+  // expected-error @+1 {{operand 'tokens' at position 0 does not verify: !vdir.tile<1x8xbf16> should be of base attribute vdir.token}}
   %j = "vdir.join"(%t) : (!vdir.tile<1x8xbf16>) -> !vdir.token
 }

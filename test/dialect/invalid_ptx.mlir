@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s --match-full-lines
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s --match-full-lines
 
 // The ptx dialect's verifier: each instruction's modifiers must be known for
 // its root, and each operand slot must hold the kind of operand (register of

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // The declared result type must be what the family produces (gemv may also
 // declare an f32 partial sum, add and sum_rows an f32 or a bf16 result).

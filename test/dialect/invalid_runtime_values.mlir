@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Scalar arguments declare a non-empty 32-bit range and follow the buffers;
 // a micro-op's condition compares with '>=' or '<'; a runtime repeat bound

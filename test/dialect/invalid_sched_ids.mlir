@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Micro-op ids are unique, after groups name ids of the program, and each
 // (SM, engine) queue position belongs to one micro-op.

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // The facts of a laid-out program are checked against the program's layout
 // (num_sms, smem_bytes, counter_counts) and its target (SMs, dependency bits,

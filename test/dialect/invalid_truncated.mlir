@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics | filecheck %s
 
 // The file ends inside the program's body.
 // CHECK: {{.*}}:[[# @LINE + 4]]:1: error: {{.*}}

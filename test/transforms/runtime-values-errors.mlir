@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s -p vdir-place --split-input-file --verify-diagnostics | filecheck %s
+// RUN: vdir-opt %s -p vdir-place --split-input-file --print-diagnostics | filecheck %s
 
 // What the micro-op ISA cannot evaluate at run time is a located error:
 // a region a scalar's declared range can move out of its buffer, an index

@@ -126,15 +126,12 @@ def default_context() -> Context:
 
 
 def register_vdir_dialects(ctx: Context) -> None:
-    """Register the project's dialects (replacing none of xDSL's)."""
-    from vdir.dialects.vdir import VDIR
+    """Register the project's dialects (replacing none of xDSL's), unless its plugin already did."""
+    from vdir.universe import DIALECTS
 
-    if "vdir" not in ctx.registered_dialect_names:
-        ctx.register_dialect("vdir", lambda: VDIR)
-    from vdir.dialects.ptx import PTX
-
-    if "ptx" not in ctx.registered_dialect_names:
-        ctx.register_dialect("ptx", lambda: PTX)
+    for name, loader in DIALECTS.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, loader)
 
 
 def one_line(message: str) -> str:

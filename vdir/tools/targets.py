@@ -89,5 +89,3 @@ class ISATarget(Target):
         for op, program in zip(ops, encoded_programs(module), strict=True):
             output.write(disassemble(program, f"@{op.sym_name.data}"))
 
-
-PTX_TARGETS = {"ptx": lambda: PTXTarget, "isa": lambda: ISATarget}

@@ -3,42 +3,51 @@
 Built on xDSL's ``xDSLOptMain``: every xDSL dialect and pass is available,
 plus the vdir dialects, the vdir passes (``vdir-fuse``, ``vdir-place``, ...,
 ``vdir-pipeline``) and the ``ptx`` target (``-t 'ptx{load-path=lsu}'`` takes
-the lowering options). xDSL's driver loop runs the chunks; vdir supplies the
-steps, each of which reports a failure as a :class:`~vdir.diagnostics.UserError`
-(an xDSL ``DiagnosticException``) with one located line. Unlike the stock
-driver, every error — a parse or verify failure, a pass that cannot apply, an
-unknown pass or option, a missing file — prints that one line and exits
-non-zero; with ``--verify-diagnostics`` or ``--parsing-diagnostics`` every
-such line is printed in place of its chunk's output instead. Nothing is
-written (to stdout or ``-o``) unless every chunk succeeded.
+the lowering options). xDSL's driver supplies the options and the input;
+each step of a chunk reports a failure as a :class:`~vdir.diagnostics.UserError`
+(an xDSL ``DiagnosticException``) with one located line, and :meth:`VdirOptMain.run`
+runs the chunks. Unlike the stock driver, every error — a parse or verify
+failure, a pass that cannot apply, an unknown pass or option, a missing file —
+prints that one line on stderr and exits non-zero; with ``--split-input-file``
+every chunk runs, and the good chunks' output is still written. The
+diagnostics flags are mlir-opt's: ``--verify-diagnostics`` checks the errors
+against the input's ``expected-error`` comments (see
+:mod:`vdir.tools.expected_diagnostics`); ``--print-diagnostics`` (or xDSL's
+``--parsing-diagnostics``) prints each error in place of its chunk's output
+and exits 0. Without ``--split-input-file`` nothing is written (to stdout or
+``-o``) unless the input succeeded.
 """
 
 from __future__ import annotations
 
-import contextlib
+import argparse
 import inspect
 import re
 import sys
 import time
 from collections.abc import Sequence
-from io import StringIO
+from io import BytesIO
 from typing import IO, ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vdir import installed_version
 from vdir.diagnostics import UserError, VdirError
 from vdir.tools.common import failure_message, one_line, parse_text, register_vdir_dialects, verify_module
+from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
+from vdir.universe import VDIR_UNIVERSE
 
 #: The input file argument that means standard input (as for mlir-opt).
 STDIN_ARG = "-"
 #: The file name diagnostics use for standard input (as mlir-opt does).
 STDIN_NAME = "<stdin>"
+#: What separates the chunks of ``--split-input-file``, in the input and in the output.
+CHUNK_SEPARATOR = "// -----\n"
 
 
 class VdirOptMain(xDSLOptMain):
@@ -55,18 +64,15 @@ class VdirOptMain(xDSLOptMain):
         register_vdir_dialects(self.ctx)
 
     def register_all_passes(self):
+        """xDSL's passes and vdir's (already there when vdir's plugin entry point is installed)."""
         super().register_all_passes()
-        from vdir.transforms import PASSES
-
-        for name, factory in PASSES.items():
+        for name, factory in VDIR_UNIVERSE.all_passes.items():
             self.register_pass(name, factory)
 
     def register_all_targets(self):
+        """xDSL's targets and vdir's (already there when vdir's plugin entry point is installed)."""
         super().register_all_targets()
-        from vdir.tools.targets import PTX_TARGETS
-
-        for name, factory in PTX_TARGETS.items():
-            self.available_targets[name] = factory
+        self.available_targets.update(VDIR_UNIVERSE.all_targets)
 
     def setup_pipeline(self):
         """Build the pipeline and the target once, so that bad options fail before any input is read.
@@ -140,31 +146,162 @@ class VdirOptMain(xDSLOptMain):
             reason = one_line(str(e)) or type(e).__name__
             raise UserError(f"{self.get_input_name()}: error: target '{self.args.target}' failed: {reason}") from None
 
-    def prepare_output(self) -> IO[str]:
-        """Output goes to the buffer :meth:`run` installs as stdout; it is written out at the end."""
-        return sys.stdout
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        """xDSL's arguments, with MLIR's meaning of ``--verify-diagnostics`` and vdir's ``--print-diagnostics``."""
+        super().register_all_arguments(arg_parser)
+        for action in arg_parser._actions:
+            if action.dest == "verify_diagnostics":
+                action.help = (
+                    "check the diagnostics against the input's expected-error/-warning/-note comments "
+                    "(as mlir-opt does); report each mismatch and exit 1 if there is any"
+                )
+            elif action.dest == "parsing_diagnostics":
+                action.help = "the same as --print-diagnostics"
+        arg_parser.add_argument(
+            "--list-passes",
+            default=False,
+            action="store_true",
+            help="list the vdir passes and targets, with their options and defaults, and exit",
+        )
+        arg_parser.epilog = (
+            "The vdir passes and targets are listed, with what they do and their options, by "
+            "'vdir-opt --list-passes'; the other passes and targets are xDSL's and mostly do not apply to vdir programs."
+        )
+        arg_parser.add_argument(
+            "--print-diagnostics",
+            default=False,
+            action="store_true",
+            help="print each chunk's diagnostic in place of its output (on stdout) and exit 0",
+        )
 
-    def run(self) -> None:  # type: ignore[override]
-        """Run xDSL's chunk loop into a buffer; write it (stdout or ``-o``) only if every chunk succeeded.
+    def run(self) -> int:  # type: ignore[override]
+        """Run every chunk; write the output (stdout or ``-o``); return the exit status.
 
-        Every vdir diagnostic is a ``DiagnosticException``, which xDSL's loop
-        prints in place under ``--verify-diagnostics``; ``--parsing-diagnostics``
-        asks for the same (parse errors are located diagnostics too).
+        Without a diagnostics flag each failing chunk's error goes to stderr
+        and the status is 1 if any chunk failed; the good chunks' output is
+        still written (with ``--split-input-file``), ``// -----`` apart.
+        ``--print-diagnostics`` puts each error in place of its chunk's
+        output and returns 0; ``--verify-diagnostics`` checks the errors
+        against the input's ``expected-*`` comments (see
+        :mod:`vdir.tools.expected_diagnostics`) and reports the mismatches.
         """
-        self.args.verify_diagnostics = self.args.verify_diagnostics or self.args.parsing_diagnostics
+        if self.args.list_passes:
+            sys.stdout.write(vdir_listing())
+            return 0
         self.pass_times: list[tuple[str, float]] = []
-        buffer = StringIO()
+        chunks, self.file_extension = self.prepare_input()
+        outputs: list[str] = []
+        failed = False
         try:
-            with contextlib.redirect_stdout(buffer):
-                super().run()
+            for chunk, offset in chunks:
+                with chunk:
+                    source = chunk.read()
+                output, chunk_failed = self._run_chunk(source, offset)
+                outputs.append(output)
+                failed = failed or chunk_failed
+        except ShrinkException:
+            print("Success, can shrink")
+            return 0
         finally:
             if self.args.time_passes:
                 _print_pass_times(self.pass_times)
+        if not failed or len(outputs) > 1:
+            self._write_output(CHUNK_SEPARATOR.join(outputs))
+        if self.args.shrink:
+            print("Failure, can't shrink")
+            return 1
+        return 1 if failed else 0
+
+    def _run_chunk(self, source: bytes, offset: int) -> tuple[str, bool]:
+        """One chunk's output text, and whether it failed (as the diagnostics mode judges)."""
+        if self.args.verify_diagnostics:
+            return self._verify_chunk(source, offset)
+        try:
+            return self._compile_chunk(source, offset), False
+        except DiagnosticException as e:
+            message = _diagnostic_text(e)
+            if self.args.print_diagnostics or self.args.parsing_diagnostics:
+                return message + "\n", False
+            print(message, file=sys.stderr)
+            return "", True
+
+    def _verify_chunk(self, source: bytes, offset: int) -> tuple[str, bool]:
+        """Run one chunk and check its diagnostics against its ``expected-*`` comments; print the mismatches."""
+        name = self.get_input_name()
+        expected = expected_diagnostics(source.decode("utf-8", errors="strict"), name, offset)
+        produced: list[ProducedDiagnostic] = []
+        output = ""
+        try:
+            output = self._compile_chunk(source, offset)
+        except DiagnosticException as e:
+            produced.append(ProducedDiagnostic.parse(_diagnostic_text(e), name))
+        report = mismatches(expected, produced)
+        for line in report:
+            print(line, file=sys.stderr)
+        return output, bool(report)
+
+    def _compile_chunk(self, source: bytes, offset: int) -> str:
+        """Parse, transform and print one chunk; a failure is a ``DiagnosticException``."""
+        module = self.parse_chunk(BytesIO(source), self.file_extension, offset)
+        self.apply_passes(module)
+        return self.output_resulting_program(module)
+
+    def _write_output(self, text: str) -> None:
+        """Write ``text`` to ``-o``'s file, or to stdout."""
         if self.args.output_file is None:
-            sys.stdout.write(buffer.getvalue())
+            sys.stdout.write(text)
         else:
             with open(self.args.output_file, "w") as f:
-                f.write(buffer.getvalue())
+                f.write(text)
+
+
+def vdir_listing() -> str:
+    """The ``--list-passes`` text: each vdir pass and target, what it does, and its options with their defaults."""
+    sections = [("vdir passes", VDIR_UNIVERSE.all_passes), ("vdir targets", VDIR_UNIVERSE.all_targets)]
+    lines: list[str] = []
+    for title, factories in sections:
+        lines.append(f"{title}:")
+        for name, factory in factories.items():
+            cls = factory()
+            lines.append(f"  {name:<{_NAME_WIDTH}} {_summary(cls)}")
+            for option, values in cls().spec(include_default=True).parameters.items():
+                lines.append(f"      {option.replace('_', '-')}={_option_value(values)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+#: The width of the name column of :func:`vdir_listing`.
+_NAME_WIDTH = 18
+#: A trailing pointer to further documentation in a docstring's first line, left out of the listing.
+_DOC_POINTER = re.compile(r"\s*\(see [^)]*\)(?=\.?$)")
+
+
+def _summary(cls: type) -> str:
+    """The first line of ``cls``'s docstring, as plain text."""
+    doc = (cls.__doc__ or "").strip()
+    first = doc.splitlines()[0] if doc else ""
+    return _DOC_POINTER.sub("", first.replace("``", "'"))
+
+
+def _option_value(values: Sequence[object]) -> str:
+    """An option's default as written on the command line; ``<unset>`` for none."""
+    if not values:
+        return "<unset>"
+    return ",".join(_spelled(v) for v in values)
+
+
+def _spelled(value: object) -> str:
+    """One option value as written on the command line (``true``, ``""``, ``2``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == "":
+        return '""'
+    return str(value)
+
+
+def _diagnostic_text(e: DiagnosticException) -> str:
+    """The diagnostic of ``e``: its message, then any notes xDSL attached, one per line."""
+    return "\n".join([str(e), *getattr(e, "__notes__", [])])
 
 
 #: A quoted option name in xDSL's messages about pass options ("min_benefit").
@@ -207,8 +344,7 @@ def _spec_error(e: ArgSpecParseError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     try:
-        VdirOptMain(description="vdir modular optimizer driver", args=argv).run()
-        return 0
+        return VdirOptMain(description="vdir modular optimizer driver", args=argv).run()
     except VdirError as e:
         message = str(e)
         print(message if "error:" in message else f"error: {message}", file=sys.stderr)

@@ -1,0 +1,37 @@
+// --list-passes lists the vdir passes and targets apart from xDSL's, each
+// with the first line of its docstring and its options with their defaults;
+// --help points at it.
+
+// RUN: vdir-opt --list-passes | filecheck %s
+// RUN: vdir-opt --help | filecheck %s --check-prefix=HELP
+
+// CHECK:      vdir passes:
+// CHECK-NEXT:   vdir-verify-deps Check the expanded dependency graph; 'annotate' records its statistics.
+// CHECK-NEXT:       annotate=false
+// CHECK-NEXT:   vdir-fuse {{ +}}Fuse producer/consumer compute micro-ops and merge duplicate loads.
+// CHECK-NEXT:       min-benefit=0.0
+// CHECK-NEXT:       only=<unset>
+// CHECK-NEXT:   vdir-place {{ +}}Assign micro-ops to SMs.
+// CHECK-NEXT:       num-sms=<unset>
+// CHECK-NEXT:       target=""
+// CHECK-NEXT:   vdir-schedule {{ +}}Order every (SM, engine) queue.
+// CHECK-NEXT:       prefetch=2
+// CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
+// CHECK-NEXT:       reroll=true
+// CHECK-NEXT:   vdir-pipeline {{ +}}All vdir passes in order.
+// CHECK-NEXT:       target=""
+// CHECK-NEXT:       num-sms=<unset>
+// CHECK-NEXT:       fuse=true
+// CHECK-NEXT:       prefetch=2
+// CHECK-NEXT:       reroll=true
+// CHECK-EMPTY:
+// CHECK-NEXT: vdir targets:
+// CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program
+// CHECK-NEXT:       split-copies=1
+// CHECK-NEXT:       load-path=bulk
+// CHECK:        isa {{ +}}Print the encoded program's queues as a readable listing.
+// CHECK-NOT:    convert-
+// CHECK-NOT:    riscv
+
+// HELP: --list-passes
+// HELP: 'vdir-opt --list-passes'
