@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Every program argument has its own name (inputs bind to arrays by name),
 // one that the text form can write after `%`. The custom form cannot repeat

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s --verify-diagnostics --split-input-file | filecheck %s
+// RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // Repeat bounds and flow ids are signed 64-bit integers: a larger literal is
 // a located error, at the number for a repeat (not wrapped around to a

@@ -1,4 +1,4 @@
-// RUN: vdir-opt %s -p vdir-place --split-input-file --verify-diagnostics | filecheck %s
+// RUN: vdir-opt %s -p vdir-place --split-input-file --print-diagnostics | filecheck %s
 
 // An offset's affine map that divides by zero (mod, floordiv, ceildiv by the
 // constant 0) is a located error when the program is expanded, found once per
