@@ -134,9 +134,10 @@ def _param_attr(key: str, value: object) -> Attribute:
     if isinstance(value, bool):
         raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
     if isinstance(value, Integral):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError(f"parameter '{key}' = {value} does not fit in 64 bits")
-        return IntegerAttr(int(value), i64)
+        number = int(value)
+        if not INT64_MIN <= number <= INT64_MAX:
+            raise ValueError(f"parameter '{key}' = {number} does not fit in 64 bits")
+        return IntegerAttr(number, i64)
     if isinstance(value, Real):
         try:
             return FloatAttr(float(value), f32)
