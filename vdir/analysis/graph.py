@@ -373,9 +373,28 @@ class _Expander:
             self.scalars.append(ScalarArg(name, lo, hi))
 
     def run(self) -> list[Node]:
+        self._check_size(self.program.body.block, self.program)
         self._block(self.program.body.block, {})
         self._resolve_recorded_deps()
         return self.nodes
+
+    def _check_size(self, block: Block, where: Operation) -> None:
+        """Refuse, before expanding anything, a program that expands to more than MAX_MICRO_OPS micro-ops.
+
+        Located at the repeat that takes the count over the limit (a repeat
+        of 10^12 iterations is an error at once, not hours of expansion).
+        """
+        total = 0
+        for op in block.ops:
+            total += _expanded_micro_ops(op)
+            if total > MAX_MICRO_OPS:
+                at = op if isinstance(op, RepeatOp) else where
+                raise PassFailure(
+                    f"the program expands to more than {MAX_MICRO_OPS:,} micro-ops (the limit of one "
+                    f"program; this {'repeat' if at is op else 'program'} alone reaches "
+                    f"{_expanded_micro_ops(op) if at is op else total:,})",
+                    at,
+                )
 
     # -- values ------------------------------------------------------------
     def _index(self, v: SSAValue, op: Operation) -> IndexValue:
@@ -617,6 +636,22 @@ class _Expander:
         intern = GroupInterner()
         for node, groups in self.pending_after:
             node.deps = [intern(self.by_id[i] for i in g) for g in groups]
+
+
+#: the most micro-ops one program may expand to: about 50 times the
+#: 16-layer MLP stack (84k), which keeps the analysis within a few GB of
+#: memory; a program beyond it is refused before anything is expanded
+MAX_MICRO_OPS = 4_000_000
+
+
+def _expanded_micro_ops(op: Operation) -> int:
+    """How many micro-ops ``op`` expands to (a repeat: its iterations times its body's)."""
+    if isinstance(op, LoadOp | StoreOp | ComputeOp):
+        return 1
+    if isinstance(op, RepeatOp):
+        body = sum(_expanded_micro_ops(inner) for inner in op.body.block.ops)
+        return op.trip_count * body
+    return 0
 
 
 def _or_unset(value: int | None) -> int:
