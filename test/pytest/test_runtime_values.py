@@ -132,13 +132,19 @@ def forged_range(program: isa.EncodedProgram, dyn_max: int) -> isa.EncodedProgra
     return dataclasses.replace(program, instrs=instrs)
 
 
-def test_an_offset_outside_its_checked_range_stops_the_launch_and_the_executable_recovers():
+def check_offset_out_of_range(backend: str, error: type[Exception]) -> None:
+    """A forged range (0..5) with pos = 9: a reported error; then the executable runs valid calls."""
     program = forged_range(vdir.compile(parse()).program, 5)
     x = random_x(2)
-    with Executable(program, "sim") as exe:
-        with pytest.raises(SimBoundsError, match=r"runtime offset %pos = 9 is outside its checked range 0\.\.5"):
+    with Executable(program, backend) as exe:
+        with pytest.raises(error, match=r"runtime offset %pos = 9 is outside its checked range 0\.\.5"):
             exe(x, pos=9, n=1)
-        assert same_bits(exe(x, pos=4, n=2), reference(x, 4, 2))
+        for pos, n in [(4, 2), (0, 4)]:
+            assert same_bits(exe(x, pos=pos, n=n), reference(x, pos, n))
+
+
+def test_an_offset_outside_its_checked_range_stops_the_launch_and_the_executable_recovers():
+    check_offset_out_of_range("sim", SimBoundsError)
 
 
 def test_forged_sources_are_rejected_when_decoding():
@@ -206,13 +212,7 @@ def test_gpu_runs_every_scalar_value_without_recompiling():
 @pytest.mark.gpu
 @gpu
 def test_gpu_reports_an_offset_outside_its_range_and_stays_usable():
-    program = forged_range(vdir.compile(parse()).program, 5)
-    x = random_x(5)
-    with Executable(program, "cuda") as exe:
-        with pytest.raises(PlatformError, match=r"runtime offset %pos = 9 is outside its checked range 0\.\.5"):
-            exe(x, pos=9, n=1)
-        for pos, n in [(4, 2), (0, 4)]:
-            assert same_bits(exe(x, pos=pos, n=n), reference(x, pos, n))
+    check_offset_out_of_range("cuda", PlatformError)
 
 
 # ---------------------------------------------------------------------------

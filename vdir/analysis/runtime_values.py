@@ -19,9 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vdir.diagnostics import VdirError
-
-#: runtime values are 32-bit signed integers on the device
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+from vdir.dialects.vdir import INT32_MAX, INT32_MIN
 
 
 class RuntimeValueError(VdirError, ValueError):

@@ -49,6 +49,8 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from vdir.dialects.vdir import (
     DYNAMIC,
+    INT32_MAX,
+    INT32_MIN,
     INT64_MAX,
     INT64_MIN,
     BufferType,
@@ -212,7 +214,7 @@ class ProgramBuilder:
         for what, v in (("lower", lower), ("upper", upper)):
             if not isinstance(v, Integral) or isinstance(v, bool):
                 raise ValueError(f"scalar '{name}': {what} bound must be an integer, got {v!r}")
-        if not -(2**31) <= lower < upper <= 2**31:
+        if not INT32_MIN <= lower < upper <= INT32_MAX + 1:
             raise ValueError(f"scalar '{name}': range {lower} to {upper} must be non-empty and within 32-bit integers")
         block = self._program.body.block
         arg = block.insert_arg(IndexType(), len(block.args))
