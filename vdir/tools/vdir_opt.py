@@ -107,10 +107,15 @@ class VdirOptMain(xDSLOptMain):
         return self.args.input_file
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp:
-        """Parse and verify one chunk, each operation located at its line in the whole file."""
+        """Parse and verify one chunk, each operation located at its line in the whole file.
+
+        ``--disable-verify`` skips the verifiers here too, as after each pass
+        (the parser's own checks, types and SSA names, still apply).
+        """
         text = chunk.read().decode("utf-8", errors="strict")
         module = parse_text(self.ctx, text, self.get_input_name(), start_offset)
-        verify_module(module)
+        if not self.args.disable_verify:
+            verify_module(module)
         return module
 
     def apply_passes(self, prog: ModuleOp) -> None:
