@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from vdir.dialects.vdir import (
     DYNAMIC,
+    GUARD_OPS,
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
@@ -77,8 +78,8 @@ Offset = int | SSAValue
 #: a micro-op's runtime condition: ``(value, ">=" or "<", bound)``
 Condition = tuple[SSAValue, str, int]
 
-#: the comparisons of a condition, as written in Python and in the IR
-_COMPARISONS = {">=": "ge", "<": "lt"}
+#: the comparisons of a condition: as written in Python (and in the IR text) -> the ``guard_op`` name
+_COMPARISONS = {symbol: name for name, symbol in GUARD_OPS.items()}
 
 
 def _is_identifier(name: object) -> bool:
