@@ -5,6 +5,8 @@
 # installed only where python3 lacks them), then runs
 #   bench    - bench/bench_gpu.py (the table)
 #   test     - the GPU tests (pytest -m gpu)
+#   launch   - bench/bench_launch.py (host cost per launch: host call, enqueue,
+#              launch+sync, CUDA-graph replay, against the kernel time)
 #   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
 #              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
 #   ab       - the bench of an earlier checkout (its tree in $BASE_DIR, e.g.
@@ -23,7 +25,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench test sanitize}  # ab only when asked
+steps=${*:-bench launch test sanitize}  # ab only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -45,6 +47,8 @@ for what in $steps; do
       done
       python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ab.log"
       (cd "$OUT" && tar cf ab-runs.tar before*.json before*.log after*.json after*.log && rm -f before* after*) ;;
+    launch)
+      timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_launch.py --json "$OUT/launch.json" 2>&1 | tee "$OUT/launch.log" ;;
     test)
       timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
     sanitize)
