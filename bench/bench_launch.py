@@ -54,6 +54,24 @@ def _enqueue_us(exe, stream, torch, iters: int) -> float:
     return float(np.median(per))
 
 
+PROFILE = False
+
+
+def _profile(exe, stream) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(500):
+        exe.launch(stream=stream)
+        if _ % 32 == 31:
+            stream.synchronize()
+    prof.disable()
+    stream.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+
+
 def measure(name: str, module, inputs: dict[str, np.ndarray], iters: int) -> dict:
     import torch
 
@@ -71,6 +89,8 @@ def measure(name: str, module, inputs: dict[str, np.ndarray], iters: int) -> dic
         stream.synchronize()
         exe.synchronize()
         t_enqueue = _enqueue_us(exe, stream, torch, iters)
+        if PROFILE:
+            _profile(exe, stream)
         t_sync = _median_us(lambda: (exe.launch(stream=stream), stream.synchronize()), iters)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
@@ -97,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="write the results here")
     p.add_argument("--iters", type=int, default=300)
+    p.add_argument("--profile", action="store_true", help="also print where the enqueue time of the first case goes")
     opts = p.parse_args(argv)
     from bench_gpu import mlp_inputs
     from ml_dtypes import bfloat16
@@ -113,11 +134,14 @@ def main(argv: list[str] | None = None) -> int:
           "x": rng.standard_normal((1, 2048)).astype(bfloat16)}),
         ("mlp stack 4x2048x8192", build_mlp_stack(4, 2048, 8192), mlp_inputs(rng, 4, 2048, 8192)),
     ]
+    global PROFILE
+    PROFILE = opts.profile
     rows = []
     print(f"{'case':<24}{'host call':>12}{'enqueue':>10}{'launch+sync':>13}{'graph replay':>14}{'kernel':>10}  (us)")
     for name, module, inputs in cases:
         r = measure(name, module, inputs, opts.iters)
         rows.append(r)
+        PROFILE = False
         print(f"{name:<24}{r['host_call_us']:12.1f}{r['enqueue_us']:10.1f}{r['launch_sync_us']:13.1f}"
               f"{r['graph_replay_us']:14.1f}{r['kernel_us']:10.1f}", flush=True)
     if opts.json:

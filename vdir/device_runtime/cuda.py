@@ -192,8 +192,10 @@ class CudaPlatform(Platform):
         self._artifacts: list[CudaArtifact] = []
         self._pending: dict[int, _Pending] = {}  # id(artifact) -> its launches since the last synchronize
         self._other_streams = False  # a launch since the last synchronize went to a caller's stream
-        #: artifacts launched inside a capture: their graph's replays may fail at any later time
-        self._captured: dict[int, _Pending] = {}
+        #: artifacts launched on a caller's stream, which may have been captured in a graph whose
+        #: replays fail at any later time: every synchronize checks their records
+        self._foreign: dict[int, _Pending] = {}
+        self._last_stream: tuple[Any, Any] = (None, self._stream)  # (caller's object, its CUstream)
         self._closed = False
 
     def _attribute(self, attribute: Any) -> int:
@@ -239,6 +241,13 @@ class CudaPlatform(Platform):
         (``(version, handle)``), a ``cuda_stream`` attribute (torch) or a driver ``CUstream``; None: our own."""
         if stream is None:
             return self._stream
+        if stream is self._last_stream[0]:
+            return self._last_stream[1]
+        handle = self._stream_of(stream)
+        self._last_stream = (stream, handle)
+        return handle
+
+    def _stream_of(self, stream: Any) -> Any:
         drv = _driver()
         if isinstance(stream, drv.CUstream):
             return stream
@@ -379,11 +388,13 @@ class CudaPlatform(Platform):
         self._artifacts.append(art)
         return art
 
-    def _pointer_tables(self, artifact: CudaArtifact, ptrs: tuple[int, ...], capturing: bool) -> PointerTables:
+    def _pointer_tables(self, artifact: CudaArtifact, ptrs: tuple[int, ...], foreign: bool) -> PointerTables:
         """The tables of ``ptrs``, built (synchronously, on our own stream) the first time they are used.
 
-        During a capture the build runs in the relaxed capture mode, as other
-        libraries' allocators do, and the tables are kept for the artifact's life.
+        The build runs in the relaxed capture mode, as other libraries'
+        allocators do, so that it may happen while a caller's stream is being
+        captured; tables used on a caller's stream (``foreign``: maybe in a
+        graph) are kept for the artifact's life.
         """
         tables = artifact.tables.pop(ptrs, None)
         if tables is None:
@@ -395,7 +406,7 @@ class CudaPlatform(Platform):
             finally:
                 drv.cuThreadExchangeStreamCaptureMode(previous)
             self._evict_tables(artifact)
-        tables.captured = tables.captured or capturing
+        tables.captured = tables.captured or foreign
         artifact.tables[ptrs] = tables  # most recently used last
         return tables
 
@@ -449,8 +460,8 @@ class CudaPlatform(Platform):
             raise PlatformError(f"the sync block has {spec.sync.nbytes} bytes; the program needs {prog.sync_bytes}")
         if prog.scalars and (spec.scalars is None or spec.scalars.nbytes < 4 * len(prog.scalars)):
             raise PlatformError(f"the program reads {len(prog.scalars)} scalar(s): the launch needs their block")
-        capturing = stream is not self._stream and self.is_capturing(stream)
-        tables = self._pointer_tables(artifact, tuple(int(b.handle) for b in spec.buffers), capturing)
+        foreign = stream is not self._stream
+        tables = self._pointer_tables(artifact, tuple(int(b.handle) for b in spec.buffers), foreign)
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         params = self._arguments(artifact, tables, spec, wd_ms)
         lw = artifact.lowered
@@ -461,23 +472,23 @@ class CudaPlatform(Platform):
         if ev1 is not None:
             _check(drv.cuEventRecord(ev1, stream), "cuEventRecord")
         pending = self._pending[id(artifact)] = _Pending(artifact, spec.sync, wd_ms)
-        if capturing:
-            self._captured[id(artifact)] = pending
-        self._other_streams = self._other_streams or stream is not self._stream
+        if foreign:
+            self._foreign[id(artifact)] = pending
+            self._other_streams = True
 
     def synchronize(self) -> None:
         """Wait for the launches since the last call; raise on a device error or an error record.
 
-        Launches only on our own stream wait for that stream; a launch on a
-        caller's stream waits for the whole context, and so does every call
-        once a launch was captured in a graph (its replays run on any stream,
-        unseen; their error records are checked each time). After a reported error the sync
+        Launches only on our own stream wait for that stream. Once a program
+        was launched on a caller's stream every call waits for the whole
+        context and checks that program's error record: the launch may have
+        been captured in a graph whose replays run unseen. After a reported error the sync
         blocks of those launches are zeroed and the record is cleared, so the
         executable stays usable. A sticky device error frees everything.
         """
         drv = _driver()
-        pending, self._pending = {**self._captured, **self._pending}, {}
-        whole_context, self._other_streams = self._other_streams or bool(self._captured), False
+        pending, self._pending = {**self._foreign, **self._pending}, {}
+        whole_context, self._other_streams = self._other_streams or bool(self._foreign), False
         err = (drv.cuCtxSynchronize() if whole_context else drv.cuStreamSynchronize(self._stream))[0]
         if err != drv.CUresult.CUDA_SUCCESS:
             _, name = drv.cuGetErrorName(err)

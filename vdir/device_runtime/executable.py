@@ -125,6 +125,8 @@ class Executable:
         #: buffer name -> a caller's memory bound for every call (:meth:`bind_buffer`)
         self._bound: dict[str, DeviceBuffer] = {}
         self._scalars_written = not program.scalars
+        #: the spec and the buffers to zero of a launch with every buffer bound (cleared when bindings change)
+        self._resident: tuple[LaunchSpec, list[DeviceBuffer]] | None = None
         self._closed = False
 
     def _check_open(self) -> None:
@@ -260,6 +262,7 @@ class Executable:
         self._check_open()
         index, info = self._info(name)
         buf = self._device_buffer(index, info, tensor)
+        self._resident = None
         old = self._bound.pop(name, None)
         if old is not None:
             self.platform.free(old)
@@ -272,6 +275,7 @@ class Executable:
         buf = self._bound.pop(name, None)
         if buf is None:
             raise ArgumentError(f"buffer '{name}' is not bound")
+        self._resident = None
         self.platform.free(buf)
 
     def upload(self, name: str, array: Any) -> None:
@@ -283,6 +287,7 @@ class Executable:
             self.unbind(name)
         own = self._own[index]
         self.platform.copy_in(own, host)
+        self._resident = None
         self._bound[name] = DeviceBuffer(own.handle, own.nbytes, self.platform, owned=False)
 
     def buffer(self, name: str) -> DeviceArray:
@@ -375,6 +380,11 @@ class Executable:
         """
         self._check_open()
         handle = self.platform.stream_handle(stream)
+        if not args and not named and self._resident is not None:  # the hot path: everything bound
+            for buf in self._resident[1]:
+                self.platform.fill_zero(buf, handle)
+            self._launch_spec(self._resident[0], handle)
+            return
         scalars = self._take_scalars(args, named, len(self.call_inputs), required=False)
         given = self._match(args, named, self.call_inputs,
                             {b.name for b in self.program.buffers if b.name not in self._bound}, "buffers")
@@ -383,11 +393,14 @@ class Executable:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         buffers = [self._device_buffer(i, info, given[info.name]) if info.name in given else self._current(i)
                    for i, info in enumerate(self.program.buffers)]
-        for info, buf in zip(self.program.buffers, buffers, strict=True):
-            if not info.is_input:  # out and scratch start zeroed, as on the host path
-                self.platform.fill_zero(buf, handle)
+        zeroed = [buf for info, buf in zip(self.program.buffers, buffers, strict=True) if not info.is_input]
+        for buf in zeroed:  # out and scratch start zeroed, as on the host path
+            self.platform.fill_zero(buf, handle)
         self._write_scalars(scalars, handle)
-        self._run(buffers, handle, wait=False)
+        spec = self._spec(buffers)
+        if not given and self._scalars_written:
+            self._resident = (spec, zeroed)
+        self._launch_spec(spec, handle)
 
     def synchronize(self) -> None:
         """Wait for this executable's launches; raise :class:`PlatformError` on a device error.
@@ -401,17 +414,23 @@ class Executable:
             self._reset_sync()
             raise
 
-    def _run(self, buffers: list[DeviceBuffer], stream: Any, wait: bool) -> None:
-        """One launch; after a failure, zero the sync block (the next launch starts afresh)."""
-        spec = LaunchSpec(self.program, buffers, self._sync, self._scalar_block if self.program.scalars else None,
+    def _spec(self, buffers: list[DeviceBuffer]) -> LaunchSpec:
+        return LaunchSpec(self.program, buffers, self._sync, self._scalar_block if self.program.scalars else None,
                           self.launch_options)
+
+    def _launch_spec(self, spec: LaunchSpec, stream: Any) -> None:
+        """Enqueue one launch; after a failure, zero the sync block (the next launch starts afresh)."""
         try:
             self.platform.launch(self.artifact, spec, stream)
-            if wait:
-                self.platform.synchronize()
         except PlatformError:
             self._reset_sync()
             raise
+
+    def _run(self, buffers: list[DeviceBuffer], stream: Any, wait: bool) -> None:
+        """One launch, waited for when ``wait``; after a failure, zero the sync block."""
+        self._launch_spec(self._spec(buffers), stream)
+        if wait:
+            self.synchronize()
 
     def _reset_sync(self) -> None:
         if not getattr(self.platform, "_closed", False):
