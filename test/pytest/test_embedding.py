@@ -336,3 +336,18 @@ def test_gpu_counters_wrap_around_2_32():
         words = np.empty_like(forged)
         e.platform.copy_out(e._sync, words)
         assert int(words[isa.SYNC_LAUNCHES_DONE]) == 1
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_torch_mlp_example_passes():
+    """examples/torch_mlp.py: a torch MLP's forward replaced by a vdir launch, eager and graph-replayed."""
+    _torch()
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "torch_mlp.py"
+    run = subprocess.run([sys.executable, str(example), "--hidden", "512", "--inter", "1024", "--steps", "5"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr
