@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -43,7 +44,9 @@ from vdir.target import TargetDescription, get_target
 DEFAULT_WATCHDOG_MS = 1000.0
 
 
+@functools.cache
 def _driver():
+    """``cuda.bindings.driver``, imported on first use (the launch path calls this per launch)."""
     from cuda.bindings import driver  # pyright: ignore[reportAttributeAccessIssue] -- a compiled module, no stubs
 
     return driver
