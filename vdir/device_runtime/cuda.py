@@ -1,7 +1,8 @@
 """The CUDA backend: runs the lowered persistent kernel through the driver API.
 
 Only ``cuda.bindings.driver`` is used. The PTX from :func:`vdir.lowering.lower`
-is loaded with ``cuModuleLoadData`` (the driver's JIT); the instruction
+is compiled to a cubin once and loaded from the on-disk kernel cache after
+that (:mod:`vdir.device_runtime.kernel_cache`); the instruction
 stream, the queue table and the buffer-pointer array live in device memory
 for the artifact's lifetime. A launch passes the epoch; :meth:`synchronize`
 reads each launch's error record and turns a watchdog report into a
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vdir import isa
+from vdir.device_runtime.kernel_cache import load_module
 from vdir.device_runtime.platform import (
     BackendUnavailable,
     DeviceBuffer,
@@ -100,6 +102,8 @@ class CudaArtifact:
     scalars: DeviceBuffer  # the launch-time scalars (s32 each), written before each launch
     tmap_specs: tuple[isa.TensorMapSpec, ...] = ()
     last_ptrs: tuple[int, ...] = ()
+    cache_hit: bool = False  # the kernel's cubin came from the kernel cache
+    load_seconds: float = 0.0  # the module load: cache lookup, compilation on a miss, cuModuleLoadData
 
 
 @dataclass
@@ -231,8 +235,8 @@ class CudaPlatform(Platform):
 
     # -- artifacts and launches ------------------------------------------------
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> CudaArtifact:
-        """Lower to PTX as ``options`` say (None: the defaults), JIT-load it, raise the smem limit,
-        upload the tables."""
+        """Lower to PTX as ``options`` say (None: the defaults), load it through the kernel cache, raise
+        the smem limit, upload the tables."""
         options = LoweringOptions.coerce(options)
         drv = _driver()
         if program.num_sms > self._target.num_sms:
@@ -244,7 +248,8 @@ class CudaPlatform(Platform):
         # the kernel walks plain queues: loop records are expanded here
         program = program.without_loops()
         lowered = lower(program, self._target, options)
-        module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
+        loaded = load_module(lowered.ptx, self._dev)
+        module = loaded.module
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
         _check(drv.cuFuncSetAttribute(
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
@@ -262,7 +267,7 @@ class CudaPlatform(Platform):
             error=self.allocate(4 * L.ERROR_WORDS),
             tmaps=self.allocate(L.TMAP_BYTES * max(len(specs), 1)),
             scalars=self.allocate(4 * max(len(program.scalars), 1)),
-            tmap_specs=specs,
+            tmap_specs=specs, cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
         )
         self._artifacts.append(art)
         return art
