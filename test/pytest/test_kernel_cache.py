@@ -268,18 +268,20 @@ def gpu():
         pytest.skip(f"cuda backend unavailable: {why}")
 
 
-#: one process's run of a small gemv through ``vdir.compile``: argv[1] the inputs (npz), argv[2]
-#: where to save y; prints the artifact's cache facts as JSON
+#: one process's run of a small gemv through ``vdir.compile``: argv[1] the inputs (npz of the bf16
+#: bits: numpy files cannot name bf16), argv[2] where to save y (f32); prints the artifact's cache
+#: facts as JSON
 _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
+    from ml_dtypes import bfloat16
     import vdir
     from vdir.frontend.examples import build_gemv
 
     data = np.load(sys.argv[1])
-    w, x = data["w"], data["x"]
+    w, x = data["w"].view(bfloat16), data["x"].view(bfloat16)
     with vdir.compile(build_gemv(*w.shape, rows_per_tile=8, k_chunks=2), backend="cuda", num_sms=4) as exe:
-        np.save(sys.argv[2], np.asarray(exe(w, x)))
+        np.save(sys.argv[2], np.asarray(exe(w, x), dtype=np.float32))
         art = exe.artifact
         print(json.dumps({"cache_hit": art.cache_hit, "load_seconds": art.load_seconds}))
 """)
@@ -305,7 +307,7 @@ def test_second_process_hits_and_computes_the_same(gpu, tmp_path: Path):
     rng = np.random.default_rng(7)
     w = (rng.standard_normal((M, K)) * K ** -0.5).astype(bfloat16)
     x = rng.standard_normal((1, K)).astype(bfloat16)
-    np.savez(tmp_path / "inputs.npz", w=w, x=x)
+    np.savez(tmp_path / "inputs.npz", w=w.view(np.uint16), x=x.view(np.uint16))
     ref = x.astype(np.float32) @ w.astype(np.float32).T
     cache_dir = tmp_path / "kernels"
 
@@ -318,7 +320,7 @@ def test_second_process_hits_and_computes_the_same(gpu, tmp_path: Path):
     assert warm["cache_hit"] and list(cache_dir.glob("*.cubin")) == entries
     assert not off["cache_hit"] and not (tmp_path / "unused").exists()
     for run, y in (("cold", y_cold), ("warm", y_warm), ("cache off", y_off)):
-        err = np.abs(y.astype(np.float32) - ref)
+        err = np.abs(y - ref)
         assert np.all(err <= allowed_error(ref, "cuda")), f"{run}: max error {err.max()}"
 
 
