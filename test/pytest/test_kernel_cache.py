@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -57,7 +58,8 @@ def test_miss_compiles_and_stores_then_hits(cache: KernelCache):
     compiler = FakeCompiler()
     first = kernel_image(PTX, H200, compiler, cache)
     assert not first.cache_hit and compiler.calls == [PTX]
-    assert cache.path_for(cache_key(PTX, H200)).is_file()
+    entry = cache.path_for(cache_key(PTX, H200))
+    assert entry.is_file() and stat.S_IMODE(entry.stat().st_mode) == 0o644
     second = kernel_image(PTX, H200, compiler, cache)
     assert second.cache_hit and second.data == first.data == fake_cubin(PTX)
     assert compiler.calls == [PTX]  # the hit compiled nothing
@@ -249,7 +251,7 @@ def test_concurrent_writers_and_readers_see_whole_entries(cache: KernelCache):
     assert errors == []
     assert all(s is None or s in images for s in seen)
     assert cache.read(key) in images
-    assert cache.directory is not None and [p.name for p in cache.directory.iterdir()] == [f"{key}.cubin"]
+    assert cache.directory is not None and [p.name for p in cache.directory.iterdir()] == [f"{key}{kc.ENTRY_SUFFIX}"]
 
 
 # -- on a GPU --------------------------------------------------------------------------------------------------
@@ -312,12 +314,12 @@ def test_second_process_hits_and_computes_the_same(gpu, tmp_path: Path):
     cache_dir = tmp_path / "kernels"
 
     cold, y_cold = _run_child(tmp_path, cache_dir, "cold")
-    entries = list(cache_dir.glob("*.cubin"))
+    entries = list(cache_dir.glob(f"*{kc.ENTRY_SUFFIX}"))
     warm, y_warm = _run_child(tmp_path, cache_dir, "warm")
     off, y_off = _run_child(tmp_path, tmp_path / "unused", "off", VDIR_KERNEL_CACHE="0")
 
     assert not cold["cache_hit"] and len(entries) == 1
-    assert warm["cache_hit"] and list(cache_dir.glob("*.cubin")) == entries
+    assert warm["cache_hit"] and list(cache_dir.glob(f"*{kc.ENTRY_SUFFIX}")) == entries
     assert not off["cache_hit"] and not (tmp_path / "unused").exists()
     for run, y in (("cold", y_cold), ("warm", y_warm), ("cache off", y_off)):
         err = np.abs(y - ref)
@@ -340,7 +342,7 @@ def test_linker_makes_a_cubin_the_driver_loads(gpu, tmp_path: Path):
         first = load_module(ptx, plat._dev, cache)
         second = load_module(ptx, plat._dev, cache)
         assert not first.cache_hit and second.cache_hit and first.seconds > 0 and second.seconds > 0
-        (entry,) = tmp_path.glob("*.cubin")
+        (entry,) = tmp_path.glob(f"*{kc.ENTRY_SUFFIX}")
         assert kc.decode_entry(entry.stem, entry.read_bytes())[:4] == b"\x7fELF"  # type: ignore[index]
         from vdir.device_runtime.cuda import _driver
 

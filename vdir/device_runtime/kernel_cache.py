@@ -54,7 +54,8 @@ ENTRY_MAGIC = b"VDIRKERN"
 #: Entry header: magic, format version (u32), key digest (32 bytes), payload length (u64),
 #: payload SHA-256 (32 bytes); little-endian, the payload (the cubin) follows.
 _HEADER = struct.Struct("<8sI32sQ32s")
-ENTRY_SUFFIX = ".cubin"
+#: An entry's file name is its key and this suffix (the file is a header and a cubin, not a bare cubin).
+ENTRY_SUFFIX = ".kernel"
 
 CompilePtx = Callable[[str], bytes]
 
@@ -171,6 +172,7 @@ class KernelCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
             with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), 0o644)  # readable like any cache file (mkstemp makes it private)
                 f.write(encode_entry(key, image))
                 f.flush()
                 os.fsync(f.fileno())
