@@ -1,7 +1,8 @@
 """The CUDA backend: runs the lowered persistent kernel through the driver API.
 
 Only ``cuda.bindings.driver`` is used. The PTX from :func:`vdir.lowering.lower`
-is loaded with ``cuModuleLoadData`` (the driver's JIT); the instruction
+is compiled to a cubin once and loaded from the on-disk kernel cache after
+that (:mod:`vdir.device_runtime.kernel_cache`); the instruction
 stream and the queue table live in device memory for the artifact's
 lifetime. Each distinct set of buffer addresses gets its own pointer table
 and tensor maps, built once and passed to the kernel by address, so a launch
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vdir import isa
+from vdir.device_runtime.kernel_cache import load_module
 from vdir.device_runtime.platform import (
     BackendUnavailable,
     DeviceBuffer,
@@ -128,6 +130,8 @@ class CudaArtifact:
     tables: dict[tuple[int, ...], PointerTables] = field(default_factory=dict)
     #: (tables, sync, scalars, watchdog) -> the packed kernel arguments (kept alive with their storage)
     arguments: dict[tuple[int, ...], Any] = field(default_factory=dict)
+    cache_hit: bool = False  # the kernel's cubin came from the kernel cache
+    load_seconds: float = 0.0  # the module load: cache lookup, compilation on a miss, cuModuleLoadData
 
 
 @dataclass
@@ -358,8 +362,8 @@ class CudaPlatform(Platform):
 
     # -- artifacts and launches ------------------------------------------------
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> CudaArtifact:
-        """Lower to PTX as ``options`` say (None: the defaults), JIT-load it, raise the smem limit,
-        upload the tables."""
+        """Lower to PTX as ``options`` say (None: the defaults), load it through the kernel cache, raise
+        the smem limit, upload the tables."""
         options = LoweringOptions.coerce(options)
         drv = _driver()
         if program.num_sms > self._target.num_sms:
@@ -371,7 +375,8 @@ class CudaPlatform(Platform):
         # the kernel walks plain queues: loop records are expanded here
         program = program.without_loops()
         lowered = lower(program, self._target, options)
-        module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
+        loaded = load_module(lowered.ptx, self._dev)
+        module = loaded.module
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
         _check(drv.cuFuncSetAttribute(
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
@@ -387,6 +392,7 @@ class CudaPlatform(Platform):
             program=program, lowered=lowered, module=module, function=fn,
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
             queues=self._upload(program.queue_table()), error=error, tmap_specs=specs,
+            cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
         )
         self._artifacts.append(art)
         return art
