@@ -16,10 +16,15 @@ reports:
 
 * races (:class:`SimRaceError`): it keeps a vector clock per engine; toggling
   a dependency bit or releasing a counter publishes the clock of the
-  completing micro-op, and passing a wait joins it. A read of a shared-memory
-  tile or of a global region whose last writer is not in the reader's clock,
-  or a write over a region whose earlier readers or writer are not in the
-  writer's clock, names both micro-ops;
+  completing micro-op, and passing a wait joins it (a counter wait joins
+  exactly the releases it waits for). A read of a shared-memory tile or of a
+  global region (an i32 runtime value included) whose last writer is not in
+  the reader's clock, or a write over a region whose earlier readers or
+  writer are not in the writer's clock, names both micro-ops;
+* stale reads (:class:`SimRaceError` too): each shared-memory read must see
+  the tile of the slot's last writer in program order (micro-op id order,
+  :func:`derive_slot_sources`), even when an older tile there is properly
+  ordered;
 * deadlocks (:class:`SimDeadlockError`): when no action is possible and some
   queue is unfinished, it names every stuck micro-op and what it waits on;
 * malformed programs (:class:`SimProgramError`): bad opcodes, out-of-bounds
