@@ -82,7 +82,8 @@ def test_trace_is_written(gemv_file, tmp_path, capsys):
     status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--trace", tmp_path / "t.json")
     assert status == 0, err
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
-    assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} == {"load", "compute", "store"}
+    tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"load #0", "load #1", "compute", "store"} <= tracks  # a track per load in flight
     assert sum(e["ph"] == "X" for e in events) >= 4
 
 
