@@ -9,10 +9,13 @@ device) a traced launch on the CUDA backend.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ptx_lowering import assemble
 
 import vdir
 from vdir import isa
@@ -21,6 +24,7 @@ from vdir.device_runtime import backend_status
 from vdir.device_runtime.trace import Trace, TraceError, TraceEvent, check_tracks
 from vdir.families import DTYPES
 from vdir.isa import index_ranges
+from vdir.lowering import lower_to_ptx
 from vdir.testing.compare import compare_outputs
 from vdir.testing.reference import evaluate
 from vdir.tools.common import parse_module_file
@@ -115,6 +119,44 @@ def test_stamps_decode_relative_to_the_earliest_start_skipping_unrun_instruction
     assert trace.events == [TraceEvent(1, 2, uop(first), 0, 0.0, 1.5),
                             TraceEvent(1, 2, uop(first + count - 1), count - 1, 2.5, 0.0)]
     assert trace.makespan_us == 2.5
+
+
+# ---------------------------------------------------------------------------
+# The stamps in the kernel (lowering option trace)
+# ---------------------------------------------------------------------------
+
+#: what one stamp adds to the kernel, registers numbered away (:func:`instruction_lines`)
+STAMP_LINES = ("mov.u64 %rd, %globaltimer;", "add.u32 %r, %r, %r;", "mul.wide.u32 %rd, %r, 16;",
+               "add.u64 %rd, %rd, %rd;")
+#: the trace buffer's parameter, its load and its conversion to a global address
+PARAM_LINES = (".param .u64 p_trace", "ld.param.u64 %rd, [p_trace];", "cvta.to.global.u64 %rd, %rd;")
+
+
+def instruction_lines(ptx_text: str) -> list[str]:
+    """The kernel's lines without register declarations, register numbers and parameter-list commas."""
+    lines = [line.strip().rstrip(",") for line in ptx_text.splitlines() if not line.strip().startswith(".reg")]
+    return [re.sub(r"%(rd|r|p|f|rs|h|fd)\d+", r"%\1", line) for line in lines]
+
+
+def is_subsequence(short: list[str], long: list[str]) -> bool:
+    """Whether ``short`` is ``long`` with some lines left out."""
+    rest = iter(long)
+    return all(line in rest for line in short)
+
+
+@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1"])
+def test_trace_option_only_adds_the_stamps_and_assembles(options):
+    program = compile_module(parse_module_file(EXAMPLES / "mlp.mlir"), num_sms=4)
+    plain = lower_to_ptx(program, options=options)
+    traced = lower_to_ptx(program, options=f"{options} trace=1")
+    off, on = instruction_lines(plain), instruction_lines(traced)
+    assert is_subsequence(off, on), "the traced kernel changed or dropped a line of the plain one"
+    added = Counter(on) - Counter(off)
+    stamps = 2 * 3  # start and end, on each of the three engines
+    expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES)
+    expected.update({"@%p st.global.u64 [%rd], %rd;": stamps // 2, "@%p st.global.u64 [%rd+8], %rd;": stamps // 2})
+    assert added == expected
+    assemble(traced)
 
 
 # ---------------------------------------------------------------------------

@@ -41,3 +41,4 @@ class Ctx:
     arena: SSAValue  # base + HEADER_BYTES
     options: LoweringOptions
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
+    trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
