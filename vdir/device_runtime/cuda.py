@@ -6,6 +6,10 @@ stream, the queue table and the buffer-pointer array live in device memory
 for the artifact's lifetime. A launch passes the epoch; :meth:`synchronize`
 reads each launch's error record and turns a watchdog report into a
 :class:`~vdir.device_runtime.platform.PlatformError` naming the micro-op.
+A program lowered with the ``trace`` option also gets a stamp buffer
+(``layout.TRACE_STAMPS`` u64 per instruction), zeroed before each launch;
+:meth:`CudaPlatform.last_trace` decodes the last launch's stamps into a
+:class:`~vdir.device_runtime.trace.Trace`.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from vdir.device_runtime.platform import (
     Platform,
     PlatformError,
 )
+from vdir.device_runtime.trace import Trace
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
 from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription, get_target
 
 DEFAULT_WATCHDOG_MS = 1000.0
+#: what the times of a decoded trace are
+TRACE_CLOCK = "measured: %globaltimer stamps (ns), from the earliest start"
 
 
 def _driver():
@@ -100,6 +107,8 @@ class CudaArtifact:
     scalars: DeviceBuffer  # the launch-time scalars (s32 each), written before each launch
     tmap_specs: tuple[isa.TensorMapSpec, ...] = ()
     last_ptrs: tuple[int, ...] = ()
+    #: the stamp buffer (layout.TRACE_STAMPS u64 per instruction) of a kernel lowered with ``trace``
+    trace: DeviceBuffer | None = None
 
 
 @dataclass
@@ -160,6 +169,8 @@ class CudaPlatform(Platform):
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
         self._pending: list[_Pending] = []
+        self._traced: CudaArtifact | None = None  # the last completed launch's, if it records a trace
+        self._trace: Trace | None = None  # its stamps, decoded on demand
         self._closed = False
 
     # -- context ---------------------------------------------------------
@@ -263,6 +274,7 @@ class CudaPlatform(Platform):
             tmaps=self.allocate(L.TMAP_BYTES * max(len(specs), 1)),
             scalars=self.allocate(4 * max(len(program.scalars), 1)),
             tmap_specs=specs,
+            trace=self.allocate(8 * L.TRACE_STAMPS * max(len(program.instrs), 1)) if options.trace else None,
         )
         self._artifacts.append(art)
         return art
@@ -298,6 +310,9 @@ class CudaPlatform(Platform):
             _check(drv.cuMemcpyHtoDAsync(int(artifact.scalars.handle), values.ctypes.data, values.nbytes,
                                          self._stream), "cuMemcpyHtoDAsync")
         _check(drv.cuMemsetD32Async(int(artifact.error.handle), 0, L.ERROR_WORDS, self._stream), "cuMemsetD32Async")
+        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
+            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, self._stream),
+                   "cuMemsetD8Async")
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         args = (
             (int(artifact.instrs.handle), int(artifact.queues.handle), int(artifact.bufptrs.handle),
@@ -306,6 +321,11 @@ class CudaPlatform(Platform):
             (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
              ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p),
         )
+        # the trace buffer, the last parameter: a kernel lowered without the
+        # trace option does not declare it, and the driver reads only the
+        # arguments a kernel declares
+        trace_ptr = int(artifact.trace.handle) if artifact.trace is not None else 0
+        args = (args[0] + (trace_ptr,), args[1] + (ctypes.c_void_p,))
         lw = artifact.lowered
         if ev0 is not None:
             _check(drv.cuEventRecord(ev0, self._stream), "cuEventRecord")
@@ -335,6 +355,33 @@ class CudaPlatform(Platform):
             if rec[L.E_CODE] != L.ERR_NONE:
                 self.fill_zero(p.spec.counters)
                 raise PlatformError(describe_error(p.artifact.program, rec, p.watchdog_ms))
+        if pending:
+            self._traced = pending[-1].artifact if pending[-1].artifact.trace is not None else None
+            self._trace = None
+
+    def trace_unavailable(self, artifact: CudaArtifact) -> str:
+        """Why launches of ``artifact`` record no trace ("" when they do)."""
+        if artifact.trace is None:
+            return "the program was lowered without the trace option (compile it with options='trace=1')"
+        return ""
+
+    def last_trace(self) -> Trace | None:
+        """The trace of the last completed launch (after waiting for any still queued), or None
+        when that launch's program was not lowered with the ``trace`` option.
+
+        The stamps are copied out and decoded on the first call; an
+        instruction that did not run (stamps 0) is left out.
+        """
+        if self._pending:
+            self.synchronize()
+        art = self._traced
+        if self._trace is None and art is not None and art.trace is not None and not self._closed:
+            raw = np.zeros(art.trace.nbytes // 8, dtype=np.uint64)
+            _check(_driver().cuMemcpyDtoH(raw.ctypes.data, int(art.trace.handle), raw.nbytes), "cuMemcpyDtoH")
+            stamps = raw.reshape(-1, L.TRACE_STAMPS)[: len(art.program.instrs)]
+            self._trace = Trace.from_stamps(art.program, stamps[:, L.TRACE_START], stamps[:, L.TRACE_END],
+                                            TRACE_CLOCK)
+        return self._trace
 
     def time_launches(self, artifact: CudaArtifact | Sequence[CudaArtifact], spec: LaunchSpec | Sequence[LaunchSpec],
                       iterations: int) -> list[float]:

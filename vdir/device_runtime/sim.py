@@ -1028,6 +1028,10 @@ class SimPlatform(Platform):
             times.append(self._trace.makespan_us)
         return times
 
+    def trace_unavailable(self, artifact: DecodedProgram) -> str:
+        """Every simulated launch records a trace."""
+        return ""
+
     def last_trace(self) -> SimTrace | None:
         """The trace of the most recent successful launch, or None."""
         return self._trace
