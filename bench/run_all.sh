@@ -9,6 +9,9 @@
 #              launch+sync, CUDA-graph replay, against the kernel time)
 #   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
 #              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
+#   trace    - bench/bench_trace.py: each program timed with the lowering option
+#              trace off and on (the tracing overhead), the traced launches
+#              written as Chrome/Perfetto JSON to $OUT/traces
 #   ab       - the bench of an earlier checkout (its tree in $BASE_DIR, e.g.
 #              from `git archive`) and of this one, alternately, $AB_ROUNDS
 #              rounds (default 2), compared by bench/compare_runs.py
@@ -27,7 +30,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab and kcache only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache and trace only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -37,6 +40,9 @@ for what in $steps; do
   case "$what" in
     bench)
       timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_gpu.py --json "$OUT/bench.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log" ;;
+    trace)
+      timeout ${TRACE_TIMEOUT:-300} python3 bench/bench_trace.py --json "$OUT/trace.json" --traces "$OUT/traces" \
+        $TRACE_ARGS 2>&1 | tee "$OUT/trace.log" ;;
     ab)
       runs=()
       for round in $(seq 1 ${AB_ROUNDS:-2}); do

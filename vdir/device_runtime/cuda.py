@@ -10,7 +10,10 @@ enqueues nothing but its memsets and the kernel, and a launch captured in a
 CUDA graph keeps the tables of its capture. The epoch lives in the sync
 block and advances on the device. :meth:`synchronize` reads the error record
 and turns a report into a :class:`~vdir.device_runtime.platform.PlatformError`
-naming the micro-op.
+naming the micro-op. A program lowered with the ``trace`` option also gets
+a stamp buffer (``layout.TRACE_STAMPS`` u64 per instruction), zeroed before
+each launch; :meth:`CudaPlatform.last_trace` decodes the last launch's stamps
+into a :class:`~vdir.device_runtime.trace.Trace`.
 
 (``cuda.core`` would wrap the same calls; the raw bindings are kept because
 the launch path is latency-bound, and its objects would add a layer per call.)
@@ -38,12 +41,15 @@ from vdir.device_runtime.platform import (
     PlatformError,
 )
 from vdir.device_runtime.tensors import DL_CUDA, TensorView
+from vdir.device_runtime.trace import Trace
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
 from vdir.lowering.options import LoweringOptions
 from vdir.target import TargetDescription, get_target
 
 DEFAULT_WATCHDOG_MS = 1000.0
+#: what the times of a decoded trace are
+TRACE_CLOCK = "measured: %globaltimer stamps (ns), from the earliest start"
 
 
 @functools.cache
@@ -132,6 +138,8 @@ class CudaArtifact:
     arguments: dict[tuple[int, ...], Any] = field(default_factory=dict)
     cache_hit: bool = False  # the kernel's cubin came from the kernel cache
     load_seconds: float = 0.0  # the module load: cache lookup, compilation on a miss, cuModuleLoadData
+    #: the stamp buffer (layout.TRACE_STAMPS u64 per instruction) of a kernel lowered with ``trace``
+    trace: DeviceBuffer | None = None
 
 
 @dataclass
@@ -203,6 +211,9 @@ class CudaPlatform(Platform):
         #: replays fail at any later time: every synchronize checks their records
         self._foreign: dict[int, _Pending] = {}
         self._last_stream: tuple[Any, Any] = (None, self._stream)  # (caller's object, its CUstream)
+        self._last_launched: CudaArtifact | None = None
+        self._traced: CudaArtifact | None = None  # the last completed launch's, if it records a trace
+        self._trace: Trace | None = None  # its stamps, decoded on demand
         self._closed = False
 
     def _attribute(self, attribute: Any) -> int:
@@ -393,6 +404,7 @@ class CudaPlatform(Platform):
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
             queues=self._upload(program.queue_table()), error=error, tmap_specs=specs,
             cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
+            trace=self.allocate(8 * L.TRACE_STAMPS * max(len(program.instrs), 1)) if options.trace else None,
         )
         self._artifacts.append(art)
         return art
@@ -447,11 +459,13 @@ class CudaPlatform(Platform):
             "p_error": int(artifact.error.handle), "p_watchdog_ns": int(wd_ms * 1e6),
             "p_tmaps": int(tables.tmaps.handle),
             "p_scalars": int(spec.scalars.handle) if spec.scalars is not None else 0,
+            L.TRACE_PARAM: int(artifact.trace.handle) if artifact.trace is not None else 0,
         }
-        values = tuple(by_name[name] for _, name in L.PARAMS)
+        params = L.kernel_params(artifact.trace is not None)
+        values = tuple(by_name[name] for _, name in params)
         packed = artifact.arguments.get(values)
         if packed is None:
-            storage = [_ARGUMENT_TYPES[kind](v) for (kind, _), v in zip(L.PARAMS, values, strict=True)]
+            storage = [_ARGUMENT_TYPES[kind](v) for (kind, _), v in zip(params, values, strict=True)]
             pointers = (ctypes.c_void_p * len(storage))(*(ctypes.addressof(v) for v in storage))
             packed = artifact.arguments[values] = (pointers, storage)
         return packed[0]
@@ -473,6 +487,9 @@ class CudaPlatform(Platform):
         tables = self._pointer_tables(artifact, tuple(int(b.handle) for b in spec.buffers), foreign)
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         params = self._arguments(artifact, tables, spec, wd_ms)
+        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
+            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, stream),
+                   "cuMemsetD8Async")
         lw = artifact.lowered
         if ev0 is not None:
             _check(drv.cuEventRecord(ev0, stream), "cuEventRecord")
@@ -481,6 +498,7 @@ class CudaPlatform(Platform):
         if ev1 is not None:
             _check(drv.cuEventRecord(ev1, stream), "cuEventRecord")
         pending = self._pending[id(artifact)] = _Pending(artifact, spec.sync, wd_ms)
+        self._last_launched = artifact
         if foreign:
             self._foreign[id(artifact)] = pending
             self._other_streams = True
@@ -506,6 +524,10 @@ class CudaPlatform(Platform):
             raise PlatformError(msg + " (the CUDA context is unusable; everything was freed)")
         for p in pending.values():
             self.check_error_record(p.artifact, p.sync, p.watchdog_ms)
+        if self._last_launched is not None:
+            art, self._last_launched = self._last_launched, None
+            self._traced = art if art.trace is not None else None
+            self._trace = None
 
     def check_error_record(self, artifact: CudaArtifact, sync: DeviceBuffer, watchdog_ms: float | None = None) -> None:
         """Raise the artifact's recorded error, if any, after zeroing ``sync`` and clearing the record.
@@ -520,6 +542,30 @@ class CudaPlatform(Platform):
             self.fill_zero(artifact.error)
             raise PlatformError(describe_error(artifact.program, rec,
                                                self.watchdog_ms if watchdog_ms is None else watchdog_ms))
+
+    def trace_unavailable(self, artifact: CudaArtifact) -> str:
+        """Why launches of ``artifact`` record no trace ("" when they do)."""
+        if artifact.trace is None:
+            return "the program was lowered without the trace option (compile it with options='trace=1')"
+        return ""
+
+    def last_trace(self) -> Trace | None:
+        """The trace of the last completed launch (after waiting for any still queued), or None
+        when that launch's program was not lowered with the ``trace`` option.
+
+        The stamps are copied out and decoded on the first call; an
+        instruction that did not run (stamps 0) is left out.
+        """
+        if self._pending:
+            self.synchronize()
+        art = self._traced
+        if self._trace is None and art is not None and art.trace is not None and not self._closed:
+            raw = np.zeros(art.trace.nbytes // 8, dtype=np.uint64)
+            _check(_driver().cuMemcpyDtoH(raw.ctypes.data, int(art.trace.handle), raw.nbytes), "cuMemcpyDtoH")
+            stamps = raw.reshape(-1, L.TRACE_STAMPS)[: len(art.program.instrs)]
+            self._trace = Trace.from_stamps(art.program, stamps[:, L.TRACE_START], stamps[:, L.TRACE_END],
+                                            TRACE_CLOCK)
+        return self._trace
 
     def time_launches(self, artifact: CudaArtifact | Sequence[CudaArtifact], spec: LaunchSpec | Sequence[LaunchSpec],
                       iterations: int) -> list[float]:

@@ -459,19 +459,20 @@ class Executable:
             raise
 
     def trace(self, path: str | Path | None = None) -> dict:
-        """The last launch's trace (Chrome/Perfetto JSON); written to ``path`` when given.
+        """The last launch's trace (Chrome/Perfetto JSON, :mod:`vdir.device_runtime.trace`);
+        written to ``path`` when given.
 
-        Only the ``sim`` backend records traces.
+        The ``sim`` backend records one at every launch, in its cost model's
+        time; ``cuda`` when the program was lowered with the ``trace``
+        option (``options="trace=1"``), from the kernel's ``%globaltimer`` stamps.
         """
         self._check_open()
-        last_trace = getattr(self.platform, "last_trace", None)
-        recorded = last_trace() if last_trace is not None else None
+        why = self.platform.trace_unavailable(self.artifact)
+        if why:
+            raise PlatformError(f"no trace: {why}")
+        recorded = self.platform.last_trace()
         if recorded is None:
-            raise PlatformError(
-                f"no trace: the '{self.backend}' backend does not record one"
-                if last_trace is None
-                else "no trace yet: call the executable first"
-            )
+            raise PlatformError("no trace yet: call the executable first")
         if path is not None:
             recorded.write(path)
         return recorded.to_json()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from vdir.device_runtime.tensors import TensorView
+from vdir.device_runtime.trace import Trace
 from vdir.diagnostics import VdirError
 from vdir.isa import EncodedProgram
 from vdir.target import TargetDescription
@@ -219,3 +220,12 @@ class Platform(abc.ABC):
     @abc.abstractmethod
     def time_launches(self, artifact: Any, spec: LaunchSpec, iterations: int) -> list[float]:
         """Per-launch times in microseconds for ``iterations`` launches."""
+
+    # -- traces ----------------------------------------------------------
+    def trace_unavailable(self, artifact: Any) -> str:
+        """Why launches of ``artifact`` record no trace, "" when they do (by default none does)."""
+        return f"the '{self.name}' backend records no trace"
+
+    def last_trace(self) -> Trace | None:
+        """The trace of the most recent completed launch, or None (by default none is recorded)."""
+        return None

@@ -31,8 +31,9 @@ reports:
   regions, operands that do not fit a family.
 
 It also records a trace with a logical clock (a simple cost model: bytes over
-bandwidth for loads and stores, flops and shared-memory bytes for computes),
-exported in Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
+bandwidth for loads and stores, flops and shared-memory bytes for computes)
+in the trace model of :mod:`vdir.device_runtime.trace`, exported in
+Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 """
 
 from __future__ import annotations
@@ -40,13 +41,11 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
-import json
 import math
 import random
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -61,6 +60,7 @@ from vdir.device_runtime.platform import (
     PlatformError,
 )
 from vdir.device_runtime.tensors import TensorView
+from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
 from vdir.target import EngineKind, TargetDescription, get_target
 
@@ -559,37 +559,11 @@ def _global_view(buf: np.ndarray, region: Region) -> np.ndarray:
 
 
 @dataclass
-class SimTrace:
-    """What ran where and when, in the logical time of the cost model (µs)."""
+class SimTrace(Trace):
+    """A simulated launch's trace (:class:`~vdir.device_runtime.trace.Trace`), in the logical time of
+    the cost model (µs)."""
 
-    program: isa.EncodedProgram
-    events: list[tuple[int, int, int, float, float]]  # sm, engine, uop id, start, duration
-
-    @property
-    def makespan_us(self) -> float:
-        """Logical end time of the last micro-op."""
-        return max((start + dur for *_, start, dur in self.events), default=0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        """Chrome/Perfetto trace: one process per SM, one thread per engine."""
-        names = self.program.uop_names
-        names_of_engines = get_target(self.program.target).engine_names
-        out: list[dict[str, Any]] = []
-        for sm in range(self.program.num_sms):
-            out.append({"ph": "M", "name": "process_name", "pid": sm, "tid": 0, "args": {"name": f"SM {sm}"}})
-            out.append({"ph": "M", "name": "process_sort_index", "pid": sm, "tid": 0, "args": {"sort_index": sm}})
-            for engine, label in enumerate(names_of_engines):
-                out.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": engine, "args": {"name": label}})
-        for sm, engine, uop, start, dur in self.events:
-            out.append({
-                "ph": "X", "pid": sm, "tid": engine, "ts": round(start, 4), "dur": round(dur, 4),
-                "name": names.get(uop, f"micro-op #{uop}"), "cat": names_of_engines[engine],
-            })
-        return {"traceEvents": out, "displayTimeUnit": "ns"}
-
-    def write(self, path: str | Path) -> None:
-        """Write :meth:`to_json` to ``path``."""
-        Path(path).write_text(json.dumps(self.to_json()))
+    clock: str = "modelled: the simulator's cost model"
 
 
 # ---------------------------------------------------------------------------
@@ -733,7 +707,7 @@ class Simulation:
         self.bit_time: dict[tuple[int, int], float] = {}
         self.counter_base = [int(c) for c in self.counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
-        self.events: list[tuple[int, int, int, float, float]] = []
+        self.events: list[TraceEvent] = []
         # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//E's oldest load
         self.ready: list[int] = []
         self.ready_index: dict[int, int] = {}
@@ -826,7 +800,7 @@ class Simulation:
                 self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
             self.engine_free[g] = end
-            self.events.append((sm, engine, op.uop_id, start, end - start))
+            self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
             self.clock[g, g] = op.pos + 1
             self._complete(g, sm, op, self.clock[g], end)
         self.head[g] += 1
@@ -925,7 +899,7 @@ class Simulation:
         # bytes land after the latency, one load after the other at the SM's bandwidth share
         previous = self.load_ends[sm][-1] if self.load_ends[sm] else 0.0
         end = max(start + op.latency_us, previous) + op.busy_us
-        self.events.append((sm, self.load_engine, op.uop_id, start, end - start))
+        self.events.append(TraceEvent(sm, self.load_engine, op.uop_id, op.pos, start, end - start))
         self.load_ends[sm].append(end)
         self._complete(g, sm, op, done, end)
         self._update_start(g)  # a window slot is free again
@@ -1304,6 +1278,10 @@ class SimPlatform(Platform):
             self._trace = self._run(artifact, spec)
             times.append(self._trace.makespan_us)
         return times
+
+    def trace_unavailable(self, artifact: DecodedProgram) -> str:
+        """Every simulated launch records a trace."""
+        return ""
 
     def last_trace(self) -> SimTrace | None:
         """The trace of the most recent successful launch, or None."""

@@ -21,7 +21,24 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_watchdog_ns"),
     ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
     ("u64", "p_scalars"),  # s32[num_scalars]: the launch-time scalars, written before the launch
+    ("u64", "p_trace"),  # u64[num_instrs * TRACE_STAMPS]; declared only with the lowering option trace
 )
+
+#: the parameter only a kernel lowered with the ``trace`` option declares (the last one)
+TRACE_PARAM = "p_trace"
+#: u64 ``%globaltimer`` stamps (ns) per instruction in the trace buffer, at instruction index * TRACE_STAMPS:
+#: when its waits were satisfied and it began, and when it had signalled its completion
+TRACE_STAMPS = 2
+TRACE_START, TRACE_END = 0, 1
+
+
+def kernel_params(trace: bool) -> tuple[tuple[str, str], ...]:
+    """The kernel's parameters: :data:`PARAMS`, less :data:`TRACE_PARAM` unless lowered with ``trace``.
+
+    (A launch may pass the trace pointer either way: the driver reads as many
+    arguments as the kernel declares.)
+    """
+    return PARAMS if trace else tuple(p for p in PARAMS if p[1] != TRACE_PARAM)
 
 #: bytes of one tensor map (CUtensorMap) in the p_tmaps array
 TMAP_BYTES = 128

@@ -25,7 +25,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     """
     L.check_engines(target)
     b = PtxBuilder(kernel)
-    p = {name: b.param(t, name) for t, name in L.PARAMS}
+    p = {name: b.param(t, name) for t, name in L.kernel_params(options.trace)}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
           for k in ("p_instrs", "p_queues", "p_buffers", "p_sync", "p_error", "p_tmaps", "p_scalars")}
     tid = b.special("u32", "%tid.x")
@@ -39,6 +39,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
+        trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None,
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)

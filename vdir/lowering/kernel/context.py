@@ -43,3 +43,4 @@ class Ctx:
     options: LoweringOptions
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
     exit_label: str  # every role leaves through here: kernel.launch.finish
+    trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
