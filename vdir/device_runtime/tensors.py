@@ -155,8 +155,8 @@ def _dlpack_view(value: Any) -> TensorView:
     view = TensorView(int(t.data or 0) + int(t.byte_offset), shape, strides, dtype, int(t.device.device_type),
                       int(t.device.device_id), False, (value, capsule))
     if view.device_type == DL_CPU and view.address and view.dtype in DTYPE_BYTES and view.contiguous:
-        data = (ctypes.c_uint8 * view.nbytes).from_address(view.address)
-        host = np.frombuffer(data, dtype=np.uint8).view(_numpy_dtypes()[view.dtype]).reshape(shape)
+        data = np.ctypeslib.as_array(ctypes.cast(view.address, ctypes.POINTER(ctypes.c_uint8)), (view.nbytes,))
+        host = data.view(_numpy_dtypes()[view.dtype]).reshape(shape)
         view = dataclasses.replace(view, host=host, keepalive=(value, capsule, host))
     return view
 
