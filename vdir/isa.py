@@ -707,6 +707,38 @@ def index_ranges(program: "EncodedProgram") -> dict[tuple[int, int], tuple[int, 
     return {k: r for k, r in ranges.items() if r[0] <= r[1]}
 
 
+def fully_stored_buffers(program: "EncodedProgram") -> frozenset[int]:
+    """The buffers whose every byte some store writes on every launch.
+
+    Only stores without a condition and without a runtime offset count, so
+    the answer holds for every value of the runtime values. The runtime skips
+    zeroing such an ``out`` buffer before a launch: none of its initial bytes
+    can be seen (an ``out`` buffer is never read before it is written).
+    """
+    instrs = program.executed_instrs()
+    stores = ((OPCODE.column(instrs) == OP_STORE) & (GUARD_SOURCE.column(instrs) == SOURCE_NONE)
+              & (DYN_SOURCE.column(instrs) == SOURCE_NONE))
+    rows_of = instrs[stores]
+    buffers, rows = BUFFER.column(rows_of).astype(np.int64), ROWS.column(rows_of).astype(np.int64)
+    offsets = GLOBAL_OFFSET.column(rows_of).astype(np.int64)
+    row_bytes, strides = ROW_BYTES.column(rows_of).astype(np.int64), ROW_STRIDE.column(rows_of).astype(np.int64)
+    covered = set()
+    for b, info in enumerate(program.buffers):
+        mine = buffers == b
+        if not mine.any():
+            continue
+        n = rows[mine]
+        first = np.repeat(np.cumsum(n) - n, n)  # the index of each store's first row
+        starts = np.repeat(offsets[mine], n) + (np.arange(int(n.sum())) - first) * np.repeat(strides[mine], n)
+        ends = starts + np.repeat(row_bytes[mine], n)
+        order = np.argsort(starts, kind="stable")
+        starts, reach = starts[order], np.maximum.accumulate(ends[order])
+        nbytes = math.prod(info.shape) * DTYPE_SIZES[info.dtype]
+        if starts[0] <= 0 and reach[-1] >= nbytes and bool(np.all(starts[1:] <= reach[:-1])):
+            covered.add(b)
+    return frozenset(covered)
+
+
 def buffer_role(is_input: bool, is_output: bool) -> str:
     """An argument's role: read before written (``in``), written (``out``),
     both (``inout``), or neither read from outside nor returned (``scratch``)."""

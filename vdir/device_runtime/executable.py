@@ -11,8 +11,11 @@ the caller's device tensors and stream instead, copying nothing.
 Arguments follow the buffer roles of the program (:attr:`BufferInfo.role`):
 the *inputs* (``in`` and ``inout`` buffers, whose data the program reads)
 are passed positionally in signature order or by name; the *outputs*
-(``out`` and ``inout``) are returned. ``out`` and ``scratch`` buffers start
-zeroed at every call, as the reference evaluator assumes. The launch-time
+(``out`` and ``inout``) are returned. ``out`` buffers start zeroed at every
+call, as the reference evaluator assumes (the bytes of one: an ``out``
+buffer that unconditional stores cover entirely, ``isa.fully_stored_buffers``,
+and a ``scratch`` buffer, are never seen before they are written, so they
+are not zeroed). The launch-time
 scalars (``index`` arguments) follow the buffer inputs, by position or by
 name, as Python or numpy integers inside their declared ranges.
 """
@@ -40,7 +43,7 @@ from vdir.device_runtime.tensors import (
 )
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPE_BYTES, DTYPES
-from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo
+from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo, fully_stored_buffers
 from vdir.target import TargetDescription
 
 if TYPE_CHECKING:
@@ -125,6 +128,10 @@ class Executable:
         #: buffer name -> a caller's memory bound for every call (:meth:`bind_buffer`)
         self._bound: dict[str, DeviceBuffer] = {}
         self._scalars_written = not program.scalars
+        #: the buffers a run zeroes first: outputs whose bytes some launch may leave unwritten
+        covered = fully_stored_buffers(program)
+        self._zeroed = frozenset(i for i, info in enumerate(program.buffers)
+                                 if info.is_output and not info.is_input and i not in covered)
         #: the spec and the buffers to zero of a launch with every buffer bound (cleared when bindings change)
         self._resident: tuple[LaunchSpec, list[DeviceBuffer]] | None = None
         self._closed = False
@@ -345,10 +352,10 @@ class Executable:
         scalars = self._take_scalars(args, named, len(self.call_inputs))
         arrays = self._host_arguments(args, named)
         buffers = [self._current(i) for i in range(len(self.program.buffers))]
-        for info, buf in zip(self.program.buffers, buffers, strict=True):
+        for i, (info, buf) in enumerate(zip(self.program.buffers, buffers, strict=True)):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
-            elif info.name not in self._bound or not info.is_input:
+            elif i in self._zeroed:
                 self.platform.fill_zero(buf)
         self._write_scalars(scalars, None)
         self._run(buffers, None, wait=True)
@@ -368,8 +375,8 @@ class Executable:
         Inputs not bound come positionally (in :attr:`call_inputs` order) or
         by name; outputs and scratch buffers may be given by name (tensors the
         caller provides), else the executable's own are used (see
-        :meth:`buffer`). ``out`` and ``scratch`` buffers are zeroed on the
-        stream first. Scalars: by position after the inputs or by name, or
+        :meth:`buffer`). ``out`` buffers that a launch may leave partly
+        unwritten are zeroed on the stream first. Scalars: by position after the inputs or by name, or
         none at all to use :attr:`scalar_block` as it is on the device.
 
         ``stream``: a raw handle, an object with ``__cuda_stream__`` (or
@@ -393,8 +400,8 @@ class Executable:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         buffers = [self._device_buffer(i, info, given[info.name]) if info.name in given else self._current(i)
                    for i, info in enumerate(self.program.buffers)]
-        zeroed = [buf for info, buf in zip(self.program.buffers, buffers, strict=True) if not info.is_input]
-        for buf in zeroed:  # out and scratch start zeroed, as on the host path
+        zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed]
+        for buf in zeroed:  # as on the host path
             self.platform.fill_zero(buf, handle)
         self._write_scalars(scalars, handle)
         spec = self._spec(buffers)
