@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -143,6 +144,17 @@ class CudaArtifact:
 
 
 @dataclass
+class _Prepared:
+    """A spec's launches on one stream: the packed arguments (their tables kept by the artifact)."""
+
+    artifact: CudaArtifact
+    stream: Any
+    params: int  # the address of the void* array cuLaunchKernel takes
+    pending: "_Pending"
+    foreign: bool  # a caller's stream
+
+
+@dataclass
 class _Pending:
     """What a launch since the last synchronize needs for its error report and its reset."""
 
@@ -211,6 +223,8 @@ class CudaPlatform(Platform):
         #: replays fail at any later time: every synchronize checks their records
         self._foreign: dict[int, _Pending] = {}
         self._last_stream: tuple[Any, Any] = (None, self._stream)  # (caller's object, its CUstream)
+        #: each spec's checked, packed launch per stream (a spec's buffers are read on its first launch)
+        self._prepared: weakref.WeakKeyDictionary[LaunchSpec, _Prepared] = weakref.WeakKeyDictionary()
         self._last_launched: CudaArtifact | None = None
         self._traced: CudaArtifact | None = None  # the last completed launch's, if it records a trace
         self._trace: Trace | None = None  # its stamps, decoded on demand
@@ -450,6 +464,7 @@ class CudaPlatform(Platform):
             self.free(tables.bufptrs)
             self.free(tables.tmaps)
         artifact.arguments.clear()
+        self._prepared.clear()  # their packed arguments may point at the freed tables
 
     def _arguments(self, artifact: CudaArtifact, tables: PointerTables, spec: LaunchSpec, wd_ms: float) -> Any:
         """The packed kernel arguments (``void**``, as ``cuLaunchKernel`` takes them), cached per combination."""
@@ -476,6 +491,27 @@ class CudaPlatform(Platform):
 
     def _launch(self, artifact: CudaArtifact, spec: LaunchSpec, stream: Any, ev0: Any, ev1: Any) -> None:
         drv = _driver()
+        prepared = self._prepared.get(spec)
+        if prepared is None or prepared.stream is not stream or prepared.artifact is not artifact:
+            prepared = self._prepared[spec] = self._prepare(artifact, spec, stream)
+        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
+            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, stream),
+                   "cuMemsetD8Async")
+        lw = artifact.lowered
+        if ev0 is not None:
+            _check(drv.cuEventRecord(ev0, stream), "cuEventRecord")
+        _check(drv.cuLaunchKernel(artifact.function, lw.grid, 1, 1, lw.block_threads, 1, 1,
+                                  lw.dynamic_smem, stream, prepared.params, 0), "cuLaunchKernel")
+        if ev1 is not None:
+            _check(drv.cuEventRecord(ev1, stream), "cuEventRecord")
+        self._pending[id(artifact)] = prepared.pending
+        self._last_launched = artifact
+        if prepared.foreign:
+            self._foreign[id(artifact)] = prepared.pending
+            self._other_streams = True
+
+    def _prepare(self, artifact: CudaArtifact, spec: LaunchSpec, stream: Any) -> _Prepared:
+        """Check ``spec`` against the program and pack what its launches on ``stream`` pass."""
         prog = artifact.program
         if len(spec.buffers) != len(prog.buffers):
             raise PlatformError(f"program takes {len(prog.buffers)} buffers, got {len(spec.buffers)}")
@@ -487,21 +523,7 @@ class CudaPlatform(Platform):
         tables = self._pointer_tables(artifact, tuple(int(b.handle) for b in spec.buffers), foreign)
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
         params = self._arguments(artifact, tables, spec, wd_ms)
-        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
-            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, stream),
-                   "cuMemsetD8Async")
-        lw = artifact.lowered
-        if ev0 is not None:
-            _check(drv.cuEventRecord(ev0, stream), "cuEventRecord")
-        _check(drv.cuLaunchKernel(artifact.function, lw.grid, 1, 1, lw.block_threads, 1, 1,
-                                  lw.dynamic_smem, stream, ctypes.addressof(params), 0), "cuLaunchKernel")
-        if ev1 is not None:
-            _check(drv.cuEventRecord(ev1, stream), "cuEventRecord")
-        pending = self._pending[id(artifact)] = _Pending(artifact, spec.sync, wd_ms)
-        self._last_launched = artifact
-        if foreign:
-            self._foreign[id(artifact)] = pending
-            self._other_streams = True
+        return _Prepared(artifact, stream, ctypes.addressof(params), _Pending(artifact, spec.sync, wd_ms), foreign)
 
     def synchronize(self) -> None:
         """Wait for the launches since the last call; raise on a device error or an error record.

@@ -81,9 +81,12 @@ class DeviceBuffer:
     keepalive: Any = None
 
 
-@dataclass
+@dataclass(eq=False)
 class LaunchSpec:
     """What one launch needs: the program, its buffers in argument order, its sync block.
+
+    A backend may check and pack a spec once and reuse that for every launch
+    of the same spec object: make a new spec to launch on other buffers.
 
     ``sync`` (``EncodedProgram.sync_bytes``, zeroed once) holds the launch
     state and the global counters; every launch advances it on the device,
