@@ -17,58 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from vdir.frontend.builder import ProgramBuilder
-
-
-def _split(total: int, parts: int, what: str) -> int:
-    if parts <= 0 or total % parts:
-        raise ValueError(f"{what} = {total} does not split into {parts} equal chunks")
-    return total // parts
-
-
-def _tiles(total: int, rows: int, what: str) -> int:
-    if rows <= 0 or total % rows:
-        raise ValueError(f"{what} = {total} is not a multiple of the {rows}-row tile")
-    return total // rows
-
-
-def _chunked_gemv(
-    b: ProgramBuilder,
-    w: SSAValue,
-    row: SSAValue,
-    rows: int,
-    xs: list[SSAValue],
-    prefix: str,
-    partial: str,
-    result: str,
-) -> SSAValue:
-    """A gemv over K chunks: f32 partial sums, the last chunk rounds to bf16.
-
-    ``xs`` are the K chunks of the vector; weight chunk ``c`` is loaded as
-    ``%{prefix}{c}`` right before its gemv (so only the chunk in use must be
-    live) and the partial sums are ``%{partial}{c}``.
-    """
-    kc = xs[0].type.dims[1]  # type: ignore[attr-defined]
-    acc = None
-    n = len(xs)
-    for c, x in enumerate(xs):
-        wt = b.load(w, (row, c * kc), (rows, kc), name=f"{prefix}{c}")
-        last = c == n - 1
-        ins = [wt, x] if acc is None else [wt, x, acc]
-        acc = b.compute(
-            "gemv",
-            ins,
-            out_dtype=None if last else "f32",
-            name=result if last else f"{partial}{c}",
-        )
-    assert acc is not None
-    return acc
-
-
-def _load_chunks(
-    b: ProgramBuilder, buf: SSAValue, row: int | SSAValue, n: int, chunks: int, prefix: str
-) -> list[SSAValue]:
-    kc = _split(n, chunks, "K")
-    return [b.load(buf, (row, c * kc), (1, kc), name=f"{prefix}{c}") for c in range(chunks)]
+from vdir.frontend.layers import chunked_gemv, load_chunks, mlp_layer, split_evenly, tile_count
 
 
 def build_gemv(
@@ -88,10 +37,10 @@ def build_gemv(
     w = b.buffer("w", (M, K), "bf16")
     x = b.buffer("x", (1, K), "bf16")
     y = b.buffer("y", (1, M), "bf16")
-    xs = _load_chunks(b, x, 0, K, k_chunks, "x")
-    with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+    xs = load_chunks(b, x, 0, K, k_chunks, "x")
+    with b.repeat(0, tile_count(M, rows_per_tile, "M"), name="i") as i:
         r = b.affine(i, scale=rows_per_tile, name="r")
-        yt = _chunked_gemv(b, w, r, rows_per_tile, xs, "w", "p", "yt")
+        yt = chunked_gemv(b, w, r, rows_per_tile, xs, "w", "p", "yt")
         b.store(yt, y, (0, r), name="done")
     return b.finish()
 
@@ -116,63 +65,12 @@ def build_rmsnorm_gemv(
     xt = b.load(x, (0, 0), (1, K), name="xt")
     gt = b.load(g, (0, 0), (1, K), name="gt")
     xn = b.compute("rmsnorm", [xt, gt], params={"eps": eps}, name="xn")
-    with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+    with b.repeat(0, tile_count(M, rows_per_tile, "M"), name="i") as i:
         r = b.affine(i, scale=rows_per_tile, name="r")
         wt = b.load(w, (r, 0), (rows_per_tile, K), name="wt")
         yt = b.compute("gemv", [wt, xn], name="yt")
         b.store(yt, y, (0, r), name="done")
     return b.finish()
-
-
-def _mlp_layer(
-    b: ProgramBuilder,
-    bufs: dict[str, SSAValue],
-    layer: SSAValue | None,
-    hidden: int,
-    inter: int,
-    up_rows: int,
-    down_rows: int,
-    down_chunks: int,
-    eps: float,
-) -> None:
-    """One MLP block; ``layer`` is the layer index of a stack (None: one block).
-
-    In a stack the residual stream ``hs`` holds one row per layer boundary
-    (layer l reads row l and writes row l + 1) and the stacked weights hold
-    the layer's rows at ``l * rows``.
-    """
-    stacked = layer is not None
-    h, g, wg, wu, wd, act = (bufs[k] for k in ("h", "g", "wg", "wu", "wd", "act"))
-    out = bufs["out"]
-    row = layer if stacked else 0
-    ht = b.load(h, (row, 0), (1, hidden), name="ht")
-    gt = b.load(g, (row, 0), (1, hidden), name="gt")
-    xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
-
-    # gate and up projections, silu_mul, into the act scratch row
-    with b.repeat(0, _tiles(inter, up_rows, "intermediate"), name="j") as j:
-        if stacked:
-            wrow = b.linear([(layer, inter), (j, up_rows)], name="wrow")
-        rj = b.affine(j, scale=up_rows, name="rj")
-        wgt = b.load(wg, (wrow if stacked else rj, 0), (up_rows, hidden), name="wgt")
-        wut = b.load(wu, (wrow if stacked else rj, 0), (up_rows, hidden), name="wut")
-        gate = b.compute("gemv", [wgt, xn], name="gate")
-        up = b.compute("gemv", [wut, xn], name="up")
-        a = b.compute("silu_mul", [gate, up], name="a")
-        b.store(a, act, (row, rj), name="a_saved")
-
-    # down projection over the act row (read after the writes above: the
-    # dependency analysis orders it through the act buffer), plus residual
-    avec = _load_chunks(b, act, row, inter, down_chunks, "act")
-    out_row = b.affine(layer, offset=1, name="next") if stacked else 0
-    with b.repeat(0, _tiles(hidden, down_rows, "hidden"), name="k") as k:
-        if stacked:
-            drow = b.linear([(layer, hidden), (k, down_rows)], name="drow")
-        rk = b.affine(k, scale=down_rows, name="rk")
-        d = _chunked_gemv(b, wd, drow if stacked else rk, down_rows, avec, "wd", "dp", "d")
-        res = b.load(h, (row, rk), (1, down_rows), name="res")
-        o = b.compute("add", [d, res], name="o")
-        b.store(o, out, (out_row, rk), name="o_saved")
 
 
 def build_mlp_block(
@@ -200,7 +98,7 @@ def build_mlp_block(
         "act": b.buffer("act", (1, intermediate), "bf16"),
         "out": b.buffer("out", (1, hidden), "bf16"),
     }
-    _mlp_layer(b, bufs, None, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+    mlp_layer(b, bufs, None, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
     return b.finish()
 
 
@@ -235,7 +133,7 @@ def build_mlp_stack(
         "out": hs,
     }
     with b.repeat(0, layers, name="l") as layer:
-        _mlp_layer(b, bufs, layer, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+        mlp_layer(b, bufs, layer, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
     return b.finish()
 
 
@@ -261,7 +159,7 @@ def build_split_k_gemv(
     output too: the per-chunk sums can be inspected.
     """
     b = ProgramBuilder("split_k_gemv", target=target)
-    kc = _split(K, splits, "K")
+    kc = split_evenly(K, splits, "K")
     w = b.buffer("w", (M, K), "bf16")
     x = b.buffer("x", (1, K), "bf16")
     partials = b.buffer("partials", (splits, M), "f32")
@@ -269,12 +167,12 @@ def build_split_k_gemv(
     with b.repeat(0, splits, name="s") as s:
         k = b.affine(s, scale=kc, name="k")
         xs = b.load(x, (0, k), (1, kc), name="xs")
-        with b.repeat(0, _tiles(M, rows_per_tile, "M"), name="i") as i:
+        with b.repeat(0, tile_count(M, rows_per_tile, "M"), name="i") as i:
             r = b.affine(i, scale=rows_per_tile, name="r")
             wt = b.load(w, (r, k), (rows_per_tile, kc), name="wt")
             pt = b.compute("gemv", [wt, xs], out_dtype="f32", name="pt")
             b.store(pt, partials, (s, r), name="stored")
-    with b.repeat(0, _tiles(M, combine_cols, "M"), name="j") as j:
+    with b.repeat(0, tile_count(M, combine_cols, "M"), name="j") as j:
         c = b.affine(j, scale=combine_cols, name="c")
         parts = b.load(partials, (0, c), (splits, combine_cols), name="parts")
         yt = b.compute("sum_rows", [parts], out_dtype="bf16", name="yt")

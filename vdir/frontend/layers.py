@@ -1,0 +1,126 @@
+"""Pieces of programs that several builders share: tile counts, chunked gemvs, a Llama MLP layer.
+
+:mod:`vdir.frontend.examples` and :mod:`vdir.frontend.llama` build their
+programs from these, so that a change to how a gemv is chunked or an MLP is
+tiled is made once.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir.frontend.builder import Offset, ProgramBuilder
+
+
+def split_evenly(total: int, parts: int, what: str) -> int:
+    """``total / parts``; a :class:`ValueError` naming ``what`` unless it divides evenly."""
+    if parts <= 0 or total % parts:
+        raise ValueError(f"{what} = {total} does not split into {parts} equal chunks")
+    return total // parts
+
+
+def tile_count(total: int, rows: int, what: str) -> int:
+    """How many ``rows``-row tiles cover ``total`` rows; a :class:`ValueError` naming ``what`` unless exactly."""
+    if rows <= 0 or total % rows:
+        raise ValueError(f"{what} = {total} is not a multiple of the {rows}-row tile")
+    return total // rows
+
+
+def chunked_gemv(
+    b: ProgramBuilder,
+    w: SSAValue,
+    row: SSAValue,
+    rows: int,
+    xs: list[SSAValue],
+    prefix: str,
+    partial: str,
+    result: str,
+) -> SSAValue:
+    """A gemv over K chunks: f32 partial sums, the last chunk rounds to bf16.
+
+    ``xs`` are the K chunks of the vector; weight chunk ``c`` is loaded as
+    ``%{prefix}{c}`` right before its gemv (so only the chunk in use must be
+    live) and the partial sums are ``%{partial}{c}``.
+    """
+    kc = xs[0].type.dims[1]  # type: ignore[attr-defined]
+    acc = None
+    n = len(xs)
+    for c, x in enumerate(xs):
+        wt = b.load(w, (row, c * kc), (rows, kc), name=f"{prefix}{c}")
+        last = c == n - 1
+        ins = [wt, x] if acc is None else [wt, x, acc]
+        acc = b.compute(
+            "gemv",
+            ins,
+            out_dtype=None if last else "f32",
+            name=result if last else f"{partial}{c}",
+        )
+    assert acc is not None
+    return acc
+
+
+def load_chunks(
+    b: ProgramBuilder, buf: SSAValue, row: int | SSAValue, n: int, chunks: int, prefix: str
+) -> list[SSAValue]:
+    """``chunks`` equal 1-row tiles of ``buf``'s row ``row`` (``n`` columns), named ``%{prefix}{c}``."""
+    kc = split_evenly(n, chunks, "K")
+    return [b.load(buf, (row, c * kc), (1, kc), name=f"{prefix}{c}") for c in range(chunks)]
+
+
+def mlp_layer(
+    b: ProgramBuilder,
+    bufs: dict[str, SSAValue],
+    layer: SSAValue | None,
+    hidden: int,
+    inter: int,
+    up_rows: int,
+    down_rows: int,
+    down_chunks: int,
+    eps: float,
+    *,
+    in_row: Offset | None = None,
+    out_row: Offset | None = None,
+) -> None:
+    """One MLP block; ``layer`` is the layer index of a stack (None: one block).
+
+    In a stack the residual stream ``hs`` holds one row per layer boundary
+    (layer l reads row l and writes row l + 1, unless ``in_row`` /
+    ``out_row`` say otherwise) and the stacked weights hold the layer's rows
+    at ``l * rows``; the layer's norm weight and ``act`` row are row l.
+    """
+    stacked = layer is not None
+    h, g, wg, wu, wd, act = (bufs[k] for k in ("h", "g", "wg", "wu", "wd", "act"))
+    out = bufs["out"]
+    row = layer if stacked else 0
+    h_row = row if in_row is None else in_row
+    ht = b.load(h, (h_row, 0), (1, hidden), name="ht")
+    gt = b.load(g, (row, 0), (1, hidden), name="gt")
+    xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
+
+    # gate and up projections, silu_mul, into the act scratch row
+    with b.repeat(0, tile_count(inter, up_rows, "intermediate"), name="j") as j:
+        if stacked:
+            wrow = b.linear([(layer, inter), (j, up_rows)], name="wrow")
+        rj = b.affine(j, scale=up_rows, name="rj")
+        wgt = b.load(wg, (wrow if stacked else rj, 0), (up_rows, hidden), name="wgt")
+        wut = b.load(wu, (wrow if stacked else rj, 0), (up_rows, hidden), name="wut")
+        gate = b.compute("gemv", [wgt, xn], name="gate")
+        up = b.compute("gemv", [wut, xn], name="up")
+        a = b.compute("silu_mul", [gate, up], name="a")
+        b.store(a, act, (row, rj), name="a_saved")
+
+    # down projection over the act row (read after the writes above: the
+    # dependency analysis orders it through the act buffer), plus residual
+    avec = load_chunks(b, act, row, inter, down_chunks, "act")
+    if out_row is None:
+        out_row = b.affine(layer, offset=1, name="next") if layer is not None else 0
+    with b.repeat(0, tile_count(hidden, down_rows, "hidden"), name="k") as k:
+        if stacked:
+            drow = b.linear([(layer, hidden), (k, down_rows)], name="drow")
+        rk = b.affine(k, scale=down_rows, name="rk")
+        d = chunked_gemv(b, wd, drow if stacked else rk, down_rows, avec, "wd", "dp", "d")
+        res = b.load(h, (h_row, rk), (1, down_rows), name="res")
+        o = b.compute("add", [d, res], name="o")
+        b.store(o, out, (out_row, rk), name="o_saved")
+
+
