@@ -1060,9 +1060,11 @@ class Simulation:
         """The read of ``tile`` sees the bytes of the writer program order gives it (:class:`SlotSources`)."""
         if sources is None:
             return
-        held_by = self.slot_writer[sm]
+        held_by, skipped = self.slot_writer[sm], self.skipped[sm]
         for b0, b1, candidates in sources.segments:
-            expected = next(c for c in candidates if c not in self.skipped[sm])
+            expected = candidates[0]
+            if expected in skipped:
+                expected = next(c for c in candidates if c not in skipped)
             held = held_by[b0:b1]
             if expected == UNKNOWN_WRITER or (held == expected).all():
                 continue
