@@ -1,6 +1,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=DEFAULT
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-path=lsu}' | filecheck %s --check-prefix=LSU
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{release_fence=true compute-warps=4}' | filecheck %s --check-prefix=FENCE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{trace=true}' | filecheck %s --check-prefix=TRACE
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{no-such-option=1}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-path=dma}' 2>&1 | filecheck %s --check-prefix=VALUE
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{split-copies=33}' 2>&1 | filecheck %s --check-prefix=RANGE
@@ -13,7 +14,10 @@
 // stderr naming it (an unknown one lists the known ones), checked before the
 // input is read, and no PTX is printed.
 
+// DEFAULT:     .param .u64 p_scalars
+// DEFAULT-NEXT: )
 // DEFAULT:     mbarrier.init.shared::cta.b64 [{{.*}}], 1;
+// DEFAULT-NOT: %globaltimer;
 // DEFAULT-NOT: fence.acq_rel.gpu
 // DEFAULT:     cp.async.bulk
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
@@ -21,7 +25,23 @@
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, compute_warps, tensor_copies, release_fence)
+// trace: the trace buffer is the last parameter; each engine stamps %globaltimer
+// at an instruction's start (word 0) and end (word 1), 16 bytes per instruction
+// TRACE:       .param .u64 p_scalars,
+// TRACE-NEXT:  .param .u64 p_trace
+// TRACE-NEXT:  )
+// TRACE:       ld.param.u64 [[P:%rd[0-9]+]], [p_trace];
+// TRACE:       cvta.to.global.u64 [[BUF:%rd[0-9]+]], [[P]];
+// TRACE:       mov.u64 [[T:%rd[0-9]+]], %globaltimer;
+// TRACE-NEXT:  add.u32 [[I:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
+// TRACE-NEXT:  mul.wide.u32 [[O:%rd[0-9]+]], [[I]], 16;
+// TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
+// TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]], [[T]];
+// TRACE:       red.release.gpu.global.add.u32
+// TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
+// TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
+
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, compute_warps, tensor_copies, release_fence, trace)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

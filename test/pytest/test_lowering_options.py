@@ -22,7 +22,7 @@ from vdir.tools.targets import PTXTarget
 def test_defaults_are_the_tuned_choice():
     opts = LoweringOptions()
     assert (opts.split_copies, opts.load_path, opts.fetch_depth) == (1, "bulk", 8)
-    assert (opts.compute_warps, opts.tensor_copies, opts.release_fence) == (0, True, False)
+    assert (opts.compute_warps, opts.tensor_copies, opts.release_fence, opts.trace) == (0, True, False, False)
     assert opts.tensor_copies_enabled and not opts.lsu_loads
     assert opts.changed() == {}
 
@@ -53,7 +53,7 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"compute_warps, tensor_copies, release_fence\)"),
+                        r"compute_warps, tensor_copies, release_fence, trace\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),
@@ -64,6 +64,7 @@ def test_tensor_copies_need_the_bulk_path():
          rf"compute_warps must be in 0\.\.{MAX_COMPUTE_WARPS} \(0: the target's\)"),
         ({"tensor_copies": 2}, r"tensor_copies must be true or false \(or 1 or 0\), got 2"),
         ({"release_fence": "yes"}, r"release_fence must be true or false \(or 1 or 0\), got 'yes'"),
+        ({"trace": "on"}, r"trace must be true or false \(or 1 or 0\), got 'on'"),
     ],
 )
 def test_bad_options_are_one_line_errors(values, message):
@@ -100,6 +101,6 @@ def test_ptx_target_spec_round_trip():
 
 def test_explicit_defaults_lower_as_no_options():
     prog = family_program("add", [(1, 64), (1, 64)], ["bf16", "bf16"], (1, 64))
-    explicit = LoweringOptions.parse("split_copies=1 load_path=bulk")
+    explicit = LoweringOptions.parse("split_copies=1 load_path=bulk trace=0")
     assert lower_to_ptx(prog, "h200") == lower_to_ptx(prog, "h200", explicit)
     assert lower_to_ptx(prog, "h200") != lower_to_ptx(prog, "h200", LoweringOptions(release_fence=True))

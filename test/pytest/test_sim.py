@@ -23,6 +23,7 @@ from vdir.device_runtime.sim import (
     SimRaceError,
     simulate,
 )
+from vdir.device_runtime.trace import check_tracks
 from vdir.families import DTYPE_BYTES, FAMILIES, ParamWords
 from vdir.target import EngineKind, get_target
 from vdir.testing.assembler import ProgramAssembler
@@ -433,7 +434,8 @@ def test_malformed_programs_are_rejected_with_the_micro_op_named():
 # ---------------------------------------------------------------------------
 
 
-def test_trace_is_valid_chrome_json_with_one_track_per_engine(tmp_path):
+def test_trace_is_valid_chrome_json_with_a_track_per_engine_and_load_in_flight(tmp_path):
+    """Both SMs keep their two loads in flight together: two load tracks, no slice overlaps another."""
     w, x = gemv_inputs(1)
     arrays = [w, x, np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
     program = cross_sm_program().build()
@@ -443,7 +445,8 @@ def test_trace_is_valid_chrome_json_with_one_track_per_engine(tmp_path):
     data = json.loads(path.read_text())
     events = data["traceEvents"]
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert threads == {(sm, e): n for sm in range(2) for e, n in enumerate(("load", "compute", "store"))}
+    tracks = ("load #0", "load #1", "compute", "store")
+    assert threads == {(sm, t): n for sm in range(2) for t, n in enumerate(tracks)}
     processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert processes == {0: "SM 0", 1: "SM 1"}
     spans = [e for e in events if e["ph"] == "X"]
@@ -454,6 +457,7 @@ def test_trace_is_valid_chrome_json_with_one_track_per_engine(tmp_path):
     store = by_name["store %h -> @h"]
     assert by_name["%h1 = load @h"]["ts"] >= store["ts"] + store["dur"]
     assert all(s["dur"] > 0 for s in spans)
+    check_tracks(data)
 
 
 # ---------------------------------------------------------------------------

@@ -82,7 +82,8 @@ def test_trace_is_written(gemv_file, tmp_path, capsys):
     status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--trace", tmp_path / "t.json")
     assert status == 0, err
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
-    assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} == {"load", "compute", "store"}
+    tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"load #0", "load #1", "compute", "store"} <= tracks  # a track per load in flight
     assert sum(e["ph"] == "X" for e in events) >= 4
 
 
@@ -217,9 +218,28 @@ def test_lowering_options_are_accepted_on_the_simulator(capsys, gemv_file):
     assert "check passed" in out
 
 
-def test_trace_needs_the_simulator(capsys, gemv_file, tmp_path):
-    status, _, err = run_main(capsys, gemv_file, "--backend", "cuda", "--trace", tmp_path / "t.json")
-    assert_one_line_error(status, err, "--trace needs the sim backend")
+def test_trace_turns_the_lowering_option_on_for_the_gpu():
+    from vdir.lowering.options import LoweringOptions
+
+    assert vdir_run._lowering_options(None, trace=True) == LoweringOptions(trace=True)
+    assert vdir_run._lowering_options("load_path=lsu trace=0", trace=True) == LoweringOptions(load_path="lsu", trace=True)
+    assert vdir_run._lowering_options(None) is None
+
+
+@pytest.mark.gpu
+def test_trace_is_measured_on_the_gpu(capsys, gemv_file, tmp_path):
+    from vdir.device_runtime import backend_status
+    from vdir.device_runtime.trace import check_tracks
+
+    ok, why = backend_status("cuda")
+    if not ok:
+        pytest.skip(f"backend 'cuda' unavailable: {why}")
+    status, out, err = run_main(capsys, gemv_file, "--backend", "cuda", "--check", "--trace", tmp_path / "t.json")
+    assert status == 0, err
+    assert "check passed" in out
+    data = json.loads((tmp_path / "t.json").read_text())
+    check_tracks(data)
+    assert data["otherData"]["clock"].startswith("measured") and any(e["ph"] == "X" for e in data["traceEvents"])
 
 
 @pytest.mark.parametrize("option", ["--trace", "--outputs"])

@@ -32,8 +32,9 @@ reports:
   regions, operands that do not fit a family.
 
 It also records a trace with a logical clock (a simple cost model: bytes over
-bandwidth for loads and stores, flops and shared-memory bytes for computes),
-exported in Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
+bandwidth for loads and stores, flops and shared-memory bytes for computes)
+in the trace model of :mod:`vdir.device_runtime.trace`, exported in
+Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 """
 
 from __future__ import annotations
@@ -41,13 +42,11 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
-import json
 import math
 import random
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -61,6 +60,8 @@ from vdir.device_runtime.platform import (
     Platform,
     PlatformError,
 )
+from vdir.device_runtime.tensors import TensorView
+from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
 from vdir.target import EngineKind, TargetDescription, get_target
 
@@ -559,37 +560,11 @@ def _global_view(buf: np.ndarray, region: Region) -> np.ndarray:
 
 
 @dataclass
-class SimTrace:
-    """What ran where and when, in the logical time of the cost model (µs)."""
+class SimTrace(Trace):
+    """A simulated launch's trace (:class:`~vdir.device_runtime.trace.Trace`), in the logical time of
+    the cost model (µs)."""
 
-    program: isa.EncodedProgram
-    events: list[tuple[int, int, int, float, float]]  # sm, engine, uop id, start, duration
-
-    @property
-    def makespan_us(self) -> float:
-        """Logical end time of the last micro-op."""
-        return max((start + dur for *_, start, dur in self.events), default=0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        """Chrome/Perfetto trace: one process per SM, one thread per engine."""
-        names = self.program.uop_names
-        names_of_engines = get_target(self.program.target).engine_names
-        out: list[dict[str, Any]] = []
-        for sm in range(self.program.num_sms):
-            out.append({"ph": "M", "name": "process_name", "pid": sm, "tid": 0, "args": {"name": f"SM {sm}"}})
-            out.append({"ph": "M", "name": "process_sort_index", "pid": sm, "tid": 0, "args": {"sort_index": sm}})
-            for engine, label in enumerate(names_of_engines):
-                out.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": engine, "args": {"name": label}})
-        for sm, engine, uop, start, dur in self.events:
-            out.append({
-                "ph": "X", "pid": sm, "tid": engine, "ts": round(start, 4), "dur": round(dur, 4),
-                "name": names.get(uop, f"micro-op #{uop}"), "cat": names_of_engines[engine],
-            })
-        return {"traceEvents": out, "displayTimeUnit": "ns"}
-
-    def write(self, path: str | Path) -> None:
-        """Write :meth:`to_json` to ``path``."""
-        Path(path).write_text(json.dumps(self.to_json()))
+    clock: str = "modelled: the simulator's cost model"
 
 
 # ---------------------------------------------------------------------------
@@ -667,15 +642,16 @@ class Simulation:
     """One launch of a decoded program over host byte arrays.
 
     ``buffers`` are the program's arguments as uint8 arrays (modified in
-    place), ``counters`` the u32 global counters (modified in place).
+    place), ``sync`` the program's sync block (u32, modified in place): the
+    launch state (``isa.SYNC_*``; the epoch is launches done + 1, advanced at
+    the end of a launch that completes) and the global counters.
     """
 
     def __init__(
         self,
         decoded: DecodedProgram,
         buffers: list[np.ndarray],
-        counters: np.ndarray,
-        epoch: int = 1,
+        sync: np.ndarray,
         seed: int = 0,
         load_window: int = DEFAULT_LOAD_WINDOW,
         check_races: bool = True,
@@ -686,9 +662,16 @@ class Simulation:
         if len(scalars) != len(prog.scalars):
             raise PlatformError(f"the program takes {len(prog.scalars)} scalars, the launch gives {len(scalars)}")
         self.scalars = [int(v) for v in scalars]
+        for sc, v in zip(prog.scalars, self.scalars, strict=True):
+            if not sc.lo <= v < sc.hi:  # the kernel's prologue check (a device-written block)
+                raise PlatformError(f"launch-time scalar '{sc.name}' = {v} is outside its range {sc.lo} to {sc.hi}")
         self.buffers = buffers
-        self.counters = counters
-        self.epoch = epoch
+        if len(sync) != isa.sync_block_words(prog.num_counters):
+            raise PlatformError(f"the sync block has {len(sync)} words; the program's has "
+                                f"{isa.sync_block_words(prog.num_counters)}")
+        self.sync = sync
+        self.counters = sync[isa.SYNC_HEADER_WORDS:]
+        self.epoch = (int(sync[isa.SYNC_LAUNCHES_DONE]) + 1) % isa.COUNTER_MODULUS
         self.rng = random.Random(seed)
         self.load_window = max(int(load_window), 1)
         self.check_races = check_races
@@ -723,9 +706,9 @@ class Simulation:
         self.engine_free = [0.0] * self.num_engines
         self.load_ends: list[list[float]] = [[] for _ in range(n)]  # per SM, in queue order
         self.bit_time: dict[tuple[int, int], float] = {}
-        self.counter_base = [int(c) for c in counters]
+        self.counter_base = [int(c) for c in self.counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
-        self.events: list[tuple[int, int, int, float, float]] = []
+        self.events: list[TraceEvent] = []
         # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//E's oldest load
         self.ready: list[int] = []
         self.ready_index: dict[int, int] = {}
@@ -753,6 +736,7 @@ class Simulation:
                 f"{self._name(g, pos)} reads shared memory [{tile.smem}, {tile.smem + tile.nbytes}) "
                 f"of SM {sm}, which no micro-op wrote before it"
             )
+        self.sync[isa.SYNC_LAUNCHES_DONE] = self.epoch
         return SimTrace(self.decoded.program, self.events)
 
     def _set_ready(self, action: int, ready: bool) -> None:
@@ -772,7 +756,7 @@ class Simulation:
         queue, pos = self.queues[g], self.head[g]
         if pos < len(queue) and queue[pos].wait_counter >= 0:
             op = queue[pos]
-            heapq.heappush(self.counter_waiters[op.wait_counter], (self.epoch * op.wait_count, g))
+            heapq.heappush(self.counter_waiters[op.wait_counter], (self._needed(op), g))
         self._update_start(g)
 
     def _update_start(self, g: int) -> None:
@@ -789,7 +773,16 @@ class Simulation:
             return False
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             return False
-        return op.wait_counter < 0 or int(self.counters[op.wait_counter]) >= self.epoch * op.wait_count
+        return op.wait_counter < 0 or self._released(op.wait_counter) >= self._needed(op)
+
+    def _released(self, counter: int) -> int:
+        """Releases of ``counter`` in this launch so far."""
+        return (int(self.counters[counter]) - self.counter_base[counter]) % isa.COUNTER_MODULUS
+
+    def _needed(self, op: Op) -> int:
+        """Releases of ``op``'s counter in this launch that its wait needs (wrap-safe, may be <= 0)."""
+        short = (self.epoch * op.wait_count - self.counter_base[op.wait_counter]) % isa.COUNTER_MODULUS
+        return short - isa.COUNTER_MODULUS if short >= isa.COUNTER_MODULUS // 2 else short
 
     # ---- micro-op execution -------------------------------------------
     def _start(self, g: int) -> None:
@@ -808,7 +801,7 @@ class Simulation:
                 self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
             self.engine_free[g] = end
-            self.events.append((sm, engine, op.uop_id, start, end - start))
+            self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
             self.clock[g, g] = op.pos + 1
             self._complete(g, sm, op, self.clock[g], end)
         self.head[g] += 1
@@ -828,7 +821,7 @@ class Simulation:
                 np.maximum(self.clock[g], bit_clock, out=self.clock[g])
         if op.wait_counter >= 0:
             c = op.wait_counter
-            needed = self.epoch * op.wait_count - self.counter_base[c]
+            needed = self._needed(op)
             if needed > 0 and self.release_times[c]:
                 ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
             self._join_releases(g, c, needed)
@@ -873,7 +866,7 @@ class Simulation:
             joined = self.release_clocks[c]
             joined.append(np.maximum(joined[-1], clock) if joined else clock.copy())
             bisect.insort(self.release_times[c], end)
-            waiters, value = self.counter_waiters[c], int(self.counters[c])
+            waiters, value = self.counter_waiters[c], self._released(c)
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
 
@@ -909,7 +902,7 @@ class Simulation:
         # bytes land after the latency, one load after the other at the SM's bandwidth share
         previous = self.load_ends[sm][-1] if self.load_ends[sm] else 0.0
         end = max(start + op.latency_us, previous) + op.busy_us
-        self.events.append((sm, self.load_engine, op.uop_id, start, end - start))
+        self.events.append(TraceEvent(sm, self.load_engine, op.uop_id, op.pos, start, end - start))
         self.load_ends[sm].append(end)
         self._complete(g, sm, op, done, end)
         self._update_start(g)  # a window slot is free again
@@ -1187,8 +1180,9 @@ class Simulation:
             )
             reasons.append(f"dependency bits {bits} (wait mask {op.wait_mask:#x}, bitmap {self.bitmap[sm]:#x})")
         if op.wait_counter >= 0:
-            value, wanted = int(self.counters[op.wait_counter]), self.epoch * op.wait_count
-            if value < wanted:
+            value = int(self.counters[op.wait_counter])
+            wanted = self.epoch * op.wait_count % isa.COUNTER_MODULUS
+            if not isa.counter_reached(value, wanted):
                 reasons.append(f"counter {op.wait_counter} >= {wanted} (is {value})")
         return " and ".join(reasons) or "nothing (internal error)"
 
@@ -1242,6 +1236,14 @@ class SimPlatform(Platform):
     def free(self, buf: DeviceBuffer) -> None:
         self._live.discard(id(buf.handle))
         buf.handle = None
+        buf.keepalive = None
+
+    def wrap(self, view: TensorView) -> DeviceBuffer:
+        """A caller's host array as a buffer (the simulator's memory is the host's); nothing is copied."""
+        if view.host is None:
+            raise PlatformError(f"it is on {view.device}; the simulator runs on host (numpy) memory")
+        data = view.host.reshape(-1).view(np.uint8)
+        return DeviceBuffer(data, data.nbytes, self, owned=False, keepalive=view.keepalive)
 
     def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         data = _host_bytes(host, buf.nbytes)
@@ -1250,8 +1252,22 @@ class SimPlatform(Platform):
     def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         _host_bytes(host, buf.nbytes)[...] = buf.handle
 
-    def fill_zero(self, buf: DeviceBuffer) -> None:
+    def fill_zero(self, buf: DeviceBuffer, stream: Any = None) -> None:
+        """Zero now (the simulator has no streams: ``stream`` must be None)."""
+        self.stream_handle(stream)
         buf.handle[...] = 0
+
+    def write_words(self, buf: DeviceBuffer, values: Sequence[int], stream: Any = None) -> None:
+        """Write s32 ``values`` now."""
+        self.stream_handle(stream)
+        buf.handle.view(np.int32)[: len(values)] = values
+
+    def copy_device(self, dst: DeviceBuffer, src: DeviceBuffer, stream: Any = None) -> None:
+        """Copy now."""
+        self.stream_handle(stream)
+        if dst.nbytes != src.nbytes:
+            raise PlatformError(f"copy_device: {src.nbytes} bytes into a buffer of {dst.nbytes}")
+        dst.handle[...] = src.handle
 
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> DecodedProgram:
         """Decode and validate the queues once; the result is reused by every launch.
@@ -1259,8 +1275,9 @@ class SimPlatform(Platform):
         ``options`` (how a GPU kernel would issue the work) change nothing here."""
         return decode_program(program, self._target)
 
-    def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:
-        """Run the whole launch now (the simulator is synchronous)."""
+    def launch(self, artifact: DecodedProgram, spec: LaunchSpec, stream: Any = None) -> None:
+        """Run the whole launch now (the simulator is synchronous and has no streams)."""
+        self.stream_handle(stream)
         self._trace = self._run(artifact, spec)
 
     @staticmethod
@@ -1270,12 +1287,12 @@ class SimPlatform(Platform):
         sim = Simulation(
             artifact,
             [b.handle for b in spec.buffers],
-            spec.counters.handle.view(np.uint32),
-            epoch=spec.epoch,
+            spec.sync.handle.view(np.uint32),
             seed=int(opts.get("seed", 0)),
             load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
             check_races=bool(opts.get("check_races", True)),
-            scalars=spec.scalars,
+            scalars=tuple(int(v) for v in spec.scalars.handle.view(np.int32)[: len(spec.program.scalars)])
+            if spec.scalars is not None else (),
         )
         return sim.run()
 
@@ -1285,13 +1302,14 @@ class SimPlatform(Platform):
     def time_launches(self, artifact: DecodedProgram, spec: LaunchSpec, iterations: int) -> list[float]:
         """Modelled (not measured) time per launch in µs, from the trace's cost model."""
         times = []
-        for i in range(iterations):
-            self._trace = self._run(
-                artifact,
-                LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options, spec.scalars),
-            )
+        for _ in range(iterations):
+            self._trace = self._run(artifact, spec)
             times.append(self._trace.makespan_us)
         return times
+
+    def trace_unavailable(self, artifact: DecodedProgram) -> str:
+        """Every simulated launch records a trace."""
+        return ""
 
     def last_trace(self) -> SimTrace | None:
         """The trace of the most recent successful launch, or None."""
@@ -1326,6 +1344,6 @@ def simulate(
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
     raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
-    counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
-    return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races,
+    sync = np.zeros(isa.sync_block_words(program.num_counters), dtype=np.uint32)
+    return Simulation(decoded, raw, sync, seed=seed, load_window=load_window, check_races=check_races,
                       scalars=scalars).run()

@@ -15,7 +15,7 @@ tools and ``vdir.compile`` build one from what the user wrote:
 Names may be spelled with ``-`` or ``_``. Values may be given typed or as
 text (``"4"``, ``"true"``/``"false"``/``"1"``/``"0"`` for the flags). Changing an
 option never changes the program's results, only how its copies and
-synchronisation are issued.
+synchronisation are issued, or whether the kernel records a trace.
 """
 
 from __future__ import annotations
@@ -68,6 +68,14 @@ class LoweringOptions:
 
     release_fence: bool = False
     """Put a (redundant) ``fence.acq_rel.gpu`` before each ``red.release.gpu`` counter release."""
+
+    trace: bool = False
+    """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
+
+    The buffer is the extra last kernel parameter ``layout.TRACE_PARAM``
+    (``layout.TRACE_STAMPS`` u64 per instruction); the CUDA backend decodes
+    it into a trace of the launch. False: neither the parameter nor the
+    stamps are emitted."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

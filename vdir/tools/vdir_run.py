@@ -13,7 +13,8 @@ inputs: uniform over the int32 range). ``--check``
 compares every output with the reference evaluator and exits 1 on a
 mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly; i32 outputs stay int32). ``--trace`` writes the
-simulator's Chrome/Perfetto trace. ``--lowering`` sets the lowering options
+launch's Chrome/Perfetto trace: the simulator's, or on ``cuda`` the measured one
+(the lowering option ``trace`` is then turned on). ``--lowering`` sets the lowering options
 of a backend that lowers the program (``cuda``; checked on every backend).
 The file holds a source ``vdir.program`` (compiled here) or the one
 ``vdir.encoded_program`` that ``vdir-opt -p vdir-pipeline`` prints (run as
@@ -74,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                    help="a launch-time scalar's value (repeatable; default: random in its range)")
     p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
-    p.add_argument("--trace", metavar="JSON", help="write the simulator's Chrome/Perfetto trace (sim only)")
+    p.add_argument("--trace", metavar="JSON",
+                   help="write the launch's Chrome/Perfetto trace (cuda: lowered with the trace option)")
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
     p.add_argument("--num-sms", type=int, help="use only this many SMs")
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
@@ -269,13 +271,11 @@ def _encoded_program(
 def run(args: argparse.Namespace) -> int:
     """Compile, run, optionally save / trace / check; return the exit status."""
     backend = args.backend or default_backend()
-    if args.trace and backend != "sim":
-        raise RunError(f"error: --trace needs the sim backend (the '{backend}' backend records no trace)")
     if args.num_sms is not None and args.num_sms < 1:
         raise RunError("error: --num-sms must be at least 1")
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
-    lowering = _lowering_options(args.lowering)
+    lowering = _lowering_options(args.lowering, trace=bool(args.trace) and backend != "sim")
     for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
         if path:
             check_output_path(path, option)
@@ -335,16 +335,18 @@ def backend_line(backend: str, platform: object) -> str:
     return f"backend: {backend}" + (f" ({device})" if device else "")
 
 
-def _lowering_options(text: str | None) -> LoweringOptions | None:
-    """The ``--lowering`` options, checked before anything is compiled (None: not given)."""
-    if text is None:
+def _lowering_options(text: str | None, trace: bool = False) -> LoweringOptions | None:
+    """The ``--lowering`` options, checked before anything is compiled (None: not given);
+    with ``trace``, the lowering option ``trace`` on (a GPU kernel that stamps its trace)."""
+    if text is None and not trace:
         return None
     from vdir.lowering.options import LoweringOptions  # the lowering is imported only when asked for
 
     try:
-        return LoweringOptions.parse(text)
+        options = LoweringOptions.parse(text or "")
     except VdirError as e:
         raise RunError(f"error: --lowering: {e}") from None
+    return options.with_overrides(trace=True) if trace else options
 
 
 def _summary(name: str, array: np.ndarray) -> str:
@@ -361,7 +363,7 @@ def _summary(name: str, array: np.ndarray) -> str:
 
 
 def _write_trace(exe: Executable, path: str) -> None:
-    """Write the simulator's trace; a write failure is one line naming the file."""
+    """Write the launch's trace; a write failure is one line naming the file."""
     try:
         exe.trace(path)
     except OSError as e:

@@ -14,6 +14,7 @@ emits the fences and the acquire/release they justify):
 * ``fetch.py``: an engine's queue, instruction prefetch and field decoding;
 * ``sync.py``: waits, signals, the watchdog, the abort flag and error record;
 * ``copies.py``: tensor, bulk, ``lsu`` and ``st.global`` copies, the mbarrier ring;
+* ``trace.py``: the trace stamps of the lowering option ``trace``;
 * ``load_engine.py``, ``store_engine.py``, ``compute_engine.py``: the roles.
 """
 

@@ -15,6 +15,7 @@ from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, smem_fields
 from vdir.lowering.kernel.runtime_values import condition_holds
 from vdir.lowering.kernel.sync import report, signal, spin_wait
+from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
 
@@ -46,6 +47,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(sync, first_warp, neg=True)
     fw = fe.fields_at(pos)
     spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
+    stamp(c, start, pos, L.TRACE_START, leader)
     b.bra(sync)
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
@@ -63,12 +65,13 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     # every compute thread's shared-memory writes precede the leader's release
     b.raw("barrier.sync", bar_txt)
     signal(c, f.signal, f.rel, leader)
+    stamp(c, start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top, first_warp, neg=True)
     fe.advance(pos)
     b.bra(top)
     b.place(done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)
 
 
 def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int,

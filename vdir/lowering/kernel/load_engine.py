@@ -30,6 +30,7 @@ from vdir.lowering.kernel.copies import (
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
+from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
 
@@ -93,6 +94,7 @@ def _issue_next(s: LoadLoop) -> None:
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.retire, ready, neg=True)
+    stamp(c, s.start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
     # async-proxy read: fence.proxy.async.global, by each lane that issues a
@@ -178,6 +180,7 @@ def _retire_oldest(s: LoadLoop) -> None:
     rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
     slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.SMEM_RING_INFO)
     signal(c, b.pack64(slo, shi), srel, s.lane0)
+    stamp(c, s.start, s.ret, L.TRACE_END, s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("add.u32", "u32", s.ret, 1, dst=s.ret)
     _progress(s)
@@ -219,4 +222,4 @@ def _drain(s: LoadLoop) -> None:
     b.bra(dl)
     b.place(dd)
     b.place(s.done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)

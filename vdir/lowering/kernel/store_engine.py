@@ -5,11 +5,13 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from vdir import isa
+from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.copies import buffer_address, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import signal, spin_wait
+from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
 
@@ -35,17 +37,19 @@ def store_engine(c: Ctx) -> None:
     b.bra(done, b.setp("ge.u32", pos, count))
     f = fe.fields_at(pos)
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
+    stamp(c, start, pos, L.TRACE_START, lane0)
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
     b.bra(nxt, condition_holds(c, f), neg=True)  # skipped: no bytes, same signals
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
     _complete(c, f, lane0)
+    stamp(c, start, pos, L.TRACE_END, lane0)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     fe.advance(pos)
     b.bra(top)
     b.place(done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:

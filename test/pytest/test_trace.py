@@ -1,0 +1,218 @@
+"""Launch traces: the shared model, its track assignment and checker, and traces of real runs.
+
+The checker (:func:`vdir.device_runtime.trace.check_tracks`) is tested on
+crafted JSON first, so that its verdict on real traces means something: the
+simulator's traces of several examples, and (``-m gpu``, skipped without a
+device) a traced launch on the CUDA backend.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_ptx_lowering import assemble
+
+import vdir
+from vdir import isa
+from vdir.compiler import compile_module
+from vdir.device_runtime import backend_status
+from vdir.device_runtime.trace import Trace, TraceError, TraceEvent, check_tracks
+from vdir.families import DTYPES
+from vdir.isa import index_ranges
+from vdir.lowering import lower_to_ptx
+from vdir.testing.compare import compare_outputs
+from vdir.testing.reference import evaluate
+from vdir.tools.common import parse_module_file
+from vdir.tools.vdir_run import parse_scalars, random_inputs
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def slices(*spans: tuple[str, float, float], tid: int = 0) -> dict:
+    """Trace JSON with one named track holding ``(name, ts, dur)`` slices."""
+    meta = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": tid, "args": {"name": "load"}}]
+    events = [{"ph": "X", "pid": 0, "tid": tid, "name": n, "ts": ts, "dur": dur} for n, ts, dur in spans]
+    return {"traceEvents": meta + events}
+
+
+# ---------------------------------------------------------------------------
+# The checker
+# ---------------------------------------------------------------------------
+
+
+def test_checker_rejects_a_partial_overlap_naming_both_slices():
+    with pytest.raises(TraceError, match=r"SM 0 track 'load': slice 'b' \[2000, 5000\) ns partially overlaps 'a'"):
+        check_tracks(slices(("a", 1.0, 3.0), ("b", 2.0, 3.0)))
+
+
+def test_checker_rejects_a_partial_overlap_behind_a_nested_slice():
+    with pytest.raises(TraceError, match="slice 'c' .* partially overlaps 'a'"):
+        check_tracks(slices(("a", 0.0, 10.0), ("b", 1.0, 2.0), ("c", 5.0, 6.0)))
+
+
+def test_checker_rejects_a_negative_duration():
+    with pytest.raises(TraceError, match="slice 'a' ends before it starts"):
+        check_tracks(slices(("a", 3.0, -1.0)))
+
+
+def test_checker_accepts_touching_nested_and_zero_length_slices():
+    check_tracks(slices(("a", 0.0, 1.0), ("b", 1.0, 2.0), ("c", 1.5, 0.5), ("d", 3.0, 0.0), ("e", 3.0, 1.0)))
+    # float noise in ts + dur (0.1 + 0.2 > 0.3) is not an overlap
+    check_tracks(slices(("a", 0.1, 0.2), ("b", 0.3, 1.0)))
+
+
+def test_checker_keeps_tracks_apart():
+    data = slices(("a", 1.0, 3.0))
+    data["traceEvents"] += slices(("b", 2.0, 3.0), tid=1)["traceEvents"]
+    check_tracks(data)
+
+
+# ---------------------------------------------------------------------------
+# Track assignment
+# ---------------------------------------------------------------------------
+
+
+def gemv_program():
+    """The gemv example encoded for two SMs."""
+    return compile_module(parse_module_file(EXAMPLES / "gemv.mlir"), num_sms=2)
+
+
+def test_overlapping_micro_ops_get_one_track_each_first_free_track_first():
+    program = gemv_program()
+    events = [TraceEvent(0, 0, 0, 0, 0.0, 4.0), TraceEvent(0, 0, 1, 1, 1.0, 1.0), TraceEvent(0, 0, 2, 2, 2.5, 3.0),
+              TraceEvent(0, 1, 3, 0, 0.0, 1.0), TraceEvent(0, 1, 4, 1, 1.0, 1.0)]
+    data = Trace(program, events).to_json()
+    check_tracks(data)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"] if e["name"] == "thread_name"}
+    assert [names[0, t] for t in range(4)] == ["load #0", "load #1", "compute", "store"]
+    assert [names[1, t] for t in range(3)] == ["load", "compute", "store"]
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    # 0 and 1 overlap; 2 starts after 1 ended: back on track 1; the compute engine's touch
+    assert [(s["args"]["queue position"], names[0, s["tid"]]) for s in spans] == [
+        (0, "load #0"), (1, "load #1"), (2, "load #1"), (0, "compute"), (1, "compute")]
+    assert data["otherData"] == {"clock": "measured"}
+
+
+def test_rounding_to_the_export_grid_never_creates_an_overlap():
+    # each end rounds down to the next start, each start rounds up past the previous end
+    events = [TraceEvent(0, 0, k, k, k * 1.00046 + 0.00004, 1.00046) for k in range(200)]
+    data = Trace(gemv_program(), events).to_json()
+    check_tracks(data)
+    assert {e["tid"] for e in data["traceEvents"] if e["ph"] == "X"} == {0}
+
+
+def test_stamps_decode_relative_to_the_earliest_start_skipping_unrun_instructions():
+    program = gemv_program()
+    n = len(program.instrs)
+    starts, ends = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    first, count = program.queues[1][2]  # SM 1's store queue
+    starts[first], ends[first] = 10_000_500, 10_002_000
+    starts[first + count - 1], ends[first + count - 1] = 10_003_000, 10_003_000
+    starts[0] = 10_000_000  # started, never completed (an abort): left out
+    trace = Trace.from_stamps(program, starts, ends, "measured")
+    uop = lambda i: isa.UOP_ID.get(program.instrs[i])  # noqa: E731
+    assert trace.events == [TraceEvent(1, 2, uop(first), 0, 0.0, 1.5),
+                            TraceEvent(1, 2, uop(first + count - 1), count - 1, 2.5, 0.0)]
+    assert trace.makespan_us == 2.5
+
+
+# ---------------------------------------------------------------------------
+# The stamps in the kernel (lowering option trace)
+# ---------------------------------------------------------------------------
+
+#: what one stamp adds to the kernel, registers numbered away (:func:`instruction_lines`)
+STAMP_LINES = ("mov.u64 %rd, %globaltimer;", "add.u32 %r, %r, %r;", "mul.wide.u32 %rd, %r, 16;",
+               "add.u64 %rd, %rd, %rd;")
+#: the trace buffer's parameter, its load and its conversion to a global address
+PARAM_LINES = (".param .u64 p_trace", "ld.param.u64 %rd, [p_trace];", "cvta.to.global.u64 %rd, %rd;")
+
+
+def instruction_lines(ptx_text: str) -> list[str]:
+    """The kernel's lines without register declarations, register numbers and parameter-list commas."""
+    lines = [line.strip().rstrip(",") for line in ptx_text.splitlines() if not line.strip().startswith(".reg")]
+    return [re.sub(r"%(rd|r|p|f|rs|h|fd)\d+", r"%\1", line) for line in lines]
+
+
+def is_subsequence(short: list[str], long: list[str]) -> bool:
+    """Whether ``short`` is ``long`` with some lines left out."""
+    rest = iter(long)
+    return all(line in rest for line in short)
+
+
+@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1"])
+def test_trace_option_only_adds_the_stamps_and_assembles(options):
+    program = compile_module(parse_module_file(EXAMPLES / "mlp.mlir"), num_sms=4)
+    plain = lower_to_ptx(program, options=options)
+    traced = lower_to_ptx(program, options=f"{options} trace=1")
+    off, on = instruction_lines(plain), instruction_lines(traced)
+    assert is_subsequence(off, on), "the traced kernel changed or dropped a line of the plain one"
+    added = Counter(on) - Counter(off)
+    stamps = 2 * 3  # start and end, on each of the three engines
+    expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES)
+    expected.update({"@%p st.global.u64 [%rd], %rd;": stamps // 2, "@%p st.global.u64 [%rd+8], %rd;": stamps // 2})
+    assert added == expected
+    assemble(traced)
+
+
+# ---------------------------------------------------------------------------
+# Traces of real runs
+# ---------------------------------------------------------------------------
+
+
+def run_example(name: str, backend: str, **compile_options):
+    """Compile and run ``examples/<name>.mlir`` on random inputs; (executable, outputs, reference)."""
+    module = parse_module_file(EXAMPLES / f"{name}.mlir")
+    exe = vdir.compile(module, backend=backend, **compile_options)
+    inputs = random_inputs(exe.signature, seed=5, offset_ranges=index_ranges(exe.program))
+    scalars = parse_scalars([], exe.scalars, seed=5)
+    result = exe(**inputs, **scalars)
+    outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
+    zeros = {b.name: np.zeros(b.shape, dtype=DTYPES[b.dtype]) for b in exe.outputs}
+    expected = evaluate(module, {**zeros, **inputs}, scalars)
+    return exe, outputs, {k: expected[k] for k in outputs}
+
+
+def check_real_trace(data: dict, executed: int) -> list[dict]:
+    """The checks every launch's trace passes; returns its slices."""
+    check_tracks(data)
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == executed
+    assert min(s["ts"] for s in spans) == 0
+    return spans
+
+
+@pytest.mark.parametrize("name, loads_overlap", [("gemv", True), ("split_k_gemv", True), ("mlp", True),
+                                                 ("runtime_values", False)])
+def test_simulator_traces_of_examples_draw_without_overlaps(name, loads_overlap, tmp_path):
+    exe, outputs, expected = run_example(name, "sim", num_sms=8)
+    with exe:
+        data = exe.trace(tmp_path / "t.json")
+        assert json.loads((tmp_path / "t.json").read_text()) == data
+        spans = check_real_trace(data, sum(len(exe.program.executed_queue(sm, e))
+                                           for sm in range(exe.program.num_sms) for e in range(3)))
+    tracks = {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "thread_name"}
+    assert ("load #1" in tracks) == loads_overlap  # several loads in flight: a track for each
+    assert all(s["dur"] > 0 for s in spans)
+    assert compare_outputs(outputs, expected, "sim") is None
+
+
+@pytest.mark.gpu
+def test_cuda_trace_of_an_example(tmp_path):
+    """A traced launch on the GPU: one slice per micro-op, drawable, and the results unchanged."""
+    ok, why = backend_status("cuda")
+    if not ok:
+        pytest.skip(f"backend 'cuda' unavailable: {why}")
+    exe, outputs, expected = run_example("mlp", "cuda", options="trace=1")
+    with exe:
+        data = exe.trace(tmp_path / "t.json")
+        executed = len(exe.artifact.program.instrs)  # every instruction runs (the loops expanded)
+    spans = check_real_trace(data, executed)
+    assert all(s["dur"] >= 0 for s in spans)
+    assert data["otherData"]["clock"].startswith("measured")
+    mismatch = compare_outputs(outputs, expected, "cuda")
+    assert mismatch is None, str(mismatch)

@@ -1,0 +1,184 @@
+"""Launch traces, one model for every backend: micro-op slices to Chrome/Perfetto JSON.
+
+A :class:`Trace` holds one :class:`TraceEvent` per executed micro-op: its SM,
+engine, micro-op id, queue position, and its start and duration in µs. The
+simulator records them in the logical time of its cost model
+(:class:`vdir.device_runtime.sim.SimTrace`); the CUDA backend decodes them
+from the ``%globaltimer`` stamps that a kernel lowered with the ``trace``
+option writes (:meth:`Trace.from_stamps`), relative to the earliest stamp.
+
+:meth:`Trace.to_json` writes the Chrome trace-event format that Perfetto
+(ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
+("X") slices on threads, which the viewers draw as tracks. A viewer drops or
+misdraws slices that partially overlap on one track, and the load engine
+keeps several loads in flight, so an engine gets as many tracks as it has
+micro-ops in flight at once: each slice goes to the first of its engine's
+tracks whose last slice has ended (greedy interval partitioning, which uses
+the fewest tracks). An engine whose micro-ops never overlap keeps one track
+named after it (``compute``); one whose micro-ops do gets ``load #0``,
+``load #1``, ... :func:`check_tracks` checks exported JSON for partial
+overlaps.
+
+Times are exported on a grid of :data:`TICKS_PER_US` ticks (1 ns), start and
+end each rounded once, so that rounding never makes two slices of a track
+overlap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from vdir import isa
+from vdir.target import get_target
+
+#: the grid of exported times: ticks per µs (1 ns)
+TICKS_PER_US = 1000
+
+
+class TraceError(ValueError):
+    """Exported trace JSON that a viewer would misdraw; the message names the slices."""
+
+
+class TraceEvent(NamedTuple):
+    """One executed micro-op: where (SM, engine, queue position), which (micro-op id), when (µs)."""
+
+    sm: int
+    engine: int
+    uop: int
+    pos: int
+    start_us: float
+    dur_us: float
+
+
+@dataclass
+class Trace:
+    """What ran where and when in one launch (µs); ``clock`` says where the times come from."""
+
+    program: isa.EncodedProgram
+    events: list[TraceEvent]
+    clock: str = "measured"
+
+    @property
+    def makespan_us(self) -> float:
+        """End time of the last micro-op."""
+        return max((e.start_us + e.dur_us for e in self.events), default=0.0)
+
+    @classmethod
+    def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str) -> Trace:
+        """The trace of nanosecond stamps per instruction (``program.instrs`` order, without loop records).
+
+        An instruction with a zero stamp never ran to completion and is left
+        out; times are relative to the earliest start stamp.
+        """
+        starts, ends = starts.astype(np.int64), ends.astype(np.int64)  # ns since an epoch: below 2**63
+        ran = (starts != 0) & (ends != 0)
+        origin = int(starts[ran].min()) if ran.any() else 0
+        uops = isa.UOP_ID.column(program.instrs.reshape(-1, isa.INSTR_WORDS))
+        events = []
+        for sm, row in enumerate(program.queues):
+            for engine, (first, count) in enumerate(row):
+                for index in np.flatnonzero(ran[first : first + count]) + first:
+                    start, end = int(starts[index]), int(ends[index])
+                    events.append(TraceEvent(sm, engine, int(uops[index]), int(index) - first,
+                                             (start - origin) / 1e3, (end - start) / 1e3))
+        return cls(program, events, clock)
+
+    def to_json(self) -> dict[str, Any]:
+        """Chrome/Perfetto trace: one process per SM, one track per engine and in-flight slot."""
+        names = self.program.uop_names
+        engine_names = get_target(self.program.target).engine_names
+        spans = [(e, *_ticks(e)) for e in self.events]
+        track_of, tracks = _assign_tracks([(e.sm, e.engine, s, t) for e, s, t in spans])
+        out: list[dict[str, Any]] = []
+        tids: dict[tuple[int, int, int], int] = {}
+        for sm in range(self.program.num_sms):
+            out.append({"ph": "M", "name": "process_name", "pid": sm, "tid": 0, "args": {"name": f"SM {sm}"}})
+            out.append({"ph": "M", "name": "process_sort_index", "pid": sm, "tid": 0, "args": {"sort_index": sm}})
+            tid = 0  # tracks in engine order, numbered from 0 on every SM
+            for engine, label in enumerate(engine_names):
+                count = tracks.get((sm, engine), 1)
+                for k in range(count):
+                    tids[sm, engine, k] = tid
+                    name = label if count == 1 else f"{label} #{k}"
+                    out.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": tid, "args": {"name": name}})
+                    out.append({"ph": "M", "name": "thread_sort_index", "pid": sm, "tid": tid,
+                                "args": {"sort_index": tid}})
+                    tid += 1
+        for (e, start, end), k in zip(spans, track_of, strict=True):
+            out.append({
+                "ph": "X", "pid": e.sm, "tid": tids[e.sm, e.engine, k],
+                "ts": start / TICKS_PER_US, "dur": (end - start) / TICKS_PER_US,
+                "name": names.get(e.uop, f"micro-op #{e.uop}"), "cat": engine_names[e.engine],
+                "args": {"micro-op": e.uop, "queue position": e.pos},
+            })
+        return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": {"clock": self.clock}}
+
+    def write(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path``."""
+        Path(path).write_text(json.dumps(self.to_json()))
+
+
+def _ticks(event: TraceEvent) -> tuple[int, int]:
+    """(start, end) of ``event`` on the export grid, each rounded once."""
+    start = round(event.start_us * TICKS_PER_US)
+    return start, round((event.start_us + event.dur_us) * TICKS_PER_US)
+
+
+def _assign_tracks(spans: Sequence[tuple[int, int, int, int]]) -> tuple[list[int], dict[tuple[int, int], int]]:
+    """Greedy interval partitioning of (sm, engine, start, end) spans, per (sm, engine).
+
+    Returns each span's track index and the number of tracks of each
+    (sm, engine): in start order, a span goes to the first track whose last
+    span has ended (touching is not overlapping).
+    """
+    track_of = [0] * len(spans)
+    last_end: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i in sorted(range(len(spans)), key=lambda i: (spans[i][2], spans[i][3])):
+        sm, engine, start, end = spans[i]
+        ends = last_end[sm, engine]
+        k = next((k for k, t in enumerate(ends) if t <= start), len(ends))
+        if k == len(ends):
+            ends.append(end)
+        else:
+            ends[k] = end
+        track_of[i] = k
+    return track_of, {key: len(ends) for key, ends in last_end.items()}
+
+
+def check_tracks(data: dict[str, Any]) -> None:
+    """Raise :class:`TraceError` if a slice of exported trace JSON has a negative
+    duration or partially overlaps another slice of its track.
+
+    Slices may touch or nest (the format's stacking); a slice that starts
+    inside another and ends after it is what viewers misdraw. Times are
+    compared on the export grid (:data:`TICKS_PER_US`).
+    """
+    labels = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"] if e.get("name") == "thread_name"}
+    by_track: dict[tuple[int, int], list[tuple[int, int, str]]] = defaultdict(list)
+    for e in data["traceEvents"]:
+        if e.get("ph") != "X":
+            continue
+        start, end = round(e["ts"] * TICKS_PER_US), round((e["ts"] + e["dur"]) * TICKS_PER_US)
+        where = f"SM {e['pid']} track '{labels.get((e['pid'], e['tid']), e['tid'])}'"
+        if end < start:
+            raise TraceError(f"{where}: slice '{e['name']}' ends before it starts ({e['ts']} + {e['dur']})")
+        by_track[e["pid"], e["tid"]].append((start, end, e["name"]))
+    for (pid, tid), slices in by_track.items():
+        open_slices: list[tuple[int, int, str]] = []  # the stack of slices containing the current start
+        for start, end, name in sorted(slices, key=lambda s: (s[0], -s[1])):
+            while open_slices and open_slices[-1][1] <= start:
+                open_slices.pop()
+            if open_slices and end > open_slices[-1][1]:
+                outer = open_slices[-1]
+                raise TraceError(
+                    f"SM {pid} track '{labels.get((pid, tid), tid)}': slice '{name}' [{start}, {end}) ns partially "
+                    f"overlaps '{outer[2]}' [{outer[0]}, {outer[1]}) ns"
+                )
+            open_slices.append((start, end, name))

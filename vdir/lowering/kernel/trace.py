@@ -1,0 +1,34 @@
+"""Trace stamps (lowering option ``trace``): when each executed instruction began and ended.
+
+A kernel lowered with ``trace`` takes one more parameter, the trace buffer
+(``layout.TRACE_PARAM``): ``layout.TRACE_STAMPS`` u64 words per instruction
+of the program, at its index in the instruction array (queue start + queue
+position). The engine that runs an instruction writes ``%globaltimer`` (ns)
+into word ``layout.TRACE_START`` once the instruction's waits are satisfied
+and it begins, and into ``layout.TRACE_END`` once it has signalled its
+completion (the load engine: at retirement, when its bytes have landed). One
+thread writes each stamp, a plain ``st.global`` that nothing in the launch
+reads. Without the option nothing here is emitted.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir.lowering import layout as L
+from vdir.lowering.kernel.context import Ctx
+
+#: bytes of one instruction's stamps in the trace buffer
+STAMP_BYTES = 8 * L.TRACE_STAMPS
+
+
+def stamp(c: Ctx, start: SSAValue, pos: SSAValue, which: int, writer: SSAValue) -> None:
+    """``writer`` stores ``%globaltimer`` as stamp ``which`` of instruction ``start + pos`` (no trace: nothing)."""
+    if c.trace is None:
+        return
+    b = c.b
+    now = b.special("u64", "%globaltimer")
+    index = b.i("add.u32", "u32", start, pos)
+    offset = b.i("mul.wide.u32", "u64", index, STAMP_BYTES)
+    address = b.i("add.u64", "u64", c.trace, offset)
+    b.st("st.global.u64", address, 8 * which, now, guard=writer)
