@@ -99,7 +99,10 @@ class Executable:
       and without waiting; :meth:`synchronize` waits and reports device errors.
 
     A buffer bound with :meth:`bind_buffer` (weights, a KV cache) stays bound
-    for every later call of either kind and is not passed again.
+    for every later call of either kind and is not passed again; it is the
+    caller's memory, so it is never zeroed: what a launch does not write
+    keeps its contents (an ``out`` buffer written one row per launch keeps
+    its history).
     """
 
     def __init__(
@@ -355,7 +358,7 @@ class Executable:
         for i, (info, buf) in enumerate(zip(self.program.buffers, buffers, strict=True)):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
-            elif i in self._zeroed:
+            elif i in self._zeroed and info.name not in self._bound:
                 self.platform.fill_zero(buf)
         self._write_scalars(scalars, None)
         self._run(buffers, None, wait=True)
@@ -376,7 +379,8 @@ class Executable:
         by name; outputs and scratch buffers may be given by name (tensors the
         caller provides), else the executable's own are used (see
         :meth:`buffer`). ``out`` buffers that a launch may leave partly
-        unwritten are zeroed on the stream first. Scalars: by position after the inputs or by name, or
+        unwritten are zeroed on the stream first, unless bound: a bound
+        buffer is the caller's, and keeps what the launch does not write. Scalars: by position after the inputs or by name, or
         none at all to use :attr:`scalar_block` as it is on the device.
 
         ``stream``: a raw handle, an object with ``__cuda_stream__`` (or
@@ -400,7 +404,7 @@ class Executable:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         buffers = [self._device_buffer(i, info, given[info.name]) if info.name in given else self._current(i)
                    for i, info in enumerate(self.program.buffers)]
-        zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed]
+        zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed and self.program.buffers[i].name not in self._bound]
         for buf in zeroed:  # as on the host path
             self.platform.fill_zero(buf, handle)
         self._write_scalars(scalars, handle)
