@@ -413,3 +413,13 @@ def test_a_bound_output_keeps_what_a_launch_does_not_write(exe):
     assert same_bits(y, expected)
     exe.unbind("y")
     assert same_bits(exe(x, 30, 0), reference(x, 30, 0))  # unbound: zeroed as the reference assumes
+
+
+def test_words_written_into_a_buffer(exe):
+    """A token id written into an i32-sized slot of a buffer, as a decoder feeds a prompt token."""
+    block = exe.scalar_block
+    block.write_words([9, 2])
+    assert block.numpy().tolist() == [9, 2]
+    x = random_x(np.random.default_rng(15))
+    exe.launch(x)
+    assert same_bits(exe.buffer("y").numpy(), reference(x, 9, 2))

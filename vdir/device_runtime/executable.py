@@ -23,7 +23,7 @@ name, as Python or numpy integers inside their declared ranges.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -319,9 +319,12 @@ class Executable:
         A launch that gives no scalars reads them from here: write it on the
         device (e.g. between replays of a captured graph) to change them. The
         kernel checks each value against its range and fails the launch (an
-        error at :meth:`synchronize`) on one outside it.
+        error at :meth:`synchronize`) on one outside it. Once the block was
+        taken here, a launch without scalars no longer asks for
+        :meth:`set_scalars` first: it reads what the caller wrote.
         """
         self._check_open()
+        self._scalars_written = True  # the caller holds the block now: launches read what it wrote
         return DeviceArray(self._scalar_block, (len(self.program.scalars),), "i32", self)
 
     def set_scalars(self, *values: Any, **named: Any) -> None:
@@ -568,6 +571,13 @@ class DeviceArray:
         if self._owner.backend != "sim":
             raise PlatformError(f"a '{self._owner.backend}' buffer is device memory: use numpy() to copy it")
         return self._buffer.handle.view(DTYPES[self.dtype]).reshape(self.shape)
+
+    def write_words(self, values: Sequence[int], stream: Any = None) -> None:
+        """Write s32 ``values`` at the buffer's start (a token id): ordered on ``stream``, not waited for;
+        None: written and waited for now."""
+        self._owner._check_open()
+        handle = None if stream is None else self._owner.platform.stream_handle(stream)
+        self._owner.platform.write_words(self._buffer, [int(v) for v in values], handle)
 
     def numpy(self) -> np.ndarray:
         """A host copy of the contents (waits for the executable's launches)."""
