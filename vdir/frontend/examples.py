@@ -14,7 +14,6 @@ program structure at a size that tests and the simulator handle quickly.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
 
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import chunked_gemv, load_chunks, mlp_layer, split_evenly, tile_count

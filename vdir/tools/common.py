@@ -9,10 +9,12 @@ located :class:`~vdir.diagnostics.UserError`.
 
 from __future__ import annotations
 
+import argparse
 import bisect
 import dataclasses
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from xdsl.context import Context
@@ -25,7 +27,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
-from vdir.diagnostics import PassFailure, UserError, located
+from vdir.diagnostics import PassFailure, UserError, VdirError, located
 
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
@@ -285,3 +287,32 @@ def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> 
     if isinstance(e, PassFailure) and e.op is None and e.loc:
         return f"{e.loc}: error: {message}"
     return located(message, getattr(e, "op", None), fallback)
+
+
+def run_cli(build_parser: Callable[[], argparse.ArgumentParser], run: Callable[[argparse.Namespace], int],
+            argv: Sequence[str] | None = None) -> int:
+    """A console entry point's shell: parse, run, and turn every error into one line on stderr.
+
+    vdir's own errors print as they are (prefixed ``error:`` unless located);
+    anything else is reported as an internal error with what to report. Exit
+    status: ``run``'s, 1 on an error, 130 on Ctrl-C.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        return run(args)
+    except VdirError as e:  # UserError, RunError, ArgumentError, PlatformError, ModelError, ...
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        prefix = "" if ": error:" in message or message.startswith("error:") else "error: "
+        print(f"{prefix}{message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: still one line, with what to report
+        print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)
+        return 1

@@ -46,6 +46,7 @@ from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, index_ranges
 from vdir.target import get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
+from vdir.tools.common import run_cli
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -407,26 +408,4 @@ def _check(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (errors are one line on stderr)."""
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    try:
-        return run(args)
-    except VdirError as e:  # UserError, RunError, ArgumentError, PlatformError, UnknownTargetError, ...
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        prefix = "" if ": error:" in message or message.startswith("error:") else "error: "
-        print(f"{prefix}{message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except Exception as e:  # a bug: still one line, with what to report
-        print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run_cli(build_parser, run, argv)

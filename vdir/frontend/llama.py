@@ -1,0 +1,296 @@
+"""A Llama-family decode step as one vdir program: :class:`LlamaConfig` -> :func:`build_decode_step`.
+
+One launch runs one token through the whole model, batch 1:
+
+* the token id lives on the device (``tok[0, 0]``, i32): the embedding row is
+  gathered by it (a runtime row offset, bounds-checked on the device), and
+  the step ends by writing the greedy next token there (a two-phase argmax),
+  so consecutive launches feed each other without a host round trip;
+* the position ``pos`` is the launch-time scalar: the new K and V rows are
+  appended to the caches at row ``pos``, RoPE reads row ``pos`` of its
+  tables, and attention covers positions ``0 .. pos``;
+* attention is split along the context into blocks of ``block`` rows, one
+  ``attn_block`` micro-op each (run only ``when pos >= first row``), whose
+  partial softmax states are merged in a fixed order by ``attn_merge``; the
+  last block's rows beyond ``pos`` are masked by a bias row that the program
+  loads from a host-built table at a row that depends on ``pos``
+  (:func:`decode_tables`), and so are the merge's unused states.
+
+Layout of the buffers (``L`` layers, ``H`` heads, ``KV`` kv heads, ``D``
+head dim, ``C`` the maximum context): weights stacked by layer as in
+``examples/mlp_stack.mlir``; the caches are ``L*C x KV*D`` (row ``l*C + t``
+holds position ``t`` of layer ``l``, all kv heads side by side); the residual
+stream ``hs`` has ``2L + 1`` rows (row ``2l`` enters layer ``l``, row
+``2l + 1`` is after its attention, row ``2l + 2`` after its MLP).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from vdir.frontend.builder import ProgramBuilder
+from vdir.frontend.layers import chunked_gemv, mlp_layer, tile_count
+from vdir.frontend.rope import Llama3Scaling, rope_tables
+
+#: head dimensions the attention families take
+HEAD_DIMS = (64, 128)
+#: the token buffer's width (one 16-byte row of i32; the id is element 0)
+TOKEN_WIDTH = 4
+#: the width of one partial attention state row beyond the head dim: m, l and padding
+STATE_EXTRA = 4
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The shape of a Llama-family model (Llama 2/3, Qwen3 with ``qk_norm``) and how its step is tiled.
+
+    ``max_context`` is the largest position + 1 the compiled step serves;
+    ``block`` the context rows of one attention micro-op; ``proj_rows`` the
+    weight rows of one projection gemv tile; ``vocab_rows`` the logits of
+    one gemv + argmax slice.
+    """
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    rope_theta: float = 10000.0
+    rope_scaling: Llama3Scaling | None = None
+    eps: float = 1e-5
+    tied_embeddings: bool = False
+    qk_norm: bool = False
+    max_context: int = 256
+    block: int = 32
+    proj_rows: int = 16
+    vocab_rows: int = 64
+    down_chunks: int = 2
+    name: str = field(default="llama", compare=False)
+
+    def __post_init__(self) -> None:
+        for what in ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context",
+                     "block", "proj_rows", "vocab_rows", "down_chunks"):
+            value = getattr(self, what)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"config: {what} must be a positive integer, got {value!r}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"config: heads = {self.heads} is not a multiple of kv_heads = {self.kv_heads}")
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"config: head_dim = {self.head_dim} is not supported (one of {HEAD_DIMS})")
+        if self.max_context % self.block:
+            raise ValueError(f"config: max_context = {self.max_context} is not a multiple of block = {self.block}")
+        for total, rows, what in ((self.hidden, self.proj_rows, "hidden"), (self.head_dim, self.proj_rows, "head_dim"),
+                                  (self.intermediate, self.proj_rows, "intermediate"),
+                                  (self.vocab, self.vocab_rows, "vocab")):
+            tile_count(total, rows, what)
+        if not (self.eps > 0 and self.rope_theta > 0):
+            raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
+
+    @property
+    def group(self) -> int:
+        """Query heads per kv head."""
+        return self.heads // self.kv_heads
+
+    @property
+    def blocks(self) -> int:
+        """Attention blocks of the largest context."""
+        return self.max_context // self.block
+
+
+def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
+    """The weight buffers of the step and their shapes (all bf16), in argument order."""
+    L, Hd, D = cfg.layers, cfg.hidden, cfg.head_dim
+    shapes = {
+        "emb": (cfg.vocab, Hd),
+        "attn_norm": (L, Hd),
+        "wq": (L * cfg.heads * D, Hd),
+        "wk": (L * cfg.kv_heads * D, Hd),
+        "wv": (L * cfg.kv_heads * D, Hd),
+        "wo": (L * Hd, cfg.heads * D),
+        "mlp_norm": (L, Hd),
+        "wg": (L * cfg.intermediate, Hd),
+        "wu": (L * cfg.intermediate, Hd),
+        "wd": (L * Hd, cfg.intermediate),
+        "final_norm": (1, Hd),
+    }
+    if cfg.qk_norm:
+        shapes["q_norm"] = (L, D)
+        shapes["k_norm"] = (L, D)
+    if not cfg.tied_embeddings:
+        shapes["lm_head"] = (cfg.vocab, Hd)
+    return shapes
+
+
+def decode_tables(cfg: LlamaConfig) -> dict[str, np.ndarray]:
+    """The constant tables the step reads at rows that depend on ``pos`` (f32).
+
+    * ``rope_cos``, ``rope_sin``: ``C x D``, row ``p`` for position ``p``;
+    * ``attn_bias``: ``2C x block``; block ``j`` loads row ``pos - j*block + C``,
+      whose column ``c`` is 0 when ``c <= pos - j*block`` (a position up to
+      ``pos``) and -inf after (rows below ``C`` belong to blocks past ``pos``,
+      which do not run);
+    * ``merge_mask``: ``C x blocks``; row ``pos`` keeps the states of blocks
+      ``j * block <= pos``.
+    """
+    C, B, S = cfg.max_context, cfg.block, cfg.blocks
+    cos, sin = rope_tables(C, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+    r = np.arange(2 * C)[:, None] - C
+    attn_bias = np.where(np.arange(B)[None, :] <= r, 0.0, -np.inf).astype(np.float32)
+    merge_mask = np.where(np.arange(S)[None, :] * B <= np.arange(C)[:, None], 0.0, -np.inf).astype(np.float32)
+    return {"rope_cos": cos, "rope_sin": sin, "attn_bias": attn_bias, "merge_mask": merge_mask}
+
+
+def state_shapes(cfg: LlamaConfig) -> dict[str, tuple[tuple[int, int], str]]:
+    """The buffers the step keeps from launch to launch: the token, the caches, the attention states."""
+    L, C = cfg.layers, cfg.max_context
+    kv = cfg.kv_heads * cfg.head_dim
+    return {
+        "tok": ((1, TOKEN_WIDTH), "i32"),
+        "kcache": ((L * C, kv), "bf16"),
+        "vcache": ((L * C, kv), "bf16"),
+        # partial softmax states, one row per query head of each block; rows of
+        # blocks past pos are stale, and the merge masks them
+        "states": ((L * cfg.kv_heads * cfg.blocks * cfg.group, cfg.head_dim + STATE_EXTRA), "f32"),
+        # the token each step wrote, at its position (bound: launches keep the rows they do not write)
+        "history": ((C, TOKEN_WIDTH), "i32"),
+    }
+
+
+def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
+    """The decode step of ``cfg`` as a program (see the module docstring for its buffers)."""
+    b = ProgramBuilder(cfg.name, target=target)
+    bufs: dict[str, SSAValue] = {}
+    for name, shape in weight_shapes(cfg).items():
+        bufs[name] = b.buffer(name, shape, "bf16")
+    for name, table in decode_tables(cfg).items():
+        bufs[name] = b.buffer(name, table.shape, "f32")
+    for name, (shape, dtype) in state_shapes(cfg).items():
+        bufs[name] = b.buffer(name, shape, dtype)
+    L, H, D = cfg.layers, cfg.heads, cfg.head_dim
+    bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16")
+    bufs["q"] = b.buffer("q", (L * H, D), "bf16")
+    bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
+    bufs["ao"] = b.buffer("ao", (L * H, D), "bf16")
+    bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
+    bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
+    slices = tile_count(cfg.vocab, cfg.vocab_rows, "vocab")
+    bufs["best"] = b.buffer("best", (slices, 4), "f32")
+    pos = b.scalar("pos", 0, cfg.max_context)
+
+    tok = b.read(bufs["tok"], 0, 0, name="tok_id")
+    row = b.load(bufs["emb"], (tok, 0), (1, cfg.hidden), name="emb_row")
+    b.store(row, bufs["hs"], (0, 0), name="embedded")
+    with b.repeat(0, L, name="l") as layer:
+        _attention(b, cfg, bufs, layer, pos)
+        mlp = {"h": bufs["hs"], "g": bufs["mlp_norm"], "wg": bufs["wg"], "wu": bufs["wu"], "wd": bufs["wd"],
+               "act": bufs["act"], "out": bufs["hs"]}
+        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.proj_rows, cfg.proj_rows, cfg.down_chunks,
+                  cfg.eps, in_row=b.affine(layer, 2, 1, name="mid"), out_row=b.affine(layer, 2, 2, name="next"))
+    _logits_and_argmax(b, cfg, bufs, pos)
+    return b.finish()
+
+
+def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, layer: SSAValue, heads: int,
+                dst: SSAValue, pos: SSAValue | None, name: str) -> None:
+    """``heads`` head projections of ``xn`` (``heads * D`` weight rows of layer ``layer``), tile by tile.
+
+    Head ``h``'s ``D`` outputs go to row ``layer * heads + h`` of ``dst``, or,
+    with ``pos``, to columns ``h * D ..`` of the cache row ``layer * C + pos``.
+    """
+    D, R = cfg.head_dim, cfg.proj_rows
+    with b.repeat(0, heads, name=f"{name}h") as h, b.repeat(0, D // R, name=f"{name}t") as t:
+        wrow = b.linear([(layer, heads * D), (h, D), (t, R)], name=f"{name}row")
+        wt = b.load(w, (wrow, 0), (R, cfg.hidden), name=f"{name}w")
+        y = b.compute("gemv", [wt, xn], name=name)
+        col = b.linear([(t, R)], name=f"{name}col")
+        if pos is None:
+            b.store(y, dst, (b.linear([(layer, heads), (h, 1)], name=f"{name}dst"), col), name=f"{name}_saved")
+        else:
+            crow = b.linear([(layer, cfg.max_context), (pos, 1)], name=f"{name}crow")
+            ccol = b.linear([(h, D), (t, R)], name=f"{name}ccol")
+            b.store(y, dst, (crow, ccol), name=f"{name}_saved")
+
+
+def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
+               pos: SSAValue) -> None:
+    """Layer ``layer``'s attention: norm, projections, RoPE, cache append, blocks, merge, output projection."""
+    H, KV, D, G, C, B = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
+    hs = bufs["hs"]
+    x_row = b.affine(layer, 2, name="x_row")
+    x = b.load(hs, (x_row, 0), (1, cfg.hidden), name="x")
+    xn = b.compute("rmsnorm", [x, b.load(bufs["attn_norm"], (layer, 0), (1, cfg.hidden), name="an")],
+                   params={"eps": cfg.eps}, name="xn_a")
+    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp")
+    _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], None, "kp")
+    _projection(b, cfg, bufs["wv"], xn, layer, KV, bufs["vcache"], pos, "vp")
+    cos = b.load(bufs["rope_cos"], (pos, 0), (1, D), name="cos")
+    sin = b.load(bufs["rope_sin"], (pos, 0), (1, D), name="sin")
+    crow = b.linear([(layer, C), (pos, 1)], name="crow")
+    for kvh in range(KV):  # the new K row: norm, RoPE, into the cache at pos
+        k = b.load(bufs["knew"], (b.affine(layer, KV, kvh, name=f"kr{kvh}"), 0), (1, D), name=f"k{kvh}")
+        if cfg.qk_norm:
+            k = b.compute("rmsnorm_rows", [k, b.load(bufs["k_norm"], (layer, 0), (1, D), name=f"kn{kvh}")],
+                          params={"eps": cfg.eps}, name=f"kq{kvh}")
+        k = b.compute("rope", [k, cos, sin], name=f"kr{kvh}_rot")
+        b.store(k, bufs["kcache"], (crow, kvh * D), name=f"k{kvh}_cached")
+    scale = 1.0 / math.sqrt(D)
+    for kvh in range(KV):
+        qrow = b.affine(layer, H, kvh * G, name=f"qr{kvh}")
+        q = b.load(bufs["q"], (qrow, 0), (G, D), name=f"q{kvh}")
+        if cfg.qk_norm:
+            q = b.compute("rmsnorm_rows", [q, b.load(bufs["q_norm"], (layer, 0), (1, D), name=f"qn{kvh}")],
+                          params={"eps": cfg.eps}, name=f"qq{kvh}")
+        q = b.compute("rope", [q, cos, sin], name=f"q{kvh}_rot")
+        first_state = b.linear([(layer, KV * cfg.blocks * G)], kvh * cfg.blocks * G, name=f"st{kvh}")
+        for j in range(cfg.blocks):
+            runs = (pos, ">=", j * B)
+            krow = b.affine(layer, C, j * B, name=f"kb{kvh}_{j}")
+            kt = b.load(bufs["kcache"], (krow, kvh * D), (B, D), name=f"kt{kvh}_{j}", when=runs)
+            vt = b.load(bufs["vcache"], (krow, kvh * D), (B, D), name=f"vt{kvh}_{j}", when=runs)
+            bias = b.load(bufs["attn_bias"], (b.affine(pos, 1, C - j * B, name=f"br{kvh}_{j}"), 0), (1, B),
+                          name=f"bias{kvh}_{j}", when=runs)
+            st = b.compute("attn_block", [q, kt, vt, bias], params={"scale": scale}, name=f"s{kvh}_{j}", when=runs)
+            b.store(st, bufs["states"], (b.affine(first_state, 1, j * G, name=f"sr{kvh}_{j}"), 0),
+                    name=f"s{kvh}_{j}_saved", when=runs)
+        states = b.load(bufs["states"], (first_state, 0), (cfg.blocks * G, D + STATE_EXTRA), name=f"sts{kvh}")
+        mask = b.load(bufs["merge_mask"], (pos, 0), (1, cfg.blocks), name=f"mask{kvh}")
+        o = b.compute("attn_merge", [states, mask], params={"groups": G}, name=f"o{kvh}")
+        b.store(o, bufs["ao"], (qrow, 0), name=f"o{kvh}_saved")
+    # the output projection: a gemv over the heads' outputs (one chunk per head), plus the residual
+    heads = [b.load(bufs["ao"], (b.affine(layer, H, h, name=f"aor{h}"), 0), (1, D), name=f"ao{h}") for h in range(H)]
+    with b.repeat(0, tile_count(cfg.hidden, cfg.proj_rows, "hidden"), name="r") as r:
+        orow = b.linear([(layer, cfg.hidden), (r, cfg.proj_rows)], name="orow")
+        col = b.affine(r, cfg.proj_rows, name="ocol")
+        d = chunked_gemv(b, bufs["wo"], orow, cfg.proj_rows, heads, "wo", "op", "od")
+        res = b.load(hs, (x_row, col), (1, cfg.proj_rows), name="ores")
+        b.store(b.compute("add", [d, res], name="oa"), hs, (b.affine(layer, 2, 1, name="a_row"), col),
+                name="oa_saved")
+
+
+def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:
+    """The final norm, the logits slice by slice with a partial argmax each, and the token id written back."""
+    x = b.load(bufs["hs"], (2 * cfg.layers, 0), (1, cfg.hidden), name="xf")
+    xn = b.compute("rmsnorm", [x, b.load(bufs["final_norm"], (0, 0), (1, cfg.hidden), name="fn")],
+                   params={"eps": cfg.eps}, name="xn_f")
+    head = bufs["emb"] if cfg.tied_embeddings else bufs["lm_head"]
+    R = cfg.vocab_rows
+    for s in range(cfg.vocab // R):  # unrolled: each slice's argmax knows its first column
+        wt = b.load(head, (s * R, 0), (R, cfg.hidden), name=f"lw{s}")
+        lg = b.compute("gemv", [wt, xn], name=f"lg{s}")
+        b.store(lg, bufs["logits"], (0, s * R), name=f"lg{s}_saved")
+        best = b.compute("argmax_partial", [lg], params={"base": s * R}, name=f"best{s}")
+        b.store(best, bufs["best"], (s, 0), name=f"best{s}_saved")
+    partials = b.load(bufs["best"], (0, 0), (cfg.vocab // R, 4), name="bests")
+    token = b.compute("argmax_final", [partials], name="next_tok")
+    b.store(token, bufs["tok"], (0, 0), name="next_tok_saved")
+    b.store(token, bufs["history"], (pos, 0), name="next_tok_logged")
+
+
+__all__ = ["LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]

@@ -1,0 +1,265 @@
+"""Greedy decoding of a Llama-family model with one vdir launch per token.
+
+:class:`LlamaDecoder` compiles :func:`vdir.frontend.llama.build_decode_step`
+once, uploads the weights and the constant tables once (resident buffers),
+and runs one launch per token. The token id never leaves the device between
+steps: each launch reads ``tok`` and writes the next one there, and appends
+it to ``history`` at its position; a prompt token is written into ``tok``
+before its step. The host reads the history once, at the end (or after each
+step when asked).
+
+:func:`load_checkpoint` reads a Hugging-Face style directory
+(``config.json`` + ``model.safetensors``, the Llama or Qwen3 tensor names)
+into a :class:`~vdir.frontend.llama.LlamaConfig` and the step's weights.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ml_dtypes import bfloat16
+
+from vdir.diagnostics import VdirError
+from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables, state_shapes, weight_shapes
+from vdir.frontend.rope import Llama3Scaling
+
+
+class ModelError(VdirError, ValueError):
+    """A model that cannot be built or run as asked: a bad config, checkpoint, prompt or length."""
+
+
+#: named configs for ``--random``: small ones for the simulator, and the shapes the benches measure
+NAMED_CONFIGS: dict[str, LlamaConfig] = {
+    "tiny": LlamaConfig(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=512,
+                        max_context=64, block=16, name="tiny"),
+    "tiny-qwen3": LlamaConfig(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=512,
+                              max_context=64, block=16, qk_norm=True, tied_embeddings=True, name="tiny_qwen3"),
+}
+
+
+@dataclass
+class Generation:
+    """What :meth:`LlamaDecoder.generate` returns: the generated ids and the time they took."""
+
+    tokens: list[int]
+    prompt: list[int]
+    seconds: float = 0.0  # every step, enqueued back to back and waited for at the end
+    steps: int = 0
+
+    @property
+    def ms_per_token(self) -> float:
+        """Wall time per step, in ms."""
+        return 1000.0 * self.seconds / self.steps if self.steps else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form ``vdir-generate --json`` writes."""
+        ms = self.ms_per_token
+        return {"prompt": self.prompt, "tokens": self.tokens, "ms_per_token": ms,
+                "tokens_per_second": 1000.0 / ms if ms else None}
+
+
+class LlamaDecoder:
+    """One compiled decode step with its weights resident; :meth:`generate` runs greedy decoding.
+
+    ``weights`` are host arrays (:func:`vdir.testing.llama.random_weights`,
+    :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says.
+    """
+
+    def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
+                 **launch_options: Any):
+        import vdir
+
+        _check_weights(cfg, weights)
+        self.cfg = cfg
+        self.exe = vdir.compile(build_decode_step(cfg), backend=backend, **launch_options)
+        self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
+        try:
+            for name, array in {**weights, **decode_tables(cfg)}.items():
+                self.exe.upload(name, array)
+            self.reset()
+        except BaseException:
+            self.exe.close()
+            raise
+
+    def reset(self) -> None:
+        """Start a new sequence: zero the caches, the attention states and the history."""
+        dtypes = {"i32": np.int32, "bf16": bfloat16, "f32": np.float32}
+        for name, (shape, dtype) in state_shapes(self.cfg).items():
+            self.exe.upload(name, np.zeros(shape, dtypes[dtype]))
+
+    def step(self, pos: int, token: int | None = None) -> None:
+        """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
+        if not 0 <= pos < self.cfg.max_context:
+            raise ModelError(f"position {pos} is past the compiled context of {self.cfg.max_context} tokens")
+        if token is not None:
+            if not 0 <= token < self.cfg.vocab:
+                raise ModelError(f"token id {token} is outside the vocabulary of {self.cfg.vocab}")
+            self.exe.buffer("tok").write_words([token], stream=self._stream)
+        self.exe.launch(pos=pos, stream=self._stream)
+
+    def history(self, count: int) -> list[int]:
+        """The first ``count`` tokens written to the history (waits for the launches)."""
+        self.exe.synchronize()
+        return [int(t) for t in self.exe.buffer("history").numpy()[:count, 0]]
+
+    def logits(self) -> np.ndarray:
+        """The last step's logits (1 x vocab, bf16; waits for the launches)."""
+        self.exe.synchronize()
+        return self.exe.buffer("logits").numpy()
+
+    def generate(self, prompt: Sequence[int], tokens: int,
+                 progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> Generation:
+        """Greedy decoding: the prompt one token per step, then ``tokens`` new ones; returns them.
+
+        ``progress`` wraps the step loop (e.g. ``tqdm.tqdm``).
+        """
+        prompt = [int(t) for t in prompt]
+        if not prompt:
+            raise ModelError("the prompt needs at least one token")
+        total = len(prompt) + tokens - 1
+        if total > self.cfg.max_context:
+            raise ModelError(f"{len(prompt)} prompt tokens and {tokens} new ones need {total} positions; "
+                             f"the step was compiled for {self.cfg.max_context}")
+        self.reset()
+        steps = range(total)
+        t0 = time.perf_counter()
+        for pos in progress(steps) if progress is not None else steps:
+            self.step(pos, prompt[pos] if pos < len(prompt) else None)
+        generated = self.history(total)[len(prompt) - 1 :]  # waits for the queued launches
+        return Generation(generated, prompt, time.perf_counter() - t0, total)
+
+    def close(self) -> None:
+        """Release the executable."""
+        self.exe.close()
+
+    def __enter__(self) -> LlamaDecoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_weights(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> None:
+    shapes = weight_shapes(cfg)
+    missing = sorted(set(shapes) - set(weights))
+    if missing:
+        raise ModelError(f"missing weight(s): {', '.join(missing)}")
+    for name, shape in shapes.items():
+        got = tuple(np.shape(weights[name]))
+        if got != shape:
+            raise ModelError(f"weight '{name}': expected shape {shape}, got {got}")
+
+
+# ---------------------------------------------------------------------------
+# Hugging-Face checkpoints
+# ---------------------------------------------------------------------------
+
+#: our weight name -> the per-layer Hugging-Face tensor (``{}`` is the layer index)
+_LAYER_TENSORS = {
+    "attn_norm": "model.layers.{}.input_layernorm.weight",
+    "wq": "model.layers.{}.self_attn.q_proj.weight",
+    "wk": "model.layers.{}.self_attn.k_proj.weight",
+    "wv": "model.layers.{}.self_attn.v_proj.weight",
+    "wo": "model.layers.{}.self_attn.o_proj.weight",
+    "mlp_norm": "model.layers.{}.post_attention_layernorm.weight",
+    "wg": "model.layers.{}.mlp.gate_proj.weight",
+    "wu": "model.layers.{}.mlp.up_proj.weight",
+    "wd": "model.layers.{}.mlp.down_proj.weight",
+    "q_norm": "model.layers.{}.self_attn.q_norm.weight",
+    "k_norm": "model.layers.{}.self_attn.k_norm.weight",
+}
+_GLOBAL_TENSORS = {"emb": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}
+
+
+def config_from_json(data: dict[str, Any], max_context: int, **tiling: Any) -> LlamaConfig:
+    """A :class:`LlamaConfig` from a Hugging-Face ``config.json`` (Llama or Qwen3)."""
+    try:
+        heads = int(data["num_attention_heads"])
+        hidden = int(data["hidden_size"])
+        scaling = data.get("rope_scaling") or None
+        llama3 = None
+        if scaling is not None:
+            if scaling.get("rope_type", scaling.get("type")) != "llama3":
+                raise ModelError(f"config.json: rope_scaling type {scaling.get('rope_type')!r} is not supported "
+                                 "(only 'llama3')")
+            llama3 = Llama3Scaling(float(scaling["factor"]), float(scaling["low_freq_factor"]),
+                                   float(scaling["high_freq_factor"]),
+                                   int(scaling["original_max_position_embeddings"]))
+        return LlamaConfig(
+            layers=int(data["num_hidden_layers"]), hidden=hidden, heads=heads,
+            kv_heads=int(data.get("num_key_value_heads", heads)),
+            head_dim=int(data.get("head_dim") or hidden // heads), intermediate=int(data["intermediate_size"]),
+            vocab=int(data["vocab_size"]), rope_theta=float(data.get("rope_theta", 10000.0)), rope_scaling=llama3,
+            eps=float(data.get("rms_norm_eps", 1e-5)), tied_embeddings=bool(data.get("tie_word_embeddings", False)),
+            qk_norm=str(data.get("model_type", "")).startswith("qwen3"), max_context=max_context, **tiling,
+        )
+    except KeyError as e:
+        raise ModelError(f"config.json: missing key {e}") from None
+    except (TypeError, ValueError) as e:
+        if isinstance(e, ModelError):
+            raise
+        raise ModelError(f"config.json: {e}") from None
+
+
+def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
+    """The config and the stacked bf16 weights of a Hugging-Face style checkpoint directory."""
+    from safetensors.numpy import load_file
+
+    root = Path(directory)
+    try:
+        cfg = config_from_json(json.loads((root / "config.json").read_text()), max_context, **tiling)
+    except (OSError, json.JSONDecodeError) as e:
+        raise ModelError(f"{root / 'config.json'}: {e}") from None
+    files = sorted(root.glob("*.safetensors"))
+    if not files:
+        raise ModelError(f"{root}: no *.safetensors file")
+    tensors: dict[str, np.ndarray] = {}
+    for path in files:
+        try:
+            tensors.update(load_file(str(path)))
+        except Exception as e:  # the reader's own errors: a truncated or foreign file
+            raise ModelError(f"{path}: cannot read it as safetensors ({e})") from None
+    return cfg, stack_weights(cfg, tensors)
+
+
+def stack_weights(cfg: LlamaConfig, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Our stacked weights from Hugging-Face tensors (checked: every tensor present, shaped as the config says)."""
+    expected = weight_shapes(cfg)
+    out: dict[str, np.ndarray] = {}
+    for name, shape in expected.items():
+        if name in _GLOBAL_TENSORS:
+            parts = [_tensor(tensors, _GLOBAL_TENSORS[name])]
+        else:
+            parts = [_tensor(tensors, _LAYER_TENSORS[name].format(i)) for i in range(cfg.layers)]
+        parts = [p.reshape(1, -1) if p.ndim == 1 else p for p in parts]
+        try:
+            stacked = np.concatenate(parts, axis=0).astype(bfloat16)
+        except ValueError as e:
+            raise ModelError(f"tensors of '{name}' do not stack: {e}") from None
+        if stacked.shape != shape:
+            raise ModelError(f"weight '{name}': the checkpoint gives shape {stacked.shape}, the config needs {shape}")
+        out[name] = stacked
+    return out
+
+
+def _tensor(tensors: dict[str, np.ndarray], key: str) -> np.ndarray:
+    if key not in tensors:
+        raise ModelError(f"the checkpoint has no tensor '{key}'")
+    return np.asarray(tensors[key])
+
+
+def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
+    """A config of :data:`NAMED_CONFIGS`, or one read from a JSON file (a Hugging-Face ``config.json``)."""
+    if name in NAMED_CONFIGS:
+        cfg = NAMED_CONFIGS[name]
+        return replace(cfg, max_context=max_context) if max_context else cfg
+    path = Path(name)
+    if path.suffix == ".json" and path.exists():
+        return config_from_json(json.loads(path.read_text()), max_context or 256)
+    raise ModelError(f"unknown config '{name}' (named: {', '.join(NAMED_CONFIGS)}; or a config.json path)")

@@ -1,0 +1,173 @@
+"""References for the Llama decode step of :mod:`vdir.frontend.llama`, and seeded random weights.
+
+:class:`MirrorModel` computes the step with the op families' numpy semantics,
+op for op, rounding where the program rounds: a token-for-token and
+bit-for-bit oracle for the simulator. :func:`ideal_logits` computes the same
+model in float64 without intermediate rounding, the independent check that
+the program computes a Llama step at all (compared within a bf16 tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from ml_dtypes import bfloat16
+
+from vdir.families import FAMILIES
+from vdir.families.builtin import rotate_half
+from vdir.frontend.llama import STATE_EXTRA, TOKEN_WIDTH, LlamaConfig, decode_tables, state_shapes, weight_shapes
+
+
+def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random bf16 weights with the scales of a trained model's (norm weights near 1)."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for name, shape in weight_shapes(cfg).items():
+        if name.endswith("norm"):
+            values = 1.0 + 0.1 * rng.standard_normal(shape)
+        else:
+            values = rng.standard_normal(shape) / math.sqrt(shape[1])
+        weights[name] = values.astype(bfloat16)
+    return weights
+
+
+def initial_state(cfg: LlamaConfig) -> dict[str, np.ndarray]:
+    """The launch-to-launch buffers at the start of a sequence: zero caches and states, token 0."""
+    dtypes = {"i32": np.int32, "bf16": bfloat16, "f32": np.float32}
+    return {name: np.zeros(shape, dtypes[dtype]) for name, (shape, dtype) in state_shapes(cfg).items()}
+
+
+def _run(family: str, inputs: list[np.ndarray], out: str = "bf16", **params) -> np.ndarray:
+    return FAMILIES[family].run(inputs, params, out)
+
+
+class MirrorModel:
+    """The decode step in the families' semantics, with its own caches (one sequence)."""
+
+    def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray]):
+        self.cfg, self.w = cfg, weights
+        self.tables = decode_tables(cfg)
+        kv = cfg.kv_heads * cfg.head_dim
+        self.kcache = np.zeros((cfg.layers, cfg.max_context, kv), bfloat16)
+        self.vcache = np.zeros_like(self.kcache)
+
+    def step(self, token: int, pos: int) -> tuple[int, np.ndarray]:
+        """Run token ``token`` at position ``pos``; return (the greedy next token, the bf16 logits)."""
+        cfg, w = self.cfg, self.w
+        h = w["emb"][token : token + 1]
+        for layer in range(cfg.layers):
+            h = self._attention(layer, h, pos)
+            h = self._mlp(layer, h)
+        xn = _run("rmsnorm", [h, w["final_norm"]], eps=cfg.eps)
+        head = w["emb"] if cfg.tied_embeddings else w["lm_head"]
+        logits = _run("gemv", [head, xn])
+        return int(np.argmax(logits.astype(np.float32)[0])), logits
+
+    def _rows(self, name: str, layer: int, rows: int) -> np.ndarray:
+        return self.w[name][layer * rows : (layer + 1) * rows]
+
+    def _attention(self, layer: int, h: np.ndarray, pos: int) -> np.ndarray:
+        cfg, w = self.cfg, self.w
+        H, KV, D, G = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group
+        xn = _run("rmsnorm", [h, w["attn_norm"][layer : layer + 1]], eps=cfg.eps)
+        q = _run("gemv", [self._rows("wq", layer, H * D), xn]).reshape(H, D)
+        k = _run("gemv", [self._rows("wk", layer, KV * D), xn]).reshape(KV, D)
+        v = _run("gemv", [self._rows("wv", layer, KV * D), xn]).reshape(KV, D)
+        cos, sin = self.tables["rope_cos"][pos : pos + 1], self.tables["rope_sin"][pos : pos + 1]
+        for kvh in range(KV):
+            kh = k[kvh : kvh + 1]
+            if cfg.qk_norm:
+                kh = _run("rmsnorm_rows", [kh, w["k_norm"][layer : layer + 1]], eps=cfg.eps)
+            self.kcache[layer, pos, kvh * D : (kvh + 1) * D] = _run("rope", [kh, cos, sin])[0]
+            self.vcache[layer, pos, kvh * D : (kvh + 1) * D] = v[kvh]
+        out = np.zeros((H, D), bfloat16)
+        B, S = cfg.block, cfg.blocks
+        for kvh in range(KV):
+            qg = q[kvh * G : (kvh + 1) * G]
+            if cfg.qk_norm:
+                qg = _run("rmsnorm_rows", [qg, w["q_norm"][layer : layer + 1]], eps=cfg.eps)
+            qg = _run("rope", [qg, cos, sin])
+            states = np.zeros((S * G, D + STATE_EXTRA), np.float32)
+            for j in range(S):
+                if pos < j * B:
+                    continue
+                rows = slice(j * B, (j + 1) * B)
+                kt = self.kcache[layer, rows, kvh * D : (kvh + 1) * D]
+                vt = self.vcache[layer, rows, kvh * D : (kvh + 1) * D]
+                bias = self.tables["attn_bias"][pos - j * B + cfg.max_context : pos - j * B + cfg.max_context + 1]
+                states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=1 / math.sqrt(D))
+            mask = self.tables["merge_mask"][pos : pos + 1]
+            out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask], groups=G)
+        acc = None
+        wo = self._rows("wo", layer, cfg.hidden)
+        for head in range(H):  # one f32 chunk per head, the last rounds to bf16
+            ins = [wo[:, head * D : (head + 1) * D], out[head : head + 1]]
+            acc = _run("gemv", ins + ([acc] if acc is not None else []), "bf16" if head == H - 1 else "f32")
+        assert acc is not None
+        return _run("add", [acc, h])
+
+    def _mlp(self, layer: int, h: np.ndarray) -> np.ndarray:
+        cfg, w = self.cfg, self.w
+        I = cfg.intermediate  # noqa: E741 -- the usual name
+        xn = _run("rmsnorm", [h, w["mlp_norm"][layer : layer + 1]], eps=cfg.eps)
+        gate = _run("gemv", [self._rows("wg", layer, I), xn])
+        up = _run("gemv", [self._rows("wu", layer, I), xn])
+        act = _run("silu_mul", [gate, up])
+        wd = self._rows("wd", layer, cfg.hidden)
+        chunk = I // cfg.down_chunks
+        acc = None
+        for c in range(cfg.down_chunks):
+            ins = [wd[:, c * chunk : (c + 1) * chunk], act[:, c * chunk : (c + 1) * chunk]]
+            last = c == cfg.down_chunks - 1
+            acc = _run("gemv", ins + ([acc] if acc is not None else []), "bf16" if last else "f32")
+        assert acc is not None
+        return _run("add", [acc, h])
+
+
+def _rmsnorm64(x: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
+
+
+def _silu64(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def ideal_logits(cfg: LlamaConfig, weights: dict[str, np.ndarray], tokens: list[int]) -> np.ndarray:
+    """The logits after each of ``tokens`` (positions 0, 1, ...), in float64 without intermediate rounding."""
+    w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+    tables = decode_tables(cfg)
+    H, KV, D, G = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group
+    keys = np.zeros((cfg.layers, len(tokens), KV, D))
+    values = np.zeros_like(keys)
+    out = []
+    for pos, token in enumerate(tokens):
+        h = w["emb"][token]
+        cos, sin = tables["rope_cos"][pos].astype(np.float64), tables["rope_sin"][pos].astype(np.float64)
+        for layer in range(cfg.layers):
+            def rows(name: str, n: int, layer: int = layer) -> np.ndarray:
+                return w[name][layer * n : (layer + 1) * n]
+
+            xn = _rmsnorm64(h, w["attn_norm"][layer], cfg.eps)
+            q, k, v = (rows(n, c * D) @ xn for n, c in (("wq", H), ("wk", KV), ("wv", KV)))
+            q, k, v = q.reshape(H, D), k.reshape(KV, D), v.reshape(KV, D)
+            if cfg.qk_norm:
+                q = _rmsnorm64(q, w["q_norm"][layer], cfg.eps)
+                k = _rmsnorm64(k, w["k_norm"][layer], cfg.eps)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            keys[layer, pos], values[layer, pos] = k, v
+            att = np.zeros((H, D))
+            for head in range(H):
+                scores = keys[layer, : pos + 1, head // G] @ q[head] / math.sqrt(D)
+                p = np.exp(scores - scores.max())
+                att[head] = (p / p.sum()) @ values[layer, : pos + 1, head // G]
+            h = h + rows("wo", cfg.hidden) @ att.reshape(-1)
+            xn = _rmsnorm64(h, w["mlp_norm"][layer], cfg.eps)
+            act = _silu64(rows("wg", cfg.intermediate) @ xn) * (rows("wu", cfg.intermediate) @ xn)
+            h = h + rows("wd", cfg.hidden) @ act
+        xn = _rmsnorm64(h, w["final_norm"][0], cfg.eps)
+        out.append((w["emb"] if cfg.tied_embeddings else w["lm_head"]) @ xn)
+    return np.array(out)
+
+
+__all__ = ["TOKEN_WIDTH", "MirrorModel", "ideal_logits", "initial_state", "random_weights"]

@@ -1,0 +1,98 @@
+"""``vdir-generate``: greedy decoding of a Llama-family model, one vdir launch per token.
+
+    vdir-generate --random tiny --prompt 1,2,3 --tokens 8 [--backend sim|cuda] [--json out.json]
+    vdir-generate --weights DIR --prompt 1,2,3 --tokens 64 --backend cuda --max-context 1024
+
+``--weights DIR`` reads a Hugging-Face style checkpoint (``config.json`` and
+``*.safetensors``, Llama or Qwen3 tensor names); ``--random CONFIG`` builds
+seeded random weights for a named config (``tiny``, ``tiny-qwen3``) or a
+``config.json``. The prompt is consumed by the same decode step, one token
+per launch; the generated ids stay on the device until the end. Prints the
+ids, ms/token and tokens/s; ``--json FILE`` writes them (``"tokens"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from vdir.device_runtime import backend_names, default_backend
+from vdir.diagnostics import UserError
+from vdir.tools.common import run_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``vdir-generate``."""
+    p = argparse.ArgumentParser(prog="vdir-generate", description=__doc__.splitlines()[0])
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--weights", metavar="DIR", help="a checkpoint directory (config.json, *.safetensors)")
+    source.add_argument("--random", metavar="CONFIG", help="seeded random weights for a named config or config.json")
+    p.add_argument("--prompt", required=True, help="comma-separated token ids, e.g. 1,2,3")
+    p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default 16)")
+    p.add_argument("--backend", choices=backend_names(), default=None, help="default: cuda when a GPU is usable")
+    p.add_argument("--max-context", type=int, default=None, help="positions the compiled step serves")
+    p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
+    p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _prompt(text: str) -> list[int]:
+    try:
+        ids = [int(t, 0) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UserError(f"error: --prompt {text!r}: expected comma-separated integer token ids") from None
+    if not ids:
+        raise UserError("error: --prompt: give at least one token id")
+    return ids
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load or make the model, generate, report; returns the exit status."""
+    from vdir.models.llama import LlamaDecoder, load_checkpoint, named_config
+    from vdir.testing.llama import random_weights
+
+    prompt = _prompt(args.prompt)
+    if args.tokens < 1:
+        raise UserError(f"error: --tokens {args.tokens}: generate at least one token")
+    if args.max_context is not None and args.max_context < 1:
+        raise UserError(f"error: --max-context {args.max_context}: must be positive")
+    if args.weights:
+        cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
+    else:
+        cfg = named_config(args.random, args.max_context)
+        weights = random_weights(cfg, args.seed)
+    backend = args.backend or default_backend()
+    progress = None if args.no_progress else _progress_bar()
+    with LlamaDecoder(cfg, weights, backend=backend) as decoder:
+        result = decoder.generate(prompt, args.tokens, progress=progress)
+    print("tokens: " + ",".join(map(str, result.tokens)))
+    ms = result.ms_per_token
+    print(f"backend: {backend}; {result.steps} steps; {ms:.3f} ms/token; "
+          f"{1000.0 / ms if ms else float('inf'):.1f} tokens/s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({**result.to_json(), "backend": backend, "config": cfg.name}, indent=1))
+    return 0
+
+
+def _progress_bar():
+    """``tqdm`` when it is installed and stderr is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return lambda steps: tqdm(steps, unit="tok", leave=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit status (errors are one line on stderr)."""
+    return run_cli(build_parser, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
