@@ -209,8 +209,7 @@ def _each_used_state(cc: "F.ComputeCtx", count: SSAValue, state_bytes: SSAValue,
                      body, hint: str) -> None:
     """``body(s, row)`` for s = 0..count-1 whose mask entry is not ``-inf``; ``row``: this head's row of state s."""
     b = cc.b
-    row = b.var("u32", 0)
-    b.set(row, row0)
+    row = b.var("u32", row0)
 
     def state(s: SSAValue) -> None:
         skip = b.new_label(f"{hint}_skip")
