@@ -1,4 +1,5 @@
-"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope and the fused gemv forms.
+"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, the fused gemv forms
+and the decode-attention pair (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vdir import isa
+from vdir.families.attention import ATTN_BLOCK, ATTN_MERGE
 from vdir.families.core import (
     ComputeSignature,
     Epilogue,
@@ -447,7 +449,7 @@ RMSNORM_ROWS = Family(
 
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
-                    RMSNORM_ROWS)
+                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

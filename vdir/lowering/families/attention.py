@@ -1,0 +1,222 @@
+"""Bodies of the decode-attention families: ``attn_block`` and ``attn_merge``.
+
+``attn_block``: one compute warp per query head (rows ``g = warp, warp +
+warps, ...``); the warp's registers hold the whole softmax of its row, so the
+body needs no shared scratch and no group barrier. Lane ``t`` scores the
+cached rows ``t, t + 32, t + 64, t + 96`` (up to 128 rows, four registers):
+a dot product of 16-byte chunks of q and k (``ld.shared.v4.b32``, bf16
+widened by shift / mask, ``fma.rn.f32`` into two accumulators), the lanes
+starting at different chunks so that the 32 rows fall in different banks;
+then ``scale *``, ``+ bias``. The row's maximum and sum are butterfly
+reductions (``max.f32``, ``add.rn.f32``), the same order in every run;
+``p = 2^((s - m) * log2 e)`` (``ex2.approx.ftz``). Each lane then owns
+``D / 32`` adjacent output columns and adds ``p[b] * v[b, :]`` for ``b = 0,
+1, ..., B - 1`` in order, ``p[b]`` broadcast from its lane with
+``shfl.sync.idx``. A fully masked row has ``m = -inf``: the exponent's shift
+is 0 instead, so every ``p`` is ``2^-inf = 0`` and ``l``, ``o`` are 0.
+
+``attn_merge``: thread per output element ``(g, d)``, round-robin; each
+thread walks the states in order s = 0..S-1 twice, first for the maximum
+``M`` of the used states' ``m``, then adding ``w * l`` and ``w * o`` (each
+product rounded, then added, as the numpy semantics), and divides once.
+Every element's result is one fixed sequence of roundings.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from vdir.families.attention import HEAD_DIMS, MAX_BLOCK_ROWS, STATE_EXTRA, STATE_L, STATE_M
+from vdir.lowering import families as F
+
+_NEG_INF = float("-inf")
+#: bytes of one bf16 / f32 element, of a 16-byte chunk and the bf16 elements in it
+_BF16, _F32, _CHUNK = 2, 4, 16
+_CHUNK_ELEMS = _CHUNK // _BF16
+#: score registers per lane: rows lane + 32 j, j < _SCORE_REGS
+_SCORE_REGS = MAX_BLOCK_ROWS // 32
+#: the output loop adds this many cached rows per iteration (the row multiple attn_block requires)
+_ROWS_PER_STEP = 8
+
+
+def attn_block(cc: "F.ComputeCtx") -> None:
+    """Partial softmax states of the ``p0`` query heads over ``p2`` cached rows (head dim ``p1``, scale ``f0``).
+
+    One loop per supported head dimension, chosen by ``p1`` (uniform over
+    the group); the dimension fixes how many columns a lane owns.
+    """
+    b = cc.b
+    done = b.new_label("attn_block_done")
+    labels = {d: b.new_label(f"attn_block_d{d}") for d in HEAD_DIMS}
+    for d, label in labels.items():
+        b.bra(label, b.setp("eq.u32", cc.p1, d))
+    b.bra(done)
+    for d, label in labels.items():
+        b.place(label)
+        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: _block_row(cc, g, d), f"attn_block_row{d}")
+        b.bra(done)
+    b.place(done)
+
+
+def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
+    """The state of query head ``g`` (head dimension ``d``), computed by one warp and written to row ``g``."""
+    b = cc.b
+    q_row = b.i("mad.lo.u32", "u32", g, d * _BF16, cc.ins[0])
+    scores = [_score(cc, q_row, j, d) for j in range(_SCORE_REGS)]
+    top = scores[0]
+    for s in scores[1:]:
+        top = b.i("max.f32", "f32", top, s)
+    top = _warp_max(cc, top)
+    # a row with every key masked: exponents relative to 0, so each p is 2^-inf = 0
+    shift = b.i("selp.f32", "f32", 0.0, top, b.setp("eq.f32", top, _NEG_INF))
+    probs = []
+    for s in scores:
+        t = b.i("mul.rn.f32", "f32", b.i("sub.rn.f32", "f32", s, shift), F.LOG2E)
+        probs.append(b.i("ex2.approx.ftz.f32", "f32", t))
+    total = b.i("add.rn.f32", "f32", b.i("add.rn.f32", "f32", probs[0], probs[1]),
+                b.i("add.rn.f32", "f32", probs[2], probs[3]))
+    total = F.warp_sum(b, total)
+    outs = _weighted_values(cc, probs, d)
+    out_row = b.i("mad.lo.u32", "u32", g, (d + STATE_EXTRA) * _F32, cc.out)
+    col = b.i("mad.lo.u32", "u32", cc.lane, len(outs) * _F32, out_row)
+    for i, o in enumerate(outs):
+        b.st("st.shared.f32", col, i * _F32, o)
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    tail = d * _F32
+    b.st("st.shared.f32", out_row, tail + STATE_M * _F32, top, guard=lane0)
+    b.st("st.shared.f32", out_row, tail + STATE_L * _F32, total, guard=lane0)
+    for pad in range(2, STATE_EXTRA):
+        b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
+
+
+def _score(cc: "F.ComputeCtx", q_row: SSAValue, j: int, d: int) -> SSAValue:
+    """``scale * (q . k[r]) + bias[r]`` for this lane's row ``r = lane + 32 j``; ``-inf`` past the block."""
+    b = cc.b
+    score = b.var("f32", _NEG_INF)
+    r = b.i("add.u32", "u32", cc.lane, 32 * j)
+    skip = b.new_label(f"attn_score{j}_skip")
+    b.bra(skip, b.setp("ge.u32", r, cc.p2))
+    k_row = b.i("mad.lo.u32", "u32", r, d * _BF16, cc.ins[1])
+    accs = [b.var("f32", 0.0) for _ in range(2)]
+    chunks = d // _CHUNK_ELEMS  # a power of two: the rotation is a mask
+
+    def chunk(c: SSAValue) -> None:
+        # lane t starts at chunk t: the 32 rows' chunks fall in different banks
+        rotated = b.i("and.b32", "u32", b.i("add.u32", "u32", c, cc.lane), chunks - 1)
+        off = b.i("shl.b32", "u32", rotated, 4)
+        ks = b.ld_v4("ld.shared.v4.b32", "b32", b.i("add.u32", "u32", k_row, off))
+        qs = b.ld_v4("ld.shared.v4.b32", "b32", b.i("add.u32", "u32", q_row, off))
+        for w in range(4):
+            for half, (kv, qv) in enumerate(zip(F.bf16_pair(b, ks[w]), F.bf16_pair(b, qs[w]), strict=True)):
+                b.i("fma.rn.f32", "f32", kv, qv, accs[half], dst=accs[half])
+
+    b.for_range(0, chunks, 1, chunk, f"attn_dot{j}")
+    dot = b.i("add.rn.f32", "f32", accs[0], accs[1])
+    bias = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", r, _F32, cc.ins[3]))
+    b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", cc.f0, dot), bias, dst=score)
+    b.place(skip)
+    return score
+
+
+def _warp_max(cc: "F.ComputeCtx", v: SSAValue) -> SSAValue:
+    """Butterfly maximum over the warp; every lane gets it (exact, so order-free)."""
+    b = cc.b
+    for k in (16, 8, 4, 2, 1):
+        v = b.i("max.f32", "f32", v, b.i("shfl.sync.bfly.b32", "f32", v, k, 31, F.FULL))
+    return v
+
+
+def _weighted_values(cc: "F.ComputeCtx", probs: list[SSAValue], d: int) -> list[SSAValue]:
+    """This lane's ``d / 32`` columns of ``sum_b p[b] * v[b, :]``, added for b = 0, 1, ... in order.
+
+    ``p[b]`` lives in register ``b / 32`` of lane ``b % 32``; eight rows per
+    iteration (they share the register).
+    """
+    b = cc.b
+    cols = d // 32
+    words = cols // 2
+    outs = [b.var("f32", 0.0) for _ in range(cols)]
+    v_col = b.i("mad.lo.u32", "u32", cc.lane, cols * _BF16, cc.ins[2])
+
+    def step(r0: SSAValue) -> None:
+        reg = b.i("shr.u32", "u32", r0, 5)
+        p = probs[0]
+        for j in range(1, _SCORE_REGS):
+            p = b.i("selp.f32", "f32", probs[j], p, b.setp("eq.u32", reg, j))
+        v_row = b.i("mad.lo.u32", "u32", r0, d * _BF16, v_col)
+        src = b.i("and.b32", "u32", r0, 31)
+        for t in range(_ROWS_PER_STEP):
+            pb = b.i("shfl.sync.idx.b32", "f32", p, b.i("add.u32", "u32", src, t), 31, F.FULL)
+            for w in range(words):
+                vw = b.ld("ld.shared.b32", "b32", v_row, t * d * _BF16 + w * 4)
+                for half, vv in enumerate(F.bf16_pair(b, vw)):
+                    o = outs[2 * w + half]
+                    b.i("fma.rn.f32", "f32", pb, vv, o, dst=o)
+
+    b.for_range(0, cc.p2, _ROWS_PER_STEP, step, f"attn_pv{d}")
+    return outs
+
+
+def attn_merge(cc: "F.ComputeCtx") -> None:
+    """out[g, d] = (sum_s w_s o_s[g, d]) / (sum_s w_s l_s[g]) over the used states, in order s = 0..S-1.
+
+    ``p0`` state rows (``S * G``), ``p1`` columns (``D + 4``), ``p2`` = G;
+    state ``s`` is used unless ``mask[s]`` is ``-inf``; zeros where no used
+    state has a finite ``m``.
+    """
+    b = cc.b
+    rows, cols, groups = cc.p0, cc.p1, cc.p2
+    d = b.i("sub.u32", "u32", cols, STATE_EXTRA)
+    count = b.i("div.u32", "u32", rows, groups)
+    state_bytes = b.i("mul.lo.u32", "u32", b.i("mul.lo.u32", "u32", groups, cols), _F32)
+    row_bytes = b.i("mul.lo.u32", "u32", cols, _F32)
+    m_off = b.i("mul.lo.u32", "u32", d, _F32)
+
+    def element(i: SSAValue) -> None:
+        g = b.i("div.u32", "u32", i, d)
+        col = b.i("sub.u32", "u32", i, b.i("mul.lo.u32", "u32", g, d))
+        row0 = b.i("mad.lo.u32", "u32", g, row_bytes, cc.ins[0])  # row g of state 0
+        top = b.var("f32", _NEG_INF)
+
+        def maximum(s: SSAValue, row: SSAValue) -> None:
+            m = b.ld("ld.shared.f32", "f32", b.i("add.u32", "u32", row, m_off), STATE_M * _F32)
+            b.i("max.f32", "f32", top, m, dst=top)
+
+        _each_used_state(cc, count, state_bytes, row0, maximum, "attn_merge_max")
+        empty = b.setp("eq.f32", top, _NEG_INF)
+        shift = b.i("selp.f32", "f32", 0.0, top, empty)
+        total, acc = b.var("f32", 0.0), b.var("f32", 0.0)
+
+        def accumulate(s: SSAValue, row: SSAValue) -> None:
+            tail = b.i("add.u32", "u32", row, m_off)
+            m = b.ld("ld.shared.f32", "f32", tail, STATE_M * _F32)
+            w = b.i("ex2.approx.ftz.f32", "f32",
+                    b.i("mul.rn.f32", "f32", b.i("sub.rn.f32", "f32", m, shift), F.LOG2E))
+            l_s = b.ld("ld.shared.f32", "f32", tail, STATE_L * _F32)
+            b.i("add.rn.f32", "f32", total, b.i("mul.rn.f32", "f32", w, l_s), dst=total)
+            o = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", col, _F32, row))
+            b.i("add.rn.f32", "f32", acc, b.i("mul.rn.f32", "f32", w, o), dst=acc)
+
+        _each_used_state(cc, count, state_bytes, row0, accumulate, "attn_merge_sum")
+        y = b.i("div.rn.f32", "f32", acc, total)
+        y = b.i("selp.f32", "f32", 0.0, y, empty)
+        F.store_elem(b, cc.out, b.i("mul.lo.u32", "u32", i, _BF16), y, "bf16")
+
+    b.for_range(cc.ct, b.i("mul.lo.u32", "u32", groups, d), cc.nthreads, element, "attn_merge")
+
+
+def _each_used_state(cc: "F.ComputeCtx", count: SSAValue, state_bytes: SSAValue, row0: SSAValue,
+                     body, hint: str) -> None:
+    """``body(s, row)`` for s = 0..count-1 whose mask entry is not ``-inf``; ``row``: this head's row of state s."""
+    b = cc.b
+    row = b.var("u32", row0)
+
+    def state(s: SSAValue) -> None:
+        skip = b.new_label(f"{hint}_skip")
+        mask = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", s, _F32, cc.ins[1]))
+        b.bra(skip, b.setp("eq.f32", mask, _NEG_INF))
+        body(s, row)
+        b.place(skip)
+        b.i("add.u32", "u32", row, state_bytes, dst=row)
+
+    b.for_range(0, count, 1, state, hint)
