@@ -277,6 +277,9 @@ SUM_ROWS_OUT_F32 = 2  # the result is f32 (else bf16)
 # rope flags in P2
 ROPE_TABLES_F32 = 1  # the cos / sin tiles are f32 (else bf16)
 
+# argmax_partial flags in P2
+ARGMAX_IN_F32 = 1  # the row x is f32 (else bf16)
+
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
 W_WAIT_MASK = WAIT_MASK.word
