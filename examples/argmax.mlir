@@ -16,6 +16,8 @@
 //
 // Next step. The id is read on the device (vdir.read, after the store)
 // and gathers the token's embedding row, the next step's input.
+//
+// Built by vdir.frontend.examples.build_argmax().
 
 vdir.program @argmax(%w: !vdir.buffer<1000x256xbf16>, %h: !vdir.buffer<1x256xbf16>,
                      %emb: !vdir.buffer<1000x256xbf16>, %partials: !vdir.buffer<8x4xf32>,

@@ -32,6 +32,7 @@ from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.sim import simulate
 from vdir.families import DTYPES, FAMILIES, ComputeSignature, FamilyError, TileSig
 from vdir.families.builtin import ARGMAX_INDEX_LIMIT, argmax_index_column
+from vdir.frontend.examples import build_argmax
 from vdir.lowering import lower_to_ptx
 from vdir.testing.assembler import family_program
 from vdir.tools.common import parse_module_file
@@ -263,6 +264,29 @@ def test_example_on_the_simulator_is_numpy_argmax(case):
         check_example_outputs(outputs, inputs, logits)
         tokens.add(int(outputs["token"][0, 0]))
     assert len(tokens) == 1
+
+
+def test_builder_gives_the_example_file():
+    assert str(build_argmax()) == str(parse_module_file(str(EXAMPLE)))
+
+
+def test_a_smaller_build_on_the_simulator_is_numpy_argmax():
+    """196 logits in slices of 48 (the last one 4): a tie between the first and the last slice."""
+    rng = np.random.default_rng()
+    w = (rng.standard_normal((196, 64)) * 0.1).astype(bfloat16)
+    w[[5, 194], 0] = 9.0
+    h = np.zeros((1, 64), bfloat16)
+    h[0, 0] = 1.0
+    emb = rng.standard_normal((196, 64)).astype(bfloat16)
+    with vdir.compile(build_argmax(196, 64, slice_rows=48), backend="sim") as exe:
+        outputs = exe(w=w, h=h, emb=emb)
+    assert int(outputs["token"][0, 0]) == 5 == np.argmax(w[:, 0].astype(np.float32))
+    assert outputs["partials"].shape == (5, 4) and outputs["partials"][4, 1] == 194
+
+
+def test_builder_refuses_slices_of_partial_rows():
+    with pytest.raises(ValueError, match="slice_rows = 50 must be a positive multiple of 4"):
+        build_argmax(200, 64, slice_rows=50)
 
 
 # ---------------------------------------------------------------------------
