@@ -1,5 +1,24 @@
 // RUN: vdir-opt %S/../../examples/argmax.mlir | filecheck %s
 // RUN: vdir-opt %S/../../examples/argmax.mlir --print-op-generic | vdir-opt | filecheck %s
+// RUN: vdir-opt %S/../../examples/argmax.mlir -p vdir-pipeline -t isa | filecheck %s --check-prefix=ISA
+
+// Compiled: slices 0..7 on SMs 0..7, their argmax_partial carrying the base
+// in p3 (the listing shows it when nonzero), each store releasing counter
+// 0; on SM 8 the load of the partials waits for all eight, and on SM 9 the
+// gather by the token id waits for the token's store (counter 1).
+// ISA-LABEL: sm 0 compute:
+// ISA:       argmax_partial(smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(1, 128, 1) signal
+// ISA-LABEL: sm 7 compute:
+// ISA:       argmax_partial(smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(1, 104, 1) p3=896 signal
+// ISA:       store smem[{{[0-9]+}}] -> @partials+112 {{.*}} release(c0)
+// ISA-LABEL: sm 8 load:
+// ISA-NEXT:  load  @partials+0 [8 x 16B, stride 16] -> {{.*}} wait(c0>=8*epoch)
+// ISA-NEXT:  sm 8 compute:
+// ISA-NEXT:  argmax_final(smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(8, 4, 0)
+// ISA-NEXT:  sm 8 store:
+// ISA-NEXT:  store smem[{{[0-9]+}}] -> @token+0 {{.*}} release(c1)
+// ISA-NEXT:  sm 9 load:
+// ISA-NEXT:  load  @emb+0 + @token[0] * 512 (@token[0] in 0..999) {{.*}} wait(c1>=1*epoch)
 
 // CHECK:      vdir.program @argmax(%w: !vdir.buffer<1000x256xbf16>, %h: !vdir.buffer<1x256xbf16>, %emb: !vdir.buffer<1000x256xbf16>, %partials: !vdir.buffer<8x4xf32>, %token: !vdir.buffer<1x4xi32>, %next: !vdir.buffer<1x256xbf16>) attributes {target = "h200"} {
 // CHECK-NEXT:   %ht = vdir.load %h[0, 0] on load : !vdir.buffer<1x256xbf16> -> !vdir.tile<1x256xbf16>
