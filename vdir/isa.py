@@ -277,6 +277,9 @@ SUM_ROWS_OUT_F32 = 2  # the result is f32 (else bf16)
 # rope flags in P2
 ROPE_TABLES_F32 = 1  # the cos / sin tiles are f32 (else bf16)
 
+# argmax_partial flags in P2
+ARGMAX_IN_F32 = 1  # the row x is f32 (else bf16)
+
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
 W_WAIT_MASK = WAIT_MASK.word
@@ -1056,8 +1059,9 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         n = g(NUM_INPUTS)
         ins_text = ", ".join(f"smem[{g(f)}]" for f in IN_SMEM[:n])
         params = f" p=({g(P0)}, {g(P1)}, {g(P2)})"
+        p3 = f" p3={g(P3)}" if g(P3) else ""
         eps = f" f0={ins.f0:g}" if ins.f0 else ""
-        return f"{name}({ins_text}) -> smem[{g(OUT_SMEM)}]{params}{eps}"
+        return f"{name}({ins_text}) -> smem[{g(OUT_SMEM)}]{params}{p3}{eps}"
     return "nop"
 
 

@@ -1,5 +1,5 @@
-"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, the fused gemv forms
-and the decode-attention pair (defined in :mod:`vdir.families.attention`).
+"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, the fused gemv
+forms and the decode-attention pair (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -7,15 +7,16 @@ Each is one :class:`~vdir.families.core.Family` value below, registered when
 arithmetic is fp32 with one rounding to the output dtype, as the GPU bodies
 do. The fused families are the exact composition of their parts, including
 the bf16 rounding of the intermediate tile. No built-in family computes on
-i32 tiles: they are only loaded and stored.
+i32 tiles: they are only loaded and stored (``argmax_final`` writes one).
 
 Parameter words (``docs/isa.md``): every family puts the shape of its first
 input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
 ``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``; rope: ``H x D``);
 ``p2`` holds gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``),
 add's (``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows'
-(``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``) or
-``gemv_silu_mul``'s ``operand``; ``f0`` holds ``eps``.
+(``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``),
+argmax_partial's (``isa.ARGMAX_IN_F32``) or ``gemv_silu_mul``'s
+``operand``; ``p3`` holds argmax_partial's ``base``; ``f0`` holds ``eps``.
 """
 
 from __future__ import annotations
@@ -135,6 +136,53 @@ def rope_f32(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return xf * _f32(cos) + rotate_half(xf) * _f32(sin)
 
 
+#: indices of the argmax families travel as f32 (argmax_partial's result
+#: row): every integer up to 2^24 is exact there
+ARGMAX_INDEX_LIMIT = 1 << 24
+
+
+def argmax_partial_f32(x: np.ndarray, base: int) -> np.ndarray:
+    """``[[best, base + i, 0, 0]]`` (f32) for the best element ``best = x[0, i]`` of a ``1 x N`` row.
+
+    The best is the largest value, a NaN counting as larger than every
+    number, and of equal values (``-0.0 == +0.0``, or any two NaNs) the one
+    with the lowest index: ``i`` is ``numpy.argmax``'s answer (the first
+    NaN, else the first maximum). ``best`` is that element widened to f32.
+    """
+    row = _f32(x).reshape(-1)
+    i = int(np.argmax(row))
+    out = np.zeros((1, 4), dtype=np.float32)
+    out[0, 0], out[0, 1] = row[i], base + i
+    return out
+
+
+def argmax_index_column(partials: np.ndarray) -> np.ndarray:
+    """The indices in column 1 of ``S x 4`` argmax_partial rows, as integers.
+
+    Truncated toward zero and clamped to ``0..2^24`` (a NaN counts as 0), as
+    the GPU body's saturating conversion reads them; indices that
+    argmax_partial wrote are integers in range and come back unchanged.
+    """
+    column = np.nan_to_num(_f32(partials)[:, 1], nan=0.0)
+    return np.trunc(np.clip(column, 0, ARGMAX_INDEX_LIMIT)).astype(np.int64)
+
+
+def argmax_final_f32(partials: np.ndarray) -> np.ndarray:
+    """``[[index, 0, 0, 0]]`` of the best of ``S x 4`` argmax_partial rows ``[value, index, 0, 0]``.
+
+    The best row has the largest value (a NaN larger than every number) and,
+    among rows of equal value, the lowest index (compared as indices, not by
+    row order), so the answer does not depend on the order of the rows: it
+    is ``numpy.argmax`` of the whole row the partials were taken from.
+    """
+    values, indices = _f32(partials)[:, 0], argmax_index_column(partials)
+    nan = np.isnan(values)
+    best = nan if nan.any() else values == values.max()
+    out = np.zeros((1, 4), dtype=np.float32)
+    out[0, 0] = indices[best].min()
+    return out
+
+
 def _gemv_flops(ins):
     return 2 * ins[0].shape[0] * ins[0].shape[1]
 
@@ -250,6 +298,31 @@ def _run_rmsnorm_rows(ins, params):
     return np.concatenate([rmsnorm_f32(row.reshape(1, -1), g, params["eps"]) for row in x], axis=0)
 
 
+def _infer_argmax_partial(ins, params):
+    """x ``1 x N`` bf16 or f32, ``base + N <= 2^24`` -> ``1 x 4`` f32 ``[best, base + index, 0, 0]``."""
+    (x,) = ins
+    n = _vec(x, "x", "argmax_partial")
+    _bf16_or_f32([x], "argmax_partial", ["x"])
+    base = int(params.get("base", 0))
+    _need(
+        base + n <= ARGMAX_INDEX_LIMIT,
+        f"family 'argmax_partial': base + N = {base} + {n} exceeds 2^24 = {ARGMAX_INDEX_LIMIT} "
+        "(the index travels as an f32, exact only up to 2^24)",
+    )
+    return TileSig((1, 4), "f32")
+
+
+def _infer_argmax_final(ins, params):
+    """partials ``S x 4`` f32 (argmax_partial rows) -> ``1 x 4`` i32 ``[index, 0, 0, 0]``."""
+    (partials,) = ins
+    _need(partials.dtype == "f32", f"family 'argmax_final': partials must be f32, got {partials}")
+    _need(
+        partials.shape[1] == 4,
+        f"family 'argmax_final': partials must be Sx4 (one argmax_partial result per row), got {partials}",
+    )
+    return TileSig((1, 4), "i32")
+
+
 def _infer_rmsnorm_gemv(ins, params):
     w, x, g = ins
     _infer_rmsnorm([x, g], params, "rmsnorm_gemv")
@@ -352,6 +425,22 @@ def _decode_rope(w: ParamWords) -> ComputeSignature:
     return ComputeSignature((_tile(w.p0, w.p1), table, table), _tile(w.p0, w.p1))
 
 
+def _encode_argmax_partial(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: ``1 x N``; ``p2``: ``isa.ARGMAX_IN_F32`` for an f32 row; ``p3``: ``base``."""
+    (x,) = sig.inputs
+    flags = isa.ARGMAX_IN_F32 if x.dtype == "f32" else 0
+    return ParamWords(x.shape[0], x.shape[1], flags, int(sig.params["base"]))
+
+
+def _decode_argmax_partial(w: ParamWords) -> ComputeSignature:
+    x = _tile(w.p0, w.p1, "f32" if w.p2 & isa.ARGMAX_IN_F32 else "bf16")
+    return ComputeSignature((x,), _tile(1, 4, "f32"), {"base": w.p3})
+
+
+def _decode_argmax_final(w: ParamWords) -> ComputeSignature:
+    return ComputeSignature((_tile(w.p0, w.p1, "f32"),), _tile(1, 4, "i32"))
+
+
 def _encode_gemv_silu_mul(sig: ComputeSignature) -> ParamWords:
     return _encode_shape(sig, int(sig.params["operand"]))
 
@@ -447,9 +536,28 @@ RMSNORM_ROWS = Family(
     description="each row (head) of x normalised on its own, times weight (Qwen3's QK-norm)",
 )
 
+ARGMAX_PARTIAL = Family(
+    "argmax_partial", 13, ("x",), ("base",),
+    _infer_argmax_partial, lambda ins, p: argmax_partial_f32(ins[0], int(p["base"])), _elem_flops(1),
+    _encode_argmax_partial, _decode_argmax_partial,
+    Role.ACTIVATION, f"{_PTX}.argmax:argmax_partial",
+    description="[best, base + index, 0, 0] of a 1xN slice of a row (first NaN, else first maximum)",
+    out_dtypes=("f32",),
+    param_specs={"base": ParamSpec.integral(0, ARGMAX_INDEX_LIMIT)},
+)
+
+ARGMAX_FINAL = Family(
+    "argmax_final", 14, ("partials",), (),
+    _infer_argmax_final, lambda ins, p: argmax_final_f32(ins[0]), _elem_flops(1),
+    _encode_shape, _decode_argmax_final,
+    Role.ACTIVATION, f"{_PTX}.argmax:argmax_final",
+    description="[index, 0, 0, 0] (i32) of the best of Sx4 argmax_partial rows (ties: the lowest index)",
+    out_dtypes=("i32",),
+)
+
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
-                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE)
+                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

@@ -9,6 +9,7 @@ program structure at a size that tests and the simulator handle quickly.
 * :func:`build_mlp_block` — ``examples/mlp.mlir``
 * :func:`build_mlp_stack` — ``examples/mlp_stack.mlir``
 * :func:`build_split_k_gemv` — ``examples/split_k_gemv.mlir``
+* :func:`build_argmax` — ``examples/argmax.mlir``
 """
 
 from __future__ import annotations
@@ -176,4 +177,45 @@ def build_split_k_gemv(
         parts = b.load(partials, (0, c), (splits, combine_cols), name="parts")
         yt = b.compute("sum_rows", [parts], out_dtype="bf16", name="yt")
         b.store(yt, y, (0, c), name="done")
+    return b.finish()
+
+
+def build_argmax(vocab: int = 1000, hidden: int = 256, *, slice_rows: int = 128, target: str = "h200") -> ModuleOp:
+    """Greedy decoding's token id: a deterministic two-phase argmax of the logits ``W h`` (``examples/argmax.mlir``).
+
+    Phase 1: each slice of ``slice_rows`` logits (the last one shorter when
+    ``vocab`` is not a multiple) is a gemv of its weight rows (f32 logits)
+    and ``argmax_partial`` with ``base`` = the slice's first row, stored to
+    row ``s`` of the f32 buffer ``partials``; placement spreads the slices
+    over the SMs. ``base`` is a parameter, so the slices are unrolled here.
+    Phase 2: ``partials`` is loaded after every store (a cross-SM counter)
+    and ``argmax_final`` stores the token id to the i32 buffer ``token``.
+    The id is then read on the device and gathers its row of ``emb`` into
+    ``next``, as the next decode step would.
+    """
+    if slice_rows <= 0 or slice_rows % 4:
+        raise ValueError(f"slice_rows = {slice_rows} must be a positive multiple of 4 (16-byte f32 rows)")
+    if vocab % 4:
+        raise ValueError(f"vocab = {vocab} must be a multiple of 4 (16-byte f32 rows)")
+    starts = list(range(0, vocab, slice_rows))
+    b = ProgramBuilder("argmax", target=target)
+    w = b.buffer("w", (vocab, hidden), "bf16")
+    h = b.buffer("h", (1, hidden), "bf16")
+    emb = b.buffer("emb", (vocab, hidden), "bf16")
+    partials = b.buffer("partials", (len(starts), 4), "f32")
+    token = b.buffer("token", (1, 4), "i32")
+    nxt = b.buffer("next", (1, hidden), "bf16")
+    ht = b.load(h, (0, 0), (1, hidden), name="ht")
+    for s, base in enumerate(starts):
+        rows = min(slice_rows, vocab - base)
+        wt = b.load(w, (base, 0), (rows, hidden), name=f"w{s}")
+        logits = b.compute("gemv", [wt, ht], out_dtype="f32", name=f"l{s}")
+        best = b.compute("argmax_partial", [logits], params={"base": base}, name=f"b{s}")
+        b.store(best, partials, (s, 0), name=f"p{s}")
+    every = b.load(partials, (0, 0), (len(starts), 4), name="all")
+    best = b.compute("argmax_final", [every], name="best")
+    b.store(best, token, (0, 0), name="stored")
+    token_id = b.read(token, 0, 0, name="id")
+    row = b.load(emb, (token_id, 0), (1, hidden), name="e")
+    b.store(row, nxt, (0, 0), name="gathered")
     return b.finish()
