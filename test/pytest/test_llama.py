@@ -1,0 +1,223 @@
+"""The Llama decode step end to end: one launch per token, the token fed back on the device.
+
+On the simulator (with race checks) the tiny configs run token for token and
+bit for bit against :class:`vdir.testing.llama.MirrorModel` (the families'
+numpy semantics, op for op), past an attention-block boundary, and within a
+bf16 tolerance of a float64 model without intermediate rounding. The GPU
+test does the same on the cuda backend with a tolerance. Checkpoints, the
+command line and every bad input are tested too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+from vdir.device_runtime import backend_status
+from vdir.frontend.llama import LlamaConfig, weight_shapes
+from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, stack_weights
+from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
+from vdir.tools.vdir_generate import main as generate_main
+
+gpu = pytest.mark.skipif(not backend_status("cuda")[0], reason=backend_status("cuda")[1] or "no GPU")
+
+#: worst |logit - float64 logit| / max |float64 logit| after 18 steps of bf16 rounding
+IDEAL_TOLERANCE = 3e-2
+#: steps of the simulator tests: past the first 16-row attention block
+STEPS = 18
+PROMPT = [3, 9, 141]
+
+
+def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backend: str) -> list[int]:
+    """Run both step by step, the prompt then the mirror's own tokens; compare; return the tokens fed."""
+    tokens = list(PROMPT)
+    for pos in range(steps):
+        decoder.step(pos, tokens[pos])
+        want_token, want_logits = mirror.step(tokens[pos], pos)
+        got_logits = decoder.logits()
+        if backend == "sim":
+            assert np.array_equal(got_logits.view(np.uint16), want_logits.view(np.uint16)), f"logits at {pos}"
+            assert decoder.history(pos + 1)[pos] == want_token, f"token at {pos}"
+        else:
+            scale = float(np.abs(want_logits.astype(np.float32)).max())
+            err = float(np.abs(got_logits.astype(np.float32) - want_logits.astype(np.float32)).max()) / scale
+            assert err < 2e-2, f"logits at {pos}: relative error {err:.3g}"
+            top2 = np.sort(want_logits.astype(np.float32)[0])[-2:]
+            if top2[1] - top2[0] > 0.05 * scale:  # a clear winner: the device must pick it too
+                assert decoder.history(pos + 1)[pos] == want_token, f"token at {pos}"
+        if pos + 1 >= len(tokens):
+            tokens.append(want_token)
+    return tokens
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
+    cfg = NAMED_CONFIGS[name]
+    weights = random_weights(cfg, seed=1)
+    with LlamaDecoder(cfg, weights, backend="sim") as decoder:
+        tokens = teacher_forced(decoder, MirrorModel(cfg, weights), STEPS, "sim")
+        logits = decoder.logits().astype(np.float64)[0]
+    ideal = ideal_logits(cfg, weights, tokens[:STEPS])[-1]
+    assert np.abs(logits - ideal).max() / np.abs(ideal).max() < IDEAL_TOLERANCE
+
+
+def test_generate_feeds_the_token_back_on_the_device():
+    cfg = NAMED_CONFIGS["tiny"]
+    weights = random_weights(cfg, seed=2)
+    mirror = MirrorModel(cfg, weights)
+    expected, token = [], PROMPT[0]
+    for pos in range(len(PROMPT) + 3):
+        token, _ = mirror.step(PROMPT[pos] if pos < len(PROMPT) else token, pos)
+        if pos >= len(PROMPT) - 1:
+            expected.append(token)
+    with LlamaDecoder(cfg, weights, backend="sim") as decoder:
+        result = decoder.generate(PROMPT, 4)
+        assert result.tokens == expected and result.prompt == PROMPT and result.steps == len(PROMPT) + 3
+        assert decoder.generate(PROMPT, 4).tokens == expected  # a new sequence starts from empty caches
+
+
+def _hf_tensors(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Our stacked weights split back into Hugging-Face tensors (the layout a checkpoint has)."""
+    from vdir.models.llama import _GLOBAL_TENSORS, _LAYER_TENSORS
+
+    out = {}
+    for name, array in weights.items():
+        if name in _GLOBAL_TENSORS:
+            out[_GLOBAL_TENSORS[name]] = array.reshape(-1) if name == "final_norm" else array
+            continue
+        rows = array.shape[0] // cfg.layers
+        for layer in range(cfg.layers):
+            part = array[layer * rows : (layer + 1) * rows]
+            out[_LAYER_TENSORS[name].format(layer)] = part.reshape(-1) if rows == 1 else part
+    return out
+
+
+def _config_json(cfg: LlamaConfig) -> dict:
+    return {"num_hidden_layers": cfg.layers, "hidden_size": cfg.hidden, "num_attention_heads": cfg.heads,
+            "num_key_value_heads": cfg.kv_heads, "head_dim": cfg.head_dim, "intermediate_size": cfg.intermediate,
+            "vocab_size": cfg.vocab, "rope_theta": cfg.rope_theta, "rms_norm_eps": cfg.eps,
+            "tie_word_embeddings": cfg.tied_embeddings, "model_type": "qwen3" if cfg.qk_norm else "llama"}
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+def test_a_checkpoint_loads_into_the_same_model(tmp_path, name):
+    from safetensors.numpy import save_file
+
+    cfg = NAMED_CONFIGS[name]
+    weights = random_weights(cfg, seed=3)
+    (tmp_path / "config.json").write_text(json.dumps(_config_json(cfg)))
+    save_file(_hf_tensors(cfg, weights), str(tmp_path / "model.safetensors"))
+    loaded_cfg, loaded = load_checkpoint(tmp_path, cfg.max_context, block=cfg.block)
+    assert (loaded_cfg.layers, loaded_cfg.qk_norm, loaded_cfg.tied_embeddings) == (cfg.layers, cfg.qk_norm,
+                                                                                    cfg.tied_embeddings)
+    for key, array in weights.items():
+        assert np.array_equal(loaded[key].view(np.uint16), array.view(np.uint16)), key
+
+
+def test_checkpoint_errors_name_the_tensor(tmp_path):
+    from safetensors.numpy import save_file
+
+    cfg = NAMED_CONFIGS["tiny"]
+    tensors = _hf_tensors(cfg, random_weights(cfg, seed=4))
+    (tmp_path / "config.json").write_text(json.dumps(_config_json(cfg)))
+    missing = dict(tensors)
+    del missing["model.layers.1.mlp.up_proj.weight"]
+    save_file(missing, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ModelError, match="no tensor 'model.layers.1.mlp.up_proj.weight'"):
+        load_checkpoint(tmp_path, cfg.max_context, block=cfg.block)
+    bad = dict(tensors)
+    bad["model.layers.0.self_attn.k_proj.weight"] = np.zeros((64, 256), bfloat16)
+    with pytest.raises(ModelError, match="weight 'wk'"):
+        stack_weights(cfg, bad)
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 256}))
+    with pytest.raises(ModelError, match="config.json: missing key 'num_attention_heads'"):
+        load_checkpoint(tmp_path, 64)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"heads": 6}, "heads = 6 is not a multiple of kv_heads = 4"),
+        ({"head_dim": 96}, r"head_dim = 96 is not supported \(one of \(64, 128\)\)"),
+        ({"max_context": 70}, "max_context = 70 is not a multiple of block = 16"),
+        ({"vocab": 500}, "vocab = 500 is not a multiple of the 64-row tile"),
+        ({"layers": 0}, "layers must be a positive integer"),
+    ],
+)
+def test_configs_that_do_not_fit_are_refused(change, message):
+    base = dict(layers=2, hidden=256, heads=8, kv_heads=4, head_dim=64, intermediate=512, vocab=512, max_context=64,
+                block=16)
+    with pytest.raises(ValueError, match=message):
+        LlamaConfig(**{**base, **change})
+
+
+def test_bad_runs_are_refused_before_launch():
+    cfg = NAMED_CONFIGS["tiny"]
+    weights = random_weights(cfg, seed=5)
+    with pytest.raises(ModelError, match=r"weight 'wq': expected shape \(512, 256\)"):
+        LlamaDecoder(cfg, {**weights, "wq": weights["wq"][:256]})
+    with pytest.raises(ModelError, match="missing weight"):
+        LlamaDecoder(cfg, {k: v for k, v in weights.items() if k != "emb"})
+    with LlamaDecoder(cfg, weights) as decoder:
+        with pytest.raises(ModelError, match="token id 512 is outside the vocabulary of 512"):
+            decoder.step(0, 512)
+        with pytest.raises(ModelError, match="position 64 is past the compiled context of 64"):
+            decoder.step(64)
+        with pytest.raises(ModelError, match="need 66 positions; the step was compiled for 64"):
+            decoder.generate([1, 2, 3], 64)
+        with pytest.raises(ModelError, match="at least one token"):
+            decoder.generate([], 4)
+
+
+def test_vdir_generate_command(tmp_path, capsys):
+    out = tmp_path / "gen.json"
+    assert generate_main(["--random", "tiny", "--prompt", "3,9,141", "--tokens", "3", "--backend", "sim",
+                          "--json", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    cfg = NAMED_CONFIGS["tiny"]
+    with LlamaDecoder(cfg, random_weights(cfg, 0)) as decoder:
+        assert data["tokens"] == decoder.generate(PROMPT, 3).tokens
+    assert data["prompt"] == PROMPT and f"tokens: {','.join(map(str, data['tokens']))}" in printed
+    assert "ms/token" in printed and data["ms_per_token"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--random", "tiny", "--prompt", "1,x"], "--prompt '1,x': expected comma-separated integer token ids"),
+        (["--random", "huge", "--prompt", "1"], "unknown config 'huge'"),
+        (["--random", "tiny", "--prompt", "1", "--tokens", "0"], "--tokens 0: generate at least one token"),
+        (["--random", "tiny", "--prompt", "600"], "token id 600 is outside the vocabulary of 512"),
+        (["--weights", "/nonexistent-dir", "--prompt", "1"], "config.json"),
+    ],
+)
+def test_vdir_generate_errors_are_one_line(argv, message, capsys):
+    assert generate_main([*argv, "--backend", "sim", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_weight_shapes_follow_the_config():
+    cfg = NAMED_CONFIGS["tiny-qwen3"]
+    shapes = weight_shapes(cfg)
+    assert "lm_head" not in shapes and shapes["q_norm"] == (cfg.layers, cfg.head_dim)
+    assert shapes["wo"] == (cfg.layers * cfg.hidden, cfg.heads * cfg.head_dim)
+    assert math.prod(shapes["wk"]) == cfg.layers * cfg.kv_heads * cfg.head_dim * cfg.hidden
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+def test_decode_on_the_gpu_follows_the_mirror(name):
+    """60 steps on the cuda backend (through all four attention blocks), teacher-forced, within tolerance."""
+    cfg = NAMED_CONFIGS[name]
+    weights = random_weights(cfg, seed=6)
+    with LlamaDecoder(cfg, weights, backend="cuda") as decoder:
+        teacher_forced(decoder, MirrorModel(cfg, weights), 60, "cuda")
+        result = decoder.generate(PROMPT, 20)
+    assert len(result.tokens) == 20 and all(0 <= t < cfg.vocab for t in result.tokens)
