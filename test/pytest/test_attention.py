@@ -73,14 +73,14 @@ def random_block(rng, groups, dim, rows, masked=()):
 def check_state(state, q, k, v, bias, scale, rel=1e-5):
     """``state`` (G x (D+4) f32) against the float64 partial state."""
     dim = q.shape[1]
-    o, m, l = state_f64(q, k, v, bias, scale)
+    o, m, l_sum = state_f64(q, k, v, bias, scale)
     assert not np.isnan(state).any()
     assert np.array_equal(state[:, dim + 2:], np.zeros((q.shape[0], 2), np.float32))
     got_m = state[:, dim].astype(np.float64)
     finite = np.isfinite(m)
     assert np.array_equal(np.isneginf(got_m), ~finite)
     assert np.all(np.abs(got_m[finite] - m[finite]) <= rel * (1 + np.abs(m[finite])))
-    assert np.all(np.abs(state[:, dim + 1] - l) <= rel * np.maximum(l, 1))
+    assert np.all(np.abs(state[:, dim + 1] - l_sum) <= rel * np.maximum(l_sum, 1))
     assert np.all(np.abs(state[:, :dim] - o) <= rel * (np.abs(o).max() + 1) * 4)
     assert np.all(state[~finite, : dim + 2][:, dim + 1] == 0) and np.all(state[~finite, :dim] == 0)
 
