@@ -10,6 +10,7 @@
 // Thread 0 writes the result row.
 
 // CHECK-LABEL: $L_fam13_0:
+// CHECK:       @{{%p[0-9]+}} bra $L_argmax_partial_in_f32_0;
 // CHECK-NEXT:  mov.u64 [[BEST:%rd[0-9]+]], 0;
 // CHECK:       $L_argmax_partial_bf16_0:
 // CHECK:       ld.shared.b16 [[H:%h[0-9]+]]
@@ -25,16 +26,24 @@
 // CHECK-NEXT:  selp.b32 [[NKEY:%r[0-9]+]], 4294967295, [[KEY]], [[NAN]];
 // CHECK-NEXT:  mov.b64 [[RANK:%rd[0-9]+]], {[[NOTI]], [[NKEY]]};
 // CHECK-NEXT:  max.u64 [[BEST]], [[BEST]], [[RANK]];
-// CHECK:       $L_argmax_partial_f32_0:
-// CHECK:       ld.shared.b32
-// CHECK:       $L_argmax_partial_reduce_0:
+// CHECK:       $L_argmax_partial_bf16_end_0:
 // CHECK-COUNT-10: shfl.sync.bfly.b32
 // CHECK:       st.shared.u64 [{{%r[0-9]+}}+256]
 // CHECK-NEXT:  barrier.sync 1, 256;
 // CHECK-COUNT-8: ld.shared.u64
+// CHECK:       ld.shared.b16
 // CHECK:       cvt.rn.f32.u32
 // CHECK:       st.shared.f32 [{{%r[0-9]+}}+4]
 // CHECK:       st.shared.b32 [{{%r[0-9]+}}+12], 0;
+// CHECK-NEXT:  bra.uni $L_argmax_partial_done_0;
+// CHECK-NEXT:  $L_argmax_partial_in_f32_0:
+// CHECK:       $L_argmax_partial_f32_0:
+// CHECK:       ld.shared.b32
+// CHECK:       $L_argmax_partial_f32_end_0:
+// CHECK-COUNT-10: shfl.sync.bfly.b32
+// CHECK:       barrier.sync 1, 256;
+// CHECK:       st.shared.b32 [{{%r[0-9]+}}+12], 0;
+// CHECK-NEXT:  $L_argmax_partial_done_0:
 
 // CHECK-LABEL: $L_fam14_0:
 // CHECK:       $L_argmax_final_0:

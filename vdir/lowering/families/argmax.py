@@ -62,8 +62,8 @@ def rank(b: PtxBuilder, bits: SSAValue, index: SSAValue) -> SSAValue:
     return b.pack64(b.i("not.b32", "u32", index), order_key(b, bits))
 
 
-def best_in_group(cc: "F.ComputeCtx", best: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """The largest of every thread's rank ``best``, on every thread: (index, order key)."""
+def best_in_group(cc: "F.ComputeCtx", best: SSAValue) -> SSAValue:
+    """The index of the largest of every thread's rank ``best``, on every thread."""
     b = cc.b
     for distance in (16, 8, 4, 2, 1):
         lo, hi = b.unpack64(best)
@@ -79,8 +79,8 @@ def best_in_group(cc: "F.ComputeCtx", best: SSAValue) -> tuple[SSAValue, SSAValu
         r = b.ld("ld.shared.u64", "u64", cc.c.base, L.SMEM_SCRATCH + _RANK_BYTES * warp)  # type: ignore[attr-defined]
         total = r if total is None else b.i("max.u64", "u64", total, r)
     assert total is not None
-    lo, key = b.unpack64(total)
-    return b.i("not.b32", "u32", lo), key
+    lo, _ = b.unpack64(total)
+    return b.i("not.b32", "u32", lo)
 
 
 def _element_bits(b: PtxBuilder, row: SSAValue, index: SSAValue, dtype: str) -> SSAValue:
@@ -95,42 +95,40 @@ def _element_bits(b: PtxBuilder, row: SSAValue, index: SSAValue, dtype: str) -> 
 def argmax_partial(cc: "F.ComputeCtx") -> None:
     """``[best, base + index, 0, 0]`` (f32) of the ``1 x N`` row ``x`` (N in p1, base in p3).
 
-    The row is bf16, or f32 when p2 has ``isa.ARGMAX_IN_F32``: two copies
-    of the element loop, one test of the flag.
+    The row is bf16, or f32 when p2 has ``isa.ARGMAX_IN_F32``: a copy of
+    the body for each, behind one test of the flag.
+    """
+    b = cc.b
+    in_f32, done = b.new_label("argmax_partial_in_f32"), b.new_label("argmax_partial_done")
+    b.bra(in_f32, b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.ARGMAX_IN_F32), 0))
+    _argmax_row(cc, "bf16")
+    b.bra(done)
+    b.place(in_f32)
+    _argmax_row(cc, "f32")
+    b.place(done)
+
+
+def _argmax_row(cc: "F.ComputeCtx", dtype: str) -> None:
+    """argmax_partial's body for a ``dtype`` row: each thread's best, the group's, thread 0's result row.
+
+    The winner is read again (every thread reads it; thread 0 stores it), so
+    the best value keeps its exact bits, a NaN its payload.
     """
     b = cc.b
     best = b.var("u64", 0)
-    in_f32, reduced = b.new_label("argmax_partial_in_f32"), b.new_label("argmax_partial_reduce")
-    b.bra(in_f32, b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.ARGMAX_IN_F32), 0))
-    _partial_loop(cc, best, "bf16")
-    b.bra(reduced)
-    b.place(in_f32)
-    _partial_loop(cc, best, "f32")
-    b.place(reduced)
-    index, _ = best_in_group(cc, best)
-    # thread 0 re-reads the winner, so its value keeps its exact bits (a NaN its payload)
-    first = b.setp("eq.u32", cc.ct, 0)
-    bits = b.var("u32", 0)
-    is_f32 = b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.ARGMAX_IN_F32), 0)
-    address = b.i("mad.lo.u32", "u32", index, DTYPE_BYTES["f32"], cc.ins[0])
-    b.ld("ld.shared.b32", "u32", address, dst=bits, guard=is_f32)
-    half = b.ld("ld.shared.b16", "b16", b.i("mad.lo.u32", "u32", index, DTYPE_BYTES["bf16"], cc.ins[0]))
-    b.i("shl.b32", "u32", b.i("cvt.u32.u16", "u32", half), 16, dst=bits, guard=is_f32, neg=True)
-    column = b.i("cvt.rn.f32.u32", "f32", b.i("add.u32", "u32", index, cc.p3))
-    b.st("st.shared.b32", cc.out, 0, bits, guard=first)
-    b.st("st.shared.f32", cc.out, 4, column, guard=first)
-    for word in range(2, _ROW_WORDS):
-        b.st("st.shared.b32", cc.out, 4 * word, 0, guard=first)
-
-
-def _partial_loop(cc: "F.ComputeCtx", best: SSAValue, dtype: str) -> None:
-    """Each thread's best rank over its elements of the ``dtype`` row, into ``best``."""
-    b = cc.b
 
     def element(i: SSAValue) -> None:
         b.i("max.u64", "u64", best, rank(b, _element_bits(b, cc.ins[0], i, dtype), i), dst=best)
 
     b.for_range(cc.ct, cc.p1, cc.nthreads, element, f"argmax_partial_{dtype}")
+    index = best_in_group(cc, best)
+    bits = _element_bits(b, cc.ins[0], index, dtype)
+    column = b.i("cvt.rn.f32.u32", "f32", b.i("add.u32", "u32", index, cc.p3))
+    first = b.setp("eq.u32", cc.ct, 0)
+    b.st("st.shared.b32", cc.out, 0, bits, guard=first)
+    b.st("st.shared.f32", cc.out, 4, column, guard=first)
+    for word in range(2, _ROW_WORDS):
+        b.st("st.shared.b32", cc.out, 4 * word, 0, guard=first)
 
 
 def argmax_final(cc: "F.ComputeCtx") -> None:
@@ -152,7 +150,7 @@ def argmax_final(cc: "F.ComputeCtx") -> None:
         b.i("max.u64", "u64", best, rank(b, bits, index), dst=best)
 
     b.for_range(cc.ct, cc.p0, cc.nthreads, row, "argmax_final")
-    index, _ = best_in_group(cc, best)
+    index = best_in_group(cc, best)
     first = b.setp("eq.u32", cc.ct, 0)
     b.st("st.shared.b32", cc.out, 0, index, guard=first)
     for word in range(1, _ROW_WORDS):
