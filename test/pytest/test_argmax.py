@@ -9,9 +9,10 @@ the stacked partials, in whatever order their rows come. The answer must be
 Checked here: the numpy semantics against ``numpy.argmax`` (fresh random
 rows, planted ties, NaN, infinities, N not a power of two, uneven slices,
 shuffled partials) and as a hypothesis property; the parameter words; each
-family alone on the simulator; ``examples/argmax.mlir`` on the simulator
-with logits chosen through a one-hot hidden state (exact ties and NaN across
-SMs, several placements); the PTX assembling; and, marked ``gpu`` (skipped
+family alone on the simulator; ``examples/argmax.mlir`` (which
+``build_argmax`` builds) on the simulator with logits chosen through a
+one-hot hidden state (exact ties and NaN across SMs, several placements);
+the PTX assembling; and, marked ``gpu`` (skipped
 without the cuda backend), each family alone and the example on the GPU,
 bit for bit against numpy.
 """
