@@ -9,7 +9,7 @@ the intermediate tile in the fused families.
 
 Each family object names its body (``Family.ptx_body``, a lazy
 ``"module:function"`` reference for the built-in ones, which live in
-``gemv.py``, ``elementwise.py`` and ``reduce.py``); :func:`body_of` looks it up by opcode.
+``gemv.py``, ``elementwise.py``, ``reduce.py``, ``rope.py`` and ``attention.py``); :func:`body_of` looks it up by opcode.
 """
 
 from __future__ import annotations
