@@ -11,8 +11,8 @@ Tolerances: a state's ``m`` within ``1e-5 * (1 + |m|)``, its ``l`` and ``o``
 within ``1e-5`` relative to their scale (f32 arithmetic over at most 128
 terms); a merged bf16 output within one bf16 rounding (``2^-8``) of the
 largest reference value plus ``2^-8`` of its own. The GPU computes ``exp``
-with ``ex2.approx`` and sums in another order: its states within ``2e-5``
-relative (``m`` exactly as scaled dot products allow: ``1e-5 * (1 + |m|)``).
+with ``ex2.approx`` and sums in another order: its states are checked with
+``2e-5`` in place of ``1e-5``.
 """
 
 from __future__ import annotations
@@ -73,16 +73,16 @@ def random_block(rng, groups, dim, rows, masked=()):
 def check_state(state, q, k, v, bias, scale, rel=1e-5):
     """``state`` (G x (D+4) f32) against the float64 partial state."""
     dim = q.shape[1]
-    o, m, l_sum = state_f64(q, k, v, bias, scale)
+    o, m, total = state_f64(q, k, v, bias, scale)
     assert not np.isnan(state).any()
     assert np.array_equal(state[:, dim + 2:], np.zeros((q.shape[0], 2), np.float32))
     got_m = state[:, dim].astype(np.float64)
     finite = np.isfinite(m)
     assert np.array_equal(np.isneginf(got_m), ~finite)
     assert np.all(np.abs(got_m[finite] - m[finite]) <= rel * (1 + np.abs(m[finite])))
-    assert np.all(np.abs(state[:, dim + 1] - l_sum) <= rel * np.maximum(l_sum, 1))
+    assert np.all(np.abs(state[:, dim + 1] - total) <= rel * np.maximum(total, 1))
     assert np.all(np.abs(state[:, :dim] - o) <= rel * (np.abs(o).max() + 1) * 4)
-    assert np.all(state[~finite, : dim + 2][:, dim + 1] == 0) and np.all(state[~finite, :dim] == 0)
+    assert np.all(state[~finite, dim + 1] == 0) and np.all(state[~finite, :dim] == 0)
 
 
 def check_output(out, want):

@@ -84,7 +84,8 @@ def attn_merge_f32(states: np.ndarray, mask: np.ndarray, groups: int) -> np.ndar
     rows, cols = states.shape
     d = cols - STATE_EXTRA
     st = _f32(states).reshape(rows // groups, groups, cols)
-    used = [s for s in range(st.shape[0]) if _f32(mask)[0, s] != _NEG_INF]
+    entries = _f32(mask)[0]
+    used = [s for s in range(st.shape[0]) if entries[s] != _NEG_INF]
     top = np.full(groups, _NEG_INF, dtype=np.float32)
     for s in used:
         top = np.maximum(top, st[s, :, d + STATE_M])

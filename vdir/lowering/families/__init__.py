@@ -9,8 +9,8 @@ the intermediate tile in the fused families.
 
 Each family object names its body (``Family.ptx_body``, a lazy
 ``"module:function"`` reference for the built-in ones, which live in
-``gemv.py``, ``elementwise.py``, ``reduce.py``, ``rope.py`` and ``argmax.py``); :func:`body_of` looks it up by
-opcode.
+``gemv.py``, ``elementwise.py``, ``reduce.py``, ``rope.py``, ``attention.py`` and ``argmax.py``);
+:func:`body_of` looks it up by opcode.
 """
 
 from __future__ import annotations
