@@ -554,6 +554,8 @@ DTYPE_SIZES = {"bf16": 2, "f32": 4, "i32": 4}
 
 #: the most elements a tensor-copy box may span in one dimension
 TMA_BOX_MAX = 256
+#: the alignment of a tensor copy's shared-memory address (a box after the first must keep it)
+TMA_SMEM_ALIGN = 128
 
 #: element size of a tensor map's view of a buffer: a copy moves raw bytes, so
 #: a bf16 buffer is seen as 8-byte elements where its rows allow (segments of
@@ -629,7 +631,11 @@ def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, strid
     width = math.gcd(cols, stride // v, c0, TMA_BOX_MAX)
     if (width * v) % 16 or cols // width > TMA_BOX_MAX:
         return None
-    box_rows = next(d for d in range(min(rows, max_box_rows, TMA_BOX_MAX), 0, -1) if rows % d == 0)
+    # box k lands k * box_rows * row_bytes into the tile: past the first, at an aligned address
+    box_rows = next((d for d in range(min(rows, max_box_rows, TMA_BOX_MAX), 0, -1)
+                     if rows % d == 0 and (d == rows or d * row_bytes % TMA_SMEM_ALIGN == 0)), None)
+    if box_rows is None:
+        return None
     spec = TensorMapSpec(index, v, nrows, stride // v, width, cols // width, box_rows)
     return spec, rows // box_rows, c0 // width
 

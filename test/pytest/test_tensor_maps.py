@@ -53,6 +53,19 @@ def test_a_tall_region_is_several_boxes():
     assert table[0].box_dims == (2, 1, 256) and table[0].elem_bytes == 8
 
 
+@pytest.mark.parametrize("rows", [257, 300, 700, 40, 24, 7])
+def test_every_box_lands_at_an_aligned_shared_address(rows):
+    """Box k lands k * box bytes into the tile: past the first box that must keep 128-byte alignment (a
+    257-row region of 16-byte rows once became 257 boxes of 16 bytes: a misaligned-address fault)."""
+    w, table = one_transfer((1024, 4), rows, 16, dtype="f32")
+    boxes, box_rows = int(w[isa.W_TBOXES]), int(w[isa.W_TBOX_ROWS])
+    if table:  # a tensor form: one box, or boxes of whole 128-byte multiples
+        assert boxes * box_rows == rows
+        assert boxes == 1 or box_rows * 16 % isa.TMA_SMEM_ALIGN == 0
+    else:  # no such split: the region keeps a plain bulk copy
+        assert boxes == 0 and rows > isa.TMA_BOX_MAX
+
+
 def test_box_rows_can_be_capped():
     w, table = one_transfer((64, 4096), 8, 8192, max_box_rows=1)
     assert int(w[isa.W_TBOXES]) == 8 and table[0].box_dims == (256, 4, 1)
