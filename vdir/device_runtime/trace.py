@@ -36,13 +36,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from vdir import isa
+from vdir.diagnostics import VdirError
 from vdir.target import get_target
 
 #: the grid of exported times: ticks per µs (1 ns)
 TICKS_PER_US = 1000
 
 
-class TraceError(ValueError):
+class TraceError(VdirError, ValueError):
     """Exported trace JSON that a viewer would misdraw; the message names the slices."""
 
 
