@@ -16,7 +16,7 @@ L2 by themselves.
 vdir programs are built with ``vdir.frontend.examples`` and compiled by the
 pass pipeline (``compile_to_encoded``) for all SMs of the device; each
 program is compiled and JIT-loaded once per run, outside the timed region.
-Counters are epoch-based, so nothing is reset between timed launches.
+The sync block advances on the device, so nothing is reset between timed launches.
 
 Bandwidth counts the bytes that must move: for a gemv weights + x + y; for
 the MLP the weights (each read once), the norm weights and the residual
@@ -279,8 +279,8 @@ def sim_main(opts) -> int:
 class VdirCase:
     """One program bound to several sets of torch tensors (one artifact, JIT-loaded once).
 
-    Each set gets its own pointer table, error record and counters, so sets
-    can be launched in rotation with epochs advancing per set.
+    Each set gets its own sync block (and, inside the artifact, its own
+    pointer table), so sets can be launched in rotation.
     """
 
     def __init__(self, plat, prog: isa.EncodedProgram, sets: list[dict], lowering: LoweringOptions, **options):
@@ -288,27 +288,22 @@ class VdirCase:
 
         self.plat, self.prog = plat, prog
         art0 = plat.load_artifact(prog, lowering)
-        self.arts = [art0] + [
-            dataclasses.replace(art0, bufptrs=plat.allocate(art0.bufptrs.nbytes),
-                                error=plat.allocate(art0.error.nbytes), tmaps=plat.allocate(art0.tmaps.nbytes),
-                                last_ptrs=())
-            for _ in sets[1:]]
+        self.arts = [art0] * len(sets)
         self.specs = []
         for s in sets:
-            counters = plat.allocate(4 * max(prog.num_counters, 1))
-            plat.fill_zero(counters)
+            sync = plat.allocate(prog.sync_bytes)
+            plat.fill_zero(sync)
             bufs = []
             for info in prog.buffers:
                 t = s[info.name]
                 assert t.is_contiguous() and t.dtype.itemsize == 2 and tuple(t.shape) == tuple(info.shape), info
-                bufs.append(DeviceBuffer(t.data_ptr(), t.numel() * t.element_size(), plat))
-            self.specs.append(LaunchSpec(prog, bufs, counters, 1, dict(options)))
+                bufs.append(DeviceBuffer(t.data_ptr(), t.numel() * t.element_size(), plat, owned=False, keepalive=t))
+            self.specs.append(LaunchSpec(prog, bufs, sync, options=dict(options)))
 
     def run_all(self) -> None:
         """One launch of every set (torch's writes must be finished: synchronize first)."""
         for a, s in zip(self.arts, self.specs, strict=True):
             self.plat.launch(a, s)
-            s.epoch += 1
         self.plat.synchronize()
 
     def time(self, n: int) -> float:

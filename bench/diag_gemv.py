@@ -52,18 +52,19 @@ def main() -> int:
         base = build_gemv_program(M, K, plat.target().num_sms, tile_kib, slots)
         for kind in ("full", "load_only", "loads_free"):
             prog = variant(base, kind)
-            counters = plat.allocate(4)
-            plat.fill_zero(counters)
-            arts, specs = [], []
+            art = plat.load_artifact(prog, lowering)
+            syncs = [plat.allocate(prog.sync_bytes) for _ in range(nsets)]
+            arts, specs = [art] * nsets, []
             for k in range(nsets):
-                bufs = [DeviceBuffer(t.data_ptr(), t.numel() * 2, plat) for t in (ws[k], xs[k], ys[k])]
-                arts.append(plat.load_artifact(prog, lowering))
-                specs.append(LaunchSpec(prog, bufs, counters, 1))
+                plat.fill_zero(syncs[k])
+                bufs = [DeviceBuffer(t.data_ptr(), t.numel() * 2, plat, owned=False) for t in (ws[k], xs[k], ys[k])]
+                specs.append(LaunchSpec(prog, bufs, syncs[k]))
             plat.time_launches(arts, specs, 6)
             t = float(np.median(plat.time_launches(arts, specs, 60)))
             print(f"diag {M}x{K} {path:<4} tile={tile_kib}KiB slots={slots} {kind:<10} {t:8.2f} us "
                   f"{(M * K * 2) / t / 1e6:6.3f} TB/s")
-            plat.free(counters)
+            for sync in syncs:
+                plat.free(sync)
     plat.close()
     return 0
 

@@ -5,6 +5,8 @@
 # installed only where python3 lacks them), then runs
 #   bench    - bench/bench_gpu.py (the table)
 #   test     - the GPU tests (pytest -m gpu)
+#   launch   - bench/bench_launch.py (host cost per launch: host call, enqueue,
+#              launch+sync, CUDA-graph replay, against the kernel time)
 #   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
 #              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
 #   trace    - bench/bench_trace.py: each program timed with the lowering option
@@ -13,6 +15,8 @@
 #   ab       - the bench of an earlier checkout (its tree in $BASE_DIR, e.g.
 #              from `git archive`) and of this one, alternately, $AB_ROUNDS
 #              rounds (default 2), compared by bench/compare_runs.py
+#   kcache   - bench/bench_kernel_cache.py: the kernel's load time in fresh
+#              processes, driver JIT against the kernel cache cold and warm
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
@@ -26,7 +30,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench test sanitize}  # ab and trace only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache and trace only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -51,6 +55,11 @@ for what in $steps; do
       done
       python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ab.log"
       (cd "$OUT" && tar cf ab-runs.tar before*.json before*.log after*.json after*.log && rm -f before* after*) ;;
+    launch)
+      timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_launch.py --json "$OUT/launch.json" 2>&1 | tee "$OUT/launch.log" ;;
+    kcache)
+      timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
+        2>&1 | tee "$OUT/kernel_cache.log" ;;
     test)
       timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
     sanitize)

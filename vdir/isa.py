@@ -322,6 +322,31 @@ H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = (f.word for f in HEADER_FIELDS[:4
 H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = (f.word for f in HEADER_FIELDS[4:8])
 H_BITMAP_BITS = HDR_BITMAP_BITS.word
 
+# ---- sync block: the launch state, then the global counters (u32 words) ----
+# One device block per executable holds what launches share: it is zeroed
+# once, and every launch advances it on the device, so that a launch replayed
+# from a captured CUDA graph sees a fresh epoch without a host write.
+#: launches completed since the block was zeroed (a launch's epoch is this + 1)
+SYNC_LAUNCHES_DONE = 0
+#: CTAs of the current launch that have finished (the last one advances the epoch)
+SYNC_CTAS_DONE = 1
+#: the words in front of the global counters
+SYNC_HEADER_WORDS = 2
+#: counter values are compared modulo 2**32: a wait for ``wanted`` is met while
+#: ``(value - wanted) mod 2**32`` reads as a non-negative s32, so epochs may wrap
+COUNTER_MODULUS = 1 << 32
+
+
+def sync_block_words(num_counters: int) -> int:
+    """u32 words of the sync block of a program with ``num_counters`` global counters."""
+    return SYNC_HEADER_WORDS + num_counters
+
+
+def counter_reached(value: int, wanted: int) -> bool:
+    """Whether counter ``value`` has reached ``wanted``, wrap-safe (:data:`COUNTER_MODULUS`)."""
+    return (value - wanted) % COUNTER_MODULUS < COUNTER_MODULUS // 2
+
+
 # ---- queue table: one entry per (SM, engine), row sm * engines + engine ----
 QUEUE_START = Field("start", 0)  # first instruction of the queue
 QUEUE_COUNT = Field("count", 1)  # instructions in the queue
@@ -682,6 +707,38 @@ def index_ranges(program: "EncodedProgram") -> dict[tuple[int, int], tuple[int, 
     return {k: r for k, r in ranges.items() if r[0] <= r[1]}
 
 
+def fully_stored_buffers(program: "EncodedProgram") -> frozenset[int]:
+    """The buffers whose every byte some store writes on every launch.
+
+    Only stores without a condition and without a runtime offset count, so
+    the answer holds for every value of the runtime values. The runtime skips
+    zeroing such an ``out`` buffer before a launch: none of its initial bytes
+    can be seen (an ``out`` buffer is never read before it is written).
+    """
+    instrs = program.executed_instrs()
+    stores = ((OPCODE.column(instrs) == OP_STORE) & (GUARD_SOURCE.column(instrs) == SOURCE_NONE)
+              & (DYN_SOURCE.column(instrs) == SOURCE_NONE))
+    rows_of = instrs[stores]
+    buffers, rows = BUFFER.column(rows_of).astype(np.int64), ROWS.column(rows_of).astype(np.int64)
+    offsets = GLOBAL_OFFSET.column(rows_of).astype(np.int64)
+    row_bytes, strides = ROW_BYTES.column(rows_of).astype(np.int64), ROW_STRIDE.column(rows_of).astype(np.int64)
+    covered = set()
+    for b, info in enumerate(program.buffers):
+        mine = buffers == b
+        if not mine.any():
+            continue
+        n = rows[mine]
+        first = np.repeat(np.cumsum(n) - n, n)  # the index of each store's first row
+        starts = np.repeat(offsets[mine], n) + (np.arange(int(n.sum())) - first) * np.repeat(strides[mine], n)
+        ends = starts + np.repeat(row_bytes[mine], n)
+        order = np.argsort(starts, kind="stable")
+        starts, reach = starts[order], np.maximum.accumulate(ends[order])
+        nbytes = math.prod(info.shape) * DTYPE_SIZES[info.dtype]
+        if starts[0] <= 0 and reach[-1] >= nbytes and bool(np.all(starts[1:] <= reach[:-1])):
+            covered.add(b)
+    return frozenset(covered)
+
+
 def buffer_role(is_input: bool, is_output: bool) -> str:
     """An argument's role: read before written (``in``), written (``out``),
     both (``inout``), or neither read from outside nor returned (``scratch``)."""
@@ -772,6 +829,11 @@ class EncodedProgram:
             return self.instrs
         rows = [self.executed_queue(sm, e) for sm in range(len(self.queues)) for e in range(len(self.queues[sm]))]
         return np.concatenate(rows) if rows else self.instrs[:0]
+
+    @property
+    def sync_bytes(self) -> int:
+        """Bytes of the program's sync block (launch state and counters; :func:`sync_block_words`)."""
+        return WORD_BYTES * sync_block_words(self.num_counters)
 
     def without_loops(self) -> "EncodedProgram":
         """The same program with every loop record expanded: the executed stream, queue by queue.

@@ -65,6 +65,73 @@ def test_buffer_round_trip(backend, dtype):
         platform.close()
 
 
+def test_device_to_device_copy_and_word_writes(backend):
+    platform = get_platform(backend)
+    try:
+        host = (np.arange(4096) % 251).astype(np.uint8)
+        src, dst = platform.allocate(host.nbytes), platform.allocate(host.nbytes)
+        platform.copy_in(src, host)
+        platform.fill_zero(dst)
+        platform.copy_device(dst, src)
+        back = np.empty_like(host)
+        platform.copy_out(dst, back)
+        assert np.array_equal(back, host)
+        values = [-5, 7, 2**31 - 1, -(2**31)]
+        platform.write_words(dst, values)
+        platform.copy_out(dst, back)
+        assert back[:16].view(np.int32).tolist() == values and np.array_equal(back[16:], host[16:])
+        small = platform.allocate(16)
+        with pytest.raises(PlatformError, match="copy_device"):
+            platform.copy_device(small, src)
+        for buf in (src, dst, small):
+            platform.free(buf)
+    finally:
+        platform.close()
+
+
+def test_foreign_memory_is_refused_by_wrap(backend):
+    """A platform borrows only memory its launches can reach, and says where the tensor is otherwise."""
+    from vdir.device_runtime.tensors import dlpack_capsule, tensor_view
+
+    class Elsewhere:  # a DLPack tensor on a device type neither backend runs on (ROCm)
+        def __dlpack_device__(self):
+            return (10, 0)
+
+        def __dlpack__(self, stream=None, **kwargs):
+            return dlpack_capsule(0x10000, (4, 4), "f32", (10, 0), self)
+
+    platform = get_platform(backend)
+    try:
+        with pytest.raises(PlatformError, match="it is on device type 10"):
+            platform.wrap(tensor_view(Elsewhere()))
+        host = np.zeros((4, 4), np.float32)
+        if backend == "sim":
+            buf = platform.wrap(tensor_view(host))
+            assert buf.nbytes == host.nbytes and not buf.owned
+        else:
+            with pytest.raises(PlatformError, match="it is on cpu"):
+                platform.wrap(tensor_view(host))
+    finally:
+        platform.close()
+
+
+def test_streams_and_shared_memory_limit(backend):
+    platform = get_platform(backend)
+    try:
+        assert 0 < platform.shared_memory_per_block() <= platform.target().smem_per_block
+        if backend == "sim":
+            assert platform.stream_handle(None) is None
+            with pytest.raises(PlatformError, match="has no streams"):
+                platform.stream_handle(3)
+        else:
+            own = platform.stream_handle(None)
+            assert not platform.is_capturing(own)
+            with pytest.raises(PlatformError, match="expected a stream handle"):
+                platform.stream_handle("stream 0")
+    finally:
+        platform.close()
+
+
 # ---------------------------------------------------------------------------
 # Op families and launches
 # ---------------------------------------------------------------------------

@@ -137,23 +137,25 @@ def test_two_sms_with_a_counter(platform):
     art = platform.load_artifact(prog)
     arrays = [w, x, r, y0, z0]
     dev = [platform.allocate(arr.nbytes) for arr in arrays]
-    counters = platform.allocate(4)
-    platform.fill_zero(counters)
+    sync = platform.allocate(prog.sync_bytes)
+    platform.fill_zero(sync)
     try:
-        # counters persist over launches: epoch e waits for e * count
+        # the sync block persists over launches: launch e waits for e * count, and advances it on the device
         for epoch in (1, 2, 3):
             for d, arr in zip(dev, arrays, strict=True):
                 platform.copy_in(d, arr)
-            platform.launch(art, LaunchSpec(prog, dev, counters, epoch))
+            platform.launch(art, LaunchSpec(prog, dev, sync))
             platform.synchronize()
             y, z = np.empty_like(y0), np.empty_like(z0)
             platform.copy_out(dev[3], y)
             platform.copy_out(dev[4], z)
-            cnt = np.zeros(1, np.uint32)
-            platform.copy_out(counters, cnt)
-            assert int(cnt[0]) == epoch
+            words = np.zeros(isa.sync_block_words(1), np.uint32)
+            platform.copy_out(sync, words)
+            assert int(words[isa.SYNC_LAUNCHES_DONE]) == epoch
+            assert int(words[isa.SYNC_CTAS_DONE]) == 0
+            assert int(words[isa.SYNC_HEADER_WORDS]) == epoch
     finally:
-        for d in dev + [counters]:
+        for d in dev + [sync]:
             platform.free(d)
     yref = FAMILIES["gemv"].run([w, x], {}, "bf16")
     check(y, yref, "bf16")

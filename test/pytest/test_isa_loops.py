@@ -240,7 +240,7 @@ def test_check_loops_names_the_queue_and_the_record(looped):
 #: a runtime-bounded repeat on one SM: each trip's condition (``when %n - i - 1 >= 0``) steps its signed
 #: constant word, so the loops carry runtime values
 RUNTIME_BOUNDED = """
-vdir.program @rv(%x: !vdir.buffer<64x64xbf16>, %y: !vdir.buffer<64x64xbf16>, %n: index in 0 to 64) {
+vdir.program @rv(%x: !vdir.buffer<64x64xbf16>, %y: !vdir.buffer<64x64xbf16>, %n: index in 0 to 65) {
   vdir.repeat %i = 0 to %n max 64 {
     %t = vdir.load %x[%i, 0] : !vdir.buffer<64x64xbf16> -> !vdir.tile<1x64xbf16>
     %s = vdir.compute add(%t, %t) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>

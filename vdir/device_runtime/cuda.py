@@ -1,27 +1,38 @@
 """The CUDA backend: runs the lowered persistent kernel through the driver API.
 
 Only ``cuda.bindings.driver`` is used. The PTX from :func:`vdir.lowering.lower`
-is loaded with ``cuModuleLoadData`` (the driver's JIT); the instruction
-stream, the queue table and the buffer-pointer array live in device memory
-for the artifact's lifetime. A launch passes the epoch; :meth:`synchronize`
-reads each launch's error record and turns a watchdog report into a
-:class:`~vdir.device_runtime.platform.PlatformError` naming the micro-op.
-A program lowered with the ``trace`` option also gets a stamp buffer
-(``layout.TRACE_STAMPS`` u64 per instruction), zeroed before each launch;
-:meth:`CudaPlatform.last_trace` decodes the last launch's stamps into a
-:class:`~vdir.device_runtime.trace.Trace`.
+is compiled to a cubin once and loaded from the on-disk kernel cache after
+that (:mod:`vdir.device_runtime.kernel_cache`); the instruction
+stream and the queue table live in device memory for the artifact's
+lifetime. Each distinct set of buffer addresses gets its own pointer table
+and tensor maps, built once and passed to the kernel by address, so a launch
+enqueues nothing but its memsets and the kernel, and a launch captured in a
+CUDA graph keeps the tables of its capture. The epoch lives in the sync
+block and advances on the device. :meth:`synchronize` reads the error record
+and turns a report into a :class:`~vdir.device_runtime.platform.PlatformError`
+naming the micro-op. A program lowered with the ``trace`` option also gets
+a stamp buffer (``layout.TRACE_STAMPS`` u64 per instruction), zeroed before
+each launch; :meth:`CudaPlatform.last_trace` decodes the last launch's stamps
+into a :class:`~vdir.device_runtime.trace.Trace`.
+
+(``cuda.core`` would wrap the same calls; the raw bindings are kept because
+the launch path is latency-bound, and its objects would add a layer per call.)
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import functools
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from vdir import isa
+from vdir.device_runtime.kernel_cache import load_module
 from vdir.device_runtime.platform import (
     BackendUnavailable,
     DeviceBuffer,
@@ -30,6 +41,7 @@ from vdir.device_runtime.platform import (
     Platform,
     PlatformError,
 )
+from vdir.device_runtime.tensors import DL_CUDA, TensorView
 from vdir.device_runtime.trace import Trace
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
@@ -41,7 +53,9 @@ DEFAULT_WATCHDOG_MS = 1000.0
 TRACE_CLOCK = "measured: %globaltimer stamps (ns), from the earliest start"
 
 
+@functools.cache
 def _driver():
+    """``cuda.bindings.driver``, imported on first use (the launch path calls this per launch)."""
     from cuda.bindings import driver  # pyright: ignore[reportAttributeAccessIssue] -- a compiled module, no stubs
 
     return driver
@@ -91,6 +105,22 @@ def _tensor_maps(specs, ptrs: tuple[int, ...], program: isa.EncodedProgram) -> n
     return out
 
 
+#: the ctypes storage of each PTX parameter type (layout.PARAMS)
+_ARGUMENT_TYPES = {"u64": ctypes.c_uint64, "u32": ctypes.c_uint32}
+
+#: pointer tables an artifact keeps for launches outside a capture (those of captures are kept for good)
+MAX_POINTER_TABLES = 256
+
+
+@dataclass
+class PointerTables:
+    """The device tables of one set of buffer addresses: the pointer array and the tensor maps."""
+
+    bufptrs: DeviceBuffer
+    tmaps: DeviceBuffer
+    captured: bool = False  # a captured graph may launch with them: never freed before the artifact
+
+
 @dataclass
 class CudaArtifact:
     """A loaded program: module, function, and its device-side tables."""
@@ -101,20 +131,35 @@ class CudaArtifact:
     function: Any
     instrs: DeviceBuffer
     queues: DeviceBuffer
-    bufptrs: DeviceBuffer
-    error: DeviceBuffer
-    tmaps: DeviceBuffer  # the tensor maps of tmap_specs, rebuilt when the buffers change
-    scalars: DeviceBuffer  # the launch-time scalars (s32 each), written before each launch
+    error: DeviceBuffer  # the error record: written by a failing launch, cleared when reported
     tmap_specs: tuple[isa.TensorMapSpec, ...] = ()
-    last_ptrs: tuple[int, ...] = ()
+    #: buffer addresses -> their tables, most recently used last
+    tables: dict[tuple[int, ...], PointerTables] = field(default_factory=dict)
+    #: (tables, sync, scalars, watchdog) -> the packed kernel arguments (kept alive with their storage)
+    arguments: dict[tuple[int, ...], Any] = field(default_factory=dict)
+    cache_hit: bool = False  # the kernel's cubin came from the kernel cache
+    load_seconds: float = 0.0  # the module load: cache lookup, compilation on a miss, cuModuleLoadData
     #: the stamp buffer (layout.TRACE_STAMPS u64 per instruction) of a kernel lowered with ``trace``
     trace: DeviceBuffer | None = None
 
 
 @dataclass
-class _Pending:
+class _Prepared:
+    """A spec's launches on one stream: the packed arguments (their tables kept by the artifact)."""
+
     artifact: CudaArtifact
-    spec: LaunchSpec
+    stream: Any
+    params: int  # the address of the void* array cuLaunchKernel takes
+    pending: "_Pending"
+    foreign: bool  # a caller's stream
+
+
+@dataclass
+class _Pending:
+    """What a launch since the last synchronize needs for its error report and its reset."""
+
+    artifact: CudaArtifact
+    sync: DeviceBuffer
     watchdog_ms: float
 
 
@@ -153,25 +198,40 @@ class CudaPlatform(Platform):
         if not ok:
             raise BackendUnavailable(f"cuda backend unavailable: {why}")
         drv = _driver()
+        self._ordinal = int(device)
         self._dev = _check(drv.cuDeviceGet(device), "cuDeviceGet")
         self._ctx = _check(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         _check(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
         nb = drv.CUstream_flags.CU_STREAM_NON_BLOCKING
         self._stream = _check(drv.cuStreamCreate(nb), "cuStreamCreate")
         self._gate_stream = _check(drv.cuStreamCreate(nb), "cuStreamCreate")
-        nsm = _check(drv.cuDeviceGetAttribute(
-            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._dev), "cuDeviceGetAttribute")
+        attr = drv.CUdevice_attribute
+        nsm = self._attribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        smem = self._attribute(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         t = get_target(target) if isinstance(target, str) else target
         if nsm < t.num_sms:
             t = t.with_sms(nsm)
+        if smem < t.smem_per_block:  # the device's limit, not the description's
+            t = dataclasses.replace(t, smem_per_block=smem)
         self._target = t
         self.watchdog_ms = watchdog_ms
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
-        self._pending: list[_Pending] = []
+        self._pending: dict[int, _Pending] = {}  # id(artifact) -> its launches since the last synchronize
+        self._other_streams = False  # a launch since the last synchronize went to a caller's stream
+        #: artifacts launched on a caller's stream, which may have been captured in a graph whose
+        #: replays fail at any later time: every synchronize checks their records
+        self._foreign: dict[int, _Pending] = {}
+        self._last_stream: tuple[Any, Any] = (None, self._stream)  # (caller's object, its CUstream)
+        #: each spec's checked, packed launch per stream (a spec's buffers are read on its first launch)
+        self._prepared: weakref.WeakKeyDictionary[LaunchSpec, _Prepared] = weakref.WeakKeyDictionary()
+        self._last_launched: CudaArtifact | None = None
         self._traced: CudaArtifact | None = None  # the last completed launch's, if it records a trace
         self._trace: Trace | None = None  # its stamps, decoded on demand
         self._closed = False
+
+    def _attribute(self, attribute: Any) -> int:
+        return int(_check(_driver().cuDeviceGetAttribute(attribute, self._dev), "cuDeviceGetAttribute"))
 
     # -- context ---------------------------------------------------------
     def device_name(self) -> str:
@@ -184,8 +244,12 @@ class CudaPlatform(Platform):
         return text.split("\0", 1)[0].strip()
 
     def target(self) -> TargetDescription:
-        """The target description (SM count read off the device)."""
+        """The target description (SM count and shared-memory limit read off the device)."""
         return self._target
+
+    def shared_memory_per_block(self) -> int:
+        """The device's opt-in shared memory per CTA (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``)."""
+        return self._target.smem_per_block
 
     def close(self) -> None:
         """Free every buffer and module and release the primary context."""
@@ -203,6 +267,40 @@ class CudaPlatform(Platform):
         drv.cuStreamDestroy(self._gate_stream)
         drv.cuDevicePrimaryCtxRelease(self._dev)
 
+    # -- streams -------------------------------------------------------------
+    def stream_handle(self, stream: Any) -> Any:
+        """A ``CUstream`` for a caller's stream: a raw handle (int), an object with ``__cuda_stream__``
+        (``(version, handle)``), a ``cuda_stream`` attribute (torch) or a driver ``CUstream``; None: our own."""
+        if stream is None:
+            return self._stream
+        if stream is self._last_stream[0]:
+            return self._last_stream[1]
+        handle = self._stream_of(stream)
+        self._last_stream = (stream, handle)
+        return handle
+
+    def _stream_of(self, stream: Any) -> Any:
+        drv = _driver()
+        if isinstance(stream, drv.CUstream):
+            return stream
+        if hasattr(stream, "__cuda_stream__"):
+            try:
+                _version, handle = stream.__cuda_stream__()
+            except Exception as e:  # noqa: BLE001 -- a producer's own failure
+                raise PlatformError(f"stream: its __cuda_stream__() failed ({type(e).__name__}: {e})") from None
+        else:
+            handle = getattr(stream, "cuda_stream", stream)
+        if isinstance(handle, bool) or not isinstance(handle, int | np.integer):
+            raise PlatformError(f"stream: expected a stream handle (an int), an object with __cuda_stream__ "
+                                f"or a CUstream, got {type(stream).__name__}")
+        return drv.CUstream(int(handle))
+
+    def is_capturing(self, stream: Any) -> bool:
+        """``cuStreamIsCapturing``: whether work on ``stream`` is being recorded into a graph."""
+        drv = _driver()
+        status = _check(drv.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
+        return status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
     # -- memory ------------------------------------------------------------
     def allocate(self, nbytes: int) -> DeviceBuffer:
         """``cuMemAlloc`` (at least 16 bytes, so every buffer is 256-aligned)."""
@@ -212,16 +310,40 @@ class CudaPlatform(Platform):
         return buf
 
     def free(self, buf: DeviceBuffer) -> None:
-        """``cuMemFree``."""
-        if self._buffers.pop(int(buf.handle), None) is not None:
+        """``cuMemFree`` (a borrowed buffer is only dropped)."""
+        buf.keepalive = None
+        if buf.owned and self._buffers.pop(int(buf.handle), None) is not None:
             _check(_driver().cuMemFree(int(buf.handle)), "cuMemFree")
 
+    def wrap(self, view: TensorView) -> DeviceBuffer:
+        """A caller's device memory as a borrowed buffer, after asking the driver where it lives."""
+        drv = _driver()
+        if view.device_type != DL_CUDA:
+            raise PlatformError(f"it is on {view.device}; the cuda backend needs memory of cuda:{self._ordinal}")
+        if view.address == 0:
+            raise PlatformError("its data pointer is null")
+        attr = drv.CUpointer_attribute
+        try:
+            kind = _check(drv.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, view.address),
+                          "cuPointerGetAttribute")
+            ordinal = _check(drv.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, view.address),
+                             "cuPointerGetAttribute")
+        except PlatformError:
+            raise PlatformError(f"its address {view.address:#x} is not memory the CUDA driver knows") from None
+        if int(kind) != int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE):
+            raise PlatformError(f"its address {view.address:#x} is host memory, not memory of cuda:{self._ordinal}")
+        if int(ordinal) != self._ordinal:
+            raise PlatformError(f"it is on cuda:{int(ordinal)}; this executable runs on cuda:{self._ordinal}")
+        return DeviceBuffer(view.address, view.nbytes, self, owned=False, keepalive=view.keepalive)
+
     def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        """Host -> device copy of a contiguous array."""
+        """Host -> device copy of a contiguous array (ordered after our stream's work)."""
         host = np.ascontiguousarray(host)
         if host.nbytes > buf.nbytes:
             raise PlatformError(f"copy_in: {host.nbytes} bytes into a buffer of {buf.nbytes}")
-        _check(_driver().cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+        _check(_driver().cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, self._stream),
+               "cuMemcpyHtoDAsync")
+        _check(_driver().cuStreamSynchronize(self._stream), "cuStreamSynchronize")
 
     def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         """Device -> host copy into a contiguous array."""
@@ -230,10 +352,33 @@ class CudaPlatform(Platform):
         self.synchronize()
         _check(_driver().cuMemcpyDtoH(host.ctypes.data, int(buf.handle), host.nbytes), "cuMemcpyDtoH")
 
-    def fill_zero(self, buf: DeviceBuffer) -> None:
-        """``cuMemsetD8`` to zero."""
+    def fill_zero(self, buf: DeviceBuffer, stream: Any = None) -> None:
+        """``cuMemsetD8Async`` to zero on ``stream`` (a ``CUstream``; None: our own, then waited for)."""
         if buf.nbytes:
-            _check(_driver().cuMemsetD8(int(buf.handle), 0, buf.nbytes), "cuMemsetD8")
+            drv = _driver()
+            s = self._stream if stream is None else stream
+            _check(drv.cuMemsetD8Async(int(buf.handle), 0, buf.nbytes, s), "cuMemsetD8Async")
+            if stream is None:
+                _check(drv.cuStreamSynchronize(s), "cuStreamSynchronize")
+
+    def write_words(self, buf: DeviceBuffer, values: Sequence[int], stream: Any = None) -> None:
+        """One ``cuMemsetD32Async`` per value (capturable, no host staging), ordered like :meth:`fill_zero`."""
+        drv = _driver()
+        s = self._stream if stream is None else stream
+        for i, v in enumerate(values):
+            _check(drv.cuMemsetD32Async(int(buf.handle) + 4 * i, int(v) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+        if stream is None:
+            _check(drv.cuStreamSynchronize(s), "cuStreamSynchronize")
+
+    def copy_device(self, dst: DeviceBuffer, src: DeviceBuffer, stream: Any = None) -> None:
+        """``cuMemcpyDtoDAsync``, ordered like :meth:`fill_zero`."""
+        if dst.nbytes != src.nbytes:
+            raise PlatformError(f"copy_device: {src.nbytes} bytes into a buffer of {dst.nbytes}")
+        drv = _driver()
+        s = self._stream if stream is None else stream
+        _check(drv.cuMemcpyDtoDAsync(int(dst.handle), int(src.handle), src.nbytes, s), "cuMemcpyDtoDAsync")
+        if stream is None:
+            _check(drv.cuStreamSynchronize(s), "cuStreamSynchronize")
 
     def _upload(self, arr: np.ndarray) -> DeviceBuffer:
         buf = self.allocate(arr.nbytes)
@@ -242,8 +387,8 @@ class CudaPlatform(Platform):
 
     # -- artifacts and launches ------------------------------------------------
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> CudaArtifact:
-        """Lower to PTX as ``options`` say (None: the defaults), JIT-load it, raise the smem limit,
-        upload the tables."""
+        """Lower to PTX as ``options`` say (None: the defaults), load it through the kernel cache, raise
+        the smem limit, upload the tables."""
         options = LoweringOptions.coerce(options)
         drv = _driver()
         if program.num_sms > self._target.num_sms:
@@ -255,7 +400,8 @@ class CudaPlatform(Platform):
         # the kernel walks plain queues: loop records are expanded here
         program = program.without_loops()
         lowered = lower(program, self._target, options)
-        module = _check(drv.cuModuleLoadData(lowered.ptx.encode() + b"\0"), "cuModuleLoadData (PTX JIT)")
+        loaded = load_module(lowered.ptx, self._dev)
+        module = loaded.module
         fn = _check(drv.cuModuleGetFunction(module, lowered.name.encode()), "cuModuleGetFunction")
         _check(drv.cuFuncSetAttribute(
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
@@ -265,99 +411,159 @@ class CudaPlatform(Platform):
             specs = tuple(isa.tensor_map_table(program)) if options.tensor_copies_enabled else ()
         except ValueError as e:
             raise PlatformError(f"the program's tensor-copy words are inconsistent: {e}") from None
+        error = self.allocate(4 * L.ERROR_WORDS)
+        self.fill_zero(error)
         art = CudaArtifact(
             program=program, lowered=lowered, module=module, function=fn,
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
-            queues=self._upload(program.queue_table()),
-            bufptrs=self.allocate(8 * max(len(program.buffers), 1)),
-            error=self.allocate(4 * L.ERROR_WORDS),
-            tmaps=self.allocate(L.TMAP_BYTES * max(len(specs), 1)),
-            scalars=self.allocate(4 * max(len(program.scalars), 1)),
-            tmap_specs=specs,
+            queues=self._upload(program.queue_table()), error=error, tmap_specs=specs,
+            cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
             trace=self.allocate(8 * L.TRACE_STAMPS * max(len(program.instrs), 1)) if options.trace else None,
         )
         self._artifacts.append(art)
         return art
 
-    def launch(self, artifact: CudaArtifact, spec: LaunchSpec) -> None:
-        """Clear the error record and launch with ``spec.epoch`` (asynchronous)."""
-        self._launch(artifact, spec, None, None)
+    def _pointer_tables(self, artifact: CudaArtifact, ptrs: tuple[int, ...], foreign: bool) -> PointerTables:
+        """The tables of ``ptrs``, built (synchronously, on our own stream) the first time they are used.
 
-    def _launch(self, artifact: CudaArtifact, spec: LaunchSpec, ev0: Any, ev1: Any) -> None:
+        The build runs in the relaxed capture mode, as other libraries'
+        allocators do, so that it may happen while a caller's stream is being
+        captured; tables used on a caller's stream (``foreign``: maybe in a
+        graph) are kept for the artifact's life.
+        """
+        tables = artifact.tables.pop(ptrs, None)
+        if tables is None:
+            drv = _driver()
+            relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+            previous = _check(drv.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
+            try:
+                tables = self._build_tables(artifact, ptrs)
+            finally:
+                drv.cuThreadExchangeStreamCaptureMode(previous)
+            self._evict_tables(artifact)
+        tables.captured = tables.captured or foreign
+        artifact.tables[ptrs] = tables  # most recently used last
+        return tables
+
+    def _build_tables(self, artifact: CudaArtifact, ptrs: tuple[int, ...]) -> PointerTables:
+        bufptrs = self._upload(np.array(ptrs or (0,), dtype=np.uint64))
+        if artifact.tmap_specs:
+            tmaps = self._upload(_tensor_maps(artifact.tmap_specs, ptrs, artifact.program))
+        else:
+            tmaps = self.allocate(L.TMAP_BYTES)
+        return PointerTables(bufptrs, tmaps)
+
+    def _evict_tables(self, artifact: CudaArtifact) -> None:
+        """Past :data:`MAX_POINTER_TABLES`, free the least recently used uncaptured tables (after a sync)."""
+        loose = [k for k, t in artifact.tables.items() if not t.captured]
+        if len(loose) < MAX_POINTER_TABLES:
+            return
+        self.synchronize()  # no launch in flight may still read them
+        for key in loose[: len(loose) // 2]:
+            tables = artifact.tables.pop(key)
+            self.free(tables.bufptrs)
+            self.free(tables.tmaps)
+        artifact.arguments.clear()
+        self._prepared.clear()  # their packed arguments may point at the freed tables
+
+    def _arguments(self, artifact: CudaArtifact, tables: PointerTables, spec: LaunchSpec, wd_ms: float) -> Any:
+        """The packed kernel arguments (``void**``, as ``cuLaunchKernel`` takes them), cached per combination."""
+        by_name = {
+            "p_instrs": int(artifact.instrs.handle), "p_queues": int(artifact.queues.handle),
+            "p_buffers": int(tables.bufptrs.handle), "p_sync": int(spec.sync.handle),
+            "p_error": int(artifact.error.handle), "p_watchdog_ns": int(wd_ms * 1e6),
+            "p_tmaps": int(tables.tmaps.handle),
+            "p_scalars": int(spec.scalars.handle) if spec.scalars is not None else 0,
+            L.TRACE_PARAM: int(artifact.trace.handle) if artifact.trace is not None else 0,
+        }
+        params = L.kernel_params(artifact.trace is not None)
+        values = tuple(by_name[name] for _, name in params)
+        packed = artifact.arguments.get(values)
+        if packed is None:
+            storage = [_ARGUMENT_TYPES[kind](v) for (kind, _), v in zip(params, values, strict=True)]
+            pointers = (ctypes.c_void_p * len(storage))(*(ctypes.addressof(v) for v in storage))
+            packed = artifact.arguments[values] = (pointers, storage)
+        return packed[0]
+
+    def launch(self, artifact: CudaArtifact, spec: LaunchSpec, stream: Any = None) -> None:
+        """Enqueue one launch on ``stream`` (a ``CUstream`` from :meth:`stream_handle`; None: our own)."""
+        self._launch(artifact, spec, self._stream if stream is None else stream, None, None)
+
+    def _launch(self, artifact: CudaArtifact, spec: LaunchSpec, stream: Any, ev0: Any, ev1: Any) -> None:
         drv = _driver()
+        prepared = self._prepared.get(spec)
+        if prepared is None or prepared.stream is not stream or prepared.artifact is not artifact:
+            prepared = self._prepared[spec] = self._prepare(artifact, spec, stream)
+        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
+            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, stream),
+                   "cuMemsetD8Async")
+        lw = artifact.lowered
+        if ev0 is not None:
+            _check(drv.cuEventRecord(ev0, stream), "cuEventRecord")
+        _check(drv.cuLaunchKernel(artifact.function, lw.grid, 1, 1, lw.block_threads, 1, 1,
+                                  lw.dynamic_smem, stream, prepared.params, 0), "cuLaunchKernel")
+        if ev1 is not None:
+            _check(drv.cuEventRecord(ev1, stream), "cuEventRecord")
+        self._pending[id(artifact)] = prepared.pending
+        self._last_launched = artifact
+        if prepared.foreign:
+            self._foreign[id(artifact)] = prepared.pending
+            self._other_streams = True
+
+    def _prepare(self, artifact: CudaArtifact, spec: LaunchSpec, stream: Any) -> _Prepared:
+        """Check ``spec`` against the program and pack what its launches on ``stream`` pass."""
         prog = artifact.program
         if len(spec.buffers) != len(prog.buffers):
             raise PlatformError(f"program takes {len(prog.buffers)} buffers, got {len(spec.buffers)}")
-        if spec.epoch < 1:
-            raise PlatformError("epoch must be >= 1")
-        ptrs = tuple(int(b.handle) for b in spec.buffers)
-        if ptrs != artifact.last_ptrs:
-            arr = np.array(ptrs or (0,), dtype=np.uint64)
-            # stream-ordered: launches already queued keep their pointers
-            # (pageable source: the driver stages it before returning)
-            _check(drv.cuMemcpyHtoDAsync(int(artifact.bufptrs.handle), arr.ctypes.data, arr.nbytes,
-                                         self._stream), "cuMemcpyHtoDAsync")
-            if artifact.tmap_specs:
-                maps = _tensor_maps(artifact.tmap_specs, ptrs, prog)
-                _check(drv.cuMemcpyHtoDAsync(int(artifact.tmaps.handle), maps.ctypes.data, maps.nbytes,
-                                             self._stream), "cuMemcpyHtoDAsync")
-            artifact.last_ptrs = ptrs
-        if len(spec.scalars) != len(prog.scalars):
-            raise PlatformError(f"program takes {len(prog.scalars)} scalars, got {len(spec.scalars)}")
-        if spec.scalars:
-            # stream-ordered, like the pointer table (pageable: staged before returning)
-            values = np.array(spec.scalars, dtype=np.int32)
-            _check(drv.cuMemcpyHtoDAsync(int(artifact.scalars.handle), values.ctypes.data, values.nbytes,
-                                         self._stream), "cuMemcpyHtoDAsync")
-        _check(drv.cuMemsetD32Async(int(artifact.error.handle), 0, L.ERROR_WORDS, self._stream), "cuMemsetD32Async")
-        if artifact.trace is not None:  # an instruction that does not run leaves its stamps 0
-            _check(drv.cuMemsetD8Async(int(artifact.trace.handle), 0, artifact.trace.nbytes, self._stream),
-                   "cuMemsetD8Async")
+        if spec.sync.nbytes < prog.sync_bytes:
+            raise PlatformError(f"the sync block has {spec.sync.nbytes} bytes; the program needs {prog.sync_bytes}")
+        if prog.scalars and (spec.scalars is None or spec.scalars.nbytes < 4 * len(prog.scalars)):
+            raise PlatformError(f"the program reads {len(prog.scalars)} scalar(s): the launch needs their block")
+        foreign = stream is not self._stream
+        tables = self._pointer_tables(artifact, tuple(int(b.handle) for b in spec.buffers), foreign)
         wd_ms = float(spec.options.get("watchdog_ms", self.watchdog_ms))
-        args = (
-            (int(artifact.instrs.handle), int(artifact.queues.handle), int(artifact.bufptrs.handle),
-             int(spec.counters.handle), spec.epoch, int(artifact.error.handle), int(wd_ms * 1e6),
-             int(artifact.tmaps.handle), int(artifact.scalars.handle)),
-            (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
-             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p),
-        )
-        # the trace buffer, the last parameter: a kernel lowered without the
-        # trace option does not declare it, and the driver reads only the
-        # arguments a kernel declares
-        trace_ptr = int(artifact.trace.handle) if artifact.trace is not None else 0
-        args = (args[0] + (trace_ptr,), args[1] + (ctypes.c_void_p,))
-        lw = artifact.lowered
-        if ev0 is not None:
-            _check(drv.cuEventRecord(ev0, self._stream), "cuEventRecord")
-        _check(drv.cuLaunchKernel(artifact.function, lw.grid, 1, 1, lw.block_threads, 1, 1,
-                                  lw.dynamic_smem, self._stream, args, 0), "cuLaunchKernel")
-        if ev1 is not None:
-            _check(drv.cuEventRecord(ev1, self._stream), "cuEventRecord")
-        self._pending.append(_Pending(artifact, spec, wd_ms))
+        params = self._arguments(artifact, tables, spec, wd_ms)
+        return _Prepared(artifact, stream, ctypes.addressof(params), _Pending(artifact, spec.sync, wd_ms), foreign)
 
     def synchronize(self) -> None:
-        """Wait for the stream; raise on a device error or a watchdog report.
+        """Wait for the launches since the last call; raise on a device error or an error record.
 
-        After a failed launch the counters are zeroed again (the next launch
-        must use epoch 1). A sticky device error frees everything.
+        Launches only on our own stream wait for that stream. Once a program
+        was launched on a caller's stream every call waits for the whole
+        context and checks that program's error record: the launch may have
+        been captured in a graph whose replays run unseen. After a reported error the sync
+        blocks of those launches are zeroed and the record is cleared, so the
+        executable stays usable. A sticky device error frees everything.
         """
         drv = _driver()
-        pending, self._pending = self._pending, []
-        err = drv.cuStreamSynchronize(self._stream)[0]
+        pending, self._pending = {**self._foreign, **self._pending}, {}
+        whole_context, self._other_streams = self._other_streams or bool(self._foreign), False
+        err = (drv.cuCtxSynchronize() if whole_context else drv.cuStreamSynchronize(self._stream))[0]
         if err != drv.CUresult.CUDA_SUCCESS:
             _, name = drv.cuGetErrorName(err)
             msg = f"kernel failed: {name.decode() if isinstance(name, bytes) else name}"
             self.close()
             raise PlatformError(msg + " (the CUDA context is unusable; everything was freed)")
-        for p in pending:
-            rec = np.zeros(L.ERROR_WORDS, dtype=np.uint32)
-            _check(drv.cuMemcpyDtoH(rec.ctypes.data, int(p.artifact.error.handle), rec.nbytes), "cuMemcpyDtoH")
-            if rec[L.E_CODE] != L.ERR_NONE:
-                self.fill_zero(p.spec.counters)
-                raise PlatformError(describe_error(p.artifact.program, rec, p.watchdog_ms))
-        if pending:
-            self._traced = pending[-1].artifact if pending[-1].artifact.trace is not None else None
+        for p in pending.values():
+            self.check_error_record(p.artifact, p.sync, p.watchdog_ms)
+        if self._last_launched is not None:
+            art, self._last_launched = self._last_launched, None
+            self._traced = art if art.trace is not None else None
             self._trace = None
+
+    def check_error_record(self, artifact: CudaArtifact, sync: DeviceBuffer, watchdog_ms: float | None = None) -> None:
+        """Raise the artifact's recorded error, if any, after zeroing ``sync`` and clearing the record.
+
+        The caller has waited for the launches that may have written it.
+        """
+        drv = _driver()
+        rec = np.zeros(L.ERROR_WORDS, dtype=np.uint32)
+        _check(drv.cuMemcpyDtoH(rec.ctypes.data, int(artifact.error.handle), rec.nbytes), "cuMemcpyDtoH")
+        if rec[L.E_CODE] != L.ERR_NONE:
+            self.fill_zero(sync)
+            self.fill_zero(artifact.error)
+            raise PlatformError(describe_error(artifact.program, rec,
+                                               self.watchdog_ms if watchdog_ms is None else watchdog_ms))
 
     def trace_unavailable(self, artifact: CudaArtifact) -> str:
         """Why launches of ``artifact`` record no trace ("" when they do)."""
@@ -390,10 +596,9 @@ class CudaPlatform(Platform):
         Launches are queued in batches behind a gate (``cuStreamWaitValue32``
         on a device word that another stream sets once the batch is queued), so
         the GPU runs them back to back and host launch overhead stays out of
-        the numbers. Uses epochs ``spec.epoch, spec.epoch + 1, ...`` and leaves
-        ``spec.epoch`` at the next unused one. ``artifact`` and ``spec`` may also
-        be equal-length lists, launched in rotation (e.g. several weight sets,
-        so that the data does not stay in L2); epochs then advance per pair.
+        the numbers. ``artifact`` and ``spec`` may also be equal-length lists,
+        launched in rotation (e.g. several weight sets, so that the data does
+        not stay in L2).
         """
         drv = _driver()
         if isinstance(artifact, CudaArtifact) and isinstance(spec, LaunchSpec):
@@ -402,6 +607,8 @@ class CudaPlatform(Platform):
             pairs = list(zip(artifact, spec, strict=True))
         else:
             raise TypeError("time_launches takes one artifact and spec, or equal-length lists of both")
+        for art, sp in pairs:  # build the pointer tables outside the gated batches
+            self._pointer_tables(art, tuple(int(b.handle) for b in sp.buffers), False)
         times: list[float] = []
         gate = self.allocate(4)
         try:
@@ -417,8 +624,7 @@ class CudaPlatform(Platform):
                 try:
                     for k, (e0, e1) in enumerate(evs):
                         art, sp = pairs[(done + k) % len(pairs)]
-                        self._launch(art, sp, e0, e1)
-                        sp.epoch += 1
+                        self._launch(art, sp, self._stream, e0, e1)
                     if gated:
                         _check(drv.cuMemsetD32Async(int(gate.handle), 1, 1, self._gate_stream), "cuMemsetD32Async")
                     self.synchronize()
@@ -456,6 +662,8 @@ def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: fl
             msg += (f" / counter {ctr - 1} (value {int(rec[L.E_COUNTER_VALUE])}, "
                     f"wanted {int(rec[L.E_COUNTER_WANTED])})")
         return msg
+    if code == L.ERR_SCALAR_RANGE:
+        return _scalar_message(program, pos, int(rec[L.E_VALUE:L.E_VALUE + 1].view(np.int32)[0]))
     if code == L.ERR_BOUNDS:
         return _bounds_message(program, sm, eng, pos, int(rec[L.E_VALUE:L.E_VALUE + 1].view(np.int32)[0]), who)
     return f"{L.ERROR_NAMES.get(code, f'error code {code}')} at {who}"
@@ -472,3 +680,12 @@ def _bounds_message(program: isa.EncodedProgram, sm: int, engine: int, pos: int,
         return f"runtime offset out of range at {who}: value {value}"
     return (f"{who}: runtime offset {source} = {value} is outside its checked range {rng} "
             f"(the region would leave buffer '{buf}')")
+
+
+def _scalar_message(program: isa.EncodedProgram, slot: int, value: int) -> str:
+    """The message of an ``ERR_SCALAR_RANGE`` record: the scalar, its value, its range."""
+    if not 0 <= slot < len(program.scalars):
+        return f"launch-time scalar #{slot} = {value} is out of range"
+    sc = program.scalars[slot]
+    return (f"launch-time scalar '{sc.name}' = {value} is outside its range {sc.lo} to {sc.hi} "
+            "(the launch did nothing)")

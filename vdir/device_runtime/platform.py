@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from vdir.device_runtime.tensors import TensorView
 from vdir.device_runtime.trace import Trace
 from vdir.diagnostics import VdirError
 from vdir.isa import EncodedProgram
@@ -66,24 +67,40 @@ class LaunchOption:
 
 @dataclass
 class DeviceBuffer:
-    """An opaque handle to a buffer owned by a platform."""
+    """An opaque handle to device memory: allocated by a platform, or borrowed from a caller's tensor.
+
+    A borrowed buffer (``owned`` False, from :meth:`Platform.wrap`) holds
+    ``keepalive``, the producer of the memory, so that its owner cannot free
+    it while vdir may launch on it; :meth:`Platform.free` only drops it.
+    """
 
     handle: Any
     nbytes: int
     platform: "Platform"
+    owned: bool = True
+    keepalive: Any = None
 
 
-@dataclass
+@dataclass(eq=False)
 class LaunchSpec:
-    """What one launch needs: the program, its buffers in argument order, the epoch."""
+    """What one launch needs: the program, its buffers in argument order, its sync block.
+
+    A backend may check and pack a spec once and reuse that for every launch
+    of the same spec object: make a new spec to launch on other buffers.
+
+    ``sync`` (``EncodedProgram.sync_bytes``, zeroed once) holds the launch
+    state and the global counters; every launch advances it on the device,
+    so launches of one spec need nothing else between them. After a failed
+    launch it must be zeroed again.
+    """
 
     program: EncodedProgram
     buffers: list[DeviceBuffer]
-    counters: DeviceBuffer
-    epoch: int = 1
+    sync: DeviceBuffer
+    #: the launch-time scalars (s32 per slot, ``4 * len(program.scalars)`` bytes); the
+    #: launch reads them on the device and stops with an error on a value out of range
+    scalars: DeviceBuffer | None = None
     options: dict = field(default_factory=dict)
-    #: the launch-time scalars, in the program's slot order (checked against their ranges)
-    scalars: tuple[int, ...] = ()
 
 
 class Platform(abc.ABC):
@@ -142,8 +159,39 @@ class Platform(abc.ABC):
         """Copy ``buf`` into a contiguous host array of the same byte size."""
 
     @abc.abstractmethod
-    def fill_zero(self, buf: DeviceBuffer) -> None:
-        """Zero a buffer (used for the global dependency counters)."""
+    def fill_zero(self, buf: DeviceBuffer, stream: Any = None) -> None:
+        """Zero a buffer; with a ``stream`` (a backend stream handle), ordered on it and asynchronous."""
+
+    @abc.abstractmethod
+    def write_words(self, buf: DeviceBuffer, values: Sequence[int], stream: Any = None) -> None:
+        """Write s32 ``values`` at the start of ``buf`` (the launch-time scalars), ordered like :meth:`fill_zero`."""
+
+    @abc.abstractmethod
+    def copy_device(self, dst: DeviceBuffer, src: DeviceBuffer, stream: Any = None) -> None:
+        """Copy ``src``'s bytes into ``dst`` (device to device, same size), ordered like :meth:`fill_zero`."""
+
+    @abc.abstractmethod
+    def wrap(self, view: TensorView) -> DeviceBuffer:
+        """Borrow a caller's tensor memory as a buffer, without copying.
+
+        Raises :class:`PlatformError` (the message says why; the caller names
+        the argument) unless the memory is where this platform's launches can
+        read and write it: host memory for the simulator, this device's
+        memory for ``cuda``.
+        """
+
+    def stream_handle(self, stream: Any) -> Any:
+        """The backend's handle of a caller's stream object (None: the platform's own stream).
+
+        Backends without streams take only None.
+        """
+        if stream is not None:
+            raise PlatformError(f"the '{self.name}' backend has no streams: pass stream=None")
+        return None
+
+    def is_capturing(self, stream: Any) -> bool:  # noqa: ARG002 -- backends with streams override it
+        """Whether work on ``stream`` is being recorded into a graph rather than run."""
+        return False
 
     # -- artifacts and launches -------------------------------------------
     @abc.abstractmethod
@@ -157,12 +205,20 @@ class Platform(abc.ABC):
         what it computes."""
 
     @abc.abstractmethod
-    def launch(self, artifact: Any, spec: LaunchSpec) -> None:
-        """Start one launch of a loaded program (may be asynchronous)."""
+    def launch(self, artifact: Any, spec: LaunchSpec, stream: Any = None) -> None:
+        """Start one launch of a loaded program on ``stream`` (None: the platform's own; may be asynchronous)."""
 
     @abc.abstractmethod
     def synchronize(self) -> None:
-        """Wait for outstanding work; raise :class:`PlatformError` on a device error."""
+        """Wait for every launch started since the last call; raise :class:`PlatformError` on a device error.
+
+        After an error the sync blocks of those launches are zeroed again and
+        the error record is cleared, so the next launch starts afresh.
+        """
+
+    def shared_memory_per_block(self) -> int:
+        """Bytes of shared memory one CTA may use on this device (queried where the device says)."""
+        return self.target().smem_per_block
 
     @abc.abstractmethod
     def time_launches(self, artifact: Any, spec: LaunchSpec, iterations: int) -> list[float]:

@@ -16,10 +16,15 @@ reports:
 
 * races (:class:`SimRaceError`): it keeps a vector clock per engine; toggling
   a dependency bit or releasing a counter publishes the clock of the
-  completing micro-op, and passing a wait joins it. A read of a shared-memory
-  tile or of a global region whose last writer is not in the reader's clock,
-  or a write over a region whose earlier readers or writer are not in the
-  writer's clock, names both micro-ops;
+  completing micro-op, and passing a wait joins it (a counter wait joins
+  exactly the releases it waits for). A read of a shared-memory tile or of a
+  global region (an i32 runtime value included) whose last writer is not in
+  the reader's clock, or a write over a region whose earlier readers or
+  writer are not in the writer's clock, names both micro-ops;
+* stale reads (:class:`SimRaceError` too): each shared-memory read must see
+  the tile of the slot's last writer in program order (micro-op id order,
+  :func:`derive_slot_sources`), even when an older tile there is properly
+  ordered;
 * deadlocks (:class:`SimDeadlockError`): when no action is possible and some
   queue is unfinished, it names every stuck micro-op and what it waits on;
 * malformed programs (:class:`SimProgramError`): bad opcodes, out-of-bounds
@@ -39,9 +44,9 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -54,6 +59,7 @@ from vdir.device_runtime.platform import (
     Platform,
     PlatformError,
 )
+from vdir.device_runtime.tensors import TensorView
 from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
 from vdir.target import EngineKind, TargetDescription, get_target
@@ -155,6 +161,7 @@ class Op:
         "family", "inputs", "out", "params",  # compute
         "latency_us", "busy_us",
         "guard", "dyn",  # runtime values: (source, index, coeff, const), (source, index, scale, min, max)
+        "sources",  # per shared-memory tile read: the writers it reads in program order (see SlotSources)
     )
     # set by the decoder only for the kinds that have them: region and tile
     # for loads and stores, family and out for computes
@@ -166,6 +173,9 @@ class Op:
     #: (source, index, scale, min, max), when the instruction has them
     guard: tuple[int, ...] | None
     dyn: tuple[int, ...] | None
+    #: for each tile the micro-op reads (a compute's inputs, a store's source),
+    #: which micro-op's bytes it must see; None where program order is unknown
+    sources: tuple[SlotSources | None, ...] | None
 
     def __init__(self, pos: int, words: list[int]):
         self.pos = pos
@@ -182,6 +192,7 @@ class Op:
             self.guard = tuple(f.get(words) for f in (isa.GUARD_SOURCE, isa.GUARD_INDEX, isa.GUARD_COEFF,
                                                       isa.GUARD_CONST))
         self.dyn = None
+        self.sources = None
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
@@ -233,6 +244,9 @@ class DecodedProgram:
     buffer_bytes: list[int]
     tracked: dict[int, int]
     target: TargetDescription
+    #: per SM: micro-op id -> (engine, queue position) of every shared-memory
+    #: writer, for naming the writers a stale read expected or saw
+    writers: list[dict[int, tuple[int, int]]] = field(default_factory=list)
 
     def describe(self, sm: int, engine: int, pos: int) -> str:
         """The program's readable name of a queue position."""
@@ -280,7 +294,8 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
                 queue.append(op)
             sm_ops.append(queue)
         ops.append(sm_ops)
-    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target)
+    writers = [derive_slot_sources(sm_ops, program.smem_bytes) for sm_ops in ops]
+    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target, writers)
 
 
 def _executed_words(
@@ -418,6 +433,102 @@ def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
 
 
 # ---------------------------------------------------------------------------
+# Tile provenance: which micro-op's bytes each shared-memory read must see.
+# ---------------------------------------------------------------------------
+
+#: A candidate writer meaning "no micro-op": the read sees bytes nothing wrote.
+NO_WRITER = -1
+#: A candidate meaning "a writer the check does not follow" (a chain of more
+#: than MAX_CANDIDATES conditional writers); a read that resolves to it is not checked.
+UNKNOWN_WRITER = -2
+#: Conditional writers kept per shared-memory block before the chain is cut short.
+MAX_CANDIDATES = 64
+
+
+@dataclass(frozen=True)
+class SlotSources:
+    """The writers whose bytes one shared-memory tile read must see.
+
+    ``segments`` are ``(first block, end block, candidates)`` over the tile's
+    :data:`SMEM_BLOCK` granules (usually one segment: one producer wrote the
+    whole tile). ``candidates`` are micro-op ids, latest in program order
+    first: the conditional writers since the last unconditional one, then
+    that one (or :data:`NO_WRITER`). At run time the read must see the first
+    candidate whose condition did not fail.
+    """
+
+    segments: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+def derive_slot_sources(sm_ops: list[list[Op]], smem_bytes: int) -> dict[int, tuple[int, int]]:
+    """Set ``Op.sources`` for one SM's reads from program order; return its writers' positions.
+
+    Program order is the order of the micro-op ids: the compiler numbers the
+    micro-ops of an SM in program order (``vdir-place``), each instruction
+    carries its id (``isa.UOP_ID``), and neither a queue reordering nor a
+    wrong wait or signal changes it. So the tile a read must see is the last
+    write of its slot in id order, whatever the synchronisation says — which
+    is what finds a read of an older, properly ordered tile (a producer and
+    its consumer swapped on one queue, a dependency bit reused early). When
+    two micro-ops that touch shared memory share an id, the SM has no such
+    order and its reads get no sources (only the happens-before checks apply).
+
+    Returns micro-op id -> (engine, queue position) of every writer.
+    """
+    touching = sorted(
+        ((op, engine) for engine, queue in enumerate(sm_ops) for op in queue if op.opcode != isa.OP_NOP),
+        key=lambda pair: pair[0].uop_id,
+    )
+    if any(a[0].uop_id == b[0].uop_id for a, b in zip(touching, touching[1:], strict=False)):
+        return {}
+    # per block, an index into ``chains``: the candidates a read of it sees now
+    state = np.zeros(-(-smem_bytes // SMEM_BLOCK), dtype=np.int64)
+    chains: list[tuple[int, ...]] = [(NO_WRITER,)]
+    writers: dict[int, tuple[int, int]] = {}
+    for op, engine in touching:
+        if op.opcode == isa.OP_COMPUTE:
+            op.sources = tuple(_sources_of(state, chains, tile) for tile in op.inputs)
+            written: TileRef | None = op.out
+        elif op.opcode == isa.OP_STORE:
+            op.sources = (_sources_of(state, chains, op.tile),)
+            written = None
+        else:
+            written = op.tile
+        if written is not None:
+            writers[op.uop_id] = (engine, op.pos)
+            _record_writer(state, chains, written, op)
+    return writers
+
+
+def _sources_of(state: np.ndarray, chains: list[tuple[int, ...]], tile: TileRef) -> SlotSources | None:
+    """The candidates of each run of equal blocks under ``tile``."""
+    b0, b1 = tile.blocks
+    view = state[b0:b1]
+    if not view.size:
+        return None
+    if view.min() == view.max():
+        return SlotSources(((b0, b1, chains[int(view[0])]),))
+    edges = [0, *(np.flatnonzero(np.diff(view)) + 1).tolist(), len(view)]
+    return SlotSources(tuple((b0 + s, b0 + e, chains[int(view[s])]) for s, e in zip(edges, edges[1:], strict=False)))
+
+
+def _record_writer(state: np.ndarray, chains: list[tuple[int, ...]], tile: TileRef, op: Op) -> None:
+    """``op`` writes ``tile``: it heads the candidates of its blocks (alone when it has no condition)."""
+    b0, b1 = tile.blocks
+    view = state[b0:b1]
+    if op.guard is None:
+        chains.append((op.uop_id,))
+        view[...] = len(chains) - 1
+        return
+    for old in np.unique(view).tolist():
+        chain = (op.uop_id, *chains[old])
+        if len(chain) > MAX_CANDIDATES:
+            chain = (*chain[: MAX_CANDIDATES - 1], UNKNOWN_WRITER)
+        chains.append(chain)
+        view[view == old] = len(chains) - 1
+
+
+# ---------------------------------------------------------------------------
 # Strided views: a region of rows as an array view, bounds already checked.
 # ---------------------------------------------------------------------------
 
@@ -429,6 +540,13 @@ def region_view(arr: np.ndarray, start: int, rows: int, cols: int, stride: int) 
     item = arr.strides[-1]
     base = arr[..., start:]
     return as_strided(base, shape=arr.shape[:-1] + (rows, cols), strides=arr.strides[:-1] + (stride * item, item))
+
+
+def _region_holds(region: Region, byte: int) -> bool:
+    """Whether ``region`` covers the byte at offset ``byte`` of its buffer."""
+    if not region.offset <= byte < region.end:
+        return False
+    return region.rows <= 1 or (byte - region.offset) % region.stride < region.row_bytes
 
 
 def _global_view(buf: np.ndarray, region: Region) -> np.ndarray:
@@ -505,6 +623,8 @@ class GlobalTracker:
         self.writer_engine = np.full(n, -1, dtype=np.int64)  # global engine id
         self.writer_pos = np.full(n, -1, dtype=np.int64)
         self.readers = np.full((num_sms, n), -1, dtype=np.int64) if n * num_sms <= MAX_READER_TABLE else None
+        #: i32 element read as a runtime value -> per global engine, the last queue position that read it
+        self.value_readers: dict[int, np.ndarray] = {}
 
     def view(self, table: np.ndarray, region: Region) -> np.ndarray:
         """The entries of ``table`` (last axis: granules) that ``region`` covers, as rows x granules."""
@@ -521,15 +641,16 @@ class Simulation:
     """One launch of a decoded program over host byte arrays.
 
     ``buffers`` are the program's arguments as uint8 arrays (modified in
-    place), ``counters`` the u32 global counters (modified in place).
+    place), ``sync`` the program's sync block (u32, modified in place): the
+    launch state (``isa.SYNC_*``; the epoch is launches done + 1, advanced at
+    the end of a launch that completes) and the global counters.
     """
 
     def __init__(
         self,
         decoded: DecodedProgram,
         buffers: list[np.ndarray],
-        counters: np.ndarray,
-        epoch: int = 1,
+        sync: np.ndarray,
         seed: int = 0,
         load_window: int = DEFAULT_LOAD_WINDOW,
         check_races: bool = True,
@@ -540,9 +661,16 @@ class Simulation:
         if len(scalars) != len(prog.scalars):
             raise PlatformError(f"the program takes {len(prog.scalars)} scalars, the launch gives {len(scalars)}")
         self.scalars = [int(v) for v in scalars]
+        for sc, v in zip(prog.scalars, self.scalars, strict=True):
+            if not sc.lo <= v < sc.hi:  # the kernel's prologue check (a device-written block)
+                raise PlatformError(f"launch-time scalar '{sc.name}' = {v} is outside its range {sc.lo} to {sc.hi}")
         self.buffers = buffers
-        self.counters = counters
-        self.epoch = epoch
+        if len(sync) != isa.sync_block_words(prog.num_counters):
+            raise PlatformError(f"the sync block has {len(sync)} words; the program's has "
+                                f"{isa.sync_block_words(prog.num_counters)}")
+        self.sync = sync
+        self.counters = sync[isa.SYNC_HEADER_WORDS:]
+        self.epoch = (int(sync[isa.SYNC_LAUNCHES_DONE]) + 1) % isa.COUNTER_MODULUS
         self.rng = random.Random(seed)
         self.load_window = max(int(load_window), 1)
         self.check_races = check_races
@@ -561,8 +689,14 @@ class Simulation:
         self.clock = np.zeros((self.num_engines, self.num_engines), dtype=np.int64)
         self.load_done_clock = np.zeros((n, self.num_engines), dtype=np.int64)
         self.bit_clock: dict[tuple[int, int], np.ndarray] = {}
-        self.counter_clock = np.zeros((prog.num_counters, self.num_engines), dtype=np.int64)
+        # per counter, the join of the clocks of its first k releases of this launch, at index k - 1:
+        # a wait for k releases knows exactly those, however many more have come when it passes
+        self.release_clocks: list[list[np.ndarray]] = [[] for _ in range(prog.num_counters)]
         self.smem_track = [SmemTracker(prog.smem_bytes, E) for _ in range(n)] if check_races else []
+        # tile provenance: per SM and block, the id of the micro-op whose bytes the block holds,
+        # and the ids of the conditional writers whose condition failed
+        self.slot_writer = [np.full(len(t.written[0]), NO_WRITER, dtype=np.int64) for t in self.smem_track]
+        self.skipped: list[set[int]] = [set() for _ in range(n)]
         self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
         self.global_track = {
             b: GlobalTracker(decoded.buffer_bytes[b], g, n) for b, g in decoded.tracked.items()
@@ -571,7 +705,7 @@ class Simulation:
         self.engine_free = [0.0] * self.num_engines
         self.load_ends: list[list[float]] = [[] for _ in range(n)]  # per SM, in queue order
         self.bit_time: dict[tuple[int, int], float] = {}
-        self.counter_base = [int(c) for c in counters]
+        self.counter_base = [int(c) for c in self.counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
         self.events: list[TraceEvent] = []
         # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//E's oldest load
@@ -601,6 +735,7 @@ class Simulation:
                 f"{self._name(g, pos)} reads shared memory [{tile.smem}, {tile.smem + tile.nbytes}) "
                 f"of SM {sm}, which no micro-op wrote before it"
             )
+        self.sync[isa.SYNC_LAUNCHES_DONE] = self.epoch
         return SimTrace(self.decoded.program, self.events)
 
     def _set_ready(self, action: int, ready: bool) -> None:
@@ -620,7 +755,7 @@ class Simulation:
         queue, pos = self.queues[g], self.head[g]
         if pos < len(queue) and queue[pos].wait_counter >= 0:
             op = queue[pos]
-            heapq.heappush(self.counter_waiters[op.wait_counter], (self.epoch * op.wait_count, g))
+            heapq.heappush(self.counter_waiters[op.wait_counter], (self._needed(op), g))
         self._update_start(g)
 
     def _update_start(self, g: int) -> None:
@@ -637,7 +772,16 @@ class Simulation:
             return False
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             return False
-        return op.wait_counter < 0 or int(self.counters[op.wait_counter]) >= self.epoch * op.wait_count
+        return op.wait_counter < 0 or self._released(op.wait_counter) >= self._needed(op)
+
+    def _released(self, counter: int) -> int:
+        """Releases of ``counter`` in this launch so far."""
+        return (int(self.counters[counter]) - self.counter_base[counter]) % isa.COUNTER_MODULUS
+
+    def _needed(self, op: Op) -> int:
+        """Releases of ``op``'s counter in this launch that its wait needs (wrap-safe, may be <= 0)."""
+        short = (self.epoch * op.wait_count - self.counter_base[op.wait_counter]) % isa.COUNTER_MODULUS
+        return short - isa.COUNTER_MODULUS if short >= isa.COUNTER_MODULUS // 2 else short
 
     # ---- micro-op execution -------------------------------------------
     def _start(self, g: int) -> None:
@@ -645,6 +789,8 @@ class Simulation:
         op = self.queues[g][self.head[g]]
         start = max(self.engine_free[g], self._pass_waits(g, sm, op))
         runs = self._runs(g, sm, op)
+        if not runs and self.check_races:
+            self.skipped[sm].add(op.uop_id)
         if engine == self.load_engine:  # a nop here is a load of nothing: it completes in order
             self._issue_load(g, sm, op, start, runs)
         else:
@@ -674,11 +820,24 @@ class Simulation:
                 np.maximum(self.clock[g], bit_clock, out=self.clock[g])
         if op.wait_counter >= 0:
             c = op.wait_counter
-            np.maximum(self.clock[g], self.counter_clock[c], out=self.clock[g])
-            needed = self.epoch * op.wait_count - self.counter_base[c]
+            needed = self._needed(op)
             if needed > 0 and self.release_times[c]:
                 ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
+            self._join_releases(g, c, needed)
         return ready_at
+
+    def _join_releases(self, g: int, counter: int, needed: int) -> None:
+        """Join into engine ``g``'s clock what a wait for ``needed`` releases of ``counter`` knows.
+
+        The wait may see the counter at exactly its threshold, so it knows the
+        first ``needed`` releases of the launch and no more: a release that
+        happened to come earlier in this interleaving is not joined, which
+        makes a wait short by one a race in every run, not only in the runs
+        where the last release comes late.
+        """
+        joined = self.release_clocks[counter]
+        if needed > 0 and joined:
+            np.maximum(self.clock[g], joined[min(needed, len(joined)) - 1], out=self.clock[g])
 
     def _complete(self, g: int, sm: int, op: Op, clock: np.ndarray, end: float) -> None:
         """Toggle the signal bits and release the counter, publishing ``clock``."""
@@ -701,9 +860,10 @@ class Simulation:
         if op.release_counter >= 0:
             c = op.release_counter
             self.counters[c] = (int(self.counters[c]) + 1) & 0xFFFFFFFF
-            np.maximum(self.counter_clock[c], clock, out=self.counter_clock[c])
+            joined = self.release_clocks[c]
+            joined.append(np.maximum(joined[-1], clock) if joined else clock.copy())
             bisect.insort(self.release_times[c], end)
-            waiters, value = self.counter_waiters[c], int(self.counters[c])
+            waiters, value = self.counter_waiters[c], self._released(c)
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
 
@@ -730,6 +890,8 @@ class Simulation:
         if region is not None:
             dst = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
             dst.reshape(region.rows, region.row_bytes)[...] = _global_view(self.buffers[op.buffer], region)
+            if self.check_races:
+                self._record_slot_writer(sm, op, op.tile)
         # completions are in queue order: this one also publishes the previous ones
         done = self.load_done_clock[sm]
         np.maximum(done, start_clock, out=done)
@@ -744,13 +906,15 @@ class Simulation:
 
     def _compute(self, g: int, sm: int, op: Op) -> None:
         if self.check_races:
-            for tile in op.inputs:
+            for i, tile in enumerate(op.inputs):
                 self._check_smem_read(g, sm, op, tile)
+                self._check_smem_source(g, sm, op, tile, op.sources[i] if op.sources else None)
             self._check_smem_write(g, sm, op, op.out)
             track = self.smem_track[sm]
             for tile in op.inputs:
                 track.record(track.read, tile, g % self.per_sm, op.pos)
             track.record(track.written, op.out, g % self.per_sm, op.pos)
+            self._record_slot_writer(sm, op, op.out)
         smem = self.smem[sm]
         args = [self._tile(smem, t) for t in op.inputs]
         result = op.family.run(args, op.params, op.out.dtype)
@@ -764,6 +928,7 @@ class Simulation:
     def _store(self, g: int, sm: int, op: Op, region: Region) -> None:
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
+            self._check_smem_source(g, sm, op, op.tile, op.sources[0] if op.sources else None)
             self._check_global_write(g, op, region)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
         src = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
@@ -784,6 +949,10 @@ class Simulation:
                     f"race on buffer '{self.decoded.program.buffers[b].name}': {self._name(g, op.pos)} reads "
                     f"element {index} written by {self._name(*hit)}, but no dependency orders the read after that store"
                 )
+            readers = track.value_readers.get(index)
+            if readers is None:
+                readers = track.value_readers[index] = np.full(self.num_engines, -1, dtype=np.int64)
+            readers[g] = op.pos
         return int(self.buffers[b][4 * index : 4 * index + 4].view(np.int32)[0])
 
     def _runs(self, g: int, sm: int, op: Op) -> bool:
@@ -849,6 +1018,50 @@ class Simulation:
             f"race on {where}: {writer} and {other} both write it with no dependency ordering them"
         )
 
+    def _record_slot_writer(self, sm: int, op: Op, tile: TileRef) -> None:
+        """The blocks of ``tile`` now hold the bytes of micro-op ``op``."""
+        b0, b1 = tile.blocks
+        self.slot_writer[sm][b0:b1] = op.uop_id
+
+    def _check_smem_source(self, g: int, sm: int, op: Op, tile: TileRef, sources: SlotSources | None) -> None:
+        """The read of ``tile`` sees the bytes of the writer program order gives it (:class:`SlotSources`)."""
+        if sources is None:
+            return
+        held_by = self.slot_writer[sm]
+        for b0, b1, candidates in sources.segments:
+            expected = next(c for c in candidates if c not in self.skipped[sm])
+            held = held_by[b0:b1]
+            if expected == UNKNOWN_WRITER or (held == expected).all():
+                continue
+            actual = int(held[np.flatnonzero(held != expected)[0]])
+            raise SimRaceError(self._provenance_message(g, sm, op, tile, expected, actual))
+
+    def _provenance_message(self, g: int, sm: int, op: Op, tile: TileRef, expected: int, actual: int) -> str:
+        """Why a read saw the bytes of ``actual`` where program order gives it those of ``expected``."""
+        where = f"shared memory [{tile.smem}, {tile.smem + tile.nbytes}) of SM {sm}"
+        reader = self._name(g, op.pos)
+        if expected == NO_WRITER:
+            return (
+                f"read of a later tile on {where}: {reader} reads the tile of {self._writer_name(sm, actual)}, "
+                "which comes after the read in program order (no micro-op writes the slot before it)"
+            )
+        if actual == NO_WRITER or actual < expected:
+            held = "no tile yet" if actual == NO_WRITER else f"the older tile of {self._writer_name(sm, actual)}"
+            return (
+                f"stale read of {where}: {reader} reads {held}, but in program order it reads the tile of "
+                f"{self._writer_name(sm, expected)}, which no dependency orders before the read"
+            )
+        return (
+            f"early overwrite of {where}: {self._writer_name(sm, actual)} overwrote the tile of "
+            f"{self._writer_name(sm, expected)} before {reader} read it, with no dependency ordering "
+            "the overwrite after the read"
+        )
+
+    def _writer_name(self, sm: int, uop_id: int) -> str:
+        """The readable name of the shared-memory writer with id ``uop_id`` on SM ``sm``."""
+        engine, pos = self.decoded.writers[sm][uop_id]
+        return self._name(self.per_sm * sm + engine, pos)
+
     def _check_global_read(self, g: int, sm: int, op: Op, region: Region) -> None:
         track = self.global_track.get(op.buffer)
         if track is None:
@@ -885,8 +1098,25 @@ class Simulation:
                     f"{self._name(self.per_sm * reader_sm + self.load_engine, int(latest[reader_sm]))} still reads, "
                     "with no dependency ordering the store after that load"
                 )
+        if track.value_readers:
+            self._check_value_readers(g, op, region, track, name)
         engines[...] = g
         positions[...] = op.pos
+
+    def _check_value_readers(self, g: int, op: Op, region: Region, track: GlobalTracker, name: str) -> None:
+        """A store over an i32 element is ordered after every earlier read of it as a runtime value."""
+        for element, positions in track.value_readers.items():
+            if not _region_holds(region, 4 * element):
+                continue
+            late = (positions >= 0) & (self.clock[g] <= positions)
+            late[g] &= positions[g] != op.pos  # the store's own runtime value, read as it starts
+            if late.any():
+                reader = int(np.flatnonzero(late)[0])
+                raise SimRaceError(
+                    f"race on buffer '{name}': {self._name(g, op.pos)} overwrites element {element}, which "
+                    f"{self._name(reader, int(positions[reader]))} reads as a runtime value, with no dependency "
+                    "ordering the store after that read"
+                )
 
     def _unordered(self, g: int, engines: np.ndarray, positions: np.ndarray) -> tuple[int, int] | None:
         """(engine, pos) of a recorded access not in engine ``g``'s clock, if any."""
@@ -922,8 +1152,9 @@ class Simulation:
             )
             reasons.append(f"dependency bits {bits} (wait mask {op.wait_mask:#x}, bitmap {self.bitmap[sm]:#x})")
         if op.wait_counter >= 0:
-            value, wanted = int(self.counters[op.wait_counter]), self.epoch * op.wait_count
-            if value < wanted:
+            value = int(self.counters[op.wait_counter])
+            wanted = self.epoch * op.wait_count % isa.COUNTER_MODULUS
+            if not isa.counter_reached(value, wanted):
                 reasons.append(f"counter {op.wait_counter} >= {wanted} (is {value})")
         return " and ".join(reasons) or "nothing (internal error)"
 
@@ -977,6 +1208,14 @@ class SimPlatform(Platform):
     def free(self, buf: DeviceBuffer) -> None:
         self._live.discard(id(buf.handle))
         buf.handle = None
+        buf.keepalive = None
+
+    def wrap(self, view: TensorView) -> DeviceBuffer:
+        """A caller's host array as a buffer (the simulator's memory is the host's); nothing is copied."""
+        if view.host is None:
+            raise PlatformError(f"it is on {view.device}; the simulator runs on host (numpy) memory")
+        data = view.host.reshape(-1).view(np.uint8)
+        return DeviceBuffer(data, data.nbytes, self, owned=False, keepalive=view.keepalive)
 
     def copy_in(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         data = _host_bytes(host, buf.nbytes)
@@ -985,8 +1224,22 @@ class SimPlatform(Platform):
     def copy_out(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         _host_bytes(host, buf.nbytes)[...] = buf.handle
 
-    def fill_zero(self, buf: DeviceBuffer) -> None:
+    def fill_zero(self, buf: DeviceBuffer, stream: Any = None) -> None:
+        """Zero now (the simulator has no streams: ``stream`` must be None)."""
+        self.stream_handle(stream)
         buf.handle[...] = 0
+
+    def write_words(self, buf: DeviceBuffer, values: Sequence[int], stream: Any = None) -> None:
+        """Write s32 ``values`` now."""
+        self.stream_handle(stream)
+        buf.handle.view(np.int32)[: len(values)] = values
+
+    def copy_device(self, dst: DeviceBuffer, src: DeviceBuffer, stream: Any = None) -> None:
+        """Copy now."""
+        self.stream_handle(stream)
+        if dst.nbytes != src.nbytes:
+            raise PlatformError(f"copy_device: {src.nbytes} bytes into a buffer of {dst.nbytes}")
+        dst.handle[...] = src.handle
 
     def load_artifact(self, program: isa.EncodedProgram, options: LoweringOptions | None = None) -> DecodedProgram:
         """Decode and validate the queues once; the result is reused by every launch.
@@ -994,8 +1247,9 @@ class SimPlatform(Platform):
         ``options`` (how a GPU kernel would issue the work) change nothing here."""
         return decode_program(program, self._target)
 
-    def launch(self, artifact: DecodedProgram, spec: LaunchSpec) -> None:
-        """Run the whole launch now (the simulator is synchronous)."""
+    def launch(self, artifact: DecodedProgram, spec: LaunchSpec, stream: Any = None) -> None:
+        """Run the whole launch now (the simulator is synchronous and has no streams)."""
+        self.stream_handle(stream)
         self._trace = self._run(artifact, spec)
 
     @staticmethod
@@ -1005,12 +1259,12 @@ class SimPlatform(Platform):
         sim = Simulation(
             artifact,
             [b.handle for b in spec.buffers],
-            spec.counters.handle.view(np.uint32),
-            epoch=spec.epoch,
+            spec.sync.handle.view(np.uint32),
             seed=int(opts.get("seed", 0)),
             load_window=int(opts.get("load_window", DEFAULT_LOAD_WINDOW)),
             check_races=bool(opts.get("check_races", True)),
-            scalars=spec.scalars,
+            scalars=tuple(int(v) for v in spec.scalars.handle.view(np.int32)[: len(spec.program.scalars)])
+            if spec.scalars is not None else (),
         )
         return sim.run()
 
@@ -1020,11 +1274,8 @@ class SimPlatform(Platform):
     def time_launches(self, artifact: DecodedProgram, spec: LaunchSpec, iterations: int) -> list[float]:
         """Modelled (not measured) time per launch in µs, from the trace's cost model."""
         times = []
-        for i in range(iterations):
-            self._trace = self._run(
-                artifact,
-                LaunchSpec(spec.program, spec.buffers, spec.counters, spec.epoch + i, spec.options, spec.scalars),
-            )
+        for _ in range(iterations):
+            self._trace = self._run(artifact, spec)
             times.append(self._trace.makespan_us)
         return times
 
@@ -1065,6 +1316,6 @@ def simulate(
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
     raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
-    counters = np.zeros(max(program.num_counters, 1), dtype=np.uint32)
-    return Simulation(decoded, raw, counters, seed=seed, load_window=load_window, check_races=check_races,
+    sync = np.zeros(isa.sync_block_words(program.num_counters), dtype=np.uint32)
+    return Simulation(decoded, raw, sync, seed=seed, load_window=load_window, check_races=check_races,
                       scalars=scalars).run()

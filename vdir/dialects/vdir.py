@@ -524,6 +524,10 @@ class FamilyName(CustomDirective):
 #: the comparisons a micro-op's runtime condition may use (``when %v >= 3``)
 GUARD_OPS = {"ge": ">=", "lt": "<"}
 
+#: The deepest ``vdir.repeat`` nesting a program may have. The verifiers and
+#: the passes walk nested repeats by recursion; real programs nest two or three.
+MAX_REPEAT_NESTING = 32
+
 
 @irdl_custom_directive
 class Guard(CustomDirective):
@@ -1155,8 +1159,20 @@ class ProgramOp(IRDLOperation):
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
         self._check_argument_names()
+        self._check_repeat_nesting()
         check_acyclic(self.body.block)
         verify_scheduled_form(self)
+
+    def _check_repeat_nesting(self) -> None:
+        """No ``vdir.repeat`` nests deeper than :data:`MAX_REPEAT_NESTING` (checked level by level, without recursion)."""
+        level = [self.body.block]
+        for depth in range(1, MAX_REPEAT_NESTING + 2):
+            repeats = [op for block in level for op in block.ops if isinstance(op, RepeatOp)]
+            if repeats and depth > MAX_REPEAT_NESTING:
+                raise OpVerifyException(
+                    f"vdir.repeat nested {depth} deep; a program nests at most {MAX_REPEAT_NESTING} repeats", repeats[0]
+                )
+            level = [r.body.block for r in repeats]
 
     def _check_argument_names(self) -> None:
         """Each argument has its own name (inputs bind by name), one the text form can write."""

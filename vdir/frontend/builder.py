@@ -54,6 +54,7 @@ from vdir.dialects.vdir import (
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
+    MAX_REPEAT_NESTING,
     BufferType,
     ComputeOp,
     EngineKind,
@@ -378,6 +379,8 @@ class ProgramBuilder:
             raise ValueError(f"repeat from {lower} to {upper} runs no iterations")
         if bound is not None and (not isinstance(bound, SSAValue) or not isinstance(bound.type, IndexType)):
             raise ValueError(f"repeat bound must be an index value, got {bound!r}")
+        if len(self._blocks) > MAX_REPEAT_NESTING:  # the program's block and one per open repeat
+            raise ValueError(f"repeats nest at most {MAX_REPEAT_NESTING} deep")
         body = Block(arg_types=[IndexType()])
         body.args[0].name_hint = name
         op = RepeatOp(int(lower), int(upper), Region(body), int(step), bound)

@@ -59,7 +59,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t))
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams, opts)
+    build_kernel(kernel, t, fams, opts, program.scalars)
     return mod
 
 

@@ -16,8 +16,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_instrs"),  # u32[num_instrs * 32]
     ("u64", "p_queues"),  # the queue table: (first, count) per (SM, engine), row sm*engines+engine
     ("u64", "p_buffers"),  # u64[num_buffers]: device pointers in argument order
-    ("u64", "p_counters"),  # u32[num_counters]
-    ("u32", "p_epoch"),
+    ("u64", "p_sync"),  # the sync block: u32[isa.SYNC_HEADER_WORDS] launch state, then u32[num_counters]
     ("u64", "p_error"),  # u32[ERROR_WORDS]
     ("u64", "p_watchdog_ns"),
     ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
@@ -48,6 +47,7 @@ TMAP_BYTES = 128
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
+SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.finish)
 SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
@@ -87,10 +87,10 @@ ERROR_WORDS = 16
 E_CODE, E_SM, E_ENGINE, E_POS, E_UOP = 0, 1, 2, 3, 4
 E_WAIT_MASK, E_WAIT_PARITY, E_BITMAP = 5, 7, 9  # 2 words each (lo, hi)
 E_COUNTER, E_COUNTER_VALUE, E_COUNTER_WANTED = 11, 12, 13
-E_VALUE = 14  # ERR_BOUNDS: the runtime value that was out of range
-ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE, ERR_BOUNDS = 0, 1, 2, 3, 4
+E_VALUE = 14  # ERR_BOUNDS, ERR_SCALAR_RANGE: the runtime value that was out of range (E_POS: the scalar's slot)
+ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE, ERR_BOUNDS, ERR_SCALAR_RANGE = 0, 1, 2, 3, 4, 5
 ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode",
-               ERR_BOUNDS: "runtime offset out of range"}
+               ERR_BOUNDS: "runtime offset out of range", ERR_SCALAR_RANGE: "launch-time scalar out of range"}
 
 
 def block_threads(target: TargetDescription) -> int:

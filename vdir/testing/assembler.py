@@ -127,9 +127,9 @@ class ProgramAssembler:
         )
 
 
-def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], epoch: int = 1,
-             options: dict | None = None, artifact=None) -> list[np.ndarray]:
-    """Run ``program`` once on ``platform`` with host ``arrays`` (argument order).
+def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], options: dict | None = None,
+             artifact=None) -> list[np.ndarray]:
+    """Run ``program`` once on ``platform`` with host ``arrays`` (argument order), from a zeroed sync block.
 
     Returns the arrays of the output buffers, copied back (same dtypes and
     shapes as given). Everything allocated here is freed again.
@@ -137,15 +137,15 @@ def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], ep
     from vdir.device_runtime.platform import LaunchSpec
 
     bufs = []
-    counters = platform.allocate(4 * max(program.num_counters, 1))
+    sync = platform.allocate(program.sync_bytes)
     try:
         for a in arrays:
             buf = platform.allocate(a.nbytes)
             platform.copy_in(buf, np.ascontiguousarray(a))
             bufs.append(buf)
-        platform.fill_zero(counters)
+        platform.fill_zero(sync)
         art = artifact if artifact is not None else platform.load_artifact(program)
-        platform.launch(art, LaunchSpec(program, bufs, counters, epoch, dict(options or {})))
+        platform.launch(art, LaunchSpec(program, bufs, sync, options=dict(options or {})))
         platform.synchronize()
         outs = []
         for info, a, buf in zip(program.buffers, arrays, bufs, strict=True):
@@ -156,7 +156,7 @@ def run_once(platform, program: isa.EncodedProgram, arrays: list[np.ndarray], ep
         return outs
     finally:
         if not getattr(platform, "_closed", False):
-            for buf in bufs + [counters]:
+            for buf in bufs + [sync]:
                 platform.free(buf)
 
 

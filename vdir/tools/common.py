@@ -20,12 +20,62 @@ from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAtt
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from vdir.diagnostics import PassFailure, UserError, located
 
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
+
+#: The deepest nesting of parentheses, brackets and braces an input may have.
+#: xDSL parses nested constructs by recursion, so a deeper input would exhaust
+#: Python's stack; real programs nest a few levels (a program, its repeats, an
+#: affine expression), and every pass still has stack to spare at this depth.
+MAX_NESTING = 64
+
+#: The tokens that open and close a nesting level.
+_OPENING = frozenset({MLIRTokenKind.L_PAREN, MLIRTokenKind.L_SQUARE, MLIRTokenKind.L_BRACE})
+_CLOSING = frozenset({MLIRTokenKind.R_PAREN, MLIRTokenKind.R_SQUARE, MLIRTokenKind.R_BRACE})
+
+
+class LinearLexer(MLIRLexer):
+    """xDSL's MLIR lexer, with a string-literal pattern that runs in linear time.
+
+    xDSL's pattern nests a repeated character class inside a repetition, so an
+    unterminated string backtracks exponentially in its length (a 40-character
+    one does not finish). This pattern accepts the same literals -- runs of
+    plain characters separated by the escapes ``\\n \\t \\\\ \\"`` and two hex
+    digits -- but each character can be matched only one way.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"[^"\\\n\v\f]*(?:\\(?:["nt\\]|[0-9A-Fa-f]{2})[^"\\\n\v\f]*)*"')
+
+    def _lex_string_literal(self, start_pos: int) -> MLIRToken:
+        """A string literal; one not closed on its line is an error at its opening quote."""
+        if self._unescaped_characters_regex.match(self.input.content, start_pos) is None:
+            span = Span(start_pos, start_pos + 1, self.input)
+            raise ParseError(span, "the string is not closed before the end of its line (or has a bad escape)")
+        return super()._lex_string_literal(start_pos)
+
+
+def check_nesting(text: str, name: str) -> None:
+    """Raise a located ``ParseError`` where ``text`` nests deeper than :data:`MAX_NESTING` levels.
+
+    One pass of the lexer over the text, before the parser's recursion could
+    run out of stack on it; strings and comments do not count.
+    """
+    lexer = LinearLexer(Input(text, name))
+    depth = 0
+    while (token := lexer.lex()).kind is not MLIRTokenKind.EOF:
+        if token.kind in _OPENING:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ParseError(token.span, f"the input nests deeper than {MAX_NESTING} levels of (), [] and {{}}")
+        elif token.kind in _CLOSING:
+            depth = max(depth - 1, 0)
 
 
 class LocatingParser(Parser):
@@ -37,7 +87,8 @@ class LocatingParser(Parser):
     """
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)  # xDSL's own lexer never sees the text: it reads it through LinearLexer
+        self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self._file_name = name
         self._line_offset = line_offset
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
@@ -159,11 +210,18 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     """
     if _is_blank(text):
         return ModuleOp([])
+    parser: LocatingParser | None = None
     try:
-        return LocatingParser(ctx, text, name, line_offset).parse_module()
+        check_nesting(text, name)
+        parser = LocatingParser(ctx, text, name, line_offset)
+        return parser.parse_module()
     except ParseError as e:
         e.span = dataclasses.replace(e.span, line_offset=line_offset)
         raise UserError(parse_error_message(e)) from None
+    except RecursionError:  # nesting that check_nesting does not count (``tuple<tuple<...>>``)
+        assert parser is not None
+        span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
+        raise UserError(parse_error_message(ParseError(span, "the input nests too deeply to parse"))) from None
     except UnicodeDecodeError:
         raise UserError(f"{name}: error: the file is not UTF-8 text") from None
 
@@ -174,13 +232,27 @@ def _is_blank(text: str) -> bool:
 
 
 def verify_module(module: ModuleOp) -> None:
-    """Run every verifier; raise a located :class:`UserError` at the first failure."""
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticException as e:  # a VerifyException (an OpVerifyException names its op) or a PassFailure
-            at = getattr(e, "op", None) or op
-            raise UserError(located(one_line(str(e)), at)) from None
+    """Run every verifier; raise a located :class:`UserError` at the first failure.
+
+    A module built in Python may nest deeper than the parser allows (see
+    :data:`MAX_NESTING`); where that exhausts the stack (xDSL's walks and
+    error printing recurse), the error is located at the op reached.
+    """
+    op: Operation = module
+    try:
+        for op in module.walk():
+            _verify_op(op)
+    except RecursionError:
+        raise UserError(located("the module nests too deeply to verify", op)) from None
+
+
+def _verify_op(op: Operation) -> None:
+    """Run ``op``'s own verifier; raise a located :class:`UserError` if it fails."""
+    try:
+        op.verify(verify_nested_ops=False)
+    except DiagnosticException as e:  # a VerifyException (an OpVerifyException names its op) or a PassFailure
+        at = getattr(e, "op", None) or op
+        raise UserError(located(one_line(str(e)), at)) from None
 
 
 def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.kernel.compute_engine import compute_engine
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
+from vdir.lowering.kernel.launch import check_scalars, finish, read_epoch
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
@@ -15,27 +17,35 @@ from vdir.target import TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: LoweringOptions) -> None:
-    """Fill ``kernel``'s body: prologue, then one branch per warp role."""
+                 options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None) -> None:
+    """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
+
+    ``scalars`` are the program's launch-time scalars, whose ranges the
+    prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
+    """
     L.check_engines(target)
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.kernel_params(options.trace)}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
-          for k in ("p_instrs", "p_queues", "p_buffers", "p_counters", "p_error", "p_tmaps", "p_scalars")}
+          for k in ("p_instrs", "p_queues", "p_buffers", "p_sync", "p_error", "p_tmaps", "p_scalars")}
     tid = b.special("u32", "%tid.x")
     base = b.mov("u32", "vdir_smem")
+    sync = gl["p_sync"]
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
-        counters=gl["p_counters"], tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], epoch=p["p_epoch"], err=gl["p_error"], bound=p["p_watchdog_ns"],
+        sync=sync, counters=b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS),
+        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], epoch=read_epoch(b, sync), err=gl["p_error"],
+        bound=p["p_watchdog_ns"],
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
-        options=options, zero=b.mov("u32", 0),
+        options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None,
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
+    b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
     for s in range(L.LOAD_RING):
         b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_MBARRIERS + 8 * s, mbar_count(c)),
               ins=[base], guard=t0)
@@ -43,6 +53,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
     b.raw("bar.sync", "0")
+    check_scalars(c, list(scalars or ()))
     lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
     b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
     b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
@@ -51,3 +62,5 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     store_engine(c)
     b.place(lab_compute)
     compute_engine(c, families)
+    b.place(c.exit_label)
+    finish(c, L.block_threads(target) // 32)

@@ -71,7 +71,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     fe.advance(pos)
     b.bra(top)
     b.place(done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)
 
 
 def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int,

@@ -27,10 +27,11 @@ class Ctx:
     instrs: SSAValue
     queues: SSAValue
     buffers: SSAValue
-    counters: SSAValue
+    sync: SSAValue  # u64 global address of the sync block (isa.SYNC_*: launch state, then the counters)
+    counters: SSAValue  # u64 global address of the first global counter (in the sync block)
     tmaps: SSAValue  # u64 global address of the tensor maps
     scalars: SSAValue  # u64 global address of the launch-time scalars (s32 each)
-    epoch: SSAValue
+    epoch: SSAValue  # u32: this launch's epoch (read from the sync block in the prologue)
     err: SSAValue
     bound: SSAValue
     tid: SSAValue
@@ -41,4 +42,5 @@ class Ctx:
     arena: SSAValue  # base + HEADER_BYTES
     options: LoweringOptions
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
+    exit_label: str  # every role leaves through here: kernel.launch.finish
     trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)

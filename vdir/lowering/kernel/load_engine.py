@@ -222,4 +222,4 @@ def _drain(s: LoadLoop) -> None:
     b.bra(dl)
     b.place(dd)
     b.place(s.done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)

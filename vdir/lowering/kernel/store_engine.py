@@ -49,7 +49,7 @@ def store_engine(c: Ctx) -> None:
     fe.advance(pos)
     b.bra(top)
     b.place(done)
-    b.raw("ret", "")
+    b.bra(c.exit_label)
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:

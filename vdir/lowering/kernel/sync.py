@@ -32,7 +32,7 @@ def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAVal
     """Non-blocking: (ready, bitmap, counter value, wanted) for ``f``.
 
     ready = ((bitmap ^ parity) & mask) == 0 and, with a counter,
-    counter >= epoch * count. With ``warp_uniform`` every lane reads and the
+    counter >= epoch * count (modulo 2**32). With ``warp_uniform`` every lane reads and the
     warp agrees through ``vote.sync.all`` (so each lane did its own acquire).
     """
     b = c.b
@@ -49,7 +49,8 @@ def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAVal
     # acquire at gpu scope: pairs with the producer SM's red.release.gpu
     b.ld("ld.acquire.gpu.global.u32", "u32", caddr, dst=cval, guard=p_noctr, neg=True)
     wanted = b.i("mul.lo.u32", "u32", c.epoch, f.wcount)
-    p_ctr = b.setp("ge.u32", cval, wanted)
+    # wrap-safe (isa.counter_reached): the epoch advances on the device for ever
+    p_ctr = b.setp("ge.s32", b.i("sub.u32", "u32", cval, wanted), 0)
     p_ctr = b.i("or.pred", "pred", p_ctr, p_noctr)
     ready = b.i("and.pred", "pred", p_bits, p_ctr)
     if warp_uniform:

@@ -1,0 +1,401 @@
+"""The embeddable runtime: resident buffers, caller's tensors and streams, device-side epochs and scalars.
+
+Every result is checked bit for bit against a numpy reference of the program
+below (a copy at a runtime row, a runtime-length loop of doubled blocks and a
+conditional block; doubling is exact in bf16), on fresh random inputs. The
+simulator runs everything here; the GPU tests add torch tensors, torch's
+stream and a CUDA graph replayed 1000 times.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+from test_runtime_values import parse
+from test_sim import R, cross_sm_program, gemv_inputs
+
+import vdir
+from vdir import isa
+from vdir.device_runtime import PlatformError, backend_status
+from vdir.device_runtime.executable import ArgumentError, Executable
+from vdir.device_runtime.sim import Simulation, decode_program
+from vdir.device_runtime.tensors import dlpack_capsule, tensor_view
+from vdir.families import FAMILIES
+from vdir.target import get_target
+from vdir.testing.compare import compare_outputs
+
+gpu = pytest.mark.skipif(not backend_status("cuda")[0], reason=backend_status("cuda")[1] or "no GPU")
+
+
+def reference(x: np.ndarray, pos: int, n: int) -> np.ndarray:
+    """The program's output: rows 2pos..2pos+1 copied, then blocks i < n doubled, then block 7 if pos < 10."""
+    y = np.zeros_like(x)
+    y[2 * pos : 2 * pos + 2] = x[2 * pos : 2 * pos + 2]
+    for i in range(n):
+        y[8 * i : 8 * i + 8] = x[8 * i : 8 * i + 8] * 2
+    if pos < 10:
+        y[56:64] = x[56:64] * 2
+    return y
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.array_equal(np.asarray(a).view(np.uint16), np.asarray(b).view(np.uint16))
+
+
+def random_x(rng: np.random.Generator) -> np.ndarray:
+    return rng.standard_normal((64, 32)).astype(bfloat16)
+
+
+@pytest.fixture
+def exe():
+    with vdir.compile(parse(), backend="sim") as e:
+        yield e
+
+
+def test_the_reference_matches_the_evaluator():
+    from test_runtime_values import reference as evaluated
+
+    x = random_x(np.random.default_rng(1))
+    for pos, n in [(0, 0), (3, 2), (30, 4), (9, 1)]:
+        assert same_bits(reference(x, pos, n), evaluated(x, pos, n))
+
+
+def test_a_bound_buffer_is_used_in_place_by_every_call(exe):
+    rng = np.random.default_rng(2)
+    x = random_x(rng)
+    exe.bind_buffer("x", x)
+    assert [b.name for b in exe.call_inputs] == []
+    assert same_bits(exe(pos=3, n=2), reference(x, 3, 2))
+    x[...] = random_x(rng)  # no copy was taken: the next call sees the new contents
+    assert same_bits(exe(pos=5, n=1), reference(x, 5, 1))
+    exe.unbind("x")
+    with pytest.raises(ArgumentError, match="missing argument 'x'"):
+        exe(pos=1, n=1)
+
+
+def test_upload_copies_once_and_keeps_it(exe):
+    x = random_x(np.random.default_rng(3))
+    exe.upload("x", x)
+    kept = x.copy()
+    x[...] = 0  # the executable holds its own copy
+    assert same_bits(exe(pos=4, n=3), reference(kept, 4, 3))
+
+
+def test_launch_writes_into_the_callers_output(exe):
+    rng = np.random.default_rng(4)
+    x, y = random_x(rng), np.full((64, 32), np.nan, bfloat16)
+    exe.launch(x, y=y, pos=12, n=4)
+    exe.synchronize()
+    assert same_bits(y, reference(x, 12, 4))
+
+
+def test_buffers_are_shared_between_executables():
+    rng = np.random.default_rng(5)
+    x = random_x(rng)
+    with vdir.compile(parse(), backend="sim") as first, vdir.compile(parse(), backend="sim") as second:
+        first.launch(x, pos=2, n=4)  # y: the first executable's own buffer
+        second.bind_buffer("x", first.buffer("y"))
+        second.launch(pos=20, n=4)
+        y1 = reference(x, 2, 4)
+        assert same_bits(first.buffer("y").numpy(), y1)
+        assert same_bits(second.buffer("y").numpy(), reference(y1, 20, 4))
+        # DLPack out of an executable views the buffer in place (numpy reads no bf16: f32 is checked on the GPU)
+        view = tensor_view(first.buffer("y"))
+        assert view.address == first.buffer("y").numpy_view().ctypes.data and view.shape == (64, 32)
+
+
+def test_the_launch_state_advances_on_the_device(exe):
+    x = random_x(np.random.default_rng(6))
+    for k in range(3):
+        exe(x, pos=k, n=2)
+    words = np.empty(isa.sync_block_words(exe.program.num_counters), np.uint32)
+    exe.platform.copy_out(exe._sync, words)
+    assert int(words[isa.SYNC_LAUNCHES_DONE]) == 3
+
+
+def test_counters_compare_modulo_2_32():
+    """A sync block about to wrap: the epoch wraps to 0 and the waits still hold (on a cross-SM program)."""
+    program = cross_sm_program().build()
+    decoded = decode_program(program, get_target(program.target))
+    w, x = gemv_inputs(1)
+    counts = {int(f) for f in isa.WAIT_COUNT.column(program.instrs) if f}
+    assert counts, "the program has a cross-SM counter wait"
+    (count,) = counts
+    sync = np.zeros(isa.sync_block_words(program.num_counters), np.uint32)
+    sync[isa.SYNC_LAUNCHES_DONE] = 2**32 - 2
+    sync[isa.SYNC_HEADER_WORDS:] = ((2**32 - 2) * count) % 2**32
+    for _ in range(3):  # epochs 2**32 - 1, 0 (wrapped), 1
+        r = np.full((1, R), 3, bfloat16)
+        arrays = [w, x, r, np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
+        raw = [a.reshape(-1).view(np.uint8) for a in arrays]
+        Simulation(decoded, raw, sync).run()
+        h = FAMILIES["gemv"].run([w, x], {}, "bf16")
+        assert same_bits(arrays[4], FAMILIES["add"].run([h, r], {}, "bf16"))
+    assert int(sync[isa.SYNC_LAUNCHES_DONE]) == 1
+
+
+def test_scalars_from_the_device_block(exe):
+    rng = np.random.default_rng(7)
+    x = random_x(rng)
+    with pytest.raises(ArgumentError, match=r"no values for the scalars \(pos, n\)"):
+        exe.launch(x)
+    exe.set_scalars(pos=6, n=3)
+    exe.launch(x)
+    exe.synchronize()
+    assert same_bits(exe.buffer("y").numpy(), reference(x, 6, 3))
+    block = exe.scalar_block.view().host
+    block[:] = [11, 1]  # written in place, as a device write between graph replays would
+    exe.launch(x)
+    assert same_bits(exe.buffer("y").numpy(), reference(x, 11, 1))
+    block[:] = [31, 1]  # outside 0 to 31: the launch fails, and the executable recovers
+    with pytest.raises(PlatformError, match=r"scalar 'pos' = 31 is outside its range 0 to 31"):
+        exe.launch(x)
+    assert same_bits(exe(x, 2, 4), reference(x, 2, 4))
+
+
+class _ForeignTensor:
+    """A DLPack producer on a device the simulator cannot reach."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return dlpack_capsule(0x10000, (64, 32), "bf16", (2, 0), self)  # never dereferenced
+
+
+def _misaligned() -> np.ndarray:
+    raw = np.zeros(64 * 32 * 2 + 2, np.uint8)
+    return raw[2:].view(bfloat16).reshape(64, 32)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "message"),
+    [
+        ("x", lambda: np.zeros((64, 31), bfloat16), r"argument 'x' \(#1\): expected 64x32 bf16, got 64x31 bf16"),
+        ("x", lambda: np.zeros((64, 32), np.float32), r"expected 64x32 bf16, got 64x32 f32"),
+        ("x", lambda: np.zeros((32, 64), bfloat16).T, r"must be contiguous in C order"),
+        ("x", _misaligned, r"is not 16-byte aligned"),
+        ("x", _ForeignTensor, r"argument 'x' \(#1\): it is on cuda:0; the simulator runs on host"),
+        ("x", lambda: [[0.0] * 32] * 64, r"expected a numpy array or a tensor with __dlpack__"),
+        ("y", lambda: np.zeros((64, 32), bfloat16).view(), "read-only"),
+    ],
+)
+def test_bad_tensors_are_refused_before_launch(exe, name, make, message):
+    value = make()
+    if message == "read-only":
+        value.flags.writeable = False
+    with pytest.raises(ArgumentError, match=message):
+        exe.bind_buffer(name, value)
+    assert not exe._bound
+
+
+def test_bad_launch_arguments_are_refused_and_nothing_runs(exe):
+    x = random_x(np.random.default_rng(8))
+    exe.bind_buffer("x", x)
+    with pytest.raises(ArgumentError, match=r"'x' is bound to a buffer \(bind_buffer\)"):
+        exe.launch(x=x, pos=1, n=1)
+    with pytest.raises(ArgumentError, match="no argument named 'z'"):
+        exe.launch(z=x, pos=1, n=1)
+    with pytest.raises(PlatformError, match="the 'sim' backend has no streams"):
+        exe.launch(pos=1, n=1, stream=7)
+    with pytest.raises(ArgumentError, match="no buffer named 'w'"):
+        exe.bind_buffer("w", x)
+    with pytest.raises(ArgumentError, match="buffer 'y' is not bound"):
+        exe.unbind("y")
+
+
+def test_a_bound_tensor_is_kept_alive():
+    with vdir.compile(parse(), backend="sim") as e:
+        x = random_x(np.random.default_rng(9))
+        want = reference(x, 3, 3)
+        holder = _Owner(x)
+        probe = weakref.ref(holder)
+        e.bind_buffer("x", holder)
+        del holder, x
+        gc.collect()
+        assert probe() is not None  # the executable holds the producer
+        assert same_bits(e(pos=3, n=3), want)
+    gc.collect()
+    assert probe() is None  # and lets it go when closed
+
+
+class _Owner:
+    """A DLPack producer owning its memory (freed when the object goes)."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return dlpack_capsule(self.array.ctypes.data, self.array.shape, "bf16", (1, 0), self)
+
+
+# ---------------------------------------------------------------------------
+# GPU: torch tensors, torch's stream, CUDA graphs
+# ---------------------------------------------------------------------------
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_launches_on_torch_tensors_and_stream():
+    torch = _torch()
+    rng = np.random.default_rng(10)
+    with vdir.compile(parse(), backend="cuda") as e:
+        stream = torch.cuda.Stream()
+        x = torch.empty((64, 32), dtype=torch.bfloat16, device="cuda")
+        y = torch.empty_like(x)
+        e.bind_buffer("x", x)
+        for pos, n in [(0, 0), (3, 2), (30, 4), (9, 1), (17, 3)]:
+            host = random_x(rng)
+            with torch.cuda.stream(stream):
+                x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+                e.launch(y=y, pos=pos, n=n, stream=stream)
+            stream.synchronize()
+            got = y.cpu().view(torch.int16).numpy().view(bfloat16)
+            assert same_bits(got, reference(host, pos, n)), (pos, n)
+        e.synchronize()
+        # outputs out through DLPack, in place; bad tensors refused
+        assert same_bits(torch.from_dlpack(e.buffer("x")).cpu().view(torch.int16).numpy().view(bfloat16), host)
+        with pytest.raises(ArgumentError, match="it is on cpu"):
+            e.launch(y=torch.empty((64, 32), dtype=torch.bfloat16), pos=1, n=1)
+        with pytest.raises(ArgumentError, match="must be contiguous"):
+            e.launch(y=torch.empty((32, 64), dtype=torch.bfloat16, device="cuda").t(), pos=1, n=1)
+        with pytest.raises(ArgumentError, match="expected 64x32 bf16, got 64x32 f32"):
+            e.launch(y=torch.empty((64, 32), dtype=torch.float32, device="cuda"), pos=1, n=1)
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_graph_replays_are_correct_every_time():
+    """One launch captured in a CUDA graph, replayed 1000 times with new inputs and new scalars."""
+    torch = _torch()
+    rng = np.random.default_rng(11)
+    with vdir.compile(parse(), backend="cuda") as e:
+        x = torch.empty((64, 32), dtype=torch.bfloat16, device="cuda")
+        y = torch.empty_like(x)
+        scalars = torch.from_dlpack(e.scalar_block)
+        e.set_scalars(pos=0, n=0)
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):  # warm-up outside the capture (builds the pointer table)
+            e.launch(x, y=y, stream=side)
+        torch.cuda.synchronize()
+        e.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            e.launch(x, y=y, stream=torch.cuda.current_stream())
+        for step in range(1000):
+            host = random_x(rng)
+            pos, n = int(rng.integers(0, 31)), int(rng.integers(0, 5))
+            x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+            scalars.copy_(torch.tensor([pos, n], dtype=torch.int32))
+            graph.replay()
+            got = y.cpu().view(torch.int16).numpy().view(bfloat16)
+            assert same_bits(got, reference(host, pos, n)), (step, pos, n)
+        e.synchronize()
+        # a bad scalar written on the device: the replay fails, reported at synchronize; then usable again
+        scalars.copy_(torch.tensor([40, 1], dtype=torch.int32))
+        graph.replay()
+        with pytest.raises(PlatformError, match=r"scalar 'pos' = 40 is outside its range 0 to 31"):
+            e.synchronize()
+        host = random_x(rng)
+        assert same_bits(e(host, 4, 2), reference(host, 4, 2))
+        scalars.copy_(torch.tensor([5, 3], dtype=torch.int32))
+        x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+        graph.replay()
+        torch.cuda.synchronize()
+        assert same_bits(y.cpu().view(torch.int16).numpy().view(bfloat16), reference(host, 5, 3))
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_counters_wrap_around_2_32():
+    """The sync block forged just below 2**32 launches: the epoch wraps and waits still hold."""
+    program = cross_sm_program().build()
+    (count,) = {int(f) for f in isa.WAIT_COUNT.column(program.instrs) if f}
+    w, x = gemv_inputs(1)
+    with Executable(program, backend="cuda") as e:
+        forged = np.zeros(isa.sync_block_words(program.num_counters), np.uint32)
+        forged[isa.SYNC_LAUNCHES_DONE] = 2**32 - 2
+        forged[isa.SYNC_HEADER_WORDS:] = ((2**32 - 2) * count) % 2**32
+        e.platform.copy_in(e._sync, forged)
+        for k in range(3):
+            r = np.full((1, R), k + 1, bfloat16)
+            out = e(w, x, r)["out"]
+            want = FAMILIES["add"].run([FAMILIES["gemv"].run([w, x], {}, "bf16"), r], {}, "bf16")
+            assert compare_outputs({"out": out}, {"out": want}, "cuda") is None
+        words = np.empty_like(forged)
+        e.platform.copy_out(e._sync, words)
+        assert int(words[isa.SYNC_LAUNCHES_DONE]) == 1
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_torch_mlp_example_passes():
+    """examples/torch_mlp.py: a torch MLP's forward replaced by a vdir launch, eager and graph-replayed."""
+    _torch()
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "torch_mlp.py"
+    run = subprocess.run([sys.executable, str(example), "--hidden", "512", "--inter", "1024", "--steps", "5"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr
+
+
+def test_fully_stored_outputs_are_not_zeroed():
+    """The memset before a launch is skipped exactly where no byte of the initial contents can be seen."""
+    from vdir.frontend.examples import build_gemv
+
+    with vdir.compile(build_gemv(256, 512, rows_per_tile=8), backend="sim") as gemv:
+        y = gemv.program.buffers.index(next(b for b in gemv.program.buffers if b.name == "y"))
+        assert y in isa.fully_stored_buffers(gemv.program) and not gemv._zeroed
+    with vdir.compile(parse(), backend="sim") as e:  # rows of y stay unwritten for small n: zeroed
+        assert isa.fully_stored_buffers(e.program) == frozenset()
+        assert e._zeroed == {1}
+        rng = np.random.default_rng(12)
+        for pos, n in [(3, 4), (0, 0)]:  # a full run, then one that leaves rows as they were: zeros
+            x = random_x(rng)
+            assert same_bits(e(x, pos, n), reference(x, pos, n))
+
+
+@pytest.mark.parametrize("case", ["gemv", "mlp_block", "split_k_gemv", "runtime"])
+def test_fully_stored_means_every_byte_is_written(case):
+    """Checked against the simulator: a buffer the analysis calls fully stored keeps none of a sentinel."""
+    from vdir.device_runtime.sim import simulate
+    from vdir.frontend import examples
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    modules = {
+        "gemv": lambda: examples.build_gemv(128, 256, rows_per_tile=8),
+        "mlp_block": lambda: examples.build_mlp_block(256, 512),
+        "split_k_gemv": lambda: examples.build_split_k_gemv(128, 1024, splits=4, rows_per_tile=32, combine_cols=64),
+        "runtime": parse,
+    }
+    program = compile_to_encoded(modules[case](), num_sms=4)
+    covered = isa.fully_stored_buffers(program)
+    rng = np.random.default_rng(13)
+    arrays = []
+    for info in program.buffers:
+        dtype = {"bf16": bfloat16, "f32": np.float32, "i32": np.int32}[info.dtype]
+        if info.is_input:
+            arrays.append((rng.standard_normal(info.shape) * 0.1).astype(dtype))
+        else:
+            arrays.append(np.full(info.shape, 0x7F7F7F7F if info.dtype == "i32" else -1234.5, dtype))
+    scalars = tuple(sc.lo for sc in program.scalars)
+    simulate(program, arrays, scalars=scalars)
+    for i, (info, a) in enumerate(zip(program.buffers, arrays, strict=True)):
+        if i in covered:
+            assert not np.any(np.asarray(a, np.float64) == -1234.5), f"{case}: {info.name} kept bytes"
+    if case != "runtime":
+        assert any(info.is_output and i in covered for i, info in enumerate(program.buffers)), case

@@ -1,0 +1,274 @@
+"""A disk cache for the CUDA backend's kernel: PTX compiled once to a cubin, reused by later processes.
+
+Loading PTX with ``cuModuleLoadData`` makes the driver JIT-compile it in every
+process, which takes hundreds of milliseconds for the persistent kernel. This
+module compiles the PTX to a cubin with the driver's linker (``cuLinkCreate``,
+``cuLinkAddData``, ``cuLinkComplete``), stores the cubin on disk and loads it
+from there next time.
+
+An entry is keyed by the SHA-256 of the PTX text, the device's compute
+capability, the driver version and :data:`CACHE_FORMAT_VERSION`, so a new
+driver, another GPU generation or another kernel each get their own entry. The
+directory is ``$VDIR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/vdir/kernels``,
+else ``~/.cache/vdir/kernels``; ``VDIR_KERNEL_CACHE=0`` turns the cache off
+(the driver then JIT-compiles the PTX, as without a cache).
+
+The cache never makes a load fail: an entry that cannot be read, is truncated
+or does not match its checksum is a miss and is rewritten; a directory that
+cannot be written turns caching off for that directory with one warning.
+Writes go to a temporary file in the same directory and are renamed into
+place (``os.replace``), so concurrent processes see either the whole entry or
+none.
+
+Everything but :func:`link_ptx`, :func:`device_key` and :func:`load_module`
+is plain Python over bytes and paths; the compiler is a parameter
+(``compile_ptx``), so the hit/miss logic, the key and the file format are
+tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import struct
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Part of every key: raise it when the entry layout or the way cubins are produced changes,
+#: so that entries written by an older vdir are never read as current ones.
+CACHE_FORMAT_VERSION = 1
+#: The environment variable naming the cache directory (used as is, no subdirectory added).
+CACHE_DIR_ENV = "VDIR_CACHE_DIR"
+#: The environment variable that turns the cache off when set to one of :data:`DISABLING_VALUES`.
+ENABLE_ENV = "VDIR_KERNEL_CACHE"
+#: Values of :data:`ENABLE_ENV` (compared case-insensitively) that turn the cache off.
+DISABLING_VALUES = frozenset({"0", "false", "no", "off"})
+#: The first bytes of every entry file.
+ENTRY_MAGIC = b"VDIRKERN"
+#: Entry header: magic, format version (u32), key digest (32 bytes), payload length (u64),
+#: payload SHA-256 (32 bytes); little-endian, the payload (the cubin) follows.
+_HEADER = struct.Struct("<8sI32sQ32s")
+#: An entry's file name is its key and this suffix (the file is a header and a cubin, not a bare cubin).
+ENTRY_SUFFIX = ".kernel"
+
+CompilePtx = Callable[[str], bytes]
+
+
+@dataclass(frozen=True)
+class DeviceKey:
+    """What, besides the PTX, decides which cubin the driver's compiler produces."""
+
+    compute_capability: tuple[int, int]
+    driver_version: int  # as ``cuDriverGetVersion`` gives it: 1000 * major + 10 * minor
+
+
+def cache_key(ptx: str, device: DeviceKey) -> str:
+    """The entry's key: the hex SHA-256 over the format version, the device key and the PTX text."""
+    major, minor = device.compute_capability
+    h = hashlib.sha256()
+    h.update(f"vdir kernel cache {CACHE_FORMAT_VERSION}\0sm {major}.{minor}\0driver {device.driver_version}\0"
+             .encode())
+    h.update(ptx.encode())
+    return h.hexdigest()
+
+
+def cache_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """False when ``VDIR_KERNEL_CACHE`` is ``0`` (or ``false``, ``no``, ``off``); True otherwise."""
+    env = os.environ if environ is None else environ
+    return env.get(ENABLE_ENV, "").strip().lower() not in DISABLING_VALUES
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$VDIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/vdir/kernels``, else ``~/.cache/vdir/kernels``.
+
+    Raises ``RuntimeError`` when none is set and the home directory cannot be found.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(CACHE_DIR_ENV):
+        return Path(env[CACHE_DIR_ENV])
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]) / "vdir" / "kernels"
+    home = env.get("HOME") or os.path.expanduser("~")  # without HOME: the password database's entry
+    if home.startswith("~"):
+        raise RuntimeError("no home directory (HOME is unset and the user has no password entry)")
+    return Path(home) / ".cache" / "vdir" / "kernels"
+
+
+def encode_entry(key: str, image: bytes) -> bytes:
+    """An entry file's bytes: the header (magic, version, key, length, checksum), then ``image``."""
+    header = _HEADER.pack(ENTRY_MAGIC, CACHE_FORMAT_VERSION, bytes.fromhex(key), len(image),
+                          hashlib.sha256(image).digest())
+    return header + image
+
+
+def decode_entry(key: str, data: bytes) -> bytes | None:
+    """The image stored in ``data`` if it is a complete, intact entry for ``key``; None otherwise."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, version, digest, length, checksum = _HEADER.unpack_from(data)
+    image = data[_HEADER.size:]
+    if (magic != ENTRY_MAGIC or version != CACHE_FORMAT_VERSION or digest != bytes.fromhex(key)
+            or length != len(image) or hashlib.sha256(image).digest() != checksum):
+        return None
+    return image
+
+
+class KernelCache:
+    """One cache directory of compiled kernels; ``directory`` None: caching is off.
+
+    Reads and writes never raise: a bad entry reads as a miss, and the first
+    failed write warns once and turns writing off for this object.
+    """
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+        self._writable = directory is not None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> KernelCache:
+        """The cache the environment asks for (see the module docstring); off if it cannot be located."""
+        if not cache_enabled(environ):
+            return cls(None)
+        try:
+            return cls(default_cache_dir(environ))
+        except RuntimeError as e:  # no home directory to put it in
+            warnings.warn(f"vdir kernel cache disabled: no cache directory ({e}); set {CACHE_DIR_ENV}",
+                          RuntimeWarning, stacklevel=2)
+            return cls(None)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether there is a directory to look in."""
+        return self.directory is not None
+
+    def path_for(self, key: str) -> Path:
+        """The entry file of ``key``."""
+        if self.directory is None:
+            raise ValueError("the kernel cache is disabled; it has no entry paths")
+        return self.directory / f"{key}{ENTRY_SUFFIX}"
+
+    def read(self, key: str) -> bytes | None:
+        """The cached image of ``key``, or None (disabled, absent, unreadable or damaged)."""
+        if self.directory is None:
+            return None
+        try:
+            data = self.path_for(key).read_bytes()
+        except OSError:
+            return None
+        return decode_entry(key, data)
+
+    def write(self, key: str, image: bytes) -> bool:
+        """Store ``image`` under ``key`` atomically; False (after one warning) if the directory is unwritable."""
+        if self.directory is None or not self._writable:
+            return False
+        tmp: str | None = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), 0o644)  # readable like any cache file (mkstemp makes it private)
+                f.write(encode_entry(key, image))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path_for(key))
+            return True
+        except OSError as e:
+            if tmp is not None:
+                _remove_quietly(tmp)
+            self._writable = False
+            warnings.warn(f"vdir kernel cache: cannot write to {self.directory} ({e}); "
+                          "compiled kernels will not be cached", RuntimeWarning, stacklevel=2)
+            return False
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    """What to hand ``cuModuleLoadData``: a cubin, or (cache off) the NUL-terminated PTX."""
+
+    data: bytes
+    cache_hit: bool
+
+
+def kernel_image(ptx: str, device: DeviceKey, compile_ptx: CompilePtx, cache: KernelCache) -> KernelImage:
+    """The image to load for ``ptx``: the cached cubin on a hit; on a miss ``compile_ptx(ptx)``,
+    stored for next time; with the cache off, the PTX itself (the driver JIT-compiles it)."""
+    if not cache.enabled:
+        return KernelImage(ptx.encode() + b"\0", cache_hit=False)
+    key = cache_key(ptx, device)
+    cached = cache.read(key)
+    if cached is not None:
+        return KernelImage(cached, cache_hit=True)
+    image = compile_ptx(ptx)
+    cache.write(key, image)
+    return KernelImage(image, cache_hit=False)
+
+
+# -- the driver side (needs a GPU) ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadedModule:
+    """A module loaded into the current context, whether its cubin came from the cache, and the
+    seconds the load took (cache lookup, compilation on a miss, ``cuModuleLoadData``)."""
+
+    module: Any
+    cache_hit: bool
+    seconds: float
+
+
+def link_ptx(ptx: str) -> bytes:
+    """Compile ``ptx`` for the current context's device with the driver's linker; the cubin bytes."""
+    from vdir.device_runtime.cuda import _check, _driver
+
+    drv = _driver()
+    data = ptx.encode() + b"\0"
+    state = _check(drv.cuLinkCreate(0, [], []), "cuLinkCreate")
+    try:
+        _check(drv.cuLinkAddData(state, drv.CUjitInputType.CU_JIT_INPUT_PTX, data, len(data), b"vdir.ptx",
+                                 0, [], []), "cuLinkAddData (PTX compile)")
+        cubin, size = _check(drv.cuLinkComplete(state), "cuLinkComplete")
+        # the image belongs to the link state: copy it out before the state is destroyed
+        return ctypes.string_at(int(cubin), int(size))
+    finally:
+        drv.cuLinkDestroy(state)
+
+
+def device_key(device: Any) -> DeviceKey:
+    """The compute capability of ``device`` (a ``CUdevice``) and the driver's version."""
+    from vdir.device_runtime.cuda import _check, _driver
+
+    drv = _driver()
+    attr = drv.CUdevice_attribute
+    major = _check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                   "cuDeviceGetAttribute")
+    minor = _check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                   "cuDeviceGetAttribute")
+    return DeviceKey((int(major), int(minor)), int(_check(drv.cuDriverGetVersion(), "cuDriverGetVersion")))
+
+
+def load_module(ptx: str, device: Any, cache: KernelCache | None = None) -> LoadedModule:
+    """Load ``ptx`` into the current context through ``cache`` (None: the environment's).
+
+    Raises :class:`~vdir.device_runtime.platform.PlatformError` if the driver
+    refuses the PTX or the image.
+    """
+    from vdir.device_runtime.cuda import _check, _driver
+
+    t0 = time.perf_counter()
+    cache = KernelCache.from_environment() if cache is None else cache
+    image = kernel_image(ptx, device_key(device), link_ptx, cache)
+    what = "cuModuleLoadData (cubin)" if cache.enabled else "cuModuleLoadData (PTX JIT)"
+    module = _check(_driver().cuModuleLoadData(image.data), what)
+    return LoadedModule(module, image.cache_hit, time.perf_counter() - t0)
