@@ -2,10 +2,12 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1 fuse=false}' -t ptx | filecheck %s
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
-// the dynamic shared-memory declaration, the entry with its nine parameters
+// the dynamic shared-memory declaration, the entry with its eight parameters
 // in launch order, 320 threads (load warp, store warp, 256 compute threads),
-// thread 0 clearing the shared header and initialising the 8-slot mbarrier
-// ring (fenced for the async proxy), and the branch to the warp roles.
+// the epoch read from the sync block, thread 0 clearing the shared header and
+// initialising the 8-slot mbarrier ring (fenced for the async proxy), the
+// branch to the warp roles, and the one exit where the warps count
+// themselves out and the launch's last CTA advances the epoch.
 // H100 and H200 share the kernel.
 
 // CHECK:      //
@@ -22,8 +24,7 @@
 // CHECK-NEXT:   .param .u64 p_instrs,
 // CHECK-NEXT:   .param .u64 p_queues,
 // CHECK-NEXT:   .param .u64 p_buffers,
-// CHECK-NEXT:   .param .u64 p_counters,
-// CHECK-NEXT:   .param .u32 p_epoch,
+// CHECK-NEXT:   .param .u64 p_sync,
 // CHECK-NEXT:   .param .u64 p_error,
 // CHECK-NEXT:   .param .u64 p_watchdog_ns,
 // CHECK-NEXT:   .param .u64 p_tmaps,
@@ -39,8 +40,7 @@
 // CHECK:      ld.param.u64 [[INSTRS:%rd[0-9]+]], [p_instrs];
 // CHECK-NEXT: ld.param.u64 [[QUEUES:%rd[0-9]+]], [p_queues];
 // CHECK-NEXT: ld.param.u64 [[BUFS:%rd[0-9]+]], [p_buffers];
-// CHECK-NEXT: ld.param.u64 [[CTRS:%rd[0-9]+]], [p_counters];
-// CHECK-NEXT: ld.param.u32 %r{{[0-9]+}}, [p_epoch];
+// CHECK-NEXT: ld.param.u64 [[SYNC:%rd[0-9]+]], [p_sync];
 // CHECK-NEXT: ld.param.u64 [[ERR:%rd[0-9]+]], [p_error];
 // CHECK-NEXT: ld.param.u64 %rd{{[0-9]+}}, [p_watchdog_ns];
 // CHECK-NEXT: ld.param.u64 [[TMAPS:%rd[0-9]+]], [p_tmaps];
@@ -48,25 +48,32 @@
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[INSTRS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[QUEUES]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[BUFS]];
-// CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[CTRS]];
+// CHECK-NEXT: cvta.to.global.u64 [[GSYNC:%rd[0-9]+]], [[SYNC]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[ERR]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[TMAPS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[SCALARS]];
 
-// Thread ids, the shared base, the tile arena 4 KiB above it, and a zero
-// register (the innermost coordinate of every tensor copy).
+// Thread ids, the shared base, the counters 8 bytes into the sync block, the
+// epoch (launches done + 1, read by every thread before the first barrier),
+// the tile arena 4 KiB above the shared base, and a zero register (the
+// innermost coordinate of every tensor copy).
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 8;
+// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE:%r[0-9]+]], {{\[}}[[GSYNC]]];
+// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE]], 1;
 // CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, %ctaid.x;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 4096;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
-// Thread 0: bitmap and abort flag cleared, 8 mbarriers (count 1) at 16..72.
+// Thread 0: bitmap, abort flag and warps-done count cleared, 8 mbarriers
+// (count 1) at 16..72.
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
+// CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+12], 0;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+16], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+24], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+32], 1;
@@ -90,7 +97,24 @@
 // CHECK:      $L_st_top_0:
 // CHECK:      $L_role_compute_0:
 // CHECK:      $L_cp_top_0:
-// CHECK:      ret;
+
+// Every role branches to the one exit. Lane 0 of each warp counts it out in
+// shared memory; the CTA's last warp (the tenth of 320 threads) counts the
+// CTA out in the sync block; the last CTA zeroes that count and writes the
+// epoch as the launches done.
+// CHECK:      $L_kernel_exit_0:
+// CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
+// CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
+// CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 9;
+// CHECK-NEXT: and.pred [[CTA:%p[0-9]+]], [[L0]], [[LASTW]];
+// CHECK-NEXT: @[[CTA]] atom.acq_rel.gpu.global.add.u32 [[CTAS:%r[0-9]+]], {{\[}}[[GSYNC]]+4], 1;
+// CHECK-NEXT: mov.u32 [[GRID:%r[0-9]+]], %nctaid.x;
+// CHECK-NEXT: add.u32 [[N:%r[0-9]+]], [[CTAS]], 1;
+// CHECK-NEXT: setp.eq.u32 [[ALL:%p[0-9]+]], [[N]], [[GRID]];
+// CHECK-NEXT: and.pred [[LAST:%p[0-9]+]], [[CTA]], [[ALL]];
+// CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]+4], 0;
+// CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]], [[EPOCH]];
+// CHECK-NEXT: ret;
 // CHECK-NEXT: }
 // CHECK-NOT:  .entry
 

@@ -10,14 +10,15 @@
 // (compute thread 0) toggles the signal bits and releases the counter.
 // A family the kernel has no body for writes error code 2.
 
-// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
+// CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      ld.param.u64 [[PERR:%rd[0-9]+]], [p_error];
-// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
 // CHECK-NEXT: cvta.to.global.u64 [[ERR:%rd[0-9]+]], [[PERR]];
 // CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
 // CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
 // CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
 
@@ -114,7 +115,9 @@
 // CHECK-NEXT: cp.async.commit_group;
 // CHECK-NEXT: bra.uni $L_cp_top_0;
 // CHECK-NEXT: $L_cp_done_0:
-// CHECK-NEXT: ret;
+// CHECK-NEXT: bra.uni $L_kernel_exit_0;
+// CHECK-NEXT: $L_kernel_exit_0:
+// CHECK:      ret;
 // CHECK-NEXT: }
 
 vdir.program @compute(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {

@@ -4,8 +4,9 @@
 // shared-memory window with cp.async, keeps up to 8 loads in flight on the
 // mbarrier ring, and issues a load only when the whole warp agrees
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
-// read with ld.acquire.cta, and with a counter ld.acquire.gpu >= epoch *
-// count. After a counter wait the lanes that issue the copy (counting down
+// read with ld.acquire.cta, and with a counter ld.acquire.gpu reaching epoch *
+// count (modulo 2^32: the difference as an s32 is >= 0; the epoch comes from
+// the sync block). After a counter wait the lanes that issue the copy (counting down
 // from lane 31, which no other load keeps busy) run fence.proxy.async.global
 // first. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
 // cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
@@ -15,10 +16,12 @@
 // with atom.release.cta and its counter released with red.release.gpu (a
 // release: no separate fence).
 
-// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
-// CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
-// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
+// CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
+// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE_L]], 1;
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
 // CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
@@ -67,7 +70,8 @@
 // CHECK-NEXT: mov.u32 [[CV:%r[0-9]+]], 0;
 // CHECK-NEXT: @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV]], {{\[}}[[CA]]];
 // CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
-// CHECK-NEXT: setp.ge.u32 [[CGE:%p[0-9]+]], [[CV]], [[WANT]];
+// CHECK-NEXT: sub.u32 [[DIFF:%r[0-9]+]], [[CV]], [[WANT]];
+// CHECK-NEXT: setp.ge.s32 [[CGE:%p[0-9]+]], [[DIFF]], 0;
 // CHECK-NEXT: or.pred [[COK:%p[0-9]+]], [[CGE]], [[NOCTR]];
 // CHECK-NEXT: and.pred [[RDY:%p[0-9]+]], [[BITS]], [[COK]];
 // CHECK-NEXT: vote.sync.all.pred [[ALL:%p[0-9]+]], [[RDY]], 4294967295;
@@ -178,7 +182,7 @@
 // CHECK-NEXT: $L_ld_drain_0:
 // CHECK:      mbarrier.try_wait.parity.shared::cta.b64
 // CHECK:      $L_ld_done_0:
-// CHECK-NEXT: ret;
+// CHECK-NEXT: bra.uni $L_kernel_exit_0;
 // CHECK-NEXT: $L_role_store_0:
 
 vdir.program @loads(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {

@@ -12,10 +12,12 @@
 // atom.release.cta and releases its counter (red.release.gpu (a
 // release: no separate fence)).
 
-// CHECK:      ld.param.u64 [[PCTR:%rd[0-9]+]], [p_counters];
-// CHECK-NEXT: ld.param.u32 [[EPOCH:%r[0-9]+]], [p_epoch];
-// CHECK:      cvta.to.global.u64 [[CTR:%rd[0-9]+]], [[PCTR]];
+// CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
+// CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
+// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE_L]], 1;
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
 // CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
@@ -52,7 +54,8 @@
 // CHECK-NEXT: setp.eq.u32 [[NOCTR:%p[0-9]+]], [[W7]], 0;
 // CHECK:      @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV:%r[0-9]+]], [{{%rd[0-9]+}}];
 // CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
-// CHECK-NEXT: setp.ge.u32 {{%p[0-9]+}}, [[CV]], [[WANT]];
+// CHECK-NEXT: sub.u32 [[DIFF:%r[0-9]+]], [[CV]], [[WANT]];
+// CHECK-NEXT: setp.ge.s32 {{%p[0-9]+}}, [[DIFF]], 0;
 // CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
 // CHECK-NEXT: @[[ALL]] bra $L_go_0;
 // CHECK:      bra.uni $L_st_done_0;
@@ -119,7 +122,7 @@
 // CHECK:      cp.async.commit_group;
 // CHECK-NEXT: bra.uni $L_st_top_0;
 // CHECK-NEXT: $L_st_done_0:
-// CHECK-NEXT: ret;
+// CHECK-NEXT: bra.uni $L_kernel_exit_0;
 // CHECK-NEXT: $L_role_compute_0:
 
 vdir.program @stores(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) {

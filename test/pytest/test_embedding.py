@@ -399,3 +399,27 @@ def test_fully_stored_means_every_byte_is_written(case):
             assert not np.any(np.asarray(a, np.float64) == -1234.5), f"{case}: {info.name} kept bytes"
     if case != "runtime":
         assert any(info.is_output and i in covered for i, info in enumerate(program.buffers)), case
+
+
+def test_a_bound_output_keeps_what_a_launch_does_not_write(exe):
+    """Bound memory is the caller's: rows the program leaves unwritten are not zeroed (a history, a cache)."""
+    rng = np.random.default_rng(14)
+    x = random_x(rng)
+    y = np.full((64, 32), 7, bfloat16)
+    exe.bind_buffer("y", y)
+    exe.launch(x, pos=30, n=0)  # writes rows 60..61 only (pos >= 10: block 7 is off)
+    expected = np.full((64, 32), 7, bfloat16)
+    expected[60:62] = x[60:62]
+    assert same_bits(y, expected)
+    exe.unbind("y")
+    assert same_bits(exe(x, 30, 0), reference(x, 30, 0))  # unbound: zeroed as the reference assumes
+
+
+def test_words_written_into_a_buffer(exe):
+    """A token id written into an i32-sized slot of a buffer, as a decoder feeds a prompt token."""
+    block = exe.scalar_block
+    block.write_words([9, 2])
+    assert block.numpy().tolist() == [9, 2]
+    x = random_x(np.random.default_rng(15))
+    exe.launch(x)
+    assert same_bits(exe.buffer("y").numpy(), reference(x, 9, 2))

@@ -205,3 +205,36 @@ def test_a_store_over_an_index_read_as_a_runtime_value_is_a_race():
         "which nop when @ids[0] >= 0 (SM 0, compute engine, queue position 0) reads as a runtime value, with no "
         "dependency ordering the store after that read"
     )
+
+
+# ---------------------------------------------------------------------------
+# Dependency bits
+# ---------------------------------------------------------------------------
+
+
+def early_reuse_program() -> isa.EncodedProgram:
+    """Two loads toggle bit 0 back to back; the first one's consumer may not have seen it yet."""
+    a = ProgramAssembler(1, buffers(("x", False), ("z", False), ("y", True)), 4096)
+    a.load(0, 0, 0, 1, ROW, ROW, X, signal=1, name="%x = load @x")
+    a.load(0, 1, 0, 1, ROW, ROW, S, signal=1, name="%z = load @z")
+    add(a, R, [X, X], "%r = add(%x, %x)", wait=1, parity=1, signal=2)
+    a.store(0, 2, 0, 1, ROW, ROW, R, wait=2, parity=2, name="store %r -> @y")
+    return a.finish()
+
+
+def test_a_bit_toggled_again_before_its_waiter_passed_is_a_lost_toggle():
+    """Whether the consumer passes between the two toggles depends on the interleaving; when it does not,
+    the second toggle is reported (and not a deadlock)."""
+    reports = []
+    for seed in range(8):
+        arrays = [x_value(), x_value(), np.zeros((1, N), bfloat16)]
+        try:
+            simulate(early_reuse_program(), arrays, seed=seed)
+        except SimRaceError as e:
+            reports.append(str(e))
+    assert reports, "no interleaving toggled the bit twice before the consumer passed"
+    assert reports[0] == (
+        "lost toggle of bit 0 of SM 0: %z = load @z (SM 0, load engine, queue position 1) toggles it while "
+        "%r = add(%x, %x) (SM 0, compute engine, queue position 0), which waits for it to be 1, sees that "
+        "value and has not passed yet; no dependency orders the toggle after that wait"
+    )

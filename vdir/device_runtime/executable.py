@@ -23,7 +23,7 @@ name, as Python or numpy integers inside their declared ranges.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +99,10 @@ class Executable:
       and without waiting; :meth:`synchronize` waits and reports device errors.
 
     A buffer bound with :meth:`bind_buffer` (weights, a KV cache) stays bound
-    for every later call of either kind and is not passed again.
+    for every later call of either kind and is not passed again; it is the
+    caller's memory, so it is never zeroed: what a launch does not write
+    keeps its contents (an ``out`` buffer written one row per launch keeps
+    its history).
     """
 
     def __init__(
@@ -316,9 +319,12 @@ class Executable:
         A launch that gives no scalars reads them from here: write it on the
         device (e.g. between replays of a captured graph) to change them. The
         kernel checks each value against its range and fails the launch (an
-        error at :meth:`synchronize`) on one outside it.
+        error at :meth:`synchronize`) on one outside it. Once the block was
+        taken here, a launch without scalars no longer asks for
+        :meth:`set_scalars` first: it reads what the caller wrote.
         """
         self._check_open()
+        self._scalars_written = True  # the caller holds the block now: launches read what it wrote
         return DeviceArray(self._scalar_block, (len(self.program.scalars),), "i32", self)
 
     def set_scalars(self, *values: Any, **named: Any) -> None:
@@ -355,7 +361,7 @@ class Executable:
         for i, (info, buf) in enumerate(zip(self.program.buffers, buffers, strict=True)):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
-            elif i in self._zeroed:
+            elif i in self._zeroed and info.name not in self._bound:
                 self.platform.fill_zero(buf)
         self._write_scalars(scalars, None)
         self._run(buffers, None, wait=True)
@@ -376,7 +382,8 @@ class Executable:
         by name; outputs and scratch buffers may be given by name (tensors the
         caller provides), else the executable's own are used (see
         :meth:`buffer`). ``out`` buffers that a launch may leave partly
-        unwritten are zeroed on the stream first. Scalars: by position after the inputs or by name, or
+        unwritten are zeroed on the stream first, unless bound: a bound
+        buffer is the caller's, and keeps what the launch does not write. Scalars: by position after the inputs or by name, or
         none at all to use :attr:`scalar_block` as it is on the device.
 
         ``stream``: a raw handle, an object with ``__cuda_stream__`` (or
@@ -400,7 +407,7 @@ class Executable:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         buffers = [self._device_buffer(i, info, given[info.name]) if info.name in given else self._current(i)
                    for i, info in enumerate(self.program.buffers)]
-        zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed]
+        zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed and self.program.buffers[i].name not in self._bound]
         for buf in zeroed:  # as on the host path
             self.platform.fill_zero(buf, handle)
         self._write_scalars(scalars, handle)
@@ -564,6 +571,13 @@ class DeviceArray:
         if self._owner.backend != "sim":
             raise PlatformError(f"a '{self._owner.backend}' buffer is device memory: use numpy() to copy it")
         return self._buffer.handle.view(DTYPES[self.dtype]).reshape(self.shape)
+
+    def write_words(self, values: Sequence[int], stream: Any = None) -> None:
+        """Write s32 ``values`` at the buffer's start (a token id): ordered on ``stream``, not waited for;
+        None: written and waited for now."""
+        self._owner._check_open()
+        handle = None if stream is None else self._owner.platform.stream_handle(stream)
+        self._owner.platform.write_words(self._buffer, [int(v) for v in values], handle)
 
     def numpy(self) -> np.ndarray:
         """A host copy of the contents (waits for the executable's launches)."""

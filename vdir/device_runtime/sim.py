@@ -17,7 +17,8 @@ reports:
 * races (:class:`SimRaceError`): it keeps a vector clock per engine; toggling
   a dependency bit or releasing a counter publishes the clock of the
   completing micro-op, and passing a wait joins it (a counter wait joins
-  exactly the releases it waits for). A read of a shared-memory tile or of a
+  exactly the releases it waits for; a bit must not toggle while a waiter
+  that could start sees the value it wants). A read of a shared-memory tile or of a
   global region (an i32 runtime value included) whose last writer is not in
   the reader's clock, or a write over a region whose earlier readers or
   writer are not in the writer's clock, names both micro-ops;
@@ -842,6 +843,8 @@ class Simulation:
     def _complete(self, g: int, sm: int, op: Op, clock: np.ndarray, end: float) -> None:
         """Toggle the signal bits and release the counter, publishing ``clock``."""
         if op.signal_mask:
+            if self.check_races:
+                self._check_lost_toggle(g, sm, op)
             self.bitmap[sm] ^= op.signal_mask
             mask = op.signal_mask
             while mask:
@@ -1018,6 +1021,29 @@ class Simulation:
             f"race on {where}: {writer} and {other} both write it with no dependency ordering them"
         )
 
+    def _check_lost_toggle(self, g: int, sm: int, op: Op) -> None:
+        """No bit ``op`` toggles is waited on by a queue head that could start now.
+
+        Such a waiter may pass at any moment: a toggle not ordered after its
+        pass takes the value away again, so on the GPU it may miss it (and
+        hang) or pass with a history the wait does not describe. In a correct
+        program the next toggle of a bit waits for the waiters of the last.
+        """
+        for other in range(self.per_sm * sm, self.per_sm * (sm + 1)):
+            queue, pos = self.queues[other], self.head[other]
+            if pos >= len(queue) or queue[pos] is op:
+                continue
+            waiter = queue[pos]
+            shared = waiter.wait_mask & op.signal_mask
+            if not shared or not self._can_start(other):
+                continue
+            bit = (shared & -shared).bit_length() - 1
+            raise SimRaceError(
+                f"lost toggle of bit {bit} of SM {sm}: {self._name(g, op.pos)} toggles it while "
+                f"{self._name(other, pos)}, which waits for it to be {(waiter.wait_parity >> bit) & 1}, "
+                "sees that value and has not passed yet; no dependency orders the toggle after that wait"
+            )
+
     def _record_slot_writer(self, sm: int, op: Op, tile: TileRef) -> None:
         """The blocks of ``tile`` now hold the bytes of micro-op ``op``."""
         b0, b1 = tile.blocks
@@ -1027,9 +1053,11 @@ class Simulation:
         """The read of ``tile`` sees the bytes of the writer program order gives it (:class:`SlotSources`)."""
         if sources is None:
             return
-        held_by = self.slot_writer[sm]
+        held_by, skipped = self.slot_writer[sm], self.skipped[sm]
         for b0, b1, candidates in sources.segments:
-            expected = next(c for c in candidates if c not in self.skipped[sm])
+            expected = candidates[0]
+            if expected in skipped:
+                expected = next(c for c in candidates if c not in skipped)
             held = held_by[b0:b1]
             if expected == UNKNOWN_WRITER or (held == expected).all():
                 continue
