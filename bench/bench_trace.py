@@ -17,8 +17,8 @@ arithmetic), and with ``--traces`` each traced launch is written as
 Chrome/Perfetto JSON, checked for partially overlapping slices first.
 
 The overhead is what a traced launch costs: two ``%globaltimer`` reads and
-two ``st.global.u64`` per micro-op (their stores must drain before the
-engine's next release), the memset of the stamp buffer sits outside the
+two ``st.global.u64`` per micro-op (stores that the engine's next release
+must also make visible); the memset of the stamp buffer sits outside the
 timed region.
 """
 

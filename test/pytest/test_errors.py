@@ -15,6 +15,7 @@ from vdir.compiler import InvalidModuleError
 from vdir.device_runtime.executable import ArgumentError
 from vdir.device_runtime.platform import BackendUnavailable, LaunchOptionError, PlatformError
 from vdir.device_runtime.sim import SimBoundsError, SimDeadlockError, SimProgramError, SimRaceError
+from vdir.device_runtime.trace import TraceError
 from vdir.diagnostics import PassFailure, UserError, VdirError
 from vdir.families import FamilyError, UnknownFamilyError
 from vdir.lowering.options import LoweringOptionError
@@ -49,7 +50,7 @@ def test_every_vdir_exception_has_the_one_root():
         (SimRaceError, PlatformError), (SimDeadlockError, PlatformError), (SimBoundsError, PlatformError),
         (RuntimeValueError, ValueError), (ReferenceBoundsError, IndexError), (RunError, VdirError),
         (PassFailure, PassFailedException), (UserError, DiagnosticException), (InvalidModuleError, ValueError),
-        (LaunchOptionError, ValueError),
+        (LaunchOptionError, ValueError), (TraceError, ValueError),
     ],
 )
 def test_secondary_bases_are_kept(cls, base):

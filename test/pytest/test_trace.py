@@ -146,6 +146,7 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
 
 @pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1"])
 def test_trace_option_only_adds_the_stamps_and_assembles(options):
+    """The traced kernel is the plain one plus the parameter and six stamps; it assembles."""
     program = compile_module(parse_module_file(EXAMPLES / "mlp.mlir"), num_sms=4)
     plain = lower_to_ptx(program, options=options)
     traced = lower_to_ptx(program, options=f"{options} trace=1")

@@ -271,6 +271,9 @@ def test_demo_finds_its_argument_from_the_callers_folder(gemv_file):
     assert proc.returncode == 0, proc.stderr
     assert f"== {gemv_file}:" in proc.stdout
     assert "backend: " in proc.stdout and "check passed" in proc.stdout
+    from vdir.device_runtime.trace import check_tracks
+
+    check_tracks(json.loads((gemv_file.parent / "vdir-trace.json").read_text()))  # on either backend
     proc = subprocess.run(["bash", str(script), "missing.mlir"], cwd=gemv_file.parent, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr.strip() == "demo.sh: error: missing.mlir: no such file"

@@ -24,8 +24,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_trace"),  # u64[num_instrs * TRACE_STAMPS]; declared only with the lowering option trace
 )
 
-#: the parameter only a kernel lowered with the ``trace`` option declares (the last one)
-TRACE_PARAM = "p_trace"
+#: the parameter only a kernel lowered with the ``trace`` option declares: the last one
+TRACE_PARAM = PARAMS[-1][1]
 #: u64 ``%globaltimer`` stamps (ns) per instruction in the trace buffer, at instruction index * TRACE_STAMPS:
 #: when its waits were satisfied and it began, and when it had signalled its completion
 TRACE_STAMPS = 2
@@ -39,6 +39,7 @@ def kernel_params(trace: bool) -> tuple[tuple[str, str], ...]:
     arguments as the kernel declares.)
     """
     return PARAMS if trace else tuple(p for p in PARAMS if p[1] != TRACE_PARAM)
+
 
 #: bytes of one tensor map (CUtensorMap) in the p_tmaps array
 TMAP_BYTES = 128
