@@ -29,7 +29,7 @@ def tile_count(total: int, rows: int, what: str) -> int:
 def chunked_gemv(
     b: ProgramBuilder,
     w: SSAValue,
-    row: SSAValue,
+    row: Offset,
     rows: int,
     xs: list[SSAValue],
     prefix: str,

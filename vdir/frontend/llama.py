@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from vdir.frontend.builder import ProgramBuilder
-from vdir.frontend.layers import chunked_gemv, mlp_layer, tile_count
+from vdir.frontend.layers import chunked_gemv, load_chunks, mlp_layer, split_evenly, tile_count
 from vdir.frontend.rope import Llama3Scaling, rope_tables
 
 #: head dimensions the attention families take
@@ -52,7 +52,9 @@ class LlamaConfig:
     ``max_context`` is the largest position + 1 the compiled step serves;
     ``block`` the context rows of one attention micro-op; ``proj_rows`` the
     weight rows of one projection gemv tile; ``vocab_rows`` the logits of
-    one gemv + argmax slice.
+    one gemv + argmax slice, in ``logit_chunks`` f32 chunks of the hidden size
+    (so that a slice's weight tile fits shared memory); ``down_chunks`` the
+    chunks of the MLP's down projection.
     """
 
     layers: int
@@ -72,11 +74,12 @@ class LlamaConfig:
     proj_rows: int = 16
     vocab_rows: int = 64
     down_chunks: int = 2
+    logit_chunks: int = 1
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
         for what in ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context",
-                     "block", "proj_rows", "vocab_rows", "down_chunks"):
+                     "block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunks"):
             value = getattr(self, what)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"config: {what} must be a positive integer, got {value!r}")
@@ -90,6 +93,8 @@ class LlamaConfig:
                                   (self.intermediate, self.proj_rows, "intermediate"),
                                   (self.vocab, self.vocab_rows, "vocab")):
             tile_count(total, rows, what)
+        split_evenly(self.hidden, self.logit_chunks, "hidden")
+        split_evenly(self.intermediate, self.down_chunks, "intermediate")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
@@ -180,6 +185,8 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     bufs["ao"] = b.buffer("ao", (L * H, D), "bf16")
     bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
+    if cfg.logit_chunks > 1:
+        bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16")
     slices = tile_count(cfg.vocab, cfg.vocab_rows, "vocab")
     bufs["best"] = b.buffer("best", (slices, 4), "f32")
     pos = b.scalar("pos", 0, cfg.max_context)
@@ -281,9 +288,15 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
                    params={"eps": cfg.eps}, name="xn_f")
     head = bufs["emb"] if cfg.tied_embeddings else bufs["lm_head"]
     R = cfg.vocab_rows
+    if cfg.logit_chunks > 1:  # the normed row in chunks, through a scratch row
+        b.store(xn, bufs["final_x"], (0, 0), name="xn_f_saved")
+        xs = load_chunks(b, bufs["final_x"], 0, cfg.hidden, cfg.logit_chunks, "xc")
     for s in range(cfg.vocab // R):  # unrolled: each slice's argmax knows its first column
-        wt = b.load(head, (s * R, 0), (R, cfg.hidden), name=f"lw{s}")
-        lg = b.compute("gemv", [wt, xn], name=f"lg{s}")
+        if cfg.logit_chunks > 1:
+            lg = chunked_gemv(b, head, s * R, R, xs, f"lw{s}_", f"lp{s}_", f"lg{s}")
+        else:
+            wt = b.load(head, (s * R, 0), (R, cfg.hidden), name=f"lw{s}")
+            lg = b.compute("gemv", [wt, xn], name=f"lg{s}")
         b.store(lg, bufs["logits"], (0, s * R), name=f"lg{s}_saved")
         best = b.compute("argmax_partial", [lg], params={"base": s * R}, name=f"best{s}")
         b.store(best, bufs["best"], (s, 0), name=f"best{s}_saved")

@@ -42,6 +42,17 @@ def _run(family: str, inputs: list[np.ndarray], out: str = "bf16", **params) -> 
     return FAMILIES[family].run(inputs, params, out)
 
 
+def _chunked(w: np.ndarray, x: np.ndarray, chunks: int) -> np.ndarray:
+    """A gemv over ``chunks`` equal column chunks: f32 partial sums in order, the last rounds to bf16."""
+    width = x.shape[1] // chunks
+    acc = None
+    for c in range(chunks):
+        ins = [w[:, c * width : (c + 1) * width], x[:, c * width : (c + 1) * width]]
+        acc = _run("gemv", ins + ([acc] if acc is not None else []), "bf16" if c == chunks - 1 else "f32")
+    assert acc is not None
+    return acc
+
+
 class MirrorModel:
     """The decode step in the families' semantics, with its own caches (one sequence)."""
 
@@ -61,7 +72,7 @@ class MirrorModel:
             h = self._mlp(layer, h)
         xn = _run("rmsnorm", [h, w["final_norm"]], eps=cfg.eps)
         head = w["emb"] if cfg.tied_embeddings else w["lm_head"]
-        logits = _run("gemv", [head, xn])
+        logits = _chunked(head, xn, cfg.logit_chunks)
         return int(np.argmax(logits.astype(np.float32)[0])), logits
 
     def _rows(self, name: str, layer: int, rows: int) -> np.ndarray:
@@ -99,13 +110,8 @@ class MirrorModel:
                 states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=1 / math.sqrt(D))
             mask = self.tables["merge_mask"][pos : pos + 1]
             out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask], groups=G)
-        acc = None
-        wo = self._rows("wo", layer, cfg.hidden)
-        for head in range(H):  # one f32 chunk per head, the last rounds to bf16
-            ins = [wo[:, head * D : (head + 1) * D], out[head : head + 1]]
-            acc = _run("gemv", ins + ([acc] if acc is not None else []), "bf16" if head == H - 1 else "f32")
-        assert acc is not None
-        return _run("add", [acc, h])
+        # the output projection: one f32 chunk per head
+        return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), H), h])
 
     def _mlp(self, layer: int, h: np.ndarray) -> np.ndarray:
         cfg, w = self.cfg, self.w
@@ -114,15 +120,7 @@ class MirrorModel:
         gate = _run("gemv", [self._rows("wg", layer, I), xn])
         up = _run("gemv", [self._rows("wu", layer, I), xn])
         act = _run("silu_mul", [gate, up])
-        wd = self._rows("wd", layer, cfg.hidden)
-        chunk = I // cfg.down_chunks
-        acc = None
-        for c in range(cfg.down_chunks):
-            ins = [wd[:, c * chunk : (c + 1) * chunk], act[:, c * chunk : (c + 1) * chunk]]
-            last = c == cfg.down_chunks - 1
-            acc = _run("gemv", ins + ([acc] if acc is not None else []), "bf16" if last else "f32")
-        assert acc is not None
-        return _run("add", [acc, h])
+        return _run("add", [_chunked(self._rows("wd", layer, cfg.hidden), act, cfg.down_chunks), h])
 
 
 def _rmsnorm64(x: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:

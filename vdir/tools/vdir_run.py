@@ -409,3 +409,7 @@ def _check(
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (errors are one line on stderr)."""
     return run_cli(build_parser, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
