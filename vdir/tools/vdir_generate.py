@@ -14,6 +14,7 @@ ids, ms/token and tokens/s; ``--json FILE`` writes them (``"tokens"``).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -23,10 +24,12 @@ from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
 from vdir.tools.common import run_cli
 
+DESCRIPTION = "greedy decoding of a Llama-family model, one vdir launch per token"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``vdir-generate``."""
-    p = argparse.ArgumentParser(prog="vdir-generate", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="vdir-generate", description=DESCRIPTION)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--weights", metavar="DIR", help="a checkpoint directory (config.json, *.safetensors)")
     source.add_argument("--random", metavar="CONFIG", help="seeded random weights for a named config or config.json")
@@ -83,7 +86,7 @@ def _progress_bar():
     if not sys.stderr.isatty():
         return None
     try:
-        from tqdm import tqdm
+        tqdm = importlib.import_module("tqdm").tqdm  # optional: a progress bar where it is installed
     except ImportError:
         return None
     return lambda steps: tqdm(steps, unit="tok", leave=False)
