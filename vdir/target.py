@@ -62,6 +62,8 @@ class TargetDescription:
     #: engine index of the encoding, the queue table and the kernel
     engines: tuple[EngineSpec, ...]
     smem_alignment: int = 128
+    #: device memory (bytes); a program's buffers must fit in it together
+    global_memory_bytes: int = 80 * 10**9
     dependency_bits: int = 64
     ptx_version: str = "8.0"
     compute_threads: int = 256
@@ -112,6 +114,7 @@ TARGETS: dict[str, TargetDescription] = {
         num_sms=132,
         smem_per_block=227 * 1024,
         engines=_HOPPER_ENGINES,
+        global_memory_bytes=141 * 10**9,
         hbm_bytes_per_us=4.2e6,
         description="NVIDIA H200 (Hopper, 141 GB HBM3e)",
     ),
@@ -121,6 +124,7 @@ TARGETS: dict[str, TargetDescription] = {
         num_sms=132,
         smem_per_block=227 * 1024,
         engines=_HOPPER_ENGINES,
+        global_memory_bytes=80 * 10**9,
         hbm_bytes_per_us=3.0e6,
         description="NVIDIA H100 SXM (Hopper, 80 GB HBM3)",
     ),

@@ -421,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except MemoryError as e:  # the buffers fit the device, but not this host (inputs, outputs, the simulator)
+        print(f"error: not enough host memory for the program's arrays ({e})", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug: still one line, with what to report
         print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)
         return 1
