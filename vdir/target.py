@@ -132,6 +132,10 @@ TARGETS: dict[str, TargetDescription] = {
 
 DEFAULT_TARGET = "h200"
 
+#: the fewest SMs a program can be placed on (``num-sms``, ``--num-sms``);
+#: the most is the target's ``num_sms``
+MIN_SMS = 1
+
 
 class UnknownTargetError(VdirError, ValueError):
     """Raised for a target name that is not in :data:`TARGETS`."""
@@ -145,7 +149,7 @@ def get_target(name: str = DEFAULT_TARGET, num_sms: int | None = None) -> Target
         known = ", ".join(sorted(TARGETS))
         raise UnknownTargetError(f"unknown target '{name}' (known: {known})") from None
     if num_sms is not None:
-        if not 1 <= num_sms <= target.num_sms:
+        if not MIN_SMS <= num_sms <= target.num_sms:
             raise UnknownTargetError(
                 f"target '{name}' has {target.num_sms} SMs; cannot use {num_sms}"
             )

@@ -263,3 +263,19 @@ def test_a_buffer_larger_than_the_device_is_refused_when_built():
     b.store(b.load(x, (0, 0), (1, 64)), y, (0, 0))
     with pytest.raises(ValueError, match=r"program argument #0 \('x'\) is a buffer of 2,199,023,255,552 bytes"):
         b.finish()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_sms": 0}, "option 'num-sms' must be at least 1, got 0"),
+        ({"num_sms": -4}, "option 'num-sms' must be at least 1, got -4"),
+        ({"prefetch": -1}, "option 'prefetch' must be at least 0, got -1"),
+    ],
+)
+def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, message):
+    """``num_sms=0`` used to mean every SM and a negative prefetch none, silently; vdir-opt refused both."""
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    with pytest.raises(VdirError, match=f"^error: vdir-pipeline: {message}$"):
+        compile_to_encoded(copy_program(), **options)
