@@ -286,7 +286,7 @@ def latest_producer(consumer: ComputeOp, plans: Sequence[FusionPlan]) -> FusionP
     :func:`can_fuse`), so the cost is the distance to the nearest producer,
     not the size of the block.
     """
-    by_producer = {p.producer: p for p in plans}
+    by_producer: dict[Operation, FusionPlan] = {p.producer: p for p in plans}
     op = consumer.prev_op
     while op is not None:
         if op in by_producer:
