@@ -7,6 +7,15 @@ end-to-end time of ``compile_to_encoded``. The stages run as
 ``vdir.transforms.pipeline`` runs them, with the cyclic GC paused.
 
     python bench/bench_compile.py [--repeat 3] [--file examples/mlp_stack.mlir]
+
+``--scaling`` instead reports compile time against program size: programs
+of 1k to 100k micro-ops (``--sizes``), each written flat (one load and one
+store per row, in one block) and as one ``vdir.repeat`` over the same work,
+with the CPU time of ``vdir-fuse``, of the expansion with its memory
+dependencies, and of the whole ``compile_to_encoded``. Time that grows
+faster than the size shows up as a rising "per 1k" column.
+
+    python bench/bench_compile.py --scaling [--sizes 1000,10000,100000]
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import time
 from pathlib import Path
 
 from vdir.analysis.graph import build_graph
+from vdir.frontend import ProgramBuilder
 from vdir.tools.common import parse_module_file
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
@@ -58,11 +68,63 @@ def stage_times(path: Path) -> dict[str, float]:
     return times
 
 
+#: columns of one row of a scaling program's buffers (128 bytes of bf16)
+SCALING_COLUMNS = 64
+
+
+def scaling_program(micro_ops: int, repeated: bool):
+    """A copy of ``micro_ops // 2`` rows, one load and one store each: flat, or as one repeat."""
+    rows = micro_ops // 2
+    b = ProgramBuilder("repeated" if repeated else "flat")
+    x = b.buffer("x", (rows, SCALING_COLUMNS))
+    y = b.buffer("y", (rows, SCALING_COLUMNS))
+    if repeated:
+        with b.repeat(0, rows) as i:
+            b.store(b.load(x, (i, 0), (1, SCALING_COLUMNS)), y, (i, 0))
+    else:
+        for row in range(rows):
+            b.store(b.load(x, (row, 0), (1, SCALING_COLUMNS)), y, (row, 0))
+    return b.finish()
+
+
+def scaling_times(micro_ops: int, repeated: bool) -> dict[str, float]:
+    """CPU seconds of fuse, of expansion + memory dependencies, and of ``compile_to_encoded``."""
+    times: dict[str, float] = {}
+    module = scaling_program(micro_ops, repeated)
+    t0 = time.process_time()
+    FusePass().apply(None, module)  # type: ignore[arg-type]
+    times["fuse"] = time.process_time() - t0
+    t0 = time.process_time()
+    build_graph(module)
+    times["expand + deps"] = time.process_time() - t0
+    module = scaling_program(micro_ops, repeated)
+    t0 = time.process_time()
+    compile_to_encoded(module)
+    times["compile_to_encoded"] = time.process_time() - t0
+    return times
+
+
+def report_scaling(sizes: list[int]) -> None:
+    """Print the scaling table (see the module docstring)."""
+    print(f"{'program':<10} {'micro-ops':>9} {'fuse':>7} {'expand+deps':>12} {'compile':>8} {'per 1k':>7}  (CPU s)")
+    for repeated in (False, True):
+        for n in sizes:
+            t = scaling_times(n, repeated)
+            total = t["compile_to_encoded"]
+            print(f"{'repeated' if repeated else 'flat':<10} {n:>9} {t['fuse']:>7.2f} {t['expand + deps']:>12.2f} "
+                  f"{total:>8.2f} {1000 * total / n:>7.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=str(ROOT / "examples" / "mlp_stack.mlir"))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true", help="report compile time against program size instead")
+    ap.add_argument("--sizes", default="1000,10000,100000", help="micro-op counts of --scaling, comma-separated")
     opts = ap.parse_args()
+    if opts.scaling:
+        report_scaling([int(n) for n in opts.sizes.split(",")])
+        return 0
     path = Path(opts.file)
     runs = [stage_times(path) for _ in range(opts.repeat)]
     print(f"{path.name}: {int(runs[0]['instructions'])} instructions; median of {opts.repeat} runs (CPU s)")

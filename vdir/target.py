@@ -62,6 +62,8 @@ class TargetDescription:
     #: engine index of the encoding, the queue table and the kernel
     engines: tuple[EngineSpec, ...]
     smem_alignment: int = 128
+    #: device memory (bytes); a program's buffers must fit in it together
+    global_memory_bytes: int = 80 * 10**9
     dependency_bits: int = 64
     ptx_version: str = "8.0"
     compute_threads: int = 256
@@ -112,6 +114,7 @@ TARGETS: dict[str, TargetDescription] = {
         num_sms=132,
         smem_per_block=227 * 1024,
         engines=_HOPPER_ENGINES,
+        global_memory_bytes=141 * 10**9,
         hbm_bytes_per_us=4.2e6,
         description="NVIDIA H200 (Hopper, 141 GB HBM3e)",
     ),
@@ -121,12 +124,17 @@ TARGETS: dict[str, TargetDescription] = {
         num_sms=132,
         smem_per_block=227 * 1024,
         engines=_HOPPER_ENGINES,
+        global_memory_bytes=80 * 10**9,
         hbm_bytes_per_us=3.0e6,
         description="NVIDIA H100 SXM (Hopper, 80 GB HBM3)",
     ),
 }
 
 DEFAULT_TARGET = "h200"
+
+#: the fewest SMs a program can be placed on (``num-sms``, ``--num-sms``);
+#: the most is the target's ``num_sms``
+MIN_SMS = 1
 
 
 class UnknownTargetError(VdirError, ValueError):
@@ -141,7 +149,7 @@ def get_target(name: str = DEFAULT_TARGET, num_sms: int | None = None) -> Target
         known = ", ".join(sorted(TARGETS))
         raise UnknownTargetError(f"unknown target '{name}' (known: {known})") from None
     if num_sms is not None:
-        if not 1 <= num_sms <= target.num_sms:
+        if not MIN_SMS <= num_sms <= target.num_sms:
             raise UnknownTargetError(
                 f"target '{name}' has {target.num_sms} SMs; cannot use {num_sms}"
             )

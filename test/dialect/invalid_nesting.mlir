@@ -4,10 +4,10 @@
 // program at most 32 repeats (MAX_REPEAT_NESTING in vdir/dialects/vdir.py).
 
 // 200 nested repeats: the 65th level of braces opens on line 64.
-// RUN: python -c "print('vdir.program @p(%%a: !vdir.buffer<1x8xbf16>) {' + ' vdir.repeat %%i = 0 to 1 {\n' * 200 + '}\n' * 201)" > %t.repeats.mlir
+// RUN: python -c "print('vdir.program @p(%%a: !vdir.buffer<1x8xbf16>) {' + ''.join(f' vdir.repeat %%i{n} = 0 to 1 {{\n' for n in range(200)) + '}\n' * 201)" > %t.repeats.mlir
 // RUN: not vdir-opt %t.repeats.mlir 2>&1 | filecheck %s --check-prefix=REPEATS
 // RUN: not vdir-run %t.repeats.mlir --backend sim 2>&1 | filecheck %s --check-prefix=REPEATS
-// REPEATS: {{.*}}.repeats.mlir:64:26: error: the input nests deeper than 64 levels of (), [] and {}
+// REPEATS: {{.*}}.repeats.mlir:64:28: error: the input nests deeper than 64 levels of (), [] and {}
 // REPEATS-NOT: {{.}}
 
 // 5,000 parentheses in an affine map.

@@ -349,3 +349,30 @@ def test_choices_do_not_depend_on_visit_order(seed: int) -> None:
         GreedyRewritePatternApplier(FusePass().patterns()), walk_reverse=True
     ).rewrite_module(backward)
     assert str(forward) == str(backward)
+
+
+def test_merging_finds_the_nearest_earlier_duplicate_past_other_loads() -> None:
+    """Duplicates among many other loads merge into the nearest earlier copy; a store to the buffer in between
+    stops the search (the block index of MergeDuplicateLoads gives what a scan back through the ops gives)."""
+    rows = [
+        f"  %a{i} = vdir.load %x[{i}, 0] : !vdir.buffer<64x64xbf16> -> !vdir.tile<1x64xbf16>\n"
+        f"  %t{i} = vdir.store %a{i}, %y[{i}, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<64x64xbf16>"
+        for i in range(40)
+    ]
+    text = "\n".join([
+        "vdir.program @many(%x: !vdir.buffer<64x64xbf16>, %y: !vdir.buffer<64x64xbf16>) {",
+        *rows,
+        "  %again = vdir.load %x[3, 0] : !vdir.buffer<64x64xbf16> -> !vdir.tile<1x64xbf16>",
+        "  %s0 = vdir.store %again, %y[3, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<64x64xbf16>",
+        "  %s1 = vdir.store %a7, %x[63, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<64x64xbf16>",
+        "  %after = vdir.load %x[5, 0] : !vdir.buffer<64x64xbf16> -> !vdir.tile<1x64xbf16>",
+        "  %s2 = vdir.store %after, %y[5, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<64x64xbf16>",
+        "}",
+    ])
+    module = fuse(text)
+    program = next(iter(module.ops))
+    assert isinstance(program, ProgramOp)
+    stores = [op for op in program.body.block.ops if op.name == "vdir.store"]
+    assert stores[40].operands[0].name_hint == "a3"  # merged into the earlier load of row 3
+    assert stores[42].operands[0].name_hint == "after"  # the store to %x in between keeps this load
+    assert sum(isinstance(op, LoadOp) for op in program.body.block.ops) == 41

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
-from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IndexType, StringAttr
+from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 
 import vdir
@@ -16,6 +18,7 @@ from vdir.compiler import InvalidModuleError
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.platform import LaunchOptionError, PlatformError
 from vdir.diagnostics import VdirError
+from vdir.dialects.vdir import RepeatOp
 from vdir.families import FamilyError, ParamSpec, TileSig, get_family
 from vdir.frontend import ProgramBuilder
 from vdir.tools.common import default_context, parse_text
@@ -223,3 +226,56 @@ def test_a_closed_executable_says_so():
     for use in (lambda: exe(x), lambda: exe.time(x, iterations=1), lambda: exe.trace()):
         with pytest.raises(PlatformError, match=r"^the executable is closed: compile the program again to run it$"):
             use()
+
+
+# ---------------------------------------------------------------------------
+# Nesting and sizes
+# ---------------------------------------------------------------------------
+
+
+def test_the_builder_refuses_repeats_nested_past_the_limit():
+    from vdir.dialects.vdir import MAX_REPEAT_NESTING
+
+    b = ProgramBuilder("deep")
+    with contextlib.ExitStack() as stack:
+        for i in range(MAX_REPEAT_NESTING):
+            stack.enter_context(b.repeat(0, 1, name=f"i{i}"))
+        with pytest.raises(ValueError, match=f"^repeats nest at most {MAX_REPEAT_NESTING} deep$"):
+            stack.enter_context(b.repeat(0, 1))
+
+
+def test_compile_refuses_a_module_nested_too_deeply_to_walk():
+    """A module built by hand, 2,000 repeats deep: xDSL's walk and error printer recurse; the error is still one line."""
+    module = copy_program()
+    block = next(iter(module.ops)).body.block  # type: ignore[attr-defined]
+    for _ in range(2000):
+        inner = Block(arg_types=[IndexType()])
+        block.add_op(RepeatOp(0, 1, Region(inner)))
+        block = inner
+    with pytest.raises(InvalidModuleError, match=r"^<input>: error: the module nests too deeply to verify$"):
+        vdir.compile(module)
+
+
+def test_a_buffer_larger_than_the_device_is_refused_when_built():
+    b = ProgramBuilder("huge")
+    x = b.buffer("x", (16777216, 65536))  # 2 TiB of bf16
+    y = b.buffer("y", (1, 64))
+    b.store(b.load(x, (0, 0), (1, 64)), y, (0, 0))
+    with pytest.raises(ValueError, match=r"program argument #0 \('x'\) is a buffer of 2,199,023,255,552 bytes"):
+        b.finish()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_sms": 0}, "option 'num-sms' must be at least 1, got 0"),
+        ({"num_sms": -4}, "option 'num-sms' must be at least 1, got -4"),
+        ({"prefetch": -1}, "option 'prefetch' must be at least 0, got -1"),
+    ],
+)
+def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, message):
+    """``num_sms=0`` used to mean every SM and a negative prefetch none, silently; vdir-opt refused both."""
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    with pytest.raises(VdirError, match=f"^error: vdir-pipeline: {message}$"):
+        compile_to_encoded(copy_program(), **options)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -327,3 +328,49 @@ def test_tolerances():
     nan = y.copy()
     nan[0, 2] = np.nan
     assert compare_outputs({"y": nan}, {"y": y}, "sim").index == (0, 2)
+
+
+#: a doubling in f32: NaN stays NaN, 3e38 overflows to infinity
+DOUBLE = """\
+vdir.program @double(%x: !vdir.buffer<1x64xf32>, %y: !vdir.buffer<1x64xf32>) {
+  %t = vdir.load %x[0, 0] : !vdir.buffer<1x64xf32> -> !vdir.tile<1x64xf32>
+  %u = vdir.compute add(%t, %t) : (!vdir.tile<1x64xf32>, !vdir.tile<1x64xf32>) -> !vdir.tile<1x64xf32>
+  %s = vdir.store %u, %y[0, 0] : !vdir.tile<1x64xf32>, !vdir.buffer<1x64xf32>
+}
+"""
+
+
+def test_non_finite_outputs_equal_to_the_reference_pass_the_check_without_warnings(tmp_path, capsys):
+    (tmp_path / "double.mlir").write_text(DOUBLE)
+    x = np.ones((1, 64), np.float32)
+    x[0, 3], x[0, 5], x[0, 6], x[0, 7] = np.nan, np.inf, -np.inf, 3e38
+    np.savez(tmp_path / "in.npz", x=x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy warning would end the run as an internal error
+        status, out, err = run_main(capsys, tmp_path / "double.mlir", "--backend", "sim", "--check",
+                                    "--inputs", tmp_path / "in.npz")
+    assert status == 0, err
+    assert err == ""
+    assert "y: 1x64 f32, max |x| 2, mean 2, 1 NaN, 3 infinite, first [2, 2, 2, nan, ...]" in out
+    assert "check passed" in out
+
+
+def test_non_finite_values_must_match_exactly():
+    y = np.array([[1.0, np.nan, np.inf, -np.inf]], dtype=np.float32)
+    assert compare_outputs({"y": y.copy()}, {"y": y}, "sim") is None
+    assert compare_outputs({"y": y.copy()}, {"y": y}, "cuda") is None
+    for index, value in ((1, 1.0), (2, -np.inf), (3, np.nan), (0, np.inf)):
+        got = y.copy()
+        got[0, index] = value
+        for backend in ("sim", "cuda"):
+            mismatch = compare_outputs({"y": got}, {"y": y}, backend)
+            assert mismatch is not None and mismatch.index == (0, index)
+
+
+def test_a_non_finite_reference_does_not_widen_the_tolerance():
+    y = np.array([[np.inf, 1.0, 1.0, 1.0]], dtype=np.float32)
+    got = y.copy()
+    got[0, 1] = 1.1  # far more than 1 bf16 ulp of 1, and than 2e-2 of the finite scale (1)
+    for backend in ("sim", "cuda"):
+        mismatch = compare_outputs({"y": got}, {"y": y}, backend)
+        assert mismatch is not None and mismatch.index == (0, 1)

@@ -26,8 +26,8 @@ through ``vdir-pipeline``, which keeps the graph in memory from start to end.
 
 from __future__ import annotations
 
+import bisect
 import operator
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -693,32 +693,49 @@ def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
 # Memory dependencies through global buffers
 # ---------------------------------------------------------------------------
 
-_BUCKET = 512  # bytes of buffer per bucket of the overlap index
+class AccessIndex:
+    """The active accesses of one buffer, as byte intervals ``[lo, hi)``, for overlap queries.
 
-
-class _AccessIndex:
-    """Active accesses of one buffer, bucketed by byte range for overlap queries."""
+    The intervals are kept by length class: class ``k`` holds those of
+    length in ``(2**(k-1), 2**k]``, sorted by start. One of class ``k`` that
+    overlaps ``[lo, hi)`` starts in ``(lo - 2**k, hi)``, a window that one
+    bisection finds; so a query costs a bisection per class in use plus the
+    intervals that start in its windows, however many bytes the regions
+    span (a region of a 512 MiB buffer is one entry, not a million).
+    """
 
     def __init__(self) -> None:
-        self.buckets: dict[int, list[tuple[int, int, Node]]] = defaultdict(list)
+        #: length class -> (lo, insertion number, hi, node), sorted; the
+        #: insertion number keeps two entries from ever comparing their nodes
+        self.classes: dict[int, list[tuple[int, int, int, Node]]] = {}
+        self.added = 0
 
     def add(self, lo: int, hi: int, node: Node) -> None:
-        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
-            self.buckets[b].append((lo, hi, node))
+        """Record that ``node`` accesses bytes ``[lo, hi)``."""
+        entries = self.classes.setdefault((hi - lo - 1).bit_length(), [])
+        bisect.insort(entries, (lo, self.added, hi, node))
+        self.added += 1
 
     def overlapping(self, lo: int, hi: int) -> list[tuple[int, int, Node]]:
+        """The accesses that overlap bytes ``[lo, hi)``, one per node, as ``(lo, hi, node)``."""
         seen: dict[int, tuple[int, int, Node]] = {}
-        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
-            for e in self.buckets.get(b, ()):
-                if e[0] < hi and lo < e[1]:
-                    seen[id(e[2])] = e
+        for k, entries in self.classes.items():
+            for i in range(bisect.bisect_left(entries, (lo - (1 << k) + 1,)), len(entries)):
+                start, _, end, node = entries[i]
+                if start >= hi:
+                    break
+                if end > lo:
+                    seen.setdefault(id(node), (start, end, node))
         return list(seen.values())
 
     def remove_covered(self, lo: int, hi: int) -> None:
-        for b in range(lo // _BUCKET, (hi - 1) // _BUCKET + 1):
-            lst = self.buckets.get(b)
-            if lst:
-                self.buckets[b] = [e for e in lst if not (lo <= e[0] and e[1] <= hi)]
+        """Forget the accesses that lie entirely inside bytes ``[lo, hi)``."""
+        for k in [k for k in self.classes if k == 0 or 1 << (k - 1) < hi - lo]:  # longer ones cannot fit
+            entries = self.classes[k]
+            first, last = bisect.bisect_left(entries, (lo,)), bisect.bisect_left(entries, (hi,))
+            entries[first:last] = [e for e in entries[first:last] if e[2] > hi]
+            if not entries:
+                del self.classes[k]
 
 
 def byte_range(arg: BufferArg, node: Node) -> tuple[int, int]:
@@ -766,8 +783,8 @@ def derive_memory_dependencies(graph: Graph) -> None:
             graph.args[n.buffer].is_input = True
         for b, _ in address_reads(n):
             graph.args[b].is_input |= b not in written
-    reads = {b: _AccessIndex() for b in written}
-    writes = {b: _AccessIndex() for b in written}
+    reads = {b: AccessIndex() for b in written}
+    writes = {b: AccessIndex() for b in written}
     intern = GroupInterner()
     for node in graph.nodes:
         producers: list[Node] = []

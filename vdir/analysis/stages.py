@@ -17,10 +17,10 @@ def require_option_at_least(pass_name: str, option: str, value: int | float, min
         raise UserError(f"error: {pass_name}: option '{option}' must be at least {minimum}, got {value}")
 
 
-def resolve_target(name: str, num_sms: int, graph_target: TargetDescription) -> TargetDescription:
-    """The pass's target: its ``target`` option, else the program's; ``num-sms`` restricts it."""
+def resolve_target(name: str, num_sms: int | None, graph_target: TargetDescription) -> TargetDescription:
+    """The pass's target: its ``target`` option, else the program's; ``num-sms`` (None: all) restricts it."""
     try:
-        return get_target(name or graph_target.name, num_sms or None)
+        return get_target(name or graph_target.name, num_sms)
     except UnknownTargetError as e:
         raise PassFailure(str(e)) from None
 

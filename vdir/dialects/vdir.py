@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import (
@@ -92,7 +92,7 @@ from vdir.dialects.vdir_sched import (
     StageAttr,
 )
 from vdir.families import DTYPE_BYTES, FamilyError, TileSig, get_family
-from vdir.isa import MAX_INPUTS
+from vdir.isa import MAX_INPUTS, ROW_STRIDE
 from vdir.target import DEFAULT_TARGET, EngineKind, TargetDescription, UnknownTargetError, get_target
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
@@ -1159,9 +1159,31 @@ class ProgramOp(IRDLOperation):
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
         self._check_argument_names()
+        self._check_buffer_sizes()
         self._check_repeat_nesting()
         check_acyclic(self.body.block)
         verify_scheduled_form(self)
+
+    def _check_buffer_sizes(self) -> None:
+        """Each buffer, and all of them together, fit in the target's global memory, and
+        a buffer's row fits the row stride of a load or store instruction."""
+        target = target_of(self)
+        limit = f"the {target.global_memory_bytes:,} bytes of global memory of {target.name}"
+        total = 0
+        for i, (arg, name) in enumerate(zip(self.buffer_args, self.argument_names(), strict=False)):
+            buffer = cast(BufferType, arg.type)
+            row_bytes = buffer.dims[1] * DTYPE_BYTES[buffer.dtype]
+            if row_bytes > ROW_STRIDE.max_value:
+                raise VerifyException(
+                    f"program argument #{i} ('{name}') has rows of {row_bytes:,} bytes, more than the "
+                    f"{ROW_STRIDE.max_value:,} of an instruction's row stride"
+                )
+            size = buffer.nbytes
+            total += size
+            if size > target.global_memory_bytes:
+                raise VerifyException(f"program argument #{i} ('{name}') is a buffer of {size:,} bytes, more than {limit}")
+        if total > target.global_memory_bytes:
+            raise VerifyException(f"the program's buffers take {total:,} bytes together, more than {limit}")
 
     def _check_repeat_nesting(self) -> None:
         """No ``vdir.repeat`` nests deeper than :data:`MAX_REPEAT_NESTING` (checked level by level, without recursion)."""

@@ -45,11 +45,18 @@ EXACT = "exact (an integer output)"
 
 
 def allowed_error(expected: np.ndarray, backend: str) -> np.ndarray:
-    """Per-element allowed |actual - expected| for ``backend`` (see :data:`TOLERANCES`; integers: 0)."""
+    """Per-element allowed |actual - expected| for ``backend`` (see :data:`TOLERANCES`; integers: 0).
+
+    The output's scale is that of its finite values: a NaN or an infinity in
+    the reference must match exactly (see :func:`compare_outputs`) and does
+    not widen the tolerance of the others.
+    """
     if expected.dtype.kind in "iu":
         return np.zeros(expected.shape)
     ref = np.abs(expected.astype(np.float64))
-    scale = float(ref.max()) if ref.size else 0.0
+    finite = ref[np.isfinite(ref)]
+    scale = float(finite.max()) if finite.size else 0.0
+    ref = np.where(np.isfinite(ref), ref, scale)
     if backend == "sim":
         floor = max(scale * 2.0**-8, np.finfo(np.float32).tiny)
         magnitude = np.maximum(ref, floor)
@@ -61,15 +68,23 @@ def allowed_error(expected: np.ndarray, backend: str) -> np.ndarray:
 def compare_outputs(
     actual: dict[str, np.ndarray], expected: dict[str, np.ndarray], backend: str
 ) -> Mismatch | None:
-    """The worst out-of-tolerance element over all outputs, or None when all match."""
+    """The worst out-of-tolerance element over all outputs, or None when all match.
+
+    An element matches when it equals the reference (an infinity the same
+    infinity), is NaN where the reference is NaN, or is within the tolerance;
+    any other NaN or infinity on either side is a mismatch. Non-finite values
+    are data here: no numpy warning is raised for them.
+    """
     tolerance = TOLERANCES.get(backend, TOLERANCES["cuda"])
     worst: tuple[float, Mismatch] | None = None
     for name, want in expected.items():
         got = actual[name].astype(np.float64)
         want64 = want.astype(np.float64)
         allowed = allowed_error(want, "sim" if backend == "sim" else "cuda")
-        diff = np.abs(got - want64)
-        excess = np.where(np.isnan(diff), np.inf, diff - allowed)
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, handled below
+            diff = np.abs(got - want64)
+        same = (got == want64) | (np.isnan(got) & np.isnan(want64))
+        excess = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff - allowed))
         if excess.size == 0 or excess.max() <= 0:
             continue
         flat = int(np.argmax(excess))

@@ -44,16 +44,39 @@ _CLOSING = frozenset({MLIRTokenKind.R_PAREN, MLIRTokenKind.R_SQUARE, MLIRTokenKi
 
 
 class LinearLexer(MLIRLexer):
-    """xDSL's MLIR lexer, with a string-literal pattern that runs in linear time.
+    """xDSL's MLIR lexer, with a string-literal pattern that runs in linear time, and a nesting limit.
 
     xDSL's pattern nests a repeated character class inside a repetition, so an
     unterminated string backtracks exponentially in its length (a 40-character
     one does not finish). This pattern accepts the same literals -- runs of
     plain characters separated by the escapes ``\\n \\t \\\\ \\"`` and two hex
     digits -- but each character can be matched only one way.
+
+    The lexer also counts the open ``(``, ``[`` and ``{`` and refuses a token
+    that opens more than :data:`MAX_NESTING` levels, before xDSL's recursive
+    parser could run out of stack. The parser sometimes backs up and lexes a
+    stretch again; each token is counted the first time only.
     """
 
     _unescaped_characters_regex = re.compile(r'"[^"\\\n\v\f]*(?:\\(?:["nt\\]|[0-9A-Fa-f]{2})[^"\\\n\v\f]*)*"')
+
+    def __init__(self, input: Input):
+        super().__init__(input)
+        self.depth = 0
+        self.counted_to = 0  # the end of the last token counted
+
+    def lex(self) -> MLIRToken:
+        """The next token; one that opens a level beyond :data:`MAX_NESTING` is a ``ParseError``."""
+        token = super().lex()
+        if token.span.start >= self.counted_to:
+            self.counted_to = token.span.end
+            if token.kind in _OPENING:
+                self.depth += 1
+                if self.depth > MAX_NESTING:
+                    raise ParseError(token.span, f"the input nests deeper than {MAX_NESTING} levels of (), [] and {{}}")
+            elif token.kind in _CLOSING:
+                self.depth = max(self.depth - 1, 0)
+        return token
 
     def _lex_string_literal(self, start_pos: int) -> MLIRToken:
         """A string literal; one not closed on its line is an error at its opening quote."""
@@ -61,23 +84,6 @@ class LinearLexer(MLIRLexer):
             span = Span(start_pos, start_pos + 1, self.input)
             raise ParseError(span, "the string is not closed before the end of its line (or has a bad escape)")
         return super()._lex_string_literal(start_pos)
-
-
-def check_nesting(text: str, name: str) -> None:
-    """Raise a located ``ParseError`` where ``text`` nests deeper than :data:`MAX_NESTING` levels.
-
-    One pass of the lexer over the text, before the parser's recursion could
-    run out of stack on it; strings and comments do not count.
-    """
-    lexer = LinearLexer(Input(text, name))
-    depth = 0
-    while (token := lexer.lex()).kind is not MLIRTokenKind.EOF:
-        if token.kind in _OPENING:
-            depth += 1
-            if depth > MAX_NESTING:
-                raise ParseError(token.span, f"the input nests deeper than {MAX_NESTING} levels of (), [] and {{}}")
-        elif token.kind in _CLOSING:
-            depth = max(depth - 1, 0)
 
 
 class LocatingParser(Parser):
@@ -214,13 +220,12 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         return ModuleOp([])
     parser: LocatingParser | None = None
     try:
-        check_nesting(text, name)
         parser = LocatingParser(ctx, text, name, line_offset)
         return parser.parse_module()
     except ParseError as e:
         e.span = dataclasses.replace(e.span, line_offset=line_offset)
         raise UserError(parse_error_message(e)) from None
-    except RecursionError:  # nesting that check_nesting does not count (``tuple<tuple<...>>``)
+    except RecursionError:  # nesting that LinearLexer does not count (``tuple<tuple<...>>``)
         assert parser is not None
         span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
         raise UserError(parse_error_message(ParseError(span, "the input nests too deeply to parse"))) from None
@@ -312,6 +317,9 @@ def run_cli(build_parser: Callable[[], argparse.ArgumentParser], run: Callable[[
         return 130
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError as e:  # the buffers fit the device, but not this host (inputs, outputs, the simulator)
+        print(f"error: not enough host memory for the program's arrays ({e})", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: still one line, with what to report
         print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)

@@ -44,7 +44,7 @@ from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, index_ranges
-from vdir.target import get_target
+from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
 from vdir.tools.common import run_cli
 
@@ -272,14 +272,20 @@ def _encoded_program(
 def run(args: argparse.Namespace) -> int:
     """Compile, run, optionally save / trace / check; return the exit status."""
     backend = args.backend or default_backend()
-    if args.num_sms is not None and args.num_sms < 1:
-        raise RunError("error: --num-sms must be at least 1")
+    if args.num_sms is not None and args.num_sms < MIN_SMS:
+        raise RunError(f"error: --num-sms must be at least {MIN_SMS}")
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     lowering = _lowering_options(args.lowering, trace=bool(args.trace) and backend != "sim")
     for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
         if path:
             check_output_path(path, option)
+    with np.errstate(all="ignore"):  # NaN and infinities are data: the summary and --check report them
+        return _compile_and_run(args, backend, lowering)
+
+
+def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringOptions | None) -> int:
+    """Compile, run, optionally save / trace / check (the options already checked); return the exit status."""
     module, program = compile_file(args.file, args.target, args.num_sms)
     if module is None and args.check:  # said before the run, which may be long
         raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
@@ -357,10 +363,11 @@ def _summary(name: str, array: np.ndarray) -> str:
     if values.size == 0:
         return f"{name}: {'x'.join(map(str, array.shape))} {dtype}, empty"
     head = ", ".join(f"{v:.4g}" for v in values.reshape(-1)[:4])
-    return (
-        f"{name}: {'x'.join(map(str, array.shape))} {dtype}, max |x| {np.abs(values).max():.4g}, "
-        f"mean {values.mean():.4g}, first [{head}{', ...' if values.size > 4 else ''}]"
-    )
+    finite = values[np.isfinite(values)]
+    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    odd = "".join(f", {count} {what}" for count, what in ((nan, "NaN"), (inf, "infinite")) if count)
+    stats = f"max |x| {np.abs(finite).max():.4g}, mean {finite.mean():.4g}" if finite.size else "no finite value"
+    return f"{name}: {'x'.join(map(str, array.shape))} {dtype}, {stats}{odd}, first [{head}{', ...' if values.size > 4 else ''}]"
 
 
 def _write_trace(exe: Executable, path: str) -> None:

@@ -59,13 +59,15 @@ always legal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import bisect
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -277,6 +279,22 @@ def prologue_plan(fused: Family, consumer: ComputeOp, min_benefit: float) -> Fus
     return _plan(fused, producer, consumer, inputs, params, min_benefit)
 
 
+def latest_producer(consumer: ComputeOp, plans: Sequence[FusionPlan]) -> FusionPlan:
+    """The plan whose producer comes last before ``consumer`` in its block.
+
+    Walks back from the consumer (producers are in its block, see
+    :func:`can_fuse`), so the cost is the distance to the nearest producer,
+    not the size of the block.
+    """
+    by_producer: dict[Operation, FusionPlan] = {p.producer: p for p in plans}
+    op = consumer.prev_op
+    while op is not None:
+        if op in by_producer:
+            return by_producer[op]
+        op = op.prev_op
+    raise AssertionError("a fusion plan's producer is not before its consumer")
+
+
 @dataclass
 class EpilogueFusion(RewritePattern):
     """Fuse a producer into its elementwise consumer as the ``fused`` family's epilogue.
@@ -305,11 +323,9 @@ class EpilogueFusion(RewritePattern):
         if consumer.family.data != rule.consumer:
             return None
         plans = [p for i in range(len(consumer.inputs)) if (p := self._plan_operand(consumer, i)) is not None]
-        if not plans:
-            return None
-        block = consumer.parent_block()
-        assert block is not None
-        return max(plans, key=lambda p: block.get_operation_index(p.producer))
+        if len(plans) <= 1:
+            return plans[0] if plans else None
+        return latest_producer(consumer, plans)
 
     def _plan_operand(self, consumer: ComputeOp, i: int) -> FusionPlan | None:
         """The fusion of the producer defining ``consumer``'s operand ``i``, or None."""
@@ -406,6 +422,63 @@ def writes_buffer(op: Operation, buffer: SSAValue) -> bool:
     return any(isinstance(o, StoreOp) and o.dest is buffer for o in op.walk())
 
 
+def index_key(value: SSAValue) -> object:
+    """A hashable key that is equal for two values exactly when :func:`same_index` holds."""
+    op = value.owner
+    if isinstance(op, ApplyOp):
+        return (op.map, tuple(index_key(v) for v in op.mapOperands))
+    return value
+
+
+def load_key(load: LoadOp) -> tuple[object, ...]:
+    """A hashable key equal for two loads of the same region into equal tiles (:func:`same_region`) on one engine."""
+    return (
+        load.source,
+        load.result.type,
+        load.static_offsets,
+        tuple(index_key(v) for v in load.dynamic_offsets),
+        load.engine,
+    )
+
+
+class BlockLoads:
+    """The loads and the buffer writes of one block, indexed for :class:`MergeDuplicateLoads`.
+
+    Finding the earlier duplicate of a load is then a lookup of its key and a
+    bisection of the buffer's writes, not a scan of every earlier op, so the
+    pass stays linear in the size of the block. Positions are those of the
+    block when it was indexed; the pass only erases loads and replaces
+    computes, so the order of the loads and stores it indexed holds.
+    """
+
+    def __init__(self, block: Block):
+        self.position: dict[Operation, int] = {}
+        self.loads: dict[tuple[object, ...], list[LoadOp]] = defaultdict(list)
+        self.rank: dict[LoadOp, int] = {}  # a load's place in its key's list
+        self.writes: dict[SSAValue, list[int]] = defaultdict(list)
+        for i, op in enumerate(block.ops):
+            self.position[op] = i
+            if isinstance(op, LoadOp):
+                same = self.loads[load_key(op)]
+                self.rank[op] = len(same)
+                same.append(op)
+            for buffer in {o.dest for o in op.walk() if isinstance(o, StoreOp)}:
+                self.writes[buffer].append(i)
+
+    def candidates(self, load: LoadOp) -> Iterator[LoadOp]:
+        """The loads before ``load`` with its key and no write to its buffer in between, nearest first."""
+        at = self.position[load]
+        writes = self.writes.get(load.source, [])
+        last_write = writes[bisect.bisect_left(writes, at) - 1] if writes and writes[0] < at else -1
+        same = self.loads[load_key(load)]
+        for r in range(self.rank[load] - 1, -1, -1):
+            earlier = same[r]
+            if self.position[earlier] < last_write:
+                return
+            if earlier.parent is not None:  # not merged away itself
+                yield earlier
+
+
 @dataclass
 class MergeDuplicateLoads(RewritePattern):
     """Replace a load by an earlier identical load of the same block.
@@ -414,9 +487,12 @@ class MergeDuplicateLoads(RewritePattern):
     the same engine, with no store to the buffer between the two, a
     compatible flow, at least every token the later load waits for, and no
     condition the later load does not have (a skipped load makes no tile).
+    The nearest such load is taken. Each block is indexed once
+    (:class:`BlockLoads`), the first time one of its loads is visited.
     """
 
     min_benefit: float = 0.0
+    blocks: dict[Block, BlockLoads] = field(default_factory=dict)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, load: LoadOp, rewriter: PatternRewriter) -> None:
@@ -428,22 +504,20 @@ class MergeDuplicateLoads(RewritePattern):
             return
         rewriter.replace(load, [], [earlier.result])
 
-    @staticmethod
-    def find_earlier(load: LoadOp) -> LoadOp | None:
-        op = load.prev_op
-        while op is not None:
-            if writes_buffer(op, load.source):
-                return None
+    def find_earlier(self, load: LoadOp) -> LoadOp | None:
+        """The nearest earlier load that ``load`` can reuse, or None."""
+        block = load.parent_block()
+        if block is None:
+            return None
+        if block not in self.blocks:
+            self.blocks[block] = BlockLoads(block)
+        for op in self.blocks[block].candidates(load):
             if (
-                isinstance(op, LoadOp)
-                and same_region(op, load)
-                and op.engine == load.engine
-                and (op.guard is None or same_condition(op, load))
+                (op.guard is None or same_condition(op, load))
                 and (load.flow is None or op.flow == load.flow)
                 and all(any(d is e for e in op.deps) for d in load.deps)
             ):
                 return op
-            op = op.prev_op
         return None
 
 

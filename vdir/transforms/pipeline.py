@@ -21,12 +21,13 @@ from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.stages import require_option_at_least, resolve_target
 from vdir.diagnostics import PassFailure
+from vdir.target import MIN_SMS
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import schedule
+from vdir.transforms.schedule import MIN_PREFETCH, schedule
 from vdir.transforms.verify_deps import verify_dependencies
 
 
@@ -62,17 +63,30 @@ def _no_cyclic_gc():
 
 
 def run_pipeline(
-    module: ModuleOp, target: str = "", num_sms: int = 0, fuse: bool = True,
+    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True,
 ) -> isa.EncodedProgram:
-    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program (``reroll``: see vdir-encode)."""
+    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program (``reroll``: see vdir-encode).
+
+    ``num_sms`` None places on every SM of the target; a count outside
+    ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
+    """
+    check_pipeline_options(PipelinePass.name, num_sms, prefetch)
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
         return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll)
 
 
-def _run_stages(module: ModuleOp, target: str, num_sms: int, prefetch: int, encode_in_ir: bool,
+def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int) -> None:
+    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS` and ``prefetch`` below
+    :data:`~vdir.transforms.schedule.MIN_PREFETCH` (the target checks the upper SM bound)."""
+    if num_sms is not None:
+        require_option_at_least(owner, "num-sms", num_sms, MIN_SMS)
+    require_option_at_least(owner, "prefetch", prefetch, MIN_PREFETCH)
+
+
+def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
                 reroll: bool) -> isa.EncodedProgram:
     graph = build_graph(module)
     if graph.stage != "source":
@@ -95,7 +109,7 @@ def compile_to_encoded(
 
     The module itself is left as it was (the pipeline runs on a clone).
     """
-    return run_pipeline(module.clone(), target, num_sms or 0, fuse, encode_in_ir=False, prefetch=prefetch,
+    return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
                         reroll=reroll)
 
 
@@ -116,9 +130,7 @@ class PipelinePass(ModulePass):
     reroll: bool = True
 
     def __post_init__(self) -> None:
-        if self.num_sms is not None:
-            require_option_at_least(self.name, "num-sms", self.num_sms, 1)
-        require_option_at_least(self.name, "prefetch", self.prefetch, 0)
+        check_pipeline_options(self.name, self.num_sms, self.prefetch)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms or 0, self.fuse, prefetch=self.prefetch, reroll=self.reroll)
+        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll)

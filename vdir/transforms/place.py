@@ -26,6 +26,7 @@ from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.stages import require_option_at_least, resolve_target, run_stage
 from vdir.families import get_family
+from vdir.target import MIN_SMS
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
@@ -182,11 +183,11 @@ class PlacePass(ModulePass):
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
-            require_option_at_least(self.name, "num-sms", self.num_sms, 1)
+            require_option_at_least(self.name, "num-sms", self.num_sms, MIN_SMS)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         def stage(graph: Graph) -> None:
-            target = resolve_target(self.target, self.num_sms or 0, graph.target)
+            target = resolve_target(self.target, self.num_sms, graph.target)
             graph.target = target
             place(graph, target.num_sms)
 

@@ -84,6 +84,10 @@ def _is_pipelined(graph: Graph, engine: str) -> bool:
     return spec is not None and spec.pipelined
 
 
+#: the least ``prefetch`` (0: no load is moved ahead)
+MIN_PREFETCH = 0
+
+
 def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
     """Give every node its queue position (see the module docstring).
 
@@ -116,7 +120,7 @@ class SchedulePass(ModulePass):
     prefetch: int = 2
 
     def __post_init__(self) -> None:
-        require_option_at_least(self.name, "prefetch", self.prefetch, 0)
+        require_option_at_least(self.name, "prefetch", self.prefetch, MIN_PREFETCH)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch))

@@ -1,0 +1,199 @@
+"""The decode step against torch on the GPU: ms/token, the same model and weights, side by side.
+
+For a Llama-family config (``--config tiny`` ... or the Llama-3.2-1B shape,
+``--config llama-1b``), with seeded random weights, it measures in one run:
+
+* vdir: :class:`vdir.models.llama.LlamaDecoder`, one launch per token, the
+  token fed back on the device; the time of ``--steps`` steps queued back to
+  back, divided by the steps;
+* torch eager: a plain-torch step of the same model (bf16 weights, f32
+  softmax), one token at a time with a KV cache;
+* torch with a CUDA graph: the same step captured once and replayed;
+* the bandwidth floor: the bytes a step must read (weights + the KV cache up
+  to the context) at the measured copy bandwidth.
+
+Correctness first: the torch step runs teacher-forced on vdir's tokens and
+its logits must agree with vdir's within a bf16 tolerance (printed), and the
+greedy tokens must match where the top two logits are clearly apart.
+
+    python3 bench/bench_decode.py --config tiny --steps 32
+    python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vdir.frontend.llama import LlamaConfig  # noqa: E402
+from vdir.frontend.rope import Llama3Scaling  # noqa: E402
+
+LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
+                       rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
+                       max_context=1024, block=64, proj_rows=16, vocab_rows=64, logit_chunks=4, down_chunks=4,
+                       name="llama_1b")
+
+
+class TorchStep:
+    """A plain-torch decode step of ``cfg`` on the given weights (our stacked names), with its own caches."""
+
+    def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], tables: dict[str, np.ndarray]):
+        import torch
+
+        self.torch, self.cfg = torch, cfg
+        dev = "cuda"
+        self.w = {k: torch.from_numpy(v.view(np.int16)).view(torch.bfloat16).to(dev) for k, v in weights.items()}
+        self.cos = torch.from_numpy(tables["rope_cos"]).to(dev)
+        self.sin = torch.from_numpy(tables["rope_sin"]).to(dev)
+        L, C, KV, D = cfg.layers, cfg.max_context, cfg.kv_heads, cfg.head_dim
+        self.k = torch.zeros(L, C, KV, D, dtype=torch.bfloat16, device=dev)
+        self.v = torch.zeros_like(self.k)
+        self.token = torch.zeros(1, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(1, dtype=torch.long, device=dev)
+        self.logits = torch.zeros(1, cfg.vocab, dtype=torch.bfloat16, device=dev)
+
+    def _norm(self, x, g):
+        t = self.torch
+        xf = x.float()
+        return (xf * t.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.cfg.eps)).bfloat16() * g
+
+    def _rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        rotated = self.torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return (x.float() * cos + rotated.float() * sin).bfloat16()
+
+    def step(self) -> None:
+        """One token at ``self.pos`` from ``self.token``; writes ``self.logits`` and the greedy ``self.token``."""
+        t, cfg, w = self.torch, self.cfg, self.w
+        H, KV, D, G, Hd = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.hidden
+        pos = self.pos
+        h = w["emb"][self.token]  # 1 x hidden
+        cos, sin = self.cos[pos], self.sin[pos]
+        positions = t.arange(cfg.max_context, device="cuda")
+        mask = t.where(positions <= pos, 0.0, float("-inf"))
+        for layer in range(cfg.layers):
+            rows = lambda name, n, layer=layer: w[name][layer * n : (layer + 1) * n]  # noqa: E731
+            xn = self._norm(h, w["attn_norm"][layer])
+            q = (xn @ rows("wq", H * D).t()).view(H, D)
+            k = (xn @ rows("wk", KV * D).t()).view(KV, D)
+            v = (xn @ rows("wv", KV * D).t()).view(KV, D)
+            if cfg.qk_norm:
+                q, k = self._norm(q, w["q_norm"][layer]), self._norm(k, w["k_norm"][layer])
+            q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+            self.k[layer].index_copy_(0, pos, k.unsqueeze(0))
+            self.v[layer].index_copy_(0, pos, v.unsqueeze(0))
+            keys = self.k[layer].float().repeat_interleave(G, dim=1)  # C x H x D
+            scores = t.einsum("hd,chd->hc", q.float(), keys) / math.sqrt(D) + mask
+            att = t.einsum("hc,chd->hd", t.softmax(scores, dim=-1), self.v[layer].float().repeat_interleave(G, 1))
+            h = h + att.bfloat16().reshape(1, H * D) @ rows("wo", Hd).t()
+            xn = self._norm(h, w["mlp_norm"][layer])
+            act = (t.nn.functional.silu((xn @ rows("wg", cfg.intermediate).t()).float()).bfloat16()
+                   * (xn @ rows("wu", cfg.intermediate).t()))
+            h = h + act @ rows("wd", Hd).t()
+        head = w["emb"] if cfg.tied_embeddings else w["lm_head"]
+        self.logits.copy_(self._norm(h, w["final_norm"]) @ head.t())
+        self.token.copy_(self.logits.float().argmax(-1))
+
+
+def _configs() -> dict[str, LlamaConfig]:
+    from vdir.models.llama import NAMED_CONFIGS
+
+    return {**NAMED_CONFIGS, "llama-1b": LLAMA_1B}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="the decode step against torch on the GPU")
+    p.add_argument("--config", default="tiny", choices=sorted(_configs()))
+    p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
+    p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--json", help="write the figures here")
+    opts = p.parse_args(argv)
+    import torch
+
+    from vdir.frontend.llama import decode_tables
+    from vdir.models.llama import LlamaDecoder
+    from vdir.testing.llama import random_weights
+
+    cfg = _configs()[opts.config]
+    if opts.context:
+        cfg = dataclasses.replace(cfg, max_context=opts.context)
+    steps = min(opts.steps, cfg.max_context)
+    weights = random_weights(cfg, seed=0)
+    t0 = time.time()
+    decoder = LlamaDecoder(cfg, weights, backend="cuda")
+    compile_s = time.time() - t0
+    print(f"{cfg.name}: vdir compiled and loaded in {compile_s:.1f} s, "
+          f"{len(decoder.exe.program.instrs)} instructions", flush=True)
+    prompt = [1]
+    decoder.generate(prompt, 2)  # warm-up
+    result = decoder.generate(prompt, steps)
+    vdir_ms = result.ms_per_token
+    tokens = [prompt[0], *result.tokens]
+    # torch, teacher-forced on vdir's tokens: logits compared at every step
+    ref = TorchStep(cfg, weights, decode_tables(cfg))
+    worst, agree = 0.0, 0
+    decoder.reset()
+    for pos in range(min(steps, 16)):
+        decoder.step(pos, tokens[pos])
+        ref.token.fill_(tokens[pos])
+        ref.pos.fill_(pos)
+        ref.step()
+        got = torch.from_numpy(decoder.logits().astype(np.float32)).cuda()
+        want = ref.logits.float()
+        worst = max(worst, float((got - want).abs().max() / want.abs().max()))
+        agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
+    print(f"torch vs vdir, 16 teacher-forced steps: worst logit error {worst:.3g} of the largest; "
+          f"same greedy token {agree}/16", flush=True)
+
+    def time_torch(step, n: int) -> float:
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for i in range(n):
+            ref.pos.fill_(i)
+            step()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) * 1000 / n
+
+    eager_ms = time_torch(ref.step, steps)
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        ref.step()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        ref.step()
+    graph_ms = time_torch(graph.replay, steps)
+    weight_bytes = sum(v.nbytes for k, v in weights.items() if k != "emb") + (
+        weights["emb"].nbytes if cfg.tied_embeddings else weights["emb"].shape[1] * 2)
+    kv_bytes = 2 * cfg.layers * steps * cfg.kv_heads * cfg.head_dim * 2
+    copy = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(copy)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(20):
+        dst.copy_(copy)
+    torch.cuda.synchronize()
+    bandwidth = 2 * copy.numel() * 20 / (time.perf_counter() - t)
+    floor_ms = (weight_bytes + kv_bytes) / bandwidth * 1000
+    print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'floor':>10}")
+    print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{floor_ms:10.3f}  "
+          f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s)")
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"config": cfg.name, "vdir_ms": vdir_ms, "eager_ms": eager_ms,
+                                               "graph_ms": graph_ms, "floor_ms": floor_ms, "compile_s": compile_s,
+                                               "worst_logit_error": worst, "same_tokens": agree}, indent=1))
+    decoder.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
