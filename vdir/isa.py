@@ -973,10 +973,27 @@ def encode_code(program: EncodedProgram) -> str:
     return base64.b64encode(zlib.compress(program.to_bytes(), 1)).decode("ascii")
 
 
-def decode_code(text: str) -> bytes:
-    """Inverse of :func:`encode_code`; raises ValueError on damaged data."""
+#: the most bytes an encoded program's code may decompress to: the instructions of
+#: the largest program the pipeline builds (4,000,000 micro-ops of INSTR_BYTES) and its tables
+MAX_CODE_BYTES = 4_000_000 * INSTR_BYTES + (1 << 24)
+#: the most bytes its micro-op names may decompress to
+MAX_NAMES_BYTES = 1 << 28
+
+
+def _inflate(text: str, limit: int, what: str) -> bytes:
+    """``text`` base64-decoded and decompressed, refused past ``limit`` bytes (a compression bomb)."""
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(base64.b64decode(text.encode("ascii"), validate=True), limit)
+    if inflater.unconsumed_tail or len(data) > limit:
+        raise ValueError(f"the {what} decompressed to more than {limit} bytes (the limit)")
+    return data + inflater.flush()
+
+
+def decode_code(text: str, limit: int | None = None) -> bytes:
+    """Inverse of :func:`encode_code`; raises ValueError on damaged data or data past ``limit`` bytes
+    (None: :data:`MAX_CODE_BYTES`)."""
     try:
-        data = zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+        data = _inflate(text, MAX_CODE_BYTES if limit is None else limit, "program's code")
     except (binascii.Error, zlib.error, UnicodeEncodeError) as e:
         raise ValueError(f"cannot decode the program's code ({e})") from None
     EncodedProgram.parse_header(data)
@@ -988,10 +1005,10 @@ def encode_text(lines: list[str]) -> str:
     return base64.b64encode(zlib.compress("\n".join(lines).encode("utf-8"), 1)).decode("ascii")
 
 
-def decode_text(text: str) -> list[str]:
-    """Inverse of :func:`encode_text`."""
+def decode_text(text: str, limit: int | None = None) -> list[str]:
+    """Inverse of :func:`encode_text`; refused past ``limit`` bytes (None: :data:`MAX_NAMES_BYTES`)."""
     try:
-        return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True)).decode("utf-8").split("\n")
+        return _inflate(text, MAX_NAMES_BYTES if limit is None else limit, "micro-op names").decode("utf-8").split("\n")
     except (binascii.Error, zlib.error, UnicodeError) as e:
         raise ValueError(f"cannot decode the micro-op names ({e})") from None
 
