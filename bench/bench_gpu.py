@@ -276,6 +276,21 @@ def sim_main(opts) -> int:
 # GPU
 # ---------------------------------------------------------------------------
 
+def gpu_sm_count() -> int | None:
+    """The CUDA device's SM count, or None (after printing why) when no GPU is usable."""
+    from vdir.device_runtime.cuda import CudaPlatform
+
+    ok, why = CudaPlatform.is_available()
+    if not ok:
+        print(f"no GPU: {why}")
+        return None
+    plat = CudaPlatform()
+    try:
+        return plat.target().num_sms
+    finally:
+        plat.close()
+
+
 class VdirCase:
     """One program bound to several sets of torch tensors (one artifact, JIT-loaded once).
 

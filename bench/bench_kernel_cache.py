@@ -103,15 +103,11 @@ def main() -> int:
     if opts.child:
         return child_main(opts.child)
 
-    from vdir.device_runtime.cuda import CudaPlatform
+    from bench_gpu import gpu_sm_count
 
-    ok, why = CudaPlatform.is_available()
-    if not ok:
-        print(f"no GPU: {why}")
+    num_sms = gpu_sm_count()
+    if num_sms is None:
         return 1
-    plat = CudaPlatform()
-    num_sms = plat.target().num_sms
-    plat.close()
     t0 = time.perf_counter()
     program = build_program(opts.program, num_sms)
     print(f"{opts.program}: {len(program.instrs)} instructions on {num_sms} SMs, "

@@ -102,15 +102,12 @@ def main() -> int:
     if opts.sim:
         num_sms = 4
     else:
-        from vdir.device_runtime.cuda import CudaPlatform
+        from bench_gpu import gpu_sm_count
 
-        ok, why = CudaPlatform.is_available()
-        if not ok:
-            print(f"no GPU: {why}")
+        found = gpu_sm_count()
+        if found is None:
             return 1
-        plat = CudaPlatform()
-        num_sms = plat.target().num_sms
-        plat.close()
+        num_sms = found
     print(f"{'case':<22} {'uops':>7} {'busiest SM':>10} {'off us':>9} {'on us':>9} {'overhead':>8}  outputs")
     rows = []
     for name, program in programs(opts.quick, opts.sim, num_sms):
