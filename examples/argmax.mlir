@@ -56,7 +56,7 @@ vdir.program @argmax(%w: !vdir.buffer<1000x256xbf16>, %h: !vdir.buffer<1x256xbf1
   %b7 = vdir.compute argmax_partial(%l7) {base = 896 : i64} : (!vdir.tile<1x104xf32>) -> !vdir.tile<1x4xf32>
   %p7 = vdir.store %b7, %partials[7, 0] : !vdir.tile<1x4xf32>, !vdir.buffer<8x4xf32>
   %all = vdir.load %partials[0, 0] : !vdir.buffer<8x4xf32> -> !vdir.tile<8x4xf32>
-  %best = vdir.compute argmax_final(%all) : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xi32>
+  %best = vdir.compute argmax_final(%all) {stride = 0 : i64} : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xi32>
   %stored = vdir.store %best, %token[0, 0] : !vdir.tile<1x4xi32>, !vdir.buffer<1x4xi32>
   %id = vdir.read %token[0, 0] : !vdir.buffer<1x4xi32>
   %e = vdir.load %emb[%id, 0] : !vdir.buffer<1000x256xbf16> -> !vdir.tile<1x256xbf16>

@@ -71,7 +71,7 @@ vdir.program @partial_result(%a: !vdir.buffer<1x64xbf16>, %o: !vdir.buffer<1x4xb
 vdir.program @final_bf16(%a: !vdir.buffer<8x8xbf16>, %o: !vdir.buffer<1x4xi32>) {
   %p = vdir.load %a[0, 0] : !vdir.buffer<8x8xbf16> -> !vdir.tile<8x8xbf16>
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'argmax_final': partials must be f32, got 8x8xbf16
-  %t = vdir.compute argmax_final(%p) : (!vdir.tile<8x8xbf16>) -> !vdir.tile<1x4xi32>
+  %t = vdir.compute argmax_final(%p) {stride = 0 : i64} : (!vdir.tile<8x8xbf16>) -> !vdir.tile<1x4xi32>
   %s = vdir.store %t, %o[0, 0] : !vdir.tile<1x4xi32>, !vdir.buffer<1x4xi32>
 }
 
@@ -80,7 +80,7 @@ vdir.program @final_bf16(%a: !vdir.buffer<8x8xbf16>, %o: !vdir.buffer<1x4xi32>) 
 vdir.program @final_width(%a: !vdir.buffer<8x8xf32>, %o: !vdir.buffer<1x4xi32>) {
   %p = vdir.load %a[0, 0] : !vdir.buffer<8x8xf32> -> !vdir.tile<8x8xf32>
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'argmax_final': partials must be Sx4 (one argmax_partial result per row), got 8x8xf32
-  %t = vdir.compute argmax_final(%p) : (!vdir.tile<8x8xf32>) -> !vdir.tile<1x4xi32>
+  %t = vdir.compute argmax_final(%p) {stride = 0 : i64} : (!vdir.tile<8x8xf32>) -> !vdir.tile<1x4xi32>
   %s = vdir.store %t, %o[0, 0] : !vdir.tile<1x4xi32>, !vdir.buffer<1x4xi32>
 }
 
@@ -89,6 +89,6 @@ vdir.program @final_width(%a: !vdir.buffer<8x8xf32>, %o: !vdir.buffer<1x4xi32>) 
 vdir.program @final_result(%a: !vdir.buffer<8x4xf32>, %o: !vdir.buffer<1x4xf32>) {
   %p = vdir.load %a[0, 0] : !vdir.buffer<8x4xf32> -> !vdir.tile<8x4xf32>
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'argmax_final' produces a 1x4xi32 tile here, but the result is declared 1x4xf32
-  %t = vdir.compute argmax_final(%p) : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xf32>
+  %t = vdir.compute argmax_final(%p) {stride = 0 : i64} : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xf32>
   %s = vdir.store %t, %o[0, 0] : !vdir.tile<1x4xf32>, !vdir.buffer<1x4xf32>
 }

@@ -55,7 +55,7 @@
 // CHECK-NEXT:   %b7 = vdir.compute argmax_partial(%l7) {base = 896 : i64} on compute : (!vdir.tile<1x104xf32>) -> !vdir.tile<1x4xf32>
 // CHECK-NEXT:   %p7 = vdir.store %b7, %partials[7, 0] on store : !vdir.tile<1x4xf32>, !vdir.buffer<8x4xf32>
 // CHECK-NEXT:   %all = vdir.load %partials[0, 0] on load : !vdir.buffer<8x4xf32> -> !vdir.tile<8x4xf32>
-// CHECK-NEXT:   %best = vdir.compute argmax_final(%all) on compute : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xi32>
+// CHECK-NEXT:   %best = vdir.compute argmax_final(%all) {stride = 0 : i64} on compute : (!vdir.tile<8x4xf32>) -> !vdir.tile<1x4xi32>
 // CHECK-NEXT:   %stored = vdir.store %best, %token[0, 0] on store : !vdir.tile<1x4xi32>, !vdir.buffer<1x4xi32>
 // CHECK-NEXT:   %id = vdir.read %token[0, 0] : !vdir.buffer<1x4xi32>
 // CHECK-NEXT:   %e = vdir.load %emb[%id, 0] on load : !vdir.buffer<1000x256xbf16> -> !vdir.tile<1x256xbf16>

@@ -63,6 +63,6 @@ vdir.program @argmax(%x: !vdir.buffer<1x1000xbf16>, %parts: !vdir.buffer<2x4xf32
   %p = vdir.compute argmax_partial(%xt) {base = 0 : i64} : (!vdir.tile<1x1000xbf16>) -> !vdir.tile<1x4xf32>
   %s0 = vdir.store %p, %parts[0, 0] : !vdir.tile<1x4xf32>, !vdir.buffer<2x4xf32>
   %all = vdir.load %parts[0, 0] : !vdir.buffer<2x4xf32> -> !vdir.tile<2x4xf32>
-  %t = vdir.compute argmax_final(%all) : (!vdir.tile<2x4xf32>) -> !vdir.tile<1x4xi32>
+  %t = vdir.compute argmax_final(%all) {stride = 0 : i64} : (!vdir.tile<2x4xf32>) -> !vdir.tile<1x4xi32>
   %s1 = vdir.store %t, %tok[0, 0] : !vdir.tile<1x4xi32>, !vdir.buffer<1x4xi32>
 }

@@ -64,7 +64,7 @@ def two_phase(row: np.ndarray, starts: list[int], order: np.ndarray) -> int:
     """The token id that argmax_final gives for the partials of the slices at ``starts``, stacked in ``order``."""
     bounds = [*starts, row.shape[1]]
     parts = [partial(row[:, lo:hi], lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    token = FINAL.run([np.concatenate([parts[i] for i in order])], {}, "i32")
+    token = FINAL.run([np.concatenate([parts[i] for i in order])], {"stride": 0}, "i32")
     assert token.dtype == np.int32 and token.shape == (1, 4) and (token[0, 1:] == 0).all()
     return int(token[0, 0])
 
@@ -158,7 +158,7 @@ def test_final_reads_indices_as_the_gpu_converts_them():
     partials[:, 1] = column
     assert argmax_index_column(partials).tolist() == [3, 0, 0, ARGMAX_INDEX_LIMIT, ARGMAX_INDEX_LIMIT, 0, 12]
     partials[:, 0] = 1.0  # all tied: the lowest index read
-    assert FINAL.run([partials], {}, "i32")[0, 0] == 0
+    assert FINAL.run([partials], {"stride": 0}, "i32")[0, 0] == 0
 
 
 def test_parameter_words_round_trip():
@@ -167,8 +167,9 @@ def test_parameter_words_round_trip():
         words = PARTIAL.encode_params(sig)
         assert (words.p0, words.p1, words.p3) == (1, 1000, base)
         assert PARTIAL.decode_operands(words) == sig
-    sig = ComputeSignature((TileSig((8, 4), "f32"),), TileSig((1, 4), "i32"))
-    assert FINAL.decode_operands(FINAL.encode_params(sig)) == sig
+    for stride in (0, 64):
+        sig = ComputeSignature((TileSig((8, 4), "f32"),), TileSig((1, 4), "i32"), {"stride": stride})
+        assert FINAL.encode_params(sig).p3 == stride and FINAL.decode_operands(FINAL.encode_params(sig)) == sig
 
 
 def test_signature_errors():
@@ -177,7 +178,21 @@ def test_signature_errors():
     assert PARTIAL.check([TileSig((1, 1000), "bf16")], {"base": ARGMAX_INDEX_LIMIT - 1000}, None) == TileSig(
         (1, 4), "f32")
     with pytest.raises(FamilyError, match="partials must be Sx4"):
-        FINAL.check([TileSig((8, 8), "f32")], {}, None)
+        FINAL.check([TileSig((8, 8), "f32")], {"stride": 0}, None)
+    with pytest.raises(FamilyError, match=r"the last row's offset \(S - 1\) \* stride = 16777216 reaches 2\^24"):
+        FINAL.check([TileSig((257, 4), "f32")], {"stride": 65536}, None)
+
+
+def test_a_stride_gives_looped_slices_their_place_in_the_row():
+    """Slices computed in a loop, each argmax_partial with base 0: argmax_final adds r * stride to row r."""
+    rng = np.random.default_rng()
+    for width, slices in ((64, 7), (128, 3)):
+        row = rng.standard_normal((1, width * slices)).astype(np.float32)
+        row[0, 3 * width // 2] = row[0, width * slices - 1] = 50.0  # a tie across slices: the lower index
+        parts = np.concatenate([PARTIAL.run([row[:, s * width : (s + 1) * width]], {"base": 0}, "f32")
+                                for s in range(slices)])
+        token = FINAL.run([parts], {"stride": width}, "i32")
+        assert token[0, 0] == np.argmax(row) == 3 * width // 2
 
 
 # ---------------------------------------------------------------------------
@@ -210,7 +225,7 @@ def test_each_family_alone_on_the_simulator(dtype):
     simulate(program, [row, out])
     assert out.tobytes() == want.tobytes() and out[0, 1] == 7000 + np.argmax(row.astype(np.float32))
     partials = stacked_partials(rng, 40)
-    program, want = alone("argmax_final", partials, "f32", {})
+    program, want = alone("argmax_final", partials, "f32", {"stride": 0})
     token = np.zeros((1, 4), np.int32)
     simulate(program, [partials, token])
     assert np.array_equal(token, want)
@@ -299,7 +314,7 @@ def test_builder_refuses_slices_of_partial_rows():
     ("argmax_partial", (1, 1000), "bf16"), ("argmax_partial", (1, 1000), "f32"), ("argmax_final", (24, 4), "f32"),
 ])
 def test_body_assembles(family, shape, dtype):
-    program, _ = alone(family, np.zeros(shape, DTYPES[dtype]), dtype, {"base": 0} if family == "argmax_partial" else {})
+    program, _ = alone(family, np.zeros(shape, DTYPES[dtype]), dtype, {"base": 0} if family == "argmax_partial" else {"stride": 64})
     info = assemble(lower_to_ptx(program, "h200"))
     assert "spill" not in info or "0 bytes spill stores" in info
 
@@ -323,7 +338,7 @@ def test_gpu_each_family_alone_is_numpy(dtype):
         assert out.tobytes() == want.tobytes()
     for rows in (1, 40, 700):
         partials = stacked_partials(rng, rows)
-        program, want = alone("argmax_final", partials, "f32", {})
+        program, want = alone("argmax_final", partials, "f32", {"stride": 0})
         with vdir.compile(program, backend="cuda") as exe:
             token = exe(partials, np.full((1, 4), -1, np.int32))
         assert np.array_equal(token, want)

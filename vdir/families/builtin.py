@@ -167,15 +167,19 @@ def argmax_index_column(partials: np.ndarray) -> np.ndarray:
     return np.trunc(np.clip(column, 0, ARGMAX_INDEX_LIMIT)).astype(np.int64)
 
 
-def argmax_final_f32(partials: np.ndarray) -> np.ndarray:
+def argmax_final_f32(partials: np.ndarray, stride: int = 0) -> np.ndarray:
     """``[[index, 0, 0, 0]]`` of the best of ``S x 4`` argmax_partial rows ``[value, index, 0, 0]``.
 
-    The best row has the largest value (a NaN larger than every number) and,
-    among rows of equal value, the lowest index (compared as indices, not by
-    row order), so the answer does not depend on the order of the rows: it
-    is ``numpy.argmax`` of the whole row the partials were taken from.
+    Row ``r``'s index is its column 1 plus ``r * stride``: with ``stride``
+    the slice width, slices computed in a loop (each argmax_partial with
+    ``base`` 0) give their indices in the whole row. The best row has the
+    largest value (a NaN larger than every number) and, among rows of equal
+    value, the lowest index (compared as indices, not by row order), so the
+    answer does not depend on the order of the rows: it is ``numpy.argmax``
+    of the whole row the partials were taken from.
     """
-    values, indices = _f32(partials)[:, 0], argmax_index_column(partials)
+    values = _f32(partials)[:, 0]
+    indices = argmax_index_column(partials) + np.arange(len(values), dtype=np.int64) * int(stride)
     nan = np.isnan(values)
     best = nan if nan.any() else values == values.max()
     out = np.zeros((1, 4), dtype=np.float32)
@@ -320,6 +324,9 @@ def _infer_argmax_final(ins, params):
         partials.shape[1] == 4,
         f"family 'argmax_final': partials must be Sx4 (one argmax_partial result per row), got {partials}",
     )
+    last = (partials.shape[0] - 1) * int(params.get("stride", 0))
+    _need(last < ARGMAX_INDEX_LIMIT,
+          f"family 'argmax_final': the last row's offset (S - 1) * stride = {last} reaches 2^24 = {ARGMAX_INDEX_LIMIT}")
     return TileSig((1, 4), "i32")
 
 
@@ -437,8 +444,14 @@ def _decode_argmax_partial(w: ParamWords) -> ComputeSignature:
     return ComputeSignature((x,), _tile(1, 4, "f32"), {"base": w.p3})
 
 
+def _encode_argmax_final(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: ``S x 4``; ``p3``: ``stride``."""
+    (partials,) = sig.inputs
+    return ParamWords(partials.shape[0], partials.shape[1], 0, int(sig.params["stride"]))
+
+
 def _decode_argmax_final(w: ParamWords) -> ComputeSignature:
-    return ComputeSignature((_tile(w.p0, w.p1, "f32"),), _tile(1, 4, "i32"))
+    return ComputeSignature((_tile(w.p0, w.p1, "f32"),), _tile(1, 4, "i32"), {"stride": w.p3})
 
 
 def _encode_gemv_silu_mul(sig: ComputeSignature) -> ParamWords:
@@ -547,12 +560,14 @@ ARGMAX_PARTIAL = Family(
 )
 
 ARGMAX_FINAL = Family(
-    "argmax_final", 14, ("partials",), (),
-    _infer_argmax_final, lambda ins, p: argmax_final_f32(ins[0]), _elem_flops(1),
-    _encode_shape, _decode_argmax_final,
+    "argmax_final", 14, ("partials",), ("stride",),
+    _infer_argmax_final, lambda ins, p: argmax_final_f32(ins[0], int(p["stride"])), _elem_flops(1),
+    _encode_argmax_final, _decode_argmax_final,
     Role.ACTIVATION, f"{_PTX}.argmax:argmax_final",
-    description="[index, 0, 0, 0] (i32) of the best of Sx4 argmax_partial rows (ties: the lowest index)",
+    description="[index, 0, 0, 0] (i32) of the best of Sx4 argmax_partial rows, row r's index plus "
+                "r * stride (ties: the lowest index)",
     out_dtypes=("i32",),
+    param_specs={"stride": ParamSpec.integral(0, ARGMAX_INDEX_LIMIT)},
 )
 
 #: in registration order (a fused family after its parts)

@@ -213,7 +213,7 @@ def build_argmax(vocab: int = 1000, hidden: int = 256, *, slice_rows: int = 128,
         best = b.compute("argmax_partial", [logits], params={"base": base}, name=f"b{s}")
         b.store(best, partials, (s, 0), name=f"p{s}")
     every = b.load(partials, (0, 0), (len(starts), 4), name="all")
-    best = b.compute("argmax_final", [every], name="best")
+    best = b.compute("argmax_final", [every], params={"stride": 0}, name="best")
     b.store(best, token, (0, 0), name="stored")
     token_id = b.read(token, 0, 0, name="id")
     row = b.load(emb, (token_id, 0), (1, hidden), name="e")

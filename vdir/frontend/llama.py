@@ -288,20 +288,21 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
                    params={"eps": cfg.eps}, name="xn_f")
     head = bufs["emb"] if cfg.tied_embeddings else bufs["lm_head"]
     R = cfg.vocab_rows
+    xs: list[SSAValue] = []
     if cfg.logit_chunks > 1:  # the normed row in chunks, through a scratch row
         b.store(xn, bufs["final_x"], (0, 0), name="xn_f_saved")
         xs = load_chunks(b, bufs["final_x"], 0, cfg.hidden, cfg.logit_chunks, "xc")
-    for s in range(cfg.vocab // R):  # unrolled: each slice's argmax knows its first column
+    with b.repeat(0, cfg.vocab // R, name="vs") as s:  # each slice's argmax from 0; the final adds s * R
+        row = b.affine(s, R, name="vrow")
         if cfg.logit_chunks > 1:
-            lg = chunked_gemv(b, head, s * R, R, xs, f"lw{s}_", f"lp{s}_", f"lg{s}")
+            lg = chunked_gemv(b, head, row, R, xs, "lw", "lp", "lg")
         else:
-            wt = b.load(head, (s * R, 0), (R, cfg.hidden), name=f"lw{s}")
-            lg = b.compute("gemv", [wt, xn], name=f"lg{s}")
-        b.store(lg, bufs["logits"], (0, s * R), name=f"lg{s}_saved")
-        best = b.compute("argmax_partial", [lg], params={"base": s * R}, name=f"best{s}")
-        b.store(best, bufs["best"], (s, 0), name=f"best{s}_saved")
+            lg = b.compute("gemv", [b.load(head, (row, 0), (R, cfg.hidden), name="lw"), xn], name="lg")
+        b.store(lg, bufs["logits"], (0, row), name="lg_saved")
+        best = b.compute("argmax_partial", [lg], params={"base": 0}, name="best")
+        b.store(best, bufs["best"], (s, 0), name="best_saved")
     partials = b.load(bufs["best"], (0, 0), (cfg.vocab // R, 4), name="bests")
-    token = b.compute("argmax_final", [partials], name="next_tok")
+    token = b.compute("argmax_final", [partials], params={"stride": R}, name="next_tok")
     b.store(token, bufs["tok"], (0, 0), name="next_tok_saved")
     b.store(token, bufs["history"], (pos, 0), name="next_tok_logged")
 

@@ -132,7 +132,8 @@ def _argmax_row(cc: "F.ComputeCtx", dtype: str) -> None:
 
 
 def argmax_final(cc: "F.ComputeCtx") -> None:
-    """``[index, 0, 0, 0]`` (i32) of the best of the ``S x 4`` f32 rows ``[value, index, 0, 0]`` (S in p0).
+    """``[index, 0, 0, 0]`` (i32) of the best of the ``S x 4`` f32 rows ``[value, index, 0, 0]`` (S in p0),
+    row ``r``'s index plus ``r * stride`` (stride in p3).
 
     An index is read with a saturating truncation (``cvt.rzi.u32.f32``: a
     NaN or a negative value gives 0) and clamped to ``2^24``, as
@@ -147,6 +148,7 @@ def argmax_final(cc: "F.ComputeCtx") -> None:
         bits = b.ld("ld.shared.b32", "u32", address)
         index = b.i("cvt.rzi.u32.f32", "u32", b.ld("ld.shared.f32", "f32", address, 4))
         index = b.i("min.u32", "u32", index, ARGMAX_INDEX_LIMIT)
+        index = b.i("mad.lo.u32", "u32", r, cc.p3, index)  # plus the row's offset, r * stride (p3)
         b.i("max.u64", "u64", best, rank(b, bits, index), dst=best)
 
     b.for_range(cc.ct, cc.p0, cc.nthreads, row, "argmax_final")
