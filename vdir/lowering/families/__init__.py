@@ -99,6 +99,23 @@ def load_elem(b: PtxBuilder, addr: SSAValue, dtype: str) -> SSAValue:
     return load_bf16(b, addr) if dtype == "bf16" else b.ld("ld.shared.f32", "f32", addr)
 
 
+def per_dtype(cc: ComputeCtx, flag: int, emit: Callable[[str], None], f32_label: str, done_label: str) -> None:
+    """Emit ``emit("bf16")`` and ``emit("f32")``, the f32 copy taken when ``p2`` has ``flag``.
+
+    A body whose operand dtype is a flag of the instruction (not known when
+    the kernel is built) is two copies behind one test, rather than a test
+    per element.
+    """
+    b = cc.b
+    f32, done = b.new_label(f32_label), b.new_label(done_label)
+    b.bra(f32, b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, flag), 0))
+    emit("bf16")
+    b.bra(done)
+    b.place(f32)
+    emit("f32")
+    b.place(done)
+
+
 def store_elem(b: PtxBuilder, base: SSAValue, offset: SSAValue, value: SSAValue, dtype: str) -> None:
     """Store an f32 to shared memory at ``base + offset`` as ``dtype`` (bf16: rounded to nearest even)."""
     if dtype == "bf16":

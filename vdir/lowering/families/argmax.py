@@ -98,14 +98,8 @@ def argmax_partial(cc: "F.ComputeCtx") -> None:
     The row is bf16, or f32 when p2 has ``isa.ARGMAX_IN_F32``: a copy of
     the body for each, behind one test of the flag.
     """
-    b = cc.b
-    in_f32, done = b.new_label("argmax_partial_in_f32"), b.new_label("argmax_partial_done")
-    b.bra(in_f32, b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.ARGMAX_IN_F32), 0))
-    _argmax_row(cc, "bf16")
-    b.bra(done)
-    b.place(in_f32)
-    _argmax_row(cc, "f32")
-    b.place(done)
+    F.per_dtype(cc, isa.ARGMAX_IN_F32, lambda dtype: _argmax_row(cc, dtype), "argmax_partial_in_f32",
+                "argmax_partial_done")
 
 
 def _argmax_row(cc: "F.ComputeCtx", dtype: str) -> None:

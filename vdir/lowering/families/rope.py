@@ -18,14 +18,7 @@ from vdir.lowering import families as F
 
 def rope(cc: "F.ComputeCtx") -> None:
     """Rotate each of the ``p0`` rows (heads) of ``x`` by the position's ``cos`` / ``sin`` rows."""
-    b = cc.b
-    f32_tables, done = b.new_label("rope_f32"), b.new_label("rope_done")
-    b.bra(f32_tables, b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.ROPE_TABLES_F32), 0))
-    _rope_loop(cc, "bf16")
-    b.bra(done)
-    b.place(f32_tables)
-    _rope_loop(cc, "f32")
-    b.place(done)
+    F.per_dtype(cc, isa.ROPE_TABLES_F32, lambda dtype: _rope_loop(cc, dtype), "rope_f32", "rope_done")
 
 
 def _rope_loop(cc: "F.ComputeCtx", table_dtype: str) -> None:
