@@ -245,6 +245,16 @@ def _torch():
     return pytest.importorskip("torch")
 
 
+def _cuda(torch, host: np.ndarray):
+    """A bf16 host array as a CUDA tensor (through its bits: torch reads no ml_dtypes array)."""
+    return _cuda(torch, host)
+
+
+def _host(torch, tensor) -> np.ndarray:
+    """A bf16 torch tensor as a host bf16 array."""
+    return tensor.cpu().view(torch.int16).numpy().view(bfloat16)
+
+
 @pytest.mark.gpu
 @gpu
 def test_gpu_launches_on_torch_tensors_and_stream():
@@ -258,14 +268,14 @@ def test_gpu_launches_on_torch_tensors_and_stream():
         for pos, n in [(0, 0), (3, 2), (30, 4), (9, 1), (17, 3)]:
             host = random_x(rng)
             with torch.cuda.stream(stream):
-                x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+                x.copy_(_cuda(torch, host))
                 e.launch(y=y, pos=pos, n=n, stream=stream)
             stream.synchronize()
-            got = y.cpu().view(torch.int16).numpy().view(bfloat16)
+            got = _host(torch, y)
             assert same_bits(got, reference(host, pos, n)), (pos, n)
         e.synchronize()
         # outputs out through DLPack, in place; bad tensors refused
-        assert same_bits(torch.from_dlpack(e.buffer("x")).cpu().view(torch.int16).numpy().view(bfloat16), host)
+        assert same_bits(_host(torch, torch.from_dlpack(e.buffer("x"))), host)
         with pytest.raises(ArgumentError, match="it is on cpu"):
             e.launch(y=torch.empty((64, 32), dtype=torch.bfloat16), pos=1, n=1)
         with pytest.raises(ArgumentError, match="must be contiguous"):
@@ -296,10 +306,10 @@ def test_gpu_graph_replays_are_correct_every_time():
         for step in range(1000):
             host = random_x(rng)
             pos, n = int(rng.integers(0, 31)), int(rng.integers(0, 5))
-            x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+            x.copy_(_cuda(torch, host))
             scalars.copy_(torch.tensor([pos, n], dtype=torch.int32))
             graph.replay()
-            got = y.cpu().view(torch.int16).numpy().view(bfloat16)
+            got = _host(torch, y)
             assert same_bits(got, reference(host, pos, n)), (step, pos, n)
         e.synchronize()
         # a bad scalar written on the device: the replay fails, reported at synchronize; then usable again
@@ -310,10 +320,10 @@ def test_gpu_graph_replays_are_correct_every_time():
         host = random_x(rng)
         assert same_bits(e(host, 4, 2), reference(host, 4, 2))
         scalars.copy_(torch.tensor([5, 3], dtype=torch.int32))
-        x.copy_(torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda())
+        x.copy_(_cuda(torch, host))
         graph.replay()
         torch.cuda.synchronize()
-        assert same_bits(y.cpu().view(torch.int16).numpy().view(bfloat16), reference(host, 5, 3))
+        assert same_bits(_host(torch, y), reference(host, 5, 3))
 
 
 @pytest.mark.gpu

@@ -247,10 +247,6 @@ class CudaPlatform(Platform):
         """The target description (SM count and shared-memory limit read off the device)."""
         return self._target
 
-    def shared_memory_per_block(self) -> int:
-        """The device's opt-in shared memory per CTA (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``)."""
-        return self._target.smem_per_block
-
     def close(self) -> None:
         """Free every buffer and module and release the primary context."""
         if self._closed:
@@ -545,13 +541,13 @@ class CudaPlatform(Platform):
             self.close()
             raise PlatformError(msg + " (the CUDA context is unusable; everything was freed)")
         for p in pending.values():
-            self.check_error_record(p.artifact, p.sync, p.watchdog_ms)
+            self._check_error_record(p.artifact, p.sync, p.watchdog_ms)
         if self._last_launched is not None:
             art, self._last_launched = self._last_launched, None
             self._traced = art if art.trace is not None else None
             self._trace = None
 
-    def check_error_record(self, artifact: CudaArtifact, sync: DeviceBuffer, watchdog_ms: float | None = None) -> None:
+    def _check_error_record(self, artifact: CudaArtifact, sync: DeviceBuffer, watchdog_ms: float | None = None) -> None:
         """Raise the artifact's recorded error, if any, after zeroing ``sync`` and clearing the record.
 
         The caller has waited for the launches that may have written it.

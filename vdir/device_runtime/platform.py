@@ -216,10 +216,6 @@ class Platform(abc.ABC):
         the error record is cleared, so the next launch starts afresh.
         """
 
-    def shared_memory_per_block(self) -> int:
-        """Bytes of shared memory one CTA may use on this device (queried where the device says)."""
-        return self.target().smem_per_block
-
     @abc.abstractmethod
     def time_launches(self, artifact: Any, spec: LaunchSpec, iterations: int) -> list[float]:
         """Per-launch times in microseconds for ``iterations`` launches."""

@@ -1213,7 +1213,6 @@ class SimPlatform(Platform):
         else:
             self._target = get_target(target or "h200")
         self._trace: SimTrace | None = None
-        self._live: set[int] = set()
 
     @classmethod
     def is_available(cls) -> tuple[bool, str]:
@@ -1224,17 +1223,14 @@ class SimPlatform(Platform):
         return self._target
 
     def close(self) -> None:
-        self._live.clear()
         self._trace = None
 
     def allocate(self, nbytes: int) -> DeviceBuffer:
         """A host byte array (uninitialised, like device memory)."""
-        handle = np.empty(max(int(nbytes), 0), dtype=np.uint8)
-        self._live.add(id(handle))
-        return DeviceBuffer(handle, int(nbytes), self)
+        return DeviceBuffer(np.empty(max(int(nbytes), 0), dtype=np.uint8), int(nbytes), self)
 
     def free(self, buf: DeviceBuffer) -> None:
-        self._live.discard(id(buf.handle))
+        """Drop the buffer's array (numpy frees it when nothing else holds it)."""
         buf.handle = None
         buf.keepalive = None
 

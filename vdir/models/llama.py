@@ -26,6 +26,7 @@ import numpy as np
 from ml_dtypes import bfloat16
 
 from vdir.diagnostics import VdirError
+from vdir.families import DTYPES
 from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables, state_shapes, weight_shapes
 from vdir.frontend.rope import Llama3Scaling
 
@@ -89,9 +90,8 @@ class LlamaDecoder:
 
     def reset(self) -> None:
         """Start a new sequence: zero the caches, the attention states and the history."""
-        dtypes = {"i32": np.int32, "bf16": bfloat16, "f32": np.float32}
         for name, (shape, dtype) in state_shapes(self.cfg).items():
-            self.exe.upload(name, np.zeros(shape, dtypes[dtype]))
+            self.exe.upload(name, np.zeros(shape, DTYPES[dtype]))
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""

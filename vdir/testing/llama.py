@@ -16,7 +16,7 @@ from ml_dtypes import bfloat16
 
 from vdir.families import FAMILIES
 from vdir.families.builtin import rotate_half
-from vdir.frontend.llama import STATE_EXTRA, TOKEN_WIDTH, LlamaConfig, decode_tables, state_shapes, weight_shapes
+from vdir.frontend.llama import STATE_EXTRA, LlamaConfig, decode_tables, weight_shapes
 
 
 def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
@@ -30,12 +30,6 @@ def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
             values = rng.standard_normal(shape) / math.sqrt(shape[1])
         weights[name] = values.astype(bfloat16)
     return weights
-
-
-def initial_state(cfg: LlamaConfig) -> dict[str, np.ndarray]:
-    """The launch-to-launch buffers at the start of a sequence: zero caches and states, token 0."""
-    dtypes = {"i32": np.int32, "bf16": bfloat16, "f32": np.float32}
-    return {name: np.zeros(shape, dtypes[dtype]) for name, (shape, dtype) in state_shapes(cfg).items()}
 
 
 def _run(family: str, inputs: list[np.ndarray], out: str = "bf16", **params) -> np.ndarray:
@@ -168,4 +162,4 @@ def ideal_logits(cfg: LlamaConfig, weights: dict[str, np.ndarray], tokens: list[
     return np.array(out)
 
 
-__all__ = ["TOKEN_WIDTH", "MirrorModel", "ideal_logits", "initial_state", "random_weights"]
+__all__ = ["MirrorModel", "ideal_logits", "random_weights"]
