@@ -247,7 +247,7 @@ def _torch():
 
 def _cuda(torch, host: np.ndarray):
     """A bf16 host array as a CUDA tensor (through its bits: torch reads no ml_dtypes array)."""
-    return _cuda(torch, host)
+    return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda()
 
 
 def _host(torch, tensor) -> np.ndarray:
