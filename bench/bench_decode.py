@@ -9,6 +9,9 @@ For a Llama-family config (``--config tiny`` ... or the Llama-3.2-1B shape,
 * torch eager: a plain-torch step of the same model (bf16 weights, f32
   softmax), one token at a time with a KV cache;
 * torch with a CUDA graph: the same step captured once and replayed;
+* ``torch.compile`` (``--torch-compile MODE``, default
+  ``max-autotune-no-cudagraphs``; ``none`` skips it) of the same step,
+  captured in a CUDA graph and replayed;
 * the bandwidth floor: the bytes a step must read (weights + the KV cache up
   to the context) at the measured copy bandwidth.
 
@@ -28,6 +31,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +43,7 @@ from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 
 LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
-                       max_context=1024, block=64, proj_rows=16, vocab_rows=64, logit_chunks=4, down_chunks=4,
+                       max_context=1024, block=64, proj_rows=16, vocab_rows=64,
                        name="llama_1b")
 
 
@@ -116,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
     p.add_argument("--steps", type=int, default=32)
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--torch-compile", default="max-autotune-no-cudagraphs",
+                   help="torch.compile mode of the compiled baseline ('none' skips it)")
     opts = p.parse_args(argv)
     import torch
 
@@ -163,15 +169,26 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.synchronize()
         return (time.perf_counter() - t) * 1000 / n
 
+    def captured(step) -> Callable[[], None]:
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph):
+            step()
+        return graph.replay
+
     eager_ms = time_torch(ref.step, steps)
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
-        ref.step()
-    torch.cuda.synchronize()
-    with torch.cuda.graph(graph):
-        ref.step()
-    graph_ms = time_torch(graph.replay, steps)
+    graph_ms = time_torch(captured(ref.step), steps)
+    compiled_ms = math.nan
+    if opts.torch_compile != "none":
+        t0 = time.time()
+        compiled = torch.compile(ref.step, mode=opts.torch_compile)
+        replay = captured(compiled)
+        print(f"torch.compile ({opts.torch_compile}) compiled and captured in {time.time() - t0:.1f} s", flush=True)
+        compiled_ms = time_torch(replay, steps)
     weight_bytes = sum(v.nbytes for k, v in weights.items() if k != "emb") + (
         weights["emb"].nbytes if cfg.tied_embeddings else weights["emb"].shape[1] * 2)
     kv_bytes = 2 * cfg.layers * steps * cfg.kv_heads * cfg.head_dim * 2
@@ -184,12 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     bandwidth = 2 * copy.numel() * 20 / (time.perf_counter() - t)
     floor_ms = (weight_bytes + kv_bytes) / bandwidth * 1000
-    print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'floor':>10}")
-    print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{floor_ms:10.3f}  "
+    print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'compile+graph':>15}{'floor':>10}")
+    print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{compiled_ms:15.3f}{floor_ms:10.3f}  "
           f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s)")
     if opts.json:
         Path(opts.json).write_text(json.dumps({"config": cfg.name, "vdir_ms": vdir_ms, "eager_ms": eager_ms,
-                                               "graph_ms": graph_ms, "floor_ms": floor_ms, "compile_s": compile_s,
+                                               "graph_ms": graph_ms, "compiled_graph_ms": compiled_ms,
+                                               "torch_compile_mode": opts.torch_compile, "floor_ms": floor_ms, "compile_s": compile_s,
                                                "worst_logit_error": worst, "same_tokens": agree}, indent=1))
     decoder.close()
     return 0

@@ -3,7 +3,8 @@
 // The decode-attention families' signatures: attn_block takes q GxD, k and v
 // BxD (bf16) and a 1xB f32 bias, with D 64 or 128, G at most 16 and B a
 // multiple of 8 up to 128, and gives GxD+4 f32 states; attn_merge takes S*G
-// state rows of D+4 f32 columns, a 1xS f32 mask and groups = G (1 to 16).
+// state rows of D+4 f32 columns, a 1xS f32 mask and groups = G (1 to 16),
+// and optionally flat = 0 or 1 (GxD or 1xG*D output).
 
 vdir.program @head_dim(%q: !vdir.buffer<4x96xbf16>, %k: !vdir.buffer<8x96xbf16>, %v: !vdir.buffer<8x96xbf16>, %b: !vdir.buffer<1x8xf32>, %o: !vdir.buffer<4x100xf32>) {
   %qt = vdir.load %q[0, 0] : !vdir.buffer<4x96xbf16> -> !vdir.tile<4x96xbf16>
@@ -183,4 +184,25 @@ vdir.program @merge_groups_range(%s: !vdir.buffer<34x68xf32>, %m: !vdir.buffer<1
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_merge': parameter 'groups' = 34 is outside its range 1 to 16
   %ot = vdir.compute attn_merge(%stt, %mt) {groups = 34 : i64} : (!vdir.tile<34x68xf32>, !vdir.tile<1x4xf32>) -> !vdir.tile<34x64xbf16>
   %d = vdir.store %ot, %o[0, 0] : !vdir.tile<34x64xbf16>, !vdir.buffer<34x64xbf16>
+}
+
+// -----
+
+// flat = 1 gives the merged heads as one row; the result must be declared so.
+vdir.program @merge_flat_result(%s: !vdir.buffer<16x68xf32>, %m: !vdir.buffer<1x4xf32>, %o: !vdir.buffer<4x64xbf16>) {
+  %stt = vdir.load %s[0, 0] : !vdir.buffer<16x68xf32> -> !vdir.tile<16x68xf32>
+  %mt = vdir.load %m[0, 0] : !vdir.buffer<1x4xf32> -> !vdir.tile<1x4xf32>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_merge' produces a 1x256xbf16 tile here, but the result is declared 4x64xbf16
+  %ot = vdir.compute attn_merge(%stt, %mt) {groups = 4 : i64, flat = 1 : i64} : (!vdir.tile<16x68xf32>, !vdir.tile<1x4xf32>) -> !vdir.tile<4x64xbf16>
+  %d = vdir.store %ot, %o[0, 0] : !vdir.tile<4x64xbf16>, !vdir.buffer<4x64xbf16>
+}
+
+// -----
+
+vdir.program @merge_flat_value(%s: !vdir.buffer<16x68xf32>, %m: !vdir.buffer<1x4xf32>, %o: !vdir.buffer<1x256xbf16>) {
+  %stt = vdir.load %s[0, 0] : !vdir.buffer<16x68xf32> -> !vdir.tile<16x68xf32>
+  %mt = vdir.load %m[0, 0] : !vdir.buffer<1x4xf32> -> !vdir.tile<1x4xf32>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_merge': parameter 'flat' = 2 is outside its range 0 to 1
+  %ot = vdir.compute attn_merge(%stt, %mt) {groups = 4 : i64, flat = 2 : i64} : (!vdir.tile<16x68xf32>, !vdir.tile<1x4xf32>) -> !vdir.tile<1x256xbf16>
+  %d = vdir.store %ot, %o[0, 0] : !vdir.tile<1x256xbf16>, !vdir.buffer<1x256xbf16>
 }

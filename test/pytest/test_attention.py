@@ -178,11 +178,28 @@ def test_words_round_trip():
     for family, ins, params in [
         (BLOCK, [((4, 128), "bf16"), ((64, 128), "bf16"), ((64, 128), "bf16"), ((1, 64), "f32")], {"scale": 0.125}),
         (MERGE, [((16, 132), "f32"), ((1, 4), "f32")], {"groups": 4}),
+        (MERGE, [((16, 132), "f32"), ((1, 4), "f32")], {"groups": 4, "flat": 1}),
     ]:
         sigs = [TileSig(s, d) for s, d in ins]
         out = family.check(sigs, params, None)
         back = family.decode_operands(family.encode_params(ComputeSignature(tuple(sigs), out, params)))
-        assert back.inputs == tuple(sigs) and back.result == out and back.params == params
+        # the decoded parameters are complete: a left-out one comes back as its default
+        assert back.inputs == tuple(sigs) and back.result == out and back.params == {**family.param_defaults,
+                                                                                     **params}
+
+
+def test_flat_merge_is_the_same_values_in_one_row():
+    rng = np.random.default_rng(7)
+    groups, dim, count = 4, 64, 3
+    states = rng.standard_normal((count * groups, dim + 4)).astype(np.float32)
+    states[:, dim] = rng.standard_normal(count * groups).astype(np.float32)  # m
+    states[:, dim + 1] = rng.uniform(0.5, 2.0, count * groups).astype(np.float32)  # l
+    mask = np.zeros((1, count), np.float32)
+    square = MERGE.run([states, mask], {"groups": groups}, "bf16")
+    flat = MERGE.run([states, mask], {"groups": groups, "flat": 1}, "bf16")
+    sig = MERGE.check([TileSig(states.shape, "f32"), TileSig(mask.shape, "f32")], {"groups": groups, "flat": 1}, None)
+    assert square.shape == (groups, dim) and flat.shape == sig.shape == (1, groups * dim)
+    assert np.array_equal(flat.view(np.uint16), square.reshape(1, -1).view(np.uint16))
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ command line and every bad input are tested too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -18,6 +19,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 from vdir.device_runtime import backend_status
+from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import LlamaConfig, weight_shapes
 from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, stack_weights
 from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
@@ -146,6 +148,9 @@ def test_checkpoint_errors_name_the_tensor(tmp_path):
         ({"max_context": 70}, "max_context = 70 is not a multiple of block = 16"),
         ({"vocab": 500}, "vocab = 500 is not a multiple of the 64-row tile"),
         ({"layers": 0}, "layers must be a positive integer"),
+        ({"down_chunks": -1}, "down_chunks must be a positive integer"),
+        ({"logit_chunks": 3}, "hidden = 256 does not split into 3 equal chunks"),
+        ({"vocab": 8192, "vocab_rows": 8192}, "logit_chunks: no equal split of K = 256 gives a 8192-row bf16 weight"),
     ],
 )
 def test_configs_that_do_not_fit_are_refused(change, message):
@@ -200,6 +205,21 @@ def test_vdir_generate_errors_are_one_line(argv, message, capsys):
     assert generate_main([*argv, "--backend", "sim", "--no-progress"]) == 1
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
+    # the Llama-3.2-1B and Llama-3.1-8B shapes, tiled as the bench does
+    for hidden, heads, head_dim, inter, rows in ((2048, 32, 64, 8192, 16), (4096, 32, 128, 14336, 8)):
+        cfg = LlamaConfig(layers=1, hidden=hidden, heads=heads, kv_heads=8, head_dim=head_dim, intermediate=inter,
+                          vocab=128256, proj_rows=rows, vocab_rows=64, max_context=64, block=64)
+        for chunks, r, k in ((cfg.down_chunks, rows, inter), (cfg.o_chunks, rows, heads * head_dim),
+                             (cfg.logit_chunks, 64, hidden)):
+            assert k % chunks == 0 and r * (k // chunks) * 2 <= WEIGHT_TILE_BYTES
+            assert chunks == 1 or r * (k // (chunks - 1)) * 2 > WEIGHT_TILE_BYTES or k % (chunks - 1)
+    assert (LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
+                        max_context=64, block=64).down_chunks == 4)
+    assert chunks_for(16, 512, "k") == 1 and chunks_for(16, 4096, "k") == 2 and chunks_for(8, 14336, "k") == 4
+    assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
 
 
 def test_weight_shapes_follow_the_config():

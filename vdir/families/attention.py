@@ -6,7 +6,9 @@ of ``B`` cached rows into a *partial softmax state* per query head: the
 block's unnormalised output ``o``, its score maximum ``m`` and its softmax
 denominator ``l`` relative to ``m``. ``attn_merge`` combines ``S`` such
 states into the attention output, state 0 first, so that a context split over
-SMs gives the same result whichever SM finishes first.
+SMs gives the same result whichever SM finishes first. Its output is ``G x D``,
+or with ``flat = 1`` the same values as one ``1 x G*D`` row (the heads side
+by side, as the output projection reads them: one tile instead of ``G``).
 
 State rows are ``D + 4`` f32 values, ``[o (D values), m, l, 0, 0]``: the two
 zeros pad a row to a multiple of 16 bytes, as loads and stores want.
@@ -18,8 +20,8 @@ yields a NaN for such rows.
 
 Parameter words (``docs/isa.md``): ``attn_block`` puts ``G``, ``D``, ``B``
 in ``p0``, ``p1``, ``p2`` and ``scale`` in ``f0``; ``attn_merge`` puts the
-states' rows ``S * G`` and columns ``D + 4`` in ``p0``, ``p1`` and ``groups``
-in ``p2``.
+states' rows ``S * G`` and columns ``D + 4`` in ``p0``, ``p1``, ``groups``
+in ``p2`` and ``flat`` in ``p3``.
 """
 
 from __future__ import annotations
@@ -137,8 +139,12 @@ def _infer_attn_block(ins: Sequence[TileSig], params: dict) -> TileSig:
     return TileSig((g, d + STATE_EXTRA), "f32")
 
 
+def _merge_shape(groups: int, d: int, flat: int) -> tuple[int, int]:
+    return (1, groups * d) if flat else (groups, d)
+
+
 def _infer_attn_merge(ins: Sequence[TileSig], params: dict) -> TileSig:
-    """states ``(S * G) x (D + 4)`` f32, mask ``1 x S`` f32, ``groups`` = G -> ``G x D`` bf16."""
+    """states ``(S * G) x (D + 4)`` f32, mask ``1 x S`` f32, ``groups`` = G -> ``G x D`` (flat: ``1 x G*D``) bf16."""
     states, mask = ins
     fam = "attn_merge"
     _dtype(states, "f32", fam, "states")
@@ -149,7 +155,7 @@ def _infer_attn_merge(ins: Sequence[TileSig], params: dict) -> TileSig:
     _need(rows % groups == 0, f"family '{fam}': {rows} state rows are not whole states of groups = {groups} rows")
     count = rows // groups
     _need(mask.shape == (1, count), f"family '{fam}': mask must be 1x{count} (one entry per state), got {mask}")
-    return TileSig((groups, cols - STATE_EXTRA), "bf16")
+    return TileSig(_merge_shape(groups, cols - STATE_EXTRA, int(ATTN_MERGE.param(params, "flat"))), "bf16")
 
 
 # ---------------------------------------------------------------------------
@@ -171,14 +177,14 @@ def _decode_attn_block(w: ParamWords) -> ComputeSignature:
 
 def _encode_attn_merge(sig: ComputeSignature) -> ParamWords:
     rows, cols = sig.inputs[0].shape
-    return ParamWords(rows, cols, int(sig.params["groups"]))
+    return ParamWords(rows, cols, int(sig.params["groups"]), int(ATTN_MERGE.param(sig.params, "flat")))
 
 
 def _decode_attn_merge(w: ParamWords) -> ComputeSignature:
-    rows, cols, groups = w.p0, w.p1, w.p2
+    rows, cols, groups, flat = w.p0, w.p1, w.p2, w.p3
     inputs = (TileSig((rows, cols), "f32"), TileSig((1, rows // max(groups, 1)), "f32"))
-    out = TileSig((groups, max(cols, STATE_EXTRA) - STATE_EXTRA), "bf16")
-    return ComputeSignature(inputs, out, {"groups": groups})
+    out = TileSig(_merge_shape(groups, max(cols, STATE_EXTRA) - STATE_EXTRA, flat), "bf16")
+    return ComputeSignature(inputs, out, {"groups": groups, "flat": flat})
 
 
 def _attn_block_flops(ins: Sequence[TileSig]) -> int:
@@ -204,11 +210,14 @@ ATTN_BLOCK = Family(
     out_dtypes=("f32",),
 )
 ATTN_MERGE = Family(
-    "attn_merge", 12, ("states", "mask"), ("groups",),
+    "attn_merge", 12, ("states", "mask"), ("groups", "flat"),
     _infer_attn_merge,
-    lambda ins, p: attn_merge_f32(ins[0], ins[1], int(p["groups"])),
+    lambda ins, p: attn_merge_f32(ins[0], ins[1], int(p["groups"])).reshape(
+        _merge_shape(int(p["groups"]), ins[0].shape[1] - STATE_EXTRA, int(ATTN_MERGE.param(p, "flat")))),
     _attn_merge_flops, _encode_attn_merge, _decode_attn_merge,
     Role.ACTIVATION, f"{_PTX_BODY}:attn_merge",
-    description="attention output [G,D] of S partial states (S*G rows), merged in order 0..S-1; mask -inf skips one",
-    param_specs={"groups": ParamSpec.integral(1, MAX_GROUPS)},
+    description="attention output [G,D] (flat: [1,G*D]) of S partial states (S*G rows), merged in order 0..S-1; "
+                "mask -inf skips one",
+    param_specs={"groups": ParamSpec.integral(1, MAX_GROUPS), "flat": ParamSpec.integral(0, 1)},
+    param_defaults={"flat": 0},
 )

@@ -232,7 +232,9 @@ class Family:
       reference to it (:meth:`ptx_emitter`).
 
     ``param_specs`` says what values a parameter takes (a parameter not
-    named there is a number: :class:`ParamSpec`'s default).
+    named there is a number: :class:`ParamSpec`'s default);
+    ``param_defaults`` gives the value of a parameter a program may leave out
+    (:meth:`param`).
 
     ``role`` says whether placement may recompute it per SM; ``fusion`` says
     which producer/consumer pair a fused family replaces (``vdir-fuse``
@@ -257,6 +259,8 @@ class Family:
     out_dtypes: tuple[str, ...] = ("bf16",)
     #: parameter name -> the values it takes (default: a finite f32 number)
     param_specs: Mapping[str, ParamSpec] = field(default_factory=dict)
+    #: parameter name -> its value where a program leaves it out
+    param_defaults: Mapping[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, opcode={self.opcode})"
@@ -270,7 +274,7 @@ class Family:
                 f"family '{self.name}' takes {want} operands ({', '.join(self.operands)}), got {len(inputs)}"
             )
         for p in self.params:
-            if p not in params:
+            if p not in params and p not in self.param_defaults:
                 raise FamilyError(f"family '{self.name}' needs parameter '{p}'")
         for p in params:
             if p not in self.params:
@@ -284,6 +288,10 @@ class Family:
                 f"family '{self.name}' produces a {out} tile here, but the result is declared {result}"
             )
         return out
+
+    def param(self, params: Mapping[str, float], name: str) -> float:
+        """Parameter ``name`` of ``params``, or its default where the program leaves it out."""
+        return params[name] if name in params else self.param_defaults[name]
 
     def run(self, inputs: Sequence[np.ndarray], params: dict, out_dtype: str) -> np.ndarray:
         """Numpy semantics: fp32 arithmetic, one rounding to the output dtype."""

@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from vdir.frontend.builder import ProgramBuilder
-from vdir.frontend.layers import chunked_gemv, load_chunks, mlp_layer, split_evenly, tile_count
+from vdir.frontend.layers import chunked_gemv, chunks_for, load_chunks, mlp_layer, split_evenly, tile_count
 from vdir.frontend.rope import Llama3Scaling, rope_tables
 
 #: head dimensions the attention families take
@@ -43,6 +43,8 @@ HEAD_DIMS = (64, 128)
 TOKEN_WIDTH = 4
 #: the width of one partial attention state row beyond the head dim: m, l and padding
 STATE_EXTRA = 4
+#: a chunk count of :class:`LlamaConfig` that the config chooses itself
+AUTO_CHUNKS = 0
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,11 @@ class LlamaConfig:
     ``block`` the context rows of one attention micro-op; ``proj_rows`` the
     weight rows of one projection gemv tile; ``vocab_rows`` the logits of
     one gemv + argmax slice, in ``logit_chunks`` f32 chunks of the hidden size
-    (so that a slice's weight tile fits shared memory); ``down_chunks`` the
-    chunks of the MLP's down projection.
+    (so that a slice's weight tile fits shared memory); ``down_chunks`` and
+    ``o_chunks`` the K chunks of the MLP's down projection and of the
+    attention's output projection. A chunk count left out (:data:`AUTO_CHUNKS`) is the fewest that
+    keep each weight tile within :data:`~vdir.frontend.layers.WEIGHT_TILE_BYTES`
+    (:func:`~vdir.frontend.layers.chunks_for`).
     """
 
     layers: int
@@ -73,16 +78,20 @@ class LlamaConfig:
     block: int = 32
     proj_rows: int = 16
     vocab_rows: int = 64
-    down_chunks: int = 2
-    logit_chunks: int = 1
+    down_chunks: int = AUTO_CHUNKS
+    logit_chunks: int = AUTO_CHUNKS
+    o_chunks: int = AUTO_CHUNKS
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
-        for what in ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context",
-                     "block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunks"):
-            value = getattr(self, what)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"config: {what} must be a positive integer, got {value!r}")
+        self._check_positive("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
+                             "max_context", "block", "proj_rows", "vocab_rows")
+        for what, rows, k in (("down_chunks", self.proj_rows, self.intermediate),
+                              ("logit_chunks", self.vocab_rows, self.hidden),
+                              ("o_chunks", self.proj_rows, self.heads * self.head_dim)):
+            if getattr(self, what) == AUTO_CHUNKS:  # frozen: the chosen count is set once, here
+                object.__setattr__(self, what, chunks_for(rows, k, f"config: {what}"))
+        self._check_positive("down_chunks", "logit_chunks", "o_chunks")
         if self.heads % self.kv_heads:
             raise ValueError(f"config: heads = {self.heads} is not a multiple of kv_heads = {self.kv_heads}")
         if self.head_dim not in HEAD_DIMS:
@@ -95,8 +104,15 @@ class LlamaConfig:
             tile_count(total, rows, what)
         split_evenly(self.hidden, self.logit_chunks, "hidden")
         split_evenly(self.intermediate, self.down_chunks, "intermediate")
+        split_evenly(self.heads * self.head_dim, self.o_chunks, "heads x head_dim")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
+
+    def _check_positive(self, *names: str) -> None:
+        for what in names:
+            value = getattr(self, what)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"config: {what} must be a positive integer, got {value!r}")
 
     @property
     def group(self) -> int:
@@ -182,7 +198,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16")
     bufs["q"] = b.buffer("q", (L * H, D), "bf16")
     bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
-    bufs["ao"] = b.buffer("ao", (L * H, D), "bf16")
+    bufs["ao"] = b.buffer("ao", (L, H * D), "bf16")  # row l: layer l's heads side by side
     bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
     if cfg.logit_chunks > 1:
@@ -268,10 +284,10 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
                     name=f"s{kvh}_{j}_saved", when=runs)
         states = b.load(bufs["states"], (first_state, 0), (cfg.blocks * G, D + STATE_EXTRA), name=f"sts{kvh}")
         mask = b.load(bufs["merge_mask"], (pos, 0), (1, cfg.blocks), name=f"mask{kvh}")
-        o = b.compute("attn_merge", [states, mask], params={"groups": G}, name=f"o{kvh}")
-        b.store(o, bufs["ao"], (qrow, 0), name=f"o{kvh}_saved")
-    # the output projection: a gemv over the heads' outputs (one chunk per head), plus the residual
-    heads = [b.load(bufs["ao"], (b.affine(layer, H, h, name=f"aor{h}"), 0), (1, D), name=f"ao{h}") for h in range(H)]
+        o = b.compute("attn_merge", [states, mask], params={"groups": G, "flat": 1}, name=f"o{kvh}")
+        b.store(o, bufs["ao"], (layer, kvh * G * D), name=f"o{kvh}_saved")
+    # the output projection: a gemv over the heads' outputs (o_chunks chunks of the row), plus the residual
+    heads = load_chunks(b, bufs["ao"], layer, H * D, cfg.o_chunks, "ao")
     with b.repeat(0, tile_count(cfg.hidden, cfg.proj_rows, "hidden"), name="r") as r:
         orow = b.linear([(layer, cfg.hidden), (r, cfg.proj_rows)], name="orow")
         col = b.affine(r, cfg.proj_rows, name="ocol")
@@ -307,4 +323,4 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
     b.store(token, bufs["history"], (pos, 0), name="next_tok_logged")
 
 
-__all__ = ["LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]
+__all__ = ["AUTO_CHUNKS", "LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]

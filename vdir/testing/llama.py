@@ -104,8 +104,8 @@ class MirrorModel:
                 states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=1 / math.sqrt(D))
             mask = self.tables["merge_mask"][pos : pos + 1]
             out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask], groups=G)
-        # the output projection: one f32 chunk per head
-        return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), H), h])
+        # the output projection over the heads side by side, in o_chunks f32 chunks
+        return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), cfg.o_chunks), h])
 
     def _mlp(self, layer: int, h: np.ndarray) -> np.ndarray:
         cfg, w = self.cfg, self.w
