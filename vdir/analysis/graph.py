@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+from typing import NamedTuple
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -693,69 +694,112 @@ def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
 # Memory dependencies through global buffers
 # ---------------------------------------------------------------------------
 
-class AccessIndex:
-    """The active accesses of one buffer, as byte intervals ``[lo, hi)``, for overlap queries.
+class BufferRegion(NamedTuple):
+    """Bytes a micro-op may touch in a row-major buffer: a box of rows and row bytes, and its flat hull.
 
-    The intervals are kept by length class: class ``k`` holds those of
-    length in ``(2**(k-1), 2**k]``, sorted by start. One of class ``k`` that
-    overlaps ``[lo, hi)`` starts in ``(lo - 2**k, hi)``, a window that one
-    bisection finds; so a query costs a bisection per class in use plus the
-    intervals that start in its windows, however many bytes the regions
-    span (a region of a 512 MiB buffer is one entry, not a million).
+    ``lo``/``hi`` bound the box's bytes in the flattened buffer (what
+    :class:`AccessIndex` indexes by); the box itself is rows
+    ``[row_lo, row_hi)`` by bytes ``[col_lo, col_hi)`` of each row. Two
+    regions meet only where their boxes do: tiles side by side in one row
+    range (the heads of a KV-cache row, the columns of a strip) have
+    overlapping hulls but never share a byte.
+    """
+
+    lo: int
+    hi: int
+    row_lo: int
+    row_hi: int
+    col_lo: int
+    col_hi: int
+
+    def meets(self, other: BufferRegion) -> bool:
+        """Whether the two boxes share a byte."""
+        return (self.row_lo < other.row_hi and other.row_lo < self.row_hi
+                and self.col_lo < other.col_hi and other.col_lo < self.col_hi)
+
+    def contains(self, other: BufferRegion) -> bool:
+        """Whether every byte of ``other``'s box lies in this one's."""
+        return (self.row_lo <= other.row_lo and other.row_hi <= self.row_hi
+                and self.col_lo <= other.col_lo and other.col_hi <= self.col_hi)
+
+    @classmethod
+    def box(cls, row_bytes: int, rows: tuple[int, int], cols: tuple[int, int]) -> BufferRegion:
+        """Rows ``[r0, r1)`` by row bytes ``[c0, c1)`` of a buffer with ``row_bytes`` bytes per row."""
+        (r0, r1), (c0, c1) = rows, cols
+        return cls(r0 * row_bytes + c0, (r1 - 1) * row_bytes + c1, r0, r1, c0, c1)
+
+
+class AccessIndex:
+    """The active accesses of one buffer, as :class:`BufferRegion` boxes, for overlap queries.
+
+    The regions are indexed by their flat hulls ``[lo, hi)``, kept by length
+    class: class ``k`` holds those of length in ``(2**(k-1), 2**k]``, sorted
+    by start. One of class ``k`` that overlaps ``[lo, hi)`` starts in
+    ``(lo - 2**k, hi)``, a window that one bisection finds; so a query costs
+    a bisection per class in use plus the regions that start in its windows,
+    however many bytes they span (a region of a 512 MiB buffer is one entry,
+    not a million). The hulls found are then tested box against box.
     """
 
     def __init__(self) -> None:
-        #: length class -> (lo, insertion number, hi, node), sorted; the
-        #: insertion number keeps two entries from ever comparing their nodes
-        self.classes: dict[int, list[tuple[int, int, int, Node]]] = {}
+        #: length class -> (lo, insertion number, region, node), sorted; the
+        #: insertion number keeps two entries from ever comparing their regions
+        self.classes: dict[int, list[tuple[int, int, BufferRegion, Node]]] = {}
         self.added = 0
 
-    def add(self, lo: int, hi: int, node: Node) -> None:
-        """Record that ``node`` accesses bytes ``[lo, hi)``."""
-        entries = self.classes.setdefault((hi - lo - 1).bit_length(), [])
-        bisect.insort(entries, (lo, self.added, hi, node))
+    def add(self, region: BufferRegion, node: Node) -> None:
+        """Record that ``node`` accesses ``region``."""
+        entries = self.classes.setdefault((region.hi - region.lo - 1).bit_length(), [])
+        bisect.insort(entries, (region.lo, self.added, region, node))
         self.added += 1
 
-    def overlapping(self, lo: int, hi: int) -> list[tuple[int, int, Node]]:
-        """The accesses that overlap bytes ``[lo, hi)``, one per node, as ``(lo, hi, node)``."""
-        seen: dict[int, tuple[int, int, Node]] = {}
+    def overlapping(self, region: BufferRegion) -> list[tuple[BufferRegion, Node]]:
+        """The accesses whose boxes meet ``region``'s, one per node."""
+        lo, hi = region.lo, region.hi
+        seen: dict[int, tuple[BufferRegion, Node]] = {}
         for k, entries in self.classes.items():
             for i in range(bisect.bisect_left(entries, (lo - (1 << k) + 1,)), len(entries)):
-                start, _, end, node = entries[i]
+                start, _, other, node = entries[i]
                 if start >= hi:
                     break
-                if end > lo:
-                    seen.setdefault(id(node), (start, end, node))
+                if other.hi > lo and region.meets(other):
+                    seen.setdefault(id(node), (other, node))
         return list(seen.values())
 
-    def remove_covered(self, lo: int, hi: int) -> None:
-        """Forget the accesses that lie entirely inside bytes ``[lo, hi)``."""
+    def remove_covered(self, region: BufferRegion) -> None:
+        """Forget the accesses whose boxes lie entirely inside ``region``'s."""
+        lo, hi = region.lo, region.hi
         for k in [k for k in self.classes if k == 0 or 1 << (k - 1) < hi - lo]:  # longer ones cannot fit
             entries = self.classes[k]
             first, last = bisect.bisect_left(entries, (lo,)), bisect.bisect_left(entries, (hi,))
-            entries[first:last] = [e for e in entries[first:last] if e[2] > hi]
+            entries[first:last] = [e for e in entries[first:last] if not region.contains(e[2])]
             if not entries:
                 del self.classes[k]
 
 
-def byte_range(arg: BufferArg, node: Node) -> tuple[int, int]:
-    """[lo, hi) bytes of the region's bounding range in the row-major buffer.
+def region_of(arg: BufferArg, node: Node) -> BufferRegion:
+    """The box of the micro-op's region in its buffer.
 
-    A runtime offset counts every place the device check lets it reach.
+    A runtime offset counts every place the device check lets it reach (all
+    the rows, or all the columns, its value may select).
     """
     es = DTYPE_BYTES[arg.dtype]
     r, c = node.tile.shape  # type: ignore[union-attr]
     row, col = node.row, node.col
-    row_end, col_end = row + r - 1, col + c
+    row_end, col_end = row + r, col + c
     if node.dyn is not None:
         ends = sorted(node.dyn.coeff * v + node.dyn.const for v in node.dyn_range)
         if node.dyn_axis == 0:
-            row, row_end = ends[0], ends[1] + r - 1
+            row, row_end = ends[0], ends[1] + r
         else:
             col, col_end = ends[0], ends[1] + c
-    lo = row * arg.row_bytes + col * es
-    hi = row_end * arg.row_bytes + col_end * es
-    return lo, hi
+    return BufferRegion.box(arg.row_bytes, (row, row_end), (col * es, col_end * es))
+
+
+def element_region(arg: BufferArg, elem: int, nbytes: int) -> BufferRegion:
+    """The box of element ``elem`` (``nbytes`` wide, counted in the flattened buffer)."""
+    row, col = divmod(elem * nbytes, arg.row_bytes)
+    return BufferRegion.box(arg.row_bytes, (row, row + 1), (col, col + nbytes))
 
 
 def address_reads(node: Node) -> list[tuple[int, int]]:
@@ -790,35 +834,50 @@ def derive_memory_dependencies(graph: Graph) -> None:
         producers: list[Node] = []
         for b, elem in address_reads(node):
             if b in written:
-                producers += _read_region(graph, reads, writes, node, b, elem * 4, elem * 4 + 4)
+                producers += _read_region(graph, reads, writes, node, b, element_region(graph.args[b], elem, 4))
         if node.buffer in written and node.kind in ("load", "store"):
-            lo, hi = byte_range(graph.args[node.buffer], node)
+            region = region_of(graph.args[node.buffer], node)
             if node.kind == "store":
-                producers += _write_region(reads, writes, node, lo, hi)
+                producers += _write_region(reads, writes, node, region)
             else:
-                producers += _read_region(graph, reads, writes, node, node.buffer, lo, hi)
+                producers += _read_region(graph, reads, writes, node, node.buffer, region)
         producers = [p for p in producers if p is not node]
         if producers:
             node.deps.append(intern(producers))
 
 
-def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, lo: int, hi: int) -> list[Node]:
-    """Record that ``node`` reads bytes [lo, hi) of ``buffer``; the earlier writes it must wait for."""
-    overlaps = writes[buffer].overlapping(lo, hi)
-    if sum(min(hi, e[1]) - max(lo, e[0]) for e in overlaps if covers_exactly(e[2])) < hi - lo:
+def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, region: BufferRegion) -> list[Node]:
+    """Record that ``node`` reads ``region`` of ``buffer``; the earlier writes it must wait for."""
+    overlaps = writes[buffer].overlapping(region)
+    if not _covered(region, [r for r, n in overlaps if covers_exactly(n)]):
         graph.args[buffer].is_input = True
-    reads[buffer].add(lo, hi, node)
-    return [e[2] for e in overlaps]
+    reads[buffer].add(region, node)
+    return [n for _, n in overlaps]
 
 
-def _write_region(reads: dict, writes: dict, node: Node, lo: int, hi: int) -> list[Node]:
-    """Record that store ``node`` writes bytes [lo, hi); the earlier accesses it must wait for."""
+def _covered(region: BufferRegion, writes: list[BufferRegion]) -> bool:
+    """Whether ``writes`` (each exactly written) fill ``region``'s box: their overlaps with it add up to its area.
+
+    Writes that overlap each other count twice, as the flat byte count did
+    before boxes: a buffer is then taken for fully written where it may not
+    be (a later covering store hides the earlier ones it contains).
+    """
+    area = 0
+    for w in writes:
+        rows = min(region.row_hi, w.row_hi) - max(region.row_lo, w.row_lo)
+        cols = min(region.col_hi, w.col_hi) - max(region.col_lo, w.col_lo)
+        area += max(rows, 0) * max(cols, 0)
+    return area >= (region.row_hi - region.row_lo) * (region.col_hi - region.col_lo)
+
+
+def _write_region(reads: dict, writes: dict, node: Node, region: BufferRegion) -> list[Node]:
+    """Record that store ``node`` writes ``region``; the earlier accesses it must wait for."""
     b = node.buffer
-    producers = [e[2] for e in writes[b].overlapping(lo, hi)] + [e[2] for e in reads[b].overlapping(lo, hi)]
+    producers = [n for _, n in writes[b].overlapping(region)] + [n for _, n in reads[b].overlapping(region)]
     if covers_exactly(node):
-        writes[b].remove_covered(lo, hi)
-        reads[b].remove_covered(lo, hi)
-    writes[b].add(lo, hi, node)
+        writes[b].remove_covered(region)
+        reads[b].remove_covered(region)
+    writes[b].add(region, node)
     return producers
 
 

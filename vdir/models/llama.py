@@ -69,16 +69,17 @@ class LlamaDecoder:
     """One compiled decode step with its weights resident; :meth:`generate` runs greedy decoding.
 
     ``weights`` are host arrays (:func:`vdir.testing.llama.random_weights`,
-    :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says.
+    :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says;
+    ``options`` are the lowering options (``"trace=1"`` records a timeline).
     """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
-                 **launch_options: Any):
+                 options: Any = None, **launch_options: Any):
         import vdir
 
         _check_weights(cfg, weights)
         self.cfg = cfg
-        self.exe = vdir.compile(build_decode_step(cfg), backend=backend, **launch_options)
+        self.exe = vdir.compile(build_decode_step(cfg), backend=backend, options=options, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
         try:
             for name, array in {**weights, **decode_tables(cfg)}.items():

@@ -1,0 +1,93 @@
+"""Where a decode step's time goes on the GPU: its stages along the launch, from a trace.
+
+Compiles the step with the lowering option ``trace``, runs ``--steps`` steps
+and reads the last launch's ``%globaltimer`` stamps. Micro-ops are grouped
+into *stages* by their name without indices (``%qpw[l=3][qph=1][qpt=0]`` is
+stage ``qpw`` of layer 3); for each stage of the layers asked for it prints
+when its first micro-op began and its last ended (µs from the launch's first
+stamp), how many ran and their summed duration; then each engine's busy
+fraction over all SMs. A stage that begins long after the previous one ended
+is a wait on the chain; one whose span is much longer than its busy time per
+SM is spread thin.
+
+    python3 bench/trace_decode.py --config llama-1b --steps 8 --layers 0,1,15
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_decode import _configs  # noqa: E402
+
+#: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
+_NAME = re.compile(r"^(?:%(?P<tile>\w+)|store to @(?P<buf>\w+))(?P<idx>(?:\[[^\]]*\])*)")
+_LAYER = re.compile(r"\[l=(\d+)\]")
+
+
+def stage_of(name: str) -> tuple[str, int | None]:
+    """(stage, layer or None) of a micro-op's readable name."""
+    m = _NAME.match(name)
+    if m is None:
+        return name.split(" ")[0], None
+    tile = m.group("tile")  # kt1_3 (kv head 1, block 3) -> kt: the digits are unrolled indices
+    stage = re.sub(r"_+", "_", re.sub(r"\d+", "", tile)).strip("_") if tile else f"->{m.group('buf')}"
+    layer = _LAYER.search(m.group("idx") or "")
+    return stage, int(layer.group(1)) if layer else None
+
+
+def summarize(trace, layers: set[int]) -> list[str]:
+    """The stage table and the engine busy fractions of ``trace`` (a :class:`~vdir.device_runtime.trace.Trace`)."""
+    names = trace.program.uop_names
+    spans: dict[tuple[int | None, str], list[float]] = {}
+    busy_by_engine: dict[int, float] = defaultdict(float)
+    for e in trace.events:
+        stage, layer = stage_of(names.get(e.uop, "?"))
+        busy_by_engine[e.engine] += e.dur_us
+        if layer is not None and layer not in layers:
+            continue
+        s = spans.setdefault((layer, stage), [e.start_us, e.start_us + e.dur_us, 0, 0.0])
+        s[0], s[1] = min(s[0], e.start_us), max(s[1], e.start_us + e.dur_us)
+        s[2] += 1
+        s[3] += e.dur_us
+    lines = [f"makespan {trace.makespan_us:.1f} us, {len(trace.events)} micro-ops ran",
+             f"{'layer':>5} {'stage':<14}{'first':>9}{'last end':>10}{'count':>7}{'busy us':>10}"]
+    for (layer, stage), (first, last, count, busy) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+        lines.append(f"{'' if layer is None else layer:>5} {stage:<14}{first:9.1f}{last:10.1f}{count:7d}{busy:10.1f}")
+    sms = trace.program.num_sms
+    for engine, busy in sorted(busy_by_engine.items()):
+        lines.append(f"engine {engine}: busy {100 * busy / (sms * trace.makespan_us):.1f}% of {sms} SMs x makespan")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
+    p.add_argument("--config", default="tiny", choices=sorted(_configs()))
+    p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
+    p.add_argument("--steps", type=int, default=8, help="steps run; the last one is traced")
+    p.add_argument("--layers", default="0,1", help="the layers whose stages are listed (comma-separated)")
+    p.add_argument("--json", help="write the Perfetto trace here")
+    opts = p.parse_args(argv)
+    from vdir.models.llama import LlamaDecoder
+    from vdir.testing.llama import random_weights
+
+    cfg = _configs()[opts.config]
+    if opts.context:
+        cfg = dataclasses.replace(cfg, max_context=opts.context)
+    with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1") as decoder:
+        decoder.generate([1], opts.steps)
+        if opts.json:
+            decoder.exe.trace(opts.json)
+        trace = decoder.exe.platform.last_trace()
+        print("\n".join(summarize(trace, {int(x) for x in opts.layers.split(",") if x})))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
