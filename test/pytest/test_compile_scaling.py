@@ -91,7 +91,7 @@ def test_regions_spanning_half_a_gibibyte_get_their_dependencies() -> None:
     graph = build_graph(b.finish())
     stores = [n for n in graph.nodes if n.kind == "store"]
     loads = [n for n in graph.nodes if n.kind == "load"]
-    for i, store in enumerate(stores):  # strip i + 16: loaded by l(i + 16) if that comes later (WAR)
+    for store in stores:  # strip i + 16 is loaded by l(i + 16), which comes later: no write after read
         assert {p for group in store.deps for p in group} == set()
     for i, load in enumerate(loads):  # strip i: written by s(i - 16)
         assert {p for group in load.deps for p in group} == ({stores[i - 16]} if i >= 16 else set())

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import bisect
 import operator
-from typing import NamedTuple
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.arith import AddiOp, ConstantOp, MuliOp
