@@ -43,7 +43,7 @@ from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 
 LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
-                       max_context=1024, block=64, proj_rows=16, vocab_rows=64,
+                       max_context=1024, block=64, proj_rows=16,
                        name="llama_1b")
 
 

@@ -45,6 +45,10 @@ TOKEN_WIDTH = 4
 STATE_EXTRA = 4
 #: a chunk count of :class:`LlamaConfig` that the config chooses itself
 AUTO_CHUNKS = 0
+#: the most logits one ``argmax_partial`` of the step reads (a 4 KB bf16 tile)
+ARGMAX_PART_LOGITS = 2048
+#: a part's logits are whole 16-byte rows of bf16
+_PART_MULTIPLE = 8
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,10 @@ class LlamaConfig:
     ``max_context`` is the largest position + 1 the compiled step serves;
     ``block`` the context rows of one attention micro-op; ``proj_rows`` the
     weight rows of one projection gemv tile; ``vocab_rows`` the logits of
-    one gemv + argmax slice, in ``logit_chunks`` f32 chunks of the hidden size
-    (so that a slice's weight tile fits shared memory); ``down_chunks`` and
+    one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
+    that a slice's weight tile fits shared memory); ``argmax_parts`` the
+    parts the greedy token's first argmax phase splits the logits into (left
+    out: the fewest of at most :data:`ARGMAX_PART_LOGITS`); ``down_chunks`` and
     ``o_chunks`` the K chunks of the MLP's down projection and of the
     attention's output projection. A chunk count left out (:data:`AUTO_CHUNKS`) is the fewest that
     keep each weight tile within :data:`~vdir.frontend.layers.WEIGHT_TILE_BYTES`
@@ -77,10 +83,11 @@ class LlamaConfig:
     max_context: int = 256
     block: int = 32
     proj_rows: int = 16
-    vocab_rows: int = 64
+    vocab_rows: int = 16
     down_chunks: int = AUTO_CHUNKS
     logit_chunks: int = AUTO_CHUNKS
     o_chunks: int = AUTO_CHUNKS
+    argmax_parts: int = AUTO_CHUNKS
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
@@ -105,6 +112,12 @@ class LlamaConfig:
         split_evenly(self.hidden, self.logit_chunks, "hidden")
         split_evenly(self.intermediate, self.down_chunks, "intermediate")
         split_evenly(self.heads * self.head_dim, self.o_chunks, "heads x head_dim")
+        if self.argmax_parts == AUTO_CHUNKS:
+            object.__setattr__(self, "argmax_parts", _argmax_parts(self.vocab))
+        self._check_positive("argmax_parts")
+        if split_evenly(self.vocab, self.argmax_parts, "vocab") % _PART_MULTIPLE:
+            raise ValueError(f"config: vocab / argmax_parts = {self.vocab // self.argmax_parts} logits is not a "
+                             f"multiple of {_PART_MULTIPLE} (whole 16-byte rows)")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
@@ -123,6 +136,15 @@ class LlamaConfig:
     def blocks(self) -> int:
         """Attention blocks of the largest context."""
         return self.max_context // self.block
+
+
+def _argmax_parts(vocab: int) -> int:
+    """The fewest equal parts of ``vocab`` logits, whole 16-byte rows each, of at most ARGMAX_PART_LOGITS."""
+    for parts in range(1, vocab + 1):
+        if vocab % parts == 0 and (vocab // parts) % _PART_MULTIPLE == 0 and vocab // parts <= ARGMAX_PART_LOGITS:
+            return parts
+    raise ValueError(f"config: vocab = {vocab} does not split into equal parts of whole 16-byte rows of at most "
+                     f"{ARGMAX_PART_LOGITS} logits")
 
 
 def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
@@ -203,8 +225,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
     if cfg.logit_chunks > 1:
         bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16")
-    slices = tile_count(cfg.vocab, cfg.vocab_rows, "vocab")
-    bufs["best"] = b.buffer("best", (slices, 4), "f32")
+    bufs["best"] = b.buffer("best", (cfg.argmax_parts, 4), "f32")
     pos = b.scalar("pos", 0, cfg.max_context)
 
     tok = b.read(bufs["tok"], 0, 0, name="tok_id")
@@ -298,7 +319,12 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
 
 
 def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:
-    """The final norm, the logits slice by slice with a partial argmax each, and the token id written back."""
+    """The final norm, the logits slice by slice, the greedy token in two argmax phases, written back.
+
+    The slices only multiply (a weight tile of the gemv's best shape each);
+    the argmax then reads the stored logits in ``argmax_parts`` wide parts,
+    one ``argmax_partial`` each, and ``argmax_final`` picks among them.
+    """
     x = b.load(bufs["hs"], (2 * cfg.layers, 0), (1, cfg.hidden), name="xf")
     xn = b.compute("rmsnorm", [x, b.load(bufs["final_norm"], (0, 0), (1, cfg.hidden), name="fn")],
                    params={"eps": cfg.eps}, name="xn_f")
@@ -308,19 +334,23 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
     if cfg.logit_chunks > 1:  # the normed row in chunks, through a scratch row
         b.store(xn, bufs["final_x"], (0, 0), name="xn_f_saved")
         xs = load_chunks(b, bufs["final_x"], 0, cfg.hidden, cfg.logit_chunks, "xc")
-    with b.repeat(0, cfg.vocab // R, name="vs") as s:  # each slice's argmax from 0; the final adds s * R
+    with b.repeat(0, cfg.vocab // R, name="vs") as s:
         row = b.affine(s, R, name="vrow")
         if cfg.logit_chunks > 1:
             lg = chunked_gemv(b, head, row, R, xs, "lw", "lp", "lg")
         else:
             lg = b.compute("gemv", [b.load(head, (row, 0), (R, cfg.hidden), name="lw"), xn], name="lg")
         b.store(lg, bufs["logits"], (0, row), name="lg_saved")
-        best = b.compute("argmax_partial", [lg], params={"base": 0}, name="best")
-        b.store(best, bufs["best"], (s, 0), name="best_saved")
-    partials = b.load(bufs["best"], (0, 0), (cfg.vocab // R, 4), name="bests")
-    token = b.compute("argmax_final", [partials], params={"stride": R}, name="next_tok")
+    width = cfg.vocab // cfg.argmax_parts
+    with b.repeat(0, cfg.argmax_parts, name="ap") as part:  # each part's argmax from 0; the final adds part * width
+        col = b.affine(part, width, name="apcol")
+        best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, col), (1, width), name="lgp")],
+                         params={"base": 0}, name="best")
+        b.store(best, bufs["best"], (part, 0), name="best_saved")
+    partials = b.load(bufs["best"], (0, 0), (cfg.argmax_parts, 4), name="bests")
+    token = b.compute("argmax_final", [partials], params={"stride": width}, name="next_tok")
     b.store(token, bufs["tok"], (0, 0), name="next_tok_saved")
     b.store(token, bufs["history"], (pos, 0), name="next_tok_logged")
 
 
-__all__ = ["AUTO_CHUNKS", "LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]
+__all__ = ["ARGMAX_PART_LOGITS", "AUTO_CHUNKS", "LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]
