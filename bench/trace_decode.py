@@ -66,6 +66,53 @@ def summarize(trace, layers: set[int]) -> list[str]:
     return lines
 
 
+#: µs of slack when deciding what an instruction waited for (stamps are taken by different threads)
+_SLACK_US = 0.25
+
+
+def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
+    """The chain of waits that ends at the last micro-op to finish before ``hi_us``, back to ``lo_us``.
+
+    Walking back from an instruction: if the one before it in its queue was
+    still running (a pipelined engine: still being issued) when it began, the
+    queue held it ("queue"); otherwise it waited for a dependency, taken to
+    be the instruction that finished last before it began, anywhere
+    ("waits"). A heuristic, since stamps do not say which wait was the last
+    to clear, but a chain of "waits" across SMs is the hand-off chain.
+    """
+    import bisect
+
+    from vdir.target import get_target
+
+    names = trace.program.uop_names
+    pipelined = [spec.pipelined for spec in get_target(trace.program.target).engines]
+    queues: dict[tuple[int, int], dict[int, object]] = defaultdict(dict)
+    for e in trace.events:
+        queues[(e.sm, e.engine)][e.pos] = e
+    by_end = sorted(trace.events, key=lambda e: e.start_us + e.dur_us)
+    ends = [e.start_us + e.dur_us for e in by_end]
+    last = by_end[bisect.bisect_right(ends, hi_us) - 1]
+    chain = []
+    e = last
+    while e is not None and e.start_us >= lo_us:
+        prev = queues[(e.sm, e.engine)].get(e.pos - 1)
+        held_until = None if prev is None else prev.start_us if pipelined[e.engine] else prev.start_us + prev.dur_us
+        if held_until is not None and held_until >= e.start_us - _SLACK_US:
+            chain.append((e, "queue"))
+            e = prev
+            continue
+        chain.append((e, "waits"))
+        i = bisect.bisect_right(ends, e.start_us + _SLACK_US) - 1
+        while i >= 0 and by_end[i].start_us >= e.start_us:  # strictly earlier: the walk always ends
+            i -= 1
+        e = by_end[i] if i >= 0 else None
+    lines = [f"critical path {lo_us:.1f} .. {hi_us:.1f} us (latest first): start end sm engine how name"]
+    for ev, how in chain:
+        lines.append(f"  {ev.start_us:8.1f} {ev.start_us + ev.dur_us:8.1f} {ev.sm:4d} {ev.engine:2d} {how:6s} "
+                     f"{names.get(ev.uop, '?')[:70]}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
     p.add_argument("--config", default="tiny", choices=sorted(_configs()))
@@ -73,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=8, help="steps run; the last one is traced")
     p.add_argument("--layers", default="0,1", help="the layers whose stages are listed (comma-separated)")
     p.add_argument("--json", help="write the Perfetto trace here")
+    p.add_argument("--path", default="", help="LO,HI: the critical path of the micro-ops that ran in this window (µs)")
     opts = p.parse_args(argv)
     from vdir.models.llama import LlamaDecoder
     from vdir.testing.llama import random_weights
@@ -86,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             decoder.exe.trace(opts.json)
         trace = decoder.exe.platform.last_trace()
         print("\n".join(summarize(trace, {int(x) for x in opts.layers.split(",") if x})))
+        if opts.path:
+            lo, hi = (float(x) for x in opts.path.split(","))
+            print("\n".join(critical_path(trace, lo, hi)))
     return 0
 
 

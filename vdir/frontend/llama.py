@@ -285,6 +285,10 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
         k = b.compute("rope", [k, cos, sin], name=f"kr{kvh}_rot")
         b.store(k, bufs["kcache"], (crow, kvh * D), name=f"k{kvh}_cached")
     scale = 1.0 / math.sqrt(D)
+    # every kv head's blocks before any merge: a merge waits for its head's
+    # blocks on other SMs, and an engine's queue is in order, so a merge
+    # placed between two heads' blocks would hold the second head's back
+    first_states = []
     for kvh in range(KV):
         qrow = b.affine(layer, H, kvh * G, name=f"qr{kvh}")
         q = b.load(bufs["q"], (qrow, 0), (G, D), name=f"q{kvh}")
@@ -293,6 +297,7 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
                           params={"eps": cfg.eps}, name=f"qq{kvh}")
         q = b.compute("rope", [q, cos, sin], name=f"q{kvh}_rot")
         first_state = b.linear([(layer, KV * cfg.blocks * G)], kvh * cfg.blocks * G, name=f"st{kvh}")
+        first_states.append(first_state)
         for j in range(cfg.blocks):
             runs = (pos, ">=", j * B)
             krow = b.affine(layer, C, j * B, name=f"kb{kvh}_{j}")
@@ -303,6 +308,7 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
             st = b.compute("attn_block", [q, kt, vt, bias], params={"scale": scale}, name=f"s{kvh}_{j}", when=runs)
             b.store(st, bufs["states"], (b.affine(first_state, 1, j * G, name=f"sr{kvh}_{j}"), 0),
                     name=f"s{kvh}_{j}_saved", when=runs)
+    for kvh, first_state in enumerate(first_states):
         states = b.load(bufs["states"], (first_state, 0), (cfg.blocks * G, D + STATE_EXTRA), name=f"sts{kvh}")
         mask = b.load(bufs["merge_mask"], (pos, 0), (1, cfg.blocks), name=f"mask{kvh}")
         o = b.compute("attn_merge", [states, mask], params={"groups": G, "flat": 1}, name=f"o{kvh}")
