@@ -271,9 +271,12 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
     x = b.load(hs, (x_row, 0), (1, cfg.hidden), name="x")
     xn = b.compute("rmsnorm", [x, b.load(bufs["attn_norm"], (layer, 0), (1, cfg.hidden), name="an")],
                    params={"eps": cfg.eps}, name="xn_a")
-    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp")
+    # k and v first: the chain to the attention blocks runs through the K
+    # cache (k tile -> RoPE -> append -> block loads), and an SM with a k or
+    # v tile and a q tile runs them in this order
     _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], None, "kp")
     _projection(b, cfg, bufs["wv"], xn, layer, KV, bufs["vcache"], pos, "vp")
+    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp")
     cos = b.load(bufs["rope_cos"], (pos, 0), (1, D), name="cos")
     sin = b.load(bufs["rope_sin"], (pos, 0), (1, D), name="sin")
     crow = b.linear([(layer, C), (pos, 1)], name="crow")
