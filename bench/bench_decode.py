@@ -48,7 +48,13 @@ LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64
 
 
 class TorchStep:
-    """A plain-torch decode step of ``cfg`` on the given weights (our stacked names), with its own caches."""
+    """A plain-torch decode step of ``cfg`` on the given weights (our stacked names), with its own caches.
+
+    Written as a user would for a CUDA graph: static shapes, the KV cache
+    ``L x KV x C x D`` appended in place at ``pos``, attention over the
+    whole compiled context with a mask, through
+    ``scaled_dot_product_attention`` with grouped-query heads.
+    """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], tables: dict[str, np.ndarray]):
         import torch
@@ -59,8 +65,9 @@ class TorchStep:
         self.cos = torch.from_numpy(tables["rope_cos"]).to(dev)
         self.sin = torch.from_numpy(tables["rope_sin"]).to(dev)
         L, C, KV, D = cfg.layers, cfg.max_context, cfg.kv_heads, cfg.head_dim
-        self.k = torch.zeros(L, C, KV, D, dtype=torch.bfloat16, device=dev)
+        self.k = torch.zeros(L, KV, C, D, dtype=torch.bfloat16, device=dev)
         self.v = torch.zeros_like(self.k)
+        self.positions = torch.arange(C, device=dev)
         self.token = torch.zeros(1, dtype=torch.long, device=dev)
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
         self.logits = torch.zeros(1, cfg.vocab, dtype=torch.bfloat16, device=dev)
@@ -78,12 +85,11 @@ class TorchStep:
     def step(self) -> None:
         """One token at ``self.pos`` from ``self.token``; writes ``self.logits`` and the greedy ``self.token``."""
         t, cfg, w = self.torch, self.cfg, self.w
-        H, KV, D, G, Hd = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.hidden
+        H, KV, D, Hd = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.hidden
         pos = self.pos
         h = w["emb"][self.token]  # 1 x hidden
         cos, sin = self.cos[pos], self.sin[pos]
-        positions = t.arange(cfg.max_context, device="cuda")
-        mask = t.where(positions <= pos, 0.0, float("-inf"))
+        visible = (self.positions <= pos).view(1, 1, 1, -1)
         for layer in range(cfg.layers):
             rows = lambda name, n, layer=layer: w[name][layer * n : (layer + 1) * n]  # noqa: E731
             xn = self._norm(h, w["attn_norm"][layer])
@@ -93,12 +99,12 @@ class TorchStep:
             if cfg.qk_norm:
                 q, k = self._norm(q, w["q_norm"][layer]), self._norm(k, w["k_norm"][layer])
             q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
-            self.k[layer].index_copy_(0, pos, k.unsqueeze(0))
-            self.v[layer].index_copy_(0, pos, v.unsqueeze(0))
-            keys = self.k[layer].float().repeat_interleave(G, dim=1)  # C x H x D
-            scores = t.einsum("hd,chd->hc", q.float(), keys) / math.sqrt(D) + mask
-            att = t.einsum("hc,chd->hd", t.softmax(scores, dim=-1), self.v[layer].float().repeat_interleave(G, 1))
-            h = h + att.bfloat16().reshape(1, H * D) @ rows("wo", Hd).t()
+            self.k[layer].index_copy_(1, pos, k.unsqueeze(1))
+            self.v[layer].index_copy_(1, pos, v.unsqueeze(1))
+            att = t.nn.functional.scaled_dot_product_attention(
+                q.view(1, H, 1, D), self.k[layer].unsqueeze(0), self.v[layer].unsqueeze(0), attn_mask=visible,
+                enable_gqa=True)
+            h = h + att.reshape(1, H * D) @ rows("wo", Hd).t()
             xn = self._norm(h, w["mlp_norm"][layer])
             act = (t.nn.functional.silu((xn @ rows("wg", cfg.intermediate).t()).float()).bfloat16()
                    * (xn @ rows("wu", cfg.intermediate).t()))
