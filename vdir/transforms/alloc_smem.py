@@ -15,10 +15,20 @@ so consecutive tiles rotate through the ring. Reusing a slot creates a
 write-after-read hazard: the new producer may not write until every consumer
 of the previous tile in that slot has finished. The pass adds those edges as
 dependency groups, which ``vdir-layout-deps`` then turns into bits.
+
+Rings keep each class as deep as its peak for the whole program, so a
+program whose phases use different tile sizes (a model's attention, then its
+MLP) can need more than the SM has although its live tiles never do. Such an
+SM is allocated *by liveness* instead (:func:`_allocate_by_liveness`): each
+tile takes a free byte range among the tiles live at its production, the one
+whose previous occupants were released longest ago (the ring's rotation,
+generalised), and waits for the consumers of every earlier tile whose bytes
+it reuses.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -145,12 +155,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
         base[size] = offset
         offset += size * counts[size]
     if offset > budget:  # the classes peak at different times, but each ring holds its peak
-        classes = ", ".join(f"{counts[s]} x {s} B" for s in sorted(counts, key=lambda s: -s))
-        raise PassFailure(
-            f"the shared-memory rings of SM {sm} ({classes}) need {offset} bytes, more than the {budget} "
-            f"bytes available on {target.name}; use smaller tiles",
-            loc=tiles[0].node.loc,
-        )
+        return _allocate_by_liveness(sm, tiles, budget, intern, target.name)
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], _Tile] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
@@ -166,6 +171,82 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
         t.node.smem = base[t.size] + slot * t.size
         heapq.heappush(releases, (t.last_use, n_tile, t.size, slot))
     return offset
+
+
+def _allocate_by_liveness(sm: int, tiles: list[_Tile], budget: int, intern: GroupInterner, target: str) -> int:
+    """Place each tile in a free byte range of the arena, in schedule order; return the bytes used.
+
+    Candidates are the starts and the ends of the free gaps among the tiles
+    live at the tile's production; the chosen one is the candidate whose
+    reused bytes were released longest ago (never-used bytes first), then
+    the lowest. The tile waits for the consumers of the last occupant of
+    each byte it reuses. A tile that finds no gap wide enough (the arena is
+    fragmented) is a located error.
+    """
+    live: list[tuple[int, int, _Tile]] = []  # (offset, end, tile), sorted by offset
+    occupants = _Occupants()
+    used = 0
+    for t in sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist)):
+        live = [e for e in live if not e[2].last_use < t.node.key]
+        offset = _best_gap(live, t.size, budget, occupants)
+        if offset is None:
+            raise PassFailure(
+                f"{t.node.name} on SM {sm} finds no free {t.size}-byte range in the {budget} bytes of shared "
+                f"memory on {target} (the live tiles leave only smaller gaps); use smaller tiles",
+                loc=t.node.loc,
+            )
+        previous = occupants.take(offset, offset + t.size, t)
+        consumers = [c for p in previous for c in p.consumers]
+        if consumers:
+            t.node.deps.append(intern(consumers))
+        t.node.smem = offset
+        bisect.insort(live, (offset, offset + t.size, t), key=lambda e: e[0])
+        used = max(used, offset + t.size)
+    return used
+
+
+def _best_gap(live: list[tuple[int, int, _Tile]], size: int, budget: int, occupants: _Occupants) -> int | None:
+    """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile, or None."""
+    candidates = []
+    start = 0
+    for lo, hi, _ in [*live, (budget, budget, None)]:
+        if lo - start >= size:
+            candidates.extend({start, lo - size})
+        start = max(start, hi)
+    if not candidates:
+        return None
+    return min(candidates, key=lambda off: (occupants.released_at(off, off + size), off))
+
+
+class _Occupants:
+    """The last tile to occupy each byte of the arena: disjoint ``(lo, hi, tile)`` segments, sorted."""
+
+    def __init__(self) -> None:
+        self.segments: list[tuple[int, int, _Tile]] = []
+
+    def _overlapping(self, lo: int, hi: int) -> list[tuple[int, int, _Tile]]:
+        return [s for s in self.segments if s[0] < hi and lo < s[1]]
+
+    def released_at(self, lo: int, hi: int) -> tuple[int, ...]:
+        """When the latest of the bytes' occupants was released (() for bytes never used: first)."""
+        return max((s[2].last_use for s in self._overlapping(lo, hi)), default=())
+
+    def take(self, lo: int, hi: int, tile: _Tile) -> list[_Tile]:
+        """Make ``tile`` the occupant of ``[lo, hi)``; return the previous occupants of those bytes."""
+        previous = []
+        kept = []
+        for s in self.segments:
+            if s[0] < hi and lo < s[1]:
+                previous.append(s[2])
+                if s[0] < lo:
+                    kept.append((s[0], lo, s[2]))
+                if hi < s[1]:
+                    kept.append((hi, s[1], s[2]))
+            else:
+                kept.append(s)
+        kept.append((lo, hi, tile))
+        self.segments = sorted(kept, key=lambda s: s[0])
+        return list({id(p): p for p in previous}.values())
 
 
 def allocate(graph: Graph) -> None:
