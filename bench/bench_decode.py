@@ -21,6 +21,7 @@ greedy tokens must match where the top two logits are clearly apart.
 
     python3 bench/bench_decode.py --config tiny --steps 32
     python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 64
+    python3 bench/bench_decode.py --config llama-8b --context 1024 --steps 64 --torch-compile none
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
                        max_context=1024, block=64, proj_rows=16,
                        name="llama_1b")
+#: the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB
+LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256,
+                       rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192), max_context=1024,
+                       block=64, proj_rows=8, name="llama_8b")
 
 
 class TorchStep:
@@ -117,7 +122,7 @@ class TorchStep:
 def _configs() -> dict[str, LlamaConfig]:
     from vdir.models.llama import NAMED_CONFIGS
 
-    return {**NAMED_CONFIGS, "llama-1b": LLAMA_1B}
+    return {**NAMED_CONFIGS, "llama-1b": LLAMA_1B, "llama-8b": LLAMA_8B}
 
 
 def main(argv: list[str] | None = None) -> int:
