@@ -38,6 +38,7 @@ DIALECTS = {
 TARGETS = {
     "ptx": _lazy("vdir.tools.targets", "PTXTarget"),
     "isa": _lazy("vdir.tools.targets", "ISATarget"),
+    "queues": _lazy("vdir.tools.targets", "QueuesTarget"),
 }
 
 #: The plugin xDSL discovers through the ``xdsl.universe`` entry point group.

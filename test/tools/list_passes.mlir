@@ -30,6 +30,7 @@
 // CHECK-NEXT:       split-copies=1
 // CHECK-NEXT:       load-path=bulk
 // CHECK:        isa {{ +}}Print the encoded program's queues as a readable listing.
+// CHECK:        queues {{ +}}Print, per SM and engine, the work and the synchronisation of the encoded program's queues.
 // CHECK-NOT:    convert-
 // CHECK-NOT:    riscv
 

@@ -154,12 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--root", default=".", help="the repository (its test/ and examples/ are the corpus)")
     p.add_argument("--keep", help="write each misbehaving mutant to this folder")
+    p.add_argument("--max-bytes", type=int, default=8192, help="the largest corpus file (bytes)")
     opts = p.parse_args(argv)
     root = Path(opts.root)
     scratch = Path(root / "build" / "fuzz")
     scratch.mkdir(parents=True, exist_ok=True)
     bad = 0
-    for n, m in enumerate(mutants(corpus(root), opts.mutants, opts.seed)):
+    for n, m in enumerate(mutants(corpus(root, opts.max_bytes), opts.mutants, opts.seed)):
         outcome = run_one(m.text, scratch / "mutant.mlir")
         if not outcome.ok:
             bad += 1

@@ -1,6 +1,7 @@
-"""Output targets of ``vdir-opt`` beyond xDSL's: ``-t ptx`` and ``-t isa``.
+"""Output targets of ``vdir-opt`` beyond xDSL's: ``-t ptx``, ``-t isa`` and ``-t queues``.
 
-``isa`` prints the encoded queues as a readable listing; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
+``isa`` prints the encoded queues as a readable listing; ``queues`` a table
+of each SM's and engine's instructions, bytes, waits and releases; ``ptx`` prints the PTX of the persistent scheduler kernel for an encoded
 program (run ``-p vdir-pipeline`` first, or any pipeline ending in
 ``vdir-encode``), or the text of ``ptx.module`` ops already in the module.
 ``ptx`` takes the lowering options in xDSL's option syntax:
@@ -72,6 +73,30 @@ class PTXTarget(Target):
             output.write(lower_to_ptx(program, get_target(program.target), self.options))
 
 
+def _encoded(module: ModuleOp, target: str) -> list[tuple[str, object]]:
+    """(name, encoded program) of each ``vdir.encoded_program`` op; a located hint when there is none."""
+    from vdir.dialects.vdir import EncodedProgramOp
+    from vdir.transforms.encode import encoded_programs
+
+    ops = [op for op in module.walk() if isinstance(op, EncodedProgramOp)]
+    if not ops:
+        raise UserError(f"error: -t {target} needs an encoded program; run '-p vdir-pipeline' first")
+    return [(f"@{op.sym_name.data}", program) for op, program in zip(ops, encoded_programs(module), strict=True)]
+
+
+@dataclass(frozen=True)
+class QueuesTarget(Target):
+    """Print, per SM and engine, the work and the synchronisation of the encoded program's queues."""
+
+    name = "queues"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from vdir.analysis.queue_summary import queue_summary
+
+        for name, program in _encoded(module, self.name):
+            output.write(queue_summary(program, name))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class ISATarget(Target):
     """Print the encoded program's queues as a readable listing."""
@@ -79,13 +104,8 @@ class ISATarget(Target):
     name = "isa"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from vdir.dialects.vdir import EncodedProgramOp
         from vdir.isa import disassemble
-        from vdir.transforms.encode import encoded_programs
 
-        ops = [op for op in module.walk() if isinstance(op, EncodedProgramOp)]
-        if not ops:
-            raise UserError("error: -t isa needs an encoded program; run '-p vdir-pipeline' first")
-        for op, program in zip(ops, encoded_programs(module), strict=True):
-            output.write(disassemble(program, f"@{op.sym_name.data}"))
+        for name, program in _encoded(module, self.name):
+            output.write(disassemble(program, name))  # type: ignore[arg-type]
 
