@@ -7,10 +7,10 @@
 // through the class's free slots, and a result reuses the first one's slot
 // only after the store that read it (an after group of its vdir.sched).
 
-// CHECK: %yt = vdir.compute gemv({{.*}}smem = [[A:[0-9]+]]>}
+// CHECK: %yt = vdir.compute gemv({{.*}}smem = [[A:[0-9]+]], label = "%yt[i=0]">}
 // CHECK: vdir.store %yt, %y[0, 0] on store {vdir.sched = #vdir.sched<id = [[S0:[0-9]+]],
-// CHECK-NOT: smem = [[A]]>
-// CHECK: %yt_7 = vdir.compute gemv({{.*}}smem = [[A]], after = {{\[\[}}[[S0]]]]>}
+// CHECK-NOT: smem = [[A]], label = "%yt[i={{[1-6]}}]"
+// CHECK: %yt_7 = vdir.compute gemv({{.*}}smem = [[A]], label = "%yt[i=7]", after = {{\[\[}}[[S0]]]]>}
 vdir.program @results(%w: !vdir.buffer<192x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x192xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
   vdir.repeat %i = 0 to 12 {

@@ -8,13 +8,13 @@
 
 // CHECK-LABEL: vdir.program @stream
 // CHECK-SAME:    vdir.layout = #vdir.layout<num_sms = 1, smem_bytes = {{[0-9]+}},
-// CHECK:       vdir.load %w[0, 0] {{.*}}smem = 0>}
+// CHECK:       vdir.load %w[0, 0] {{.*}}smem = 0, label = "%wt[i=0]">}
 // CHECK:       vdir.compute gemv({{.*}}{vdir.sched = #vdir.sched<id = [[G0:[0-9]+]],
-// CHECK:       vdir.load %w[16, 0] {{.*}}smem = 65536>}
+// CHECK:       vdir.load %w[16, 0] {{.*}}smem = 65536, label = "%wt[i=1]">}
 // CHECK:       vdir.compute gemv({{.*}}{vdir.sched = #vdir.sched<id = [[G1:[0-9]+]],
-// CHECK:       vdir.load %w[32, 0] {{.*}}smem = 131072>}
-// CHECK:       vdir.load %w[48, 0] {{.*}}smem = 0, after = {{\[\[}}[[G0]]]]>}
-// CHECK:       vdir.load %w[64, 0] {{.*}}smem = 65536, after = {{\[\[}}[[G1]]]]>}
+// CHECK:       vdir.load %w[32, 0] {{.*}}smem = 131072, label = "%wt[i=2]">}
+// CHECK:       vdir.load %w[48, 0] {{.*}}smem = 0, label = "%wt[i=3]", after = {{\[\[}}[[G0]]]]>}
+// CHECK:       vdir.load %w[64, 0] {{.*}}smem = 65536, label = "%wt[i=4]", after = {{\[\[}}[[G1]]]]>}
 vdir.program @stream(%w: !vdir.buffer<96x2048xbf16>, %x: !vdir.buffer<1x2048xbf16>, %y: !vdir.buffer<1x96xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x2048xbf16>
   vdir.repeat %i = 0 to 6 {

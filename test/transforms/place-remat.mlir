@@ -6,16 +6,16 @@
 
 // CHECK-LABEL: vdir.program @gemv
 // CHECK-SAME:    vdir.stage = #vdir.stage<placed>, vdir.layout = #vdir.layout<num_sms = 2, buffer_roles = [in, in, out]>
-// CHECK:         %[[X0:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0>}
-// CHECK:         %[[W0:.*]] = vdir.load %w[0, 0] on load {{.*}}sm = 0>
-// CHECK:         vdir.compute gemv(%[[W0]], %[[X0]]) {{.*}}sm = 0>
-// CHECK:         vdir.store {{.*}}, %y[0, 0] on store {{.*}}sm = 0>
-// CHECK:         vdir.load %w[32, 0] {{.*}}sm = 0>
-// CHECK:         %[[X1:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 7, seq = 0, sm = 1>}
-// CHECK:         %[[W1:.*]] = vdir.load %w[16, 0] {{.*}}sm = 1>
-// CHECK:         vdir.compute gemv(%[[W1]], %[[X1]]) {{.*}}sm = 1>
-// CHECK:         vdir.store {{.*}}, %y[0, 16] {{.*}}sm = 1>
-// CHECK:         vdir.load %w[48, 0] {{.*}}sm = 1>
+// CHECK:         %[[X0:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0{{(, label = "[^"]*")?}}>}
+// CHECK:         %[[W0:.*]] = vdir.load %w[0, 0] on load {{.*}}sm = 0{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.compute gemv(%[[W0]], %[[X0]]) {{.*}}sm = 0{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.store {{.*}}, %y[0, 0] on store {{.*}}sm = 0{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.load %w[32, 0] {{.*}}sm = 0{{(, label = "[^"]*")?}}>
+// CHECK:         %[[X1:.*]] = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 7, seq = 0, sm = 1{{(, label = "[^"]*")?}}>}
+// CHECK:         %[[W1:.*]] = vdir.load %w[16, 0] {{.*}}sm = 1{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.compute gemv(%[[W1]], %[[X1]]) {{.*}}sm = 1{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.store {{.*}}, %y[0, 16] {{.*}}sm = 1{{(, label = "[^"]*")?}}>
+// CHECK:         vdir.load %w[48, 0] {{.*}}sm = 1{{(, label = "[^"]*")?}}>
 // CHECK-NOT:     sm = 2
 vdir.program @gemv(%w: !vdir.buffer<64x256xbf16>, %x: !vdir.buffer<1x256xbf16>, %y: !vdir.buffer<1x64xbf16>) {
   %xt = vdir.load %x[0, 0] on load : !vdir.buffer<1x256xbf16> -> !vdir.tile<1x256xbf16>

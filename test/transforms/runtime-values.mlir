@@ -23,16 +23,16 @@ vdir.program @p(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>, %pos
 
 // PLACED:      vdir.program @p(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>, %pos: index in 0 to 31, %n: index in 0 to 3)
 // PLACED-NEXT:   %0 = affine.apply affine_map<(d0) -> (((d0 * 2) + 1))> (%pos)
-// PLACED-NEXT:   %t = vdir.load %x[%0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0>}
-// PLACED-NEXT:   %1 = vdir.store %t, %y[%0, 0] on store {vdir.sched = #vdir.sched<id = 1, sm = 0>}
+// PLACED-NEXT:   %t = vdir.load %x[%0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0{{(, label = "[^"]*")?}}>}
+// PLACED-NEXT:   %1 = vdir.store %t, %y[%0, 0] on store {vdir.sched = #vdir.sched<id = 1, sm = 0{{(, label = "[^"]*")?}}>}
 // PLACED-NEXT:   %2 = affine.apply affine_map<(d0) -> ((d0 + -2))> (%n)
-// PLACED-NEXT:   %a = vdir.load %x[8, 0] when %2 >= 0 on load {vdir.sched = #vdir.sched<id = 2, seq = 4, sm = 0>}
+// PLACED-NEXT:   %a = vdir.load %x[8, 0] when %2 >= 0 on load {vdir.sched = #vdir.sched<id = 2, seq = 4, sm = 0{{(, label = "[^"]*")?}}>}
 // The stores at the runtime rows may reach rows 1..62: each is ordered after
 // that store (write after write).
-// PLACED-NEXT:   %3 = vdir.store %a, %y[8, 0] when %2 >= 0 on store {vdir.sched = #vdir.sched<id = 3, seq = 5, sm = 0, after = {{\[\[}}1]]>}
+// PLACED-NEXT:   %3 = vdir.store %a, %y[8, 0] when %2 >= 0 on store {vdir.sched = #vdir.sched<id = 3, seq = 5, sm = 0{{(, label = "[^"]*")?}}, after = {{\[\[}}1]]>}
 // PLACED-NEXT:   %4 = affine.apply affine_map<(d0) -> ((d0 + -1))> (%n)
-// PLACED-NEXT:   %a_1 = vdir.load %x[0, 0] when %4 >= 0 on load {vdir.sched = #vdir.sched<id = 4, seq = 2, sm = 1>}
-// PLACED-NEXT:   %5 = vdir.store %a_1, %y[0, 0] when %4 >= 0 on store {vdir.sched = #vdir.sched<id = 5, seq = 3, sm = 1, after = {{\[\[}}1]]>}
+// PLACED-NEXT:   %a_1 = vdir.load %x[0, 0] when %4 >= 0 on load {vdir.sched = #vdir.sched<id = 4, seq = 2, sm = 1{{(, label = "[^"]*")?}}>}
+// PLACED-NEXT:   %5 = vdir.store %a_1, %y[0, 0] when %4 >= 0 on store {vdir.sched = #vdir.sched<id = 5, seq = 3, sm = 1{{(, label = "[^"]*")?}}, after = {{\[\[}}1]]>}
 
 // ISA:       // scalar 0: pos in 0 to 31
 // ISA-NEXT:  // scalar 1: n in 0 to 3

@@ -10,12 +10,12 @@
 // the waiting load's place in program order).
 
 // CHECK:      %av = vdir.load %act[0, 0] on load {vdir.sched = #vdir.sched<id = 9, seq = 15, sm = 0, pos = 6,
-// CHECK-NEXT: %wdt = vdir.load %wd[0, 0] on load {vdir.sched = #vdir.sched<id = 10, seq = 15, hoist = -2, sm = 0, pos = 4>}
-// CHECK:      %res = vdir.load %h[0, 0] on load {vdir.sched = #vdir.sched<id = 12, seq = 15, hoist = -1, sm = 0, pos = 5>}
+// CHECK-NEXT: %wdt = vdir.load %wd[0, 0] on load {vdir.sched = #vdir.sched<id = 10, seq = 15, hoist = -2, sm = 0, pos = 4{{(, label = "[^"]*")?}}>}
+// CHECK:      %res = vdir.load %h[0, 0] on load {vdir.sched = #vdir.sched<id = 12, seq = 15, hoist = -1, sm = 0, pos = 5{{(, label = "[^"]*")?}}>}
 
 // ONE:        %av = vdir.load %act[0, 0] {{.*}}pos = 5,
-// ONE-NEXT:   %wdt = vdir.load %wd[0, 0] {{.*}}hoist = -1, sm = 0, pos = 4>}
-// ONE:        %res = vdir.load %h[0, 0] {{.*}}pos = 6>}
+// ONE-NEXT:   %wdt = vdir.load %wd[0, 0] {{.*}}hoist = -1, sm = 0, pos = 4{{(, label = "[^"]*")?}}>}
+// ONE:        %res = vdir.load %h[0, 0] {{.*}}pos = 6{{(, label = "[^"]*")?}}>}
 
 // NONE:       %av = vdir.load %act[0, 0] {{.*}}pos = 4,
 // NONE-NOT:   hoist =

@@ -631,6 +631,8 @@ class _Expander:
         node.signal_bits = sched.signal_bits
         node.wait_counters = sched.counter_waits
         node.release_counters = sched.released_counters
+        if (label := sched.label_text) is not None:
+            node.name = label
         self.by_id[node.id] = node
 
     def _resolve_recorded_deps(self) -> None:
@@ -932,6 +934,7 @@ def schedule_attr(node: Node) -> ScheduleAttr:
         wait_counters=node.wait_counters,
         release=node.release_counters,
         after=[[p.id for p in g] for g in node.deps if g],
+        label=node.name if "[" in node.name else None,  # a repeat's copy: its indices
     )
 
 

@@ -303,6 +303,7 @@ _SCHED_PARSERS: dict[str, Callable[[AttrParser, str], object]] = {
     "wait_counters": _pair_list_parser("counter", "count", _counter_pair, distinct=False),
     "release": _int_list_parser(_non_negative("release counter"), distinct=False),
     "after": _after_parser,
+    "label": lambda parser, key: parser.parse_str_literal("the micro-op's readable name"),
 }
 
 
@@ -324,7 +325,10 @@ class ScheduleAttr(ParametrizedAttribute):
     * ``wait_counters``: ``counter : count`` pairs of global counters it waits
       for (count per launch); ``release``: the counters it increments;
     * ``after``: its dependency groups, each a list of producer ids that it
-      waits for as a whole.
+      waits for as a whole;
+    * ``label``: the micro-op's readable name where its SSA name does not say
+      it all (``"%wt[i=3]"`` for a copy of a ``vdir.repeat`` body), so that
+      diagnostics and listings name it the same after the text round trip.
 
     Which facts a micro-op has depends on the program's stage; the program
     verifier checks that, and the ranges that depend on the program.
@@ -343,6 +347,7 @@ class ScheduleAttr(ParametrizedAttribute):
     wait_counters: DenseArrayBase[I64]  # (counter, count) pairs, flattened
     release: DenseArrayBase[I64]
     after: ArrayAttr[DenseArrayBase[I64]]
+    label: StringAttr | NoneAttr
 
     #: text name -> Python field of the scalar facts, in printing order
     SCALARS: ClassVar[dict[str, str]] = {
@@ -363,9 +368,10 @@ class ScheduleAttr(ParametrizedAttribute):
         wait_counters: Iterable[tuple[int, int]] = (),
         release: Iterable[int] = (),
         after: Iterable[Iterable[int]] = (),
+        label: str | None = None,
     ):
         super().__init__(*self._parameters(
-            uop_id, seq, hoist, sm, pos, smem, wait, signal, wait_counters, release, after
+            uop_id, seq, hoist, sm, pos, smem, wait, signal, wait_counters, release, after, label
         ))
 
     @staticmethod
@@ -381,6 +387,7 @@ class ScheduleAttr(ParametrizedAttribute):
         wait_counters: Iterable[tuple[int, int]],
         release: Iterable[int],
         after: Iterable[Iterable[int]],
+        label: str | None = None,
     ) -> tuple[Attribute, ...]:
         """The attribute's parameters from Python values (not verified yet)."""
         # cast: isinstance cannot tell a Mapping[int, int] from an iterable of pairs that is a Mapping
@@ -392,6 +399,7 @@ class ScheduleAttr(ParametrizedAttribute):
             _array(x for cc in wait_counters for x in cc),
             _array(release),
             ArrayAttr([_array(g) for g in after]),
+            NoneAttr() if label is None else StringAttr(label),
         )
 
     # -- Python values -------------------------------------------------------
@@ -431,6 +439,11 @@ class ScheduleAttr(ParametrizedAttribute):
     def after_groups(self) -> list[list[int]]:
         return [list(g.get_values()) for g in self.after.data]
 
+    @property
+    def label_text(self) -> str | None:
+        """The readable name, or None when the SSA name is it."""
+        return self.label.data if isinstance(self.label, StringAttr) else None
+
     # -- text --------------------------------------------------------------
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -443,11 +456,15 @@ class ScheduleAttr(ParametrizedAttribute):
         return cls._parameters(
             *(fields.get(key) for key in cls.SCALARS),  # type: ignore[arg-type]
             *(fields.get(key, ()) for key in lists),  # type: ignore[arg-type]
+            fields.get("label"),  # type: ignore[arg-type]
         )
 
     def print_parameters(self, printer: Printer) -> None:
         parts = [f"{key} = {v}" for key in self.SCALARS if (v := self.fact(key)) is not None]
         printer.print_string("<" + ", ".join(parts))
+        if (label := self.label_text) is not None:  # last of the scalars: it reads as the micro-op's name
+            printer.print_string(", label = ")
+            printer.print_string_literal(label)
         lists: list[tuple[str, Sequence, Callable[[Printer, Sequence], None]]] = [
             ("wait", sorted(self.wait_bits.items()), _print_pairs),
             ("signal", self.signal_bits, _print_int_list),
