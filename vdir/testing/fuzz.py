@@ -103,8 +103,8 @@ def mutants(files: Sequence[Path], count: int, seed: int) -> Iterator[Mutant]:
         yield Mutant(str(f), edit, text)
 
 
-def run_one(text: str, path: Path, seconds: float = HANG_SECONDS) -> Outcome:
-    """``vdir-opt path -p PIPELINE`` on ``text`` (written to ``path``) in this process.
+def run_one(text: str, path: Path, seconds: float = HANG_SECONDS, pipeline: str = PIPELINE) -> Outcome:
+    """``vdir-opt path -p pipeline`` on ``text`` (written to ``path``) in this process.
 
     A hang is cut by an alarm that interrupts the driver as Ctrl-C would
     (nothing in the tools swallows it, and the driver's answer to it, exit
@@ -126,7 +126,7 @@ def run_one(text: str, path: Path, seconds: float = HANG_SECONDS) -> Outcome:
     status: int | None = None
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = main([str(path), "-p", PIPELINE])
+            status = main([str(path), "-p", pipeline])
     except KeyboardInterrupt:
         if not fired:
             raise
@@ -155,13 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--root", default=".", help="the repository (its test/ and examples/ are the corpus)")
     p.add_argument("--keep", help="write each misbehaving mutant to this folder")
     p.add_argument("--max-bytes", type=int, default=8192, help="the largest corpus file (bytes)")
+    p.add_argument("--pipeline", default=PIPELINE, help=f"the pass pipeline (default: {PIPELINE})")
+    p.add_argument("--hang-seconds", type=float, default=HANG_SECONDS, help="a mutant slower than this hangs")
     opts = p.parse_args(argv)
     root = Path(opts.root)
     scratch = Path(root / "build" / "fuzz")
     scratch.mkdir(parents=True, exist_ok=True)
     bad = 0
     for n, m in enumerate(mutants(corpus(root, opts.max_bytes), opts.mutants, opts.seed)):
-        outcome = run_one(m.text, scratch / "mutant.mlir")
+        outcome = run_one(m.text, scratch / "mutant.mlir", opts.hang_seconds, opts.pipeline)
         if not outcome.ok:
             bad += 1
             print(f"mutant {n} ({m.edit} in {m.source}): {outcome.why}", flush=True)
