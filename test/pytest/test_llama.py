@@ -246,3 +246,42 @@ def test_decode_on_the_gpu_follows_the_mirror(name):
         teacher_forced(decoder, MirrorModel(cfg, weights), 60, "cuda")
         result = decoder.generate(PROMPT, 20)
     assert len(result.tokens) == 20 and all(0 <= t < cfg.vocab for t in result.tokens)
+
+
+#: the torch comparison's tolerance: a logit within this fraction of the step's largest |logit|
+TORCH_LOGIT_TOLERANCE = 0.03
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+def test_decode_on_the_gpu_follows_a_plain_torch_step(name):
+    """64 greedy steps (through all four attention blocks) against the same model in plain torch.
+
+    vdir generates; torch runs teacher-forced on vdir's tokens. At every step
+    the logits agree within TORCH_LOGIT_TOLERANCE of the largest, and torch
+    picks vdir's token unless its own top two are closer than that.
+    """
+    pytest.importorskip("torch")
+    from vdir.frontend.llama import decode_tables
+    from vdir.testing.torch_llama import TorchStep
+
+    cfg = NAMED_CONFIGS[name]
+    weights = random_weights(cfg, seed=9)
+    steps = cfg.max_context  # 64: every attention block of the compiled context
+    ref = TorchStep(cfg, weights, decode_tables(cfg))
+    with LlamaDecoder(cfg, weights, backend="cuda") as decoder:
+        tokens = [PROMPT[0], *decoder.generate(PROMPT[:1], steps).tokens]
+        decoder.reset()
+        for pos in range(steps):
+            decoder.step(pos, tokens[pos])
+            ref.token.fill_(tokens[pos])
+            ref.pos.fill_(pos)
+            ref.step()
+            got = decoder.logits().astype(np.float32)[0]
+            want = ref.logits.float().cpu().numpy()[0]
+            scale = float(np.abs(want).max())
+            assert np.abs(got - want).max() <= TORCH_LOGIT_TOLERANCE * scale, f"step {pos}"
+            top2 = np.sort(want)[-2:]
+            if top2[1] - top2[0] > TORCH_LOGIT_TOLERANCE * scale:
+                assert int(np.argmax(want)) == tokens[pos + 1], f"step {pos}: torch picks another token"
