@@ -136,8 +136,12 @@ def _slot_counts(tiles: list[_Tile], peak: dict[int, int], budget: int) -> dict[
     return counts
 
 
-def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner) -> int:
-    """Allocate one SM's tiles; return the bytes its arena uses."""
+def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True) -> int:
+    """Allocate one SM's tiles; return the bytes its arena uses.
+
+    Rings first; where they do not fit, by liveness, or (``by_liveness``
+    false) a located error.
+    """
     target = graph.target
     budget = target.smem_per_block - KERNEL_RESERVED_SMEM
     tiles = _tiles_of_sm(nodes, target.smem_alignment)
@@ -155,7 +159,14 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner)
         base[size] = offset
         offset += size * counts[size]
     if offset > budget:  # the classes peak at different times, but each ring holds its peak
-        return _allocate_by_liveness(sm, tiles, budget, intern, target.name)
+        if by_liveness:
+            return _allocate_by_liveness(sm, tiles, budget, intern, target.name)
+        classes = ", ".join(f"{counts[s]} x {s} B" for s in sorted(counts, key=lambda s: -s))
+        raise PassFailure(
+            f"the shared-memory rings of SM {sm} ({classes}) need {offset} bytes, more than the {budget} "
+            f"bytes available on {target.name}; use smaller tiles",
+            loc=tiles[0].node.loc,
+        )
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], _Tile] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
@@ -249,13 +260,19 @@ class _Occupants:
         return list({id(p): p for p in previous}.values())
 
 
-def allocate(graph: Graph) -> None:
-    """Allocate every SM; the program's ``smem_bytes`` is the largest arena."""
+def allocate(graph: Graph, by_liveness: bool = True) -> None:
+    """Allocate every SM; the program's ``smem_bytes`` is the largest arena.
+
+    ``by_liveness`` false refuses, rather than allocates by liveness, an SM
+    whose rings do not fit: ``vdir-pipeline`` first tries rings with less
+    load hoisting (:func:`~vdir.transforms.pipeline.schedule_and_allocate`).
+    """
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
         by_sm[n.sm].append(n)
     intern = GroupInterner()
-    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern) for sm, ns in sorted(by_sm.items())), default=0)
+    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness) for sm, ns in sorted(by_sm.items())),
+                           default=0)
 
 
 @dataclass(frozen=True)

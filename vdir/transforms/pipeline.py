@@ -32,17 +32,23 @@ from vdir.transforms.verify_deps import verify_dependencies
 
 
 def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
-    """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit."""
+    """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit.
+
+    Shared memory in rings is tried at every hoisting depth before any SM is
+    allocated by liveness (``vdir-alloc-smem``), so that a program the rings
+    serve keeps them; the last attempt, by liveness without hoisting, raises.
+    """
     saved = graph.snapshot()
-    for p in range(prefetch, 0, -1):
+    attempts = [(p, False) for p in range(prefetch, -1, -1)] + [(p, True) for p in range(prefetch, -1, -1)]
+    for p, by_liveness in attempts[:-1]:
         try:
             schedule(graph, p, check=False)
-            allocate(graph)
+            allocate(graph, by_liveness)
             return
         except PassFailure:
             graph.restore(saved)
     schedule(graph, 0, check=False)
-    allocate(graph)
+    allocate(graph, by_liveness=True)
 
 
 @contextmanager
