@@ -60,9 +60,9 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
     """The first allocation fails: the retry with prefetch 1 must match a fresh graph's."""
     attempts: list[int] = []
 
-    def allocate_failing_once(graph: Graph) -> None:
+    def allocate_failing_once(graph: Graph, by_liveness: bool = True) -> None:
         attempts.append(1)
-        allocate(graph)
+        allocate(graph, by_liveness)
         if len(attempts) == 1:
             raise PassFailure("tiles do not fit")
 
