@@ -150,9 +150,9 @@ def test_checkpoint_errors_name_the_tensor(tmp_path):
         ({"layers": 0}, "layers must be a positive integer"),
         ({"down_chunks": -1}, "down_chunks must be a positive integer"),
         ({"logit_chunks": 3}, "hidden = 256 does not split into 3 equal chunks"),
-        ({"vocab": 8192, "vocab_rows": 8192}, "logit_chunks: no equal split of K = 256 gives a 8192-row bf16 weight"),
-        ({"vocab": 4100, "vocab_rows": 4}, "vocab = 4100 does not split into equal parts of whole 16-byte rows"),
-        ({"argmax_parts": 128}, "vocab / argmax_parts = 4 logits is not a multiple of 8"),
+        ({"vocab": 8192, "vocab_rows": 8192}, "logit_chunks: no equal split of K = 256 gives a 8192-row bf16 tile"),
+        ({"vocab": 4100, "vocab_rows": 4}, "argmax_parts: no equal split of K = 4100 gives a 1-row bf16 tile"),
+        ({"argmax_parts": 128}, "vocab / argmax_parts = 4 logits are not whole 16-byte rows"),
     ],
 )
 def test_configs_that_do_not_fit_are_refused(change, message):
@@ -221,6 +221,9 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
     assert (LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                         max_context=64, block=64).down_chunks == 4)
     assert chunks_for(16, 512, "k") == 1 and chunks_for(16, 4096, "k") == 2 and chunks_for(8, 14336, "k") == 4
+    # a split whose rows are not whole 16-byte units is passed over, not the end of the search:
+    # 24 -> 12 elements (24 bytes) fails, 24 -> 8 (16 bytes) fits
+    assert chunks_for(1, 24, "k", tile_bytes=16) == 3
     assert LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        max_context=64, block=64).argmax_parts == 96  # 1336 logits each
     assert NAMED_CONFIGS["tiny"].argmax_parts == 1

@@ -67,6 +67,7 @@ from vdir.analysis.runtime_values import (
 )
 from vdir.diagnostics import PassFailure, location_of
 from vdir.dialects.vdir import (
+    BULK_COPY_ALIGN,
     DYNAMIC,
     BufferType,
     ComputeOp,
@@ -574,7 +575,7 @@ class _Expander:
         axis = node.dyn_axis
         size, bound = node.tile.shape[axis], arg.shape[axis]  # type: ignore[union-attr]
         es = DTYPE_BYTES[arg.dtype]
-        if axis == 1 and (dyn.coeff * es % 16 or dyn.const * es % 16):
+        if axis == 1 and (dyn.coeff * es % BULK_COPY_ALIGN or dyn.const * es % BULK_COPY_ALIGN):
             raise PassFailure(
                 f"{micro_op_text(node)}: a runtime column offset ({dyn}) must move in 16-byte steps", op
             )
@@ -610,7 +611,7 @@ class _Expander:
                 f"is out of the bounds of @{arg.name} ({arg.shape[0]}x{arg.shape[1]}){where}",
                 op,
             )
-        if (node.col * DTYPE_BYTES[arg.dtype]) % 16:
+        if (node.col * DTYPE_BYTES[arg.dtype]) % BULK_COPY_ALIGN:
             raise PassFailure(f"{micro_op_text(node)}: column offset {node.col} is not 16-byte aligned", op)
 
     # -- the scheduled form written by graph_to_ir --------------------------

@@ -101,6 +101,9 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 #: be one of these, so that the custom form spells (and re-reads) it
 _ARGUMENT_NAME = re.compile(r"[0-9]+|[A-Za-z$._-][A-Za-z0-9$._-]*")
 
+#: bytes a bulk copy moves in whole units of: a tile row and a column offset are multiples of this
+BULK_COPY_ALIGN = 16
+
 #: sentinel for a dynamic offset in ``static_offsets`` (as MLIR's kDynamic)
 DYNAMIC = DYNAMIC_INDEX
 
@@ -334,15 +337,15 @@ def _check_region(
     brows, bcols = buffer.dims
     if rows > brows or cols > bcols:
         raise VerifyException(f"{what}: a {rows}x{cols} tile does not fit in a {brows}x{bcols} buffer")
-    if (cols * esize) % 16:
+    if (cols * esize) % BULK_COPY_ALIGN:
         raise VerifyException(
-            f"{what}: tile rows are {cols * esize} bytes; bulk copies need a multiple of 16"
+            f"{what}: tile rows are {cols * esize} bytes; bulk copies need a multiple of {BULK_COPY_ALIGN}"
         )
     r0, c0 = static
     for off, axis in ((r0, "row"), (c0, "column")):
         if off != DYNAMIC and off < 0:
             raise VerifyException(f"{what}: {axis} offset {off} is negative")
-    if c0 != DYNAMIC and (c0 * esize) % 16:
+    if c0 != DYNAMIC and (c0 * esize) % BULK_COPY_ALIGN:
         raise VerifyException(f"{what}: column offset {c0} is not 16-byte aligned")
     for off, size, bound, axis in ((r0, rows, brows, "row"), (c0, cols, bcols, "column")):
         if off != DYNAMIC and off + size > bound:

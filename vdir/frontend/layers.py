@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from vdir.dialects.vdir import BULK_COPY_ALIGN
+from vdir.families import DTYPE_BYTES
 from vdir.frontend.builder import Offset, ProgramBuilder
 
 
@@ -30,28 +32,23 @@ def tile_count(total: int, rows: int, what: str) -> int:
 #: engine ahead of the gemv) and the activations fit the 227 KB of shared
 #: memory an H200 SM gives one block
 WEIGHT_TILE_BYTES = 64 * 1024
-#: a chunk's row must be whole 16-byte bulk-copy units
-_CHUNK_ALIGN_BYTES = 16
-#: bytes of a bf16 weight
-_BF16 = 2
+#: bytes of a bf16 element
+_BF16 = DTYPE_BYTES["bf16"]
 
 
 def chunks_for(rows: int, k: int, what: str, tile_bytes: int = WEIGHT_TILE_BYTES) -> int:
-    """The fewest equal K chunks that keep a ``rows x K/chunks`` bf16 weight tile within ``tile_bytes``.
+    """The fewest equal K chunks that keep a ``rows x K/chunks`` bf16 tile within ``tile_bytes``.
 
-    A :class:`ValueError` naming ``what`` where no split of ``k`` does (a
-    chunk's row must stay a multiple of 16 bytes).
+    A chunk's row must be whole bulk-copy units (``BULK_COPY_ALIGN``
+    bytes); a :class:`ValueError` naming ``what`` where no split of ``k``
+    gives one.
     """
     for chunks in range(1, k + 1):
-        if k % chunks:
-            continue
         width = k // chunks
-        if width * _BF16 % _CHUNK_ALIGN_BYTES:
-            break
-        if rows * width * _BF16 <= tile_bytes:
+        if k % chunks == 0 and width * _BF16 % BULK_COPY_ALIGN == 0 and rows * width * _BF16 <= tile_bytes:
             return chunks
-    raise ValueError(f"{what}: no equal split of K = {k} gives a {rows}-row bf16 weight tile of at most "
-                     f"{tile_bytes} bytes in whole 16-byte rows")
+    raise ValueError(f"{what}: no equal split of K = {k} gives a {rows}-row bf16 tile of at most "
+                     f"{tile_bytes} bytes in whole {BULK_COPY_ALIGN}-byte rows")
 
 
 def chunked_gemv(

@@ -33,6 +33,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from vdir.dialects.vdir import BULK_COPY_ALIGN
+from vdir.families import DTYPE_BYTES
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import chunked_gemv, chunks_for, load_chunks, mlp_layer, split_evenly, tile_count
 from vdir.frontend.rope import Llama3Scaling, rope_tables
@@ -45,10 +47,10 @@ TOKEN_WIDTH = 4
 STATE_EXTRA = 4
 #: a chunk count of :class:`LlamaConfig` that the config chooses itself
 AUTO_CHUNKS = 0
+#: bytes of a bf16 element
+_BF16 = DTYPE_BYTES["bf16"]
 #: the most logits one ``argmax_partial`` of the step reads (a 4 KB bf16 tile)
 ARGMAX_PART_LOGITS = 2048
-#: a part's logits are whole 16-byte rows of bf16
-_PART_MULTIPLE = 8
 
 
 @dataclass(frozen=True)
@@ -112,12 +114,13 @@ class LlamaConfig:
         split_evenly(self.hidden, self.logit_chunks, "hidden")
         split_evenly(self.intermediate, self.down_chunks, "intermediate")
         split_evenly(self.heads * self.head_dim, self.o_chunks, "heads x head_dim")
-        if self.argmax_parts == AUTO_CHUNKS:
-            object.__setattr__(self, "argmax_parts", _argmax_parts(self.vocab))
+        if self.argmax_parts == AUTO_CHUNKS:  # parts of the logits row: chunks of a 1-row bf16 "tile"
+            object.__setattr__(self, "argmax_parts",
+                               chunks_for(1, self.vocab, "config: argmax_parts", ARGMAX_PART_LOGITS * _BF16))
         self._check_positive("argmax_parts")
-        if split_evenly(self.vocab, self.argmax_parts, "vocab") % _PART_MULTIPLE:
-            raise ValueError(f"config: vocab / argmax_parts = {self.vocab // self.argmax_parts} logits is not a "
-                             f"multiple of {_PART_MULTIPLE} (whole 16-byte rows)")
+        if split_evenly(self.vocab, self.argmax_parts, "vocab") * _BF16 % BULK_COPY_ALIGN:
+            raise ValueError(f"config: vocab / argmax_parts = {self.vocab // self.argmax_parts} logits are not "
+                             f"whole {BULK_COPY_ALIGN}-byte rows")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
@@ -136,15 +139,6 @@ class LlamaConfig:
     def blocks(self) -> int:
         """Attention blocks of the largest context."""
         return self.max_context // self.block
-
-
-def _argmax_parts(vocab: int) -> int:
-    """The fewest equal parts of ``vocab`` logits, whole 16-byte rows each, of at most ARGMAX_PART_LOGITS."""
-    for parts in range(1, vocab + 1):
-        if vocab % parts == 0 and (vocab // parts) % _PART_MULTIPLE == 0 and vocab // parts <= ARGMAX_PART_LOGITS:
-            return parts
-    raise ValueError(f"config: vocab = {vocab} does not split into equal parts of whole 16-byte rows of at most "
-                     f"{ARGMAX_PART_LOGITS} logits")
 
 
 def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
