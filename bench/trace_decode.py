@@ -66,48 +66,11 @@ def summarize(trace, layers: set[int]) -> list[str]:
     return lines
 
 
-#: µs of slack when deciding what an instruction waited for (stamps are taken by different threads)
-_SLACK_US = 0.25
-
-
 def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
-    """The chain of waits that ends at the last micro-op to finish before ``hi_us``, back to ``lo_us``.
-
-    Walking back from an instruction: if the one before it in its queue was
-    still running (a pipelined engine: still being issued) when it began, the
-    queue held it ("queue"); otherwise it waited for a dependency, taken to
-    be the instruction that finished last before it began, anywhere
-    ("waits"). A heuristic, since stamps do not say which wait was the last
-    to clear, but a chain of "waits" across SMs is the hand-off chain.
-    """
-    import bisect
-
-    from vdir.target import get_target
-
+    """:meth:`~vdir.device_runtime.trace.Trace.wait_chain` of the window, one line per micro-op."""
     names = trace.program.uop_names
-    pipelined = [spec.pipelined for spec in get_target(trace.program.target).engines]
-    queues: dict[tuple[int, int], dict[int, object]] = defaultdict(dict)
-    for e in trace.events:
-        queues[(e.sm, e.engine)][e.pos] = e
-    by_end = sorted(trace.events, key=lambda e: e.start_us + e.dur_us)
-    ends = [e.start_us + e.dur_us for e in by_end]
-    last = by_end[bisect.bisect_right(ends, hi_us) - 1]
-    chain = []
-    e = last
-    while e is not None and e.start_us >= lo_us:
-        prev = queues[(e.sm, e.engine)].get(e.pos - 1)
-        held_until = None if prev is None else prev.start_us if pipelined[e.engine] else prev.start_us + prev.dur_us
-        if held_until is not None and held_until >= e.start_us - _SLACK_US:
-            chain.append((e, "queue"))
-            e = prev
-            continue
-        chain.append((e, "waits"))
-        i = bisect.bisect_right(ends, e.start_us + _SLACK_US) - 1
-        while i >= 0 and by_end[i].start_us >= e.start_us:  # strictly earlier: the walk always ends
-            i -= 1
-        e = by_end[i] if i >= 0 else None
     lines = [f"critical path {lo_us:.1f} .. {hi_us:.1f} us (latest first): start end sm engine how name"]
-    for ev, how in chain:
+    for ev, how in trace.wait_chain(lo_us, hi_us):
         lines.append(f"  {ev.start_us:8.1f} {ev.start_us + ev.dur_us:8.1f} {ev.sm:4d} {ev.engine:2d} {how:6s} "
                      f"{names.get(ev.uop, '?')[:70]}")
     return lines

@@ -82,6 +82,38 @@ def gemv_program():
     return compile_module(parse_module_file(EXAMPLES / "gemv.mlir"), num_sms=2)
 
 
+def test_the_wait_chain_follows_queues_and_hand_offs():
+    """SM 1's compute (uop 9) waits on SM 0's store (uop 6), which followed SM 0's compute in its queue."""
+    program = gemv_program()  # engines 0 load (pipelined), 1 compute, 2 store
+    events = [
+        TraceEvent(0, 0, 1, 0, 0.0, 2.0),  # SM 0 load
+        TraceEvent(0, 1, 2, 0, 2.0, 1.0),  # SM 0 compute: waits for the load
+        TraceEvent(0, 2, 6, 0, 3.0, 1.0),  # SM 0 store: waits for the compute
+        TraceEvent(1, 0, 7, 0, 0.0, 1.0),  # SM 1 load, early
+        TraceEvent(1, 1, 8, 0, 1.0, 0.5),  # SM 1 compute
+        TraceEvent(1, 1, 9, 1, 4.0, 1.0),  # SM 1 compute: waits for SM 0's store, not its queue
+        TraceEvent(1, 1, 10, 2, 5.0, 1.0),  # SM 1 compute: held by its queue
+    ]
+    chain = Trace(program, events).wait_chain(0.0, 6.0)
+    assert [(e.uop, how) for e, how in chain] == [(10, "queue"), (9, "waits"), (6, "waits"), (2, "waits"),
+                                                  (1, "waits")]
+    assert Trace(program, events).wait_chain(2.5, 6.0)[-1][0].uop == 6  # the window's start ends the walk
+    assert Trace(program, events).wait_chain(0.0, 0.5) == []  # nothing finished by then
+
+
+def test_the_wait_chain_of_a_simulated_launch_goes_strictly_back_in_time():
+    program = gemv_program()
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(exe.signature, seed=1))
+        trace = exe.platform.last_trace()
+    chain = trace.wait_chain(0.0, trace.makespan_us)
+    assert len(chain) > 2 and chain[0][0].start_us + chain[0][0].dur_us == trace.makespan_us
+    assert all(a.start_us > b.start_us for (a, _), (b, _) in zip(chain, chain[1:], strict=False))
+    for (a, how), (b, _) in zip(chain, chain[1:], strict=False):
+        if how == "queue":
+            assert (a.sm, a.engine, a.pos - 1) == (b.sm, b.engine, b.pos)
+
+
 def test_overlapping_micro_ops_get_one_track_each_first_free_track_first():
     program = gemv_program()
     events = [TraceEvent(0, 0, 0, 0, 0.0, 4.0), TraceEvent(0, 0, 1, 1, 1.0, 1.0), TraceEvent(0, 0, 2, 2, 2.5, 3.0),

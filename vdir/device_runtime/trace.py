@@ -7,7 +7,9 @@ simulator records them in the logical time of its cost model
 from the ``%globaltimer`` stamps that a kernel lowered with the ``trace``
 option writes (:meth:`Trace.from_stamps`), relative to the earliest stamp.
 
-:meth:`Trace.to_json` writes the Chrome trace-event format that Perfetto
+:meth:`Trace.wait_chain` walks back from the last micro-op through what each
+one waited for (its queue, or a hand-off from elsewhere): the critical path
+``bench/trace_decode.py --path`` prints. :meth:`Trace.to_json` writes the Chrome trace-event format that Perfetto
 (ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
 ("X") slices on threads, which the viewers draw as tracks. A viewer drops or
 misdraws slices that partially overlap on one track, and the load engine
@@ -26,6 +28,7 @@ overlap.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -41,6 +44,9 @@ from vdir.target import get_target
 
 #: the grid of exported times: ticks per µs (1 ns)
 TICKS_PER_US = 1000
+#: µs of slack when :meth:`Trace.wait_chain` decides what a micro-op waited
+#: for (different threads take the stamps)
+WAIT_SLACK_US = 0.25
 
 
 class TraceError(VdirError, ValueError):
@@ -70,6 +76,39 @@ class Trace:
     def makespan_us(self) -> float:
         """End time of the last micro-op."""
         return max((e.start_us + e.dur_us for e in self.events), default=0.0)
+
+    def wait_chain(self, lo_us: float, hi_us: float) -> list[tuple[TraceEvent, str]]:
+        """The chain of waits that ends at the last micro-op to finish by ``hi_us``, back to ``lo_us``, latest first.
+
+        Walking back from a micro-op: if the one before it in its queue was
+        still running (on a pipelined engine: still being issued) when it
+        began, the queue held it (``"queue"``); otherwise it waited for a
+        dependency, taken to be the micro-op that finished last before it
+        began, anywhere (``"waits"``). A heuristic: stamps do not say which
+        wait cleared last. Each step goes to a micro-op that began strictly
+        earlier, so the walk ends.
+        """
+        pipelined = [spec.pipelined for spec in get_target(self.program.target).engines]
+        queues = {(e.sm, e.engine, e.pos): e for e in self.events}
+        by_end = sorted(self.events, key=lambda e: e.start_us + e.dur_us)
+        ends = [e.start_us + e.dur_us for e in by_end]
+        i = bisect.bisect_right(ends, hi_us) - 1
+        e = by_end[i] if i >= 0 else None
+        chain: list[tuple[TraceEvent, str]] = []
+        while e is not None and e.start_us >= lo_us:
+            prev = queues.get((e.sm, e.engine, e.pos - 1))
+            if prev is not None:
+                held_until = prev.start_us if pipelined[e.engine] else prev.start_us + prev.dur_us
+                if held_until >= e.start_us - WAIT_SLACK_US and prev.start_us < e.start_us:
+                    chain.append((e, "queue"))
+                    e = prev
+                    continue
+            chain.append((e, "waits"))
+            i = bisect.bisect_right(ends, e.start_us + WAIT_SLACK_US) - 1
+            while i >= 0 and by_end[i].start_us >= e.start_us:
+                i -= 1
+            e = by_end[i] if i >= 0 else None
+        return chain
 
     @classmethod
     def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str) -> Trace:
