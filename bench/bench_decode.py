@@ -53,6 +53,10 @@ LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=12
                        block=64, proj_rows=8, name="llama_8b")
 
 
+#: the l2-prefetch bytes the bench compiles with unless told
+DEFAULT_L2_PREFETCH = 0
+
+
 def _configs() -> dict[str, LlamaConfig]:
     from vdir.models.llama import NAMED_CONFIGS
 
@@ -67,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--torch-compile", default="max-autotune-no-cudagraphs",
                    help="torch.compile mode of the compiled baseline ('none' skips it)")
+    p.add_argument("--l2-prefetch", default=str(DEFAULT_L2_PREFETCH),
+                   help="vdir-encode's l2-prefetch bytes; a comma-separated list times each, in this run")
     opts = p.parse_args(argv)
     import torch
 
     from vdir.frontend.llama import decode_tables
-    from vdir.models.llama import LlamaDecoder
     from vdir.testing.llama import random_weights
 
     cfg = _configs()[opts.config]
@@ -79,31 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = dataclasses.replace(cfg, max_context=opts.context)
     steps = min(opts.steps, cfg.max_context)
     weights = random_weights(cfg, seed=0)
-    t0 = time.time()
-    decoder = LlamaDecoder(cfg, weights, backend="cuda")
-    compile_s = time.time() - t0
-    print(f"{cfg.name}: vdir compiled and loaded in {compile_s:.1f} s, "
-          f"{len(decoder.exe.program.instrs)} instructions", flush=True)
-    prompt = [1]
-    decoder.generate(prompt, 2)  # warm-up
-    result = decoder.generate(prompt, steps)
-    vdir_ms = result.ms_per_token
-    tokens = [prompt[0], *result.tokens]
-    # torch, teacher-forced on vdir's tokens: logits compared at every step
     ref = TorchStep(cfg, weights, decode_tables(cfg))
-    worst, agree = 0.0, 0
-    decoder.reset()
-    for pos in range(min(steps, 16)):
-        decoder.step(pos, tokens[pos])
-        ref.token.fill_(tokens[pos])
-        ref.pos.fill_(pos)
-        ref.step()
-        got = torch.from_numpy(decoder.logits().astype(np.float32)).cuda()
-        want = ref.logits.float()
-        worst = max(worst, float((got - want).abs().max() / want.abs().max()))
-        agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
-    print(f"torch vs vdir, 16 teacher-forced steps: worst logit error {worst:.3g} of the largest; "
-          f"same greedy token {agree}/16", flush=True)
+    runs = [_run_vdir(cfg, weights, ref, steps, l2) for l2 in _byte_list(opts.l2_prefetch)]
+    vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
         torch.cuda.synchronize()
@@ -146,16 +129,63 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     bandwidth = 2 * copy.numel() * 20 / (time.perf_counter() - t)
     floor_ms = (weight_bytes + kv_bytes) / bandwidth * 1000
+    for r in runs:
+        print(f"vdir with l2-prefetch {r['l2_prefetch']:>8} bytes: {r['vdir_ms']:.3f} ms/token, "
+              f"{r['instructions']} instructions, compiled in {r['compile_s']:.1f} s; worst logit error "
+              f"{r['worst_logit_error']:.3g}, same greedy token {r['same_tokens']}/{r['compared']}")
     print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'compile+graph':>15}{'floor':>10}")
     print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{compiled_ms:15.3f}{floor_ms:10.3f}  "
           f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s)")
     if opts.json:
         Path(opts.json).write_text(json.dumps({"config": cfg.name, "vdir_ms": vdir_ms, "eager_ms": eager_ms,
                                                "graph_ms": graph_ms, "compiled_graph_ms": compiled_ms,
-                                               "torch_compile_mode": opts.torch_compile, "floor_ms": floor_ms, "compile_s": compile_s,
-                                               "worst_logit_error": worst, "same_tokens": agree}, indent=1))
-    decoder.close()
+                                               "torch_compile_mode": opts.torch_compile, "floor_ms": floor_ms,
+                                               "vdir_runs": runs}, indent=1))
     return 0
+
+
+def _byte_list(text: str) -> list[int]:
+    """``"0,262144"`` -> [0, 262144]; an argparse error on anything else."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        raise SystemExit(f"bench_decode: --l2-prefetch takes non-negative byte counts, got '{text}'")
+    return values
+
+
+def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
+    """Compile the step with ``l2_prefetch``, time ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
+    import torch
+
+    from vdir.frontend.llama import build_decode_step
+    from vdir.models.llama import LlamaDecoder
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    t0 = time.time()
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch)
+    with LlamaDecoder(cfg, weights, backend="cuda", program=program) as decoder:
+        compile_s = time.time() - t0
+        prompt = [1]
+        decoder.generate(prompt, 2)  # warm-up
+        result = decoder.generate(prompt, steps)
+        tokens = [prompt[0], *result.tokens]
+        # torch, teacher-forced on vdir's tokens: logits compared at every step
+        worst, agree, compared = 0.0, 0, min(steps, 16)
+        decoder.reset()
+        for pos in range(compared):
+            decoder.step(pos, tokens[pos])
+            ref.token.fill_(tokens[pos])
+            ref.pos.fill_(pos)
+            ref.step()
+            got = torch.from_numpy(decoder.logits().astype(np.float32)).cuda()
+            want = ref.logits.float()
+            worst = max(worst, float((got - want).abs().max() / want.abs().max()))
+            agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
+        return {"l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+                "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree,
+                "compared": compared}
 
 
 if __name__ == "__main__":

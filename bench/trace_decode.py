@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import _configs  # noqa: E402
+from bench.bench_decode import DEFAULT_L2_PREFETCH, _configs  # noqa: E402
 
 #: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
 _NAME = re.compile(r"^(?:%(?P<tile>\w+)|store to @(?P<buf>\w+))(?P<idx>(?:\[[^\]]*\])*)")
@@ -66,6 +66,15 @@ def summarize(trace, layers: set[int]) -> list[str]:
     return lines
 
 
+def layer_window(trace, layer: int) -> tuple[float, float]:
+    """(first start, last end) in µs of the micro-ops of ``layer`` that ran."""
+    names = trace.program.uop_names
+    spans = [(e.start_us, e.start_us + e.dur_us) for e in trace.events if stage_of(names.get(e.uop, "?"))[1] == layer]
+    if not spans:
+        raise SystemExit(f"trace_decode: no micro-op of layer {layer} ran")
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
 def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
     """:meth:`~vdir.device_runtime.trace.Trace.wait_chain` of the window, one line per micro-op."""
     names = trace.program.uop_names
@@ -84,14 +93,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", default="0,1", help="the layers whose stages are listed (comma-separated)")
     p.add_argument("--json", help="write the Perfetto trace here")
     p.add_argument("--path", default="", help="LO,HI: the critical path of the micro-ops that ran in this window (µs)")
+    p.add_argument("--path-layer", type=int, default=None,
+                   help="the critical path through the window of this layer's micro-ops")
+    p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
     opts = p.parse_args(argv)
+    from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
     from vdir.testing.llama import random_weights
+    from vdir.transforms.pipeline import compile_to_encoded
 
     cfg = _configs()[opts.config]
     if opts.context:
         cfg = dataclasses.replace(cfg, max_context=opts.context)
-    with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1") as decoder:
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch)
+    with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
+                      program=program) as decoder:
         decoder.generate([1], opts.steps)
         if opts.json:
             decoder.exe.trace(opts.json)
@@ -100,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         if opts.path:
             lo, hi = (float(x) for x in opts.path.split(","))
             print("\n".join(critical_path(trace, lo, hi)))
+        if opts.path_layer is not None:
+            print("\n".join(critical_path(trace, *layer_window(trace, opts.path_layer))))
     return 0
 
 

@@ -40,7 +40,11 @@ OP_LOAD = 1
 OP_COMPUTE = 2
 OP_STORE = 3
 OP_LOOP = 4  # the next ``loop_body`` instructions run ``loop_trips`` times (see LOOP_FIELDS)
-OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store", OP_LOOP: "loop"}
+#: a hint on the load engine: start bringing a later load's region into L2 (no
+#: shared memory, no wait, no signal; the region fields of a load, compile-time offset)
+OP_PREFETCH = 5
+OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE: "store", OP_LOOP: "loop",
+                OP_PREFETCH: "prefetch"}
 #: the opcode of each micro-op class (the ``runs`` names of a target's engines)
 OPCODE_OF_CLASS = {"load": OP_LOAD, "compute": OP_COMPUTE, "store": OP_STORE}
 
@@ -1074,6 +1078,10 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
             boxes = f" x{g(TBOXES)}" if g(TBOXES) > 1 else ""
             text += f" tmap{g(TMAP) - 1}({g(TROW)}, {g(TCHUNK)}){boxes}"
         return text
+    if ins.opcode == OP_PREFETCH:
+        b = g(BUFFER)
+        buf = program.buffers[b].name if b < len(program.buffers) else f"#{b}"
+        return f"prefetch.L2 @{buf}+{ins.global_offset} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
     if ins.opcode == OP_COMPUTE:
         from vdir.families import FAMILY_BY_OPCODE
 

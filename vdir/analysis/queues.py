@@ -23,6 +23,11 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
     return queues
 
 
+def waits_on_other_sms(node: Node) -> bool:
+    """Whether ``node`` waits for a micro-op placed on another SM (a global counter)."""
+    return any(p.sm != node.sm for group in node.deps for p in group)
+
+
 def check_dependencies_point_forward(graph: Graph) -> None:
     """Every producer comes before its consumer in program order (no cycle)."""
     for n in graph.nodes:

@@ -227,8 +227,10 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
 
 @functools.cache
 def _engine_opcodes(target: TargetDescription, engine: int) -> frozenset[int]:
-    """The opcodes engine ``engine`` of ``target`` executes: nops and the classes it runs."""
-    return frozenset({isa.OP_NOP} | {isa.OPCODE_OF_CLASS[c] for c in target.engines[engine].runs})
+    """The opcodes engine ``engine`` of ``target`` executes: nops, the classes it runs, prefetches if it loads."""
+    runs = target.engines[engine].runs
+    prefetch = {isa.OP_PREFETCH} if "load" in runs else set()
+    return frozenset({isa.OP_NOP} | prefetch | {isa.OPCODE_OF_CLASS[c] for c in runs})
 
 
 @dataclass
@@ -338,6 +340,8 @@ def _decode_op(
             raise ValueError(f"counter {counter} is out of range ({program.num_counters} counters)")
     if op.guard is not None:
         _check_source(op.guard[0], op.guard[1], program, buffer_bytes, "its condition")
+    if op.opcode == isa.OP_PREFETCH:
+        return _decode_prefetch(op, words, program, buffer_bytes)
     if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
         _decode_transfer(op, words, program, buffer_bytes)
         op.latency_us = LOAD_LATENCY_US if op.opcode == isa.OP_LOAD else STORE_LATENCY_US
@@ -351,6 +355,26 @@ def _decode_op(
         )
         op.busy_us = ISSUE_US + flops / target.flops_per_us_per_sm + smem_bytes / SMEM_BYTES_PER_US
     return op
+
+
+def _decode_prefetch(op: Op, words: list[int], program: isa.EncodedProgram, buffer_bytes: list[int]) -> Op:
+    """Check a prefetch record (a compile-time region in bounds, nothing else) and run it as a ``nop``.
+
+    It changes no value and no order: the simulator has no cache to warm.
+    """
+    if op.wait_mask or op.signal_mask or op.wait_counter >= 0 or op.release_counter >= 0 or op.guard is not None:
+        raise ValueError("a prefetch record waits, signals or has a condition; it may only name a region")
+    if isa.DYN_SOURCE.get(words):
+        raise ValueError("a prefetch record has a runtime offset; its region must be a compile-time one")
+    op.buffer = isa.BUFFER.get(words)
+    if op.buffer >= len(program.buffers):
+        raise ValueError(f"buffer index {op.buffer} is out of range ({len(program.buffers)} buffers)")
+    region = Region(isa.GLOBAL_OFFSET.get(words), isa.ROWS.get(words), isa.ROW_BYTES.get(words),
+                    isa.ROW_STRIDE.get(words))
+    _check_region_bounds(region, region, buffer_bytes[op.buffer], program.buffers[op.buffer].name)
+    nop = Op(op.pos, [0] * isa.INSTR_WORDS)
+    nop.uop_id = op.uop_id
+    return nop
 
 
 def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buffer_bytes: list[int]) -> None:

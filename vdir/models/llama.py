@@ -29,6 +29,7 @@ from vdir.diagnostics import VdirError
 from vdir.families import DTYPES
 from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables, state_shapes, weight_shapes
 from vdir.frontend.rope import Llama3Scaling
+from vdir.isa import EncodedProgram
 
 
 class ModelError(VdirError, ValueError):
@@ -70,16 +71,19 @@ class LlamaDecoder:
 
     ``weights`` are host arrays (:func:`vdir.testing.llama.random_weights`,
     :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says;
-    ``options`` are the lowering options (``"trace=1"`` records a timeline).
+    ``options`` are the lowering options (``"trace=1"`` records a timeline);
+    ``program``, the step already compiled (e.g. with other pipeline options:
+    ``vdir.transforms.pipeline.compile_to_encoded(build_decode_step(cfg), ...)``).
     """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
-                 options: Any = None, **launch_options: Any):
+                 options: Any = None, program: EncodedProgram | None = None, **launch_options: Any):
         import vdir
 
         _check_weights(cfg, weights)
         self.cfg = cfg
-        self.exe = vdir.compile(build_decode_step(cfg), backend=backend, options=options, **launch_options)
+        step = build_decode_step(cfg) if program is None else program
+        self.exe = vdir.compile(step, backend=backend, options=options, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
         try:
             for name, array in {**weights, **decode_tables(cfg)}.items():

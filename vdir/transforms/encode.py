@@ -9,8 +9,11 @@ in-order engines make both equivalent to the node doing it itself. Then each
 queue is rerolled: a block of instructions that repeats with every word
 affine in the repetition becomes one loop record, its bases and its steps
 (``vdir.analysis.reroll``; option ``reroll=false`` keeps every instruction
-a record). The program is replaced by a ``vdir.encoded_program`` op; the GPU kernel and the
-CPU simulator execute exactly these words.
+a record). With ``l2-prefetch`` bytes, each load queue asks L2 ahead for
+the weight tiles behind its cross-SM waits (``vdir.analysis.l2_prefetch``):
+a ``prefetch`` record per tile, before the waiting load. The program is
+replaced by a ``vdir.encoded_program`` op; the GPU kernel and the CPU
+simulator execute exactly these words.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from xdsl.passes import ModulePass
 
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
+from vdir.analysis.l2_prefetch import plan_prefetches
 from vdir.analysis.queues import queues_of
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
+from vdir.analysis.stages import require_option_at_least
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
@@ -156,6 +161,23 @@ def encode_node(node: Node, graph: Graph) -> list[list[int]]:
     return out
 
 
+def prefetch_record(node: Node, graph: Graph) -> list[int]:
+    """A ``prefetch`` record of load ``node``'s region (named by the load's id; no tile, no sync)."""
+    row = _row(isa.OP_PREFETCH, node.id)
+    _memory_fields(row, node, graph, 0)
+    return row
+
+
+def encode_queue(queue: list[Node], graph: Graph, l2_prefetch: int) -> list[list[int]]:
+    """The instruction words of one queue, with the prefetch records ``l2_prefetch`` bytes plan."""
+    plan = plan_prefetches(queue, l2_prefetch)
+    words: list[list[int]] = []
+    for i, node in enumerate(queue):
+        words.extend(prefetch_record(p, graph) for p in plan.get(i, ()))
+        words.extend(encode_node(node, graph))
+    return words
+
+
 def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """Each queue of ``instrs`` rerolled into loops (``vdir.analysis.reroll``), and the new queue table.
 
@@ -178,11 +200,13 @@ def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tup
     return rows.reshape(-1, isa.INSTR_WORDS), new_table
 
 
-def encode(graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
+def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = 0) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
 
     With ``reroll``, repeated instruction blocks become loops
     (:func:`reroll_queues`); without, every executed instruction is a record.
+    ``l2_prefetch``: the bytes each load queue keeps asked of L2 ahead of a
+    cross-SM wait (0: no prefetch records; see ``vdir.analysis.l2_prefetch``).
     """
     queues = queues_of(graph)
     words: list[list[int]] = []
@@ -191,8 +215,7 @@ def encode(graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
     for sm in range(graph.num_sms):
         for e, engine in enumerate(engines):
             start = len(words)
-            for node in queues.get((sm, engine), []):
-                words.extend(encode_node(node, graph))
+            words.extend(encode_queue(queues.get((sm, engine), []), graph, l2_prefetch))
             table[sm][e] = (start, len(words) - start)
     instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
@@ -255,9 +278,10 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
     return [program_of(op) for op in module.walk() if isinstance(op, EncodedProgramOp)]
 
 
-def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True) -> isa.EncodedProgram:
-    """Encode ``graph`` (loops rerolled unless ``reroll`` is false) and swap the module's program for the encoded op."""
-    program = encode(graph, reroll)
+def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True,
+                         l2_prefetch: int = 0) -> isa.EncodedProgram:
+    """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
+    program = encode(graph, reroll, l2_prefetch)
     old = single_program(module)
     new = encoded_op(graph.name, program)
     new.location = old.location
@@ -272,11 +296,17 @@ class EncodePass(ModulePass):
 
     Option ``reroll`` (default true): write repeated instruction blocks as
     loops; false writes every executed instruction as its own record.
+    Option ``l2-prefetch`` (bytes, default 0): each load queue keeps this many
+    bytes of later weight tiles asked of L2 at every cross-SM wait.
     """
 
     name = "vdir-encode"
 
     reroll: bool = True
+    l2_prefetch: int = 0
+
+    def __post_init__(self) -> None:
+        require_option_at_least(self.name, "l2-prefetch", self.l2_prefetch, 0)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = build_graph(op)
@@ -286,4 +316,4 @@ class EncodePass(ModulePass):
                 "run vdir-place, vdir-schedule, vdir-alloc-smem and vdir-layout-deps first",
                 graph.program_op,
             )
-        replace_with_encoded(op, graph, self.reroll)
+        replace_with_encoded(op, graph, self.reroll, self.l2_prefetch)

@@ -70,30 +70,34 @@ def _no_cyclic_gc():
 
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
-    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True,
+    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = 0,
 ) -> isa.EncodedProgram:
-    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program (``reroll``: see vdir-encode).
+    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
+
+    ``reroll`` and ``l2_prefetch``: see vdir-encode.
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
     """
-    check_pipeline_options(PipelinePass.name, num_sms, prefetch)
+    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch)
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll)
+        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch)
 
 
-def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int) -> None:
-    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS` and ``prefetch`` below
-    :data:`~vdir.transforms.schedule.MIN_PREFETCH` (the target checks the upper SM bound)."""
+def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = 0) -> None:
+    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` below
+    :data:`~vdir.transforms.schedule.MIN_PREFETCH` and a negative ``l2-prefetch``
+    (the target checks the upper SM bound)."""
     if num_sms is not None:
         require_option_at_least(owner, "num-sms", num_sms, MIN_SMS)
     require_option_at_least(owner, "prefetch", prefetch, MIN_PREFETCH)
+    require_option_at_least(owner, "l2-prefetch", l2_prefetch, 0)
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
-                reroll: bool) -> isa.EncodedProgram:
+                reroll: bool, l2_prefetch: int) -> isa.EncodedProgram:
     graph = build_graph(module)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
@@ -103,20 +107,20 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
     schedule_and_allocate(graph, prefetch)
     layout_dependencies(graph)
     if encode_in_ir:
-        return replace_with_encoded(module, graph, reroll)
-    return encode(graph, reroll)
+        return replace_with_encoded(module, graph, reroll, l2_prefetch)
+    return encode(graph, reroll, l2_prefetch)
 
 
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
-    reroll: bool = True,
+    reroll: bool = True, l2_prefetch: int = 0,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
     The module itself is left as it was (the pipeline runs on a clone).
     """
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
-                        reroll=reroll)
+                        reroll=reroll, l2_prefetch=l2_prefetch)
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,8 @@ class PipelinePass(ModulePass):
     """All vdir passes in order.
 
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
-    (default 2, see vdir-schedule), ``reroll`` (default true, see vdir-encode).
+    (default 2, see vdir-schedule), ``reroll`` (default true) and
+    ``l2-prefetch`` (default 0), see vdir-encode.
     """
 
     name = "vdir-pipeline"
@@ -134,9 +139,11 @@ class PipelinePass(ModulePass):
     fuse: bool = True
     prefetch: int = 2
     reroll: bool = True
+    l2_prefetch: int = 0
 
     def __post_init__(self) -> None:
-        check_pipeline_options(self.name, self.num_sms, self.prefetch)
+        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll)
+        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
+                     l2_prefetch=self.l2_prefetch)

@@ -28,17 +28,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
-from vdir.analysis.queues import check_dependencies_point_forward, queues_of
+from vdir.analysis.queues import check_dependencies_point_forward, queues_of, waits_on_other_sms
 from vdir.analysis.stages import require_option_at_least, run_stage
 from vdir.diagnostics import PassFailure
 
 
 def _is_independent_load(n: Node) -> bool:
     return n.kind == "load" and not n.deps and n.flow is None
-
-
-def _waits_on_other_sms(n: Node) -> bool:
-    return any(p.sm != n.sm for g in n.deps for p in g)
 
 
 #: how far past a cross-SM waiting load the scheduler looks for loads to hoist
@@ -61,9 +57,9 @@ def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
     """
     largest = max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
     for i, blocked in enumerate(queue):
-        if blocked.kind != "load" or not _waits_on_other_sms(blocked):
+        if blocked.kind != "load" or not waits_on_other_sms(blocked):
             continue
-        if i > 0 and queue[i - 1].kind == "load" and _waits_on_other_sms(queue[i - 1]):
+        if i > 0 and queue[i - 1].kind == "load" and waits_on_other_sms(queue[i - 1]):
             continue  # not the first of its group
         chosen: list[Node] = []
         counted = 0

@@ -269,6 +269,36 @@ def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes:
     b.raw("bar.warp.sync", "%d" % FULL)
 
 
+#: bytes of one L2 prefetch copy of a dense region (the lanes issue the pieces side by side)
+PREFETCH_PIECE_BYTES = 4096
+
+
+def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, stride: SSAValue) -> None:
+    """Ask L2 for a region (``cp.async.bulk.prefetch.L2``): no shared memory, no completion, no wait.
+
+    A dense region (stride == row bytes) goes in :data:`PREFETCH_PIECE_BYTES`
+    pieces, a strided one row by row; lane ``i`` issues pieces ``i, i + 32, ...``.
+    A prefetch is a hint with no effect on any value, so it needs no fence.
+    """
+    b = c.b
+    total = b.i("mul.lo.u32", "u32", rows, row_bytes)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    pieces = b.i("add.u32", "u32", total, PREFETCH_PIECE_BYTES - 1)
+    pieces = b.i("shr.u32", "u32", pieces, PREFETCH_PIECE_BYTES.bit_length() - 1)
+    n = b.i("selp.u32", "u32", pieces, rows, contig)
+    rb = b.i("selp.u32", "u32", PREFETCH_PIECE_BYTES, row_bytes, contig)
+    step = b.i("selp.u32", "u32", PREFETCH_PIECE_BYTES, stride, contig)
+
+    def piece(r: SSAValue) -> None:
+        src = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", r, step))
+        left = b.i("sub.u32", "u32", total, b.i("mul.lo.u32", "u32", r, rb))
+        size = b.i("min.u32", "u32", rb, left)
+        b.raw("cp.async.bulk.prefetch.L2.global", "[{0}], {1}", ins=[src, size])
+
+    b.for_range(c.lane, n, 32, piece, "pf_rows")
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
 def ring_barrier(c: Ctx, index) -> tuple:
     """(ring slot, mbarrier address) of the load with queue position ``index``."""
     b = c.b

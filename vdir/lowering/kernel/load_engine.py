@@ -20,6 +20,7 @@ from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.copies import (
     buffer_address,
     bulk_load,
+    bulk_prefetch,
     issuer_index,
     lsu_load,
     mbar_count,
@@ -121,6 +122,7 @@ def _issue_next(s: LoadLoop) -> None:
     _copy_region(s, f, bar, first, p_ctr, issued)
     b.bra(issued)
     b.place(nop_path)
+    _prefetch(s, f, b.setp("eq.u32", opcode, isa.OP_PREFETCH))
     # a nop (or anything not a load) completes at once but still retires in order
     b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}], %d" % mbar_count(c), outs=["b64"], ins=[bar],
           guard=s.lane0)
@@ -158,6 +160,16 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
         lsu_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
         b.bra(issued)
     bulk_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar, first, p_ctr, s.lane0)
+
+
+def _prefetch(s: LoadLoop, f: Fields, is_prefetch: SSAValue) -> None:
+    """If the record is a prefetch, ask L2 for its region (``vdir.analysis.l2_prefetch``); then it completes as a nop."""
+    c, b = s.c, s.c.b
+    skip = b.new_label("ld_no_prefetch")
+    b.bra(skip, is_prefetch, neg=True)
+    bufi, off_lo, off_hi, rows, row_bytes, stride, _smem = region_fields(f)
+    bulk_prefetch(c, buffer_address(c, bufi, off_lo, off_hi), rows, row_bytes, stride)
+    b.place(skip)
 
 
 def _progress(s: LoadLoop) -> None:
