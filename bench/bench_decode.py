@@ -129,10 +129,6 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     bandwidth = 2 * copy.numel() * 20 / (time.perf_counter() - t)
     floor_ms = (weight_bytes + kv_bytes) / bandwidth * 1000
-    for r in runs:
-        print(f"vdir with l2-prefetch {r['l2_prefetch']:>8} bytes: {r['vdir_ms']:.3f} ms/token, "
-              f"{r['instructions']} instructions, compiled in {r['compile_s']:.1f} s; worst logit error "
-              f"{r['worst_logit_error']:.3g}, same greedy token {r['same_tokens']}/{r['compared']}")
     print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'compile+graph':>15}{'floor':>10}")
     print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{compiled_ms:15.3f}{floor_ms:10.3f}  "
           f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s)")
@@ -183,9 +179,12 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
             want = ref.logits.float()
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
-        return {"l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
-                "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree,
-                "compared": compared}
+    r = {"l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+         "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
+    print(f"vdir with l2-prefetch {l2_prefetch:>8} bytes: {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
+          f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
+          f"{agree}/{compared}", flush=True)
+    return r
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def main() -> int:
     ap.add_argument("--hidden", type=int, default=1024)
     ap.add_argument("--inter", type=int, default=2048)
     ap.add_argument("--sms", type=int, default=8)
+    ap.add_argument("--l2-prefetch", type=int, default=0, help="vdir-encode's l2-prefetch bytes")
     opts = ap.parse_args()
 
     import vdir
@@ -33,10 +34,12 @@ def main() -> int:
     from vdir.frontend.examples import build_mlp_stack
     from vdir.testing.compare import compare_outputs
     from vdir.testing.reference import evaluate
+    from vdir.transforms.pipeline import compile_to_encoded
 
     module = build_mlp_stack(opts.layers, opts.hidden, opts.inter)
+    program = compile_to_encoded(module, num_sms=opts.sms, l2_prefetch=opts.l2_prefetch)
     # a generous watchdog: instrumented kernels run many times slower
-    exe = vdir.compile(module, backend="cuda", num_sms=opts.sms, watchdog_ms=120_000.0)
+    exe = vdir.compile(program, backend="cuda", watchdog_ms=120_000.0)
     rng = np.random.default_rng()
     worst = 0
     for run in range(2):

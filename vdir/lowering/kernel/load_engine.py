@@ -115,6 +115,9 @@ def _issue_next(s: LoadLoop) -> None:
     b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
           ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
     opcode = f.read(isa.OPCODE)
+    # the region's words are read here, before the paths part: the fetcher
+    # caches each word's register, and a load and a prefetch both use them
+    region_fields(f)
     # a load whose condition fails completes like a nop: no bytes, same signals
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
