@@ -73,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="torch.compile mode of the compiled baseline ('none' skips it)")
     p.add_argument("--l2-prefetch", default=str(DEFAULT_L2_PREFETCH),
                    help="vdir-encode's l2-prefetch bytes; a comma-separated list times each, in this run")
+    p.add_argument("--compare-whole-head-rope", action="store_true",
+                   help="also time the step with RoPE on whole heads after a hand-off (rope_in_tiles=False)")
     opts = p.parse_args(argv)
     import torch
 
-    from vdir.frontend.llama import decode_tables
     from vdir.testing.llama import random_weights
 
     cfg = _configs()[opts.config]
@@ -84,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = dataclasses.replace(cfg, max_context=opts.context)
     steps = min(opts.steps, cfg.max_context)
     weights = random_weights(cfg, seed=0)
-    ref = TorchStep(cfg, weights, decode_tables(cfg))
-    runs = [_run_vdir(cfg, weights, ref, steps, l2) for l2 in _byte_list(opts.l2_prefetch)]
+    ref = TorchStep(cfg, weights)
+    variants = [cfg, dataclasses.replace(cfg, rope_in_tiles=False)] if opts.compare_whole_head_rope else [cfg]
+    runs = [_run_vdir(v, weights, ref, steps, l2) for v in variants for l2 in _byte_list(opts.l2_prefetch)]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
@@ -179,9 +181,10 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
             want = ref.logits.float()
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
-    r = {"l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+    r = {"rope_in_tiles": cfg.rope_in_tiles, "l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
-    print(f"vdir with l2-prefetch {l2_prefetch:>8} bytes: {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
+    print(f"vdir, RoPE {'in tiles   ' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch {l2_prefetch:>7}: "
+          f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)
     return r

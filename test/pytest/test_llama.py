@@ -19,8 +19,17 @@ import pytest
 from ml_dtypes import bfloat16
 
 from vdir.device_runtime import backend_status
+from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
-from vdir.frontend.llama import LlamaConfig, weight_shapes
+from vdir.frontend.llama import (
+    LlamaConfig,
+    decode_tables,
+    device_weights,
+    head_row_order,
+    rope_in_projection,
+    weight_shapes,
+)
+from vdir.frontend.rope import Llama3Scaling, rope_tables
 from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, stack_weights
 from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
 from vdir.tools.vdir_generate import main as generate_main
@@ -56,9 +65,13 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
     return tokens
 
 
-@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+#: the named configs, and tiny with RoPE on whole heads after a hand-off (as Qwen3's QK-norm needs)
+SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-whole-head-rope": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=False)}
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-whole-head-rope"])
 def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
-    cfg = NAMED_CONFIGS[name]
+    cfg = SIM_CONFIGS[name]
     weights = random_weights(cfg, seed=1)
     with LlamaDecoder(cfg, weights, backend="sim") as decoder:
         tokens = teacher_forced(decoder, MirrorModel(cfg, weights), STEPS, "sim")
@@ -153,6 +166,7 @@ def test_checkpoint_errors_name_the_tensor(tmp_path):
         ({"vocab": 8192, "vocab_rows": 8192}, "logit_chunks: no equal split of K = 256 gives a 8192-row bf16 tile"),
         ({"vocab": 4100, "vocab_rows": 4}, "argmax_parts: no equal split of K = 4100 gives a 1-row bf16 tile"),
         ({"argmax_parts": 128}, "vocab / argmax_parts = 4 logits are not whole 16-byte rows"),
+        ({"rope_in_tiles": "no"}, "rope_in_tiles must be true or false, got 'no'"),
     ],
 )
 def test_configs_that_do_not_fit_are_refused(change, message):
@@ -230,6 +244,45 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
 
 
+@pytest.mark.parametrize(("head_dim", "proj_rows"), [(64, 16), (128, 8), (64, 64), (128, 2)])
+def test_rope_in_tiles_is_the_models_rotation(head_dim, proj_rows):
+    """Rotating each projection tile of a head in the step's row order, with the step's tables, gives the
+    model's rotation of the whole head, in that order, bit for bit; q . k is the model's."""
+    cfg = LlamaConfig(layers=1, hidden=256, heads=2, kv_heads=1, head_dim=head_dim, intermediate=256, vocab=512,
+                      max_context=64, block=16, proj_rows=proj_rows, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 64))
+    assert rope_in_projection(cfg)
+    order = head_row_order(cfg)
+    assert sorted(order) == list(range(head_dim))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, head_dim), dtype=np.float32).astype(bfloat16)
+    y = rng.standard_normal((1, head_dim), dtype=np.float32).astype(bfloat16)
+    cos, sin = rope_tables(cfg.max_context, head_dim, cfg.rope_theta, cfg.rope_scaling)
+    tables = decode_tables(cfg)
+    for pos in (0, 1, 37, 63):
+        whole = FAMILIES["rope"].run([x, cos[pos : pos + 1], sin[pos : pos + 1]], {}, "bf16")
+        xs = x[:, order]
+        tiles = [FAMILIES["rope"].run([xs[:, c : c + proj_rows], tables["rope_cos"][pos : pos + 1, c : c + proj_rows],
+                                       tables["rope_sin"][pos : pos + 1, c : c + proj_rows]], {}, "bf16")
+                 for c in range(0, head_dim, proj_rows)]
+        assert np.concatenate(tiles, axis=1).tobytes() == whole[:, order].tobytes()
+    assert float((x[:, order].astype(np.float64) * y[:, order]).sum()) == pytest.approx(
+        float((x.astype(np.float64) * y).sum()), rel=1e-12)
+
+
+def test_device_weights_permute_only_q_and_k_heads():
+    cfg = NAMED_CONFIGS["tiny"]
+    weights = random_weights(cfg, seed=2)
+    dev = device_weights(cfg, weights)
+    order = head_row_order(cfg)
+    D = cfg.head_dim
+    for name, heads in (("wq", cfg.layers * cfg.heads), ("wk", cfg.layers * cfg.kv_heads)):
+        for h in range(heads):
+            assert np.array_equal(dev[name][h * D : (h + 1) * D], weights[name][h * D + order])
+    assert all(dev[k] is weights[k] for k in weights if k not in ("wq", "wk"))
+    qwen = NAMED_CONFIGS["tiny-qwen3"]  # QK-norm: whole heads, the model's order
+    assert not rope_in_projection(qwen) and np.array_equal(head_row_order(qwen), np.arange(qwen.head_dim))
+
+
 def test_weight_shapes_follow_the_config():
     cfg = NAMED_CONFIGS["tiny-qwen3"]
     shapes = weight_shapes(cfg)
@@ -266,13 +319,12 @@ def test_decode_on_the_gpu_follows_a_plain_torch_step(name):
     picks vdir's token unless its own top two are closer than that.
     """
     pytest.importorskip("torch")
-    from vdir.frontend.llama import decode_tables
     from vdir.testing.torch_llama import TorchStep
 
     cfg = NAMED_CONFIGS[name]
     weights = random_weights(cfg, seed=9)
     steps = cfg.max_context  # 64: every attention block of the compiled context
-    ref = TorchStep(cfg, weights, decode_tables(cfg))
+    ref = TorchStep(cfg, weights)
     with LlamaDecoder(cfg, weights, backend="cuda") as decoder:
         tokens = [PROMPT[0], *decoder.generate(PROMPT[:1], steps).tokens]
         decoder.reset()

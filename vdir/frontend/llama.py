@@ -67,7 +67,9 @@ class LlamaConfig:
     ``o_chunks`` the K chunks of the MLP's down projection and of the
     attention's output projection. A chunk count left out (:data:`AUTO_CHUNKS`) is the fewest that
     keep each weight tile within :data:`~vdir.frontend.layers.WEIGHT_TILE_BYTES`
-    (:func:`~vdir.frontend.layers.chunks_for`).
+    (:func:`~vdir.frontend.layers.chunks_for`). ``rope_in_tiles``: rotate q
+    and k in the projection tiles that make them where the model allows
+    (:func:`rope_in_projection`), rather than as whole heads after a hand-off.
     """
 
     layers: int
@@ -90,6 +92,7 @@ class LlamaConfig:
     logit_chunks: int = AUTO_CHUNKS
     o_chunks: int = AUTO_CHUNKS
     argmax_parts: int = AUTO_CHUNKS
+    rope_in_tiles: bool = True
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
@@ -121,6 +124,8 @@ class LlamaConfig:
         if split_evenly(self.vocab, self.argmax_parts, "vocab") * _BF16 % BULK_COPY_ALIGN:
             raise ValueError(f"config: vocab / argmax_parts = {self.vocab // self.argmax_parts} logits are not "
                              f"whole {BULK_COPY_ALIGN}-byte rows")
+        if not isinstance(self.rope_in_tiles, bool):
+            raise ValueError(f"config: rope_in_tiles must be true or false, got {self.rope_in_tiles!r}")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
@@ -165,10 +170,54 @@ def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
     return shapes
 
 
+def rope_in_projection(cfg: LlamaConfig) -> bool:
+    """Whether the step rotates q and k in the projection tiles that make them (:func:`head_row_order`).
+
+    When the config asks (``rope_in_tiles``); not with QK-norm, which needs
+    a whole head before the rotation; and only with tiles of an even number
+    of rows.
+    """
+    return cfg.rope_in_tiles and not cfg.qk_norm and cfg.proj_rows % 2 == 0
+
+
+def head_row_order(cfg: LlamaConfig) -> np.ndarray:
+    """Row ``n`` of a q or k head in the step's layout is row ``order[n]`` of the model's.
+
+    With RoPE in the projection, projection tile ``t`` (``R = proj_rows``
+    rows) holds rows ``t*R/2 .. (t+1)*R/2`` of the head's first half, then
+    the same rows of its second half: rotate-half over the ``1 x R`` tile
+    then pairs exactly the model's ``(x[i], x[i + D/2])``, so the tile is
+    rotated where it is made, with no hand-off to a whole-head RoPE on
+    another SM. q and k are permuted alike, so ``q . k`` — attention — is
+    the model's; the K cache holds its rows in this order. Otherwise the
+    identity.
+    """
+    D, R = cfg.head_dim, cfg.proj_rows
+    if not rope_in_projection(cfg):
+        return np.arange(D)
+    tile, row = np.divmod(np.arange(D), R)
+    half = R // 2
+    return np.where(row < half, tile * half + row, D // 2 + tile * half + (row - half))
+
+
+def device_weights(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``weights`` (the model's, :func:`weight_shapes`) as the step reads them: each q and k head's rows
+    in :func:`head_row_order`."""
+    order = head_row_order(cfg)
+    if np.array_equal(order, np.arange(cfg.head_dim)):
+        return dict(weights)
+    out = dict(weights)
+    for name, heads in (("wq", cfg.heads), ("wk", cfg.kv_heads)):
+        rows = np.arange(cfg.layers * heads)[:, None] * cfg.head_dim + order[None, :]
+        out[name] = np.asarray(weights[name])[rows.reshape(-1)]
+    return out
+
+
 def decode_tables(cfg: LlamaConfig) -> dict[str, np.ndarray]:
     """The constant tables the step reads at rows that depend on ``pos`` (f32).
 
-    * ``rope_cos``, ``rope_sin``: ``C x D``, row ``p`` for position ``p``;
+    * ``rope_cos``, ``rope_sin``: ``C x D``, row ``p`` for position ``p``, its
+      columns in :func:`head_row_order`;
     * ``attn_bias``: ``2C x block``; block ``j`` loads row ``pos - j*block + C``,
       whose column ``c`` is 0 when ``c <= pos - j*block`` (a position up to
       ``pos``) and -inf after (rows below ``C`` belong to blocks past ``pos``,
@@ -178,6 +227,8 @@ def decode_tables(cfg: LlamaConfig) -> dict[str, np.ndarray]:
     """
     C, B, S = cfg.max_context, cfg.block, cfg.blocks
     cos, sin = rope_tables(C, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+    order = head_row_order(cfg)
+    cos, sin = np.ascontiguousarray(cos[:, order]), np.ascontiguousarray(sin[:, order])
     r = np.arange(2 * C)[:, None] - C
     attn_bias = np.where(np.arange(B)[None, :] <= r, 0.0, -np.inf).astype(np.float32)
     merge_mask = np.where(np.arange(S)[None, :] * B <= np.arange(C)[:, None], 0.0, -np.inf).astype(np.float32)
@@ -213,7 +264,8 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     L, H, D = cfg.layers, cfg.heads, cfg.head_dim
     bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16")
     bufs["q"] = b.buffer("q", (L * H, D), "bf16")
-    bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
+    if not rope_in_projection(cfg):
+        bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
     bufs["ao"] = b.buffer("ao", (L, H * D), "bf16")  # row l: layer l's heads side by side
     bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
@@ -236,11 +288,14 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
 
 
 def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, layer: SSAValue, heads: int,
-                dst: SSAValue, pos: SSAValue | None, name: str) -> None:
+                dst: SSAValue, pos: SSAValue | None, name: str, rope: tuple[SSAValue, SSAValue, SSAValue] | None = None
+                ) -> None:
     """``heads`` head projections of ``xn`` (``heads * D`` weight rows of layer ``layer``), tile by tile.
 
     Head ``h``'s ``D`` outputs go to row ``layer * heads + h`` of ``dst``, or,
     with ``pos``, to columns ``h * D ..`` of the cache row ``layer * C + pos``.
+    With ``rope`` (the cos and sin tables and the position), each tile is
+    rotated before it is stored (:func:`head_row_order`).
     """
     D, R = cfg.head_dim, cfg.proj_rows
     with b.repeat(0, heads, name=f"{name}h") as h, b.repeat(0, D // R, name=f"{name}t") as t:
@@ -248,6 +303,11 @@ def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, 
         wt = b.load(w, (wrow, 0), (R, cfg.hidden), name=f"{name}w")
         y = b.compute("gemv", [wt, xn], name=name)
         col = b.linear([(t, R)], name=f"{name}col")
+        if rope is not None:
+            cos_table, sin_table, at = rope
+            cos = b.load(cos_table, (at, col), (1, R), name=f"{name}cos")
+            sin = b.load(sin_table, (at, col), (1, R), name=f"{name}sin")
+            y = b.compute("rope", [y, cos, sin], name=f"{name}_rot")
         if pos is None:
             b.store(y, dst, (b.linear([(layer, heads), (h, 1)], name=f"{name}dst"), col), name=f"{name}_saved")
         else:
@@ -259,7 +319,7 @@ def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, 
 def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
                pos: SSAValue) -> None:
     """Layer ``layer``'s attention: norm, projections, RoPE, cache append, blocks, merge, output projection."""
-    H, KV, D, G, C, B = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
+    H, KV, D = cfg.heads, cfg.kv_heads, cfg.head_dim
     hs = bufs["hs"]
     x_row = b.affine(layer, 2, name="x_row")
     x = b.load(hs, (x_row, 0), (1, cfg.hidden), name="x")
@@ -268,11 +328,37 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
     # k and v first: the chain to the attention blocks runs through the K
     # cache (k tile -> RoPE -> append -> block loads), and an SM with a k or
     # v tile and a q tile runs them in this order
-    _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], None, "kp")
+    fused = rope_in_projection(cfg)
+    rope = (bufs["rope_cos"], bufs["rope_sin"], pos) if fused else None
+    if fused:  # k rotated in its tiles, straight into the cache at pos
+        _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["kcache"], pos, "kp", rope)
+    else:
+        _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], None, "kp")
     _projection(b, cfg, bufs["wv"], xn, layer, KV, bufs["vcache"], pos, "vp")
-    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp")
-    cos = b.load(bufs["rope_cos"], (pos, 0), (1, D), name="cos")
-    sin = b.load(bufs["rope_sin"], (pos, 0), (1, D), name="sin")
+    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp", rope)
+    tables = None
+    if not fused:
+        tables = (b.load(bufs["rope_cos"], (pos, 0), (1, D), name="cos"),
+                  b.load(bufs["rope_sin"], (pos, 0), (1, D), name="sin"))
+        _rotate_whole_heads(b, cfg, bufs, layer, pos, tables)
+    _attend(b, cfg, bufs, layer, pos, tables)
+    # the output projection: a gemv over the heads' outputs (o_chunks chunks of the row), plus the residual
+    heads = load_chunks(b, bufs["ao"], layer, H * D, cfg.o_chunks, "ao")
+    with b.repeat(0, tile_count(cfg.hidden, cfg.proj_rows, "hidden"), name="r") as r:
+        orow = b.linear([(layer, cfg.hidden), (r, cfg.proj_rows)], name="orow")
+        col = b.affine(r, cfg.proj_rows, name="ocol")
+        d = chunked_gemv(b, bufs["wo"], orow, cfg.proj_rows, heads, "wo", "op", "od")
+        res = b.load(hs, (x_row, col), (1, cfg.proj_rows), name="ores")
+        b.store(b.compute("add", [d, res], name="oa"), hs, (b.affine(layer, 2, 1, name="a_row"), col),
+                name="oa_saved")
+
+
+def _rotate_whole_heads(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
+                        pos: SSAValue, tables: tuple[SSAValue, SSAValue]) -> None:
+    """Each new K row as a whole head (QK-norm, then RoPE by ``tables``, position ``pos``'s cos and sin) into
+    the cache at ``pos``."""
+    KV, D, C = cfg.kv_heads, cfg.head_dim, cfg.max_context
+    cos, sin = tables
     crow = b.linear([(layer, C), (pos, 1)], name="crow")
     for kvh in range(KV):  # the new K row: norm, RoPE, into the cache at pos
         k = b.load(bufs["knew"], (b.affine(layer, KV, kvh, name=f"kr{kvh}"), 0), (1, D), name=f"k{kvh}")
@@ -281,6 +367,16 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
                           params={"eps": cfg.eps}, name=f"kq{kvh}")
         k = b.compute("rope", [k, cos, sin], name=f"kr{kvh}_rot")
         b.store(k, bufs["kcache"], (crow, kvh * D), name=f"k{kvh}_cached")
+
+
+def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue, pos: SSAValue,
+            tables: tuple[SSAValue, SSAValue] | None) -> None:
+    """Attention blocks over the cache and their merges, into row ``layer`` of ``ao``.
+
+    With ``tables`` (position ``pos``'s cos and sin), q's heads are rotated
+    here, whole (after QK-norm), rather than in their projection tiles.
+    """
+    H, KV, D, G, C, B = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
     scale = 1.0 / math.sqrt(D)
     # every kv head's blocks before any merge: a merge waits for its head's
     # blocks on other SMs, and an engine's queue is in order, so a merge
@@ -292,7 +388,8 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
         if cfg.qk_norm:
             q = b.compute("rmsnorm_rows", [q, b.load(bufs["q_norm"], (layer, 0), (1, D), name=f"qn{kvh}")],
                           params={"eps": cfg.eps}, name=f"qq{kvh}")
-        q = b.compute("rope", [q, cos, sin], name=f"q{kvh}_rot")
+        if tables is not None:
+            q = b.compute("rope", [q, *tables], name=f"q{kvh}_rot")
         first_state = b.linear([(layer, KV * cfg.blocks * G)], kvh * cfg.blocks * G, name=f"st{kvh}")
         first_states.append(first_state)
         for j in range(cfg.blocks):
@@ -310,15 +407,6 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
         mask = b.load(bufs["merge_mask"], (pos, 0), (1, cfg.blocks), name=f"mask{kvh}")
         o = b.compute("attn_merge", [states, mask], params={"groups": G, "flat": 1}, name=f"o{kvh}")
         b.store(o, bufs["ao"], (layer, kvh * G * D), name=f"o{kvh}_saved")
-    # the output projection: a gemv over the heads' outputs (o_chunks chunks of the row), plus the residual
-    heads = load_chunks(b, bufs["ao"], layer, H * D, cfg.o_chunks, "ao")
-    with b.repeat(0, tile_count(cfg.hidden, cfg.proj_rows, "hidden"), name="r") as r:
-        orow = b.linear([(layer, cfg.hidden), (r, cfg.proj_rows)], name="orow")
-        col = b.affine(r, cfg.proj_rows, name="ocol")
-        d = chunked_gemv(b, bufs["wo"], orow, cfg.proj_rows, heads, "wo", "op", "od")
-        res = b.load(hs, (x_row, col), (1, cfg.proj_rows), name="ores")
-        b.store(b.compute("add", [d, res], name="oa"), hs, (b.affine(layer, 2, 1, name="a_row"), col),
-                name="oa_saved")
 
 
 def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:

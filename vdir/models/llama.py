@@ -27,7 +27,14 @@ from ml_dtypes import bfloat16
 
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPES
-from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables, state_shapes, weight_shapes
+from vdir.frontend.llama import (
+    LlamaConfig,
+    build_decode_step,
+    decode_tables,
+    device_weights,
+    state_shapes,
+    weight_shapes,
+)
 from vdir.frontend.rope import Llama3Scaling
 from vdir.isa import EncodedProgram
 
@@ -86,7 +93,7 @@ class LlamaDecoder:
         self.exe = vdir.compile(step, backend=backend, options=options, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
         try:
-            for name, array in {**weights, **decode_tables(cfg)}.items():
+            for name, array in {**device_weights(cfg, weights), **decode_tables(cfg)}.items():
                 self.exe.upload(name, array)
             self.reset()
         except BaseException:

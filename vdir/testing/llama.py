@@ -16,7 +16,15 @@ from ml_dtypes import bfloat16
 
 from vdir.families import FAMILIES
 from vdir.families.builtin import rotate_half
-from vdir.frontend.llama import STATE_EXTRA, LlamaConfig, decode_tables, weight_shapes
+from vdir.frontend.llama import (
+    STATE_EXTRA,
+    LlamaConfig,
+    decode_tables,
+    device_weights,
+    rope_in_projection,
+    weight_shapes,
+)
+from vdir.frontend.rope import rope_tables
 
 
 def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
@@ -52,7 +60,8 @@ class MirrorModel:
     """The decode step in the families' semantics, with its own caches (one sequence)."""
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray]):
-        self.cfg, self.w = cfg, weights
+        # the step's layout: q and k rows (and the RoPE tables' columns) in head_row_order
+        self.cfg, self.w = cfg, device_weights(cfg, weights)
         self.tables = decode_tables(cfg)
         kv = cfg.kv_heads * cfg.head_dim
         self.kcache = np.zeros((cfg.layers, cfg.max_context, kv), bfloat16)
@@ -81,11 +90,14 @@ class MirrorModel:
         k = _run("gemv", [self._rows("wk", layer, KV * D), xn]).reshape(KV, D)
         v = _run("gemv", [self._rows("wv", layer, KV * D), xn]).reshape(KV, D)
         cos, sin = self.tables["rope_cos"][pos : pos + 1], self.tables["rope_sin"][pos : pos + 1]
+        fused = rope_in_projection(cfg)
+        if fused:  # each projection tile rotated as it is made
+            q, k = self._rotate_tiles(q, cos, sin), self._rotate_tiles(k, cos, sin)
         for kvh in range(KV):
             kh = k[kvh : kvh + 1]
             if cfg.qk_norm:
                 kh = _run("rmsnorm_rows", [kh, w["k_norm"][layer : layer + 1]], eps=cfg.eps)
-            self.kcache[layer, pos, kvh * D : (kvh + 1) * D] = _run("rope", [kh, cos, sin])[0]
+            self.kcache[layer, pos, kvh * D : (kvh + 1) * D] = kh[0] if fused else _run("rope", [kh, cos, sin])[0]
             self.vcache[layer, pos, kvh * D : (kvh + 1) * D] = v[kvh]
         out = np.zeros((H, D), bfloat16)
         B, S = cfg.block, cfg.blocks
@@ -93,7 +105,8 @@ class MirrorModel:
             qg = q[kvh * G : (kvh + 1) * G]
             if cfg.qk_norm:
                 qg = _run("rmsnorm_rows", [qg, w["q_norm"][layer : layer + 1]], eps=cfg.eps)
-            qg = _run("rope", [qg, cos, sin])
+            if not fused:
+                qg = _run("rope", [qg, cos, sin])
             states = np.zeros((S * G, D + STATE_EXTRA), np.float32)
             for j in range(S):
                 if pos < j * B:
@@ -107,6 +120,12 @@ class MirrorModel:
             out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask], groups=G)
         # the output projection over the heads side by side, in o_chunks f32 chunks
         return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), cfg.o_chunks), h])
+
+    def _rotate_tiles(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+        """``rope`` over each ``proj_rows``-column tile of ``x``'s heads, with the tables' matching columns."""
+        R = self.cfg.proj_rows
+        return np.concatenate([_run("rope", [x[:, c : c + R], cos[:, c : c + R], sin[:, c : c + R]])
+                               for c in range(0, x.shape[1], R)], axis=1)
 
     def _mlp(self, layer: int, h: np.ndarray) -> np.ndarray:
         cfg, w = self.cfg, self.w
@@ -129,14 +148,14 @@ def _silu64(x: np.ndarray) -> np.ndarray:
 def ideal_logits(cfg: LlamaConfig, weights: dict[str, np.ndarray], tokens: list[int]) -> np.ndarray:
     """The logits after each of ``tokens`` (positions 0, 1, ...), in float64 without intermediate rounding."""
     w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
-    tables = decode_tables(cfg)
+    cos_table, sin_table = rope_tables(cfg.max_context, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     H, KV, D, G = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group
     keys = np.zeros((cfg.layers, len(tokens), KV, D))
     values = np.zeros_like(keys)
     out = []
     for pos, token in enumerate(tokens):
         h = w["emb"][token]
-        cos, sin = tables["rope_cos"][pos].astype(np.float64), tables["rope_sin"][pos].astype(np.float64)
+        cos, sin = cos_table[pos].astype(np.float64), sin_table[pos].astype(np.float64)
         for layer in range(cfg.layers):
             def rows(name: str, n: int, layer: int = layer) -> np.ndarray:
                 return w[name][layer * n : (layer + 1) * n]

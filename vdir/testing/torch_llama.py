@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from vdir.frontend.llama import LlamaConfig
+from vdir.frontend.rope import rope_tables
 
 
 class TorchStep:
@@ -22,14 +23,15 @@ class TorchStep:
     ``scaled_dot_product_attention`` with grouped-query heads.
     """
 
-    def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], tables: dict[str, np.ndarray]):
+    def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray]):
         import torch  # pyright: ignore[reportMissingImports]  -- only where a torch is installed (GPU tests, bench)
 
         self.torch, self.cfg = torch, cfg
         dev = "cuda"
         self.w = {k: torch.from_numpy(v.view(np.int16)).view(torch.bfloat16).to(dev) for k, v in weights.items()}
-        self.cos = torch.from_numpy(tables["rope_cos"]).to(dev)
-        self.sin = torch.from_numpy(tables["rope_sin"]).to(dev)
+        cos, sin = rope_tables(cfg.max_context, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+        self.cos = torch.from_numpy(cos).to(dev)
+        self.sin = torch.from_numpy(sin).to(dev)
         L, C, KV, D = cfg.layers, cfg.max_context, cfg.kv_heads, cfg.head_dim
         self.k = torch.zeros(L, KV, C, D, dtype=torch.bfloat16, device=dev)
         self.v = torch.zeros_like(self.k)
