@@ -73,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="torch.compile mode of the compiled baseline ('none' skips it)")
     p.add_argument("--l2-prefetch", default=str(DEFAULT_L2_PREFETCH),
                    help="vdir-encode's l2-prefetch bytes; a comma-separated list times each, in this run")
-    p.add_argument("--compare-whole-head-rope", action="store_true",
-                   help="also time the step with RoPE on whole heads after a hand-off (rope_in_tiles=False)")
+    p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
+                   help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
+                        "repeatable, each timed in this run")
     opts = p.parse_args(argv)
     import torch
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = min(opts.steps, cfg.max_context)
     weights = random_weights(cfg, seed=0)
     ref = TorchStep(cfg, weights)
-    variants = [cfg, dataclasses.replace(cfg, rope_in_tiles=False)] if opts.compare_whole_head_rope else [cfg]
+    variants = [cfg, *(_variant(cfg, text) for text in opts.variant)]
     runs = [_run_vdir(v, weights, ref, steps, l2) for v in variants for l2 in _byte_list(opts.l2_prefetch)]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
@@ -142,6 +143,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: the LlamaConfig fields ``--variant`` may change: how the step is tiled, not the model
+TILING_FIELDS = ("block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunks", "o_chunks", "argmax_parts",
+                 "rope_in_tiles")
+
+
+def _variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
+    """``cfg`` with the tiling fields of ``"block=128,rope_in_tiles=true"`` changed; a clean exit on a bad one."""
+    changes: dict[str, object] = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        if key not in TILING_FIELDS or not value:
+            raise SystemExit(f"bench_decode: --variant takes FIELD=VALUE with FIELD one of {', '.join(TILING_FIELDS)}; "
+                             f"got '{item}'")
+        changes[key] = value.lower() in ("1", "true", "yes") if key == "rope_in_tiles" else int(value)
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except ValueError as e:
+        raise SystemExit(f"bench_decode: --variant {text}: {e}") from None
+
+
 def _byte_list(text: str) -> list[int]:
     """``"0,262144"`` -> [0, 262144]; an argparse error on anything else."""
     try:
@@ -181,10 +202,11 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
             want = ref.logits.float()
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
-    r = {"rope_in_tiles": cfg.rope_in_tiles, "l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+    tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
+    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
-    print(f"vdir, RoPE {'in tiles   ' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch {l2_prefetch:>7}: "
-          f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
+    print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
+          f"{l2_prefetch}: {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)
     return r

@@ -65,11 +65,11 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
     return tokens
 
 
-#: the named configs, and tiny with RoPE on whole heads after a hand-off (as Qwen3's QK-norm needs)
-SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-whole-head-rope": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=False)}
+#: the named configs, and tiny with RoPE in the projection tiles
+SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True)}
 
 
-@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-whole-head-rope"])
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles"])
 def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
     cfg = SIM_CONFIGS[name]
     weights = random_weights(cfg, seed=1)
@@ -249,7 +249,8 @@ def test_rope_in_tiles_is_the_models_rotation(head_dim, proj_rows):
     """Rotating each projection tile of a head in the step's row order, with the step's tables, gives the
     model's rotation of the whole head, in that order, bit for bit; q . k is the model's."""
     cfg = LlamaConfig(layers=1, hidden=256, heads=2, kv_heads=1, head_dim=head_dim, intermediate=256, vocab=512,
-                      max_context=64, block=16, proj_rows=proj_rows, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 64))
+                      max_context=64, block=16, proj_rows=proj_rows, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 64),
+                      rope_in_tiles=True)
     assert rope_in_projection(cfg)
     order = head_row_order(cfg)
     assert sorted(order) == list(range(head_dim))
@@ -270,7 +271,7 @@ def test_rope_in_tiles_is_the_models_rotation(head_dim, proj_rows):
 
 
 def test_device_weights_permute_only_q_and_k_heads():
-    cfg = NAMED_CONFIGS["tiny"]
+    cfg = SIM_CONFIGS["tiny-rope-in-tiles"]
     weights = random_weights(cfg, seed=2)
     dev = device_weights(cfg, weights)
     order = head_row_order(cfg)
@@ -279,8 +280,9 @@ def test_device_weights_permute_only_q_and_k_heads():
         for h in range(heads):
             assert np.array_equal(dev[name][h * D : (h + 1) * D], weights[name][h * D + order])
     assert all(dev[k] is weights[k] for k in weights if k not in ("wq", "wk"))
-    qwen = NAMED_CONFIGS["tiny-qwen3"]  # QK-norm: whole heads, the model's order
-    assert not rope_in_projection(qwen) and np.array_equal(head_row_order(qwen), np.arange(qwen.head_dim))
+    for whole in (NAMED_CONFIGS["tiny"], dataclasses.replace(NAMED_CONFIGS["tiny-qwen3"], rope_in_tiles=True)):
+        # asked for whole heads, or QK-norm (which needs them): the model's order
+        assert not rope_in_projection(whole) and np.array_equal(head_row_order(whole), np.arange(whole.head_dim))
 
 
 def test_weight_shapes_follow_the_config():

@@ -92,7 +92,7 @@ class LlamaConfig:
     logit_chunks: int = AUTO_CHUNKS
     o_chunks: int = AUTO_CHUNKS
     argmax_parts: int = AUTO_CHUNKS
-    rope_in_tiles: bool = True
+    rope_in_tiles: bool = False
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
