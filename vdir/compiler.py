@@ -16,6 +16,7 @@ from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
 from vdir.isa import EncodedProgram
+from vdir.limits import Limits
 from vdir.target import get_target
 
 if TYPE_CHECKING:
@@ -32,13 +33,18 @@ def compile(
     target: str | None = None,
     num_sms: int | None = None,
     options: LoweringOptions | Mapping[str, Any] | str | None = None,
+    max_micro_ops: int | None = None,
     **launch_options: Any,
 ) -> Executable:
     """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
 
     A ``ModuleOp`` goes through the pass pipeline (:func:`compile_module`) for
     ``target`` (default: the program's own), restricted to ``num_sms`` SMs
-    when given; an :class:`EncodedProgram` is used as it is. ``options`` are
+    when given, and refused if it expands to more than ``max_micro_ops``
+    micro-ops (None: the limit in effect, by default
+    :data:`vdir.limits.MAX_MICRO_OPS`; not a positive integer: a
+    :class:`~vdir.limits.LimitError`, before anything is compiled); an
+    :class:`EncodedProgram` is used as it is. ``options`` are
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
@@ -48,6 +54,8 @@ def compile(
     """
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
+    if max_micro_ops is not None:
+        Limits(max_micro_ops=max_micro_ops)  # a bad limit fails here, by name
     platform_class(backend).check_launch_options(launch_options)  # a misspelt option fails before compiling
     if options is not None:
         from vdir.lowering.options import LoweringOptions
@@ -63,7 +71,7 @@ def compile(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
         verify(module_or_program)
-        program = compile_module(module_or_program, target=target, num_sms=num_sms)
+        program = compile_module(module_or_program, target=target, num_sms=num_sms, max_micro_ops=max_micro_ops)
     return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
 
 
@@ -81,12 +89,16 @@ def verify(module: Any) -> None:
         raise InvalidModuleError(str(e)) from None
 
 
-def compile_module(module: Any, target: str | None = None, num_sms: int | None = None) -> EncodedProgram:
+def compile_module(
+    module: Any, target: str | None = None, num_sms: int | None = None, max_micro_ops: int | None = None
+) -> EncodedProgram:
     """Run the pass pipeline on a verified module (left unchanged); return its encoding.
+
+    ``max_micro_ops``: see :func:`compile`.
 
     The pipeline is imported here, lazily, so that ``import vdir`` and the
     runtime do not pull in the compiler unless asked to compile.
     """
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(module, target=target or "", num_sms=num_sms)
+    return compile_to_encoded(module, target=target or "", num_sms=num_sms, max_micro_ops=max_micro_ops)

@@ -18,6 +18,7 @@ import base64
 import binascii
 import dataclasses
 import math
+import sys
 import zlib
 from dataclasses import dataclass, field
 from typing import overload
@@ -977,27 +978,24 @@ def encode_code(program: EncodedProgram) -> str:
     return base64.b64encode(zlib.compress(program.to_bytes(), 1)).decode("ascii")
 
 
-#: the most bytes an encoded program's code may decompress to: the instructions of
-#: the largest program the pipeline builds (4,000,000 micro-ops of INSTR_BYTES) and its tables
-MAX_CODE_BYTES = 4_000_000 * INSTR_BYTES + (1 << 24)
-#: the most bytes its micro-op names may decompress to
-MAX_NAMES_BYTES = 1 << 28
-
-
-def _inflate(text: str, limit: int, what: str) -> bytes:
-    """``text`` base64-decoded and decompressed, refused past ``limit`` bytes (a compression bomb)."""
+def _inflate(text: str, limit: int, what: str, option: str) -> bytes:
+    """``text`` base64-decoded and decompressed, refused past ``limit`` bytes (a compression bomb);
+    the error names the command-line ``option`` that raises the limit."""
     inflater = zlib.decompressobj()
-    data = inflater.decompress(base64.b64decode(text.encode("ascii"), validate=True), limit)
+    data = inflater.decompress(base64.b64decode(text.encode("ascii"), validate=True), min(limit, sys.maxsize))
     if inflater.unconsumed_tail or len(data) > limit:
-        raise ValueError(f"the {what} decompressed to more than {limit} bytes (the limit)")
+        raise ValueError(f"the {what} decompressed to more than {limit:,} bytes (the limit; {option} raises it)")
     return data + inflater.flush()
 
 
 def decode_code(text: str, limit: int | None = None) -> bytes:
     """Inverse of :func:`encode_code`; raises ValueError on damaged data or data past ``limit`` bytes
-    (None: :data:`MAX_CODE_BYTES`)."""
+    (None: the ``max_code_bytes`` in effect, see :mod:`vdir.limits`)."""
+    from vdir.limits import OPTIONS, current_limits  # vdir.limits reads this module's INSTR_BYTES
+
     try:
-        data = _inflate(text, MAX_CODE_BYTES if limit is None else limit, "program's code")
+        limit = current_limits().max_code_bytes if limit is None else limit
+        data = _inflate(text, limit, "program's code", OPTIONS["max_code_bytes"])
     except (binascii.Error, zlib.error, UnicodeEncodeError) as e:
         raise ValueError(f"cannot decode the program's code ({e})") from None
     EncodedProgram.parse_header(data)
@@ -1010,9 +1008,13 @@ def encode_text(lines: list[str]) -> str:
 
 
 def decode_text(text: str, limit: int | None = None) -> list[str]:
-    """Inverse of :func:`encode_text`; refused past ``limit`` bytes (None: :data:`MAX_NAMES_BYTES`)."""
+    """Inverse of :func:`encode_text`; refused past ``limit`` bytes (None: the ``max_names_bytes``
+    in effect, see :mod:`vdir.limits`)."""
+    from vdir.limits import OPTIONS, current_limits
+
     try:
-        return _inflate(text, MAX_NAMES_BYTES if limit is None else limit, "micro-op names").decode("utf-8").split("\n")
+        limit = current_limits().max_names_bytes if limit is None else limit
+        return _inflate(text, limit, "micro-op names", OPTIONS["max_names_bytes"]).decode("utf-8").split("\n")
     except (binascii.Error, zlib.error, UnicodeError) as e:
         raise ValueError(f"cannot decode the micro-op names ({e})") from None
 

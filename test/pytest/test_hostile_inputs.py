@@ -282,25 +282,28 @@ def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, mes
         compile_to_encoded(copy_program(), **options)
 
 
-def test_a_compression_bomb_in_an_encoded_program_is_refused(tmp_path, monkeypatch, capsys):
-    """The code and names of an encoded program are inflated only up to a limit (vdir.isa.MAX_*_BYTES)."""
+def test_a_compression_bomb_in_an_encoded_program_is_refused(tmp_path, capsys):
+    """The code and names of an encoded program are inflated only up to a limit (vdir.limits)."""
     import base64
     import zlib
 
     from vdir import isa
+    from vdir.limits import Limits, limits_in_effect
     from vdir.tools.vdir_opt import main as opt_main
 
     bomb = base64.b64encode(zlib.compress(b"\0" * 4_000_000, 9)).decode()
-    with pytest.raises(ValueError, match=r"the program's code decompressed to more than 1000000 bytes \(the limit\)"):
+    code_message = r"the program's code decompressed to more than 1,000,000 bytes \(the limit; --max-code-bytes raises it\)"
+    with pytest.raises(ValueError, match=code_message):
         isa.decode_code(bomb, limit=1_000_000)
-    with pytest.raises(ValueError, match="the micro-op names decompressed to more than 1000 bytes"):
+    with limits_in_effect(Limits(max_code_bytes=1_000_000)), pytest.raises(ValueError, match=code_message):
+        isa.decode_code(bomb)
+    with pytest.raises(ValueError, match="the micro-op names decompressed to more than 1,000 bytes"):
         isa.decode_text(isa.encode_text(["x" * 2000]), limit=1000)
     # through vdir-opt: an encoded program whose code inflates past the limit is a located error
     src = tmp_path / "gemv.mlir"
     src.write_text((Path(__file__).resolve().parents[2] / "examples" / "gemv.mlir").read_text())
     encoded = tmp_path / "gemv.encoded.mlir"
     assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
-    monkeypatch.setattr(isa, "MAX_CODE_BYTES", 1024)
-    assert opt_main([str(encoded)]) == 1
+    assert opt_main([str(encoded), "--max-code-bytes", "1024"]) == 1
     err = capsys.readouterr().err
-    assert "decompressed to more than 1024 bytes" in err and "gemv.encoded.mlir:" in err
+    assert "decompressed to more than 1,024 bytes" in err and "gemv.encoded.mlir:" in err

@@ -91,6 +91,7 @@ from vdir.dialects.vdir_sched import (
 )
 from vdir.families import DTYPE_BYTES, TileSig
 from vdir.isa import buffer_role
+from vdir.limits import OPTIONS, current_limits
 from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
 
 #: sort key of the schedule order: program order, hoisted loads moved up
@@ -348,10 +349,11 @@ class _OpTemplate:
 class _Expander:
     """Walks a program body, evaluating offsets and creating nodes."""
 
-    def __init__(self, program: ProgramOp, target: TargetDescription, stage: str):
+    def __init__(self, program: ProgramOp, target: TargetDescription, stage: str, max_micro_ops: int):
         self.program = program
         self.target = target
         self.stage = stage
+        self.max_micro_ops = max_micro_ops
         self.nodes: list[Node] = []
         self.env: dict[SSAValue, object] = {}
         self.args: list[BufferArg] = []
@@ -381,7 +383,7 @@ class _Expander:
         return self.nodes
 
     def _check_size(self, block: Block, where: Operation) -> None:
-        """Refuse, before expanding anything, a program that expands to more than MAX_MICRO_OPS micro-ops.
+        """Refuse, before expanding anything, a program that expands to more than ``max_micro_ops`` micro-ops.
 
         Located at the repeat that takes the count over the limit (a repeat
         of 10^12 iterations is an error at once, not hours of expansion).
@@ -389,12 +391,12 @@ class _Expander:
         total = 0
         for op in block.ops:
             total += _expanded_micro_ops(op)
-            if total > MAX_MICRO_OPS:
+            if total > self.max_micro_ops:
                 at = op if isinstance(op, RepeatOp) else where
                 raise PassFailure(
-                    f"the program expands to more than {MAX_MICRO_OPS:,} micro-ops (the limit of one "
-                    f"program; this {'repeat' if at is op else 'program'} alone reaches "
-                    f"{_expanded_micro_ops(op) if at is op else total:,})",
+                    f"the program expands to more than {self.max_micro_ops:,} micro-ops (the limit; "
+                    f"{OPTIONS['max_micro_ops']} raises it): this {'repeat' if at is op else 'program'} "
+                    f"alone reaches {_expanded_micro_ops(op) if at is op else total:,}",
                     at,
                 )
 
@@ -642,12 +644,6 @@ class _Expander:
             node.deps = [intern(self.by_id[i] for i in g) for g in groups]
 
 
-#: the most micro-ops one program may expand to: about 50 times the
-#: 16-layer MLP stack (84k), which keeps the analysis within a few GB of
-#: memory; a program beyond it is refused before anything is expanded
-MAX_MICRO_OPS = 4_000_000
-
-
 def _expanded_micro_ops(op: Operation) -> int:
     """How many micro-ops ``op`` expands to (a repeat: its iterations times its body's)."""
     if isinstance(op, LoadOp | StoreOp | ComputeOp):
@@ -663,13 +659,19 @@ def _or_unset(value: int | None) -> int:
     return -1 if value is None else value
 
 
-def build_graph(module: ModuleOp, target: TargetDescription | None = None) -> Graph:
-    """Expand the module's program into a :class:`Graph` (see the module docstring)."""
+def build_graph(module: ModuleOp, target: TargetDescription | None = None, max_micro_ops: int | None = None) -> Graph:
+    """Expand the module's program into a :class:`Graph` (see the module docstring).
+
+    A program that expands to more than ``max_micro_ops`` micro-ops (None: the
+    limit in effect, see :mod:`vdir.limits`) is refused before anything is expanded.
+    """
     program = single_program(module)
     stage = program.stage.value
     if target is None:
         target = get_target(program.target.data if program.target else DEFAULT_TARGET)
-    expander = _Expander(program, target, stage)
+    if max_micro_ops is None:
+        max_micro_ops = current_limits().max_micro_ops
+    expander = _Expander(program, target, stage, max_micro_ops)
     nodes = expander.run()
     graph = Graph(program.sym_name.data, target, expander.args, nodes, scalars=expander.scalars, stage=stage,
                   program_op=program)

@@ -28,6 +28,8 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from vdir.diagnostics import PassFailure, UserError, VdirError, located
+from vdir.limits import DEFAULT_LIMITS, Limits
+from vdir.limits import OPTIONS as LIMIT_OPTIONS
 
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
@@ -292,6 +294,41 @@ def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> 
     if isinstance(e, PassFailure) and e.op is None and e.loc:
         return f"{e.loc}: error: {message}"
     return located(message, getattr(e, "op", None), fallback)
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The options that set the size limits (:mod:`vdir.limits`): ``--max-micro-ops``,
+    ``--max-code-bytes``, ``--max-names-bytes``; read back by :func:`limits_from_args`.
+
+    They are taken as text and checked there, so that a bad value is one
+    line (argparse would print its usage too).
+    """
+    defaults = DEFAULT_LIMITS
+    helps = {
+        "max_micro_ops": "the most micro-ops a program may expand to (default: {:,})",
+        "max_code_bytes": "the most bytes an encoded program's code may decompress to (default: {:,})",
+        "max_names_bytes": "the most bytes an encoded program's micro-op names may decompress to (default: {:,})",
+    }
+    for name, option in LIMIT_OPTIONS.items():
+        parser.add_argument(option, metavar="N", dest=name, help=helps[name].format(getattr(defaults, name)))
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    """The limits the options of :func:`add_limit_options` ask for (the defaults where not given);
+    a value that is not a positive integer is a one-line :class:`UserError` naming the option."""
+    given: dict[str, int | None] = {}
+    for name, option in LIMIT_OPTIONS.items():
+        text = getattr(args, name, None)
+        if text is None:
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UserError(f"error: {option}: expected a positive integer, got '{text}'")
+        given[name] = value
+    return DEFAULT_LIMITS.replace(**given)
 
 
 def run_cli(build_parser: Callable[[], argparse.ArgumentParser], run: Callable[[argparse.Namespace], int],

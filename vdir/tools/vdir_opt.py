@@ -38,7 +38,16 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vdir import installed_version
 from vdir.diagnostics import UserError, VdirError
-from vdir.tools.common import failure_message, one_line, parse_text, register_vdir_dialects, verify_module
+from vdir.limits import limits_in_effect
+from vdir.tools.common import (
+    add_limit_options,
+    failure_message,
+    limits_from_args,
+    one_line,
+    parse_text,
+    register_vdir_dialects,
+    verify_module,
+)
 from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
 from vdir.universe import VDIR_UNIVERSE
 
@@ -75,10 +84,12 @@ class VdirOptMain(xDSLOptMain):
         self.available_targets.update(VDIR_UNIVERSE.all_targets)
 
     def setup_pipeline(self):
-        """Build the pipeline and the target once, so that bad options fail before any input is read.
+        """Build the pipeline, the target and the size limits once, so that bad options fail
+        before any input is read.
 
         Verification runs in :meth:`apply_passes`, with located errors.
         """
+        self.limits = limits_from_args(self.args)
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
         except (ValueError, TypeError, KeyError) as e:
@@ -178,6 +189,7 @@ class VdirOptMain(xDSLOptMain):
             action="store_true",
             help="print each chunk's diagnostic in place of its output (on stdout) and exit 0",
         )
+        add_limit_options(arg_parser)
 
     def run(self) -> int:  # type: ignore[override]
         """Run every chunk; write the output (stdout or ``-o``); return the exit status.
@@ -193,6 +205,11 @@ class VdirOptMain(xDSLOptMain):
         if self.args.list_passes:
             sys.stdout.write(vdir_listing())
             return 0
+        with limits_in_effect(self.limits):
+            return self._run_all_chunks()
+
+    def _run_all_chunks(self) -> int:
+        """:meth:`run`, with the size limits in effect."""
         self.pass_times: list[tuple[str, float]] = []
         chunks, self.file_extension = self.prepare_input()
         outputs: list[str] = []

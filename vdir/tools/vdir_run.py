@@ -6,6 +6,7 @@
                        [--seed N] [--check] [--trace trace.json]
                        [--target h200] [--num-sms N] [--load-window N]
                        [--lowering 'key=value ...']
+                       [--max-micro-ops N] [--max-code-bytes N] [--max-names-bytes N]
 
 Without ``--inputs`` the inputs are random (seeded, never zero) with the
 scale 0.5 for activations and 1/sqrt(columns) for weight matrices (i32
@@ -19,8 +20,10 @@ of a backend that lowers the program (``cuda``; checked on every backend).
 The file holds a source ``vdir.program`` (compiled here) or the one
 ``vdir.encoded_program`` that ``vdir-opt -p vdir-pipeline`` prints (run as
 it is; ``--check`` then needs the source form). The first output line names
-the backend that ran. Every error is one line on stderr and a non-zero exit
-status.
+the backend that ran. ``--max-micro-ops``, ``--max-code-bytes`` and
+``--max-names-bytes`` set the size limits (:mod:`vdir.limits`) of the compile,
+of reading an encoded program back and of ``--check``'s reference evaluator.
+Every error is one line on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, index_ranges
+from vdir.limits import limits_in_effect
 from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
-from vdir.tools.common import run_cli
+from vdir.tools.common import add_limit_options, limits_from_args, run_cli
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -83,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
     p.add_argument("--lowering", metavar="OPTIONS",
                    help="lowering options, e.g. 'load_path=lsu split_copies=4'")
+    add_limit_options(p)
     return p
 
 
@@ -272,6 +277,7 @@ def _encoded_program(
 def run(args: argparse.Namespace) -> int:
     """Compile, run, optionally save / trace / check; return the exit status."""
     backend = args.backend or default_backend()
+    limits = limits_from_args(args)
     if args.num_sms is not None and args.num_sms < MIN_SMS:
         raise RunError(f"error: --num-sms must be at least {MIN_SMS}")
     if args.target is not None:
@@ -280,8 +286,8 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
         if path:
             check_output_path(path, option)
-    with np.errstate(all="ignore"):  # NaN and infinities are data: the summary and --check report them
-        return _compile_and_run(args, backend, lowering)
+    with limits_in_effect(limits), np.errstate(all="ignore"):  # NaN and infinities are data:
+        return _compile_and_run(args, backend, lowering)  # the summary and --check report them
 
 
 def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringOptions | None) -> int:

@@ -21,6 +21,7 @@ from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.stages import require_option_at_least, resolve_target
 from vdir.diagnostics import PassFailure
+from vdir.limits import current_limits
 from vdir.target import MIN_SMS
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode, replace_with_encoded
@@ -71,6 +72,7 @@ def _no_cyclic_gc():
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = 0,
+    max_micro_ops: int | None = None,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
@@ -78,12 +80,16 @@ def run_pipeline(
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
+    ``max_micro_ops``: the most micro-ops the program may expand to (None: the
+    limit in effect, see :mod:`vdir.limits`); not a positive integer: a
+    :class:`~vdir.limits.LimitError`.
     """
     check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch)
+    limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch)
+        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit)
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = 0) -> None:
@@ -97,8 +103,8 @@ def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_pr
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
-                reroll: bool, l2_prefetch: int) -> isa.EncodedProgram:
-    graph = build_graph(module)
+                reroll: bool, l2_prefetch: int, max_micro_ops: int) -> isa.EncodedProgram:
+    graph = build_graph(module, max_micro_ops=max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(target, num_sms, graph.target)
@@ -113,14 +119,17 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
 
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
-    reroll: bool = True, l2_prefetch: int = 0,
+    reroll: bool = True, l2_prefetch: int = 0, max_micro_ops: int | None = None,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
     The module itself is left as it was (the pipeline runs on a clone).
+    ``max_micro_ops`` raises (or lowers) the most micro-ops the program may
+    expand to (None: the limit in effect, by default
+    :data:`vdir.limits.MAX_MICRO_OPS`).
     """
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
-                        reroll=reroll, l2_prefetch=l2_prefetch)
+                        reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops)
 
 
 @dataclass(frozen=True)

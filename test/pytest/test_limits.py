@@ -1,0 +1,86 @@
+"""The size limits (vdir.limits) through the Python API: defaults, scoping, validation."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import vdir
+from vdir.diagnostics import PassFailure
+from vdir.frontend import ProgramBuilder
+from vdir.limits import (
+    DEFAULT_LIMITS,
+    MAX_CODE_BYTES,
+    MAX_MICRO_OPS,
+    MAX_NAMES_BYTES,
+    LimitError,
+    Limits,
+    current_limits,
+    limits_in_effect,
+)
+from vdir.transforms.pipeline import compile_to_encoded
+
+
+def repeated_copy(iterations: int):
+    """A program of ``iterations`` repeats of one load and one store: 2 * iterations micro-ops."""
+    b = ProgramBuilder("copies")
+    x = b.buffer("x", (64, 16))
+    y = b.buffer("y", (64, 16))
+    with b.repeat(0, iterations):
+        b.store(b.load(x, (0, 0), (1, 16)), y, (0, 0))
+    return b.finish()
+
+
+def test_the_defaults_are_the_documented_constants():
+    assert current_limits() == DEFAULT_LIMITS == Limits()
+    assert (MAX_MICRO_OPS, MAX_CODE_BYTES, MAX_NAMES_BYTES) == (4_000_000, 4_000_000 * 128 + (1 << 24), 1 << 28)
+    assert Limits().max_micro_ops == MAX_MICRO_OPS
+
+
+def test_compile_to_encoded_takes_the_micro_op_limit():
+    module = repeated_copy(4)
+    assert compile_to_encoded(module, num_sms=2, max_micro_ops=8).buffers
+    message = (r"^the program expands to more than 7 micro-ops \(the limit; --max-micro-ops raises it\): "
+               r"this repeat alone reaches 8$")
+    with pytest.raises(PassFailure, match=message):
+        compile_to_encoded(module, num_sms=2, max_micro_ops=7)
+
+
+def test_the_keyword_overrides_the_limit_in_effect_for_that_call_only():
+    module = repeated_copy(4)
+    with limits_in_effect(Limits(max_micro_ops=3)):
+        assert compile_to_encoded(module, num_sms=2, max_micro_ops=8).buffers
+        with pytest.raises(PassFailure, match="more than 3 micro-ops"):
+            compile_to_encoded(module, num_sms=2)
+        assert current_limits().max_micro_ops == 3
+    assert current_limits() == DEFAULT_LIMITS
+
+
+def test_vdir_compile_takes_the_micro_op_limit():
+    module = repeated_copy(4)
+    assert vdir.compile(module, backend="sim", num_sms=2, max_micro_ops=8) is not None
+    with pytest.raises(PassFailure, match="more than 5 micro-ops"):
+        vdir.compile(module, backend="sim", num_sms=2, max_micro_ops=5)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, "8", True])
+def test_a_limit_that_is_not_a_positive_integer_is_refused_by_name(value):
+    message = f"^max_micro_ops must be a positive integer, got {value!r}$".replace("(", r"\(").replace(".", r"\.")
+    with pytest.raises(LimitError, match=message):
+        compile_to_encoded(repeated_copy(1), max_micro_ops=value)
+    with pytest.raises(LimitError, match=message):
+        vdir.compile(repeated_copy(1), backend="sim", max_micro_ops=value)
+    with pytest.raises(ValueError, match="max_code_bytes must be a positive integer, got 0"):
+        Limits(max_code_bytes=0)
+
+
+def test_limits_in_effect_is_undone_on_error_and_does_not_reach_other_threads():
+    seen: list[Limits] = []
+    with pytest.raises(RuntimeError), limits_in_effect(Limits(max_names_bytes=5)):
+        thread = threading.Thread(target=lambda: seen.append(current_limits()))
+        thread.start()
+        thread.join()
+        raise RuntimeError
+    assert seen == [DEFAULT_LIMITS]
+    assert current_limits() == DEFAULT_LIMITS
