@@ -39,18 +39,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vdir.frontend.llama import LlamaConfig  # noqa: E402
+from vdir.frontend.llama import AUTO_CHUNKS, LlamaConfig  # noqa: E402
 from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 from vdir.testing.torch_llama import TorchStep  # noqa: E402
 
 LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
-                       max_context=1024, block=64, proj_rows=16,
+                       max_context=1024, proj_rows=16,
                        name="llama_1b")
 #: the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB
 LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192), max_context=1024,
-                       block=64, proj_rows=8, name="llama_8b")
+                       proj_rows=8, name="llama_8b")
 
 
 #: the l2-prefetch bytes the bench compiles with unless told
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     from vdir.testing.llama import random_weights
 
     cfg = _configs()[opts.config]
-    if opts.context:
-        cfg = dataclasses.replace(cfg, max_context=opts.context)
+    if opts.context:  # the attention block chosen anew for this context
+        cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     steps = min(opts.steps, cfg.max_context)
     weights = random_weights(cfg, seed=0)
     ref = TorchStep(cfg, weights)

@@ -23,6 +23,7 @@ from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import (
     LlamaConfig,
+    attention_block_for,
     decode_tables,
     device_weights,
     head_row_order,
@@ -283,6 +284,14 @@ def test_device_weights_permute_only_q_and_k_heads():
     for whole in (NAMED_CONFIGS["tiny"], dataclasses.replace(NAMED_CONFIGS["tiny-qwen3"], rope_in_tiles=True)):
         # asked for whole heads, or QK-norm (which needs them): the model's order
         assert not rope_in_projection(whole) and np.array_equal(head_row_order(whole), np.arange(whole.head_dim))
+
+
+def test_attention_block_left_out_is_the_largest_that_fits():
+    assert [attention_block_for(c) for c in (64, 200, 1024, 4096, 8)] == [64, 40, 128, 128, 8]
+    assert LlamaConfig(layers=1, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=256, vocab=512,
+                       max_context=1024).block == 128
+    with pytest.raises(ValueError, match="max_context = 12 has no attention block"):
+        attention_block_for(12)
 
 
 def test_weight_shapes_follow_the_config():

@@ -35,6 +35,7 @@ from xdsl.ir import SSAValue
 
 from vdir.dialects.vdir import BULK_COPY_ALIGN
 from vdir.families import DTYPE_BYTES
+from vdir.families.attention import BLOCK_ROW_MULTIPLE, MAX_BLOCK_ROWS
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import chunked_gemv, chunks_for, load_chunks, mlp_layer, split_evenly, tile_count
 from vdir.frontend.rope import Llama3Scaling, rope_tables
@@ -58,7 +59,8 @@ class LlamaConfig:
     """The shape of a Llama-family model (Llama 2/3, Qwen3 with ``qk_norm``) and how its step is tiled.
 
     ``max_context`` is the largest position + 1 the compiled step serves;
-    ``block`` the context rows of one attention micro-op; ``proj_rows`` the
+    ``block`` the context rows of one attention micro-op (left out:
+    :func:`attention_block_for`); ``proj_rows`` the
     weight rows of one projection gemv tile; ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
@@ -85,7 +87,7 @@ class LlamaConfig:
     tied_embeddings: bool = False
     qk_norm: bool = False
     max_context: int = 256
-    block: int = 32
+    block: int = AUTO_CHUNKS
     proj_rows: int = 16
     vocab_rows: int = 16
     down_chunks: int = AUTO_CHUNKS
@@ -97,7 +99,10 @@ class LlamaConfig:
 
     def __post_init__(self) -> None:
         self._check_positive("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
-                             "max_context", "block", "proj_rows", "vocab_rows")
+                             "max_context", "proj_rows", "vocab_rows")
+        if self.block == AUTO_CHUNKS:  # frozen: the chosen block is set once, here
+            object.__setattr__(self, "block", attention_block_for(self.max_context))
+        self._check_positive("block")
         for what, rows, k in (("down_chunks", self.proj_rows, self.intermediate),
                               ("logit_chunks", self.vocab_rows, self.hidden),
                               ("o_chunks", self.proj_rows, self.heads * self.head_dim)):
@@ -144,6 +149,22 @@ class LlamaConfig:
     def blocks(self) -> int:
         """Attention blocks of the largest context."""
         return self.max_context // self.block
+
+
+def attention_block_for(max_context: int) -> int:
+    """The context rows of one attention block when the config leaves them out: the largest the
+    ``attn_block`` family takes (:data:`~vdir.families.attention.MAX_BLOCK_ROWS`) that divides
+    ``max_context`` in whole :data:`~vdir.families.attention.BLOCK_ROW_MULTIPLE` rows.
+
+    Larger blocks mean fewer micro-ops per kv head, and the blocks past ``pos`` cost their waits and
+    signals although they do nothing: on the 1B shape 128-row blocks beat 64-row ones by 2% over a
+    1024-token context and 11% over 4096 (docs/performance.md). A ``ValueError`` where no block fits.
+    """
+    for rows in range(min(MAX_BLOCK_ROWS, max_context), 0, -1):
+        if max_context % rows == 0 and rows % BLOCK_ROW_MULTIPLE == 0:
+            return rows
+    raise ValueError(f"config: max_context = {max_context} has no attention block (a multiple of "
+                     f"{BLOCK_ROW_MULTIPLE} rows up to {MAX_BLOCK_ROWS} that divides it)")
 
 
 def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
