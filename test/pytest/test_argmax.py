@@ -29,13 +29,13 @@ from ml_dtypes import bfloat16
 from test_ptx_lowering import assemble
 
 import vdir
-from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.sim import simulate
 from vdir.families import DTYPES, FAMILIES, ComputeSignature, FamilyError, TileSig
 from vdir.families.builtin import ARGMAX_INDEX_LIMIT, argmax_index_column
 from vdir.frontend.examples import build_argmax
 from vdir.lowering import lower_to_ptx
 from vdir.testing.assembler import family_program
+from vdir.testing.gpu import gpu
 from vdir.tools.common import parse_module_file
 
 PARTIAL, FINAL = FAMILIES["argmax_partial"], FAMILIES["argmax_final"]
@@ -46,13 +46,8 @@ SLICE_STARTS = (0, 128, 256, 384, 512, 640, 768, 896)
 #: values that make ties and the special cases likely when drawn from
 SPECIALS = (-np.inf, -2.5, -1.0, -0.0, 0.0, 1.0, 2.5, np.inf, np.nan)
 
-_CUDA_OK, _CUDA_WHY = CudaPlatform.is_available()
 
 
-def gpu(test):
-    """Marker ``gpu``, and skipped (with the reason) without the cuda backend."""
-    test = pytest.mark.skipif(not _CUDA_OK, reason=f"cuda backend unavailable: {_CUDA_WHY}")(test)
-    return pytest.mark.gpu(test)
 
 
 def partial(row: np.ndarray, base: int) -> np.ndarray:

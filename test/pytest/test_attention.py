@@ -25,7 +25,6 @@ from ml_dtypes import bfloat16
 from test_ptx_lowering import assemble
 
 import vdir
-from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.sim import simulate
 from vdir.families import FAMILIES, ComputeSignature, TileSig
 from vdir.families.attention import STATE_EXTRA
@@ -33,11 +32,10 @@ from vdir.families.core import FamilyError
 from vdir.frontend import ProgramBuilder
 from vdir.lowering import lower_to_ptx
 from vdir.testing.assembler import family_program
+from vdir.testing.gpu import gpu
 
 BLOCK, MERGE = FAMILIES["attn_block"], FAMILIES["attn_merge"]
 BF16_ULP = 2.0 ** -8
-_OK, _WHY = CudaPlatform.is_available()
-gpu = pytest.mark.skipif(not _OK, reason=f"cuda backend unavailable: {_WHY}")
 
 
 def attention_f64(q, k, v, bias, scale):
@@ -325,14 +323,12 @@ def test_bodies_assemble(warps):
             assert "spill" not in info or "0 bytes spill stores" in info
 
 
-@pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("case", sorted(BLOCK_CASES))
 def test_block_program_on_the_gpu(case):
     run_block_case("cuda", case)
 
 
-@pytest.mark.gpu
 @gpu
 def test_block_on_the_gpu_is_the_same_bits_for_any_compute_group():
     """More heads than warps, fewer heads than warps: every reduction has one order, so the same states."""
@@ -343,7 +339,6 @@ def test_block_on_the_gpu_is_the_same_bits_for_any_compute_group():
         assert np.array_equal(got.view(np.uint32), states[0].view(np.uint32))
 
 
-@pytest.mark.gpu
 @gpu
 def test_split_context_on_the_gpu_equals_attention_and_is_deterministic():
     """Blocks on several SMs, merged after a counter: attention within tolerance, the same bits every launch."""

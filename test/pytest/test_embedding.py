@@ -20,15 +20,14 @@ from test_sim import R, cross_sm_program, gemv_inputs
 
 import vdir
 from vdir import isa
-from vdir.device_runtime import PlatformError, backend_status
+from vdir.device_runtime import PlatformError
 from vdir.device_runtime.executable import ArgumentError, Executable
 from vdir.device_runtime.sim import Simulation, decode_program
 from vdir.device_runtime.tensors import dlpack_capsule, tensor_view
 from vdir.families import FAMILIES
 from vdir.target import get_target
 from vdir.testing.compare import compare_outputs
-
-gpu = pytest.mark.skipif(not backend_status("cuda")[0], reason=backend_status("cuda")[1] or "no GPU")
+from vdir.testing.gpu import gpu
 
 
 def reference(x: np.ndarray, pos: int, n: int) -> np.ndarray:
@@ -255,7 +254,6 @@ def _host(torch, tensor) -> np.ndarray:
     return tensor.cpu().view(torch.int16).numpy().view(bfloat16)
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_launches_on_torch_tensors_and_stream():
     torch = _torch()
@@ -284,7 +282,6 @@ def test_gpu_launches_on_torch_tensors_and_stream():
             e.launch(y=torch.empty((64, 32), dtype=torch.float32, device="cuda"), pos=1, n=1)
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_graph_replays_are_correct_every_time():
     """One launch captured in a CUDA graph, replayed 1000 times with new inputs and new scalars."""
@@ -326,7 +323,6 @@ def test_gpu_graph_replays_are_correct_every_time():
         assert same_bits(_host(torch, y), reference(host, 5, 3))
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_counters_wrap_around_2_32():
     """The sync block forged just below 2**32 launches: the epoch wraps and waits still hold."""
@@ -348,7 +344,6 @@ def test_gpu_counters_wrap_around_2_32():
         assert int(words[isa.SYNC_LAUNCHES_DONE]) == 1
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_torch_mlp_example_passes():
     """examples/torch_mlp.py: a torch MLP's forward replaced by a vdir launch, eager and graph-replayed."""

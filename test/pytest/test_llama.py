@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from vdir.device_runtime import backend_status
 from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import (
@@ -32,10 +31,9 @@ from vdir.frontend.llama import (
 )
 from vdir.frontend.rope import Llama3Scaling, rope_tables
 from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, stack_weights
+from vdir.testing.gpu import gpu
 from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
 from vdir.tools.vdir_generate import main as generate_main
-
-gpu = pytest.mark.skipif(not backend_status("cuda")[0], reason=backend_status("cuda")[1] or "no GPU")
 
 #: worst |logit - float64 logit| / max |float64 logit| after 18 steps of bf16 rounding
 IDEAL_TOLERANCE = 3e-2
@@ -302,7 +300,6 @@ def test_weight_shapes_follow_the_config():
     assert math.prod(shapes["wk"]) == cfg.layers * cfg.kv_heads * cfg.head_dim * cfg.hidden
 
 
-@pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
 def test_decode_on_the_gpu_follows_the_mirror(name):
@@ -319,7 +316,6 @@ def test_decode_on_the_gpu_follows_the_mirror(name):
 TORCH_LOGIT_TOLERANCE = 0.03
 
 
-@pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
 def test_decode_on_the_gpu_follows_a_plain_torch_step(name):

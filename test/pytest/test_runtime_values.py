@@ -24,12 +24,12 @@ from xdsl.dialects.arith import Arith
 import vdir
 from vdir import isa
 from vdir.analysis.graph import build_graph
-from vdir.device_runtime.cuda import CudaPlatform
 from vdir.device_runtime.executable import ArgumentError, Executable
 from vdir.device_runtime.platform import PlatformError
 from vdir.device_runtime.sim import SimBoundsError, SimProgramError, decode_program
 from vdir.target import get_target
 from vdir.testing.compare import compare_outputs
+from vdir.testing.gpu import gpu
 from vdir.testing.reference import evaluate
 from vdir.tools.common import parse_text, register_vdir_dialects
 
@@ -196,11 +196,8 @@ def test_a_conditional_or_runtime_store_never_hides_earlier_writes():
 # On the GPU
 # ---------------------------------------------------------------------------
 
-_OK, _WHY = CudaPlatform.is_available()
-gpu = pytest.mark.skipif(not _OK, reason=f"cuda backend unavailable: {_WHY}")
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_runs_every_scalar_value_without_recompiling():
     x = random_x(4)
@@ -209,7 +206,6 @@ def test_gpu_runs_every_scalar_value_without_recompiling():
             assert same_bits(exe(x, pos=pos, n=n), reference(x, pos, n)), (pos, n)
 
 
-@pytest.mark.gpu
 @gpu
 def test_gpu_reports_an_offset_outside_its_range_and_stays_usable():
     check_offset_out_of_range("cuda", PlatformError)
@@ -272,7 +268,6 @@ def test_example_runs_every_value_on_the_simulator():
     check_example("sim")
 
 
-@pytest.mark.gpu
 @gpu
 def test_example_runs_every_value_on_the_gpu():
     check_example("cuda")
