@@ -28,11 +28,11 @@ from ml_dtypes import bfloat16
 import vdir
 from vdir import isa
 from vdir.compiler import compile_module
-from vdir.device_runtime.cuda import CudaPlatform
 from vdir.families import DTYPES, FAMILIES, round_to
 from vdir.families.builtin import sum_rows_f32
 from vdir.frontend.examples import build_split_k_gemv
 from vdir.testing.assembler import family_program
+from vdir.testing.gpu import gpu
 
 #: the example's shape: M x K weights, K in SPLITS chunks
 M, K, SPLITS = 1024, 8192, 8
@@ -40,15 +40,6 @@ M, K, SPLITS = 1024, 8192, 8
 PARTIAL_TOL, BF16_TOL, SUM_TOL = 2.0**-14, 2.0**-8, 2.0**-13
 #: rows whose in-order f32 sum (1) differs from the pairwise and the reversed sums (0)
 ORDER_SENSITIVE = np.array([1e8, 1.0, -1e8, 1.0], dtype=np.float32)
-
-_CUDA_OK, _CUDA_WHY = CudaPlatform.is_available()
-
-
-def gpu(test):
-    """Marker ``gpu``, and skipped (with the reason) without the cuda backend."""
-    test = pytest.mark.skipif(not _CUDA_OK, reason=f"cuda backend unavailable: {_CUDA_WHY}")(test)
-    return pytest.mark.gpu(test)
-
 
 def split_k_inputs(seed: int) -> dict[str, np.ndarray]:
     """Random bf16 weights of scale 1/sqrt(K) and a unit-scale x."""
