@@ -326,6 +326,83 @@ class VdirCase:
         return float(np.median(self.plat.time_launches(self.arts, self.specs, n)))
 
 
+# ---------------------------------------------------------------------------
+# torch: timing, checks and the MLP baseline (shared with bench_sweep.py)
+# ---------------------------------------------------------------------------
+
+def torch_times(fn, n):
+    """Median event time (us) of ``fn(i)`` for i < n, queued behind a sleep in batches of 64."""
+    import torch
+
+    out = []
+    for b0 in range(0, n, 64):
+        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in range(min(64, n - b0))]
+        torch.cuda._sleep(20_000_000)  # hold the stream so the batch runs back to back
+        for k, (e0, e1) in enumerate(evs):
+            e0.record()
+            fn(b0 + k)
+            e1.record()
+        torch.cuda.synchronize()
+        out += [1000.0 * e0.elapsed_time(e1) for e0, e1 in evs]
+    return float(np.median(out))
+
+
+def relerr(got, ref) -> float:
+    """max |got - ref| / max |ref| of two torch tensors (inf where not finite)."""
+    e = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    return e if math.isfinite(e) else math.inf
+
+
+def copy_time_us(nbytes: int) -> float:
+    """Median us of a device-to-device copy of ``nbytes`` (``nbytes`` read and as many written)."""
+    import torch
+
+    src = [torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_() for _ in range(2)]
+    dst = torch.empty_like(src[0])
+    torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 4)
+    copy_us = torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 40)
+    del src, dst
+    return copy_us
+
+
+def torch_mlp_layer(h, g, wg, wu, wd):
+    """One MLP block in torch: ``h + Wd . (silu(Wg . xn) * (Wu . xn))``, ``xn = rmsnorm(h) * g``."""
+    import torch.nn.functional as Fn
+
+    xn = Fn.rms_norm(h, (h.shape[-1],), g.reshape(-1), EPS)
+    a = Fn.silu(Fn.linear(xn, wg)) * Fn.linear(xn, wu)
+    return h + Fn.linear(a, wd)
+
+
+def torch_mlp_stack(s, layers, dtype=None):
+    """The stack's rows 1..layers (names of ``build_mlp_stack``); ``dtype`` float32: the same math on upcast data."""
+    H, I = s["hs"].shape[1], s["wg"].shape[0] // layers  # noqa: E741 -- I: the MLP's intermediate size
+    c = (lambda t: t) if dtype is None else (lambda t: t.to(dtype))  # noqa: E731
+    h, outs = c(s["hs"][:1]), []
+    for k in range(layers):
+        h = torch_mlp_layer(h, c(s["g"][k:k + 1]), c(s["wg"][k * I:(k + 1) * I]), c(s["wu"][k * I:(k + 1) * I]),
+                            c(s["wd"][k * H:(k + 1) * H]))
+        outs.append(h)
+    return outs
+
+
+def graph_of(fn):
+    """A CUDA graph of ``fn()`` (warmed up on a side stream first) and its static outputs."""
+    import torch
+
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
 def gpu_main(opts) -> int:
     import torch
     import torch.nn.functional as Fn
@@ -347,33 +424,10 @@ def gpu_main(opts) -> int:
     notes: list[str] = []
     failed = []
 
-    def torch_times(fn, n):
-        """Median event time (us) of ``fn(i)`` for i < n, queued behind a sleep in batches of 64."""
-        out = []
-        for b0 in range(0, n, 64):
-            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                   for _ in range(min(64, n - b0))]
-            torch.cuda._sleep(20_000_000)  # hold the stream so the batch runs back to back
-            for k, (e0, e1) in enumerate(evs):
-                e0.record()
-                fn(b0 + k)
-                e1.record()
-            torch.cuda.synchronize()
-            out += [1000.0 * e0.elapsed_time(e1) for e0, e1 in evs]
-        return float(np.median(out))
-
-    def relerr(got, ref) -> float:
-        e = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-        return e if math.isfinite(e) else math.inf
-
     # ---- copy ceiling --------------------------------------------------------
     nbytes = 1 << 30
-    src = [torch.empty(nbytes // 2, dtype=torch.bfloat16, device=dev).normal_() for _ in range(2)]
-    dst = torch.empty_like(src[0])
-    torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 4)
-    copy_us = torch_times(lambda i, dst=dst, src=src: dst.copy_(src[i % 2]), 40)
+    copy_us = copy_time_us(nbytes)
     copy_tbs = 2 * nbytes / copy_us / 1e6
-    del src, dst
     rows.append(dict(case="copy 1 GiB (read+write)", moved=2 * nbytes, vdir=None, torch=copy_us, graph=None,
                      err=None, cfg="torch d2d copy: the ceiling"))
 
@@ -452,34 +506,6 @@ def gpu_main(opts) -> int:
     # ---- MLP: the torch baselines ---------------------------------------------
     H, I = 2048, 8192  # noqa: E741 -- I: the MLP's intermediate size, as in its formulas
 
-    def t_layer(h, g, wg, wu, wd):
-        xn = Fn.rms_norm(h, (H,), g.reshape(-1), EPS)
-        a = Fn.silu(Fn.linear(xn, wg)) * Fn.linear(xn, wu)
-        return h + Fn.linear(a, wd)
-
-    def t_stack(s, layers, dtype=None):
-        """The stack's rows 1..layers; ``dtype`` float32: the same math on upcast data."""
-        c = (lambda t: t) if dtype is None else (lambda t: t.to(dtype))  # noqa: E731
-        h, outs = c(s["hs"][:1]), []
-        for k in range(layers):
-            h = t_layer(h, c(s["g"][k:k + 1]), c(s["wg"][k * I:(k + 1) * I]), c(s["wu"][k * I:(k + 1) * I]),
-                        c(s["wd"][k * H:(k + 1) * H]))
-            outs.append(h)
-        return outs
-
-    def graph_of(fn):
-        """A CUDA graph of ``fn()`` (warmed up on a side stream first) and its static outputs."""
-        st = torch.cuda.Stream()
-        st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(st)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = fn()
-        return g, out
-
     def mlp_sets(layers, n):
         r = lambda *shape, s=1.0, o=0.0: torch.randn(*shape, dtype=torch.bfloat16, device=dev) * s + o  # noqa: E731
         return [{"hs": r(layers + 1, H), "g": r(layers, H, s=0.1, o=1.0),
@@ -499,18 +525,18 @@ def gpu_main(opts) -> int:
         wbytes = 3 * L * H * I * 2
         moved = wbytes + L * H * 2 + 2 * H * 2
         # torch eager and graphs (weights counted once: the graph replays the same math)
-        eager = lambda i, sets=sets, nsets=nsets, L=L: t_stack(sets[i % nsets], L)  # noqa: E731
+        eager = lambda i, sets=sets, nsets=nsets, L=L: torch_mlp_stack(sets[i % nsets], L)  # noqa: E731
         torch_times(eager, 4)
         e_us = torch_times(eager, iters)
-        graphs = [graph_of(lambda s=s, L=L: t_stack(s, L)) for s in sets]
+        graphs = [graph_of(lambda s=s, L=L: torch_mlp_stack(s, L)) for s in sets]
         torch_times(lambda i, graphs=graphs, nsets=nsets: graphs[i % nsets][0].replay(), 4)
         g_us = torch_times(lambda i, graphs=graphs, nsets=nsets: graphs[i % nsets][0].replay(), iters)
         # vdir: compiled once, outside the timed region
         t0 = time.time()
         prog = compile_mlp(layers, H, I, nsm)
         ct = time.time() - t0
-        refs = [torch.cat(t_stack(s, L)) for s in sets]
-        refs32 = [torch.cat(t_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
+        refs = [torch.cat(torch_mlp_stack(s, L)) for s in sets]
+        refs32 = [torch.cat(torch_mlp_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
         err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32, strict=True))
         for s in sets:
             s["hs"][1:].fill_(float("nan"))  # poisoned: every output row must be written
