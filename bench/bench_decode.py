@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="torch.compile mode of the compiled baseline ('none' skips it)")
     p.add_argument("--l2-prefetch", default=str(DEFAULT_L2_PREFETCH),
                    help="vdir-encode's l2-prefetch bytes; a comma-separated list times each, in this run")
+    p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="also time the step lowered with these options (e.g. load_ring=16); repeatable")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
@@ -88,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     weights = random_weights(cfg, seed=0)
     ref = TorchStep(cfg, weights)
     variants = [cfg, *(_variant(cfg, text) for text in opts.variant)]
-    runs = [_run_vdir(v, weights, ref, steps, l2) for v in variants for l2 in _byte_list(opts.l2_prefetch)]
+    lowerings = ["", *opts.lowering]
+    runs = [_run_vdir(v, weights, ref, steps, l2, lowering) for v in variants for l2 in _byte_list(opts.l2_prefetch)
+            for lowering in lowerings]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
@@ -174,8 +178,9 @@ def _byte_list(text: str) -> list[int]:
     return values
 
 
-def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
-    """Compile the step with ``l2_prefetch``, time ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
+def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "") -> dict:
+    """Compile the step with ``l2_prefetch`` and the lowering options ``lowering`` (``"k=v,k=v"``), time
+    ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
     import torch
 
     from vdir.frontend.llama import build_decode_step
@@ -184,7 +189,8 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
 
     t0 = time.time()
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch)
-    with LlamaDecoder(cfg, weights, backend="cuda", program=program) as decoder:
+    options = " ".join(x for x in lowering.split(",") if x) or None
+    with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options) as decoder:
         compile_s = time.time() - t0
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up
@@ -203,10 +209,10 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int) -> dict:
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
     tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
-    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
-          f"{l2_prefetch}: {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
+          f"{l2_prefetch}, lowering '{lowering or 'defaults'}': {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)
     return r

@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="the fixed cost of one micro-op on each engine")
     p.add_argument("--sms", default="1,132", help="SM counts (comma-separated)")
     p.add_argument("--sizes", default="128,512", help="two triple counts per SM: the slope is between them")
+    p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="also time the programs lowered with these options (e.g. load_ring=16); repeatable")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="the variants timed (comma-separated)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--sim", action="store_true", help="run small programs on the simulator and check them")
     opts = p.parse_args(argv)
@@ -73,26 +76,32 @@ def main(argv: list[str] | None = None) -> int:
     import vdir
     from bench.bench_gpu import variant
 
+    variants = [v for v in opts.variants.split(",") if v]
+    if not set(variants) <= set(VARIANTS):
+        p.error(f"--variants takes some of {', '.join(VARIANTS)}")
     rows = []
     rng = np.random.default_rng(0)
     for sms in sms_list:
-        times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-        for n in sizes:
-            program = compile_program(n, sms)
-            x = rng.standard_normal((n * sms, ROW), dtype=np.float32).astype(bfloat16)
-            for v in VARIANTS:
-                prog = program if v == "full" else variant(program, v)
-                with vdir.compile(prog, backend="cuda") as exe:
-                    if v == "full":  # the result first: y = x + x, exactly
-                        assert np.array_equal(exe(x=x).astype(np.float32), 2 * x.astype(np.float32))
-                    times[v].append(float(np.median(exe.time(x=x, iterations=30))))
-        for v in VARIANTS:
-            t1, t2 = times[v]
-            per_uop_ns = 1000 * (t2 - t1) / (sizes[1] - sizes[0])
-            rows.append({"sms": sms, "variant": v, "us": dict(zip(map(str, sizes), (t1, t2), strict=True)),
-                         "ns_per_triple": per_uop_ns})
-            print(f"{sms:4d} SMs  {v:<11} {t1:9.1f} us ({sizes[0]}/SM)  {t2:9.1f} us ({sizes[1]}/SM)  "
-                  f"-> {per_uop_ns:7.1f} ns per micro-op on the slowest engine", flush=True)
+        for lowering in ["", *opts.lowering]:
+            options = " ".join(x for x in lowering.split(",") if x) or None
+            times: dict[str, list[float]] = {v: [] for v in variants}
+            for n in sizes:
+                program = compile_program(n, sms)
+                x = rng.standard_normal((n * sms, ROW), dtype=np.float32).astype(bfloat16)
+                for v in variants:
+                    prog = program if v == "full" else variant(program, v)
+                    with vdir.compile(prog, backend="cuda", options=options) as exe:
+                        if v == "full":  # the result first: y = x + x, exactly
+                            assert np.array_equal(exe(x=x).astype(np.float32), 2 * x.astype(np.float32))
+                        times[v].append(float(np.median(exe.time(x=x, iterations=30))))
+            for v in variants:
+                t1, t2 = times[v]
+                per_uop_ns = 1000 * (t2 - t1) / (sizes[1] - sizes[0])
+                rows.append({"sms": sms, "variant": v, "lowering": lowering,
+                             "us": dict(zip(map(str, sizes), (t1, t2), strict=True)), "ns_per_triple": per_uop_ns})
+                print(f"{sms:4d} SMs  {v:<11} {lowering or 'defaults':<14} {t1:9.1f} us ({sizes[0]}/SM)  "
+                      f"{t2:9.1f} us ({sizes[1]}/SM)  -> {per_uop_ns:7.1f} ns per micro-op on the slowest engine",
+                      flush=True)
     if opts.json:
         Path(opts.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -8,6 +8,9 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{split-copies=2,4}' 2>&1 | filecheck %s --check-prefix=TWO
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{split-copies=}' 2>&1 | filecheck %s --check-prefix=SYNTAX
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=' 2>&1 | filecheck %s --check-prefix=PIPELINE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' | filecheck %s --check-prefix=RING
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=12}' 2>&1 | filecheck %s --check-prefix=RING-POW2
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=32}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
 
 // -t ptx takes the lowering options (vdir.lowering.options.LoweringOptions)
 // in xDSL's option syntax, names with '-' or '_'. A bad option is one line on
@@ -21,6 +24,13 @@
 // DEFAULT-NOT: fence.acq_rel.gpu
 // DEFAULT:     cp.async.bulk
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
+
+// load-ring: the loads in flight; one mbarrier per slot (16 at offsets 16 .. 136)
+// RING-COUNT-16: mbarrier.init.shared::cta.b64
+// RING-NOT:      mbarrier.init.shared::cta.b64
+// RING:          and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 15;
+// RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 12
+// RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..16, got 32
 // FENCE:       .maxntid 192, 1, 1
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
@@ -41,7 +51,7 @@
 // TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
 // TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, compute_warps, tensor_copies, release_fence, trace)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, compute_warps, tensor_copies, release_fence, trace)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

@@ -216,9 +216,10 @@ def test_too_much_shared_memory_is_rejected():
         lower(prog, "h200")
 
 
-@pytest.mark.parametrize("options", [{"load_path": "lsu"}, {"split_copies": 32}, {"fetch_depth": 2}])
+@pytest.mark.parametrize("options", [{"load_path": "lsu"}, {"split_copies": 32}, {"fetch_depth": 2},
+                                     {"load_ring": 16}, {"load_ring": 1}])
 def test_lowering_options_assemble(options):
-    """The non-default load paths and fetch depths assemble."""
+    """The non-default load paths, fetch depths and load rings assemble."""
     text = lower_to_ptx(gemv_program(), "h200", LoweringOptions.from_mapping(options))
     if options.get("load_path") == "lsu":
         assert "cp.async.cg.shared.global" in text and "cp.async.mbarrier.arrive.noinc" in text
@@ -238,5 +239,6 @@ def test_instruction_prefetch_window_fits_header():
     # every engine's instruction window ends before the tile arena
     engines = get_target().num_engines
     assert L.SMEM_IWINDOW + engines * L.FETCH_DEPTH * isa.INSTR_BYTES <= L.HEADER_BYTES
-    assert L.SMEM_RING_INFO + 16 * L.LOAD_RING <= L.SMEM_IWINDOW
+    assert L.SMEM_RING_INFO + 16 * L.MAX_LOAD_RING <= L.SMEM_IWINDOW
+    assert L.SMEM_MBARRIERS + 8 * L.MAX_LOAD_RING <= L.SMEM_SCRATCH
     assert L.HEADER_BYTES % 1024 == 0

@@ -186,9 +186,9 @@ def test_missing_counter_wait_is_a_race_naming_store_and_load(seed):
 
 def test_load_window_matches_the_kernels_ring():
     from vdir.device_runtime.sim import DEFAULT_LOAD_WINDOW
-    from vdir.lowering.layout import LOAD_RING
+    from vdir.lowering.options import LoweringOptions
 
-    assert DEFAULT_LOAD_WINDOW == LOAD_RING
+    assert DEFAULT_LOAD_WINDOW == LoweringOptions().load_ring
 
 
 # ---------------------------------------------------------------------------

@@ -48,7 +48,7 @@ TMAP_BYTES = 128
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.finish)
-SMEM_MBARRIERS = 16  # ring of LOAD_RING u64 mbarriers
+SMEM_MBARRIERS = 16  # ring of load_ring u64 mbarriers (lowering option)
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter
@@ -56,8 +56,11 @@ SMEM_IWINDOW = 1024  # per engine: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
 HEADER_BYTES = 4096  # the tile arena starts here (1024-aligned)
 
-#: mbarriers in the load engine's ring = loads that may be in flight at once
-LOAD_RING = 8
+#: mbarriers in the load engine's ring = loads that may be in flight at once (lowering option
+#: ``load_ring``; the default)
+DEFAULT_LOAD_RING = 8
+#: the most the header holds: one u64 mbarrier and one 16-byte ring-info record per slot
+MAX_LOAD_RING = min((SMEM_SCRATCH - SMEM_MBARRIERS) // 8, (SMEM_IWINDOW - SMEM_RING_INFO) // 16)
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0

@@ -58,6 +58,9 @@ class LoweringOptions:
 
     The other engines prefetch through the shared-memory window of ``layout.FETCH_DEPTH``."""
 
+    load_ring: int = L.DEFAULT_LOAD_RING
+    """Loads the load engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
+
     compute_warps: int = 0
     """Warps in the compute group, 0..30; 0: the target's ``compute_threads``."""
 
@@ -87,6 +90,9 @@ class LoweringOptions:
             )
         _check_range("fetch_depth", self.fetch_depth, 1, None)
         _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
+        _check_range("load_ring", self.load_ring, 1, L.MAX_LOAD_RING)
+        if self.load_ring & (self.load_ring - 1):
+            raise LoweringOptionError(f"lowering option load_ring must be a power of two, got {self.load_ring}")
 
     # -- derived --------------------------------------------------------------
     @property

@@ -46,7 +46,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
-    for s in range(L.LOAD_RING):
+    for s in range(c.options.load_ring):
         b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_MBARRIERS + 8 * s, mbar_count(c)),
               ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA

@@ -302,7 +302,7 @@ def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, s
 def ring_barrier(c: Ctx, index) -> tuple:
     """(ring slot, mbarrier address) of the load with queue position ``index``."""
     b = c.b
-    slot = b.i("and.b32", "u32", index, L.LOAD_RING - 1)
+    slot = b.i("and.b32", "u32", index, c.options.load_ring - 1)
     bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
     bar = b.i("add.u32", "u32", bar, L.SMEM_MBARRIERS)
     return slot, bar

@@ -91,7 +91,7 @@ def _issue_next(s: LoadLoop) -> None:
     b.place(s.top)
     b.bra(s.retire, b.setp("ge.u32", s.pos, s.count))
     inflight = b.i("sub.u32", "u32", s.pos, s.ret)
-    b.bra(s.retire, b.setp("ge.u32", inflight, L.LOAD_RING))
+    b.bra(s.retire, b.setp("ge.u32", inflight, c.options.load_ring))
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.retire, ready, neg=True)
