@@ -16,19 +16,29 @@ dependencies, and of the whole ``compile_to_encoded``. Time that grows
 faster than the size shows up as a rising "per 1k" column.
 
     python bench/bench_compile.py --scaling [--sizes 1000,10000,100000]
+
+``--parsing`` reports the CPU time of printing the flat scaling programs as
+text, of parsing that text back (``parse_text``, as the tools do) and of
+verifying the parsed module (docs/performance.md, "Parsing and printing
+large files").
+
+    python bench/bench_compile.py --parsing [--sizes 20000,100000]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import io
 import statistics
 import time
 from pathlib import Path
 
+from xdsl.printer import Printer
+
 from vdir.analysis.graph import build_graph
 from vdir.frontend import ProgramBuilder
-from vdir.tools.common import parse_module_file
+from vdir.tools.common import default_context, parse_module_file, parse_text, verify_module
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
 from vdir.transforms.fuse import FusePass
@@ -115,15 +125,40 @@ def report_scaling(sizes: list[int]) -> None:
                   f"{total:>8.2f} {1000 * total / n:>7.3f}")
 
 
+def report_parsing(sizes: list[int]) -> None:
+    """Print the CPU seconds of printing, parsing and verifying each flat scaling program."""
+    print(f"{'micro-ops':>9} {'MB':>6} {'print':>7} {'parse':>7} {'verify':>7} {'parse per 1k':>13}  (CPU s)")
+    for n in sizes:
+        module = scaling_program(n, repeated=False)
+        t0 = time.process_time()
+        out = io.StringIO()
+        Printer(stream=out).print_op(module)
+        text = out.getvalue()
+        printing = time.process_time() - t0
+        t0 = time.process_time()
+        parsed = parse_text(default_context(), text, f"flat{n}.mlir")
+        parsing = time.process_time() - t0
+        t0 = time.process_time()
+        verify_module(parsed)
+        verifying = time.process_time() - t0
+        print(f"{n:>9} {len(text) / 1e6:>6.1f} {printing:>7.2f} {parsing:>7.2f} {verifying:>7.2f} "
+              f"{1000 * parsing / n:>13.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=str(ROOT / "examples" / "mlp_stack.mlir"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="report compile time against program size instead")
-    ap.add_argument("--sizes", default="1000,10000,100000", help="micro-op counts of --scaling, comma-separated")
+    ap.add_argument("--parsing", action="store_true", help="report the time of printing and parsing flat programs")
+    ap.add_argument("--sizes", help="micro-op counts of --scaling (default 1000,10000,100000) "
+                                    "or --parsing (default 20000,100000), comma-separated")
     opts = ap.parse_args()
     if opts.scaling:
-        report_scaling([int(n) for n in opts.sizes.split(",")])
+        report_scaling([int(n) for n in (opts.sizes or "1000,10000,100000").split(",")])
+        return 0
+    if opts.parsing:
+        report_parsing([int(n) for n in (opts.sizes or "20000,100000").split(",")])
         return 0
     path = Path(opts.file)
     runs = [stage_times(path) for _ in range(opts.repeat)]

@@ -147,6 +147,16 @@ def element_type(name: str) -> Attribute:
 # Types
 # --------------------------------------------------------------------------
 
+#: a buffer's or tile's ``<RxCxT>`` as a program spells it (no spaces)
+_SHAPE_TEXT = re.compile(r"<[0-9]+x[0-9]+x(?:bf16|f32|i32)>")
+#: the parameters of each shape text parsed so far, by type class: a flat file
+#: repeats a handful of shapes on every micro-op, and parsing one costs a third
+#: of parsing the op (docs/performance.md). The parameters are immutable
+#: attributes, so equal text gives equal types.
+_PARSED_SHAPES: dict[tuple[type, str], tuple[ArrayAttr[IntAttr], Attribute]] = {}
+#: the most shape texts :data:`_PARSED_SHAPES` holds (it starts again when full)
+_PARSED_SHAPES_MAX = 4096
+
 
 class _ShapedType(ParametrizedAttribute, TypeAttribute):
     """Shared parsing/printing of ``<RxCxdtype>`` for buffers and tiles."""
@@ -161,6 +171,22 @@ class _ShapedType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """``<RxCxT>``; a text parsed before (spelled without spaces) gives the same parameters
+        without parsing it again (:data:`_PARSED_SHAPES`)."""
+        text = _SHAPE_TEXT.match(parser.lexer.input.content, parser.pos)
+        if text is not None and (params := _PARSED_SHAPES.get((cls, text.group()))) is not None:
+            parser._resume_from(text.end())  # past the '>', as parsing it would leave the parser
+            return params
+        params = cls._parse_shape(parser)
+        if text is not None:
+            if len(_PARSED_SHAPES) >= _PARSED_SHAPES_MAX:
+                _PARSED_SHAPES.clear()
+            _PARSED_SHAPES[cls, text.group()] = params
+        return params
+
+    @classmethod
+    def _parse_shape(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], Attribute]:
+        """``<RxCxT>``, checked: two positive dimensions and a supported element type."""
         with parser.in_angle_brackets():
             pos = parser.pos
             dims, elem = parser.parse_ranked_shape()
