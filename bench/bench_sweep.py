@@ -29,8 +29,8 @@ poisoned with NaN before the checked launch, so every element must be
 written.
 
 vdir programs are built by ``vdir.frontend.examples`` with the tile choice of
-``vdir.frontend.layers`` (weight tiles of at most ``WEIGHT_TILE_BYTES``:
-``chunks_for``) and compiled by the pass pipeline for all SMs, in worker
+``vdir.frontend.layers`` (``gemv_tiling``, ``mlp_tiling``: weight tiles of
+at most ``WEIGHT_TILE_BYTES``) and compiled by the pass pipeline for all SMs, in worker
 processes while the GPU measures the cases before them; a program that does
 not compile is reported as ``compile failed: <reason>`` in its row.
 Bandwidth counts the bytes that must move (as in ``bench_gpu.py``) and is
@@ -76,7 +76,7 @@ from bench.bench_gpu import (  # noqa: E402
     torch_mlp_stack,
     torch_times,
 )
-from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for  # noqa: E402
+from vdir.frontend.layers import WEIGHT_TILE_BYTES, gemv_tiling, mlp_tiling  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
 
 #: gemv (M, K): y[M] = W[M, K] . x[K]; squares and both orientations of each pair
@@ -166,21 +166,13 @@ def select_cases(opts) -> list[Case]:
 
 
 def tiling(case: Case, tile_bytes: int = WEIGHT_TILE_BYTES) -> dict[str, int]:
-    """The builders' tile arguments for ``case``: weight tiles within ``tile_bytes`` (``chunks_for``).
-
-    gemv: 16-row tiles where one fits unchunked, else 8 rows (a stored y row
-    is 16 bytes), K in the fewest chunks that fit. MLP: gate/up tiles of 16
-    rows where they fit, else 8 (the builder does not chunk them); the down
-    projection 8 rows, its K in the fewest chunks that fit.
-    """
+    """The builders' tile arguments for ``case``: the library's choice (``gemv_tiling``,
+    ``mlp_tiling``) for weight tiles within ``tile_bytes``."""
     if case.kind == "gemv":
-        M, K = case.a, case.b
-        rows = 16 if 16 * K * 2 <= tile_bytes and M % 16 == 0 else 8
-        return {"rows": rows, "k_chunks": chunks_for(rows, K, f"gemv {M}x{K}", tile_bytes)}
-    H, I = case.a, case.b  # noqa: E741 -- I: the MLP's intermediate size
-    up = 16 if 16 * H * 2 <= tile_bytes and I % 16 == 0 else 8
-    return {"up_rows": up, "down_rows": 8,
-            "down_chunks": chunks_for(8, I, f"{case.name} down projection", tile_bytes)}
+        rows, k_chunks = gemv_tiling(case.a, case.b, tile_bytes=tile_bytes)
+        return {"rows": rows, "k_chunks": k_chunks}
+    up, down, down_chunks = mlp_tiling(case.a, case.b, tile_bytes=tile_bytes)
+    return {"up_rows": up, "down_rows": down, "down_chunks": down_chunks}
 
 
 def one_line(e: BaseException, n: int = 200) -> str:

@@ -15,6 +15,7 @@
 // ISA-NEXT:   0: rmsnorm_gemv({{.*}}) -> smem[{{[0-9]+}}] p=(32, 64, 0) f0=1e-05
 // ISA-NOT:    {{^ *[0-9]+: (rmsnorm|gemv)\(}}
 
+// CHECK-LABEL: $L_role_compute_0:
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 5;
 // CHECK-NEXT: @[[P]] bra $L_fam5_0;
 // CHECK-LABEL: $L_fam5_0:

@@ -90,6 +90,10 @@
 // CHECK-NEXT: mad.lo.u32 [[INFO:%r[0-9]+]], [[SLOT]], 16, [[BASE]];
 // CHECK-NEXT: @[[LANE0]] st.shared.v4.b32 {{\[}}[[INFO]]+768], {[[W5]], [[W6]], [[W9]], 0};
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
+// The region's words (12..19) are read before the load and nop/prefetch paths
+// part, so that both use registers defined on every path.
+// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
+// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+64];
 // CHECK-NEXT: setp.eq.u32 [[ISOPLD:%p[0-9]+]], [[OPC]], 1;
 // A load whose runtime condition fails takes the nop path: the condition's
 // source (word 0, bits 16-23) is tested first, and only a load with one
@@ -134,7 +138,12 @@
 // CHECK:      cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [{{%rd[0-9]+}}], {{%r[0-9]+}}, {{\[}}[[BAR]]];
 // CHECK-NEXT: add.u32 [[ROW]], [[ROW]], 32;
 // CHECK-NEXT: bra.uni $L_ld_rows_0;
+// A prefetch (opcode 5) asks L2 for its region, then completes like a nop.
 // CHECK:      $L_ld_nop_0:
+// CHECK-NEXT: setp.eq.u32 [[ISPF:%p[0-9]+]], [[OPC]], 5;
+// CHECK-NEXT: @![[ISPF]] bra $L_ld_no_prefetch_0;
+// CHECK:      cp.async.bulk.prefetch.L2.global [{{%rd[0-9]+}}], {{%r[0-9]+}};
+// CHECK:      $L_ld_no_prefetch_0:
 // CHECK-NEXT: @[[LANE0]] mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BAR]]], 1;
 // CHECK:      $L_ld_issued_0:
 // CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;

@@ -53,13 +53,15 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"compute_warps, tensor_copies, release_fence, trace\)"),
+                        r"load_ring, compute_warps, tensor_copies, release_fence, trace\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),
         ({"split_copies": True}, r"split_copies must be an integer, got True"),
         ({"load_path": "dma"}, r"load_path must be 'bulk' or 'lsu', got 'dma'"),
         ({"fetch_depth": 0}, r"fetch_depth must be at least 1, got 0"),
+        ({"load_ring": 0}, r"load_ring must be in 1\.\.16, got 0"),
+        ({"load_ring": 6}, r"load_ring must be a power of two, got 6"),
         ({"compute_warps": MAX_COMPUTE_WARPS + 1},
          rf"compute_warps must be in 0\.\.{MAX_COMPUTE_WARPS} \(0: the target's\)"),
         ({"tensor_copies": 2}, r"tensor_copies must be true or false \(or 1 or 0\), got 2"),

@@ -18,17 +18,21 @@
 // CHECK-NEXT:       prefetch=2
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
 // CHECK-NEXT:       reroll=true
+// CHECK-NEXT:       l2-prefetch=0
 // CHECK-NEXT:   vdir-pipeline {{ +}}All vdir passes in order.
 // CHECK-NEXT:       target=""
 // CHECK-NEXT:       num-sms=<unset>
 // CHECK-NEXT:       fuse=true
 // CHECK-NEXT:       prefetch=2
 // CHECK-NEXT:       reroll=true
+// CHECK-NEXT:       l2-prefetch=0
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program
 // CHECK-NEXT:       split-copies=1
 // CHECK-NEXT:       load-path=bulk
+// CHECK-NEXT:       fetch-depth=8
+// CHECK-NEXT:       load-ring=8
 // CHECK:        isa {{ +}}Print the encoded program's queues as a readable listing.
 // CHECK:        queues {{ +}}Print, per SM and engine, the work and the synchronisation of the encoded program's queues.
 // CHECK-NOT:    convert-

@@ -17,22 +17,32 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from vdir.frontend.builder import ProgramBuilder
-from vdir.frontend.layers import chunked_gemv, load_chunks, mlp_layer, split_evenly, tile_count
+from vdir.frontend.layers import (
+    chunked_gemv,
+    gemv_tiling,
+    load_chunks,
+    mlp_layer,
+    mlp_tiling,
+    split_evenly,
+    tile_count,
+)
 
 
 def build_gemv(
     M: int = 8192,
     K: int = 8192,
     *,
-    rows_per_tile: int = 8,
-    k_chunks: int = 2,
+    rows_per_tile: int | None = None,
+    k_chunks: int | None = None,
     target: str = "h200",
 ) -> ModuleOp:
     """y[1, M] = W[M, K] . x[1, K] in bf16 (``examples/gemv.mlir``).
 
     Row blocks of ``rows_per_tile`` rows, K in ``k_chunks`` chunks with f32
-    partial sums; x is loaded once, before the repeat over row blocks.
+    partial sums; x is loaded once, before the repeat over row blocks. Left
+    out, the tiling is :func:`~vdir.frontend.layers.gemv_tiling`'s.
     """
+    rows_per_tile, k_chunks = gemv_tiling(M, K, rows_per_tile, k_chunks)
     b = ProgramBuilder("gemv", target=target)
     w = b.buffer("w", (M, K), "bf16")
     x = b.buffer("x", (1, K), "bf16")
@@ -77,17 +87,19 @@ def build_mlp_block(
     hidden: int = 2048,
     intermediate: int = 8192,
     *,
-    up_rows: int = 16,
-    down_rows: int = 8,
-    down_chunks: int = 2,
+    up_rows: int | None = None,
+    down_rows: int | None = None,
+    down_chunks: int | None = None,
     eps: float = 1e-5,
     target: str = "h200",
 ) -> ModuleOp:
     """A Llama-style MLP block with residual (``examples/mlp.mlir``).
 
     ``out = h + Wd . (silu(Wg . xn) * (Wu . xn))`` with ``xn = rmsnorm(h, g)``;
-    ``act`` is a 1 x intermediate scratch buffer between the two halves.
+    ``act`` is a 1 x intermediate scratch buffer between the two halves. A
+    tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
     """
+    up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
     b = ProgramBuilder("mlp", target=target)
     bufs = {
         "h": b.buffer("h", (1, hidden), "bf16"),
@@ -107,9 +119,9 @@ def build_mlp_stack(
     hidden: int = 2048,
     intermediate: int = 8192,
     *,
-    up_rows: int = 16,
-    down_rows: int = 8,
-    down_chunks: int = 2,
+    up_rows: int | None = None,
+    down_rows: int | None = None,
+    down_chunks: int | None = None,
     eps: float = 1e-5,
     target: str = "h200",
 ) -> ModuleOp:
@@ -117,10 +129,12 @@ def build_mlp_stack(
 
     Weights are stacked by layer (``wg``: layers*intermediate x hidden, ...);
     the residual stream ``hs`` has ``layers + 1`` rows, row 0 the input and
-    row ``layers`` the output; ``act`` has one scratch row per layer.
+    row ``layers`` the output; ``act`` has one scratch row per layer. A
+    tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
     """
     if layers <= 0:
         raise ValueError(f"layers must be positive, got {layers}")
+    up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
     b = ProgramBuilder("mlp_stack", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
     bufs = {

@@ -51,6 +51,50 @@ def chunks_for(rows: int, k: int, what: str, tile_bytes: int = WEIGHT_TILE_BYTES
                      f"{tile_bytes} bytes in whole {BULK_COPY_ALIGN}-byte rows")
 
 
+#: rows of a gemv weight tile where one of the whole K fits the tile limit
+WIDE_TILE_ROWS = 16
+#: rows otherwise: the fewest whose ``1 x rows`` bf16 result is a whole bulk-copy unit when stored
+NARROW_TILE_ROWS = BULK_COPY_ALIGN // _BF16
+
+
+def tile_rows_for(M: int, K: int, tile_bytes: int = WEIGHT_TILE_BYTES) -> int:
+    """Weight-tile rows of a gemv over ``M x K``: :data:`WIDE_TILE_ROWS` where such a tile of the
+    whole K fits ``tile_bytes`` and divides M, else :data:`NARROW_TILE_ROWS`."""
+    if WIDE_TILE_ROWS * K * _BF16 <= tile_bytes and M % WIDE_TILE_ROWS == 0:
+        return WIDE_TILE_ROWS
+    return NARROW_TILE_ROWS
+
+
+def gemv_tiling(M: int, K: int, rows: int | None = None, k_chunks: int | None = None,
+                tile_bytes: int = WEIGHT_TILE_BYTES) -> tuple[int, int]:
+    """(tile rows, K chunks) of a gemv ``y = W x`` with ``W`` of ``M x K``, each chosen unless given.
+
+    Rows: :func:`tile_rows_for`; K: the fewest chunks that keep a tile
+    within ``tile_bytes`` (:func:`chunks_for`). Measured on the H200 at 13
+    shapes (docs/performance.md, shape sweep).
+    """
+    rows = tile_rows_for(M, K, tile_bytes) if rows is None else rows
+    return rows, chunks_for(rows, K, f"gemv {M}x{K}", tile_bytes) if k_chunks is None else k_chunks
+
+
+def mlp_tiling(hidden: int, intermediate: int, up_rows: int | None = None, down_rows: int | None = None,
+               down_chunks: int | None = None, tile_bytes: int = WEIGHT_TILE_BYTES) -> tuple[int, int, int]:
+    """(gate/up tile rows, down tile rows, down K chunks) of an MLP block, each chosen unless given.
+
+    The gate and up tiles span the whole hidden size (:func:`tile_rows_for`
+    of the intermediate x hidden weights); the down projection takes
+    :data:`NARROW_TILE_ROWS`-row tiles, its K in the fewest chunks that fit.
+    Where a gate/up tile of the whole hidden size exceeds ``tile_bytes`` even
+    at the narrow rows, the tiles are larger than the limit (the builder does
+    not chunk them) and shared-memory allocation says whether they fit.
+    """
+    up = tile_rows_for(intermediate, hidden, tile_bytes) if up_rows is None else up_rows
+    down = NARROW_TILE_ROWS if down_rows is None else down_rows
+    if down_chunks is None:
+        down_chunks = chunks_for(down, intermediate, "MLP down projection", tile_bytes)
+    return up, down, down_chunks
+
+
 def chunked_gemv(
     b: ProgramBuilder,
     w: SSAValue,

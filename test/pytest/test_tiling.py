@@ -1,0 +1,49 @@
+"""The tile choice of the frontend (``gemv_tiling``, ``mlp_tiling``) and the example builders that use it."""
+
+from __future__ import annotations
+
+import pytest
+
+from vdir.frontend import examples
+from vdir.frontend.layers import (
+    NARROW_TILE_ROWS,
+    WEIGHT_TILE_BYTES,
+    WIDE_TILE_ROWS,
+    gemv_tiling,
+    mlp_tiling,
+)
+
+SIZES = (1024, 2048, 4096, 8192, 14336, 28672)
+
+
+@pytest.mark.parametrize("M", SIZES)
+@pytest.mark.parametrize("K", SIZES)
+def test_gemv_tiles_fit_the_limit(M, K):
+    rows, chunks = gemv_tiling(M, K)
+    assert rows in (WIDE_TILE_ROWS, NARROW_TILE_ROWS) and M % rows == 0 and K % chunks == 0
+    assert rows * (K // chunks) * 2 <= WEIGHT_TILE_BYTES
+    # wide tiles exactly where one of the whole K fits; never more chunks than needed
+    assert (rows == WIDE_TILE_ROWS) == (WIDE_TILE_ROWS * K * 2 <= WEIGHT_TILE_BYTES)
+    fewest = min(c for c in range(1, K + 1)
+                 if K % c == 0 and K // c * 2 % 16 == 0 and rows * (K // c) * 2 <= WEIGHT_TILE_BYTES)
+    assert chunks == fewest
+
+
+def test_given_arguments_are_kept():
+    assert gemv_tiling(8192, 8192, rows=16) == (16, 4)  # the chunks follow the rows given
+    assert gemv_tiling(8192, 8192, k_chunks=8) == (8, 8)
+    assert mlp_tiling(2048, 8192, down_rows=16) == (16, 16, 4)
+    assert mlp_tiling(2048, 8192, up_rows=8, down_chunks=1) == (8, 8, 1)
+
+
+def test_the_examples_keep_their_tiling():
+    """Left out, the builders' tiling is what their defaults used to be written as."""
+    assert str(examples.build_gemv()) == str(examples.build_gemv(rows_per_tile=8, k_chunks=2))
+    assert str(examples.build_mlp_block()) == str(examples.build_mlp_block(up_rows=16, down_rows=8, down_chunks=2))
+    assert str(examples.build_mlp_stack(2)) == str(examples.build_mlp_stack(2, up_rows=16, down_rows=8,
+                                                                            down_chunks=2))
+
+
+def test_a_shape_without_a_fitting_split_is_named():
+    with pytest.raises(ValueError, match="gemv 8x24: no equal split of K = 24"):
+        gemv_tiling(8, 24, tile_bytes=16)
