@@ -17,6 +17,11 @@
 #              rounds (default 2), compared by bench/compare_runs.py
 #   kcache   - bench/bench_kernel_cache.py: the kernel's load time in fresh
 #              processes, driver JIT against the kernel cache cold and warm
+#   sweep    - bench/bench_sweep.py: gemvs, MLP blocks and stacks over shapes, against
+#              torch eager, CUDA graph, cuBLAS and torch.compile ($SWEEP_ARGS)
+#   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine
+#   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
+#              1024-token context against torch ($DECODE_ARGS)
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
@@ -30,7 +35,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache and trace only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop and decode only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -57,6 +62,14 @@ for what in $steps; do
       (cd "$OUT" && tar cf ab-runs.tar before*.json before*.log after*.json after*.log && rm -f before* after*) ;;
     launch)
       timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_launch.py --json "$OUT/launch.json" 2>&1 | tee "$OUT/launch.log" ;;
+    sweep)
+      timeout ${SWEEP_TIMEOUT:-540} python3 bench/bench_sweep.py --json "$OUT/sweep.json" $SWEEP_ARGS 2>&1 \
+        | tee "$OUT/sweep.log" ;;
+    uop)
+      timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" 2>&1 | tee "$OUT/uop.log" ;;
+    decode)
+      timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
+        --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
         2>&1 | tee "$OUT/kernel_cache.log" ;;
