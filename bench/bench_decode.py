@@ -201,9 +201,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
         decoder.reset()
         for pos in range(compared):
             decoder.step(pos, tokens[pos])
-            ref.token.fill_(tokens[pos])
-            ref.pos.fill_(pos)
-            ref.step()
+            ref.step_at(pos, tokens[pos])
             got = torch.from_numpy(decoder.logits().astype(np.float32)).cuda()
             want = ref.logits.float()
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))

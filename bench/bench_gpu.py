@@ -206,6 +206,18 @@ def np_mlp(h, g, wg, wu, wd):
     return bf(f(bf(f(a) @ f(wd).T)) + f(h))
 
 
+def np_mlp_stack(inp: dict[str, np.ndarray], layers: int) -> np.ndarray:
+    """Rows 1..layers of the residual stream of a stack (``mlp_inputs``' arrays), layer by layer with
+    :func:`np_mlp`."""
+    H, I = inp["g"].shape[1], inp["wg"].shape[0] // layers  # noqa: E741 -- I: the intermediate size
+    h, rows = inp["hs"][:1], []
+    for k in range(layers):
+        h = np_mlp(h, inp["g"][k:k + 1], inp["wg"][k * I:(k + 1) * I], inp["wu"][k * I:(k + 1) * I],
+                   inp["wd"][k * H:(k + 1) * H])
+        rows.append(h)
+    return np.concatenate(rows)
+
+
 def mlp_inputs(rng, layers: int, hidden: int, inter: int) -> dict[str, np.ndarray]:
     """Random bf16 inputs (never zeros) for a stack of ``layers`` (names of ``build_mlp_stack``)."""
     from ml_dtypes import bfloat16
@@ -248,12 +260,7 @@ def sim_main(opts) -> int:
             hs = inp["hs"].copy()
             hs[1:] = np.nan  # poisoned: every row must be written
             out = exe(hs=hs, g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["hs"][1:]
-            h, rows = inp["hs"][:1], []
-            for k in range(layers):
-                h = np_mlp(h, inp["g"][k:k + 1], inp["wg"][k * I:(k + 1) * I], inp["wu"][k * I:(k + 1) * I],
-                           inp["wd"][k * H:(k + 1) * H])
-                rows.append(h)
-            ref = np.concatenate(rows)
+            ref = np_mlp_stack(inp, layers)
         o, r = out.astype(np.float32), ref.astype(np.float32)
         err = float(np.max(np.abs(o - r)) / np.max(np.abs(r)))
         worst = max(worst, err / TOL_MLP if np.isfinite(err) else math.inf)

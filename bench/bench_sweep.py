@@ -72,6 +72,7 @@ from bench.bench_gpu import (  # noqa: E402
     graph_of,
     mlp_inputs,
     np_mlp,
+    np_mlp_stack,
     relerr,
     torch_mlp_stack,
     torch_times,
@@ -286,12 +287,7 @@ def sim_main(opts, cases: list[Case]) -> int:
                         hs = inp["hs"].copy()
                         hs[1:] = np.nan  # poisoned: every row must be written
                         out = exe(hs=hs, g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["hs"][1:]
-                        h, refs = inp["hs"][:1], []
-                        for k in range(L):
-                            h = np_mlp(h, inp["g"][k:k + 1], inp["wg"][k * I:(k + 1) * I],
-                                       inp["wu"][k * I:(k + 1) * I], inp["wd"][k * H:(k + 1) * H])
-                            refs.append(h)
-                        ref = np.concatenate(refs)
+                        ref = np_mlp_stack(inp, L)
                     tol = TOL_MLP
                 o, r = f32(out), f32(ref)
                 err = float(np.max(np.abs(o - r)) / np.max(np.abs(r)))

@@ -337,9 +337,7 @@ def test_decode_on_the_gpu_follows_a_plain_torch_step(name):
         decoder.reset()
         for pos in range(steps):
             decoder.step(pos, tokens[pos])
-            ref.token.fill_(tokens[pos])
-            ref.pos.fill_(pos)
-            ref.step()
+            ref.step_at(pos, tokens[pos])
             got = decoder.logits().astype(np.float32)[0]
             want = ref.logits.float().cpu().numpy()[0]
             scale = float(np.abs(want).max())

@@ -50,6 +50,12 @@ class TorchStep:
         rotated = self.torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return (x.float() * cos + rotated.float() * sin).bfloat16()
 
+    def step_at(self, pos: int, token: int) -> None:
+        """:meth:`step` with ``token`` at position ``pos`` (teacher forcing)."""
+        self.token.fill_(token)
+        self.pos.fill_(pos)
+        self.step()
+
     def step(self) -> None:
         """One token at ``self.pos`` from ``self.token``; writes ``self.logits`` and the greedy ``self.token``."""
         t, cfg, w = self.torch, self.cfg, self.w
