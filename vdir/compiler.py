@@ -52,6 +52,8 @@ def compile(
     (``Platform.LAUNCH_OPTIONS``). A module is verified first: an invalid one raises
     :class:`InvalidModuleError` with the located message vdir-opt gives.
     """
+    if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int)):
+        raise TypeError(f"vdir.compile: num_sms must be an integer, got {num_sms!r}")
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
     if max_micro_ops is not None:

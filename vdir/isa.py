@@ -499,6 +499,11 @@ def make_loop_record(body: int, trips: int) -> np.ndarray:
 #: ``KERNEL_RESERVED_SMEM + smem_bytes`` bytes of dynamic shared memory.
 KERNEL_RESERVED_SMEM = 4096
 
+
+def tile_arena_bytes(smem_per_block: int) -> int:
+    """The shared memory a program's tiles may use on an SM that gives a block ``smem_per_block`` bytes."""
+    return smem_per_block - KERNEL_RESERVED_SMEM
+
 @dataclass
 class Instruction:
     """One instruction: a view over its 32 words, read and written by field."""
@@ -559,6 +564,9 @@ DTYPE_SIZES = {"bf16": 2, "f32": 4, "i32": 4}
 
 #: the most elements a tensor-copy box may span in one dimension
 TMA_BOX_MAX = 256
+#: a tensor map's largest dimension, and a tensor copy's largest coordinate (signed 32-bit)
+TMA_MAX_DIM = 1 << 32
+TMA_MAX_COORD = (1 << 31) - 1
 #: the alignment of a tensor copy's shared-memory address (a box after the first must keep it)
 TMA_SMEM_ALIGN = 128
 
@@ -613,7 +621,10 @@ def _tensor_form(words: np.ndarray, buffers: list["BufferInfo"], memo: dict, max
     if form is None:
         return None
     spec, boxes, chunk = form
-    return spec, boxes, chunk, off // stride
+    row = off // stride
+    if row + rows > TMA_MAX_COORD:  # beyond a tensor copy's signed 32-bit coordinates: plain copies
+        return None
+    return spec, boxes, chunk, row
 
 
 def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, stride: int, col_off: int,
@@ -627,7 +638,7 @@ def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, strid
     if e is None or len(buf.shape) != 2:
         return None
     nrows, ncols = buf.shape
-    if stride != ncols * e or stride % 16 or rows == 0:
+    if stride != ncols * e or stride % 16 or rows == 0 or nrows > TMA_MAX_DIM:
         return None
     v = view if stride % view == 0 and row_bytes % view == 0 and col_off % view == 0 else e
     if row_bytes % v or col_off % v:
@@ -775,6 +786,44 @@ class BufferInfo:
     def role(self) -> str:
         """``in``, ``out``, ``inout`` or ``scratch`` (see :func:`buffer_role`)."""
         return buffer_role(self.is_input, self.is_output)
+
+
+def parse_buffer_entry(text: str) -> BufferInfo:
+    """A ``vdir.encoded_program`` buffer entry ``name:RxC:dtype:role`` (:meth:`BufferInfo.role`); a
+    ValueError saying what is wrong."""
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise ValueError(f"malformed buffer entry '{text}' (want name:RxC:dtype:in|out|inout|scratch)")
+    name, shape, dtype, role = parts
+    dims = shape.split("x")
+    if len(dims) != 2 or not all(d.isdigit() and int(d) > 0 for d in dims):
+        raise ValueError(f"buffer entry '{text}': the shape must be RxC with positive rows and columns")
+    if dtype not in DTYPE_SIZES:
+        raise ValueError(f"buffer entry '{text}': element type '{dtype}' is not one of {', '.join(DTYPE_SIZES)}")
+    roles = {buffer_role(i, o): (i, o) for i in (False, True) for o in (False, True)}
+    if role not in roles:
+        raise ValueError(f"buffer entry '{text}': role '{role}' is not one of {', '.join(sorted(roles))}")
+    is_input, is_output = roles[role]
+    return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input)
+
+
+def check_stored_buffers(program: "EncodedProgram") -> None:
+    """Every buffer a store writes has a role that says it is written (``out``, ``inout`` or
+    ``scratch``): the runtime neither returns nor keeps what is stored into an ``in`` buffer.
+
+    A program with malformed loop records is left to the readers that name the
+    queue and the record (:meth:`EncodedProgram.check_loops`).
+    """
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    instrs = program.executed_instrs()
+    stored = np.unique(BUFFER.column(instrs)[OPCODE.column(instrs) == OP_STORE])
+    for b in stored.tolist():
+        if b < len(program.buffers) and program.buffers[b].role == "in":
+            raise ValueError(f"buffer '{program.buffers[b].name}' is stored to, but its role is 'in' "
+                             "(a written buffer is out, inout or scratch)")
 
 
 @dataclass(frozen=True)

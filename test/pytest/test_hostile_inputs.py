@@ -272,6 +272,10 @@ def test_a_buffer_larger_than_the_device_is_refused_when_built():
         ({"num_sms": 0}, "option 'num-sms' must be at least 1, got 0"),
         ({"num_sms": -4}, "option 'num-sms' must be at least 1, got -4"),
         ({"prefetch": -1}, "option 'prefetch' must be at least 0, got -1"),
+        ({"prefetch": 10**9}, "option 'prefetch' must be at most 64, got 1000000000"),
+        ({"num_sms": True}, "option 'num-sms' must be an integer, got true"),
+        ({"num_sms": 1.0}, "option 'num-sms' must be an integer, got 1.0"),
+        ({"l2_prefetch": -1}, "option 'l2-prefetch' must be at least 0, got -1"),
     ],
 )
 def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, message):
@@ -280,6 +284,13 @@ def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, mes
 
     with pytest.raises(VdirError, match=f"^error: vdir-pipeline: {message}$"):
         compile_to_encoded(copy_program(), **options)
+
+
+@pytest.mark.parametrize("num_sms", [True, 1.0, "2"])
+def test_compile_names_a_num_sms_that_is_not_an_integer(num_sms):
+    """``num_sms=True`` used to compile and fail at the first call, ``"2"`` with a bare TypeError."""
+    with pytest.raises(TypeError, match=f"^vdir.compile: num_sms must be an integer, got {num_sms!r}$"):
+        vdir.compile(copy_program(), num_sms=num_sms)
 
 
 def test_a_compression_bomb_in_an_encoded_program_is_refused(tmp_path, capsys):
@@ -307,3 +318,17 @@ def test_a_compression_bomb_in_an_encoded_program_is_refused(tmp_path, capsys):
     assert opt_main([str(encoded), "--max-code-bytes", "1024"]) == 1
     err = capsys.readouterr().err
     assert "decompressed to more than 1,024 bytes" in err and "gemv.encoded.mlir:" in err
+
+
+def test_vdir_opt_with_standard_streams_closed(tmp_path, monkeypatch, capsys):
+    """``vdir-opt - <&-`` and ``vdir-opt file >&-`` used to end in an AttributeError traceback."""
+    from vdir.tools.vdir_opt import main as opt_main
+
+    src = tmp_path / "copy.mlir"
+    src.write_text((Path(__file__).resolve().parents[2] / "examples" / "gemv.mlir").read_text())
+    monkeypatch.setattr("sys.stdin", None)
+    assert opt_main(["-"]) == 1
+    assert capsys.readouterr().err.strip() == "error: standard input is closed: name an input file"
+    monkeypatch.setattr("sys.stdout", None)
+    assert opt_main([str(src)]) == 1
+    assert capsys.readouterr().err.strip() == "error: standard output is closed: write the result to a file with -o"

@@ -11,10 +11,16 @@ from vdir.diagnostics import PassFailure, UserError
 from vdir.target import TargetDescription, UnknownTargetError, get_target
 
 
-def require_option_at_least(pass_name: str, option: str, value: int | float, minimum: int | float) -> None:
-    """Reject a pass option below its range, before the pass runs (one line, naming the option as spelled)."""
+def require_option_in_range(pass_name: str, option: str, value: int, minimum: int, maximum: int | None = None) -> None:
+    """Reject an integer pass option outside ``minimum .. maximum`` (None: no upper bound), or not an integer
+    (xDSL reads ``num-sms=true`` as a bool), before the pass runs: one line, naming the option as spelled."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise UserError(f"error: {pass_name}: option '{option}' must be an integer, got {shown}")
     if value < minimum:
         raise UserError(f"error: {pass_name}: option '{option}' must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise UserError(f"error: {pass_name}: option '{option}' must be at most {maximum}, got {value}")
 
 
 def resolve_target(name: str, num_sms: int | None, graph_target: TargetDescription) -> TargetDescription:

@@ -80,7 +80,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from vdir.diagnostics import OpVerifyException, location_of
 from vdir.dialects.vdir_sched import (
-    BUFFER_ROLES,
     LAYOUT_FACT_STAGE,
     LAYOUT_KEY,
     SCHED_FACT_STAGE,
@@ -1177,12 +1176,13 @@ class ProgramOp(IRDLOperation):
 
     def verify_(self) -> None:
         target_of(self)
+        buffers = len(self.buffer_args)
         for i, a in enumerate(self.args):
             if not isinstance(a.type, BufferType | IndexType):
                 raise VerifyException(
                     f"program argument #{i} must be a !vdir.buffer or an index scalar, got {a.type}"
                 )
-            if isinstance(a.type, BufferType) and i > len(self.buffer_args) - 1:
+            if isinstance(a.type, BufferType) and i > buffers - 1:
                 raise VerifyException(f"program argument #{i}: buffers come before the scalar arguments")
         self._check_scalar_ranges()
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
@@ -1325,6 +1325,14 @@ def _verified_layout(program: "ProgramOp", stage: Stage) -> LayoutAttr | None:
     if layout.num_sms.data > target.num_sms:
         raise OpVerifyException(
             f"num_sms = {layout.num_sms.data} exceeds the {target.num_sms} SMs of target '{target.name}'", program
+        )
+    from vdir.isa import tile_arena_bytes
+
+    arena = tile_arena_bytes(target.smem_per_block)
+    if isinstance(layout.smem_bytes, IntAttr) and layout.smem_bytes.data > arena:
+        raise OpVerifyException(
+            f"smem_bytes = {layout.smem_bytes.data} exceeds the {arena} bytes of shared memory an SM of target "
+            f"'{target.name}' gives its tiles", program
         )
     if len(layout.roles) != len(program.buffer_args):
         raise OpVerifyException(
@@ -1554,21 +1562,50 @@ class EncodedProgramOp(IRDLOperation):
         for text in (self.code.data, self.names.data):
             if not _BASE64.fullmatch(text):
                 raise VerifyException("code and names must be base64 text")
-        for b in self.buffers.data:
-            parts = b.data.split(":")
-            if len(parts) != 4 or parts[3] not in BUFFER_ROLES:
-                raise VerifyException(
-                    f"malformed buffer entry '{b.data}' (want name:RxC:dtype:in|out|inout|scratch)"
-                )
-        from vdir.isa import ScalarInfo, decode_code, decode_text
+        from vdir.isa import EncodedProgram, ScalarInfo, check_stored_buffers, decode_code, decode_text
 
+        buffers = self._buffer_infos()
         try:
-            decode_code(self.code.data)
+            code = decode_code(self.code.data)
             decode_text(self.names.data)
-            for entry in self.scalars.data if self.scalars is not None else ():
-                ScalarInfo.parse(entry.data)
-        except ValueError as e:
+            scalars = [ScalarInfo.parse(e.data) for e in (self.scalars.data if self.scalars is not None else ())]
+            program = EncodedProgram.from_bytes(code, buffers, None, self.target.data, scalars)
+            check_stored_buffers(program)
+        except (ValueError, KeyError) as e:
             raise VerifyException(f"bad encoded program: {e}") from None
+
+    def _buffer_infos(self) -> list:
+        """The buffer entries, each checked: well formed, a name an argument could have, unique, and a
+        buffer the target's global memory holds."""
+        from vdir.isa import parse_buffer_entry
+
+        seen: dict[str, int] = {}
+        infos = []
+        memory = _target_memory_bytes(self.target.data)
+        for i, entry in enumerate(self.buffers.data):
+            try:
+                info = parse_buffer_entry(entry.data)
+            except ValueError as e:
+                raise VerifyException(str(e)) from None
+            if not is_argument_name(info.name):
+                raise VerifyException(f"buffer #{i}: name {info.name!r} is not an identifier")
+            if info.name in seen:
+                raise VerifyException(f"buffer #{i}: name '{info.name}' is already taken by buffer #{seen[info.name]}")
+            seen[info.name] = i
+            nbytes = info.shape[0] * info.shape[1] * DTYPE_BYTES[info.dtype]
+            if memory is not None and nbytes > memory:
+                raise VerifyException(f"buffer #{i} ('{info.name}') is {nbytes:,} bytes, more than the "
+                                      f"{memory:,} bytes of global memory of {self.target.data}")
+            infos.append(info)
+        return infos
+
+
+def _target_memory_bytes(name: str) -> int | None:
+    """The global memory of target ``name``, or None for a target vdir does not know (checked elsewhere)."""
+    try:
+        return get_target(name).global_memory_bytes
+    except UnknownTargetError:
+        return None
 
 
 VDIR = Dialect(

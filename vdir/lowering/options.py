@@ -35,6 +35,9 @@ LOAD_PATHS = ("bulk", "lsu")
 #: the most bulk copies a dense load is cut into (one per lane of the load warp)
 MAX_SPLIT_COPIES = 32
 
+#: the most instructions the lsu-path load engine prefetches into registers (one register each per lane)
+MAX_FETCH_DEPTH = 32
+
 #: the most compute warps: a CTA has at most 32 warps, two are the load and store engines
 MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP
 
@@ -54,7 +57,7 @@ class LoweringOptions:
     """``"bulk"``: ``cp.async.bulk``, completion by transaction bytes; ``"lsu"``: 16-byte ``cp.async`` per lane."""
 
     fetch_depth: int = 8
-    """How many instructions the ``lsu``-path load engine prefetches into registers (at least 1).
+    """How many instructions the ``lsu``-path load engine prefetches into registers (1 .. ``MAX_FETCH_DEPTH``).
 
     The other engines prefetch through the shared-memory window of ``layout.FETCH_DEPTH``."""
 
@@ -88,7 +91,7 @@ class LoweringOptions:
             raise LoweringOptionError(
                 f"lowering option load_path must be {' or '.join(map(repr, LOAD_PATHS))}, got {self.load_path!r}"
             )
-        _check_range("fetch_depth", self.fetch_depth, 1, None)
+        _check_range("fetch_depth", self.fetch_depth, 1, MAX_FETCH_DEPTH)
         _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
         _check_range("load_ring", self.load_ring, 1, L.MAX_LOAD_RING)
         if self.load_ring & (self.load_ring - 1):

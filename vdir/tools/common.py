@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
-from vdir.diagnostics import PassFailure, UserError, VdirError, located
+from vdir.diagnostics import PassFailure, UserError, VdirError, located, location_of
 from vdir.limits import DEFAULT_LIMITS, Limits
 from vdir.limits import OPTIONS as LIMIT_OPTIONS
 
@@ -247,12 +247,28 @@ def verify_module(module: ModuleOp) -> None:
     :data:`MAX_NESTING`); where that exhausts the stack (xDSL's walks and
     error printing recurse), the error is located at the op reached.
     """
+    _check_unique_symbols(module)
     op: Operation = module
     try:
         for op in module.walk():
             _verify_op(op)
     except RecursionError:
         raise UserError(located("the module nests too deeply to verify", op)) from None
+
+
+def _check_unique_symbols(module: ModuleOp) -> None:
+    """Each top-level symbol is defined once; the second definition is the error's location (the module's
+    own symbol-table check would report it at the module, which has no place in the file)."""
+    first: dict[str, Operation] = {}
+    for op in module.body.ops:
+        name = op.properties.get("sym_name")
+        if not isinstance(name, StringAttr):
+            continue
+        if name.data in first:
+            where = location_of(first[name.data])
+            also = f" (first defined at {where})" if where else ""
+            raise UserError(located(f"symbol '{name.data}' is defined twice{also}", op))
+        first[name.data] = op
 
 
 def _verify_op(op: Operation) -> None:

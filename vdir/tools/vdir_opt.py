@@ -108,6 +108,8 @@ class VdirOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input file's bytes, or standard input when the file is ``-`` or not given."""
         if self.args.input_file in (None, STDIN_ARG):
+            if sys.stdin is None:
+                raise UserError("error: standard input is closed: name an input file")
             return sys.stdin.buffer, "mlir"
         return super().get_input_stream()
 
@@ -271,6 +273,8 @@ class VdirOptMain(xDSLOptMain):
     def _write_output(self, text: str) -> None:
         """Write ``text`` to ``-o``'s file, or to stdout."""
         if self.args.output_file is None:
+            if sys.stdout is None:
+                raise UserError("error: standard output is closed: write the result to a file with -o")
             sys.stdout.write(text)
         else:
             with open(self.args.output_file, "w") as f:

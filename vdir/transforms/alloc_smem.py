@@ -40,7 +40,7 @@ from xdsl.passes import ModulePass
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
-from vdir.isa import KERNEL_RESERVED_SMEM
+from vdir.isa import tile_arena_bytes
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
@@ -143,7 +143,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     false) a located error.
     """
     target = graph.target
-    budget = target.smem_per_block - KERNEL_RESERVED_SMEM
+    budget = tile_arena_bytes(target.smem_per_block)
     tiles = _tiles_of_sm(nodes, target.smem_alignment)
     peak, peak_total, where = _peaks(tiles)
     if peak_total > budget:

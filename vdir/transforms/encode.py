@@ -31,7 +31,7 @@ from vdir.analysis.l2_prefetch import plan_prefetches
 from vdir.analysis.queues import queues_of
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
-from vdir.analysis.stages import require_option_at_least
+from vdir.analysis.stages import require_option_in_range
 from vdir.diagnostics import PassFailure
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
@@ -134,7 +134,18 @@ def _check_input_count(node: Node) -> None:
 
 
 def encode_node(node: Node, graph: Graph) -> list[list[int]]:
-    """The instruction words for one node: extra counter waits, itself, extra releases."""
+    """The instruction words for one node: extra counter waits, itself, extra releases.
+
+    A value that does not fit its instruction field (a row stride, a
+    condition's coefficient, ...) is a located error naming the micro-op.
+    """
+    try:
+        return _encode_node(node, graph)
+    except ValueError as e:
+        raise PassFailure(f"{node.name} cannot be encoded: {e}", loc=node.loc) from None
+
+
+def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
     waits = node.wait_counters
     releases = node.release_counters
     out: list[list[int]] = []
@@ -263,11 +274,7 @@ def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
 
 def program_of(op: EncodedProgramOp) -> isa.EncodedProgram:
     """Read a ``vdir.encoded_program`` back into an :class:`~vdir.isa.EncodedProgram`."""
-    buffers = []
-    for b in op.buffers.data:
-        name, shape, dtype, io = b.data.split(":")
-        r, c = (int(x) for x in shape.split("x"))
-        buffers.append(isa.BufferInfo(name, (r, c), dtype, io in ("out", "inout"), io in ("in", "inout")))
+    buffers = [isa.parse_buffer_entry(b.data) for b in op.buffers.data]
     names = {i: s for i, s in enumerate(isa.decode_text(op.names.data)) if s}
     scalars = [isa.ScalarInfo.parse(s.data) for s in op.scalars.data] if op.scalars is not None else []
     return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data, scalars)
@@ -306,7 +313,7 @@ class EncodePass(ModulePass):
     l2_prefetch: int = 0
 
     def __post_init__(self) -> None:
-        require_option_at_least(self.name, "l2-prefetch", self.l2_prefetch, 0)
+        require_option_in_range(self.name, "l2-prefetch", self.l2_prefetch, 0)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = build_graph(op)

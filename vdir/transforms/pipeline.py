@@ -19,7 +19,7 @@ from xdsl.passes import ModulePass
 
 from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
-from vdir.analysis.stages import require_option_at_least, resolve_target
+from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
@@ -28,7 +28,7 @@ from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import MIN_PREFETCH, schedule
+from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule
 from vdir.transforms.verify_deps import verify_dependencies
 
 
@@ -93,13 +93,13 @@ def run_pipeline(
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = 0) -> None:
-    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` below
-    :data:`~vdir.transforms.schedule.MIN_PREFETCH` and a negative ``l2-prefetch``
-    (the target checks the upper SM bound)."""
+    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
+    :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
+    ``l2-prefetch``, and any of them not an integer (the target checks the upper SM bound)."""
     if num_sms is not None:
-        require_option_at_least(owner, "num-sms", num_sms, MIN_SMS)
-    require_option_at_least(owner, "prefetch", prefetch, MIN_PREFETCH)
-    require_option_at_least(owner, "l2-prefetch", l2_prefetch, 0)
+        require_option_in_range(owner, "num-sms", num_sms, MIN_SMS)
+    require_option_in_range(owner, "prefetch", prefetch, MIN_PREFETCH, MAX_PREFETCH)
+    require_option_in_range(owner, "l2-prefetch", l2_prefetch, 0)
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,

@@ -24,7 +24,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
-from vdir.analysis.stages import require_option_at_least, resolve_target, run_stage
+from vdir.analysis.stages import require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
 from vdir.target import MIN_SMS
 
@@ -183,7 +183,7 @@ class PlacePass(ModulePass):
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
-            require_option_at_least(self.name, "num-sms", self.num_sms, MIN_SMS)
+            require_option_in_range(self.name, "num-sms", self.num_sms, MIN_SMS)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         def stage(graph: Graph) -> None:

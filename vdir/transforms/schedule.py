@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
 from vdir.analysis.queues import check_dependencies_point_forward, queues_of, waits_on_other_sms
-from vdir.analysis.stages import require_option_at_least, run_stage
+from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
 
 
@@ -82,6 +82,8 @@ def _is_pipelined(graph: Graph, engine: str) -> bool:
 
 #: the least ``prefetch`` (0: no load is moved ahead)
 MIN_PREFETCH = 0
+#: the most: a waiting load's candidates lie within :data:`HOIST_WINDOW` entries of it
+MAX_PREFETCH = HOIST_WINDOW
 
 
 def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
@@ -107,8 +109,8 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
 class SchedulePass(ModulePass):
     """Order every (SM, engine) queue (see the module docstring).
 
-    Option ``prefetch`` (default 2): independent loads moved ahead of each
-    load that waits on other SMs.
+    Option ``prefetch`` (default 2, at most :data:`MAX_PREFETCH`): independent
+    loads moved ahead of each load that waits on other SMs.
     """
 
     name = "vdir-schedule"
@@ -116,7 +118,7 @@ class SchedulePass(ModulePass):
     prefetch: int = 2
 
     def __post_init__(self) -> None:
-        require_option_at_least(self.name, "prefetch", self.prefetch, MIN_PREFETCH)
+        require_option_in_range(self.name, "prefetch", self.prefetch, MIN_PREFETCH, MAX_PREFETCH)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch))
