@@ -664,6 +664,20 @@ def gpu_main(opts) -> int:
     return 0 if not failed else 1
 
 
+def add_lowering_argument(ap: argparse.ArgumentParser, what: str) -> None:
+    """``--lowering KEY=VALUE`` (repeatable): a lowering option for every vdir program of ``what``."""
+    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
+                    help=f"a lowering option for every vdir program of {what} (repeatable)")
+
+
+def lowering_options(ap: argparse.ArgumentParser, values: list[str]) -> LoweringOptions:
+    """The ``--lowering`` values as options; an argparse error naming a bad one."""
+    try:
+        return LoweringOptions.parse(" ".join(values))
+    except ValueError as e:
+        ap.error(f"--lowering: {e} (e.g. --lowering compute_warps=16)")
+
+
 def main() -> int:
     """Parse arguments; run on the GPU (default) or the simulator (``--sim``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -672,13 +686,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--no-handbuilt", action="store_true", help="skip the hand-built gemv column")
     ap.add_argument("--json", help="also write the figures to this file")
-    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
-                    help="a lowering option for every vdir program of the table (repeatable)")
+    add_lowering_argument(ap, "the table")
     opts = ap.parse_args()
-    try:
-        opts.lowering = LoweringOptions.parse(" ".join(opts.lowering))
-    except ValueError as e:
-        ap.error(f"--lowering: {e} (e.g. --lowering compute_warps=16)")
+    opts.lowering = lowering_options(ap, opts.lowering)
     return sim_main(opts) if opts.sim else gpu_main(opts)
 
 

@@ -66,10 +66,12 @@ from bench.bench_gpu import (  # noqa: E402
     TOL_GEMV,
     TOL_MLP,
     VdirCase,
+    add_lowering_argument,
     compile_gemv,
     compile_mlp,
     copy_time_us,
     graph_of,
+    lowering_options,
     mlp_inputs,
     np_mlp,
     np_mlp_stack,
@@ -641,13 +643,9 @@ def main() -> int:
                     help="cases not started S seconds into the run are skipped, so that the table still "
                          "prints under a time limit (default %(default)s)")
     ap.add_argument("--json", help="also write every figure to this file (rewritten after each case)")
-    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
-                    help="a lowering option for every vdir program (repeatable)")
+    add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args()
-    try:
-        opts.lowering = LoweringOptions.parse(" ".join(opts.lowering))
-    except ValueError as e:
-        ap.error(f"--lowering: {e} (e.g. --lowering compute_warps=16)")
+    opts.lowering = lowering_options(ap, opts.lowering)
     cases = select_cases(opts)
     return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)
 
