@@ -218,6 +218,17 @@ def np_mlp_stack(inp: dict[str, np.ndarray], layers: int) -> np.ndarray:
     return np.concatenate(rows)
 
 
+def run_mlp(exe, inp: dict[str, np.ndarray], layers: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(the output, the numpy reference) of an MLP block (``layers`` None) or stack compiled as ``exe``,
+    on ``mlp_inputs``' arrays; a stack's output rows start as NaN, so every one must be written."""
+    w = {k: inp[k] for k in ("g", "wg", "wu", "wd")}
+    if layers is None:
+        return exe(h=inp["hs"][:1], **w)["out"], np_mlp(inp["hs"][:1], *w.values())
+    hs = inp["hs"].copy()
+    hs[1:] = np.nan
+    return exe(hs=hs, **w)["hs"][1:], np_mlp_stack(inp, layers)
+
+
 def mlp_inputs(rng, layers: int, hidden: int, inter: int) -> dict[str, np.ndarray]:
     """Random bf16 inputs (never zeros) for a stack of ``layers`` (names of ``build_mlp_stack``)."""
     from ml_dtypes import bfloat16
@@ -253,14 +264,7 @@ def sim_main(opts) -> int:
         H, I = 256, 512  # noqa: E741 -- I: the MLP's intermediate size, as in its formulas
         inp = mlp_inputs(rng, layers or 1, H, I)
         exe = vdir.compile(compile_mlp(layers, H, I, nsm), backend="sim")
-        if layers is None:
-            out = exe(h=inp["hs"][:1], g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["out"]
-            ref = np_mlp(inp["hs"][:1], inp["g"], inp["wg"], inp["wu"], inp["wd"])
-        else:
-            hs = inp["hs"].copy()
-            hs[1:] = np.nan  # poisoned: every row must be written
-            out = exe(hs=hs, g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["hs"][1:]
-            ref = np_mlp_stack(inp, layers)
+        out, ref = run_mlp(exe, inp, layers)
         o, r = out.astype(np.float32), ref.astype(np.float32)
         err = float(np.max(np.abs(o - r)) / np.max(np.abs(r)))
         worst = max(worst, err / TOL_MLP if np.isfinite(err) else math.inf)

@@ -73,9 +73,8 @@ from bench.bench_gpu import (  # noqa: E402
     graph_of,
     lowering_options,
     mlp_inputs,
-    np_mlp,
-    np_mlp_stack,
     relerr,
+    run_mlp,
     torch_mlp_stack,
     torch_times,
 )
@@ -282,14 +281,7 @@ def sim_main(opts, cases: list[Case]) -> int:
                 else:
                     H, I, L = sc.a, sc.b, sc.layers  # noqa: E741
                     inp = mlp_inputs(rng, L, H, I)
-                    if sc.kind == "block":
-                        out = exe(h=inp["hs"][:1], g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["out"]
-                        ref = np_mlp(inp["hs"][:1], inp["g"], inp["wg"], inp["wu"], inp["wd"])
-                    else:
-                        hs = inp["hs"].copy()
-                        hs[1:] = np.nan  # poisoned: every row must be written
-                        out = exe(hs=hs, g=inp["g"], wg=inp["wg"], wu=inp["wu"], wd=inp["wd"])["hs"][1:]
-                        ref = np_mlp_stack(inp, L)
+                    out, ref = run_mlp(exe, inp, None if sc.kind == "block" else L)
                     tol = TOL_MLP
                 o, r = f32(out), f32(ref)
                 err = float(np.max(np.abs(o - r)) / np.max(np.abs(r)))
