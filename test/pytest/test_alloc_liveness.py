@@ -17,6 +17,7 @@ from ml_dtypes import bfloat16
 import vdir
 from vdir.compiler import compile_module
 from vdir.frontend import ProgramBuilder
+from vdir.isa import tile_arena_bytes
 from vdir.target import get_target
 from vdir.transforms import alloc_smem
 
@@ -43,7 +44,7 @@ def _phased_program():
 
 
 def test_rings_would_not_fit_the_phases():
-    budget = get_target("h200").smem_per_block - alloc_smem.KERNEL_RESERVED_SMEM
+    budget = tile_arena_bytes(get_target("h200").smem_per_block)
     # each phase's add keeps two inputs and a result live: three tiles of its size at the peak
     assert sum(3 * rows * COLS * 2 for rows, _ in PHASES) > budget
 
@@ -57,7 +58,7 @@ def test_phases_allocated_by_liveness_run_exactly(num_sms, monkeypatch):
                         lambda sm, *args: by_liveness.append(sm) or real(sm, *args))
     program = compile_module(module, num_sms=num_sms)
     assert by_liveness, "no SM needed the liveness allocator: the test does not test it"
-    assert program.smem_bytes <= get_target("h200").smem_per_block - alloc_smem.KERNEL_RESERVED_SMEM
+    assert program.smem_bytes <= tile_arena_bytes(get_target("h200").smem_per_block)
     rng = np.random.default_rng(3)
     src = rng.standard_normal((total, COLS)).astype(bfloat16)
     want = []
