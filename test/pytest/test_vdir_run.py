@@ -251,6 +251,26 @@ def test_output_into_a_missing_folder_is_said_before_the_run(capsys, gemv_file, 
     assert out == ""
 
 
+@pytest.mark.parametrize("option", ["--trace", "--outputs"])
+def test_output_onto_a_folder_is_said_before_the_run(capsys, gemv_file, tmp_path, option):
+    """``--outputs DIR`` used to run and write DIR.npz beside the folder."""
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", option, tmp_path)
+    assert_one_line_error(status, err, f"error: {option}: is a folder; name the file to write")
+    assert out == "" and not tmp_path.with_suffix(".npz").exists()
+
+
+def test_a_scalar_given_twice_and_a_negative_seed_are_refused(capsys, tmp_path):
+    src = tmp_path / "scalar.mlir"
+    src.write_text(
+        "vdir.program @p(%x: !vdir.buffer<4x64xbf16>, %y: !vdir.buffer<1x64xbf16>, %n: index in 0 to 4) {\n"
+        "  %t = vdir.load %x[%n, 0] : !vdir.buffer<4x64xbf16> -> !vdir.tile<1x64xbf16>\n"
+        "  %s = vdir.store %t, %y[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>\n}\n")
+    status, _, err = run_main(capsys, src, "--backend", "sim", "--scalar", "n=1", "--scalar", "n=2")
+    assert_one_line_error(status, err, "error: --scalar n=2: scalar 'n' is already given (n=1)")
+    status, _, err = run_main(capsys, src, "--backend", "sim", "--seed", "-1")
+    assert_one_line_error(status, err, "--seed: -1 is negative; a seed is a non-negative integer")
+
+
 def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
     (tmp_path / "junk.npz").write_text("not a zip")
     buffers = [BufferInfo("x", (1, 8), "bf16", False)]

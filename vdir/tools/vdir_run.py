@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
     p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32; i32 as int32) to this .npz file")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of the simulator's interleaving")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs and of the simulator's interleaving")
     p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                    help="a launch-time scalar's value (repeatable; default: random in its range)")
     p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
@@ -202,6 +202,8 @@ def check_output_path(path: str, option: str) -> None:
     folder = Path(path).parent
     if not folder.is_dir():
         raise RunError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
+    if Path(path).is_dir():
+        raise RunError(f"{path}: error: {option}: is a folder; name the file to write")
 
 
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
@@ -324,6 +326,17 @@ def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringO
     return 0
 
 
+def _seed(text: str) -> int:
+    """``--seed``'s value: a non-negative integer (numpy's generators take no other)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a seed is a non-negative integer")
+    return value
+
+
 def parse_scalars(given: Sequence[str], scalars: Sequence[ScalarInfo], seed: int) -> dict[str, int]:
     """The ``--scalar NAME=VALUE`` values; a scalar not given is random in its range (from ``seed``)."""
     known = {s.name: s for s in scalars}
@@ -333,6 +346,8 @@ def parse_scalars(given: Sequence[str], scalars: Sequence[ScalarInfo], seed: int
         if not sep or name not in known:
             names = ", ".join(known) or "none"
             raise RunError(f"error: --scalar {item}: expected NAME=VALUE with NAME one of the program's scalars ({names})")
+        if name in values:
+            raise RunError(f"error: --scalar {item}: scalar '{name}' is already given ({name}={values[name]})")
         try:
             values[name] = int(text, 0)
         except ValueError:
