@@ -31,6 +31,16 @@ vdir.program @not_a_number(%a: !vdir.buffer<1x8xbf16>) {
 
 // -----
 
+// a bool is not a number (an i1 `true` would read as -1)
+vdir.program @a_bool(%a: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: parameter 'eps' must be a number, got true
+  %n = vdir.compute rmsnorm(%t, %t) {eps = true} : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %n, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
 vdir.program @eps_zero(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'rmsnorm': eps must be positive

@@ -770,9 +770,9 @@ def family_params(attr: DictionaryAttr) -> dict:
     for k, v in attr.data.items():
         if isinstance(v, FloatAttr):
             out[k] = float(v.value.data)
-        elif isinstance(v, IntegerAttr):
+        elif isinstance(v, IntegerAttr) and not (isinstance(v.type, IntegerType) and v.type.width.data == 1):
             out[k] = int(v.value.data)
-        else:
+        else:  # a bool (an i1) is no number: `true` would read as -1
             raise VerifyException(f"parameter '{k}' must be a number, got {v}")
     return out
 
