@@ -671,22 +671,43 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     parallel); the maps view buffers as ``view_bytes``-byte elements where the
     region allows.
     """
-    table: dict[TensorMapSpec, int] = {}
-    memo: dict = {}
     ops = OPCODE.column(instrs)
-    for i in np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]:
-        w = instrs[i]
-        # a runtime offset is only known to the engine: plain copies
-        form = None if DYN_SOURCE.get(w) else _tensor_form(w, buffers, memo, max_box_rows, view_bytes)
-        if form is None:
-            for f in TENSOR_FIELDS:
-                f.set(w, 0)
-            continue
-        spec, boxes, chunk, row = form
-        idx = table.setdefault(spec, len(table))
-        values = (idx + 1, boxes, spec.box_rows, chunk, row, spec.elem_bytes)
-        for f, v in zip(TENSOR_FIELDS, values, strict=True):
-            f.set(w, v)
+    at = np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]
+    if at.size == 0:
+        return []
+    words = instrs[at]
+    stride = ROW_STRIDE.column(words).astype(np.uint64)
+    offset = GLOBAL_OFFSET.column(words)
+    col_off = np.where(stride > 0, offset % np.maximum(stride, np.uint64(1)), offset)
+    # the regions that differ only in their row share one form: (buffer, rows, row bytes, stride, column offset)
+    keys = np.stack([BUFFER.column(words).astype(np.uint64), ROWS.column(words).astype(np.uint64),
+                     ROW_BYTES.column(words).astype(np.uint64), stride, col_off], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    forms = [_region_form(buffers[int(k[0])], int(k[0]), *map(int, k[1:]), max_box_rows, view_bytes)
+             if int(k[0]) < len(buffers) else None for k in unique]
+    row = np.where(stride > 0, offset // np.maximum(stride, np.uint64(1)), np.uint64(0))
+    # a tensor copy needs a compile-time offset (a runtime one only the engine knows) and a row
+    # within its signed 32-bit coordinates; the others are plain copies
+    eligible = (DYN_SOURCE.column(words) == 0) & (row + ROWS.column(words) <= TMA_MAX_COORD)
+    # maps are numbered in instruction order: by the first eligible region that needs each
+    rows_in_order = np.nonzero(eligible)[0]
+    seen, first = np.unique(inverse[rows_in_order], return_index=True)
+    table: dict[TensorMapSpec, int] = {}
+    for u in seen[np.argsort(first, kind="stable")].tolist():
+        if forms[u] is not None:
+            table.setdefault(forms[u][0], len(table))
+    per_form = np.zeros((len(forms), len(TENSOR_FIELDS)), dtype=np.uint64)
+    for u, form in enumerate(forms):
+        if form is not None:
+            spec, boxes, chunk = form
+            per_form[u] = (table.get(spec, -1) + 1, boxes, spec.box_rows, chunk, 0, spec.elem_bytes)
+    values = per_form[inverse]
+    values[:, TENSOR_FIELDS.index(TROW)] = row
+    values[~eligible | (values[:, 0] == 0)] = 0
+    for k, f in enumerate(TENSOR_FIELDS):
+        f.set_column(words, values[:, k])
+    instrs[at] = words
     return list(table)
 
 
