@@ -344,6 +344,10 @@ class _OpTemplate:
     inputs: tuple = ()
     family: str = ""
     params: dict = field(default_factory=dict)
+    #: the ``when`` condition: its value, ``ge`` or ``lt``, the bound (None: unconditional)
+    guard: SSAValue | None = None
+    guard_kind: str = ""
+    guard_bound: int = 0
 
 
 class _Expander:
@@ -474,12 +478,12 @@ class _Expander:
         if isinstance(bound, RuntimeIndex):
             self.loop_guard = None
 
-    def _guard(self, op: LoadOp | StoreOp | ComputeOp, node: Node) -> Condition | None:
+    def _guard(self, op: LoadOp | StoreOp | ComputeOp, t: "_OpTemplate", node: Node) -> Condition | None:
         """The node's runtime condition: its own ``when`` or its repeat's bound (not both)."""
-        if op.guard is None:
+        if t.guard is None:
             return self.loop_guard
-        value = self._index(op.guard, op)
-        kind, bound = op.guard_op.data, op.guard_bound.value.data  # type: ignore[union-attr]
+        value = self._index(t.guard, op)
+        kind, bound = t.guard_kind, t.guard_bound
         if isinstance(value, int):
             if (value >= bound) == (kind == "ge"):
                 return self.loop_guard
@@ -504,6 +508,9 @@ class _Expander:
         t = _OpTemplate(kind=op.OP_CLASS, engine=op.engine.data.value, loc=location_of(op) or "<unknown>",
                         flow=op.flow.value.data if op.flow is not None else None, deps=tuple(op.deps),
                         result=op.token if isinstance(op, StoreOp) else op.result)
+        if op.guard is not None:
+            t.guard, t.guard_kind = op.guard, op.guard_op.data  # type: ignore[union-attr]
+            t.guard_bound = op.guard_bound.value.data  # type: ignore[union-attr]
         if isinstance(op, LoadOp | StoreOp):
             t.static = tuple(op.static_offsets.get_values())
             t.dynamic = tuple(op.dynamic_offsets)
@@ -537,7 +544,7 @@ class _Expander:
             offsets = [self._index(next(dyn), op) if s == DYNAMIC else s for s in t.static]
             self._set_offsets(node, offsets, op)
             self._check_bounds(node, op)
-        node.guard = self._guard(op, node)
+        node.guard = self._guard(op, t, node)
         if t.kind == "load":
             env[t.result] = node
         elif t.kind == "store":
