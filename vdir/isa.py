@@ -684,8 +684,11 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
                      ROW_BYTES.column(words).astype(np.uint64), stride, col_off], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    forms = [_region_form(buffers[int(k[0])], int(k[0]), *map(int, k[1:]), max_box_rows, view_bytes)
-             if int(k[0]) < len(buffers) else None for k in unique]
+    forms = []
+    for key in unique.tolist():
+        b, rows, row_bytes, stride_b, col = key
+        forms.append(_region_form(buffers[b], b, rows, row_bytes, stride_b, col, max_box_rows, view_bytes)
+                     if b < len(buffers) else None)
     row = np.where(stride > 0, offset // np.maximum(stride, np.uint64(1)), np.uint64(0))
     # a tensor copy needs a compile-time offset (a runtime one only the engine knows) and a row
     # within its signed 32-bit coordinates; the others are plain copies
