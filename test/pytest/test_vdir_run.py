@@ -271,6 +271,18 @@ def test_a_scalar_given_twice_and_a_negative_seed_are_refused(capsys, tmp_path):
     assert_one_line_error(status, err, "--seed: -1 is negative; a seed is a non-negative integer")
 
 
+def test_a_program_halfway_through_the_pipeline_names_the_passes_left(capsys, gemv_file, tmp_path):
+    """vdir-run compiles sources and runs encoded programs; a scheduled one used to get fusion's hint."""
+    from vdir.tools.vdir_opt import main as opt_main
+
+    scheduled = tmp_path / "scheduled.mlir"
+    assert opt_main([str(gemv_file), "-p", "vdir-place{num-sms=2},vdir-schedule", "-o", str(scheduled)]) == 0
+    capsys.readouterr()
+    status, _, err = run_main(capsys, scheduled, "--backend", "sim")
+    assert_one_line_error(status, err, "this one is at stage 'scheduled': finish it first with vdir-opt -p "
+                          "'vdir-alloc-smem,vdir-layout-deps,vdir-encode'", "scheduled.mlir:")
+
+
 def test_unreadable_inputs_file(capsys, gemv_file, tmp_path, monkeypatch):
     (tmp_path / "junk.npz").write_text("not a zip")
     buffers = [BufferInfo("x", (1, 8), "bf16", False)]

@@ -45,6 +45,7 @@ from vdir.device_runtime import backend_names, default_backend
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError, located
 from vdir.dialects.vdir import EncodedProgramOp, ProgramOp
+from vdir.dialects.vdir_sched import Stage
 from vdir.families import DTYPES
 from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, index_ranges
 from vdir.limits import limits_in_effect
@@ -233,6 +234,10 @@ def _to_i32(path: str, name: str, array: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+#: the pass that takes a program from each stage (in :class:`Stage` order) to the next, the last to encoded
+STAGE_PASSES = ("vdir-place", "vdir-schedule", "vdir-alloc-smem", "vdir-layout-deps", "vdir-encode")
+
+
 def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[ModuleOp | None, EncodedProgram]:
     """Parse and verify ``path`` and return (source module, encoded program).
 
@@ -247,6 +252,12 @@ def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[Mo
     encoded = [op for op in module.ops if isinstance(op, EncodedProgramOp)]
     if encoded and not any(isinstance(op, ProgramOp) for op in module.ops):
         return None, _encoded_program(path, encoded, target, num_sms)
+    for op in module.ops:
+        if isinstance(op, ProgramOp) and op.stage is not Stage.SOURCE:
+            rest = ",".join(STAGE_PASSES[list(Stage).index(op.stage):])
+            raise UserError(located(
+                f"vdir-run compiles a source program or runs an encoded one; this one is at stage "
+                f"'{op.stage.value}': finish it first with vdir-opt -p '{rest}'", op))
     try:  # the module stays as parsed: the reference evaluator runs it
         program = compile_module(module, target=target, num_sms=num_sms)
     except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass: located as vdir-opt does
