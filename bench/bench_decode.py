@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vdir.analysis.l2_prefetch import DEFAULT_BUDGET  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS, LlamaConfig  # noqa: E402
 from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 from vdir.testing.torch_llama import TorchStep  # noqa: E402
@@ -53,8 +54,8 @@ LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=12
                        proj_rows=8, name="llama_8b")
 
 
-#: the l2-prefetch bytes the bench compiles with unless told
-DEFAULT_L2_PREFETCH = 0
+#: the l2-prefetch bytes the bench compiles with unless told: the pipeline's
+DEFAULT_L2_PREFETCH = DEFAULT_BUDGET
 
 
 def _configs() -> dict[str, LlamaConfig]:

@@ -788,6 +788,10 @@ def fully_stored_buffers(program: "EncodedProgram") -> frozenset[int]:
     return frozenset(covered)
 
 
+#: each argument role's (is_input, is_output); :func:`buffer_role` is its inverse
+ROLE_FLAGS = {"in": (True, False), "out": (False, True), "inout": (True, True), "scratch": (False, False)}
+
+
 def buffer_role(is_input: bool, is_output: bool) -> str:
     """An argument's role: read before written (``in``), written (``out``),
     both (``inout``), or neither read from outside nor returned (``scratch``)."""
@@ -824,10 +828,9 @@ def parse_buffer_entry(text: str) -> BufferInfo:
         raise ValueError(f"buffer entry '{text}': the shape must be RxC with positive rows and columns")
     if dtype not in DTYPE_SIZES:
         raise ValueError(f"buffer entry '{text}': element type '{dtype}' is not one of {', '.join(DTYPE_SIZES)}")
-    roles = {buffer_role(i, o): (i, o) for i in (False, True) for o in (False, True)}
-    if role not in roles:
-        raise ValueError(f"buffer entry '{text}': role '{role}' is not one of {', '.join(sorted(roles))}")
-    is_input, is_output = roles[role]
+    if role not in ROLE_FLAGS:
+        raise ValueError(f"buffer entry '{text}': role '{role}' is not one of {', '.join(sorted(ROLE_FLAGS))}")
+    is_input, is_output = ROLE_FLAGS[role]
     return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input)
 
 

@@ -31,6 +31,9 @@ from vdir.analysis.queues import waits_on_other_sms
 
 #: loads smaller than this are not worth a record (a norm's weight row, a mask)
 MIN_PREFETCH_BYTES = 4096
+#: the budget ``vdir-encode`` and ``vdir-pipeline`` use unless told: none, since every budget
+#: measured made the 1B decode step slower (docs/performance.md, decode-step round 2)
+DEFAULT_BUDGET = 0
 
 
 def is_candidate(node: Node, min_bytes: int = MIN_PREFETCH_BYTES) -> bool:

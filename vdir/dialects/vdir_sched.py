@@ -32,13 +32,15 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from vdir.isa import ROLE_FLAGS
+
 #: discardable attribute names of the scheduled form
 STAGE_KEY = "vdir.stage"
 LAYOUT_KEY = "vdir.layout"
 SCHED_KEY = "vdir.sched"
 
 #: the roles of a program argument, as the encoding records them (``vdir.isa.buffer_role``)
-BUFFER_ROLES = ("in", "out", "inout", "scratch")
+BUFFER_ROLES = tuple(ROLE_FLAGS)
 
 
 class Stage(StrEnum):

@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
-from vdir.analysis.l2_prefetch import plan_prefetches
+from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
 from vdir.analysis.queues import queues_of
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
@@ -211,7 +211,7 @@ def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tup
     return rows.reshape(-1, isa.INSTR_WORDS), new_table
 
 
-def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = 0) -> isa.EncodedProgram:
+def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
 
     With ``reroll``, repeated instruction blocks become loops
@@ -286,7 +286,7 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
 
 
 def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True,
-                         l2_prefetch: int = 0) -> isa.EncodedProgram:
+                         l2_prefetch: int = DEFAULT_BUDGET) -> isa.EncodedProgram:
     """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
     program = encode(graph, reroll, l2_prefetch)
     old = single_program(module)
@@ -310,7 +310,7 @@ class EncodePass(ModulePass):
     name = "vdir-encode"
 
     reroll: bool = True
-    l2_prefetch: int = 0
+    l2_prefetch: int = DEFAULT_BUDGET
 
     def __post_init__(self) -> None:
         require_option_in_range(self.name, "l2-prefetch", self.l2_prefetch, 0)

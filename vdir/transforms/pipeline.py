@@ -19,6 +19,7 @@ from xdsl.passes import ModulePass
 
 from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
+from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.limits import current_limits
@@ -71,7 +72,7 @@ def _no_cyclic_gc():
 
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
-    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = 0,
+    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
@@ -92,7 +93,7 @@ def run_pipeline(
         return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit)
 
 
-def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = 0) -> None:
+def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET) -> None:
     """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
     :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
     ``l2-prefetch``, and any of them not an integer (the target checks the upper SM bound)."""
@@ -119,7 +120,7 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
 
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
-    reroll: bool = True, l2_prefetch: int = 0, max_micro_ops: int | None = None,
+    reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -148,7 +149,7 @@ class PipelinePass(ModulePass):
     fuse: bool = True
     prefetch: int = 2
     reroll: bool = True
-    l2_prefetch: int = 0
+    l2_prefetch: int = DEFAULT_BUDGET
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch)
