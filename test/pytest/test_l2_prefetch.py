@@ -159,9 +159,12 @@ def test_simulated_results_are_bit_identical(encoded_pair):
 
 def test_the_listing_names_the_prefetched_load(encoded_pair):
     _, prefetching = encoded_pair
-    listing = isa.disassemble(prefetching)
-    line = next(x for x in listing.splitlines() if "prefetch.L2" in x)
-    assert "//" in line and "(" in line.split("//")[1]  # the load's readable name and location
+    lines = isa.disassemble(prefetching).splitlines()
+    k = next(i for i, x in enumerate(lines) if "prefetch.L2" in x)
+    label = lines[k].split("//")[1].strip()
+    assert label.startswith("%") and "(" in label  # a readable name and its location
+    # the load it asks for comes later in the same queue, under the same name
+    assert any(x.split("//")[1].strip() == label for x in lines[k + 1 :] if " load " in x and "//" in x)
 
 
 # ---------------------------------------------------------------------------
