@@ -11,6 +11,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' | filecheck %s --check-prefix=RING
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=12}' 2>&1 | filecheck %s --check-prefix=RING-POW2
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=32}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 
 // -t ptx takes the lowering options (vdir.lowering.options.LoweringOptions)
 // in xDSL's option syntax, names with '-' or '_'. A bad option is one line on
@@ -22,7 +24,20 @@
 // DEFAULT:     mbarrier.init.shared::cta.b64 [{{.*}}], 1;
 // DEFAULT-NOT: %globaltimer;
 // DEFAULT-NOT: fence.acq_rel.gpu
+// DEFAULT:     ld.acquire.cta.shared.b64
 // DEFAULT:     cp.async.bulk
+// DEFAULT:     atom.release.cta.shared.xor.b64
+// DEFAULT-NOT: red.release.cta.shared.xor.b32
+
+// bit-signal=xor32: the bitmap read as two 32-bit acquires, each half with
+// bits to toggle released by its own 32-bit XOR (words 0 and 1 of the bitmap)
+// XOR32:       ld.acquire.cta.shared.v2.b32 {{[{]}}{{%r[0-9]+}}, {{%r[0-9]+}}}, [{{%r[0-9]+}}];
+// XOR32:       @{{%p[0-9]+}} red.release.cta.shared.xor.b32 [{{%r[0-9]+}}], {{%r[0-9]+}};
+// XOR32-NEXT:  setp.ne.b32
+// XOR32-NEXT:  and.pred
+// XOR32-NEXT:  @{{%p[0-9]+}} red.release.cta.shared.xor.b32 [{{%r[0-9]+}}+4], {{%r[0-9]+}};
+// XOR32-NOT:   atom.release.cta.shared.xor.b64
+// XOR-BAD:     error: target 'ptx': lowering option bit_signal must be 'xor64' or 'xor32', got 'or'
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
 
 // load-ring: the loads in flight; one mbarrier per slot (16 at offsets 16 .. 136)
@@ -51,7 +66,7 @@
 // TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
 // TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, compute_warps, tensor_copies, release_fence, trace)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

@@ -53,12 +53,13 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"load_ring, compute_warps, tensor_copies, release_fence, trace\)"),
+                        r"load_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),
         ({"split_copies": True}, r"split_copies must be an integer, got True"),
         ({"load_path": "dma"}, r"load_path must be 'bulk' or 'lsu', got 'dma'"),
+        ({"bit_signal": "xor16"}, r"bit_signal must be 'xor64' or 'xor32', got 'xor16'"),
         ({"fetch_depth": 0}, r"fetch_depth must be in 1\.\.32, got 0"),
         ({"fetch_depth": 100000}, r"fetch_depth must be in 1\.\.32, got 100000"),
         ({"load_ring": 0}, r"load_ring must be in 1\.\.16, got 0"),

@@ -32,6 +32,14 @@ from vdir.lowering import layout as L
 #: bytes) and ``lsu`` (16-byte ``cp.async`` per lane)
 LOAD_PATHS = ("bulk", "lsu")
 
+#: how an engine toggles its signal bits in the 64-bit dependency bitmap:
+#: ``xor64``, one ``atom.release.cta.shared.xor.b64`` (Hopper has no 64-bit
+#: shared-memory XOR: ptxas assembles it to a load and compare-and-swap
+#: loop); ``xor32``, one native ``red.release.cta.shared.xor.b32`` per half
+#: that has bits to toggle (``vdir.lowering.kernel.sync`` says why a waiter
+#: needs no atomic view of both halves)
+BIT_SIGNALS = ("xor64", "xor32")
+
 #: the most bulk copies a dense load is cut into (one per lane of the load warp)
 MAX_SPLIT_COPIES = 32
 
@@ -72,6 +80,9 @@ class LoweringOptions:
 
     False: plain bulk copies and ``st.global``. Has no effect on the ``lsu`` path."""
 
+    bit_signal: str = "xor64"
+    """How the signal bits are toggled: ``"xor64"`` or ``"xor32"`` (see :data:`BIT_SIGNALS`)."""
+
     release_fence: bool = False
     """Put a (redundant) ``fence.acq_rel.gpu`` before each ``red.release.gpu`` counter release."""
 
@@ -90,6 +101,10 @@ class LoweringOptions:
         if self.load_path not in LOAD_PATHS:
             raise LoweringOptionError(
                 f"lowering option load_path must be {' or '.join(map(repr, LOAD_PATHS))}, got {self.load_path!r}"
+            )
+        if self.bit_signal not in BIT_SIGNALS:
+            raise LoweringOptionError(
+                f"lowering option bit_signal must be {' or '.join(map(repr, BIT_SIGNALS))}, got {self.bit_signal!r}"
             )
         _check_range("fetch_depth", self.fetch_depth, 1, MAX_FETCH_DEPTH)
         _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")

@@ -240,12 +240,18 @@ def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes:
     # that the lanes issue as separate copies; strided regions go row by row
     split = c.options.split_copies
     unit = 16 * split
-    chunk = b.i("add.u32", "u32", total, unit - 1)
-    chunk = b.i("div.u32", "u32", chunk, unit) if split > 1 else b.i("shr.u32", "u32", chunk, 4)
-    chunk = b.i("shl.b32", "u32", chunk, 4)
-    nchunks = b.i("add.u32", "u32", total, chunk)
-    nchunks = b.i("add.u32", "u32", nchunks, -1)
-    nchunks = b.i("div.u32", "u32", nchunks, chunk)
+    if split > 1:
+        chunk = b.i("add.u32", "u32", total, unit - 1)
+        chunk = b.i("div.u32", "u32", chunk, unit)  # by a constant: a multiply-high
+        chunk = b.i("shl.b32", "u32", chunk, 4)
+        nchunks = b.i("add.u32", "u32", total, chunk)
+        nchunks = b.i("add.u32", "u32", nchunks, -1)
+        nchunks = b.i("div.u32", "u32", nchunks, chunk)
+    else:
+        # one copy of the whole region (no division by a register on the issue path)
+        chunk = b.i("add.u32", "u32", total, 15)
+        chunk = b.i("and.b32", "u32", chunk, -16)
+        nchunks = b.mov("u32", 1)
     n = b.i("selp.u32", "u32", nchunks, rows, contig)
     rb = b.i("selp.u32", "u32", chunk, row_bytes, contig)
     stride = b.i("selp.u32", "u32", chunk, stride, contig)

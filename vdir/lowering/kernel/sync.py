@@ -10,9 +10,17 @@ role to give up writes the error record (:func:`report`).
 Memory-model notes, written where the instructions are emitted:
 
 * dependency bits are toggled with ``atom.release.cta.shared.xor.b64`` and
-  read with ``ld.acquire.cta.shared.b64``; a role that waits on them
+  read with ``ld.acquire.cta.shared.b64`` (lowering option
+  ``bit_signal=xor64``), or per 32-bit half with
+  ``red.release.cta.shared.xor.b32`` and read with
+  ``ld.acquire.cta.shared.v2.b32``, two 32-bit acquires each pairing with
+  the release of its half (``bit_signal=xor32``); a role that waits on them
   therefore sees every shared/global write the signalling role made before
-  signalling;
+  signalling. Hopper has no 64-bit shared-memory XOR: ptxas assembles the
+  64-bit one to a load and compare-and-swap loop, while the 32-bit one is
+  native (and preceded by ``MEMBAR.ALL.CTA`` for its release). A waiter
+  needs no atomic view of both halves: each bit it waits for is a toggle it
+  sees or not, and a half it has not seen yet only makes it poll again;
 * global counters are released with ``red.release.gpu`` (a release: the
   writes ordered before it, including other lanes' and threads' through the
   role's barrier, are cumulative) after the releasing role's writes and read
@@ -37,7 +45,12 @@ def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAVal
     """
     b = c.b
     # acquire: pairs with the signalling engines' atom.release.cta
-    bm = b.ld("ld.acquire.cta.shared.b64", "b64", c.base, L.SMEM_BITMAP)
+    if c.options.bit_signal == "xor32":
+        lo, hi = b.raw("ld.acquire.cta.shared.v2.b32", "{{{0}, {1}}}, [{2}+%d]" % L.SMEM_BITMAP,
+                       outs=["b32", "b32"], ins=[c.base])
+        bm = b.pack64(lo, hi)
+    else:
+        bm = b.ld("ld.acquire.cta.shared.b64", "b64", c.base, L.SMEM_BITMAP)
     t = b.i("xor.b64", "b64", bm, f.parity)
     t = b.i("and.b64", "b64", t, f.mask)
     p_bits = b.setp("eq.b64", t, 0)
@@ -167,11 +180,17 @@ def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
     async-proxy writes also fenced with ``fence.proxy.async``).
     """
     b = c.b
-    has_sig = b.setp("ne.b64", sig, 0)
-    p = b.i("and.pred", "pred", has_sig, leader)
-    # release at cta scope: everything this role wrote to shared memory
-    # happens-before a waiter's ld.acquire that observes the toggled bits
-    b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
+    # release at cta scope (per half with xor32, see the module): everything
+    # this role wrote to shared memory happens-before a waiter's ld.acquire
+    # that observes the toggled bits
+    if c.options.bit_signal == "xor32":
+        for k, half in enumerate(b.unpack64(sig)):
+            p = b.i("and.pred", "pred", b.setp("ne.b32", half, 0), leader)
+            b.raw("red.release.cta.shared.xor.b32", "[{0}+%d], {1}" % (L.SMEM_BITMAP + 4 * k),
+                  ins=[c.base, half], guard=p)
+    else:
+        p = b.i("and.pred", "pred", b.setp("ne.b64", sig, 0), leader)
+        b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
     has_rel = b.setp("ne.u32", rel, 0)
     p = b.i("and.pred", "pred", has_rel, leader)
     ridx = b.i("add.u32", "u32", rel, -1)
