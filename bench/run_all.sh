@@ -19,7 +19,7 @@
 #              processes, driver JIT against the kernel cache cold and warm
 #   sweep    - bench/bench_sweep.py: gemvs, MLP blocks and stacks over shapes, against
 #              torch eager, CUDA graph, cuBLAS and torch.compile ($SWEEP_ARGS)
-#   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine
+#   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine ($UOP_ARGS)
 #   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
 #              1024-token context against torch ($DECODE_ARGS)
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
@@ -66,7 +66,7 @@ for what in $steps; do
       timeout ${SWEEP_TIMEOUT:-540} python3 bench/bench_sweep.py --json "$OUT/sweep.json" $SWEEP_ARGS 2>&1 \
         | tee "$OUT/sweep.log" ;;
     uop)
-      timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" 2>&1 | tee "$OUT/uop.log" ;;
+      timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
     decode)
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
