@@ -498,6 +498,40 @@ class OnEngine(CustomDirective):
         printer.print_string(f"on {engine.data.value}")
 
 
+def parse_i64(parser: Parser, what: str, *, allow_negative: bool = True) -> int:
+    """An integer literal that fits in a signed 64-bit property, as the text writes it.
+
+    xDSL would store a value in [2^63, 2^64) in an ``i64`` as its negative
+    two's complement (``18446744073709551615`` as ``-1``), so that a later
+    message would show a number the text does not have; such a value, and any
+    beyond, is a parse error at the number, naming ``what`` it was meant to be.
+    """
+    start = parser.pos
+    value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative)
+    if not INT64_MIN <= value <= INT64_MAX:
+        written = parser.lexer.input.content[start : parser.pos].strip() or str(value)
+        parser.raise_error(f"{what} {written} does not fit in a signed 64-bit integer", start, parser.pos)
+    return value
+
+
+@irdl_custom_directive
+class Flow(CustomDirective):
+    """``flow 3``: the micro-op's flow id, if any (printed only when present)."""
+
+    flow: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("flow") is not None:
+            self.flow.set(state, IntegerAttr(parse_i64(parser, "flow id"), i64))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        flow = self.flow.get(op)
+        if not isinstance(flow, IntegerAttr):
+            return
+        state.print_whitespace(printer)
+        printer.print_string(f"flow {flow.value.data}")
+
+
 @irdl_custom_directive
 class RegionOffsets(CustomDirective):
     """``[%row, 0]``: the offsets of a buffer region, constants or index values.
@@ -520,7 +554,7 @@ class RegionOffsets(CustomDirective):
                 dynamic.append(operand)
                 static.append(DYNAMIC)
             else:
-                static.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+                static.append(parse_i64(parser, "offset", allow_negative=False))
 
         parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_offset)
         self.dynamic.set(state, dynamic)
@@ -588,7 +622,7 @@ class Guard(CustomDirective):
         else:
             parser.raise_error("expected '>=' or '<' in a micro-op's condition", pos, parser.pos)
         self.guard_op.set(state, StringAttr(op))
-        self.guard_bound.set(state, IntegerAttr(parser.parse_integer(allow_boolean=False), i64))
+        self.guard_bound.set(state, IntegerAttr(parse_i64(parser, "condition bound"), i64))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         value = self.guard.get(op)
@@ -627,7 +661,7 @@ def _check_guard(op: "LoadOp | StoreOp | ComputeOp") -> None:
 #: The part of every micro-op's format after its operands: its runtime
 #: condition, the engine kind, the flow id and the tokens it waits for
 #: (``when %n >= 3 on load flow 1 after %a, %b``).
-_SCHEDULING_FORMAT = "custom<Guard>($guard, $guard_op, $guard_bound) custom<OnEngine>($engine) (`flow` $flow^)? (`after` $deps^)? attr-dict"
+_SCHEDULING_FORMAT = "custom<Guard>($guard, $guard_op, $guard_bound) custom<OnEngine>($engine) custom<Flow>($flow) (`after` $deps^)? attr-dict"
 
 
 @irdl_op_definition
@@ -658,7 +692,7 @@ class LoadOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` type($source) `->` type($result)"
     )
-    custom_directives = (RegionOffsets, Guard, OnEngine)
+    custom_directives = (RegionOffsets, Guard, OnEngine, Flow)
 
     def __init__(
         self,
@@ -726,7 +760,7 @@ class StoreOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` type($value) `,` type($dest)"
     )
-    custom_directives = (RegionOffsets, Guard, OnEngine)
+    custom_directives = (RegionOffsets, Guard, OnEngine, Flow)
 
     def __init__(
         self,
@@ -806,7 +840,7 @@ class ComputeOp(MicroOp):
         + _SCHEDULING_FORMAT
         + " `:` functional-type($inputs, $result)"
     )
-    custom_directives = (FamilyName, Guard, OnEngine)
+    custom_directives = (FamilyName, Guard, OnEngine, Flow)
 
     def __init__(
         self,
@@ -911,7 +945,7 @@ class ReadOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "ReadOp":
         unresolved = parser.parse_unresolved_operand()
         pos = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.Delimiter.SQUARE, lambda: parse_i64(parser, "vdir.read position", allow_negative=False)
         )
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -959,9 +993,9 @@ class RepeatOp(IRDLOperation):
 
     name = "vdir.repeat"
 
-    lower = prop_def(IntegerAttr)
-    upper = prop_def(IntegerAttr)
-    step = prop_def(IntegerAttr)
+    lower = prop_def(IntegerAttr[I64])
+    upper = prop_def(IntegerAttr[I64])
+    step = prop_def(IntegerAttr[I64])
     #: a runtime upper bound (``to %n max 64``); ``upper`` is then its maximum
     dynamic_upper = opt_operand_def(IndexType)
     body = region_def("single_block")
@@ -994,16 +1028,16 @@ class RepeatOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "RepeatOp":
         arg = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lower = _parse_i64(parser, "lower bound")
+        lower = parse_i64(parser, "vdir.repeat lower bound")
         parser.parse_keyword("to")
         bound = parser.parse_optional_unresolved_operand()
         dynamic_upper = parser.resolve_operand(bound, IndexType()) if bound is not None else None
         if dynamic_upper is not None:
             parser.parse_keyword("max", " after a runtime upper bound (it needs a compile-time maximum)")
-        upper = _parse_i64(parser, "upper bound")
+        upper = parse_i64(parser, "vdir.repeat upper bound")
         step = 1
         if parser.parse_optional_keyword("step") is not None:
-            step = _parse_i64(parser, "step")
+            step = parse_i64(parser, "vdir.repeat step")
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([arg.resolve(IndexType())])
         op = cls(lower, upper, body, step, dynamic_upper)
@@ -1045,13 +1079,6 @@ class RepeatOp(IRDLOperation):
         check_acyclic(block)
 
 
-def _parse_i64(parser: Parser, what: str) -> int:
-    """An integer that fits in a signed 64-bit property; a located parse error at the number otherwise."""
-    start = parser.pos
-    value = parser.parse_integer()
-    if not INT64_MIN <= value <= INT64_MAX:
-        parser.raise_error(f"vdir.repeat {what} {value} does not fit in a signed 64-bit integer", start, parser.pos)
-    return value
 
 
 @irdl_op_definition
@@ -1131,9 +1158,9 @@ class ProgramOp(IRDLOperation):
             arg = parser.parse_argument(expect_type=True)
             if isinstance(arg.type, IndexType):
                 parser.parse_keyword("in", " and the range of a scalar argument ('%n: index in 0 to 64')")
-                lo = parser.parse_integer(allow_boolean=False)
+                lo = parse_i64(parser, "scalar range bound")
                 parser.parse_keyword("to")
-                ranges.append((lo, parser.parse_integer(allow_boolean=False)))
+                ranges.append((lo, parse_i64(parser, "scalar range bound")))
             return arg
 
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_arg)

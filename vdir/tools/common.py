@@ -18,7 +18,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.parser import Parser, UnresolvedOperand
@@ -33,6 +44,9 @@ from vdir.limits import OPTIONS as LIMIT_OPTIONS
 
 #: The name of the operation whose text starts at a position (after its results).
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
+
+#: An integer literal as the text writes it (decimal or hexadecimal, perhaps negative).
+_NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|[0-9]+)")
 
 #: The deepest nesting of parentheses, brackets and braces an input may have.
 #: xDSL parses nested constructs by recursion, so a deeper input would exhaust
@@ -88,6 +102,22 @@ class LinearLexer(MLIRLexer):
         return super()._lex_string_literal(start_pos)
 
 
+def _check_signed(parser: Parser, value: int, type: Attribute, start: int) -> None:
+    """Refuse, at the literal, an integer that does not fit its signless integer (or ``index``)
+    type as a signed number: every integer vdir reads (repeat bounds, flow ids, offsets,
+    parameters) is signed, and xDSL keeps one in [2^(n-1), 2^n) as its negative two's complement."""
+    if isinstance(type, IndexType):
+        width = 64
+    elif isinstance(type, IntegerType) and type.signedness.data == Signedness.SIGNLESS and type.bitwidth > 1:
+        width = type.bitwidth
+    else:
+        return
+    if not -(1 << (width - 1)) <= value < 1 << (width - 1):
+        written = _NUMBER.match(parser.lexer.input.content, start)
+        shown = written.group(0) if written else str(value)
+        parser.raise_error(f"integer {shown} does not fit in {type} (a signed {width}-bit integer)", start, parser.pos)
+
+
 class LocatingParser(Parser):
     """A parser that stamps each operation with the file/line/column it starts at.
 
@@ -102,6 +132,8 @@ class LocatingParser(Parser):
         self._file_name = name
         self._line_offset = line_offset
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self._last_number: int | float | None = None  # the last number literal read, as written
+        self._last_number_type: Attribute | None = None  # and the type it was given
 
     def _line_col(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self._line_starts, offset) - 1
@@ -122,13 +154,45 @@ class LocatingParser(Parser):
             op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
         return op
 
+    def parse_optional_number(self, *, allow_boolean: bool = False) -> int | float | None:
+        """A number literal, remembered (as written) for :meth:`parse_optional_builtin_int_or_float_attr`."""
+        self._last_number = value = super().parse_optional_number(allow_boolean=allow_boolean)
+        return value
+
     def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
-        """A number attribute; one too large for its float type (``1e300 : f32``) is a located error."""
+        """A number attribute, as the text writes it, or a located error.
+
+        A number too large for its float type (``1e300 : f32``) is refused, and
+        so is an integer outside its signless type's signed range, which xDSL
+        would wrap around (``18446744073709551615 : i64`` read as ``-1``).
+        """
         start = self._current_token.span.start
+        self._last_number = None
         try:
-            return super().parse_optional_builtin_int_or_float_attr()
+            attr = super().parse_optional_builtin_int_or_float_attr()
         except OverflowError:
             self.raise_error("the number is outside the range of its float type", start, self._current_token.span.start)
+        except VerifyException:  # beyond even the unsigned range of its type: xDSL refuses it, unlocated
+            if isinstance(self._last_number, int) and self._last_number_type is not None:
+                _check_signed(self, self._last_number, self._last_number_type, start)
+            raise
+        if isinstance(attr, IntegerAttr) and isinstance(self._last_number, int):
+            _check_signed(self, self._last_number, attr.type, start)
+        return attr
+
+    def _parse_attribute_type(self) -> Attribute:
+        """The type after a number attribute's ``:``, remembered for the check above."""
+        self._last_number_type = type = super()._parse_attribute_type()
+        return type
+
+    def _parse_typed_integer(
+        self, type: IntegerType, allow_boolean: bool = True, allow_negative: bool = True, context_msg: str = ""
+    ) -> int:
+        """An element of a dense array (``array<i64: ...>``), within its signless type's signed range."""
+        start = self._current_token.span.start
+        value = super()._parse_typed_integer(type, allow_boolean, allow_negative, context_msg)
+        _check_signed(self, value, type, start)
+        return value
 
     def parse_affine_map(self) -> AffineMap:
         """An affine map; xDSL's folding of a constant division by zero, and its
