@@ -54,6 +54,10 @@ LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=12
                        proj_rows=8, name="llama_8b")
 
 
+#: the most micro-ops a step may expand to here: the 8B step (733k) is beyond
+#: the default limit (vdir.limits.MAX_MICRO_OPS), which is for untrusted programs
+DECODE_MAX_MICRO_OPS = 2_000_000
+
 #: the l2-prefetch bytes the bench compiles with unless told: the pipeline's
 DEFAULT_L2_PREFETCH = DEFAULT_BUDGET
 
@@ -189,7 +193,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     from vdir.transforms.pipeline import compile_to_encoded
 
     t0 = time.time()
-    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch)
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
     options = " ".join(x for x in lowering.split(",") if x) or None
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options) as decoder:
         compile_s = time.time() - t0

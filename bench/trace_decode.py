@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import DEFAULT_L2_PREFETCH, _configs  # noqa: E402
+from bench.bench_decode import DECODE_MAX_MICRO_OPS, DEFAULT_L2_PREFETCH, _configs  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
 
 #: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = _configs()[opts.config]
     if opts.context:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
-    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch)
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
     with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
                       program=program) as decoder:
         decoder.generate([1], opts.steps)

@@ -28,9 +28,17 @@ from dataclasses import dataclass
 from vdir.diagnostics import VdirError
 from vdir.isa import INSTR_BYTES
 
-#: the most micro-ops one program may expand to by default: about 50 times the
-#: 16-layer MLP stack (84k), which keeps the analysis within a few GB of memory
-MAX_MICRO_OPS = 4_000_000
+#: the most micro-ops one program may expand to by default. Compile time and
+#: memory grow linearly with the expanded program, at about 60-110 us and 2 KB per
+#: micro-op through ``vdir-pipeline`` on a 2-core machine, so this many compile
+#: in about 30 s and 1.2 GB at most (a repeat of 250,000 trips of a load and a
+#: store: 30 s, 1.24 GB): six times the 16-layer MLP stack (84k), four times
+#: the 1B decode step (122k). The Llama-3.1-8B step (733k) and
+#: anything larger need the limit raised (``--max-micro-ops``,
+#: ``max_micro_ops=``), as would a repeat of a million trips (2M micro-ops: 2
+#: minutes and 4.5 GB); beyond it, a program is refused before anything is
+#: expanded, whatever its size.
+MAX_MICRO_OPS = 500_000
 #: the most bytes an encoded program's code may decompress to by default: the
 #: instructions of :data:`MAX_MICRO_OPS` micro-ops and their tables
 MAX_CODE_BYTES = MAX_MICRO_OPS * INSTR_BYTES + (1 << 24)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 
 import pytest
 
@@ -34,8 +36,43 @@ def repeated_copy(iterations: int):
 
 def test_the_defaults_are_the_documented_constants():
     assert current_limits() == DEFAULT_LIMITS == Limits()
-    assert (MAX_MICRO_OPS, MAX_CODE_BYTES, MAX_NAMES_BYTES) == (4_000_000, 4_000_000 * 128 + (1 << 24), 1 << 28)
+    assert (MAX_MICRO_OPS, MAX_CODE_BYTES, MAX_NAMES_BYTES) == (500_000, 500_000 * 128 + (1 << 24), 1 << 28)
     assert Limits().max_micro_ops == MAX_MICRO_OPS
+
+
+#: a trillion trips, and a million (2M micro-ops, minutes and GB to compile), are both over the default
+#: limit and refused before anything is expanded; parsing and verifying the text are milliseconds
+HUGE_REPEAT = """\
+vdir.program @huge(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>) {{
+  vdir.repeat %i = 0 to {trips} {{
+    %t = vdir.load %x[0, 0] : !vdir.buffer<64x16xbf16> -> !vdir.tile<1x16xbf16>
+    %s = vdir.store %t, %y[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<64x16xbf16>
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("trips", [10**12, 10**6])
+def test_a_repeat_beyond_the_default_limit_is_refused_at_once(trips, tmp_path, capsys):
+    from vdir.tools.vdir_opt import main as opt_main
+    from vdir.tools.vdir_run import main as run_main
+
+    message = (rf"the program expands to more than 500,000 micro-ops \(the limit; --max-micro-ops raises it\): "
+               rf"this repeat alone reaches {2 * trips:,}")
+    src = tmp_path / "huge.mlir"
+    src.write_text(HUGE_REPEAT.format(trips=trips))
+    start = time.perf_counter()
+    with pytest.raises(PassFailure, match="^" + message + "$"):
+        compile_to_encoded(repeated_copy(trips))
+    with pytest.raises(PassFailure, match=message):
+        vdir.compile(repeated_copy(trips), backend="sim")
+    assert opt_main([str(src), "-p", "vdir-pipeline"]) == 1
+    assert run_main([str(src), "--backend", "sim"]) == 1
+    elapsed = time.perf_counter() - start
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"{src}:2:3: error: ") for line in lines)
+    assert all(re.search(message, line) for line in lines)
+    assert elapsed < 5, f"refusing took {elapsed:.1f} s"
 
 
 def test_compile_to_encoded_takes_the_micro_op_limit():

@@ -1,6 +1,6 @@
 // The size limits are options of vdir-opt and vdir-run (vdir.limits):
 // --max-micro-ops (the most micro-ops a program may expand to, default
-// 4,000,000), --max-code-bytes and --max-names-bytes (the most bytes an
+// 500,000), --max-code-bytes and --max-names-bytes (the most bytes an
 // encoded program's code and micro-op names may decompress to). This
 // program expands to 4 * 2 = 8 micro-ops.
 

@@ -7,7 +7,9 @@
 ``*.safetensors``, Llama or Qwen3 tensor names); ``--random CONFIG`` builds
 seeded random weights for a named config (``tiny``, ``tiny-qwen3``) or a
 ``config.json``. The prompt is consumed by the same decode step, one token
-per launch; the generated ids stay on the device until the end. Prints the
+per launch; the generated ids stay on the device until the end (a model
+whose step expands beyond the default micro-op limit, the 8B shape for one,
+needs ``--max-micro-ops``). Prints the
 ids, ms/token and tokens/s; ``--json FILE`` writes them (``"tokens"``).
 """
 
@@ -22,7 +24,8 @@ from pathlib import Path
 
 from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
-from vdir.tools.common import run_cli
+from vdir.limits import limits_in_effect
+from vdir.tools.common import add_limit_options, limits_from_args, run_cli
 
 DESCRIPTION = "greedy decoding of a Llama-family model, one vdir launch per token"
 
@@ -40,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_limit_options(p)  # a large model's step may expand beyond the default --max-micro-ops
     return p
 
 
@@ -58,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from vdir.models.llama import LlamaDecoder, load_checkpoint, named_config
     from vdir.testing.llama import random_weights
 
+    limits = limits_from_args(args)
     prompt = _prompt(args.prompt)
     if args.tokens < 1:
         raise UserError(f"error: --tokens {args.tokens}: generate at least one token")
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         weights = random_weights(cfg, args.seed)
     backend = args.backend or default_backend()
     progress = None if args.no_progress else _progress_bar()
-    with LlamaDecoder(cfg, weights, backend=backend) as decoder:
+    with limits_in_effect(limits), LlamaDecoder(cfg, weights, backend=backend) as decoder:
         result = decoder.generate(prompt, args.tokens, progress=progress)
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
