@@ -8,12 +8,24 @@
 // RUN: not vdir-opt %s -p 'vdir-fuse{minbenefit=1.0}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=2}' | filecheck %s --check-prefix=OK
 
+// An option given twice to one pass (xDSL's parser would keep the last
+// value; num-sms and num_sms are one option), or to the target, is one line.
+
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=2 num-sms=4}' 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: not vdir-opt %s -p 'vdir-fuse,vdir-pipeline{num-sms=2 prefetch=1 num_sms=1}' 2>&1 | filecheck %s --check-prefix=TWICE-SPELLINGS
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t 'ptx{load-path=lsu load-path=bulk}' 2>&1 | filecheck %s --check-prefix=TWICE-TARGET
+// RUN: vdir-opt %s -p 'vdir-fuse{only=merge-loads,gemv-add},vdir-place{num-sms=2}' | filecheck %s --check-prefix=OK
+
 // PLACE: error: vdir-place: option 'num-sms' must be at least 1, got 0
 // PLACE-NOT: {{.}}
 // PIPE-SMS: error: vdir-pipeline: option 'num-sms' must be at least 1, got 0
 // PIPE-PREFETCH: error: vdir-pipeline: option 'prefetch' must be at least 0, got -3
 // SCHED: error: vdir-schedule: option 'prefetch' must be at least 0, got -1
 // UNKNOWN: error: bad pass pipeline 'vdir-fuse{minbenefit=1.0}': Provided arguments ["minbenefit"] not found in expected arguments ["min-benefit", "only"]
+// TWICE: {{^}}error: bad pass pipeline 'vdir-place{num-sms=2 num-sms=4}': option 'num-sms' of vdir-place is given twice{{$}}
+// TWICE-NOT: {{.}}
+// TWICE-SPELLINGS: {{^}}error: bad pass pipeline '{{.*}}': option 'num-sms' of vdir-pipeline is given twice{{$}}
+// TWICE-TARGET: {{^}}error: bad target 'ptx{load-path=lsu load-path=bulk}': option 'load-path' of ptx is given twice{{$}}
 // OK: vdir.program
 
 vdir.program @p(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) {

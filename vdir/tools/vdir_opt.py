@@ -32,7 +32,7 @@ from typing import IO, ClassVar
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -90,6 +90,10 @@ class VdirOptMain(xDSLOptMain):
         Verification runs in :meth:`apply_passes`, with located errors.
         """
         self.limits = limits_from_args(self.args)
+        if (repeated := _repeated_option(self.args.passes)) is not None:
+            raise UserError(f"error: bad pass pipeline '{self.args.passes}': {repeated}")
+        if (repeated := _repeated_option(self.args.target)) is not None:
+            raise UserError(f"error: bad target '{self.args.target}': {repeated}")
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
         except (ValueError, TypeError, KeyError) as e:
@@ -359,6 +363,41 @@ def _print_pass_times(pass_times: list[tuple[str, float]]) -> None:
         share = 100 * seconds / total if total else 0.0
         print(f"  {seconds:8.4f} ({share:5.1f}%)  {name}", file=sys.stderr)
     print(f"  {total:8.4f} (100.0%)  Total", file=sys.stderr)
+
+
+def _repeated_option(spec: str) -> str | None:
+    """What is wrong if a pass (or the target) of ``spec`` is given one option twice, else None.
+
+    xDSL's spec parser keeps the last value of a repeated option without a
+    word (``vdir-place{num-sms=2 num-sms=4}`` places on 4 SMs), and so would
+    ``num-sms`` and ``num_sms``, its spellings of one option. A spec that does
+    not lex is left to xDSL's parser to report.
+    """
+    lexer = PipelineLexer(spec)
+    owner, seen, in_options, at_name = "", set[str](), False, False
+    try:
+        while (token := lexer.lex()).kind is not SpecTokenKind.EOF:
+            kind, text = token.kind, token.span.text
+            if not in_options:
+                if kind is SpecTokenKind.IDENT:
+                    owner = text
+                elif kind is SpecTokenKind.L_BRACE:
+                    in_options, at_name, seen = True, True, set()
+            elif kind is SpecTokenKind.R_BRACE:
+                in_options = False
+            elif kind is SpecTokenKind.SPACE:
+                at_name = True
+            elif kind is SpecTokenKind.IDENT and at_name:
+                name = text.replace("_", "-")
+                if name in seen:
+                    return f"option '{name}' of {owner} is given twice"
+                seen.add(name)
+                at_name = False
+            else:
+                at_name = False
+    except ArgSpecParseError:
+        return None
+    return None
 
 
 def _spec_error(e: ArgSpecParseError) -> str:
