@@ -867,11 +867,17 @@ class ScalarInfo:
 
     @classmethod
     def parse(cls, text: str) -> "ScalarInfo":
-        """Inverse of :meth:`text`; ValueError for a malformed entry."""
-        name, lo, hi = text.split(":")
-        if not name.isidentifier() or int(lo) >= int(hi):
-            raise ValueError(f"malformed scalar entry '{text}' (want name:lo:hi with lo < hi)")
-        return cls(name, int(lo), int(hi))
+        """Inverse of :meth:`text`; ValueError for a malformed entry, or a range beyond the
+        32-bit runtime values (``[-2**31, 2**31)``)."""
+        parts = text.split(":")
+        try:
+            name, lo, hi = parts[0], int(parts[1]), int(parts[2])
+        except (IndexError, ValueError):
+            name, lo, hi = "", 0, 0
+        if len(parts) != 3 or not name.isidentifier() or not -(1 << 31) <= lo < hi <= 1 << 31:
+            raise ValueError(f"malformed scalar entry '{text}' (want name:lo:hi with lo < hi, "
+                             "a half-open range of 32-bit integers)")
+        return cls(name, lo, hi)
 
 
 @dataclass
