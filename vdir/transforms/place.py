@@ -90,33 +90,8 @@ def place(graph: Graph, num_sms: int) -> None:
             n.sm = sm
         heapq.heappush(load, (busy + sum(node_time_us(n, graph, costs) for n in cluster), sm))
 
-    users = _sms_using(clusters, remat)
-    copies: dict[tuple[int, int], Node] = {}
-    clones_of: dict[int, list[Node]] = {}
-    next_id = [max((n.id for n in graph.nodes), default=-1) + 1]
-
-    def copy_on(node: Node, sm: int) -> Node:
-        key = (node.id, sm)
-        if key in copies:
-            return copies[key]
-        if len(users[node.id]) == 1:  # one SM needs it: place the node itself
-            node.sm = sm
-            copies[key] = node
-            clones_of[node.id] = [node]
-            node.inputs = [copy_on(i, sm) for i in node.inputs]
-            return node
-        if key not in copies:
-            c = Node(
-                id=next_id[0], kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
-                loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
-                family=node.family, params=node.params, deps=node.deps, flow=node.flow, sm=sm,
-                dyn=node.dyn, dyn_axis=node.dyn_axis, dyn_range=node.dyn_range, guard=node.guard,
-            )
-            next_id[0] += 1
-            c.inputs = [copy_on(i, sm) for i in node.inputs]
-            copies[key] = c
-            clones_of.setdefault(node.id, []).append(c)
-        return copies[key]
+    copier = _Copier(_sms_using(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1)
+    copy_on, copies, clones_of = copier.copy_on, copier.copies, copier.clones_of
 
     placed: list[Node] = []
     for cluster in clusters:
@@ -132,23 +107,61 @@ def place(graph: Graph, num_sms: int) -> None:
     graph.num_sms = num_sms
 
 
+class _Copier:
+    """The copies of rematerialised nodes, one per SM that reads them (a class, not a
+    recursive closure: a closure that calls itself is a reference cycle, which would
+    keep every node alive until the cyclic collector runs)."""
+
+    def __init__(self, users: dict[int, set[int]], next_id: int) -> None:
+        self.users = users
+        self.next_id = next_id
+        self.copies: dict[tuple[int, int], Node] = {}
+        self.clones_of: dict[int, list[Node]] = {}
+
+    def copy_on(self, node: Node, sm: int) -> Node:
+        """The copy of ``node`` on ``sm`` (made, with copies of its inputs, on first use)."""
+        copies = self.copies
+        key = (node.id, sm)
+        if key in copies:
+            return copies[key]
+        if len(self.users[node.id]) == 1:  # one SM needs it: place the node itself
+            node.sm = sm
+            copies[key] = node
+            self.clones_of[node.id] = [node]
+            node.inputs = [self.copy_on(i, sm) for i in node.inputs]
+            return node
+        if key not in copies:
+            c = Node(
+                id=self.next_id, kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
+                loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
+                family=node.family, params=node.params, deps=node.deps, flow=node.flow, sm=sm,
+                dyn=node.dyn, dyn_axis=node.dyn_axis, dyn_range=node.dyn_range, guard=node.guard,
+            )
+            self.next_id += 1
+            c.inputs = [self.copy_on(i, sm) for i in node.inputs]
+            copies[key] = c
+            self.clones_of.setdefault(node.id, []).append(c)
+        return copies[key]
+
+
 def _sms_using(clusters: list[list[Node]], remat: dict[int, bool]) -> dict[int, set[int]]:
     """For each rematerialisable node, the SMs whose clusters read its tile."""
     users: dict[int, set[int]] = {}
-
-    def mark(node: Node, sm: int) -> None:
-        sms = users.setdefault(node.id, set())
-        if sm not in sms:
-            sms.add(sm)
-            for i in node.inputs:
-                mark(i, sm)
-
     for cluster in clusters:
         for n in cluster:
             for i in n.inputs:
                 if remat[i.id]:
-                    mark(i, n.sm)
+                    _mark(users, i, n.sm)
     return users
+
+
+def _mark(users: dict[int, set[int]], node: Node, sm: int) -> None:
+    """Record that ``sm`` reads ``node``'s tile, and so its inputs'."""
+    sms = users.setdefault(node.id, set())
+    if sm not in sms:
+        sms.add(sm)
+        for i in node.inputs:
+            _mark(users, i, sm)
 
 
 def _rewrite_groups(nodes: list[Node], remat: dict[int, bool], clones_of: dict[int, list[Node]]) -> None:
