@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
@@ -94,6 +94,15 @@ class LinearLexer(MLIRLexer):
                 self.depth = max(self.depth - 1, 0)
         return token
 
+    def _lex_prefixed_ident(self, start_pos: int) -> MLIRToken:
+        """A ``%``, ``^``, ``!`` or ``#`` name; one with no name after the sigil (``%ñ``) is an error naming
+        the sigil (xDSL's message prints ``{first_char}`` unformatted)."""
+        try:
+            return super()._lex_prefixed_ident(start_pos)
+        except ParseError as e:
+            sigil = self.input.content[start_pos]
+            raise ParseError(e.span, f"expected a name after '{sigil}' (letters, digits, $ . _ -)") from None
+
     def _lex_string_literal(self, start_pos: int) -> MLIRToken:
         """A string literal; one not closed on its line is an error at its opening quote."""
         if self._unescaped_characters_regex.match(self.input.content, start_pos) is None:
@@ -153,6 +162,16 @@ class LocatingParser(Parser):
             line, col = self._line_col(start)
             op.location = FileLineColLoc(StringAttr(self._file_name), IntAttr(line), IntAttr(col))
         return op
+
+    def _parse_block(self) -> Block:
+        """A block of a region; where a region's next token starts neither an operation nor a block,
+        say what was expected (xDSL's message is just " in block definition")."""
+        token = self._current_token
+        if token.kind is MLIRTokenKind.EOF:
+            self.raise_error("the input ends inside a region: expected '}'", token.span)
+        if token.kind is not MLIRTokenKind.CARET_IDENT:
+            self.raise_error("expected an operation, a block label (^bb0) or '}' closing the region", token.span)
+        return super()._parse_block()
 
     def parse_optional_number(self, *, allow_boolean: bool = False) -> int | float | None:
         """A number literal, remembered (as written) for :meth:`parse_optional_builtin_int_or_float_attr`."""
