@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from vdir.analysis.graph import Graph, build_graph, graph_to_ir
+from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, graph_to_ir
 from vdir.diagnostics import PassFailure
 from vdir.tools.common import parse_module_file
 from vdir.transforms import pipeline
-from vdir.transforms.alloc_smem import allocate
+from vdir.transforms.alloc_smem import allocate, allocate_sm
 from vdir.transforms.encode import encode
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
@@ -57,16 +57,22 @@ def test_restore_undoes_every_pass() -> None:
 
 
 def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first allocation fails: the retry with prefetch 1 must match a fresh graph's."""
+    """The first attempt fails at its second SM: the retry with prefetch 1 must match a fresh graph's.
+
+    The pipeline schedules and allocates SM by SM; the failing attempt has
+    already scheduled and allocated both SMs, so its undo is what is tested.
+    """
     attempts: list[int] = []
 
-    def allocate_failing_once(graph: Graph, by_liveness: bool = True) -> None:
-        attempts.append(1)
-        allocate(graph, by_liveness)
-        if len(attempts) == 1:
+    def allocate_failing_once(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
+                              by_liveness: bool = True) -> int:
+        attempts.append(sm)
+        used = allocate_sm(graph, sm, nodes, intern, by_liveness)
+        if len(attempts) == 2:
             raise PassFailure("tiles do not fit")
+        return used
 
-    monkeypatch.setattr(pipeline, "allocate", allocate_failing_once)
+    monkeypatch.setattr(pipeline, "allocate_sm", allocate_failing_once)
     retried = placed_graph()
     pipeline.schedule_and_allocate(retried, 2)
     layout_dependencies(retried)
@@ -76,9 +82,21 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
     allocate(fresh)
     layout_dependencies(fresh)
 
-    assert len(attempts) == 2
+    assert attempts == [0, 1, 0, 1]
     assert node_facts(retried) == node_facts(fresh)
+    assert retried.smem_bytes == fresh.smem_bytes
     assert (encode(retried).instrs == encode(fresh).instrs).all()
+
+
+def test_pipeline_schedules_like_the_passes() -> None:
+    """Scheduling and allocating SM by SM gives the facts of the two passes run one after the other."""
+    staged = placed_graph()
+    pipeline.schedule_and_allocate(staged, 2)
+    fresh = placed_graph()
+    schedule(fresh, 2)
+    allocate(fresh, by_liveness=False)
+    assert node_facts(staged) == node_facts(fresh)
+    assert staged.smem_bytes == fresh.smem_bytes
 
 
 #: the passes that bring a placed graph to each stage

@@ -10,6 +10,7 @@ the same pipeline for embedders: a module in, an
 from __future__ import annotations
 
 import gc
+from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -18,18 +19,18 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir import isa
-from vdir.analysis.graph import Graph, build_graph
+from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
-from vdir.transforms.alloc_smem import allocate
+from vdir.transforms.alloc_smem import allocate, allocate_sm
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule
+from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_queue
 from vdir.transforms.verify_deps import verify_dependencies
 
 
@@ -39,18 +40,59 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     Shared memory in rings is tried at every hoisting depth before any SM is
     allocated by liveness (``vdir-alloc-smem``), so that a program the rings
     serve keeps them; the last attempt, by liveness without hoisting, raises.
+    Each attempt schedules and allocates one SM at a time (the queues and
+    tiles of an SM depend on no other SM's), so one that fails stops at the
+    first SM that does not fit and undoes only the SMs it reached.
     """
-    saved = graph.snapshot()
+    per_sm = _queues_by_sm(graph)
     attempts = [(p, False) for p in range(prefetch, -1, -1)] + [(p, True) for p in range(prefetch, -1, -1)]
     for p, by_liveness in attempts[:-1]:
-        try:
-            schedule(graph, p, check=False)
-            allocate(graph, by_liveness)
+        if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, p, by_liveness):
             return
-        except PassFailure:
-            graph.restore(saved)
     schedule(graph, 0, check=False)
     allocate(graph, by_liveness=True)
+
+
+#: one SM's share of the graph: its number, its nodes (in graph order) and its (engine, queue) pairs
+_SmWork = tuple[int, list[Node], list[tuple[str, list[Node]]]]
+
+
+def _queues_by_sm(graph: Graph) -> list[_SmWork] | None:
+    """Each SM's nodes and queues, by SM; None if a node has no SM (``schedule`` reports it)."""
+    nodes_of: dict[int, list[Node]] = defaultdict(list)
+    queues: dict[tuple[int, str], list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        if n.sm < 0:
+            return None
+        nodes_of[n.sm].append(n)
+        queues[(n.sm, n.engine)].append(n)
+    engines_of: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
+    for (sm, engine), queue in queues.items():
+        engines_of[sm].append((engine, queue))
+    return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
+
+
+def _try_schedule_and_allocate(graph: Graph, per_sm: list[_SmWork], prefetch: int, by_liveness: bool) -> bool:
+    """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails."""
+    intern = GroupInterner()
+    touched: list[tuple[list[Node], list[tuple[int, int, int, int, int]]]] = []
+    smem = 0
+    try:
+        for sm, nodes, queues in per_sm:
+            # what scheduling (seq, hoist, pos) and allocation (smem, added groups) change
+            touched.append((nodes, [(n.seq, n.hoist, n.pos, n.smem, len(n.deps)) for n in nodes]))
+            for engine, queue in queues:
+                schedule_queue(graph, engine, queue, prefetch)
+            smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness))
+    except PassFailure:
+        for nodes, saved in touched:
+            for n, (seq, hoist, pos, offset, groups) in zip(nodes, saved, strict=True):
+                n.seq, n.hoist, n.pos, n.smem = seq, hoist, pos, offset
+                if len(n.deps) != groups:
+                    n.deps = n.deps[:groups]
+        return False
+    graph.smem_bytes = smem
+    return True
 
 
 @contextmanager

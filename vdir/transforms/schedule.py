@@ -21,6 +21,7 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -97,12 +98,21 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
     for (sm, engine), queue in queues_of(graph).items():
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
-        queue.sort(key=lambda n: (n.key, n.id))
-        if prefetch > 0 and _is_pipelined(graph, engine):
-            hoist_past_barriers(queue, prefetch)
-            queue.sort(key=lambda n: (n.key, n.id))
-        for pos, n in enumerate(queue):
-            n.pos = pos
+        schedule_queue(graph, engine, queue, prefetch)
+
+
+#: the order of a queue: program order, hoisted loads moved up, then id
+_QUEUE_ORDER = operator.attrgetter("seq", "hoist", "id")
+
+
+def schedule_queue(graph: Graph, engine: str, queue: list[Node], prefetch: int) -> None:
+    """Order one (SM, ``engine``) queue and number its positions (see :func:`schedule`)."""
+    queue.sort(key=_QUEUE_ORDER)
+    if prefetch > 0 and _is_pipelined(graph, engine):
+        hoist_past_barriers(queue, prefetch)
+        queue.sort(key=_QUEUE_ORDER)
+    for pos, n in enumerate(queue):
+        n.pos = pos
 
 
 @dataclass(frozen=True)
