@@ -395,6 +395,16 @@ def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> 
     return located(message, getattr(e, "op", None), fallback)
 
 
+def check_output_path(path: str, option: str) -> None:
+    """Say before the work, not after it, that ``option``'s file cannot be written (its folder is
+    missing, or it is a folder)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise UserError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
+    if Path(path).is_dir():
+        raise UserError(f"{path}: error: {option}: is a folder; name the file to write")
+
+
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """The options that set the size limits (:mod:`vdir.limits`): ``--max-micro-ops``,
     ``--max-code-bytes``, ``--max-names-bytes``; read back by :func:`limits_from_args`.

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Sequence
 from io import BytesIO
-from typing import IO, ClassVar
+from typing import IO, ClassVar, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -41,6 +41,7 @@ from vdir.diagnostics import UserError, VdirError
 from vdir.limits import limits_in_effect
 from vdir.tools.common import (
     add_limit_options,
+    check_output_path,
     failure_message,
     limits_from_args,
     one_line,
@@ -90,6 +91,8 @@ class VdirOptMain(xDSLOptMain):
         Verification runs in :meth:`apply_passes`, with located errors.
         """
         self.limits = limits_from_args(self.args)
+        if self.args.output_file is not None:
+            check_output_path(self.args.output_file, "-o")
         if (repeated := _repeated_option(self.args.passes)) is not None:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {repeated}")
         if (repeated := _repeated_option(self.args.target)) is not None:
@@ -169,8 +172,15 @@ class VdirOptMain(xDSLOptMain):
             raise UserError(f"{self.get_input_name()}: error: target '{self.args.target}' failed: {reason}") from None
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
-        """xDSL's arguments, with MLIR's meaning of ``--verify-diagnostics`` and vdir's ``--print-diagnostics``."""
+        """xDSL's arguments, with MLIR's meaning of ``--verify-diagnostics`` and vdir's ``--print-diagnostics``;
+        a usage error (an unknown flag or target, a flag without its value) is one line, exit status 2."""
         super().register_all_arguments(arg_parser)
+
+        def one_line_error(message: str) -> NoReturn:
+            print(f"{arg_parser.prog}: error: {message}", file=sys.stderr)
+            raise SystemExit(2)
+
+        arg_parser.error = one_line_error  # argparse would print its whole usage first
         for action in arg_parser._actions:
             if action.dest == "verify_diagnostics":
                 action.help = (

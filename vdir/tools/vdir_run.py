@@ -51,7 +51,7 @@ from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, inde
 from vdir.limits import limits_in_effect
 from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
-from vdir.tools.common import add_limit_options, limits_from_args, run_cli
+from vdir.tools.common import add_limit_options, check_output_path, limits_from_args, run_cli
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -196,15 +196,6 @@ def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarra
 
 def _shape_text(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "a scalar"
-
-
-def check_output_path(path: str, option: str) -> None:
-    """Say before the run, not after it, that ``option``'s file cannot be written (its folder is missing)."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise RunError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
-    if Path(path).is_dir():
-        raise RunError(f"{path}: error: {option}: is a folder; name the file to write")
 
 
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
