@@ -172,6 +172,176 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
     return out
 
 
+class _Unhandled(Exception):
+    """A value the fast path does not check: the node is encoded field by field instead."""
+
+
+_U32_MAX = 0xFFFFFFFF
+_U64_MAX = (1 << 64) - 1
+#: the words the fast path writes, as module constants (read for every node)
+_W_UOP_ID = isa.W_UOP_ID
+_W_WAIT_COUNTER = isa.W_WAIT_COUNTER
+_W_WAIT_COUNT = isa.W_WAIT_COUNT
+_W_OUT_SMEM = isa.W_OUT_SMEM
+_W_IN_SMEM = isa.W_IN_SMEM
+_W_SMEM = isa.W_SMEM
+_W_GLOBAL_OFFSET = isa.W_GLOBAL_OFFSET
+_W_OPCODE = isa.W_OPCODE
+_W_WAIT_MASK = isa.W_WAIT_MASK
+_W_WAIT_PARITY = isa.W_WAIT_PARITY
+_W_SIGNAL_MASK = isa.W_SIGNAL_MASK
+_W_RELEASE_COUNTER = isa.W_RELEASE_COUNTER
+_WORDS, _OPCODE_OF_CLASS, _MAX_INPUTS = isa.INSTR_WORDS, isa.OPCODE_OF_CLASS, isa.MAX_INPUTS
+
+
+def _check_fast_layout() -> None:
+    """The words :class:`_NodeEncoder` writes directly are whole u32 (or u64) fields, as it assumes."""
+    for f in (isa.WAIT_COUNTER, isa.WAIT_COUNT, isa.RELEASE_COUNTER, isa.UOP_ID, isa.SMEM, isa.OUT_SMEM, *isa.IN_SMEM):
+        assert (f.nwords, f.bits, f.signed) == (1, 32, False), f.name
+    for f in (isa.WAIT_MASK, isa.WAIT_PARITY, isa.SIGNAL_MASK, isa.GLOBAL_OFFSET):
+        assert f.nwords == 2, f.name
+    assert (isa.OPCODE.shift, isa.OP_NOP) == (0, 0)
+
+
+_check_fast_layout()
+
+
+class _NodeEncoder:
+    """:func:`encode_node`'s words, with the words fixed by a micro-op's template computed once.
+
+    A 16-layer program repeats each micro-op of a layer in every layer and on
+    every SM: the region words of a load or store (buffer, rows, row bytes,
+    stride) depend only on its buffer and tile, and a compute's family and
+    parameter words only on its family, parameters and tiles. Those words come
+    from a template row, made by the field-by-field encoder, per distinct
+    key; the instance's own words (id, synchronisation, shared-memory
+    offsets, global offset) are written directly, after a range check. A
+    node with a runtime offset or condition, or with a value out of range, is
+    encoded field by field (:func:`encode_node`), which also reports errors.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.regions: dict[tuple, list[int]] = {}
+        self.computes: dict[tuple, list[int]] = {}
+        self.args = [(a.row_bytes, DTYPE_BYTES[a.dtype]) for a in graph.args]
+
+    def __call__(self, node: Node) -> list[list[int]]:
+        try:
+            return self._encode(node)
+        except Exception:
+            return encode_node(node, self.graph)
+
+    def _region_template(self, node: Node) -> list[int]:
+        key = (node.buffer, node.tile)
+        row = self.regions.get(key)
+        if row is None:
+            row = [0] * isa.INSTR_WORDS
+            arg = self.graph.args[node.buffer]
+            rows, cols = node.tile.shape  # type: ignore[union-attr]
+            isa.BUFFER.set(row, node.buffer)
+            isa.ROWS.set(row, rows)
+            isa.ROW_BYTES.set(row, cols * DTYPE_BYTES[arg.dtype])
+            isa.ROW_STRIDE.set(row, arg.row_bytes)
+            self.regions[key] = row
+        return row
+
+    def _compute_template(self, node: Node) -> list[int]:
+        inputs = tuple(i.tile for i in node.inputs)
+        key = (id(node.params), node.family, node.tile, inputs)
+        row = self.computes.get(key)
+        if row is None:
+            row = [0] * isa.INSTR_WORDS
+            family = get_family(node.family)
+            isa.FAMILY.set(row, family.opcode)
+            isa.NUM_INPUTS.set(row, len(inputs))
+            family.encode_params(ComputeSignature(inputs, node.tile, node.params)).write(row)  # type: ignore[arg-type]
+            self.computes[key] = row
+        return row
+
+    def _encode(self, node: Node) -> list[list[int]]:
+        uid = node.id
+        if not 0 <= uid <= _U32_MAX:
+            raise _Unhandled
+        waits = node.wait_counters
+        releases = node.release_counters
+        out: list[list[int]] = []
+        for counter, count in waits[1:]:
+            nop = [0] * _WORDS
+            counter += 1
+            if not (0 <= counter <= _U32_MAX and 0 <= count <= _U32_MAX):
+                raise _Unhandled
+            nop[_W_UOP_ID], nop[_W_WAIT_COUNTER], nop[_W_WAIT_COUNT] = uid, counter, count
+            out.append(nop)
+        kind = node.kind
+        if kind == "compute":
+            inputs = node.inputs
+            if len(inputs) > _MAX_INPUTS:
+                raise _Unhandled
+            row = self._compute_template(node)[:]
+            smem = node.smem
+            if not 0 <= smem <= _U32_MAX:
+                raise _Unhandled
+            row[_W_OUT_SMEM] = smem
+            w = _W_IN_SMEM
+            for i in inputs:
+                smem = i.smem
+                if not 0 <= smem <= _U32_MAX:
+                    raise _Unhandled
+                row[w] = smem
+                w += 1
+        else:
+            if node.dyn is not None:
+                raise _Unhandled
+            row = self._region_template(node)[:]
+            smem = node.smem if kind == "load" else node.inputs[0].smem
+            if not 0 <= smem <= _U32_MAX:
+                raise _Unhandled
+            row[_W_SMEM] = smem
+            row_bytes, es = self.args[node.buffer]
+            offset = (node.row * row_bytes + node.col * es) % 2**64
+            row[_W_GLOBAL_OFFSET], row[_W_GLOBAL_OFFSET + 1] = offset & _U32_MAX, offset >> 32
+        row[_W_OPCODE] |= _OPCODE_OF_CLASS[kind]
+        row[_W_UOP_ID] = uid
+        wait_bits = node.wait_bits
+        if wait_bits:
+            mask = parity = 0
+            for bit, value in wait_bits.items():
+                mask |= 1 << bit
+                parity |= value << bit
+            if not (0 <= mask <= _U64_MAX and 0 <= parity <= _U64_MAX):
+                raise _Unhandled
+            row[_W_WAIT_MASK], row[_W_WAIT_MASK + 1] = mask & _U32_MAX, mask >> 32
+            row[_W_WAIT_PARITY], row[_W_WAIT_PARITY + 1] = parity & _U32_MAX, parity >> 32
+        if node.signal_bits:
+            mask = _mask(node.signal_bits)
+            if not 0 <= mask <= _U64_MAX:
+                raise _Unhandled
+            row[_W_SIGNAL_MASK], row[_W_SIGNAL_MASK + 1] = mask & _U32_MAX, mask >> 32
+        if waits:
+            counter, count = waits[0]
+            counter += 1
+            if not (0 <= counter <= _U32_MAX and 0 <= count <= _U32_MAX):
+                raise _Unhandled
+            row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter, count
+        if releases:
+            release = releases[0] + 1
+            if not 0 <= release <= _U32_MAX:
+                raise _Unhandled
+            row[_W_RELEASE_COUNTER] = release
+        if node.guard is not None:
+            _guard_fields(row, node)
+        out.append(row)
+        for extra in releases[1:]:
+            extra += 1
+            if not 0 <= extra <= _U32_MAX:
+                raise _Unhandled
+            nop = [0] * _WORDS
+            nop[_W_UOP_ID], nop[_W_RELEASE_COUNTER] = uid, extra
+            out.append(nop)
+        return out
+
+
 def prefetch_record(node: Node, graph: Graph) -> list[int]:
     """A ``prefetch`` record of load ``node``'s region (named by the load's id; no tile, no sync)."""
     row = _row(isa.OP_PREFETCH, node.id)
@@ -179,13 +349,22 @@ def prefetch_record(node: Node, graph: Graph) -> list[int]:
     return row
 
 
-def encode_queue(queue: list[Node], graph: Graph, l2_prefetch: int) -> list[list[int]]:
-    """The instruction words of one queue, with the prefetch records ``l2_prefetch`` bytes plan."""
+def encode_queue(queue: list[Node], graph: Graph, l2_prefetch: int,
+                 encoder: _NodeEncoder | None = None) -> list[list[int]]:
+    """The instruction words of one queue, with the prefetch records ``l2_prefetch`` bytes plan.
+
+    ``encoder``: one shared by the queues of a program (its templates are kept).
+    """
     plan = plan_prefetches(queue, l2_prefetch)
+    encode_one = encoder or _NodeEncoder(graph)
     words: list[list[int]] = []
+    if not plan:
+        for node in queue:
+            words += encode_one(node)
+        return words
     for i, node in enumerate(queue):
         words.extend(prefetch_record(p, graph) for p in plan.get(i, ()))
-        words.extend(encode_node(node, graph))
+        words.extend(encode_one(node))
     return words
 
 
@@ -223,10 +402,11 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET)
     words: list[list[int]] = []
     engines = graph.target.engine_names
     table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
+    encoder = _NodeEncoder(graph)
     for sm in range(graph.num_sms):
         for e, engine in enumerate(engines):
             start = len(words)
-            words.extend(encode_queue(queues.get((sm, engine), []), graph, l2_prefetch))
+            words.extend(encode_queue(queues.get((sm, engine), []), graph, l2_prefetch, encoder))
             table[sm][e] = (start, len(words) - start)
     instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
