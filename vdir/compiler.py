@@ -44,7 +44,8 @@ def compile(
     micro-ops (None: the limit in effect, by default
     :data:`vdir.limits.MAX_MICRO_OPS`; not a positive integer: a
     :class:`~vdir.limits.LimitError`, before anything is compiled); an
-    :class:`EncodedProgram` is used as it is. ``options`` are
+    :class:`EncodedProgram` is used as it is, its header's counts checked
+    (:meth:`EncodedProgram.check_counts`, a ``ValueError``). ``options`` are
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
@@ -65,6 +66,7 @@ def compile(
         options = LoweringOptions.coerce(options)
     if isinstance(module_or_program, EncodedProgram):
         program = module_or_program
+        program.check_counts()  # a forged count would have the backend allocate for it
     else:
         from xdsl.dialects.builtin import ModuleOp
 

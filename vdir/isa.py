@@ -971,6 +971,27 @@ class EncodedProgram:
         """The name of engine (queue index) ``engine`` on the program's target."""
         return get_target(self.target).engines[engine].name
 
+    def check_counts(self) -> None:
+        """The counts the runtime allocates by, checked against the instructions; ValueError otherwise.
+
+        ``instrs`` is ``N x INSTR_WORDS`` words; there are at most ``2 N``
+        global counters (every counter is named by an instruction, each of
+        which names at most one to wait on and one to release) and a
+        dependency bitmap of at most the bits of an instruction's masks. A
+        forged header would otherwise have the runtime allocate its state for
+        billions of counters.
+        """
+        shape = np.shape(self.instrs)
+        if len(shape) != 2 or shape[1] != INSTR_WORDS:
+            raise ValueError(f"the instructions are a {'x'.join(map(str, shape)) or 'scalar'} array, "
+                             f"not N x {INSTR_WORDS} words")
+        if not 0 <= self.num_counters <= 2 * shape[0]:
+            raise ValueError(f"the header's {self.num_counters:,} global counters are more than its "
+                             f"{shape[0]:,} instructions can name")
+        if not 0 <= self.bitmap_bits <= WAIT_MASK.max_value.bit_length():
+            raise ValueError(f"the header's {self.bitmap_bits}-bit dependency bitmap is wider than an instruction's "
+                             f"{WAIT_MASK.max_value.bit_length()}-bit masks")
+
     # ---- binary form --------------------------------------------------
     def header(self) -> np.ndarray:
         """The header words (:data:`HEADER_FIELDS`)."""
@@ -1011,6 +1032,9 @@ class EncodedProgram:
         h = cls.parse_header(data)
         n_sms, n_eng = h["num_sms"], h["num_engines"]
         off = HEADER_WORDS * WORD_BYTES
+        if len(data) < off + n_sms * n_eng * QUEUE_ENTRY_WORDS * WORD_BYTES:
+            raise ValueError(f"the queue table of {n_sms} SMs x {n_eng} engines runs past the encoded program's "
+                             f"{len(data)} bytes")
         table = np.frombuffer(data, dtype="<u4", count=n_sms * n_eng * QUEUE_ENTRY_WORDS, offset=off)
         off += table.nbytes
         expected = off + h["num_instrs"] * INSTR_BYTES
@@ -1028,8 +1052,11 @@ class EncodedProgram:
         scalars = list(scalars or [])
         if h["num_scalars"] != len(scalars):
             raise ValueError(f"encoded program has {h['num_scalars']} scalars, its scalar table {len(scalars)}")
+        if h["num_buffers"] != len(buffers):
+            raise ValueError(f"encoded program has {h['num_buffers']} buffers, its buffer table {len(buffers)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
                       queues, dict(uop_names or {}), target, scalars)
+        program.check_counts()
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program

@@ -332,3 +332,59 @@ def test_vdir_opt_with_standard_streams_closed(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdout", None)
     assert opt_main([str(src)]) == 1
     assert capsys.readouterr().err.strip() == "error: standard output is closed: write the result to a file with -o"
+
+
+# ---------------------------------------------------------------------------
+# Forged counts in an encoded program's header
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("num_counters", 2**32 - 1, "the header's 4,294,967,295 global counters are more than its 2 instructions can name"),
+        ("bitmap_bits", 2**32 - 1, "the header's 4294967295-bit dependency bitmap is wider than an instruction's 64-bit masks"),
+        ("num_buffers", 7, "encoded program has 7 buffers, its buffer table 2"),
+        ("num_engines", 0xFFFF, "the queue table of 2 SMs x 65535 engines runs past the encoded program's 368 bytes"),
+    ],
+)
+def test_a_forged_header_count_is_a_located_error(field, value, message, tmp_path, capsys):
+    """A header count the runtime allocates by is checked against the code: 2^32 - 1 counters had the
+    simulator allocate 22 GB and never start; a wrong engine count was numpy's 'buffer is smaller'."""
+    import base64
+    import re
+    import zlib
+
+    from vdir import isa
+    from vdir.tools.vdir_opt import main as opt_main
+    from vdir.tools.vdir_run import main as run_main
+
+    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
+    src.write_text(str(copy_program()))
+    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
+    text = encoded.read_text()
+    code = re.search(r'code = "([^"]*)"', text)
+    assert code is not None
+    data = bytearray(zlib.decompress(base64.b64decode(code.group(1))))
+    header = np.frombuffer(bytes(data[: isa.HEADER_WORDS * isa.WORD_BYTES]), "<u4").copy()
+    next(f for f in isa.HEADER_FIELDS if f.name == field).set(header, value)
+    data[: header.nbytes] = header.tobytes()
+    forged = tmp_path / "forged.mlir"
+    forged.write_text(text.replace(code.group(1), base64.b64encode(zlib.compress(bytes(data))).decode()))
+    assert opt_main([str(forged)]) == 1
+    assert run_main([str(forged), "--backend", "sim"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2
+
+
+def test_a_forged_encoded_program_object_is_checked_before_it_is_loaded():
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(copy_program(), num_sms=2)
+    program.num_counters = 10**9
+    with pytest.raises(ValueError, match=r"^the header's 1,000,000,000 global counters are more than its 2 instructions"):
+        vdir.compile(program, backend="sim")
+    program = compile_to_encoded(copy_program(), num_sms=2)
+    program.instrs = program.instrs[:, :5]
+    with pytest.raises(ValueError, match=r"^the instructions are a 2x5 array, not N x 32 words$"):
+        vdir.compile(program, backend="sim")

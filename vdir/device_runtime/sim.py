@@ -263,6 +263,10 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
     opcode on the wrong engine, a region outside its buffer or shared memory,
     or operands that do not fit the family.
     """
+    try:
+        program.check_counts()  # a program built in Python skips from_bytes's checks
+    except ValueError as e:
+        raise SimProgramError(str(e)) from None
     if len(program.queues) != program.num_sms:
         raise SimProgramError(
             f"the queue table has {len(program.queues)} SMs, the header says {program.num_sms}"
