@@ -194,11 +194,12 @@ def _allocate_by_liveness(sm: int, tiles: list[_Tile], budget: int, intern: Grou
     each byte it reuses. A tile that finds no gap wide enough (the arena is
     fragmented) is a located error.
     """
-    live: list[tuple[int, int, _Tile]] = []  # (offset, end, tile), sorted by offset
+    live: list[tuple[int, int, tuple[int, int]]] = []  # (offset, end, last use), sorted by offset
     occupants = _Occupants()
     used = 0
     for t in sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist)):
-        live = [e for e in live if not e[2].last_use < t.node.key]
+        key = t.node.key
+        live = [e for e in live if e[2] >= key]
         offset = _best_gap(live, t.size, budget, occupants)
         if offset is None:
             raise PassFailure(
@@ -211,52 +212,78 @@ def _allocate_by_liveness(sm: int, tiles: list[_Tile], budget: int, intern: Grou
         if consumers:
             t.node.deps.append(intern(consumers))
         t.node.smem = offset
-        bisect.insort(live, (offset, offset + t.size, t), key=lambda e: e[0])
+        bisect.insort(live, (offset, offset + t.size, t.last_use), key=lambda e: e[0])
         used = max(used, offset + t.size)
     return used
 
 
-def _best_gap(live: list[tuple[int, int, _Tile]], size: int, budget: int, occupants: _Occupants) -> int | None:
+def _best_gap(live: list[tuple[int, int, tuple[int, int]]], size: int, budget: int,
+              occupants: _Occupants) -> int | None:
     """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile, or None."""
-    candidates = []
+    candidates: list[int] = []
     start = 0
-    for lo, hi, _ in [*live, (budget, budget, None)]:
+    for lo, hi, _ in live:
         if lo - start >= size:
-            candidates.extend({start, lo - size})
-        start = max(start, hi)
+            candidates.append(start)
+            if lo - size != start:
+                candidates.append(lo - size)
+        if hi > start:
+            start = hi
+    if budget - start >= size:
+        candidates.append(start)
+        if budget - size != start:
+            candidates.append(budget - size)
     if not candidates:
         return None
-    return min(candidates, key=lambda off: (occupants.released_at(off, off + size), off))
+    if len(candidates) == 1:
+        return candidates[0]
+    released_at = occupants.released_at
+    return min(candidates, key=lambda off: (released_at(off, off + size), off))
 
 
 class _Occupants:
-    """The last tile to occupy each byte of the arena: disjoint ``(lo, hi, tile)`` segments, sorted."""
+    """The last tile to occupy each byte of the arena: disjoint segments ``[lo, hi)``, sorted.
+
+    Kept as parallel lists (starts, ends, tiles, the tiles' last uses), so
+    that the segments meeting a byte range, a contiguous run since the
+    segments are disjoint and sorted, are found by bisection.
+    """
 
     def __init__(self) -> None:
-        self.segments: list[tuple[int, int, _Tile]] = []
+        self.los: list[int] = []
+        self.his: list[int] = []
+        self.tiles: list[_Tile] = []
+        self.released: list[tuple[int, int]] = []
 
-    def _overlapping(self, lo: int, hi: int) -> list[tuple[int, int, _Tile]]:
-        return [s for s in self.segments if s[0] < hi and lo < s[1]]
+    def _run(self, lo: int, hi: int) -> tuple[int, int]:
+        """The indices ``[i, j)`` of the segments that meet ``[lo, hi)``."""
+        i = bisect.bisect_right(self.his, lo)
+        j = bisect.bisect_left(self.los, hi, i)
+        return i, j
 
     def released_at(self, lo: int, hi: int) -> tuple[int, ...]:
         """When the latest of the bytes' occupants was released (() for bytes never used: first)."""
-        return max((s[2].last_use for s in self._overlapping(lo, hi)), default=())
+        i, j = self._run(lo, hi)
+        return max(self.released[i:j], default=())
 
     def take(self, lo: int, hi: int, tile: _Tile) -> list[_Tile]:
         """Make ``tile`` the occupant of ``[lo, hi)``; return the previous occupants of those bytes."""
-        previous = []
-        kept = []
-        for s in self.segments:
-            if s[0] < hi and lo < s[1]:
-                previous.append(s[2])
-                if s[0] < lo:
-                    kept.append((s[0], lo, s[2]))
-                if hi < s[1]:
-                    kept.append((hi, s[1], s[2]))
-            else:
-                kept.append(s)
-        kept.append((lo, hi, tile))
-        self.segments = sorted(kept, key=lambda s: s[0])
+        i, j = self._run(lo, hi)
+        los, his, tiles, released = self.los, self.his, self.tiles, self.released
+        previous = tiles[i:j]
+        new_los, new_his, new_tiles, new_released = [lo], [hi], [tile], [tile.last_use]
+        if i < j:
+            if los[i] < lo:  # the first segment keeps its bytes below the tile
+                new_los.insert(0, los[i])
+                new_his.insert(0, lo)
+                new_tiles.insert(0, tiles[i])
+                new_released.insert(0, released[i])
+            if hi < his[j - 1]:  # the last keeps those above
+                new_los.append(hi)
+                new_his.append(his[j - 1])
+                new_tiles.append(tiles[j - 1])
+                new_released.append(released[j - 1])
+        los[i:j], his[i:j], tiles[i:j], released[i:j] = new_los, new_his, new_tiles, new_released
         return list({id(p): p for p in previous}.values())
 
 
