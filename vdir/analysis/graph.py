@@ -348,6 +348,18 @@ class _OpTemplate:
     guard: SSAValue | None = None
     guard_kind: str = ""
     guard_bound: int = 0
+    # ---- the same values as keys of the expander's environment (their ids)
+    result_key: int = 0
+    buffer_key: int = 0
+    input_keys: tuple[int, ...] = ()
+    dep_keys: tuple[int, ...] = ()
+    dynamic_keys: tuple[int, ...] = ()
+    #: all offsets are numbers (``static`` is the region's row and column)
+    all_static: bool = True
+
+
+#: a handler of one op of a block during expansion: (op, iteration indices, their suffix)
+_Handler = Callable[[Operation, dict, str], None]
 
 
 class _Expander:
@@ -359,12 +371,16 @@ class _Expander:
         self.stage = stage
         self.max_micro_ops = max_micro_ops
         self.nodes: list[Node] = []
-        self.env: dict[SSAValue, object] = {}
+        #: the value of each SSA value in scope, keyed by the value's id (values hash by identity)
+        self.env: dict[int, object] = {}
         self.args: list[BufferArg] = []
         self.by_id: dict[int, Node] = {}
         self.pending_after: list[tuple[Node, list[list[int]]]] = []
-        self.templates: dict[Operation, _OpTemplate] = {}
-        self.affine_templates: dict[Operation, tuple[Callable[[list[IndexValue]], IndexValue], tuple[SSAValue, ...]]] = {}
+        self.templates: dict[int, _OpTemplate] = {}  # by the op's id
+        self.affine_templates: dict[int, tuple[Callable[[list[IndexValue]], IndexValue], tuple[int, ...], int]] = {}
+        self.repeat_templates: dict[int, tuple] = {}
+        #: each block's ops with their handlers, by the block's id
+        self.steps: dict[int, list[tuple[_Handler, Operation]]] = {}
         #: the condition of the runtime-bounded repeats being expanded
         self.loop_guard: Condition | None = None
         self.scalars: list[ScalarArg] = []
@@ -372,17 +388,20 @@ class _Expander:
         for name, arg in zip(program.argument_names(), program.args, strict=True):
             t = arg.type
             if isinstance(t, BufferType):
-                self.env[arg] = len(self.args)
+                self.env[id(arg)] = len(self.args)
                 self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
                 continue
             lo, hi = next(ranges)
             source = RuntimeSource(-1, len(self.scalars), f"%{name}", lo, hi)
-            self.env[arg] = RuntimeIndex(source)
+            self.env[id(arg)] = RuntimeIndex(source)
             self.scalars.append(ScalarArg(name, lo, hi))
 
     def run(self) -> list[Node]:
         self._check_size(self.program.body.block, self.program)
-        self._block(self.program.body.block, {})
+        try:
+            self._block(self.program.body.block, {}, "")
+        finally:
+            self.steps.clear()  # its bound methods refer back to the expander: no cycle outlives the run
         self._resolve_recorded_deps()
         return self.nodes
 
@@ -406,75 +425,112 @@ class _Expander:
 
     # -- values ------------------------------------------------------------
     def _index(self, v: SSAValue, op: Operation) -> IndexValue:
-        x = self.env.get(v)
+        return self._index_of(id(v), op)
+
+    def _index_of(self, key: int, op: Operation) -> IndexValue:
+        """The index value of the SSA value whose id is ``key``."""
+        x = self.env.get(key)
+        if type(x) is int:
+            return x
         if not isinstance(x, int | RuntimeIndex):
             raise PassFailure("offset is not a known index value", op)
         return x
 
-    def _tokens(self, values: Sequence[SSAValue]) -> list[Node]:
+    def _tokens(self, keys: Sequence[int]) -> list[Node]:
         out: list[Node] = []
-        for v in values:
-            out.extend(self.env[v])  # type: ignore[arg-type]
+        for k in keys:
+            out.extend(self.env[k])  # type: ignore[arg-type]
         return out
 
     # -- ops ---------------------------------------------------------------
-    def _block(self, block: Block, iters: dict) -> None:
-        for op in block.ops:
-            self._op(op, iters)
+    def _block(self, block: Block, iters: dict, suffix: str) -> None:
+        """Expand ``block`` once; ``suffix`` is the name suffix of ``iters`` (``[i=3][j=0]``)."""
+        steps = self.steps.get(id(block))
+        if steps is None:
+            steps = self.steps[id(block)] = [(self._handler(op), op) for op in block.ops]
+        for handler, op in steps:
+            handler(op, iters, suffix)
 
-    def _op(self, op: Operation, iters: dict) -> None:
+    def _handler(self, op: Operation) -> _Handler:
+        """What expanding ``op`` does, chosen once per op."""
         if isinstance(op, LoadOp | StoreOp | ComputeOp):
-            self._micro_op(op, iters)
-        elif isinstance(op, RepeatOp):
-            self._repeat(op, iters)
-        elif isinstance(op, ApplyOp):
-            tmpl = self.affine_templates.get(op)
-            if tmpl is None:
-                try:
-                    fn = compile_affine(op.map.data.results[0])
-                except PassFailure as e:  # located at the affine.apply
-                    raise PassFailure(str(e), op) from None
-                tmpl = self.affine_templates[op] = (fn, tuple(op.mapOperands))
-            fn, operands = tmpl
-            try:
-                self.env[op.result] = fn([self._index(v, op) for v in operands])
-            except RuntimeValueError as e:
-                raise PassFailure(str(e), op) from None
-        elif isinstance(op, ReadOp):
-            buf = self.env[op.source]
-            arg = self.args[buf]  # type: ignore[index]
-            r, c = op.row_col
-            self.env[op.result] = RuntimeIndex(RuntimeSource(buf, r * arg.shape[1] + c, f"@{arg.name}[{r}, {c}]"))  # type: ignore[arg-type]
-        elif isinstance(op, ConstantOp):
-            v = op.value
-            if not isinstance(v, IntegerAttr):
-                raise PassFailure("only integer constants may appear in a vdir program", op)
-            self.env[op.result] = v.value.data
-        elif isinstance(op, AddiOp | MuliOp):
-            a, b = self._index(op.lhs, op), self._index(op.rhs, op)
-            try:
-                self.env[op.result] = a + b if isinstance(op, AddiOp) else a * b  # type: ignore[operator]
-            except RuntimeValueError as e:
-                raise PassFailure(str(e), op) from None
-        elif isinstance(op, JoinOp):
-            self.env[op.result] = self._tokens(op.tokens)
-        else:
-            raise PassFailure(f"'{op.name}' cannot appear in a vdir program", op)
+            return self._micro_op  # type: ignore[return-value]
+        if isinstance(op, RepeatOp):
+            return self._repeat  # type: ignore[return-value]
+        if isinstance(op, ApplyOp):
+            return self._apply  # type: ignore[return-value]
+        if isinstance(op, ReadOp):
+            return self._read  # type: ignore[return-value]
+        if isinstance(op, ConstantOp):
+            return self._constant  # type: ignore[return-value]
+        if isinstance(op, AddiOp | MuliOp):
+            return self._arith  # type: ignore[return-value]
+        if isinstance(op, JoinOp):
+            return self._join  # type: ignore[return-value]
+        return self._unsupported
 
-    def _repeat(self, op: RepeatOp, iters: dict) -> None:
+    def _apply(self, op: ApplyOp, iters: dict, suffix: str) -> None:
+        tmpl = self.affine_templates.get(id(op))
+        if tmpl is None:
+            try:
+                fn = compile_affine(op.map.data.results[0])
+            except PassFailure as e:  # located at the affine.apply
+                raise PassFailure(str(e), op) from None
+            tmpl = self.affine_templates[id(op)] = (fn, tuple(id(v) for v in op.mapOperands), id(op.result))
+        fn, operands, result = tmpl
+        try:
+            self.env[result] = fn([self._index_of(v, op) for v in operands])
+        except RuntimeValueError as e:
+            raise PassFailure(str(e), op) from None
+
+    def _read(self, op: ReadOp, iters: dict, suffix: str) -> None:
+        buf = self.env[id(op.source)]
+        arg = self.args[buf]  # type: ignore[index]
+        r, c = op.row_col
+        self.env[id(op.result)] = RuntimeIndex(RuntimeSource(buf, r * arg.shape[1] + c, f"@{arg.name}[{r}, {c}]"))  # type: ignore[arg-type]
+
+    def _constant(self, op: ConstantOp, iters: dict, suffix: str) -> None:
+        v = op.value
+        if not isinstance(v, IntegerAttr):
+            raise PassFailure("only integer constants may appear in a vdir program", op)
+        self.env[id(op.result)] = v.value.data
+
+    def _arith(self, op: AddiOp | MuliOp, iters: dict, suffix: str) -> None:
+        a, b = self._index(op.lhs, op), self._index(op.rhs, op)
+        try:
+            self.env[id(op.result)] = a + b if isinstance(op, AddiOp) else a * b  # type: ignore[operator]
+        except RuntimeValueError as e:
+            raise PassFailure(str(e), op) from None
+
+    def _join(self, op: JoinOp, iters: dict, suffix: str) -> None:
+        self.env[id(op.result)] = self._tokens([id(v) for v in op.tokens])
+
+    def _unsupported(self, op: Operation, iters: dict, suffix: str) -> None:
+        raise PassFailure(f"'{op.name}' cannot appear in a vdir program", op)
+
+    def _repeat(self, op: RepeatOp, iters: dict, suffix: str) -> None:
         """Expand a repeat; with a runtime bound, each iteration's micro-ops get ``i < bound``."""
-        name = op.induction_var.name_hint or "i"
-        lower, upper, step = op.lower.value.data, op.upper.value.data, op.step.value.data
-        bound = self._index(op.dynamic_upper, op) if op.dynamic_upper is not None else upper
+        tmpl = self.repeat_templates.get(id(op))
+        if tmpl is None:
+            tmpl = self.repeat_templates[id(op)] = (
+                op.induction_var.name_hint or "i", op.lower.value.data, op.upper.value.data, op.step.value.data,
+                op.dynamic_upper, id(op.induction_var), op.body.block,
+            )
+        name, lower, upper, step, dynamic_upper, var, body = tmpl
+        bound = self._index(dynamic_upper, op) if dynamic_upper is not None else upper
         if isinstance(bound, int):
             upper = min(upper, bound)
         elif self.loop_guard is not None:
             raise PassFailure("a runtime-bounded vdir.repeat cannot be nested in another one", op)
+        env = self.env
+        shadows = name in iters  # an inner index of the same name replaces the outer one's entry
         for i in range(lower, upper, step):
-            self.env[op.induction_var] = i
+            env[var] = i
             if isinstance(bound, RuntimeIndex):
                 self.loop_guard = Condition.of(bound, "ge", i + 1)
-            self._block(op.body.block, {**iters, name: i})
+            inner = {**iters, name: i}
+            self._block(body, inner, "".join(f"[{k}={v}]" for k, v in inner.items()) if shadows
+                        else f"{suffix}[{name}={i}]")
         if isinstance(bound, RuntimeIndex):
             self.loop_guard = None
 
@@ -482,7 +538,7 @@ class _Expander:
         """The node's runtime condition: its own ``when`` or its repeat's bound (not both)."""
         if t.guard is None:
             return self.loop_guard
-        value = self._index(t.guard, op)
+        value = self._index_of(id(t.guard), op)
         kind, bound = t.guard_kind, t.guard_bound
         if isinstance(value, int):
             if (value >= bound) == (kind == "ge"):
@@ -502,7 +558,7 @@ class _Expander:
 
     def _template(self, op: LoadOp | StoreOp | ComputeOp) -> "_OpTemplate":
         """The iteration-independent facts of a micro-op, read from xDSL once."""
-        t = self.templates.get(op)
+        t = self.templates.get(id(op))
         if t is not None:
             return t
         t = _OpTemplate(kind=op.OP_CLASS, engine=op.engine.data.value, loc=location_of(op) or "<unknown>",
@@ -522,41 +578,47 @@ class _Expander:
             t.buffer = op.dest
             t.tile = op.value.type.sig  # type: ignore[attr-defined]
             t.inputs = (op.value,)
-            t.name = f"store to @{self.args[self.env[op.dest]].name}"  # type: ignore[index]
+            t.name = f"store to @{self.args[self.env[id(op.dest)]].name}"  # type: ignore[index]
         else:
             t.family = op.family.data
             t.params = op.param_values
             t.tile = op.result.type.sig  # type: ignore[attr-defined]
             t.inputs = tuple(op.inputs)
             t.name = f"%{op.result.name_hint}" if op.result.name_hint else "vdir.compute"
-        self.templates[op] = t
+        t.result_key, t.buffer_key = id(t.result), id(t.buffer)
+        t.input_keys, t.dep_keys, t.dynamic_keys = (tuple(id(v) for v in vs) for vs in (t.inputs, t.deps, t.dynamic))
+        t.all_static = DYNAMIC not in t.static
+        self.templates[id(op)] = t
         return t
 
-    def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict) -> None:
-        t = self._template(op)
+    def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict, suffix: str) -> None:
+        t = self.templates.get(id(op)) or self._template(op)
         env = self.env
-        name = t.name + "".join(f"[{k}={v}]" for k, v in iters.items()) if iters else t.name
         node = Node(id=len(self.nodes), kind=t.kind, engine=t.engine, seq=len(self.nodes),
-                    name=name, loc=t.loc, flow=t.flow, tile=t.tile)
-        if t.kind != "compute":
-            node.buffer = env[t.buffer]  # type: ignore[assignment]
-            dyn = iter(t.dynamic)
-            offsets = [self._index(next(dyn), op) if s == DYNAMIC else s for s in t.static]
-            self._set_offsets(node, offsets, op)
+                    name=t.name + suffix if suffix else t.name, loc=t.loc, flow=t.flow, tile=t.tile)
+        kind = t.kind
+        if kind != "compute":
+            node.buffer = env[t.buffer_key]  # type: ignore[assignment]
+            if t.all_static:
+                node.row, node.col = t.static
+            else:
+                dyn = iter(t.dynamic_keys)
+                offsets = [self._index_of(next(dyn), op) if s == DYNAMIC else s for s in t.static]
+                self._set_offsets(node, offsets, op)
             self._check_bounds(node, op)
-        node.guard = self._guard(op, t, node)
-        if t.kind == "load":
-            env[t.result] = node
-        elif t.kind == "store":
-            node.inputs = [env[t.inputs[0]]]  # type: ignore[list-item]
+        node.guard = self._guard(op, t, node) if t.guard is not None else self.loop_guard
+        if kind == "load":
+            env[t.result_key] = node
+        elif kind == "store":
+            node.inputs = [env[t.input_keys[0]]]  # type: ignore[list-item]
             self.args[node.buffer].is_output = True
-            env[t.result] = [node]
+            env[t.result_key] = [node]
         else:
             node.family, node.params = t.family, t.params
-            node.inputs = [env[v] for v in t.inputs]  # type: ignore[misc]
-            env[t.result] = node
-        if t.deps:
-            node.deps = [tuple(self._tokens(t.deps))]
+            node.inputs = [env[v] for v in t.input_keys]  # type: ignore[misc]
+            env[t.result_key] = node
+        if t.dep_keys:
+            node.deps = [tuple(self._tokens(t.dep_keys))]
         if self.stage != "source":
             self._read_annotations(node, op)
         self.nodes.append(node)
