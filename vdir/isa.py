@@ -958,6 +958,20 @@ class EncodedProgram:
                 except LoopFormError as err:
                     raise LoopFormError(err.record, err.reason, f"SM {sm} {self.engine_name(e)} queue") from None
 
+    def executed_count(self) -> int:
+        """How many instructions the queues execute, their loops unrolled, counted without unrolling them
+        (a queue whose loop records are malformed counts its records as they are: see :meth:`check_loops`)."""
+        total = 0
+        for sm in range(len(self.queues)):
+            for e in range(len(self.queues[sm])):
+                records = self.queue(sm, e)
+                try:
+                    loops = queue_loops(records)
+                except LoopFormError:
+                    loops = []
+                total += len(records) + sum(loop.body * loop.trips - (loop.end - loop.record) for loop in loops)
+        return total
+
     def instruction(self, sm: int, engine: int, pos: int) -> Instruction:
         """The instruction the queue executes at position ``pos`` (counted in the executed stream)."""
         return Instruction(self.executed_queue(sm, engine)[pos])
@@ -1057,6 +1071,7 @@ class EncodedProgram:
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
                       queues, dict(uop_names or {}), target, scalars)
         program.check_counts()
+        _check_unrolled_size(program)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program
@@ -1080,6 +1095,18 @@ class EncodedProgram:
         name = self.uop_names.get(ins.uop_id, f"micro-op #{ins.uop_id}")
         eng = self.engine_name(engine)
         return f"{name} (SM {sm}, {eng} engine, queue position {pos})"
+
+
+def _check_unrolled_size(program: EncodedProgram) -> None:
+    """A loop record is compression too: the code its loops unroll to is held to the ``max_code_bytes``
+    in effect (a forged trip count of 2^32 - 1 asked the verifier for 7 TiB)."""
+    from vdir.limits import OPTIONS, current_limits
+
+    limit = current_limits().max_code_bytes
+    executed = program.executed_count()
+    if executed * INSTR_BYTES > limit:
+        raise ValueError(f"the program's code, its loops unrolled, is {executed * INSTR_BYTES:,} bytes, more than "
+                         f"{limit:,} (the limit; {OPTIONS['max_code_bytes']} raises it)")
 
 
 def encode_code(program: EncodedProgram) -> str:

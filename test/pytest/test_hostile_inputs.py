@@ -388,3 +388,40 @@ def test_a_forged_encoded_program_object_is_checked_before_it_is_loaded():
     program.instrs = program.instrs[:, :5]
     with pytest.raises(ValueError, match=r"^the instructions are a 2x5 array, not N x 32 words$"):
         vdir.compile(program, backend="sim")
+
+
+def test_a_forged_loop_trip_count_is_held_to_the_code_limit(tmp_path, capsys):
+    """A loop record is compression: 2^32 - 1 trips of a 14-instruction body had the verifier ask numpy
+    for 7 TiB (a MemoryError traceback from vdir-opt)."""
+    import base64
+    import re
+    import zlib
+
+    from vdir import isa
+    from vdir.tools.vdir_opt import main as opt_main
+
+    b = ProgramBuilder("rows")
+    x, y = b.buffer("x", (64, 64)), b.buffer("y", (64, 64))
+    with b.repeat(0, 64) as i:
+        b.store(b.load(x, (i, 0), (1, 64)), y, (i, 0))
+    src, encoded = tmp_path / "rows.mlir", tmp_path / "rows.encoded.mlir"
+    src.write_text(str(b.finish()))
+    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=1}", "-o", str(encoded)]) == 0
+    text = encoded.read_text()
+    code = re.search(r'code = "([^"]*)"', text)
+    assert code is not None
+    data = zlib.decompress(base64.b64decode(code.group(1)))
+    h = isa.EncodedProgram.parse_header(data)
+    start = (isa.HEADER_WORDS + h["num_sms"] * h["num_engines"] * isa.QUEUE_ENTRY_WORDS) * isa.WORD_BYTES
+    instrs = np.frombuffer(data[start:], "<u4").reshape(-1, isa.INSTR_WORDS).copy()
+    loops = np.nonzero(isa.OPCODE.column(instrs) == isa.OP_LOOP)[0]
+    assert loops.size
+    for r in loops.tolist():
+        isa.LOOP_TRIPS.set(instrs[r], 2**32 - 1)
+    forged = tmp_path / "forged.mlir"
+    forged_code = base64.b64encode(zlib.compress(data[:start] + instrs.tobytes())).decode()
+    forged.write_text(text.replace(code.group(1), forged_code))
+    assert opt_main([str(forged)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(rf"{forged}:2:3: error: bad encoded program: the program's code, its loops unrolled, is "
+                        r"[0-9,]+ bytes, more than 80,777,216 \(the limit; --max-code-bytes raises it\)", err), err
