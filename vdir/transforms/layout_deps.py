@@ -29,6 +29,7 @@ property tests and the simulator's race detector check it again.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -97,7 +98,7 @@ class _Clocks:
 
 
 def _join(a: VClock, b: VClock) -> VClock:
-    return [x if x >= y else y for x, y in zip(a, b, strict=False)]  # equal lengths: see _covers
+    return [x if x >= y else y for x, y in zip(a, b, strict=False)]  # equal lengths: one entry per engine
 
 
 def vector_clocks(
@@ -110,35 +111,41 @@ def vector_clocks(
     """
     prev: dict[int, Node | None] = {}
     for q in queues.values():
-        for i, n in enumerate(q):
-            prev[n.id] = q[i - 1] if i else None
+        before = None
+        for n in q:
+            prev[n.id] = before
+            before = n
     c = _Clocks({}, {}, {}, {})
+    pre_of, start_of, end_of, needed_of = c.pre, c.start, c.end, c.needed
     empty = [-1] * target.num_engines
     index = {name: i for i, name in enumerate(target.engine_names)}
+    pipelined_engines = {name for name in index if target.engines[index[name]].pipelined}
     for n in sorted(nodes, key=SCHEDULE_ORDER):
         e = index[n.engine]
-        pipelined = target.engines[e].pipelined
+        pipelined = n.engine in pipelined_engines
         p = prev[n.id]
         if p is None:
             pre = list(empty)
         elif pipelined:
-            pre = list(c.start[p.id])
+            pre = list(start_of[p.id])
         else:
-            pre = list(c.end[p.id])
+            pre = list(end_of[p.id])
         producers = {d.id: d for d in local_producers(n, cache)}.values()
         needed = [d for d in producers if pre[index[d.engine]] < d.pos]
-        needed = [
-            d for d in needed
-            if not any(o is not d and c.end[o.id][index[d.engine]] >= d.pos for o in needed)
-        ]
+        if len(needed) > 1:  # drop those another needed producer's completion implies
+            needed = [
+                d for d in needed
+                if not any(o is not d and end_of[o.id][index[d.engine]] >= d.pos for o in needed)
+            ]
         start = pre
         for d in needed:
-            start = _join(start, c.end[d.id])
+            start = _join(start, end_of[d.id])
         end = list(start)
         end[e] = n.pos
         if pipelined and p is not None:
-            end = _join(end, c.end[p.id])
-        c.pre[n.id], c.start[n.id], c.end[n.id], c.needed[n.id] = pre, start, end, needed
+            end = _join(end, end_of[p.id])
+        nid = n.id
+        pre_of[nid], start_of[nid], end_of[nid], needed_of[nid] = pre, start, end, needed
     return c
 
 
@@ -155,6 +162,7 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
         for d in clocks.needed[n.id]:
             waiters[d.id].append(n)
     width = graph.target.dependency_bits
+    num_engines = graph.target.num_engines
     index = {name: i for i, name in enumerate(graph.target.engine_names)}
     #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
     state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
@@ -175,26 +183,15 @@ def assign_bits(graph: Graph, sm: int, nodes: list[Node], clocks: _Clocks) -> No
                 loc=p.loc,
             )
         toggles[bit] += 1
-        last = [-1] * graph.target.num_engines
+        parity = toggles[bit] % 2
+        last = [-1] * num_engines
         for w in ws:
             e = index[w.engine]
-            last[e] = max(last[e], w.pos)
-            w.wait_bits[bit] = toggles[bit] % 2
+            if w.pos > last[e]:
+                last[e] = w.pos
+            w.wait_bits[bit] = parity
         state[bit] = (last, (index[p.engine], p.pos))
         p.signal_bits.append(bit)
-
-
-def _covers(clock: VClock, positions: VClock) -> bool:
-    """Whether ``clock`` has reached ``positions`` on every engine.
-
-    Every clock has one entry per engine of the target, so the lengths are
-    equal by construction; this runs for every candidate bit of every
-    producer, so it is a plain loop (no generator, no length check).
-    """
-    for c, p in zip(clock, positions, strict=False):
-        if c < p:
-            return False
-    return True
 
 
 def _first_reusable_bit(
@@ -210,7 +207,8 @@ def _first_reusable_bit(
         if st is None:
             return bit
         last_waiters, (e1, pos1) = st
-        if known_by_all[e1] >= pos1 and _covers(start, last_waiters):
+        # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
+        if known_by_all[e1] >= pos1 and all(map(operator.ge, start, last_waiters)):
             return bit
     return None
 
