@@ -229,6 +229,17 @@ def test_a_closed_executable_says_so():
             use()
 
 
+@pytest.mark.parametrize("iterations", [0, -3, 1.5, True, "10"])
+def test_time_takes_a_positive_number_of_iterations(iterations):
+    """0 and -3 iterations returned an empty list, True ran once, 1.5 was range()'s TypeError."""
+    from vdir.device_runtime.executable import ArgumentError
+
+    with vdir.compile(copy_program()) as exe:
+        with pytest.raises(ArgumentError, match=rf"^iterations must be a positive integer, got {iterations!r}$"):
+            exe.time(np.zeros((1, 64), dtype=bfloat16), iterations=iterations)
+        assert len(exe.time(np.zeros((1, 64), dtype=bfloat16), iterations=2)) == 2
+
+
 # ---------------------------------------------------------------------------
 # Nesting and sizes
 # ---------------------------------------------------------------------------

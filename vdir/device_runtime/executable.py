@@ -455,8 +455,11 @@ class Executable:
 
         A list rather than one figure, so that the caller picks the summary
         (a median, a minimum) and sees the spread; modelled, not measured, on ``sim``.
+        ``iterations`` is a positive integer (else an :class:`ArgumentError`).
         """
         self._check_open()
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+            raise ArgumentError(f"iterations must be a positive integer, got {iterations!r}")
         scalars = self._take_scalars(args, named, len(self.call_inputs))
         arrays = self._host_arguments(args, named)
         buffers = [self._current(i) for i in range(len(self.program.buffers))]
