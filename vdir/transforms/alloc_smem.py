@@ -68,26 +68,30 @@ def _tiles_of_sm(nodes: list[Node], align: int) -> list[_Tile]:
         for i in n.inputs:
             consumers[i.id].append(n)
     tiles = []
+    sizes: dict[int, int] = {}  # by the tile signature's id (nodes of one template share it)
     for n in nodes:
-        if n.produces_tile:
+        if n.kind == "load" or n.kind == "compute":  # Node.produces_tile
             cs = consumers.get(n.id, [])
-            last = max((c.key for c in cs), default=n.key)
-            tiles.append(_Tile(n, _round_up(n.tile.nbytes, align), last, cs))  # type: ignore[union-attr]
+            last = max([(c.seq, c.hoist) for c in cs]) if cs else (n.seq, n.hoist)  # the latest Node.key
+            size = sizes.get(id(n.tile))
+            if size is None:
+                size = sizes[id(n.tile)] = _round_up(n.tile.nbytes, align)  # type: ignore[union-attr]
+            tiles.append(_Tile(n, size, last, cs))
     return tiles
 
 
 def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
     """Peak live count per size class, the peak live bytes and where it happens."""
     events = []
-    for t in tiles:
-        events.append((t.node.key, 1, t))
-        events.append((t.last_use, 2, t))  # freed after its last use
-    events.sort(key=lambda e: (e[0], e[1]))
+    for k, t in enumerate(tiles):  # k: ties of time and kind keep this order
+        events.append(((t.node.seq, t.node.hoist), 1, k, t))
+        events.append((t.last_use, 2, k, t))  # freed after its last use
+    events.sort()
     live: dict[int, int] = defaultdict(int)
     peak: dict[int, int] = defaultdict(int)
     total = peak_total = 0
     where = None
-    for _, kind, t in events:
+    for _, kind, _, t in events:
         if kind == 1:
             live[t.size] += 1
             total += t.size
