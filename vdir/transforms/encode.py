@@ -233,7 +233,7 @@ class _NodeEncoder:
             return encode_node(node, self.graph)
 
     def _region_template(self, node: Node) -> list[int]:
-        key = (node.buffer, node.tile)
+        key = (node.buffer, id(node.tile))  # ids: tile signatures hash in Python, and the nodes keep them alive
         row = self.regions.get(key)
         if row is None:
             row = [0] * isa.INSTR_WORDS
@@ -247,10 +247,10 @@ class _NodeEncoder:
         return row
 
     def _compute_template(self, node: Node) -> list[int]:
-        inputs = tuple(i.tile for i in node.inputs)
-        key = (id(node.params), node.family, node.tile, inputs)
+        key = (id(node.params), node.family, id(node.tile), *[id(i.tile) for i in node.inputs])
         row = self.computes.get(key)
         if row is None:
+            inputs = tuple(i.tile for i in node.inputs)
             row = [0] * isa.INSTR_WORDS
             family = get_family(node.family)
             isa.FAMILY.set(row, family.opcode)

@@ -84,11 +84,18 @@ def place(graph: Graph, num_sms: int) -> None:
     load = [(0.0, sm) for sm in range(num_sms)]
     heapq.heapify(load)
     costs: dict = {}
+    times: dict[tuple, float] = {}  # node_time_us by the ids of the tile signatures (shared by a template's nodes)
     for cluster in clusters:
         busy, sm = heapq.heappop(load)
+        total = 0
         for n in cluster:
             n.sm = sm
-        heapq.heappush(load, (busy + sum(node_time_us(n, graph, costs) for n in cluster), sm))
+            key = (n.kind, n.family, id(n.tile), *[id(i.tile) for i in n.inputs])
+            t = times.get(key)
+            if t is None:
+                t = times[key] = node_time_us(n, graph, costs)
+            total += t
+        heapq.heappush(load, (busy + total, sm))
 
     copier = _Copier(_sms_using(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1)
     copy_on, copies, clones_of = copier.copy_on, copier.copies, copier.clones_of
