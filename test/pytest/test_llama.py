@@ -158,6 +158,8 @@ def test_checkpoint_errors_name_the_tensor(tmp_path):
         ({"heads": 6}, "heads = 6 is not a multiple of kv_heads = 4"),
         ({"head_dim": 96}, r"head_dim = 96 is not supported \(one of \(64, 128\)\)"),
         ({"max_context": 70}, "max_context = 70 is not a multiple of block = 16"),
+        ({"max_context": 32}, r"max_context / block = 2 attention blocks, not a multiple of 4: the merge's f32 mask "
+                              r"row would not be whole 16-byte rows"),
         ({"vocab": 500}, "vocab = 500 is not a multiple of the 16-row tile"),
         ({"layers": 0}, "layers must be a positive integer"),
         ({"down_chunks": -1}, "down_chunks must be a positive integer"),
@@ -226,19 +228,19 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
     # the Llama-3.2-1B and Llama-3.1-8B shapes, tiled as the bench does
     for hidden, heads, head_dim, inter, rows in ((2048, 32, 64, 8192, 16), (4096, 32, 128, 14336, 8)):
         cfg = LlamaConfig(layers=1, hidden=hidden, heads=heads, kv_heads=8, head_dim=head_dim, intermediate=inter,
-                          vocab=128256, proj_rows=rows, vocab_rows=64, max_context=64, block=64)
+                          vocab=128256, proj_rows=rows, vocab_rows=64, max_context=64, block=16)
         for chunks, r, k in ((cfg.down_chunks, rows, inter), (cfg.o_chunks, rows, heads * head_dim),
                              (cfg.logit_chunks, 64, hidden)):
             assert k % chunks == 0 and r * (k // chunks) * 2 <= WEIGHT_TILE_BYTES
             assert chunks == 1 or r * (k // (chunks - 1)) * 2 > WEIGHT_TILE_BYTES or k % (chunks - 1)
     assert (LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
-                        max_context=64, block=64).down_chunks == 4)
+                        max_context=64, block=16).down_chunks == 4)
     assert chunks_for(16, 512, "k") == 1 and chunks_for(16, 4096, "k") == 2 and chunks_for(8, 14336, "k") == 4
     # a split whose rows are not whole 16-byte units is passed over, not the end of the search:
     # 24 -> 12 elements (24 bytes) fails, 24 -> 8 (16 bytes) fits
     assert chunks_for(1, 24, "k", tile_bytes=16) == 3
     assert LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
-                       max_context=64, block=64).argmax_parts == 96  # 1336 logits each
+                       max_context=64, block=16).argmax_parts == 96  # 1336 logits each
     assert NAMED_CONFIGS["tiny"].argmax_parts == 1
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
 
@@ -285,11 +287,14 @@ def test_device_weights_permute_only_q_and_k_heads():
 
 
 def test_attention_block_left_out_is_the_largest_that_fits():
-    assert [attention_block_for(c) for c in (64, 200, 1024, 4096, 8)] == [64, 40, 128, 128, 8]
+    # the blocks come in fours (the merge's f32 mask row is whole 16-byte units)
+    assert [attention_block_for(c) for c in (64, 160, 1024, 4096, 32)] == [16, 40, 128, 128, 8]
     assert LlamaConfig(layers=1, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=256, vocab=512,
                        max_context=1024).block == 128
     with pytest.raises(ValueError, match="max_context = 12 has no attention block"):
         attention_block_for(12)
+    with pytest.raises(ValueError, match="max_context = 200 has no attention block .* into a multiple of 4 blocks"):
+        attention_block_for(200)
 
 
 def test_weight_shapes_follow_the_config():

@@ -115,6 +115,10 @@ class LlamaConfig:
             raise ValueError(f"config: head_dim = {self.head_dim} is not supported (one of {HEAD_DIMS})")
         if self.max_context % self.block:
             raise ValueError(f"config: max_context = {self.max_context} is not a multiple of block = {self.block}")
+        if self.blocks % MERGE_MASK_BLOCKS:
+            raise ValueError(f"config: max_context / block = {self.blocks} attention blocks, not a multiple of "
+                             f"{MERGE_MASK_BLOCKS}: the merge's f32 mask row would not be whole "
+                             f"{BULK_COPY_ALIGN}-byte rows")
         for total, rows, what in ((self.hidden, self.proj_rows, "hidden"), (self.head_dim, self.proj_rows, "head_dim"),
                                   (self.intermediate, self.proj_rows, "intermediate"),
                                   (self.vocab, self.vocab_rows, "vocab")):
@@ -151,20 +155,27 @@ class LlamaConfig:
         return self.max_context // self.block
 
 
+#: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry
+#: per block (``decode_tables``' ``merge_mask``), and a row of the mask is whole 16-byte bulk-copy units
+MERGE_MASK_BLOCKS = BULK_COPY_ALIGN // 4
+
+
 def attention_block_for(max_context: int) -> int:
     """The context rows of one attention block when the config leaves them out: the largest the
     ``attn_block`` family takes (:data:`~vdir.families.attention.MAX_BLOCK_ROWS`) that divides
-    ``max_context`` in whole :data:`~vdir.families.attention.BLOCK_ROW_MULTIPLE` rows.
+    ``max_context`` in whole :data:`~vdir.families.attention.BLOCK_ROW_MULTIPLE` rows into a
+    multiple of :data:`MERGE_MASK_BLOCKS` blocks.
 
     Larger blocks mean fewer micro-ops per kv head, and the blocks past ``pos`` cost their waits and
     signals although they do nothing: on the 1B shape 128-row blocks beat 64-row ones by 2% over a
     1024-token context and 11% over 4096 (docs/performance.md). A ``ValueError`` where no block fits.
     """
     for rows in range(min(MAX_BLOCK_ROWS, max_context), 0, -1):
-        if max_context % rows == 0 and rows % BLOCK_ROW_MULTIPLE == 0:
+        if max_context % rows == 0 and rows % BLOCK_ROW_MULTIPLE == 0 and (max_context // rows) % MERGE_MASK_BLOCKS == 0:
             return rows
     raise ValueError(f"config: max_context = {max_context} has no attention block (a multiple of "
-                     f"{BLOCK_ROW_MULTIPLE} rows up to {MAX_BLOCK_ROWS} that divides it)")
+                     f"{BLOCK_ROW_MULTIPLE} rows up to {MAX_BLOCK_ROWS} that divides it into a multiple of "
+                     f"{MERGE_MASK_BLOCKS} blocks)")
 
 
 def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
