@@ -7,6 +7,7 @@ and ``vdir-verify-deps``.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 
 from vdir.analysis.graph import Graph, Node
@@ -41,3 +42,27 @@ def check_dependencies_point_forward(graph: Graph) -> None:
                         f"{n.name} waits on {graph.describe(p)}, which comes later: a dependency cycle",
                         loc=n.loc,
                     )
+
+
+#: the order vdir-schedule numbers a queue in: program order, hoisted loads moved up, then id
+QUEUE_ORDER = operator.attrgetter("seq", "hoist", "id")
+
+
+def check_queue_positions_follow_program_order(graph: Graph) -> None:
+    """Every scheduled queue, in ``pos`` order, follows :data:`QUEUE_ORDER`, as vdir-schedule numbers it.
+
+    The dependency layout walks the micro-ops in that order and takes each
+    one's queue predecessor as already walked; a hand-edited ``pos`` that
+    moves a micro-op ahead of an earlier one (a consumer ahead of its
+    producer, say) is refused here, at the micro-op, rather than failing
+    inside the layout or laying out a protocol for another order.
+    """
+    for (sm, engine), queue in queues_of(graph).items():
+        for before, after in zip(queue, queue[1:], strict=False):
+            if before.pos >= 0 and QUEUE_ORDER(after) < QUEUE_ORDER(before):
+                raise PassFailure(
+                    f"{before.name} (pos = {before.pos}) comes before {after.name} (pos = {after.pos}, "
+                    f"{after.loc}) in the {engine} queue of SM {sm}, but after it in program order",
+                    loc=before.loc,
+                )
+

@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
-from vdir.analysis.queues import queues_of
+from vdir.analysis.queues import check_queue_positions_follow_program_order, queues_of
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
@@ -503,4 +503,5 @@ class EncodePass(ModulePass):
                 "run vdir-place, vdir-schedule, vdir-alloc-smem and vdir-layout-deps first",
                 graph.program_op,
             )
+        check_queue_positions_follow_program_order(graph)  # the bits were laid out for that order
         replace_with_encoded(op, graph, self.reroll, self.l2_prefetch)

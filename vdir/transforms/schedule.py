@@ -21,7 +21,6 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,7 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
-from vdir.analysis.queues import check_dependencies_point_forward, queues_of, waits_on_other_sms
+from vdir.analysis.queues import QUEUE_ORDER, check_dependencies_point_forward, queues_of, waits_on_other_sms
 from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
 
@@ -101,16 +100,12 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
         schedule_queue(graph, engine, queue, prefetch)
 
 
-#: the order of a queue: program order, hoisted loads moved up, then id
-_QUEUE_ORDER = operator.attrgetter("seq", "hoist", "id")
-
-
 def schedule_queue(graph: Graph, engine: str, queue: list[Node], prefetch: int) -> None:
     """Order one (SM, ``engine``) queue and number its positions (see :func:`schedule`)."""
-    queue.sort(key=_QUEUE_ORDER)
+    queue.sort(key=QUEUE_ORDER)
     if prefetch > 0 and _is_pipelined(graph, engine):
         hoist_past_barriers(queue, prefetch)
-        queue.sort(key=_QUEUE_ORDER)
+        queue.sort(key=QUEUE_ORDER)
     for pos, n in enumerate(queue):
         n.pos = pos
 
