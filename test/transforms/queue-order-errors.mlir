@@ -27,3 +27,28 @@ vdir.program @p(%x: !vdir.buffer<2x64xbf16>, %y: !vdir.buffer<2x64xbf16>) attrib
     %u = vdir.load %y[0, 0] on load {vdir.sched = #vdir.sched<id = 2, sm = 0, pos = 0, smem = 128, wait = [1 : 1], signal = [0], after = [[1]]>} : !vdir.buffer<2x64xbf16> -> !vdir.tile<1x64xbf16>
     %1 = vdir.store %u, %y[1, 0] on store {vdir.sched = #vdir.sched<id = 3, sm = 0, pos = 1, wait = [0 : 0]>} : !vdir.tile<1x64xbf16>, !vdir.buffer<2x64xbf16>
 }
+
+// -----
+
+// An after group that names the micro-op itself, or a later one, is a
+// dependency cycle (a KeyError traceback from vdir-layout-deps before).
+
+// LAYOUT: queue-order-errors.mlir:[[# @LINE + 5]]:5: error: vdir-layout-deps: %u waits on itself: a dependency cycle
+// ENCODE: queue-order-errors.mlir:[[# @LINE + 1]]:1: error: vdir-encode: vdir-encode needs a program at stage 'laid-out' (it is 'allocated')
+vdir.program @p(%x: !vdir.buffer<2x64xbf16>, %y: !vdir.buffer<2x64xbf16>) attributes {target = "h200", vdir.stage = #vdir.stage<allocated>, vdir.layout = #vdir.layout<num_sms = 1, smem_bytes = 896, buffer_roles = [in, out]>} {
+    %t = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = 0>} : !vdir.buffer<2x64xbf16> -> !vdir.tile<1x64xbf16>
+    %0 = vdir.store %t, %y[0, 0] on store {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 0>} : !vdir.tile<1x64xbf16>, !vdir.buffer<2x64xbf16>
+    %u = vdir.load %y[0, 0] on load {vdir.sched = #vdir.sched<id = 2, sm = 0, pos = 1, smem = 128, after = [[2]]>} : !vdir.buffer<2x64xbf16> -> !vdir.tile<1x64xbf16>
+    %1 = vdir.store %u, %y[1, 0] on store {vdir.sched = #vdir.sched<id = 3, sm = 0, pos = 1>} : !vdir.tile<1x64xbf16>, !vdir.buffer<2x64xbf16>
+}
+
+// -----
+
+// LAYOUT: queue-order-errors.mlir:[[# @LINE + 5]]:5: error: vdir-layout-deps: %u waits on store to @y on SM 0 ({{.*}}queue-order-errors.mlir:[[# @LINE + 6]]:5), which comes later: a dependency cycle
+// ENCODE: queue-order-errors.mlir:[[# @LINE + 1]]:1: error: vdir-encode: vdir-encode needs a program at stage 'laid-out' (it is 'allocated')
+vdir.program @p(%x: !vdir.buffer<2x64xbf16>, %y: !vdir.buffer<2x64xbf16>) attributes {target = "h200", vdir.stage = #vdir.stage<allocated>, vdir.layout = #vdir.layout<num_sms = 1, smem_bytes = 896, buffer_roles = [in, out]>} {
+    %t = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = 0>} : !vdir.buffer<2x64xbf16> -> !vdir.tile<1x64xbf16>
+    %0 = vdir.store %t, %y[0, 0] on store {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 0>} : !vdir.tile<1x64xbf16>, !vdir.buffer<2x64xbf16>
+    %u = vdir.load %y[0, 0] on load {vdir.sched = #vdir.sched<id = 2, sm = 0, pos = 1, smem = 128, after = [[3]]>} : !vdir.buffer<2x64xbf16> -> !vdir.tile<1x64xbf16>
+    %1 = vdir.store %u, %y[1, 0] on store {vdir.sched = #vdir.sched<id = 3, sm = 0, pos = 1>} : !vdir.tile<1x64xbf16>, !vdir.buffer<2x64xbf16>
+}

@@ -48,6 +48,17 @@ def check_dependencies_point_forward(graph: Graph) -> None:
 QUEUE_ORDER = operator.attrgetter("seq", "hoist", "id")
 
 
+def check_scheduled_order(graph: Graph) -> None:
+    """What the passes after vdir-schedule take for granted of a program read back from its text: every
+    edge points forward in program order (no micro-op waits on itself or on a later one: a hand-edited
+    ``after``) and the queue positions follow it (:func:`check_queue_positions_follow_program_order`)."""
+    for n in graph.nodes:
+        if any(p is n for g in n.deps for p in g):
+            raise PassFailure(f"{n.name} waits on itself: a dependency cycle", loc=n.loc)
+    check_dependencies_point_forward(graph)
+    check_queue_positions_follow_program_order(graph)
+
+
 def check_queue_positions_follow_program_order(graph: Graph) -> None:
     """Every scheduled queue, in ``pos`` order, follows :data:`QUEUE_ORDER`, as vdir-schedule numbers it.
 

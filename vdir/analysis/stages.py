@@ -7,7 +7,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 
 from vdir.analysis.graph import STAGES, Graph, build_graph, replace_program
-from vdir.analysis.queues import check_queue_positions_follow_program_order
+from vdir.analysis.queues import check_scheduled_order
 from vdir.diagnostics import PassFailure, UserError
 from vdir.target import TargetDescription, UnknownTargetError, get_target
 
@@ -51,7 +51,7 @@ def run_stage(
             graph.program_op,
         )
     if have >= STAGES.index("scheduled"):
-        check_queue_positions_follow_program_order(graph)
+        check_scheduled_order(graph)
     stage(graph)
     replace_program(module, graph, produces)
     return graph
