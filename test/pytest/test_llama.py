@@ -216,12 +216,29 @@ def test_vdir_generate_command(tmp_path, capsys):
         (["--random", "tiny", "--prompt", "1", "--tokens", "0"], "--tokens 0: generate at least one token"),
         (["--random", "tiny", "--prompt", "600"], "token id 600 is outside the vocabulary of 512"),
         (["--weights", "/nonexistent-dir", "--prompt", "1"], "config.json"),
+        (["--random", "tiny", "--prompt", "1", "--seed", "-1"], "--seed -1: a seed is a non-negative integer"),
+        (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "10"],
+         "more than 10 micro-ops (the limit; --max-micro-ops raises it)"),
+        (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "0"],
+         "--max-micro-ops: expected a positive integer, got '0'"),
     ],
 )
 def test_vdir_generate_errors_are_one_line(argv, message, capsys):
     assert generate_main([*argv, "--backend", "sim", "--no-progress"]) == 1
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_vdir_generate_usage_and_config_errors_are_one_line(tmp_path, capsys):
+    """A usage error was argparse's usage text and its error; a malformed config.json did not name the file."""
+    assert generate_main(["--frobnicate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vdir-generate: error: ") and len(err.splitlines()) == 1, err
+    bad = tmp_path / "config.json"
+    bad.write_text("[1, 2")
+    assert generate_main(["--random", str(bad), "--prompt", "1", "--backend", "sim", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {bad}: Expecting ',' delimiter") and len(err.splitlines()) == 1, err
 
 
 def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():

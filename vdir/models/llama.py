@@ -226,7 +226,7 @@ def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> t
     root = Path(directory)
     try:
         cfg = config_from_json(json.loads((root / "config.json").read_text()), max_context, **tiling)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(f"{root / 'config.json'}: {e}") from None
     files = sorted(root.glob("*.safetensors"))
     if not files:
@@ -273,5 +273,9 @@ def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
         return replace(cfg, max_context=max_context) if max_context else cfg
     path = Path(name)
     if path.suffix == ".json" and path.exists():
-        return config_from_json(json.loads(path.read_text()), max_context or 256)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ModelError(f"{path}: {e}") from None
+        return config_from_json(data, max_context or 256)
     raise ModelError(f"unknown config '{name}' (named: {', '.join(NAMED_CONFIGS)}; or a config.json path)")

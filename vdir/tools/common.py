@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -393,6 +394,14 @@ def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> 
     if isinstance(e, PassFailure) and e.op is None and e.loc:
         return f"{e.loc}: error: {message}"
     return located(message, getattr(e, "op", None), fallback)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line on stderr (exit status 2, as argparse's)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def check_output_path(path: str, option: str) -> None:

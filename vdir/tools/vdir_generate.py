@@ -25,14 +25,14 @@ from pathlib import Path
 from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
 from vdir.limits import limits_in_effect
-from vdir.tools.common import add_limit_options, limits_from_args, run_cli
+from vdir.tools.common import OneLineParser, add_limit_options, limits_from_args, run_cli
 
 DESCRIPTION = "greedy decoding of a Llama-family model, one vdir launch per token"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``vdir-generate``."""
-    p = argparse.ArgumentParser(prog="vdir-generate", description=DESCRIPTION)
+    p = OneLineParser(prog="vdir-generate", description=DESCRIPTION)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--weights", metavar="DIR", help="a checkpoint directory (config.json, *.safetensors)")
     source.add_argument("--random", metavar="CONFIG", help="seeded random weights for a named config or config.json")
@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"error: --tokens {args.tokens}: generate at least one token")
     if args.max_context is not None and args.max_context < 1:
         raise UserError(f"error: --max-context {args.max_context}: must be positive")
+    if args.seed < 0:
+        raise UserError(f"error: --seed {args.seed}: a seed is a non-negative integer")
     if args.weights:
         cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
     else:

@@ -51,7 +51,7 @@ from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, inde
 from vdir.limits import limits_in_effect
 from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
-from vdir.tools.common import add_limit_options, check_output_path, limits_from_args, run_cli
+from vdir.tools.common import OneLineParser, add_limit_options, check_output_path, limits_from_args, run_cli
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -61,17 +61,9 @@ class RunError(VdirError):
     """A problem this tool reports as one line (bad option values, unreadable files)."""
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is a single line on stderr."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    p = _OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
+    p = OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
     p.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     p.add_argument("file", help="the IR file (.mlir)")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
