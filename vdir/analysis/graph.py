@@ -356,6 +356,8 @@ class _OpTemplate:
     dynamic_keys: tuple[int, ...] = ()
     #: all offsets are numbers (``static`` is the region's row and column)
     all_static: bool = True
+    #: per offset: (its static value, None) or (DYNAMIC, the key of its SSA value)
+    offset_sources: tuple[tuple[int, int | None], ...] = ()
 
 
 #: a handler of one op of a block during expansion: (op, iteration indices, their suffix)
@@ -588,6 +590,8 @@ class _Expander:
         t.result_key, t.buffer_key = id(t.result), id(t.buffer)
         t.input_keys, t.dep_keys, t.dynamic_keys = (tuple(id(v) for v in vs) for vs in (t.inputs, t.deps, t.dynamic))
         t.all_static = DYNAMIC not in t.static
+        dyn = iter(t.dynamic_keys)
+        t.offset_sources = tuple((s, next(dyn) if s == DYNAMIC else None) for s in t.static)
         self.templates[id(op)] = t
         return t
 
@@ -602,9 +606,12 @@ class _Expander:
             if t.all_static:
                 node.row, node.col = t.static
             else:
-                dyn = iter(t.dynamic_keys)
-                offsets = [self._index_of(next(dyn), op) if s == DYNAMIC else s for s in t.static]
-                self._set_offsets(node, offsets, op)
+                offsets = [s if k is None else self._index_of(k, op) for s, k in t.offset_sources]
+                row, col = offsets if len(offsets) == 2 else (None, None)
+                if type(row) is int and type(col) is int:
+                    node.row, node.col = row, col  # what _set_offsets does with no runtime offset
+                else:
+                    self._set_offsets(node, offsets, op)
             self._check_bounds(node, op)
         node.guard = self._guard(op, t, node) if t.guard is not None else self.loop_guard
         if kind == "load":
@@ -899,25 +906,28 @@ def derive_memory_dependencies(graph: Graph) -> None:
     for n in graph.nodes:
         if n.kind == "load" and n.buffer not in written:
             graph.args[n.buffer].is_input = True
-        for b, _ in address_reads(n):
-            graph.args[b].is_input |= b not in written
+        if n.dyn is not None or n.guard is not None:  # address_reads is empty otherwise
+            for b, _ in address_reads(n):
+                graph.args[b].is_input |= b not in written
     reads = {b: AccessIndex() for b in written}
     writes = {b: AccessIndex() for b in written}
     intern = GroupInterner()
     for node in graph.nodes:
         producers: list[Node] = []
-        for b, elem in address_reads(node):
-            if b in written:
-                producers += _read_region(graph, reads, writes, node, b, element_region(graph.args[b], elem, 4))
+        if node.dyn is not None or node.guard is not None:
+            for b, elem in address_reads(node):
+                if b in written:
+                    producers += _read_region(graph, reads, writes, node, b, element_region(graph.args[b], elem, 4))
         if node.buffer in written and node.kind in ("load", "store"):
             region = region_of(graph.args[node.buffer], node)
             if node.kind == "store":
                 producers += _write_region(reads, writes, node, region)
             else:
                 producers += _read_region(graph, reads, writes, node, node.buffer, region)
-        producers = [p for p in producers if p is not node]
         if producers:
-            node.deps.append(intern(producers))
+            producers = [p for p in producers if p is not node]
+            if producers:
+                node.deps.append(intern(producers))
 
 
 def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, region: BufferRegion) -> list[Node]:
