@@ -175,16 +175,18 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     occupant: dict[tuple[int, int], _Tile] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
     for n_tile, t in enumerate(sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist))):
-        while releases and releases[0][0] < t.node.key:
-            _, _, size, slot = heapq.heappop(releases)
-            free[size].append(slot)
-        slot = free[t.size].popleft()
-        prev = occupant.get((t.size, slot))
+        node, size = t.node, t.size
+        key = (node.seq, node.hoist)  # Node.key
+        while releases and releases[0][0] < key:
+            _, _, freed, slot = heapq.heappop(releases)
+            free[freed].append(slot)
+        slot = free[size].popleft()
+        prev = occupant.get((size, slot))
         if prev is not None and prev.consumers:
-            t.node.deps.append(intern(prev.consumers))
-        occupant[(t.size, slot)] = t
-        t.node.smem = base[t.size] + slot * t.size
-        heapq.heappush(releases, (t.last_use, n_tile, t.size, slot))
+            node.deps.append(intern(prev.consumers))
+        occupant[(size, slot)] = t
+        node.smem = base[size] + slot * size
+        heapq.heappush(releases, (t.last_use, n_tile, size, slot))
     return offset
 
 

@@ -130,8 +130,13 @@ def vector_clocks(
             pre = list(start_of[p.id])
         else:
             pre = list(end_of[p.id])
-        producers = {d.id: d for d in local_producers(n, cache)}.values()
-        needed = [d for d in producers if pre[index[d.engine]] < d.pos]
+        # local_producers(n) that ``pre`` does not already know finished, each once
+        needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos]
+        for g in n.deps:
+            if group_is_local(g, n.sm, cache):
+                needed += [d for d in g if pre[index[d.engine]] < d.pos]
+        if len(needed) > 1:
+            needed = list({d.id: d for d in needed}.values())
         if len(needed) > 1:  # drop those another needed producer's completion implies
             needed = [
                 d for d in needed
