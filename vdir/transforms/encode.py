@@ -18,6 +18,8 @@ simulator execute exactly these words.
 
 from __future__ import annotations
 
+import array
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -368,6 +370,19 @@ def encode_queue(queue: list[Node], graph: Graph, l2_prefetch: int,
     return words
 
 
+def _words_array(words: list[list[int]]) -> np.ndarray:
+    """The records as an ``(N, INSTR_WORDS)`` uint32 array.
+
+    Through a flat ``array('I')`` where that is 32 bits wide: about twice as
+    fast as numpy converting the nested lists (every word is already known to
+    fit: the fields are range-checked when set).
+    """
+    if array.array("I").itemsize == 4:
+        flat = array.array("I", itertools.chain.from_iterable(words))
+        return np.frombuffer(flat, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS).copy()
+    return np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
+
+
 def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """Each queue of ``instrs`` rerolled into loops (``vdir.analysis.reroll``), and the new queue table.
 
@@ -408,7 +423,7 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET)
             start = len(words)
             words.extend(encode_queue(queues.get((sm, engine), []), graph, l2_prefetch, encoder))
             table[sm][e] = (start, len(words) - start)
-    instrs = np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
+    instrs = _words_array(words)
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
     isa.assign_tensor_maps(instrs, buffers)
     if reroll:
