@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, GroupInterner, Node
+from vdir.analysis.liveness import TileLife, tiles_of_sm
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
@@ -50,37 +51,7 @@ MAX_EXTRA_SLOTS = 6
 CHEAP_CLASS_FRACTION = 64
 
 
-def _round_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-@dataclass
-class _Tile:
-    node: Node
-    size: int
-    last_use: tuple[int, int]
-    consumers: list[Node]
-
-
-def _tiles_of_sm(nodes: list[Node], align: int) -> list[_Tile]:
-    consumers: dict[int, list[Node]] = defaultdict(list)
-    for n in nodes:
-        for i in n.inputs:
-            consumers[i.id].append(n)
-    tiles = []
-    sizes: dict[int, int] = {}  # by the tile signature's id (nodes of one template share it)
-    for n in nodes:
-        if n.kind == "load" or n.kind == "compute":  # Node.produces_tile
-            cs = consumers.get(n.id, [])
-            last = max([(c.seq, c.hoist) for c in cs]) if cs else (n.seq, n.hoist)  # the latest Node.key
-            size = sizes.get(id(n.tile))
-            if size is None:
-                size = sizes[id(n.tile)] = _round_up(n.tile.nbytes, align)  # type: ignore[union-attr]
-            tiles.append(_Tile(n, size, last, cs))
-    return tiles
-
-
-def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
+def _peaks(tiles: list[TileLife]) -> tuple[dict[int, int], int, Node | None]:
     """Peak live count per size class, the peak live bytes and where it happens."""
     events = []
     for k, t in enumerate(tiles):  # k: ties of time and kind keep this order
@@ -104,7 +75,7 @@ def _peaks(tiles: list[_Tile]) -> tuple[dict[int, int], int, Node | None]:
     return dict(peak), peak_total, where
 
 
-def _slot_counts(tiles: list[_Tile], peak: dict[int, int], budget: int) -> dict[int, int]:
+def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> dict[int, int]:
     """Slots per size class: the peak live count, then extra slots.
 
     Extra slots go first to the cheap classes (a second slot for each class
@@ -148,7 +119,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     """
     target = graph.target
     budget = tile_arena_bytes(target.smem_per_block)
-    tiles = _tiles_of_sm(nodes, target.smem_alignment)
+    tiles = tiles_of_sm(nodes, target.smem_alignment)
     peak, peak_total, where = _peaks(tiles)
     if peak_total > budget:
         raise PassFailure(
@@ -172,7 +143,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
             loc=tiles[0].node.loc,
         )
     free = {size: deque(range(counts[size])) for size in counts}
-    occupant: dict[tuple[int, int], _Tile] = {}
+    occupant: dict[tuple[int, int], TileLife] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
     for n_tile, t in enumerate(sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist))):
         node, size = t.node, t.size
@@ -190,7 +161,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     return offset
 
 
-def _allocate_by_liveness(sm: int, tiles: list[_Tile], budget: int, intern: GroupInterner, target: str) -> int:
+def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str) -> int:
     """Place each tile in a free byte range of the arena, in schedule order; return the bytes used.
 
     Candidates are the starts and the ends of the free gaps among the tiles
@@ -258,7 +229,7 @@ class _Occupants:
     def __init__(self) -> None:
         self.los: list[int] = []
         self.his: list[int] = []
-        self.tiles: list[_Tile] = []
+        self.tiles: list[TileLife] = []
         self.released: list[tuple[int, int]] = []
 
     def _run(self, lo: int, hi: int) -> tuple[int, int]:
@@ -272,7 +243,7 @@ class _Occupants:
         i, j = self._run(lo, hi)
         return max(self.released[i:j], default=())
 
-    def take(self, lo: int, hi: int, tile: _Tile) -> list[_Tile]:
+    def take(self, lo: int, hi: int, tile: TileLife) -> list[TileLife]:
         """Make ``tile`` the occupant of ``[lo, hi)``; return the previous occupants of those bytes."""
         i, j = self._run(lo, hi)
         los, his, tiles, released = self.los, self.his, self.tiles, self.released

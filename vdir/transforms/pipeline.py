@@ -23,6 +23,7 @@ from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
+from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
 from vdir.transforms.alloc_smem import allocate, allocate_sm
@@ -30,24 +31,54 @@ from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_queue
+from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_queue, schedule_within_budget
 from vdir.transforms.verify_deps import verify_dependencies
+
+#: the shares of an SM's tile arena that memory-aware hoisting tries, most first, SM by SM: the
+#: liveness allocator may not pack a schedule whose live bytes just fit (fragmentation)
+HOIST_BUDGET_FRACTIONS = (0.9, 0.8, 0.7)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One way to schedule and allocate: the hoisting depth, rings or liveness, and whether hoisting is budgeted.
+
+    Unbudgeted, ``prefetch`` loads are hoisted at every wait
+    (``vdir-schedule``); budgeted, only where each SM's live tiles stay
+    within a share of its arena (:func:`~vdir.transforms.schedule.schedule_within_budget`),
+    the largest share of :data:`HOIST_BUDGET_FRACTIONS` whose allocation fits.
+    """
+
+    prefetch: int
+    by_liveness: bool
+    budgeted: bool = False
+
+
+def _attempts(prefetch: int) -> list[_Attempt]:
+    """The attempts of :func:`schedule_and_allocate`, in order."""
+    rings = [_Attempt(p, False) for p in range(prefetch, 0, -1)]
+    budgeted = [_Attempt(prefetch, True, True)] if prefetch > 0 else []
+    return [*rings, *budgeted, _Attempt(0, False), *(_Attempt(p, True) for p in range(prefetch, -1, -1))]
 
 
 def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit.
 
-    Shared memory in rings is tried at every hoisting depth before any SM is
-    allocated by liveness (``vdir-alloc-smem``), so that a program the rings
-    serve keeps them; the last attempt, by liveness without hoisting, raises.
-    Each attempt schedules and allocates one SM at a time (the queues and
-    tiles of an SM depend on no other SM's), so one that fails stops at the
-    first SM that does not fit and undoes only the SMs it reached.
+    Shared memory in rings is tried first at every hoisting depth, so that a
+    program the rings serve keeps them. Where none fits, the loads are
+    hoisted within the SM's arena (memory-aware hoisting) and allocated by
+    liveness (``vdir-alloc-smem``): a program whose weight tiles fill the
+    arena keeps the first tiles of each phase streaming during its cross-SM
+    waits instead of idling there. Then rings without hoisting, then
+    liveness at each depth; the last attempt, by liveness without
+    hoisting, raises. Each attempt schedules and allocates one SM at a time
+    (the queues and tiles of an SM depend on no other SM's), so one that
+    fails stops at the first SM that does not fit and undoes only the SMs
+    it reached.
     """
     per_sm = _queues_by_sm(graph)
-    attempts = [(p, False) for p in range(prefetch, -1, -1)] + [(p, True) for p in range(prefetch, -1, -1)]
-    for p, by_liveness in attempts[:-1]:
-        if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, p, by_liveness):
+    for attempt in _attempts(prefetch)[:-1]:
+        if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, attempt):
             return
     schedule(graph, 0, check=False)
     allocate(graph, by_liveness=True)
@@ -72,27 +103,45 @@ def _queues_by_sm(graph: Graph) -> list[_SmWork] | None:
     return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
 
 
-def _try_schedule_and_allocate(graph: Graph, per_sm: list[_SmWork], prefetch: int, by_liveness: bool) -> bool:
-    """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails."""
+def _try_schedule_and_allocate(graph: Graph, per_sm: list[_SmWork], attempt: _Attempt) -> bool:
+    """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails.
+
+    A budgeted attempt tries each SM at the shares of :data:`HOIST_BUDGET_FRACTIONS` in turn
+    (undoing only that SM between them) before it gives up.
+    """
+    arena = tile_arena_bytes(graph.target.smem_per_block)
+    budgets = [int(arena * f) for f in HOIST_BUDGET_FRACTIONS] if attempt.budgeted else [0]
     intern = GroupInterner()
     touched: list[tuple[list[Node], list[tuple[int, int, int, int, int]]]] = []
     smem = 0
-    try:
-        for sm, nodes, queues in per_sm:
-            # what scheduling (seq, hoist, pos) and allocation (smem, added groups) change
-            touched.append((nodes, [(n.seq, n.hoist, n.pos, n.smem, len(n.deps)) for n in nodes]))
-            for engine, queue in queues:
-                schedule_queue(graph, engine, queue, prefetch)
-            smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness))
-    except PassFailure:
-        for nodes, saved in touched:
-            for n, (seq, hoist, pos, offset, groups) in zip(nodes, saved, strict=True):
-                n.seq, n.hoist, n.pos, n.smem = seq, hoist, pos, offset
-                if len(n.deps) != groups:
-                    n.deps = n.deps[:groups]
-        return False
+    for sm, nodes, queues in per_sm:
+        # what scheduling (seq, hoist, pos) and allocation (smem, added groups) change
+        touched.append((nodes, [(n.seq, n.hoist, n.pos, n.smem, len(n.deps)) for n in nodes]))
+        for budget in budgets:
+            try:
+                if attempt.budgeted:
+                    schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
+                else:
+                    for engine, queue in queues:
+                        schedule_queue(graph, engine, queue, attempt.prefetch)
+                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness))
+                break
+            except PassFailure:
+                _undo(touched[-1:])
+        else:
+            _undo(touched)
+            return False
     graph.smem_bytes = smem
     return True
+
+
+def _undo(touched: list[tuple[list[Node], list[tuple[int, int, int, int, int]]]]) -> None:
+    """Give the nodes back the schedule and allocation facts saved in ``touched``."""
+    for nodes, saved in touched:
+        for n, (seq, hoist, pos, offset, groups) in zip(nodes, saved, strict=True):
+            n.seq, n.hoist, n.pos, n.smem = seq, hoist, pos, offset
+            if len(n.deps) != groups:
+                n.deps = n.deps[:groups]
 
 
 @contextmanager

@@ -21,6 +21,7 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -28,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
+from vdir.analysis.liveness import LiveBytes, tiles_of_sm
 from vdir.analysis.queues import QUEUE_ORDER, check_dependencies_point_forward, queues_of, waits_on_other_sms
 from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
@@ -46,14 +48,17 @@ HOIST_WINDOW = 64
 SMALL_LOAD_FRACTION = 8
 
 
-def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
+def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None = None, budget: int = 0) -> None:
     """Move ``prefetch`` independent loads ahead of each group of cross-SM waiting loads.
 
     A group is a run of waiting loads with nothing else between them (an
     activation row loaded in two chunks); its first load gets the group's
     share. The candidates are the nearest independent loads within
     :data:`HOIST_WINDOW` queue entries that no earlier group took; small
-    ones (a norm's weight row) come along without counting.
+    ones (a norm's weight row) come along without counting. With ``live``
+    (the SM's live bytes, :class:`~vdir.analysis.liveness.LiveBytes`) a
+    candidate is taken only if its tile, live from the group on, keeps the
+    SM within ``budget`` bytes (see :func:`schedule_within_budget`).
     """
     largest = max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
     for i, blocked in enumerate(queue):
@@ -67,11 +72,43 @@ def hoist_past_barriers(queue: list[Node], prefetch: int) -> None:
             if counted == prefetch:
                 break
             if _is_independent_load(later) and not later.hoist:
+                if live is not None:
+                    if not live.fits_earlier(later, blocked, budget):
+                        continue
+                    live.start_earlier(later, blocked)
                 chosen.append(later)
                 if later.tile is None or later.tile.nbytes * SMALL_LOAD_FRACTION >= largest:
                     counted += 1
         for k, load in enumerate(chosen):
             load.seq, load.hoist = blocked.seq, k - len(chosen)
+
+
+def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[str, list[Node]]], prefetch: int,
+                           budget: int) -> None:
+    """Order one SM's queues, hoisting a load only where the SM's live tiles stay within ``budget`` bytes.
+
+    :func:`schedule_queue` hoists ``prefetch`` loads ahead of every cross-SM
+    wait whatever that costs in shared memory, so a program whose weight
+    tiles fill the arena fits only without hoisting, and its load engine
+    then idles at every wait. Here each candidate is checked against the
+    bytes live from the wait to its own place (the liveness of
+    ``vdir-alloc-smem``, :mod:`vdir.analysis.liveness`): the first tiles of
+    the next phase are fetched during the wait where they fit, and the
+    others keep their place. ``nodes`` and ``queues`` are the SM's (as
+    :func:`~vdir.transforms.pipeline.schedule_and_allocate` groups them).
+    """
+    for engine, queue in queues:
+        schedule_queue(graph, engine, queue, 0)
+    if prefetch == 0:
+        return
+    order = sorted(nodes, key=QUEUE_ORDER)
+    live = LiveBytes(order, tiles_of_sm(order, graph.target.smem_alignment))
+    for engine, queue in queues:
+        if _is_pipelined(graph, engine):
+            hoist_past_barriers(queue, prefetch, live, budget)
+            queue.sort(key=QUEUE_ORDER)
+            for pos, n in enumerate(queue):
+                n.pos = pos
 
 
 def _is_pipelined(graph: Graph, engine: str) -> bool:
@@ -86,18 +123,34 @@ MIN_PREFETCH = 0
 MAX_PREFETCH = HOIST_WINDOW
 
 
-def schedule(graph: Graph, prefetch: int = 2, check: bool = True) -> None:
+def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: int = 0) -> None:
     """Give every node its queue position (see the module docstring).
 
     ``check=False`` skips re-checking that every edge points forward, for
     callers that already ran ``vdir-verify-deps`` on this graph.
+    ``hoist_budget`` > 0: hoist only within that many bytes of live tiles
+    per SM (:func:`schedule_within_budget`).
     """
     if check:
         check_dependencies_point_forward(graph)
-    for (sm, engine), queue in queues_of(graph).items():
+    queues = queues_of(graph)
+    for (sm, _engine), queue in queues.items():
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
+    if hoist_budget > 0:
+        for _sm, nodes, sm_queues in queues_by_sm(queues):
+            schedule_within_budget(graph, nodes, sm_queues, prefetch, hoist_budget)
+        return
+    for (_sm, engine), queue in queues.items():
         schedule_queue(graph, engine, queue, prefetch)
+
+
+def queues_by_sm(queues: dict[tuple[int, str], list[Node]]) -> list[tuple[int, list[Node], list[tuple[str, list[Node]]]]]:
+    """(SM, its nodes, its (engine, queue) pairs) for each SM of ``queues``, by SM."""
+    by_sm: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
+    for (sm, engine), queue in queues.items():
+        by_sm[sm].append((engine, queue))
+    return [(sm, [n for _, q in qs for n in q], qs) for sm, qs in sorted(by_sm.items())]
 
 
 def schedule_queue(graph: Graph, engine: str, queue: list[Node], prefetch: int) -> None:
@@ -115,15 +168,22 @@ class SchedulePass(ModulePass):
     """Order every (SM, engine) queue (see the module docstring).
 
     Option ``prefetch`` (default 2, at most :data:`MAX_PREFETCH`): independent
-    loads moved ahead of each load that waits on other SMs.
+    loads moved ahead of each load that waits on other SMs. Option
+    ``hoist-budget`` (bytes, default 0: no limit): move a load ahead only
+    where the tiles live on its SM, counted as ``vdir-alloc-smem`` counts
+    them, stay within that many bytes (:func:`schedule_within_budget`;
+    ``vdir-pipeline`` uses it with a share of the SM's arena when hoisting
+    without a limit does not fit).
     """
 
     name = "vdir-schedule"
 
     prefetch: int = 2
+    hoist_budget: int = 0
 
     def __post_init__(self) -> None:
         require_option_in_range(self.name, "prefetch", self.prefetch, MIN_PREFETCH, MAX_PREFETCH)
+        require_option_in_range(self.name, "hoist-budget", self.hoist_budget, 0)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch))
+        run_stage(op, "placed", "scheduled", lambda graph: schedule(graph, self.prefetch, hoist_budget=self.hoist_budget))

@@ -1,0 +1,78 @@
+"""Memory-aware hoisting: loads moved ahead of a cross-SM wait only where the SM's tiles still fit.
+
+``vdir-schedule`` hoists the next phase's weight tiles ahead of each load that
+waits on other SMs; where that makes more tiles live than an SM holds,
+``vdir-pipeline`` used to give up hoisting altogether. Hoisting within a
+budget (``schedule_within_budget``, the liveness of
+``vdir/analysis/liveness.py``) keeps the hoists that fit. The live-bytes
+account is checked by hand, and the simulator, with race checking, is the
+oracle for a program the pipeline compiles this way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from vdir.analysis.graph import Node
+from vdir.analysis.liveness import LiveBytes, TileLife
+from vdir.frontend.llama import LlamaConfig, build_decode_step
+from vdir.models.llama import LlamaDecoder
+from vdir.testing.llama import MirrorModel, random_weights
+from vdir.transforms import pipeline
+
+
+def _node(i: int) -> Node:
+    return Node(id=i, kind="load", engine="load", seq=i, name=f"%t{i}", loc="")
+
+
+def test_live_bytes_count_each_tile_from_its_producer_to_its_last_use():
+    a, b, c, d, e = (_node(i) for i in range(5))
+    # a lives over a..c, b over b..b (unused), d over d..e
+    live = LiveBytes([a, b, c, d, e], [TileLife(a, 100, c.key, [c]), TileLife(b, 10, b.key, []),
+                                       TileLife(d, 1000, e.key, [e])])
+    assert live.live.tolist() == [100, 110, 100, 1000, 1000]
+    assert live.peak() == 1000
+    # d made live from b on: b..c gain 1000 bytes
+    assert live.fits_earlier(d, b, 1110) and not live.fits_earlier(d, b, 1109)
+    live.start_earlier(d, b)
+    assert live.live.tolist() == [100, 1110, 1100, 1000, 1000]
+
+
+#: one layer of the Llama-3.2-1B width on 4 SMs: its 64 KiB weight tiles fill the arena, so rings
+#: fit at no hoisting depth and the pipeline hoists within the arena
+WIDE_LAYER = LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=1024, vocab=2048,
+                         max_context=64, block=16, name="wide_layer")
+
+
+def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkeypatch):
+    taken, hoisted = [], []
+    real_try, real_schedule = pipeline._try_schedule_and_allocate, pipeline.schedule_within_budget
+
+    def schedule(graph, nodes, queues, prefetch, budget):
+        real_schedule(graph, nodes, queues, prefetch, budget)
+        hoisted.extend(n.name for n in nodes if n.hoist < 0)
+
+    monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
+    monkeypatch.setattr(pipeline, "_try_schedule_and_allocate",
+                        lambda graph, per_sm, attempt: real_try(graph, per_sm, attempt) and not taken.append(attempt))
+    program = pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
+    assert taken and taken[-1].budgeted and taken[-1].prefetch == 2, taken
+    # weight tiles of the next phase were moved ahead of a wait (the MLP's gate and down weights)
+    assert any(name.startswith("%wgt") for name in hoisted) and any(name.startswith("%wd") for name in hoisted)
+    weights = random_weights(WIDE_LAYER, seed=3)
+    mirror = MirrorModel(WIDE_LAYER, weights)
+    with LlamaDecoder(WIDE_LAYER, weights, backend="sim", program=program) as decoder:
+        token = 7
+        for pos in range(3):
+            decoder.step(pos, token)
+            want_token, want_logits = mirror.step(token, pos)
+            assert np.array_equal(decoder.logits().view(np.uint16), want_logits.view(np.uint16)), f"logits at {pos}"
+            token = want_token
+
+
+def test_the_hoisting_budget_is_a_share_of_the_arena():
+    assert all(0 < f <= 1 for f in pipeline.HOIST_BUDGET_FRACTIONS)
+    assert list(pipeline.HOIST_BUDGET_FRACTIONS) == sorted(pipeline.HOIST_BUDGET_FRACTIONS, reverse=True)
+    assert dataclasses.replace(WIDE_LAYER, layers=2).blocks == 4
