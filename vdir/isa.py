@@ -656,6 +656,23 @@ def _region_form(buf: "BufferInfo", index: int, rows: int, row_bytes: int, strid
     return spec, rows // box_rows, c0 // width
 
 
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_inverse=True)`` for a 2-D integer array, through one lexsort.
+
+    The same sorted rows and inverse, several times faster than numpy's
+    row-wise unique (which sorts the rows as structured records).
+    """
+    if len(keys) == 0:
+        return keys[:0], np.zeros(0, dtype=np.intp)
+    order = np.lexsort(keys.T[::-1])  # by the first column, then the next, ...
+    ordered = keys[order]
+    starts = np.ones(len(keys), dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(keys), dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
+
+
 def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
                        max_box_rows: int = TMA_BOX_MAX, view_bytes: int = TMA_VIEW_BYTES) -> list[TensorMapSpec]:
     """Fill the tensor-copy words of every load and store; return the map table.
@@ -682,8 +699,7 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     # the regions that differ only in their row share one form: (buffer, rows, row bytes, stride, column offset)
     keys = np.stack([BUFFER.column(words).astype(np.uint64), ROWS.column(words).astype(np.uint64),
                      ROW_BYTES.column(words).astype(np.uint64), stride, col_off], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    unique, inverse = _unique_rows(keys)
     forms = []
     for key in unique.tolist():
         b, rows, row_bytes, stride_b, col = key
