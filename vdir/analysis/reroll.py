@@ -26,6 +26,8 @@ _BLOCK_ELEMENTS = 1 << 22
 
 #: random odd multipliers of the row hash (fixed: the encoder is deterministic)
 _HASH_MULTIPLIERS = (np.random.default_rng(0x56444952).integers(0, 1 << 32, isa.INSTR_WORDS, dtype=np.uint64) | 1)
+#: the same, as the uint32 words the hash is computed in
+_HASH_MULTIPLIERS_32 = _HASH_MULTIPLIERS.astype(np.uint32)
 
 
 def _row_hashes(records: np.ndarray) -> np.ndarray:
@@ -35,7 +37,8 @@ def _row_hashes(records: np.ndarray) -> np.ndarray:
     converse can fail (a collision), which :func:`reroll_queue` rules out by
     checking each loop it makes.
     """
-    return ((records.astype(np.uint64) * _HASH_MULTIPLIERS).sum(axis=1) & 0xFFFFFFFF).astype(np.int64)
+    # uint32 arithmetic wraps mod 2^32, which is the hash's modulus
+    return (records.astype(np.uint32) * _HASH_MULTIPLIERS_32).sum(axis=1, dtype=np.uint32)
 
 
 def _runs(ok: np.ndarray) -> np.ndarray:
@@ -58,8 +61,9 @@ def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray
     k = bodies[:, None]
     x = np.arange(n)[None, :]
     one, two = x + k, x + 2 * k
-    d1 = (h[np.minimum(one, n - 1)] - h[None]) & 0xFFFFFFFF
-    d2 = (h[np.minimum(two, n - 1)] - h[np.minimum(one, n - 1)]) & 0xFFFFFFFF
+    h_one = h[np.minimum(one, n - 1)]
+    d1 = h_one - h[None]  # uint32: differences mod 2^32
+    d2 = h[np.minimum(two, n - 1)] - h_one
     packed = records[:, list(isa.PACKED_WORDS)]
     fixed_ok = (packed[np.minimum(one, n - 1)] == packed[None]).all(axis=-1)
     step_ok = (one < n) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
