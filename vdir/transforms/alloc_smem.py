@@ -175,8 +175,9 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     occupants = _Occupants()
     used = 0
     for t in sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist)):
-        key = t.node.key
-        live = [e for e in live if e[2] >= key]
+        key = (t.node.seq, t.node.hoist)  # Node.key
+        if live:
+            live = [e for e in live if e[2] >= key]
         offset = _best_gap(live, t.size, budget, occupants)
         if offset is None:
             raise PassFailure(
@@ -214,8 +215,15 @@ def _best_gap(live: list[tuple[int, int, tuple[int, int]]], size: int, budget: i
         return None
     if len(candidates) == 1:
         return candidates[0]
-    released_at = occupants.released_at
-    return min(candidates, key=lambda off: (released_at(off, off + size), off))
+    # min(candidates, key=lambda off: (occupants.released_at(off, off + size), off)), inlined
+    los, his, released = occupants.los, occupants.his, occupants.released
+    best, best_key = candidates[0], None
+    for off in candidates:
+        i = bisect.bisect_right(his, off)
+        key = (max(released[i : bisect.bisect_left(los, off + size, i)], default=()), off)
+        if best_key is None or key < best_key:
+            best, best_key = off, key
+    return best
 
 
 class _Occupants:
