@@ -42,10 +42,17 @@ def tiles_of_sm(nodes: list[Node], align: int) -> list[TileLife]:
             consumers[i.id].append(n)
     tiles = []
     sizes: dict[int, int] = {}  # by the tile signature's id (nodes of one template share it)
+    consumers_of = consumers.get
     for n in nodes:
-        if n.kind == "load" or n.kind == "compute":  # Node.produces_tile
-            cs = consumers.get(n.id, [])
-            last = max([(c.seq, c.hoist) for c in cs]) if cs else (n.seq, n.hoist)  # the latest Node.key
+        kind = n.kind
+        if kind == "load" or kind == "compute":  # Node.produces_tile
+            cs = consumers_of(n.id)
+            if not cs:
+                cs, last = [], (n.seq, n.hoist)
+            elif len(cs) == 1:
+                last = (cs[0].seq, cs[0].hoist)
+            else:
+                last = max([(c.seq, c.hoist) for c in cs])  # the latest Node.key
             size = sizes.get(id(n.tile))
             if size is None:
                 size = sizes[id(n.tile)] = round_up(n.tile.nbytes, align)  # type: ignore[union-attr]
@@ -63,16 +70,18 @@ class LiveBytes:
     """
 
     def __init__(self, order: list[Node], tiles: list[TileLife]):
-        self.index = {id(n): i for i, n in enumerate(order)}
+        self.index = index = {id(n): i for i, n in enumerate(order)}
         last_index = {}
         for i, n in enumerate(order):
-            last_index[n.key] = i  # equal keys: the last node with that key
+            last_index[(n.seq, n.hoist)] = i  # Node.key; equal keys: the last node with that key
         self.size = {id(t.node): t.size for t in tiles}
-        delta = np.zeros(len(order) + 1, dtype=np.int64)
+        delta = [0] * (len(order) + 1)  # a list: item updates are cheaper than on an array
         for t in tiles:
-            delta[self.index[id(t.node)]] += t.size
+            delta[index[id(t.node)]] += t.size
             delta[last_index[t.last_use] + 1] -= t.size
-        self.live = np.cumsum(delta[:-1])
+        self.live = np.cumsum(np.array(delta[:-1], dtype=np.int64))
+        #: ``live``'s maximum, kept by :meth:`start_earlier` (a hoist only raises its span)
+        self.bound = int(self.live.max(initial=0))
 
     def peak(self) -> int:
         """The most bytes live at any one point."""
@@ -80,11 +89,20 @@ class LiveBytes:
 
     def fits_earlier(self, load: Node, before: Node, budget: int) -> bool:
         """Whether ``load``'s tile, made live from ``before`` on, keeps every point within ``budget``."""
+        size = self.size.get(id(load), 0)
+        if self.bound + size <= budget:  # then every point of the span is within it too
+            return True
         lo, hi = self.index[id(before)], self.index[id(load)]
-        span = self.live[lo:hi]
-        return span.size == 0 or int(span.max()) + self.size.get(id(load), 0) <= budget
+        if hi <= lo:
+            return True
+        if int(self.live[lo]) + size > budget:  # the span's first point already overflows (the usual refusal)
+            return False
+        return int(self.live[lo:hi].max()) + size <= budget
 
     def start_earlier(self, load: Node, before: Node) -> None:
         """Record that ``load``'s tile is live from ``before`` on."""
         lo, hi = self.index[id(before)], self.index[id(load)]
-        self.live[lo:hi] += self.size.get(id(load), 0)
+        size = self.size.get(id(load), 0)
+        self.live[lo:hi] += size
+        if hi > lo:
+            self.bound = max(self.bound, int(self.live[lo:hi].max()))
