@@ -1004,20 +1004,21 @@ class EncodedProgram:
     def check_counts(self) -> None:
         """The counts the runtime allocates by, checked against the instructions; ValueError otherwise.
 
-        ``instrs`` is ``N x INSTR_WORDS`` words; there are at most ``2 N``
-        global counters (every counter is named by an instruction, each of
-        which names at most one to wait on and one to release) and a
-        dependency bitmap of at most the bits of an instruction's masks. A
-        forged header would otherwise have the runtime allocate its state for
-        billions of counters.
+        ``instrs`` is ``N x INSTR_WORDS`` words; there are at most twice as
+        many global counters as executed instructions (every counter is named
+        by one, and each names at most one to wait on and one to release; a
+        loop's step records may move the counter each trip, so its trips are
+        counted: :meth:`executed_count`) and a dependency bitmap of at most
+        the bits of an instruction's masks. A forged header would otherwise
+        have the runtime allocate its state for billions of counters.
         """
         shape = np.shape(self.instrs)
         if len(shape) != 2 or shape[1] != INSTR_WORDS:
             raise ValueError(f"the instructions are a {'x'.join(map(str, shape)) or 'scalar'} array, "
                              f"not N x {INSTR_WORDS} words")
-        if not 0 <= self.num_counters <= 2 * shape[0]:
+        if self.num_counters < 0 or self.num_counters > 2 * shape[0] and self.num_counters > 2 * self.executed_count():
             raise ValueError(f"the header's {self.num_counters:,} global counters are more than its "
-                             f"{shape[0]:,} instructions can name")
+                             f"{self.executed_count():,} executed instructions can name")
         if not 0 <= self.bitmap_bits <= WAIT_MASK.max_value.bit_length():
             raise ValueError(f"the header's {self.bitmap_bits}-bit dependency bitmap is wider than an instruction's "
                              f"{WAIT_MASK.max_value.bit_length()}-bit masks")
@@ -1086,8 +1087,8 @@ class EncodedProgram:
             raise ValueError(f"encoded program has {h['num_buffers']} buffers, its buffer table {len(buffers)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
                       queues, dict(uop_names or {}), target, scalars)
+        _check_unrolled_size(program)  # first: the counters are bounded by the unrolled count
         program.check_counts()
-        _check_unrolled_size(program)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program
