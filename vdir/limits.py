@@ -29,10 +29,10 @@ from vdir.diagnostics import VdirError
 from vdir.isa import INSTR_BYTES
 
 #: the most micro-ops one program may expand to by default. Compile time and
-#: memory grow linearly with the expanded program, at about 60-110 us and 2 KB per
+#: memory grow linearly with the expanded program, at about 40-100 us and 2 KB per
 #: micro-op through ``vdir-pipeline`` on a 2-core machine, so this many compile
-#: in about 30 s and 1.2 GB at most (a repeat of 250,000 trips of a load and a
-#: store: 30 s, 1.24 GB): six times the 16-layer MLP stack (84k), four times
+#: in about 20-50 s and 1.1 GB (a repeat of 250,000 trips of a load and a
+#: store: 20 s, 1.08 GB): six times the 16-layer MLP stack (84k), four times
 #: the 1B decode step (122k). The Llama-3.1-8B step (733k) and
 #: anything larger need the limit raised (``--max-micro-ops``,
 #: ``max_micro_ops=``), as would a repeat of a million trips (2M micro-ops: 2

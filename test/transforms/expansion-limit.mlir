@@ -1,7 +1,7 @@
 // RUN: not vdir-opt %s -p vdir-place 2>&1 | filecheck %s
 
 // A program may expand to at most 500,000 micro-ops by default
-// (vdir.limits.MAX_MICRO_OPS, what compiles in about 30 s and 1.2 GB;
+// (vdir.limits.MAX_MICRO_OPS, what compiles in well under a minute and about 1.1 GB;
 // --max-micro-ops sets another limit, see test/tools/limits.mlir). One that
 // expands to more is refused before anything is expanded, at the repeat
 // that takes it over, rather than expanding for hours.
