@@ -20,8 +20,15 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
     for n in graph.nodes:
         queues[(n.sm, n.engine)].append(n)
     for q in queues.values():
-        q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
+        if all(n.pos >= 0 for n in q):
+            q.sort(key=_SCHEDULED_ORDER)
+        else:
+            q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
     return queues
+
+
+#: ``(pos, Node.key)`` flattened: the order of a scheduled queue, without a Python key function
+_SCHEDULED_ORDER = operator.attrgetter("pos", "seq", "hoist")
 
 
 def waits_on_other_sms(node: Node) -> bool:
