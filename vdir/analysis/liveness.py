@@ -24,7 +24,7 @@ def round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-@dataclass
+@dataclass(slots=True)
 class TileLife:
     """One tile of an SM: its producer, its aligned size, its last use and its consumers."""
 

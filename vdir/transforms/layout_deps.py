@@ -143,12 +143,12 @@ def vector_clocks(
                 if not any(o is not d and end_of[o.id][index[d.engine]] >= d.pos for o in needed)
             ]
         start = pre
-        for d in needed:
-            start = _join(start, end_of[d.id])
+        for d in needed:  # _join, inlined
+            start = [x if x >= y else y for x, y in zip(start, end_of[d.id], strict=False)]
         end = list(start)
         end[e] = n.pos
         if pipelined and p is not None:
-            end = _join(end, end_of[p.id])
+            end = [x if x >= y else y for x, y in zip(end, end_of[p.id], strict=False)]
         nid = n.id
         pre_of[nid], start_of[nid], end_of[nid], needed_of[nid] = pre, start, end, needed
     return c
