@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import operator
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
@@ -172,27 +173,37 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     fragmented) is a located error.
     """
     live: list[tuple[int, int, tuple[int, int]]] = []  # (offset, end, last use), sorted by offset
+    earliest: tuple[int, int] | None = None  # the earliest last use in ``live``
     occupants = _Occupants()
     used = 0
     for t in sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist)):
-        key = (t.node.seq, t.node.hoist)  # Node.key
-        if live:
+        node, size, last_use = t.node, t.size, t.last_use
+        key = (node.seq, node.hoist)  # Node.key
+        if earliest is not None and earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
-        offset = _best_gap(live, t.size, budget, occupants)
+            earliest = min([e[2] for e in live]) if live else None
+        offset = _best_gap(live, size, budget, occupants)
         if offset is None:
             raise PassFailure(
-                f"{t.node.name} on SM {sm} finds no free {t.size}-byte range in the {budget} bytes of shared "
+                f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
                 f"memory on {target} (the live tiles leave only smaller gaps); use smaller tiles",
-                loc=t.node.loc,
+                loc=node.loc,
             )
-        previous = occupants.take(offset, offset + t.size, t)
-        consumers = [c for p in previous for c in p.consumers]
+        previous = occupants.take(offset, offset + size, t)
+        consumers = previous[0].consumers if len(previous) == 1 else [c for p in previous for c in p.consumers]
         if consumers:
-            t.node.deps.append(intern(consumers))
-        t.node.smem = offset
-        bisect.insort(live, (offset, offset + t.size, t.last_use), key=lambda e: e[0])
-        used = max(used, offset + t.size)
+            node.deps.append(intern(consumers))
+        node.smem = offset
+        bisect.insort(live, (offset, offset + size, last_use), key=_OFFSET)
+        if earliest is None or last_use < earliest:
+            earliest = last_use
+        if offset + size > used:
+            used = offset + size
     return used
+
+
+#: the sort key of the live list: a tile's offset
+_OFFSET = operator.itemgetter(0)
 
 
 def _best_gap(live: list[tuple[int, int, tuple[int, int]]], size: int, budget: int,
@@ -269,7 +280,7 @@ class _Occupants:
                 new_tiles.append(tiles[j - 1])
                 new_released.append(released[j - 1])
         los[i:j], his[i:j], tiles[i:j], released[i:j] = new_los, new_his, new_tiles, new_released
-        return list({id(p): p for p in previous}.values())
+        return previous if len(previous) < 2 else list({id(p): p for p in previous}.values())
 
 
 def allocate(graph: Graph, by_liveness: bool = True) -> None:
