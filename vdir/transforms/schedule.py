@@ -58,7 +58,12 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
     ones (a norm's weight row) come along without counting. With ``live``
     (the SM's live bytes, :class:`~vdir.analysis.liveness.LiveBytes`) a
     candidate is taken only if its tile, live from the group on, keeps the
-    SM within ``budget`` bytes (see :func:`schedule_within_budget`).
+    SM within ``budget`` bytes (see :func:`schedule_within_budget`); the
+    first candidate that does not fit ends the group's share. Scanning on
+    past it would carry the small loads of later layers (norm weights,
+    RoPE tables) far ahead: measured on the decode step's trace, such a
+    load waits for its bytes to be freed at the head of the in-order queue,
+    and every load behind it waits too.
     """
     largest = max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
     for i, blocked in enumerate(queue):
@@ -74,7 +79,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
             if _is_independent_load(later) and not later.hoist:
                 if live is not None:
                     if not live.fits_earlier(later, blocked, budget):
-                        continue
+                        break  # the loads after it stay behind it (see the docstring)
                     live.start_earlier(later, blocked)
                 chosen.append(later)
                 if later.tile is None or later.tile.nbytes * SMALL_LOAD_FRACTION >= largest:
