@@ -249,10 +249,17 @@ class GroupInterner:
     def __call__(self, nodes: Iterable[Node]) -> tuple[Node, ...]:
         nodes = list(nodes)
         if len(nodes) == 1:
-            return self._groups.setdefault((id(nodes[0]),), (nodes[0],))
-        uniq = sorted({id(n): n for n in nodes}.values(), key=lambda n: (n.seq, n.id))
-        key = tuple(id(n) for n in uniq)
-        return self._groups.setdefault(key, tuple(uniq))
+            key = (id(nodes[0]),)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = (nodes[0],)
+            return group
+        uniq = sorted({id(n): n for n in nodes}.values(), key=_GROUP_ORDER)
+        return self._groups.setdefault(tuple(map(id, uniq)), tuple(uniq))
+
+
+#: the order of a dependency group's members
+_GROUP_ORDER = operator.attrgetter("seq", "id")
 
 
 # ---------------------------------------------------------------------------
