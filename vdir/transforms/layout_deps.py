@@ -133,7 +133,11 @@ def vector_clocks(
         # local_producers(n) that ``pre`` does not already know finished, each once
         needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos]
         for g in n.deps:
-            if group_is_local(g, n.sm, cache):
+            if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
+                d = g[0]
+                if d.sm == n.sm and pre[index[d.engine]] < d.pos:
+                    needed.append(d)
+            elif group_is_local(g, n.sm, cache):
                 needed += [d for d in g if pre[index[d.engine]] < d.pos]
         if len(needed) > 1:
             needed = list({d.id: d for d in needed}.values())
