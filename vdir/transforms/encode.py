@@ -268,7 +268,7 @@ class _NodeEncoder:
         waits = node.wait_counters
         releases = node.release_counters
         out: list[list[int]] = []
-        for counter, count in waits[1:]:
+        for counter, count in waits[1:] if len(waits) > 1 else ():
             nop = [0] * _WORDS
             counter += 1
             if not (0 <= counter <= _U32_MAX and 0 <= count <= _U32_MAX):
@@ -280,7 +280,8 @@ class _NodeEncoder:
             inputs = node.inputs
             if len(inputs) > _MAX_INPUTS:
                 raise _Unhandled
-            row = self._compute_template(node)[:]
+            key = (id(node.params), node.family, id(node.tile), *[id(i.tile) for i in inputs])
+            row = (self.computes.get(key) or self._compute_template(node))[:]
             smem = node.smem
             if not 0 <= smem <= _U32_MAX:
                 raise _Unhandled
@@ -295,7 +296,7 @@ class _NodeEncoder:
         else:
             if node.dyn is not None:
                 raise _Unhandled
-            row = self._region_template(node)[:]
+            row = (self.regions.get((node.buffer, id(node.tile))) or self._region_template(node))[:]
             smem = node.smem if kind == "load" else node.inputs[0].smem
             if not 0 <= smem <= _U32_MAX:
                 raise _Unhandled
@@ -334,7 +335,7 @@ class _NodeEncoder:
         if node.guard is not None:
             _guard_fields(row, node)
         out.append(row)
-        for extra in releases[1:]:
+        for extra in releases[1:] if len(releases) > 1 else ():
             extra += 1
             if not 0 <= extra <= _U32_MAX:
                 raise _Unhandled
