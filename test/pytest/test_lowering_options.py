@@ -78,6 +78,23 @@ def test_bad_options_are_one_line_errors(values, message):
     assert isinstance(info.value, VdirError) and isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: LoweringOptions.parse("trace=1 trace=0"), r"lowering option 'trace' is given twice in 'trace=1 trace=0'"),
+        (lambda: LoweringOptions.parse("load-ring=4,load_ring=8"), r"lowering option 'load_ring' is given twice"),
+        (lambda: LoweringOptions.from_mapping({"load-ring": 4, "load_ring": 8}),
+         r"lowering option 'load_ring' is given twice"),
+        (lambda: LoweringOptions().with_overrides({"trace": 1}, trace=0), r"lowering option 'trace' is given twice"),
+    ],
+)
+def test_an_option_given_twice_is_refused(make, message):
+    """Not the last value silently kept: a script that sets an option twice has a mistake in it."""
+    with pytest.raises(LoweringOptionError, match=message) as info:
+        make()
+    assert "\n" not in str(info.value)
+
+
 def test_constructor_checks_too():
     with pytest.raises(LoweringOptionError, match="load_path must be"):
         LoweringOptions(load_path="LSU")

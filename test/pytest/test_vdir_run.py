@@ -205,7 +205,8 @@ def test_unknown_backend_and_bad_numbers(capsys, gemv_file):
     "text, fragment",
     [("load_path=dma", "error: --lowering: lowering option load_path must be 'bulk' or 'lsu', got 'dma'"),
      ("unroll=2", "error: --lowering: unknown lowering option 'unroll' (known: split_copies,"),
-     ("lsu", "error: --lowering: lowering options are key=value pairs, got 'lsu'")],
+     ("lsu", "error: --lowering: lowering options are key=value pairs, got 'lsu'"),
+     ("trace=1 trace=0", "error: --lowering: lowering option 'trace' is given twice in 'trace=1 trace=0'")],
 )
 def test_bad_lowering_options_are_one_line_errors(capsys, gemv_file, text, fragment):
     status, out, err = run_main(capsys, gemv_file, "--backend", "sim", "--lowering", text)

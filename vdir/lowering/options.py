@@ -142,6 +142,8 @@ class LoweringOptions:
             key, eq, value = item.partition("=")
             if not eq or not key or not value:
                 raise LoweringOptionError(f"lowering options are key=value pairs, got {item!r} in {text!r}")
+            if key.replace("-", "_") in {k.replace("-", "_") for k in pairs}:
+                raise LoweringOptionError(f"lowering option '{key}' is given twice in {text!r}")
             pairs[key] = value
         return cls.from_mapping(pairs)
 
@@ -164,10 +166,12 @@ class LoweringOptions:
         """These options with some changed; unknown names are rejected, listing the known ones."""
         changes: dict[str, Any] = {}
         types = {f.name: str(f.type) for f in dataclasses.fields(self)}  # annotations are text here
-        for key, value in {**(values or {}), **more}.items():
+        for key, value in [*(values or {}).items(), *more.items()]:
             name = str(key).replace("-", "_")
             if name not in types:
                 raise LoweringOptionError(f"unknown lowering option '{key}' (known: {', '.join(types)})")
+            if name in changes:  # 'load-ring' and 'load_ring', or one name in both arguments
+                raise LoweringOptionError(f"lowering option '{key}' is given twice")
             changes[name] = _convert(name, value, types[name])
         return dataclasses.replace(self, **changes)
 
