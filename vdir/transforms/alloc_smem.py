@@ -34,6 +34,7 @@ import operator
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -53,27 +54,33 @@ CHEAP_CLASS_FRACTION = 64
 
 
 def _peaks(tiles: list[TileLife]) -> tuple[dict[int, int], int, Node | None]:
-    """Peak live count per size class, the peak live bytes and where it happens."""
-    events = []
-    for k, t in enumerate(tiles):  # k: ties of time and kind keep this order
-        events.append(((t.node.seq, t.node.hoist), 1, k, t))
-        events.append((t.last_use, 2, k, t))  # freed after its last use
-    events.sort()
-    live: dict[int, int] = defaultdict(int)
-    peak: dict[int, int] = defaultdict(int)
-    total = peak_total = 0
-    where = None
-    for _, kind, _, t in events:
-        if kind == 1:
-            live[t.size] += 1
-            total += t.size
-            peak[t.size] = max(peak[t.size], live[t.size])
-            if total > peak_total:
-                peak_total, where = total, t.node
-        else:
-            live[t.size] -= 1
-            total -= t.size
-    return dict(peak), peak_total, where
+    """Peak live count per size class, the peak live bytes and where it happens.
+
+    The events (a tile made at its node's key, freed after its last use) in
+    order of time, then made before freed, then tile order: the live bytes
+    and each class's live count are running sums over them, the peaks their
+    maxima, and "where" the tile whose making first reaches the peak bytes.
+    """
+    n = len(tiles)
+    if n == 0:
+        return {}, 0, None
+    made_seq = [t.node.seq for t in tiles]
+    made_hoist = [t.node.hoist for t in tiles]
+    freed_seq = [t.last_use[0] for t in tiles]
+    freed_hoist = [t.last_use[1] for t in tiles]
+    sizes = np.array([t.size for t in tiles], dtype=np.int64)
+    index = np.arange(n)
+    kind = np.repeat(np.array([1, 2]), n)
+    order = np.lexsort((np.concatenate([index, index]), kind, np.array(made_hoist + freed_hoist, dtype=np.int64),
+                        np.array(made_seq + freed_seq, dtype=np.int64)))
+    sign = np.where(kind == 1, 1, -1)[order]
+    event_sizes = np.concatenate([sizes, sizes])[order]
+    totals = np.cumsum(sign * event_sizes)
+    first_max = int(np.argmax(totals))
+    peak_total = max(int(totals[first_max]), 0)
+    where = tiles[int(order[first_max]) % n].node if peak_total > 0 else None
+    peak = {int(s): int(np.cumsum(np.where(event_sizes == s, sign, 0)).max()) for s in np.unique(sizes)}
+    return peak, peak_total, where
 
 
 def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> dict[int, int]:
