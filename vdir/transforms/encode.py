@@ -34,7 +34,7 @@ from vdir.analysis.queues import check_queue_positions_follow_program_order, que
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
-from vdir.diagnostics import PassFailure
+from vdir.diagnostics import PassFailure, VdirError
 from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 
@@ -174,8 +174,8 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
     return out
 
 
-class _Unhandled(Exception):
-    """A value the fast path does not check: the node is encoded field by field instead."""
+class _Unhandled(VdirError):
+    """A value the fast path does not check: the node is encoded field by field instead (never leaves this module)."""
 
 
 _U32_MAX = 0xFFFFFFFF
