@@ -195,7 +195,8 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     t0 = time.time()
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
     options = " ".join(x for x in lowering.split(",") if x) or None
-    with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options) as decoder:
+    with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options,
+                      max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
     with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
-                      program=program) as decoder:
+                      program=program, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         decoder.generate([1], opts.steps)
         if opts.json:
             decoder.exe.trace(opts.json)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
-from vdir.isa import EncodedProgram
-from vdir.limits import Limits
+from vdir.isa import EncodedProgram, check_unrolled_size
+from vdir.limits import Limits, code_bytes_for, current_limits
 from vdir.target import get_target
 
 if TYPE_CHECKING:
@@ -45,7 +45,10 @@ def compile(
     :data:`vdir.limits.MAX_MICRO_OPS`; not a positive integer: a
     :class:`~vdir.limits.LimitError`, before anything is compiled); an
     :class:`EncodedProgram` is used as it is, its header's counts checked
-    (:meth:`EncodedProgram.check_counts`, a ``ValueError``). ``options`` are
+    (:meth:`EncodedProgram.check_counts`, a ``ValueError``) and its code,
+    loops unrolled, held to the ``max_code_bytes`` in effect, or to what
+    ``max_micro_ops`` micro-ops encode to where that is more
+    (:func:`vdir.isa.check_unrolled_size`). ``options`` are
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
@@ -66,6 +69,9 @@ def compile(
         options = LoweringOptions.coerce(options)
     if isinstance(module_or_program, EncodedProgram):
         program = module_or_program
+        # the backends unroll its loops: a forged trip count would have them allocate for it (first:
+        # the counters are bounded by the unrolled count)
+        check_unrolled_size(program, _code_limit(max_micro_ops), "max_micro_ops=")
         program.check_counts()  # a forged count would have the backend allocate for it
     else:
         from xdsl.dialects.builtin import ModuleOp
@@ -77,6 +83,13 @@ def compile(
         verify(module_or_program)
         program = compile_module(module_or_program, target=target, num_sms=num_sms, max_micro_ops=max_micro_ops)
     return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+
+
+def _code_limit(max_micro_ops: int | None) -> int:
+    """The code bytes an encoded program given to :func:`compile` may unroll to: the ``max_code_bytes``
+    in effect, or more where ``max_micro_ops`` allows a larger program."""
+    limit = current_limits().max_code_bytes
+    return limit if max_micro_ops is None else max(limit, code_bytes_for(max_micro_ops))
 
 
 def verify(module: Any) -> None:

@@ -1087,7 +1087,7 @@ class EncodedProgram:
             raise ValueError(f"encoded program has {h['num_buffers']} buffers, its buffer table {len(buffers)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
                       queues, dict(uop_names or {}), target, scalars)
-        _check_unrolled_size(program)  # first: the counters are bounded by the unrolled count
+        check_unrolled_size(program)  # first: the counters are bounded by the unrolled count
         program.check_counts()
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
@@ -1114,16 +1114,19 @@ class EncodedProgram:
         return f"{name} (SM {sm}, {eng} engine, queue position {pos})"
 
 
-def _check_unrolled_size(program: EncodedProgram) -> None:
-    """A loop record is compression too: the code its loops unroll to is held to the ``max_code_bytes``
-    in effect (a forged trip count of 2^32 - 1 asked the verifier for 7 TiB)."""
+def check_unrolled_size(program: EncodedProgram, limit: int | None = None, raised_by: str = "") -> None:
+    """A loop record is compression too: the code its loops unroll to is held to ``limit`` bytes (None:
+    the ``max_code_bytes`` in effect; a forged trip count of 2^32 - 1 asked the verifier for 7 TiB).
+
+    ``raised_by`` names what raises the limit where the command-line option is not the caller's way.
+    """
     from vdir.limits import OPTIONS, current_limits
 
-    limit = current_limits().max_code_bytes
+    limit = current_limits().max_code_bytes if limit is None else limit
     executed = program.executed_count()
     if executed * INSTR_BYTES > limit:
         raise ValueError(f"the program's code, its loops unrolled, is {executed * INSTR_BYTES:,} bytes, more than "
-                         f"{limit:,} (the limit; {OPTIONS['max_code_bytes']} raises it)")
+                         f"{limit:,} (the limit; {raised_by or OPTIONS['max_code_bytes']} raises it)")
 
 
 def encode_code(program: EncodedProgram) -> str:

@@ -39,9 +39,18 @@ from vdir.isa import INSTR_BYTES
 #: minutes and 4.5 GB); beyond it, a program is refused before anything is
 #: expanded, whatever its size.
 MAX_MICRO_OPS = 500_000
+#: bytes an encoded program's code holds beside its instructions (header, queue and buffer tables), at most
+CODE_TABLE_BYTES = 1 << 24
+
+
+def code_bytes_for(micro_ops: int) -> int:
+    """The code bytes that ``micro_ops`` micro-ops encode to: one instruction each, and the tables."""
+    return micro_ops * INSTR_BYTES + CODE_TABLE_BYTES
+
+
 #: the most bytes an encoded program's code may decompress to by default: the
 #: instructions of :data:`MAX_MICRO_OPS` micro-ops and their tables
-MAX_CODE_BYTES = MAX_MICRO_OPS * INSTR_BYTES + (1 << 24)
+MAX_CODE_BYTES = code_bytes_for(MAX_MICRO_OPS)
 #: the most bytes an encoded program's micro-op names may decompress to by default
 MAX_NAMES_BYTES = 1 << 28
 

@@ -456,3 +456,31 @@ def test_a_rerolled_program_may_have_more_counters_than_records(tmp_path):
     src.write_text(str(module))
     assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
     assert opt_main([str(encoded), "-o", str(tmp_path / "again.mlir")]) == 0
+
+
+def test_a_forged_loop_trip_count_in_a_program_object_is_refused_before_the_backend_unrolls_it():
+    """A program handed over as a Python object is held to the same unrolled-code limit as one read from
+    text (the simulator and the CUDA backend unroll its loops: 2^32 - 1 trips asked for terabytes);
+    ``max_micro_ops`` raises the limit for a program that is large on purpose."""
+    import time
+
+    from vdir import isa
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    b = ProgramBuilder("rows")
+    x, y = b.buffer("x", (64, 64)), b.buffer("y", (64, 64))
+    with b.repeat(0, 64) as i:
+        b.store(b.load(x, (i, 0), (1, 64)), y, (i, 0))
+    program = compile_to_encoded(b.finish(), num_sms=1)
+    loops = np.nonzero(isa.OPCODE.column(program.instrs) == isa.OP_LOOP)[0]
+    assert loops.size
+    with vdir.compile(program, backend="sim", max_micro_ops=10):  # a real program passes, whatever the limit
+        pass
+    for r in loops.tolist():
+        isa.LOOP_TRIPS.set(program.instrs[r], 2**32 - 1)
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"^the program's code, its loops unrolled, is [0-9,]+ bytes, more than "
+                                         r"80,777,216 \(the limit; max_micro_ops= raises it\)$"):
+        vdir.compile(program, backend="sim")
+    assert time.monotonic() - start < 5
+
