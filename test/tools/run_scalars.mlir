@@ -3,6 +3,7 @@
 // RUN: not vdir-run %s --backend sim --scalar pos=60 --scalar n=1 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not vdir-run %s --backend sim --scalar q=1 2>&1 | filecheck %s --check-prefix=NAME
 // RUN: not vdir-run %s --backend sim --scalar pos=two 2>&1 | filecheck %s --check-prefix=VALUE
+// RUN: not vdir-run %s --backend sim --scalar pos=٣ 2>&1 | filecheck %s --check-prefix=DIGITS
 
 // vdir-run gives the launch-time scalars with --scalar NAME=VALUE (others
 // are random in their range, from --seed), prints the values it used, and
@@ -16,6 +17,7 @@
 // RANGE:      error: scalar 'pos' = 60 is outside its range 0 to 60
 // NAME:       error: --scalar q=1: expected NAME=VALUE with NAME one of the program's scalars (pos, n)
 // VALUE:      error: --scalar pos=two: 'two' is not an integer
+// DIGITS:     error: --scalar pos=٣: '٣' is not an integer
 
 vdir.program @runtime(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>, %pos: index in 0 to 60, %n: index in 0 to 9) {
   %t = vdir.load %x[%pos, 0] : !vdir.buffer<64x16xbf16> -> !vdir.tile<4x16xbf16>

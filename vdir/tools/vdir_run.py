@@ -320,10 +320,21 @@ def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringO
     return 0
 
 
+def _integer(text: str) -> int:
+    """``text`` as an integer written in ASCII (decimal, or 0x / 0o / 0b); ValueError otherwise.
+
+    Python's ``int`` also reads other scripts' digits (``'٣'`` is 3), which a
+    command line should not take silently.
+    """
+    if not text.isascii():
+        raise ValueError(text)
+    return int(text, 0)
+
+
 def _seed(text: str) -> int:
     """``--seed``'s value: a non-negative integer (numpy's generators take no other)."""
     try:
-        value = int(text, 0)
+        value = _integer(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
     if value < 0:
@@ -343,7 +354,7 @@ def parse_scalars(given: Sequence[str], scalars: Sequence[ScalarInfo], seed: int
         if name in values:
             raise RunError(f"error: --scalar {item}: scalar '{name}' is already given ({name}={values[name]})")
         try:
-            values[name] = int(text, 0)
+            values[name] = _integer(text)
         except ValueError:
             raise RunError(f"error: --scalar {item}: '{text}' is not an integer") from None
     rng = np.random.default_rng(seed)
