@@ -77,11 +77,11 @@ vdir.program @flow(%a: !vdir.buffer<1x8xbf16>) {
 
 // -----
 
-// A repeat bound of another integer type is refused (not read as unsigned).
+// A repeat bound of another integer type is refused (not read as unsigned), naming the property.
 
 "vdir.program"() <{sym_name = "repeat_ui64", arg_names = ["a"]}> ({
 ^bb0(%a: !vdir.buffer<1x8xbf16>):
-  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: Expected attribute i64 but got ui64
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: property 'upper' of vdir.repeat: Expected attribute i64 but got ui64
   "vdir.repeat"() <{lower = 0 : i64, upper = 18446744073709551615 : ui64, step = 1 : i64}> ({
   ^bb0(%i: index):
     %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<load>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>

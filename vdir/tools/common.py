@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
+from xdsl.irdl import IRDLOperation, VerificationContext
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -361,7 +362,23 @@ def _verify_op(op: Operation) -> None:
         op.verify(verify_nested_ops=False)
     except DiagnosticException as e:  # a VerifyException (an OpVerifyException names its op) or a PassFailure
         at = getattr(e, "op", None) or op
-        raise UserError(located(one_line(str(e)), at)) from None
+        raise UserError(located(_failing_property(at) + one_line(str(e)), at)) from None
+
+
+def _failing_property(op: Operation) -> str:
+    """``"property 'upper' of vdir.repeat: "`` when one of ``op``'s properties breaks its declared constraint,
+    else ``""``: xDSL's message (``Expected attribute i64 but got ui64``) does not say which property."""
+    if not isinstance(op, IRDLOperation):
+        return ""
+    for name, prop in type(op).get_irdl_definition().properties.items():
+        attr = op.properties.get(name)
+        if attr is None:
+            continue
+        try:
+            prop.constr.verify(attr, VerificationContext())
+        except VerifyException:
+            return f"property '{name}' of {op.name}: "
+    return ""
 
 
 def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
