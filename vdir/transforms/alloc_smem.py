@@ -119,15 +119,18 @@ def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> di
     return counts
 
 
-def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True) -> int:
+def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True,
+                tiles: list[TileLife] | None = None) -> int:
     """Allocate one SM's tiles; return the bytes its arena uses.
 
     Rings first; where they do not fit, by liveness, or (``by_liveness``
-    false) a located error.
+    false) a located error. ``tiles``: :func:`tiles_of_sm` of ``nodes`` in
+    the schedule given, where the caller has them already.
     """
     target = graph.target
     budget = tile_arena_bytes(target.smem_per_block)
-    tiles = tiles_of_sm(nodes, target.smem_alignment)
+    if tiles is None:
+        tiles = tiles_of_sm(nodes, target.smem_alignment)
     peak, peak_total, where = _peaks(tiles)
     if peak_total > budget:
         raise PassFailure(

@@ -119,12 +119,13 @@ def _try_schedule_and_allocate(graph: Graph, per_sm: list[_SmWork], attempt: _At
         touched.append((nodes, [(n.seq, n.hoist, n.pos, n.smem, len(n.deps)) for n in nodes]))
         for budget in budgets:
             try:
+                tiles = None
                 if attempt.budgeted:
-                    schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
+                    tiles = schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
                 else:
                     for engine, queue in queues:
                         schedule_queue(graph, engine, queue, attempt.prefetch)
-                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness))
+                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles))
                 break
             except PassFailure:
                 _undo(touched[-1:])

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
-from vdir.analysis.liveness import LiveBytes, tiles_of_sm
+from vdir.analysis.liveness import LiveBytes, TileLife, tiles_of_sm
 from vdir.analysis.queues import QUEUE_ORDER, check_dependencies_point_forward, queues_of, waits_on_other_sms
 from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
@@ -89,7 +89,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
 
 
 def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[str, list[Node]]], prefetch: int,
-                           budget: int) -> None:
+                           budget: int) -> list[TileLife]:
     """Order one SM's queues, hoisting a load only where the SM's live tiles stay within ``budget`` bytes.
 
     :func:`schedule_queue` hoists ``prefetch`` loads ahead of every cross-SM
@@ -101,19 +101,28 @@ def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[s
     the next phase are fetched during the wait where they fit, and the
     others keep their place. ``nodes`` and ``queues`` are the SM's (as
     :func:`~vdir.transforms.pipeline.schedule_and_allocate` groups them).
+
+    Returns the SM's tiles (:func:`~vdir.analysis.liveness.tiles_of_sm` of
+    ``nodes``) as the new order has them, for ``vdir-alloc-smem`` to reuse:
+    hoisting moves loads, which read no tile, so only a tile that nobody
+    reads changes its last use (its own place).
     """
     for engine, queue in queues:
         schedule_queue(graph, engine, queue, 0)
+    tiles = tiles_of_sm(nodes, graph.target.smem_alignment)
     if prefetch == 0:
-        return
-    order = sorted(nodes, key=QUEUE_ORDER)
-    live = LiveBytes(order, tiles_of_sm(order, graph.target.smem_alignment))
+        return tiles
+    live = LiveBytes(sorted(nodes, key=QUEUE_ORDER), tiles)
     for engine, queue in queues:
         if _is_pipelined(graph, engine):
             hoist_past_barriers(queue, prefetch, live, budget)
             queue.sort(key=QUEUE_ORDER)
             for pos, n in enumerate(queue):
                 n.pos = pos
+    for t in tiles:
+        if not t.consumers:
+            t.last_use = (t.node.seq, t.node.hoist)
+    return tiles
 
 
 def _is_pipelined(graph: Graph, engine: str) -> bool:
