@@ -65,9 +65,9 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
     attempts: list[int] = []
 
     def allocate_failing_once(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
-                              by_liveness: bool = True) -> int:
+                              by_liveness: bool = True, tiles=None) -> int:
         attempts.append(sm)
-        used = allocate_sm(graph, sm, nodes, intern, by_liveness)
+        used = allocate_sm(graph, sm, nodes, intern, by_liveness, tiles)
         if len(attempts) == 2:
             raise PassFailure("tiles do not fit")
         return used
