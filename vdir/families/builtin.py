@@ -1,5 +1,5 @@
-"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, the fused gemv
-forms and the decode-attention pair (defined in :mod:`vdir.families.attention`).
+"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, slice, the fused
+gemv forms and the decode-attention pair (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -15,8 +15,9 @@ input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
 ``p2`` holds gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``),
 add's (``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows'
 (``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``),
-argmax_partial's (``isa.ARGMAX_IN_F32``) or ``gemv_silu_mul``'s
-``operand``; ``p3`` holds argmax_partial's ``base``; ``f0`` holds ``eps``.
+argmax_partial's (``isa.ARGMAX_IN_F32``), ``gemv_silu_mul``'s
+``operand`` or slice's ``width``; ``p3`` holds argmax_partial's ``base`` or
+slice's ``start``; ``f0`` holds ``eps``.
 """
 
 from __future__ import annotations
@@ -302,6 +303,21 @@ def _run_rmsnorm_rows(ins, params):
     return np.concatenate([rmsnorm_f32(row.reshape(1, -1), g, params["eps"]) for row in x], axis=0)
 
 
+def _infer_slice(ins, params):
+    """Columns ``start .. start + width - 1`` of a bf16 tile, every row: an exact copy."""
+    (x,) = ins
+    _bf16([x], "slice", ["x"])
+    start, width = int(params["start"]), int(params["width"])
+    _need(width >= 1 and start + width <= x.shape[1],
+          f"family 'slice': columns {start} to {start + width - 1} are not within the {x.shape[1]} columns of {x}")
+    return TileSig((x.shape[0], width), "bf16")
+
+
+def _run_slice(ins, params):
+    start = int(params["start"])
+    return ins[0][:, start : start + int(params["width"])]
+
+
 def _infer_argmax_partial(ins, params):
     """x ``1 x N`` bf16 or f32, ``base + N <= 2^24`` -> ``1 x 4`` f32 ``[best, base + index, 0, 0]``."""
     (x,) = ins
@@ -430,6 +446,16 @@ def _encode_rope(sig: ComputeSignature) -> ParamWords:
 def _decode_rope(w: ParamWords) -> ComputeSignature:
     table = _tile(1, w.p1, "f32" if w.p2 & isa.ROPE_TABLES_F32 else "bf16")
     return ComputeSignature((_tile(w.p0, w.p1), table, table), _tile(w.p0, w.p1))
+
+
+def _encode_slice(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: the input's ``R x K``; ``p2``: ``width``; ``p3``: ``start``."""
+    rows, cols = sig.inputs[0].shape
+    return ParamWords(rows, cols, int(sig.params["width"]), int(sig.params["start"]))
+
+
+def _decode_slice(w: ParamWords) -> ComputeSignature:
+    return ComputeSignature((_tile(w.p0, w.p1),), _tile(w.p0, w.p2), {"start": w.p3, "width": w.p2})
 
 
 def _encode_argmax_partial(sig: ComputeSignature) -> ParamWords:
@@ -570,9 +596,19 @@ ARGMAX_FINAL = Family(
     param_specs={"stride": ParamSpec.integral(0, ARGMAX_INDEX_LIMIT)},
 )
 
+SLICE = Family(
+    "slice", 15, ("x",), ("start", "width"),
+    _infer_slice, _run_slice, _elem_flops(1),
+    _encode_slice, _decode_slice,
+    Role.ACTIVATION, f"{_PTX}.elementwise:slice_columns",
+    description="y[r, c] = x[r, start + c] for c < width (bf16, copied exactly): a K chunk of a computed row, "
+                "for gemv tiles split along K",
+    param_specs={"start": ParamSpec.integral(), "width": ParamSpec.integral(1)},
+)
+
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
-                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL)
+                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

@@ -1,4 +1,4 @@
-"""Bodies of the elementwise families: ``rmsnorm``, ``silu_mul``, ``add``.
+"""Bodies of the elementwise families: ``rmsnorm``, ``silu_mul``, ``add``, ``slice``.
 
 Threads of the compute group take elements round-robin (2- or 4-byte
 accesses: these tiles are small next to the gemv weights).
@@ -113,3 +113,21 @@ def rmsnorm_rows(cc: "F.ComputeCtx") -> None:
         b.raw("barrier.sync", "%d, %d" % (L.COMPUTE_BARRIER, cc.nthreads))
 
     b.for_range(0, cc.p0, 1, row, "rmsnorm_rows")
+
+
+def slice_columns(cc: "F.ComputeCtx") -> None:
+    """y[r, c] = x[r, start + c] over the ``R x width`` result (``p0`` = R, ``p1`` = K, ``p2`` = width,
+    ``p3`` = start): 2-byte copies, the bits as they are."""
+    b = cc.b
+    width = cc.p2
+    n = b.i("mul.lo.u32", "u32", cc.p0, width)
+
+    def body(i: SSAValue) -> None:
+        r = b.i("div.u32", "u32", i, width)
+        c = b.i("sub.u32", "u32", i, b.i("mul.lo.u32", "u32", r, width))
+        src = b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", r, cc.p1, cc.p3), c)
+        v = b.ld("ld.shared.b16", "b16", b.i("mad.lo.u32", "u32", src, 2, cc.ins[0]))
+        b.st("st.shared.b16", b.i("mad.lo.u32", "u32", i, 2, cc.out), 0, v)
+
+    b.for_range(cc.ct, n, cc.nthreads, body, "slice")
+
