@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
-from vdir.isa import EncodedProgram, check_unrolled_size
+from vdir.isa import EncodedProgram, check_regions, check_unrolled_size
 from vdir.limits import Limits, code_bytes_for, current_limits
 from vdir.target import get_target
 
@@ -73,6 +73,7 @@ def compile(
         # the counters are bounded by the unrolled count)
         check_unrolled_size(program, _code_limit(max_micro_ops), "max_micro_ops=")
         program.check_counts()  # a forged count would have the backend allocate for it
+        check_regions(program)  # a forged region would have the kernel copy outside its buffer
     else:
         from xdsl.dialects.builtin import ModuleOp
 

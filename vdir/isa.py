@@ -869,6 +869,67 @@ def check_stored_buffers(program: "EncodedProgram") -> None:
                              "(a written buffer is out, inout or scratch)")
 
 
+#: the opcodes whose instruction names a region of a buffer
+REGION_OPCODES = (OP_LOAD, OP_STORE, OP_PREFETCH)
+
+
+def check_regions(program: "EncodedProgram") -> None:
+    """Every region a load, store or prefetch names lies within its buffer, at both ends of a runtime
+    offset's range (so at every value between); ValueError naming the micro-op otherwise.
+
+    The kernel copies what the words say: a forged region would read or write
+    another allocation, or fault and take the device context with it. The
+    simulator checks the same per instruction as it decodes; this is the
+    check for every backend, on whole queues at once. A program with
+    malformed loop records is left to the readers that name the queue and
+    the record (:meth:`EncodedProgram.check_loops`).
+    """
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    sizes = np.array([math.prod(b.shape) * DTYPE_SIZES[b.dtype] for b in program.buffers] or [0], dtype=np.int64)
+    for sm in range(len(program.queues)):
+        for engine in range(len(program.queues[sm])):
+            words = program.executed_queue(sm, engine)
+            where = np.nonzero(np.isin(OPCODE.column(words), REGION_OPCODES))[0]
+            if where.size:
+                bad = _first_region_outside(words[where], sizes, [b.name for b in program.buffers])
+                if bad is not None:
+                    k, text = bad
+                    raise ValueError(f"{program.describe(sm, engine, int(where[k]))}: {text}")
+
+
+def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[str]) -> tuple[int, str] | None:
+    """(row, why) of the first of ``regions`` (instruction rows) outside its buffer, or None."""
+    nbuffers = len(names)
+    buf = BUFFER.column(regions).astype(np.int64)
+    if (buf >= nbuffers).any():
+        k = int(np.argmax(buf >= nbuffers))
+        return k, f"buffer {int(buf[k])} does not exist (the program has {nbuffers})"
+    size = sizes[buf]
+    offset = GLOBAL_OFFSET.column(regions)  # u64
+    rows = ROWS.column(regions).astype(np.int64)
+    extent = np.where(rows > 0, (rows - 1) * ROW_STRIDE.column(regions).astype(np.int64), 0)
+    extent += ROW_BYTES.column(regions).astype(np.int64)  # < 2^64: both terms are below 2^32 * 2^32
+    outside = (offset >= np.uint64(1 << 63)) | (extent > size)
+    start = np.where(outside, 0, offset.astype(np.int64))
+    outside |= start > size - extent
+    dynamic = DYN_SOURCE.column(regions) != SOURCE_NONE
+    if dynamic.any():
+        scale = DYN_SCALE.column(regions).astype(np.int64)
+        for bound in (DYN_MIN, DYN_MAX):  # |v * scale| < 2^62: the sums stay within int64
+            moved = start + bound.column(regions).astype(np.int64) * scale
+            outside |= dynamic & ((moved < 0) | (moved > size - extent))
+    if not outside.any():
+        return None
+    k = int(np.argmax(outside))
+    lo = int(offset[k]) - (1 << 64) if int(offset[k]) >= 1 << 63 else int(offset[k])
+    where = " for some value of its runtime offset" if dynamic[k] else ""
+    return k, (f"region [{lo}, {lo + int(extent[k])}){where} is outside buffer '{names[int(buf[k])]}' "
+               f"({int(size[k])} bytes)")
+
+
 @dataclass(frozen=True)
 class ScalarInfo:
     """A launch-time scalar as the runtime sees it: slot order, name, half-open range."""
@@ -1089,6 +1150,7 @@ class EncodedProgram:
                       queues, dict(uop_names or {}), target, scalars)
         check_unrolled_size(program)  # first: the counters are bounded by the unrolled count
         program.check_counts()
+        check_regions(program)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program

@@ -15,6 +15,7 @@ from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 
 import vdir
+from vdir import isa
 from vdir.compiler import InvalidModuleError
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.platform import LaunchOptionError, PlatformError
@@ -484,3 +485,30 @@ def test_a_forged_loop_trip_count_in_a_program_object_is_refused_before_the_back
         vdir.compile(program, backend="sim")
     assert time.monotonic() - start < 5
 
+
+
+@pytest.mark.parametrize(
+    "forge, message",
+    [
+        (lambda w: isa.ROWS.set(w, 2), r"region \[0, 256\) is outside buffer 'x' \(128 bytes\)"),
+        (lambda w: isa.GLOBAL_OFFSET.set(w, 16), r"region \[16, 144\) is outside buffer 'x' \(128 bytes\)"),
+        (lambda w: isa.GLOBAL_OFFSET.set(w, 2**64 - 16), r"region \[-16, 112\) is outside buffer 'x'"),
+        (lambda w: isa.BUFFER.set(w, 7), r"buffer 7 does not exist \(the program has 2\)"),
+        (lambda w: (isa.DYN_SOURCE.set(w, isa.SOURCE_SCALAR), isa.DYN_SCALE.set(w, 64), isa.DYN_MAX.set(w, 1)),
+         r"region \[0, 128\) for some value of its runtime offset is outside buffer 'x'"),
+    ],
+)
+def test_a_forged_region_is_refused_before_any_backend_copies_it(forge, message):
+    """The kernel copies what an instruction's words say: a region beyond its buffer, given as a program
+    object or read from text, is refused naming the micro-op (it would read another allocation or fault
+    the device), on every backend and before anything runs."""
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(copy_program(), num_sms=1)
+    load = next(i for i, w in enumerate(program.instrs) if isa.OPCODE.get(w) == isa.OP_LOAD)
+    forge(program.instrs[load])
+    with pytest.raises(ValueError, match=r"^%t \(<unknown>\) \(SM 0, load engine, queue position 0\): " + message):
+        vdir.compile(program, backend="sim")
+    with pytest.raises(ValueError, match=message):
+        isa.EncodedProgram.from_bytes(program.to_bytes(), program.buffers, program.uop_names, program.target,
+                                      program.scalars)

@@ -391,7 +391,8 @@ class CudaPlatform(Platform):
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
         try:
             program.check_loops()
-        except isa.LoopFormError as e:
+            isa.check_regions(program)  # the kernel copies what the words say: never outside a buffer
+        except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
         # the kernel walks plain queues: loop records are expanded here
         program = program.without_loops()
