@@ -31,6 +31,29 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
 _SCHEDULED_ORDER = operator.attrgetter("pos", "seq", "hoist")
 
 
+#: one SM's share of the graph: its number, its nodes (in graph order) and its (engine, queue) pairs
+SmShare = tuple[int, list[Node], list[tuple[str, list[Node]]]]
+
+
+def sm_shares(graph: Graph) -> list[SmShare] | None:
+    """Each SM's nodes and queues (in graph order), by SM; None if a node has no SM yet.
+
+    The queues and tiles of an SM depend on no other SM's, so scheduling and
+    allocation work on one share at a time.
+    """
+    nodes_of: dict[int, list[Node]] = defaultdict(list)
+    queues: dict[tuple[int, str], list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        if n.sm < 0:
+            return None
+        nodes_of[n.sm].append(n)
+        queues[(n.sm, n.engine)].append(n)
+    engines_of: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
+    for (sm, engine), queue in queues.items():
+        engines_of[sm].append((engine, queue))
+    return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
+
+
 def waits_on_other_sms(node: Node) -> bool:
     """Whether ``node`` waits for a micro-op placed on another SM (a global counter)."""
     return any(p.sm != node.sm for group in node.deps for p in group)

@@ -10,7 +10,6 @@ the same pipeline for embedders: a module in, an
 from __future__ import annotations
 
 import gc
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
+from vdir.analysis.queues import SmShare, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
@@ -76,7 +76,7 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     fails stops at the first SM that does not fit and undoes only the SMs
     it reached.
     """
-    per_sm = _queues_by_sm(graph)
+    per_sm = sm_shares(graph)
     for attempt in _attempts(prefetch)[:-1]:
         if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, attempt):
             return
@@ -84,26 +84,7 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     allocate(graph, by_liveness=True)
 
 
-#: one SM's share of the graph: its number, its nodes (in graph order) and its (engine, queue) pairs
-_SmWork = tuple[int, list[Node], list[tuple[str, list[Node]]]]
-
-
-def _queues_by_sm(graph: Graph) -> list[_SmWork] | None:
-    """Each SM's nodes and queues, by SM; None if a node has no SM (``schedule`` reports it)."""
-    nodes_of: dict[int, list[Node]] = defaultdict(list)
-    queues: dict[tuple[int, str], list[Node]] = defaultdict(list)
-    for n in graph.nodes:
-        if n.sm < 0:
-            return None
-        nodes_of[n.sm].append(n)
-        queues[(n.sm, n.engine)].append(n)
-    engines_of: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
-    for (sm, engine), queue in queues.items():
-        engines_of[sm].append((engine, queue))
-    return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
-
-
-def _try_schedule_and_allocate(graph: Graph, per_sm: list[_SmWork], attempt: _Attempt) -> bool:
+def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt) -> bool:
     """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails.
 
     A budgeted attempt tries each SM at the shares of :data:`HOIST_BUDGET_FRACTIONS` in turn

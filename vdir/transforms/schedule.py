@@ -21,7 +21,6 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -30,7 +29,13 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, Node
 from vdir.analysis.liveness import LiveBytes, TileLife, tiles_of_sm
-from vdir.analysis.queues import QUEUE_ORDER, check_dependencies_point_forward, queues_of, waits_on_other_sms
+from vdir.analysis.queues import (
+    QUEUE_ORDER,
+    check_dependencies_point_forward,
+    queues_of,
+    sm_shares,
+    waits_on_other_sms,
+)
 from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
 
@@ -152,19 +157,11 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: 
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
     if hoist_budget > 0:
-        for _sm, nodes, sm_queues in queues_by_sm(queues):
+        for _sm, nodes, sm_queues in sm_shares(graph) or []:
             schedule_within_budget(graph, nodes, sm_queues, prefetch, hoist_budget)
         return
     for (_sm, engine), queue in queues.items():
         schedule_queue(graph, engine, queue, prefetch)
-
-
-def queues_by_sm(queues: dict[tuple[int, str], list[Node]]) -> list[tuple[int, list[Node], list[tuple[str, list[Node]]]]]:
-    """(SM, its nodes, its (engine, queue) pairs) for each SM of ``queues``, by SM."""
-    by_sm: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
-    for (sm, engine), queue in queues.items():
-        by_sm[sm].append((engine, queue))
-    return [(sm, [n for _, q in qs for n in q], qs) for sm, qs in sorted(by_sm.items())]
 
 
 def schedule_queue(graph: Graph, engine: str, queue: list[Node], prefetch: int) -> None:
