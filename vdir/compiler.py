@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
-from vdir.isa import EncodedProgram, check_regions, check_unrolled_size
+from vdir.isa import EncodedProgram, check_untrusted
 from vdir.limits import Limits, code_bytes_for, current_limits
 from vdir.target import get_target
 
@@ -44,11 +44,10 @@ def compile(
     micro-ops (None: the limit in effect, by default
     :data:`vdir.limits.MAX_MICRO_OPS`; not a positive integer: a
     :class:`~vdir.limits.LimitError`, before anything is compiled); an
-    :class:`EncodedProgram` is used as it is, its header's counts checked
-    (:meth:`EncodedProgram.check_counts`, a ``ValueError``) and its code,
-    loops unrolled, held to the ``max_code_bytes`` in effect, or to what
-    ``max_micro_ops`` micro-ops encode to where that is more
-    (:func:`vdir.isa.check_unrolled_size`). ``options`` are
+    :class:`EncodedProgram` is used as it is, checked as one read back from
+    text is (:func:`vdir.isa.check_untrusted`, a ``ValueError``), its code,
+    loops unrolled, held to the ``max_code_bytes`` in effect or to what
+    ``max_micro_ops`` micro-ops encode to where that is more. ``options`` are
     the lowering options (:class:`~vdir.lowering.options.LoweringOptions`, a
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
@@ -69,11 +68,7 @@ def compile(
         options = LoweringOptions.coerce(options)
     if isinstance(module_or_program, EncodedProgram):
         program = module_or_program
-        # the backends unroll its loops: a forged trip count would have them allocate for it (first:
-        # the counters are bounded by the unrolled count)
-        check_unrolled_size(program, _code_limit(max_micro_ops), "max_micro_ops=")
-        program.check_counts()  # a forged count would have the backend allocate for it
-        check_regions(program)  # a forged region would have the kernel copy outside its buffer
+        check_untrusted(program, _code_limit(max_micro_ops), "max_micro_ops=")
     else:
         from xdsl.dialects.builtin import ModuleOp
 

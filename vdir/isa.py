@@ -1148,9 +1148,7 @@ class EncodedProgram:
             raise ValueError(f"encoded program has {h['num_buffers']} buffers, its buffer table {len(buffers)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
                       queues, dict(uop_names or {}), target, scalars)
-        check_unrolled_size(program)  # first: the counters are bounded by the unrolled count
-        program.check_counts()
-        check_regions(program)
+        check_untrusted(program)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
         return program
@@ -1189,6 +1187,20 @@ def check_unrolled_size(program: EncodedProgram, limit: int | None = None, raise
     if executed * INSTR_BYTES > limit:
         raise ValueError(f"the program's code, its loops unrolled, is {executed * INSTR_BYTES:,} bytes, more than "
                          f"{limit:,} (the limit; {raised_by or OPTIONS['max_code_bytes']} raises it)")
+
+
+def check_untrusted(program: EncodedProgram, code_limit: int | None = None, raised_by: str = "") -> None:
+    """Everything a backend would trust blindly in a program that comes from outside the compiler (read
+    back from text, or handed over as a Python object); ValueError naming what is wrong.
+
+    In order: the code its loops unroll to (:func:`check_unrolled_size`, with ``code_limit`` and
+    ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
+    runtime allocates by (:meth:`EncodedProgram.check_counts`) and the regions against their buffers
+    (:func:`check_regions`).
+    """
+    check_unrolled_size(program, code_limit, raised_by)
+    program.check_counts()
+    check_regions(program)
 
 
 def encode_code(program: EncodedProgram) -> str:

@@ -391,7 +391,9 @@ class CudaPlatform(Platform):
             raise PlatformError(f"program uses {program.num_sms} SMs; the device has {self._target.num_sms}")
         try:
             program.check_loops()
-            isa.check_regions(program)  # the kernel copies what the words say: never outside a buffer
+            # the kernel copies what the words say: never outside a buffer (vdir.compile checked a program
+            # handed over already; an Executable built directly, or from the compiler, is checked here)
+            isa.check_regions(program)
         except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
         # the kernel walks plain queues: loop records are expanded here
