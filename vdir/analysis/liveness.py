@@ -4,7 +4,7 @@ A tile lives from its producer to its last consumer, in the SM's schedule
 order (``Node.key``: program order, hoisted loads moved up), and takes its
 size rounded up to the target's bulk-copy alignment. ``vdir-alloc-smem``
 gives each tile bytes for that span; ``vdir-schedule``'s memory-aware
-hoisting (:func:`~vdir.transforms.schedule.hoist_within_budget`) asks, with
+hoisting (:func:`~vdir.transforms.schedule.schedule_within_budget`) asks, with
 :class:`LiveBytes`, whether moving a load earlier keeps the bytes live at
 every point within the SM's arena.
 """
@@ -85,7 +85,7 @@ class LiveBytes:
 
     def peak(self) -> int:
         """The most bytes live at any one point."""
-        return int(self.live.max(initial=0))
+        return self.bound
 
     def fits_earlier(self, load: Node, before: Node, budget: int) -> bool:
         """Whether ``load``'s tile, made live from ``before`` on, keeps every point within ``budget``."""

@@ -142,7 +142,7 @@ class LoweringOptions:
             key, eq, value = item.partition("=")
             if not eq or not key or not value:
                 raise LoweringOptionError(f"lowering options are key=value pairs, got {item!r} in {text!r}")
-            if key.replace("-", "_") in {k.replace("-", "_") for k in pairs}:
+            if key in pairs:  # (other spellings of one name: with_overrides)
                 raise LoweringOptionError(f"lowering option '{key}' is given twice in {text!r}")
             pairs[key] = value
         return cls.from_mapping(pairs)
