@@ -11,14 +11,15 @@ oracle for a program the pipeline compiles this way.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from vdir.analysis.graph import Node
 from vdir.analysis.liveness import LiveBytes, TileLife
+from vdir.diagnostics import PassFailure
 from vdir.frontend.llama import LlamaConfig, build_decode_step
+from vdir.isa import tile_arena_bytes
 from vdir.models.llama import LlamaDecoder
+from vdir.target import get_target
 from vdir.testing.llama import MirrorModel, random_weights
 from vdir.transforms import pipeline
 
@@ -72,7 +73,25 @@ def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkey
             token = want_token
 
 
-def test_the_hoisting_budget_is_a_share_of_the_arena():
-    assert all(0 < f <= 1 for f in pipeline.HOIST_BUDGET_FRACTIONS)
-    assert list(pipeline.HOIST_BUDGET_FRACTIONS) == sorted(pipeline.HOIST_BUDGET_FRACTIONS, reverse=True)
-    assert dataclasses.replace(WIDE_LAYER, layers=2).blocks == 4
+def test_an_sm_that_does_not_fit_retries_alone_at_a_smaller_share(monkeypatch):
+    """Budgeted hoisting falls back SM by SM: an SM whose allocation fails at the first share is
+    scheduled again at the next one, and the SMs that fitted keep what they got."""
+    budgets: dict[int, list[int]] = {}
+    real_schedule, real_allocate = pipeline.schedule_within_budget, pipeline.allocate_sm
+
+    def schedule(graph, nodes, queues, prefetch, budget):
+        budgets.setdefault(nodes[0].sm, []).append(budget)
+        return real_schedule(graph, nodes, queues, prefetch, budget)
+
+    def allocate(graph, sm, nodes, intern, by_liveness=True, tiles=None):
+        if sm == 1 and len(budgets[1]) == 1:
+            raise PassFailure("does not fit")
+        return real_allocate(graph, sm, nodes, intern, by_liveness, tiles)
+
+    monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
+    monkeypatch.setattr(pipeline, "allocate_sm", allocate)
+    pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
+    arena = tile_arena_bytes(get_target("h200").smem_per_block)
+    first, second = (int(arena * f) for f in pipeline.HOIST_BUDGET_FRACTIONS[:2])
+    assert budgets[1] == [first, second]
+    assert all(budgets[sm] == [first] for sm in (0, 2, 3)), budgets
