@@ -48,7 +48,7 @@ def _check_columns(backend: str) -> None:
     [
         (TileSig((1, 64), "bf16"), {"start": 56, "width": 16}, "columns 56 to 71 are not within the 64 columns"),
         (TileSig((1, 64), "bf16"), {"start": 0, "width": 0}, "parameter 'width' = 0 is outside its range 1"),
-        (TileSig((1, 64), "f32"), {"start": 0, "width": 8}, "family 'slice'"),
+        (TileSig((1, 64), "f32"), {"start": 0, "width": 8}, "family 'slice': x must be bf16, got 1x64xf32"),
     ],
 )
 def test_slice_refuses_columns_outside_its_operand(operand, params, message):
