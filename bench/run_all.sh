@@ -74,7 +74,7 @@ for what in $steps; do
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
         2>&1 | tee "$OUT/kernel_cache.log" ;;
     test)
-      timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
+      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest 2>&1 | tee "$OUT/pytest.log" | tail -n 15 ;;
     sanitize)
       timeout 30 python3 bench/sanitize_mlp.py $SAN 2>&1 | tee "$OUT/sanitize.log"
       for tool in memcheck synccheck racecheck; do
