@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="vdir-encode's l2-prefetch bytes; a comma-separated list times each, in this run")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                    help="also time the step lowered with these options (e.g. load_ring=16); repeatable")
+    p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
+                   help="also time the step compiled with these vdir-pipeline options (prefetch, stream-loads); "
+                        "repeatable, each timed in this run")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
@@ -96,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     ref = TorchStep(cfg, weights)
     variants = [cfg, *(_variant(cfg, text) for text in opts.variant)]
     lowerings = ["", *opts.lowering]
-    runs = [_run_vdir(v, weights, ref, steps, l2, lowering) for v in variants for l2 in _byte_list(opts.l2_prefetch)
-            for lowering in lowerings]
+    pipelines = ["", *opts.pipeline]
+    for text in pipelines:
+        _pipeline_options(text)  # a bad one stops the run before anything is timed
+    runs = [_run_vdir(v, weights, ref, steps, l2, lowering, pipeline) for v in variants
+            for l2 in _byte_list(opts.l2_prefetch) for lowering in lowerings for pipeline in pipelines]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
@@ -183,9 +189,30 @@ def _byte_list(text: str) -> list[int]:
     return values
 
 
-def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "") -> dict:
-    """Compile the step with ``l2_prefetch`` and the lowering options ``lowering`` (``"k=v,k=v"``), time
-    ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
+#: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
+PIPELINE_OPTIONS = {"prefetch": int, "stream-loads": lambda v: v.lower() in ("1", "true", "yes", "on")}
+
+
+def _pipeline_options(text: str) -> dict:
+    """``"prefetch=4,stream-loads=false"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one."""
+    options: dict = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        key = key.replace("_", "-")
+        if key not in PIPELINE_OPTIONS or not value:
+            raise SystemExit(f"bench_decode: --pipeline takes OPTION=VALUE with OPTION one of "
+                             f"{', '.join(PIPELINE_OPTIONS)}; got '{item}'")
+        try:
+            options[key.replace("-", "_")] = PIPELINE_OPTIONS[key](value)
+        except ValueError:
+            raise SystemExit(f"bench_decode: --pipeline {key} takes an integer, got '{value}'") from None
+    return options
+
+
+def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "", pipeline: str = "") -> dict:
+    """Compile the step with ``l2_prefetch`` and the vdir-pipeline options ``pipeline``, lower it with the
+    lowering options ``lowering`` (both ``"k=v,k=v"``), time ``steps`` greedy steps, compare 16
+    teacher-forced ones with ``ref``."""
     import torch
 
     from vdir.frontend.llama import build_decode_step
@@ -193,7 +220,8 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     from vdir.transforms.pipeline import compile_to_encoded
 
     t0 = time.time()
-    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
+                                 **_pipeline_options(pipeline))
     options = " ".join(x for x in lowering.split(",") if x) or None
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options,
                       max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
@@ -213,10 +241,11 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
     tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
-    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "pipeline": pipeline, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
-          f"{l2_prefetch}, lowering '{lowering or 'defaults'}': {r['vdir_ms']:.3f} ms/token, {r['instructions']} "
+          f"{l2_prefetch}, lowering '{lowering or 'defaults'}', pipeline '{pipeline or 'defaults'}': "
+          f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)
     return r

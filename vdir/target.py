@@ -26,6 +26,10 @@ class EngineKind(StrEnum):
     LOAD = auto()
     COMPUTE = auto()
     STORE = auto()
+    #: a second load engine, for the loads that wait on nothing (weight tiles,
+    #: tables): ``vdir-place`` moves them here, so that they stream while the
+    #: load engine waits on other SMs for an activation row
+    STREAM = auto()
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ _HOPPER_ENGINES = (
     EngineSpec(EngineKind.LOAD, frozenset({"load"}), reads_tiles=False, pipelined=True),
     EngineSpec(EngineKind.COMPUTE, frozenset({"compute"}), reads_tiles=True),
     EngineSpec(EngineKind.STORE, frozenset({"store"}), reads_tiles=True),
+    EngineSpec(EngineKind.STREAM, frozenset({"load"}), reads_tiles=False, pipelined=True),
 )
 
 TARGETS: dict[str, TargetDescription] = {

@@ -1,7 +1,8 @@
 // RUN: vdir-opt %s --print-diagnostics --split-input-file | filecheck %s
 
 // A micro-op must run on an engine kind that can execute its class (on the
-// program's target); engine names are load, compute and store.
+// program's target); engine names are load, compute, store and stream (the
+// second load engine of h100/h200).
 
 vdir.program @compute_on_load(%a: !vdir.buffer<1x8xbf16>) {
   %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
@@ -36,14 +37,24 @@ vdir.program @generic_engine(%a: !vdir.buffer<1x8xbf16>) {
 
 // -----
 
+// The stream engine is a load engine: it runs loads only.
+vdir.program @compute_on_stream(%a: !vdir.buffer<1x8xbf16>) attributes {target = "h200"} {
+  %t = vdir.load %a[0, 0] on stream : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: the stream engine cannot run a compute micro-op (it runs: load)
+  %u = vdir.compute add(%t, %t) on stream : (!vdir.tile<1x8xbf16>, !vdir.tile<1x8xbf16>) -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %u, %a[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+
+// -----
+
 vdir.program @unknown_kind(%a: !vdir.buffer<1x8xbf16>) {
-  // CHECK: error: unknown engine kind 'tma' (expected load, compute or store)
+  // CHECK: error: unknown engine kind 'tma' (expected load, compute, store or stream)
   %t = vdir.load %a[0, 0] on tma : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
 }
 
 // -----
 
 vdir.program @unknown_attr(%a: !vdir.buffer<1x8xbf16>) {
-  // CHECK: error: Expected `load`, `compute`, or `store`.
+  // CHECK: error: Expected `load`, `compute`, `store`, or `stream`.
   %t = "vdir.load"(%a) <{static_offsets = array<i64: 0, 0>, engine = #vdir.engine<tma>, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (!vdir.buffer<1x8xbf16>) -> !vdir.tile<1x8xbf16>
 }

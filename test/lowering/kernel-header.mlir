@@ -3,11 +3,13 @@
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
 // the dynamic shared-memory declaration, the entry with its eight parameters
-// in launch order, 320 threads (load warp, store warp, 256 compute threads),
-// the epoch read from the sync block, thread 0 clearing the shared header and
-// initialising the 8-slot mbarrier ring (fenced for the async proxy), the
-// branch to the warp roles, and the one exit where the warps count
-// themselves out and the launch's last CTA advances the epoch.
+// in launch order, 352 threads (load warp, store warp, 256 compute threads,
+// stream warp) and one CTA per SM (so that ptxas does not cap the registers
+// to fit several), the epoch read from the sync block, thread 0 clearing the
+// shared header and initialising the two 8-slot mbarrier rings, one per load
+// engine (fenced for the async proxy), the branch to the warp roles, and the
+// one exit where the warps count themselves out and the launch's last CTA
+// advances the epoch.
 // H100 and H200 share the kernel.
 
 // CHECK:      //
@@ -30,7 +32,8 @@
 // CHECK-NEXT:   .param .u64 p_tmaps,
 // CHECK-NEXT:   .param .u64 p_scalars
 // CHECK-NEXT: )
-// CHECK-NEXT: .maxntid 320, 1, 1
+// CHECK-NEXT: .maxntid 352, 1, 1
+// CHECK-NEXT: .minnctapersm 1
 // CHECK-NEXT: {
 // CHECK-NEXT:   .reg .b64 %rd<{{[0-9]+}}>;
 // CHECK-NEXT:   .reg .b32 %r<{{[0-9]+}}>;
@@ -69,7 +72,9 @@
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
 // Thread 0: bitmap, abort flag and warps-done count cleared, 8 mbarriers
-// (count 1) at 16..72.
+// (count 1) at 16..72 for the load engine's ring and 8 at 80..136 for the
+// stream engine's (the rings are MAX_LOAD_RING = 8 apart; the header's
+// reduction scratch starts at 256).
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
@@ -82,30 +87,43 @@
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+56], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+64], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+72], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+80], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+96], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+104], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+112], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+120], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+128], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+136], 1;
 // CHECK-NEXT: @[[T0]] fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;
 
-// Warp 1 is the store engine, warps 2.. the compute engine, warp 0 falls
-// through into the load engine.
+// Warp 1 is the store engine, warp 10 (the one after the compute group) the
+// stream engine, warps 2..9 the compute engine, warp 0 falls through into the
+// load engine.
 // CHECK-NEXT: setp.eq.u32 [[ST:%p[0-9]+]], [[WARP]], 1;
 // CHECK-NEXT: @[[ST]] bra $L_role_store_0;
+// CHECK-NEXT: setp.eq.u32 [[SM:%p[0-9]+]], [[WARP]], 10;
+// CHECK-NEXT: @[[SM]] bra $L_role_stream_0;
 // CHECK-NEXT: setp.ge.u32 [[CP:%p[0-9]+]], [[WARP]], 2;
 // CHECK-NEXT: @[[CP]] bra $L_role_compute_0;
 // CHECK:      $L_ld_top_0:
 // CHECK:      $L_role_store_0:
 // CHECK:      $L_st_top_0:
+// CHECK:      $L_role_stream_0:
+// CHECK:      $L_ld_stream_top_0:
 // CHECK:      $L_role_compute_0:
 // CHECK:      $L_cp_top_0:
 
 // Every role branches to the one exit. Lane 0 of each warp counts it out in
-// shared memory; the CTA's last warp (the tenth of 320 threads) counts the
+// shared memory; the CTA's last warp (the eleventh of 352 threads) counts the
 // CTA out in the sync block; the last CTA zeroes that count and writes the
 // epoch as the launches done.
 // CHECK:      $L_kernel_exit_0:
 // CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
 // CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
-// CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 9;
+// CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 10;
 // CHECK-NEXT: and.pred [[CTA:%p[0-9]+]], [[L0]], [[LASTW]];
 // CHECK-NEXT: @[[CTA]] atom.acq_rel.gpu.global.add.u32 [[CTAS:%r[0-9]+]], {{\[}}[[GSYNC]]+4], 1;
 // CHECK-NEXT: mov.u32 [[GRID:%r[0-9]+]], %nctaid.x;

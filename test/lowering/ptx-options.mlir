@@ -8,9 +8,9 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{split-copies=2,4}' 2>&1 | filecheck %s --check-prefix=TWO
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{split-copies=}' 2>&1 | filecheck %s --check-prefix=SYNTAX
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=' 2>&1 | filecheck %s --check-prefix=PIPELINE
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' | filecheck %s --check-prefix=RING
-// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=12}' 2>&1 | filecheck %s --check-prefix=RING-POW2
-// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=32}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=4}' | filecheck %s --check-prefix=RING
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=6}' 2>&1 | filecheck %s --check-prefix=RING-POW2
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 
@@ -40,13 +40,40 @@
 // XOR-BAD:     error: target 'ptx': lowering option bit_signal must be 'xor64' or 'xor32', got 'or'
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
 
-// load-ring: the loads in flight; one mbarrier per slot (16 at offsets 16 .. 136)
-// RING-COUNT-16: mbarrier.init.shared::cta.b64
-// RING-NOT:      mbarrier.init.shared::cta.b64
-// RING:          and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 15;
-// RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 12
-// RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..16, got 32
-// FENCE:       .maxntid 192, 1, 1
+// load-ring: the loads each load engine keeps in flight, one mbarrier per
+// slot. Each of the two load engines (load, stream) has its own ring and the
+// header has room for 8 slots each (MAX_LOAD_RING): with 4, the load engine's
+// mbarriers are at 16 .. 40 and the stream engine's at 80 .. 104 (its ring
+// starts 8 slots after the load engine's, whatever load-ring is); each engine
+// keeps up to 4 loads in flight and picks its slot as pos & 3.
+// RING:          mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+16], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+24], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+32], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+40], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+88], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+96], 1;
+// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+104], 1;
+// RING-NEXT:     fence.mbarrier_init.release.cluster;
+// RING:          $L_ld_top_0:
+// RING:          setp.ge.u32 [[FULL:%p[0-9]+]], {{%r[0-9]+}}, 4;
+// RING-NEXT:     @[[FULL]] bra $L_ld_retire_0;
+// RING:          selp.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%p[0-9]+}};
+// RING-NEXT:     and.b32 [[SLOT:%r[0-9]+]], {{%r[0-9]+}}, 3;
+// RING-NEXT:     mad.lo.u32 [[B8:%r[0-9]+]], [[SLOT]], 8, {{%r[0-9]+}};
+// RING-NEXT:     add.u32 {{%r[0-9]+}}, [[B8]], 16;
+// RING:          $L_ld_stream_top_0:
+// RING:          setp.ge.u32 [[SFULL:%p[0-9]+]], {{%r[0-9]+}}, 4;
+// RING-NEXT:     @[[SFULL]] bra $L_ld_stream_retire_0;
+// RING:          selp.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%p[0-9]+}};
+// RING-NEXT:     and.b32 [[SSLOT:%r[0-9]+]], {{%r[0-9]+}}, 3;
+// RING-NEXT:     mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, {{%r[0-9]+}};
+// RING-NEXT:     add.u32 {{%r[0-9]+}}, [[SB8]], 80;
+// RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 6
+// RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
+
+// compute-warps=4: 2 + 4 + 1 warps (load, store, compute group, stream).
+// FENCE:       .maxntid 224, 1, 1
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
 

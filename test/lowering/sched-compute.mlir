@@ -23,7 +23,7 @@
 // CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
 
 // CHECK-LABEL: $L_role_compute_0:
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 3, 1;
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 1;
 // CHECK:      ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
 // CHECK-NEXT: sub.u32 [[CT:%r[0-9]+]], [[TID]], 64;
 // CHECK-NEXT: shr.u32 [[CW:%r[0-9]+]], [[CT]], 5;

@@ -1,6 +1,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
 
-// The load engine (warp 0). It prefetches its instructions 8 deep into a
+// The load engine (warp 0; the stream engine, its second copy, is checked
+// at the end). It prefetches its instructions 8 deep into a
 // shared-memory window with cp.async, keeps up to 8 loads in flight on the
 // mbarrier ring, and issues a load only when the whole warp agrees
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
@@ -27,8 +28,8 @@
 // CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
 // CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
 
-// Queue row sm * 3 + 0: (first, count).
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 3, 0;
+// Queue row sm * 4 + 0: (first, count).
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 0;
 // CHECK:      ld.global.nc.u32 [[START:%r[0-9]+]], [{{%rd[0-9]+}}];
 // CHECK-NEXT: ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
@@ -193,6 +194,37 @@
 // CHECK:      $L_ld_done_0:
 // CHECK-NEXT: bra.uni $L_kernel_exit_0;
 // CHECK-NEXT: $L_role_store_0:
+
+// The stream engine (warp 10, after the compute group) is a second load
+// engine lowered from the same code with its own queue (row sm * 4 + 3), its
+// own 4-deep instruction window (base + 3584, after the load, compute and
+// store windows: 1024 + 8 * 128 + 8 * 128 + 4 * 128) and its own ring: 8
+// slots whose mbarriers follow the load engine's (base + 80 + 8 * slot) and
+// whose retirement info follows the load engine's (base + 896 + 16 * slot).
+// CHECK:      $L_role_stream_0:
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
+// CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 3584;
+// CHECK-COUNT-4: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
+// CHECK-NEXT: cp.async.commit_group;
+// CHECK-NEXT: $L_ld_stream_top_0:
+// CHECK-NEXT: setp.ge.u32 [[SEND:%p[0-9]+]], [[SPOS:%r[0-9]+]], {{%r[0-9]+}};
+// CHECK-NEXT: @[[SEND]] bra $L_ld_stream_retire_0;
+// CHECK-NEXT: sub.u32 [[SINFL:%r[0-9]+]], [[SPOS]], {{%r[0-9]+}};
+// CHECK-NEXT: setp.ge.u32 [[SFULL:%p[0-9]+]], [[SINFL]], 8;
+// CHECK-NEXT: @[[SFULL]] bra $L_ld_stream_retire_0;
+// CHECK-NEXT: cp.async.wait_group 3;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: and.b32 [[SWS:%r[0-9]+]], [[SPOS]], 3;
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SWS]], 128, [[SWIN]];
+// CHECK:      and.b32 [[SSLOT:%r[0-9]+]], [[SPOS]], 7;
+// CHECK-NEXT: mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, [[BASE]];
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[SB8]], 80;
+// CHECK-NEXT: mad.lo.u32 [[SINFO:%r[0-9]+]], [[SSLOT]], 16, [[BASE]];
+// CHECK-NEXT: @{{%p[0-9]+}} st.shared.v4.b32 {{\[}}[[SINFO]]+896], {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 0};
+// CHECK:      $L_ld_stream_retire_0:
+// CHECK:      $L_ld_stream_done_0:
+// CHECK-NEXT: bra.uni $L_kernel_exit_0;
+// CHECK-NEXT: $L_role_compute_0:
 
 vdir.program @loads(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>

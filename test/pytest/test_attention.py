@@ -31,6 +31,7 @@ from vdir.families.attention import STATE_EXTRA
 from vdir.families.core import FamilyError
 from vdir.frontend import ProgramBuilder
 from vdir.lowering import lower_to_ptx
+from vdir.lowering.options import MAX_COMPUTE_WARPS
 from vdir.testing.assembler import family_program
 from vdir.testing.gpu import gpu
 
@@ -307,7 +308,7 @@ def test_merge_program_on_the_simulator_matches_numpy_bit_for_bit():
     assert np.array_equal(out.view(np.uint16), want.view(np.uint16))
 
 
-@pytest.mark.parametrize("warps", [0, 1, 3, 30])
+@pytest.mark.parametrize("warps", [0, 1, 3, MAX_COMPUTE_WARPS])
 def test_bodies_assemble(warps):
     """Both families (each head dimension) assemble for several compute-group sizes; no spills in the default one.
 
@@ -334,7 +335,8 @@ def test_block_on_the_gpu_is_the_same_bits_for_any_compute_group():
     """More heads than warps, fewer heads than warps: every reduction has one order, so the same states."""
     groups, dim, rows, masked = BLOCK_CASES["g16_d128_b128"]
     inputs = random_block(np.random.default_rng(), groups, dim, rows, masked)
-    states = [run_block_case("cuda", "g16_d128_b128", inputs, options={"compute_warps": w}) for w in (1, 5, 8, 30)]
+    states = [run_block_case("cuda", "g16_d128_b128", inputs, options={"compute_warps": w})
+              for w in (1, 5, 8, MAX_COMPUTE_WARPS)]
     for got in states[1:]:
         assert np.array_equal(got.view(np.uint32), states[0].view(np.uint32))
 

@@ -357,7 +357,7 @@ def test_vdir_opt_with_standard_streams_closed(tmp_path, monkeypatch, capsys):
         ("num_counters", 2**32 - 1, "the header's 4,294,967,295 global counters are more than its 2 executed instructions can name"),
         ("bitmap_bits", 2**32 - 1, "the header's 4294967295-bit dependency bitmap is wider than an instruction's 64-bit masks"),
         ("num_buffers", 7, "encoded program has 7 buffers, its buffer table 2"),
-        ("num_engines", 0xFFFF, "the queue table of 2 SMs x 65535 engines runs past the encoded program's 368 bytes"),
+        ("num_engines", 0xFFFF, "the queue table of 2 SMs x 65535 engines runs past the encoded program's 384 bytes"),
     ],
 )
 def test_a_forged_header_count_is_a_located_error(field, value, message, tmp_path, capsys):
@@ -507,7 +507,7 @@ def test_a_forged_region_is_refused_before_any_backend_copies_it(forge, message)
     program = compile_to_encoded(copy_program(), num_sms=1)
     load = next(i for i, w in enumerate(program.instrs) if isa.OPCODE.get(w) == isa.OP_LOAD)
     forge(program.instrs[load])
-    with pytest.raises(ValueError, match=r"^%t \(<unknown>\) \(SM 0, load engine, queue position 0\): " + message):
+    with pytest.raises(ValueError, match=r"^%t \(<unknown>\) \(SM 0, stream engine, queue position 0\): " + message):
         vdir.compile(program, backend="sim")
     with pytest.raises(ValueError, match=message):
         isa.EncodedProgram.from_bytes(program.to_bytes(), program.buffers, program.uop_names, program.target,

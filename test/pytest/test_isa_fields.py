@@ -192,7 +192,7 @@ def test_a_header_with_another_engine_count_is_rejected() -> None:
     header = empty.header()
     isa.HDR_NUM_ENGINES.set(header, 2)
     data = header.tobytes() + np.zeros((2, isa.QUEUE_ENTRY_WORDS), np.uint32).tobytes()
-    with pytest.raises(ValueError, match="has 2 engines per SM, target 'h200' has 3"):
+    with pytest.raises(ValueError, match="has 2 engines per SM, target 'h200' has 4"):
         isa.EncodedProgram.from_bytes(data, [], target="h200")
 
 

@@ -25,7 +25,11 @@ from vdir.analysis.reroll import reroll_queue
 from vdir.device_runtime.sim import SimProgramError, simulate
 from vdir.frontend import examples
 from vdir.lowering.emit import lower_to_ptx
+from vdir.target import get_target
 from vdir.transforms.pipeline import compile_to_encoded
+
+#: the queue of the stream engine, where the pipeline puts the loads that wait on nothing (weight tiles)
+STREAM = get_target("h200").engine_index("stream")
 
 # ---------------------------------------------------------------------------
 # reroll / expand on random queues
@@ -161,16 +165,16 @@ def test_sixteen_layer_stack_has_ten_times_fewer_records():
 
 @pytest.fixture(scope="module")
 def looped() -> isa.EncodedProgram:
-    """gemv on one SM: its load queue holds a loop."""
+    """gemv on one SM: its stream queue (the weight tiles) holds a loop."""
     program = compile_to_encoded(examples.build_gemv(), num_sms=1)
-    assert isa.queue_loops(program.queue(0, 0))
+    assert isa.queue_loops(program.queue(0, STREAM))
     return program
 
 
 def _forged(program: isa.EncodedProgram, forge) -> isa.EncodedProgram:
-    """A copy of ``program`` with ``forge(records, loop)`` applied to the first loop of SM 0's load queue."""
+    """A copy of ``program`` with ``forge(records, loop)`` applied to the first loop of SM 0's stream queue."""
     instrs = program.instrs.copy()
-    start, count = program.queues[0][0]
+    start, count = program.queues[0][STREAM]
     records = instrs[start : start + count]
     forge(records, isa.queue_loops(records)[0])
     return isa.EncodedProgram(**{**vars(program), "instrs": instrs})
@@ -178,7 +182,7 @@ def _forged(program: isa.EncodedProgram, forge) -> isa.EncodedProgram:
 
 FORGERIES = {
     "body past the queue": (lambda r, lp: isa.LOOP_BODY.set(r[lp.record], len(r)),
-                            r"SM 0 load queue, loop record \d+: its body of \d+ instructions .* runs past the "
+                            r"SM 0 stream queue, loop record \d+: its body of \d+ instructions .* runs past the "
                             r"queue's \d+ records"),
     "no trips": (lambda r, lp: isa.LOOP_TRIPS.set(r[lp.record], 0), r"loop record \d+: .*\(body \d+, trips 0\)"),
     "nested loop": (lambda r, lp: r.__setitem__(lp.record + 1, isa.make_loop_record(1, 2)),
@@ -206,7 +210,7 @@ def test_listing_shows_a_loop_as_a_block(looped):
     from vdir.isa import disassemble
 
     text = disassemble(looped)
-    (loop, *_) = isa.queue_loops(looped.queue(0, 0))
+    (loop, *_) = isa.queue_loops(looped.queue(0, STREAM))
     assert f"loop {loop.trips} x {loop.body} {{" in text
     assert "      step " in text and "global_offset+" in text
 
@@ -233,7 +237,7 @@ def test_check_loops_names_the_queue_and_the_record(looped):
     """EncodedProgram.check_loops (run by vdir-run and the CUDA backend on reading a program) names both."""
     looped.check_loops()
     forge, _ = FORGERIES["nested loop"]
-    with pytest.raises(isa.LoopFormError, match=r"^SM 0 load queue, loop record \d+: body instruction 0 is itself"):
+    with pytest.raises(isa.LoopFormError, match=r"^SM 0 stream queue, loop record \d+: body instruction 0 is itself"):
         _forged(looped, forge).check_loops()
 
 
@@ -265,7 +269,8 @@ def runtime_bounded(tmp_path_factory) -> tuple[isa.EncodedProgram, isa.EncodedPr
 def test_loops_with_stepping_conditions_simulate_bit_identically(runtime_bounded, n):
     """Conditions whose signed constant steps per trip run the same micro-ops as unrolled, for any %n."""
     plain, rolled = runtime_bounded
-    assert any(isa.GUARD_CONST.column(loop.steps(rolled.queue(0, 0))).any() for loop in isa.queue_loops(rolled.queue(0, 0)))
+    queue = rolled.queue(0, STREAM)  # the conditional loads wait on nothing: they stream
+    assert any(isa.GUARD_CONST.column(loop.steps(queue)).any() for loop in isa.queue_loops(queue))
     x = (np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 512).astype(bfloat16)
     results = []
     for program in (plain, rolled):

@@ -119,19 +119,20 @@ def encoded_pair(request) -> tuple[isa.EncodedProgram, isa.EncodedProgram]:
 
 def test_prefetch_records_only_add(encoded_pair):
     """Without its prefetch records each queue is the queue encoded without l2-prefetch; each record
-    names the region of a later load of its queue, and does nothing else."""
+    names the region of a load of its SM (a weight tile of the stream queue, asked for by the load queue
+    before its wait), and does nothing else."""
     plain, prefetching = encoded_pair
     total = 0
     for sm in range(plain.num_sms):
+        loads = [w for e in range(plain.num_engines) for w in prefetching.queue(sm, e) if isa.OPCODE.get(w) == isa.OP_LOAD]
         for e in range(plain.num_engines):
             queue = prefetching.queue(sm, e)
             is_prefetch = isa.OPCODE.column(queue) == isa.OP_PREFETCH
             assert np.array_equal(queue[~is_prefetch], plain.queue(sm, e))
             for r in np.nonzero(is_prefetch)[0]:
                 record = queue[r]
-                later = [w for w in queue[r + 1 :] if isa.OPCODE.get(w) == isa.OP_LOAD
-                         and isa.UOP_ID.get(w) == isa.UOP_ID.get(record)]
-                assert later, "a prefetch names no later load of its queue"
+                later = [w for w in loads if isa.UOP_ID.get(w) == isa.UOP_ID.get(record)]
+                assert later, "a prefetch names no load of its SM"
                 for f in isa.REGION_FIELDS[:-1]:  # all but SMEM
                     assert f.get(record) == f.get(later[0]), f.name
                 assert not any(f.get(record) for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_COUNTER,

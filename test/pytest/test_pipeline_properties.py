@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from ml_dtypes import bfloat16
 
 from vdir.analysis.graph import Graph, Node, build_graph
-from vdir.analysis.queues import queues_of
+from vdir.analysis.queues import queues_of, waits_on_other_sms
 from vdir.frontend import ProgramBuilder
 from vdir.target import get_target
 from vdir.testing.reference import evaluate_graph
@@ -234,6 +234,11 @@ def check_graph(graph: Graph) -> None:
                 continue
             matches = [(c, k) for c, k in n.wait_counters if all(c in p.release_counters for p in g)]
             assert matches and matches[0][1] == len(g), f"{n.name}: cross-SM group not guarded by a counter"
+    # the stream engine holds only loads that wait on nothing of another SM (its waits are shared-memory reuse)
+    for n in graph.nodes:
+        if n.engine == "stream":
+            assert n.kind == "load" and n.flow is None, f"{n.name} on the stream engine"
+            assert not any(p.sm != n.sm for g in n.deps for p in g), f"{n.name} streams but waits on another SM"
     for sm, nodes in by_sm.items():
         check_sm(graph, sm, nodes)
 
@@ -277,6 +282,22 @@ def test_simulator_matches_reference(case, seed):
         for b, got in zip(program.buffers, arrays, strict=True):
             if b.is_output:
                 np.testing.assert_array_equal(got.view(np.uint16), expected[b.name].view(np.uint16))
+
+
+def test_checker_catches_a_waiting_load_on_the_stream_engine():
+    """The invariant checker fails when a load that waits on another SM streams."""
+    b = ProgramBuilder("relay")
+    x, y, z = b.buffer("x", (1, WIDTH)), b.buffer("y", (1, WIDTH)), b.buffer("z", (1, WIDTH))
+    b.store(b.load(x, (0, 0), (1, WIDTH), name="a"), y, (0, 0), name="s")
+    b.store(b.compute("add", [b.load(y, (0, 0), (1, WIDTH), name="c"), b.load(x, (0, 0), (1, WIDTH), name="d")],
+                      name="e"), z, (0, 0), name="t")
+    graph = compile_graph(b.finish(), 2)
+    check_graph(graph)
+    waiting = next(n for n in graph.nodes if n.name.startswith("%c"))
+    assert waiting.engine == "load" and waits_on_other_sms(waiting), "the example's load of y waits on SM 0's store"
+    waiting.engine = "stream"
+    with pytest.raises(AssertionError, match="streams but waits on another SM"):
+        check_graph(graph)
 
 
 def test_checker_catches_a_missing_bit():

@@ -150,7 +150,8 @@ def test_an_offset_outside_its_checked_range_stops_the_launch_and_the_executable
 def test_forged_sources_are_rejected_when_decoding():
     program = vdir.compile(parse()).program
     instrs = program.instrs.copy()
-    row = int(np.nonzero(isa.DYN_SOURCE.column(instrs))[0][0])
+    # the first load with a runtime offset (the load of x)
+    row = int(np.nonzero((isa.DYN_SOURCE.column(instrs) != 0) & (isa.OPCODE.column(instrs) == isa.OP_LOAD))[0][0])
     isa.DYN_INDEX.set(instrs[row], 7)
     with pytest.raises(SimProgramError, match="its offset reads scalar 7; the program has 2"):
         decode_program(dataclasses.replace(program, instrs=instrs), get_target("h200"))

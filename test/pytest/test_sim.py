@@ -445,7 +445,7 @@ def test_trace_is_valid_chrome_json_with_a_track_per_engine_and_load_in_flight(t
     data = json.loads(path.read_text())
     events = data["traceEvents"]
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    tracks = ("load #0", "load #1", "compute", "store")
+    tracks = ("load #0", "load #1", "compute", "store", "stream")  # every engine of the target has a track
     assert threads == {(sm, t): n for sm in range(2) for t, n in enumerate(tracks)}
     processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert processes == {0: "SM 0", 1: "SM 1"}

@@ -23,17 +23,20 @@ R, K = 16, 64
 
 def test_there_is_one_engine_kind_enum() -> None:
     assert vdir_dialect.EngineKind is EngineKind
-    assert [k.value for k in EngineKind] == ["load", "compute", "store"]
+    assert [k.value for k in EngineKind] == ["load", "compute", "store", "stream"]
 
 
 def test_hopper_engines_in_queue_order() -> None:
     for name in ("h200", "h100"):
         t = get_target(name)
-        assert t.engine_names == ("load", "compute", "store")
-        assert t.num_engines == 3
-        assert [t.engine_index(n) for n in t.engine_names] == [0, 1, 2]
+        assert t.engine_names == ("load", "compute", "store", "stream")
+        assert t.num_engines == 4
+        assert [t.engine_index(n) for n in t.engine_names] == [0, 1, 2, 3]
         assert t.engine("load").pipelined and not t.engine("compute").pipelined
         assert not t.engine("load").reads_tiles
+        # the stream engine is a second load engine
+        stream = t.engine("stream")
+        assert stream.runs == frozenset({"load"}) and stream.pipelined and not stream.reads_tiles
         assert all(isinstance(e, EngineSpec) for e in t.engines)
     with pytest.raises(KeyError, match="no 'tma' engine"):
         get_target().engine_index("tma")
@@ -63,10 +66,10 @@ def _run(target: str, store_engine: str | None = None) -> tuple[isa.EncodedProgr
 
 @pytest.fixture
 def reordered(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The h200 with its engines listed store, load, compute."""
+    """The h200 with its engines listed store, stream, load, compute."""
     h200 = get_target("h200")
     by_name = {e.name: e for e in h200.engines}
-    engines = tuple(by_name[n] for n in ("store", "load", "compute"))
+    engines = tuple(by_name[n] for n in ("store", "stream", "load", "compute"))
     monkeypatch.setitem(TARGETS, "reordered", replace(h200, name="reordered", engines=engines))
     return "reordered"
 
@@ -76,12 +79,13 @@ def test_queue_order_follows_the_target(reordered: str) -> None:
     reference_program, reference = _run("h200")
     np.testing.assert_array_equal(y, reference)  # the simulator follows the order too
     t = get_target(reordered)
-    for name in ("load", "compute", "store"):
+    for name in ("load", "compute", "store", "stream"):
         queue = program.queue(0, t.engine_index(name))
         same = reference_program.queue(0, get_target("h200").engine_index(name))
         assert isa.OPCODE.column(queue).tolist() == isa.OPCODE.column(same).tolist()
     queues = [line for line in isa.disassemble(program).splitlines() if line.startswith("sm ")]
-    assert queues == ["sm 0 store:", "sm 0 load:", "sm 0 compute:"]
+    # (the load queue is empty: both loads wait on nothing, so they stream; empty queues are not listed)
+    assert queues == ["sm 0 store:", "sm 0 stream:", "sm 0 compute:"]
     # the kernel reads each role's queue at the target's index
     ptx = lower_to_ptx(program)
     assert ptx != lower_to_ptx(reference_program)
@@ -91,17 +95,22 @@ def test_a_target_with_other_engines_cannot_be_lowered(monkeypatch: pytest.Monke
     h200 = get_target("h200")
     engines = h200.engines + (EngineSpec(EngineKind.COMPUTE, frozenset({"compute"}), reads_tiles=True),)
     monkeypatch.setitem(TARGETS, "two_compute", replace(h200, name="two_compute", engines=engines))
-    with pytest.raises(ValueError, match="warp roles for the engines load, store, compute; target 'two_compute' has"):
+    with pytest.raises(ValueError, match=r"warp roles for the engines load, store, compute \(and optionally stream\), "
+                                         "one each; target 'two_compute' has"):
         L.check_engines(get_target("two_compute"))
     L.check_engines(h200)
+    # a target without the stream engine lowers too (three warp roles)
+    three = replace(h200, name="three", engines=tuple(e for e in h200.engines if e.name != "stream"))
+    L.check_engines(three)
+    assert L.block_threads(three) == L.block_threads(h200) - 32
 
 
 @pytest.fixture
 def no_store(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The h200 without a store engine: its compute engine also stores."""
+    """The h200 without store and stream engines: its compute engine also stores."""
     h200 = get_target("h200")
     engines = tuple(replace(e, runs=e.runs | {"store"}) if e.name == "compute" else e for e in h200.engines)
-    engines = tuple(e for e in engines if e.name != "store")
+    engines = tuple(e for e in engines if e.name not in ("store", "stream"))
     monkeypatch.setitem(TARGETS, "no_store", replace(h200, name="no_store", engines=engines))
     return "no_store"
 

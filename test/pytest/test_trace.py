@@ -122,7 +122,7 @@ def test_overlapping_micro_ops_get_one_track_each_first_free_track_first():
     check_tracks(data)
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"] if e["name"] == "thread_name"}
     assert [names[0, t] for t in range(4)] == ["load #0", "load #1", "compute", "store"]
-    assert [names[1, t] for t in range(3)] == ["load", "compute", "store"]
+    assert [names[1, t] for t in range(4)] == ["load", "compute", "store", "stream"]
     spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
     # 0 and 1 overlap; 2 starts after 1 ended: back on track 1; the compute engine's touch
     assert [(s["args"]["queue position"], names[0, s["tid"]]) for s in spans] == [
@@ -178,14 +178,14 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
 
 @pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1"])
 def test_trace_option_only_adds_the_stamps_and_assembles(options):
-    """The traced kernel is the plain one plus the parameter and six stamps; it assembles."""
+    """The traced kernel is the plain one plus the parameter and eight stamps; it assembles."""
     program = compile_module(parse_module_file(EXAMPLES / "mlp.mlir"), num_sms=4)
     plain = lower_to_ptx(program, options=options)
     traced = lower_to_ptx(program, options=f"{options} trace=1")
     off, on = instruction_lines(plain), instruction_lines(traced)
     assert is_subsequence(off, on), "the traced kernel changed or dropped a line of the plain one"
     added = Counter(on) - Counter(off)
-    stamps = 2 * 3  # start and end, on each of the three engines
+    stamps = 2 * 4  # start and end, on each of the four engines (load, compute, store, stream)
     expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES)
     expected.update({"@%p st.global.u64 [%rd], %rd;": stamps // 2, "@%p st.global.u64 [%rd+8], %rd;": stamps // 2})
     assert added == expected
@@ -227,9 +227,11 @@ def test_simulator_traces_of_examples_draw_without_overlaps(name, loads_overlap,
         data = exe.trace(tmp_path / "t.json")
         assert json.loads((tmp_path / "t.json").read_text()) == data
         spans = check_real_trace(data, sum(len(exe.program.executed_queue(sm, e))
-                                           for sm in range(exe.program.num_sms) for e in range(3)))
+                                           for sm in range(exe.program.num_sms)
+                                           for e in range(exe.program.num_engines)))
     tracks = {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "thread_name"}
-    assert ("load #1" in tracks) == loads_overlap  # several loads in flight: a track for each
+    # several loads of one engine in flight: a track for each
+    assert ("load #1" in tracks or "stream #1" in tracks) == loads_overlap
     assert all(s["dur"] > 0 for s in spans)
     assert compare_outputs(outputs, expected, "sim") is None
 

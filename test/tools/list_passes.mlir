@@ -14,6 +14,7 @@
 // CHECK-NEXT:   vdir-place {{ +}}Assign micro-ops to SMs.
 // CHECK-NEXT:       num-sms=<unset>
 // CHECK-NEXT:       target=""
+// CHECK-NEXT:       stream-loads=true
 // CHECK-NEXT:   vdir-schedule {{ +}}Order every (SM, engine) queue.
 // CHECK-NEXT:       prefetch=2
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
@@ -26,6 +27,7 @@
 // CHECK-NEXT:       prefetch=2
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
+// CHECK-NEXT:       stream-loads=true
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

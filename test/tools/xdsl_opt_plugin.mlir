@@ -13,7 +13,12 @@
 // FUSE:      %y = vdir.compute gemv_add(%wt, %xt, %rt) on compute
 // FUSE-NOT:  vdir.compute add
 
-// ISA:       sm 0 load:
+// The three loads wait on nothing, so vdir-place puts them on the stream
+// engine and SM 0's load queue is empty (not listed).
+// ISA-NOT:   sm 0 load:
+// ISA:       sm 0 compute:
+// ISA:       sm 0 stream:
+// ISA-NEXT:    0: load  @x+0
 
 // EXAMPLE:   vdir.program @gemv
 

@@ -6,13 +6,15 @@
 // whole program, would need 288 KiB of the 223 KiB tile arena. The SM is
 // allocated by liveness instead: the second phase's tiles reuse the first
 // phase's bytes (never-used bytes are too few), and each waits for the
-// consumer of the tile whose bytes it takes (%c, the add).
+// consumer of the tile whose bytes it takes (%c, the add). The loads wait on
+// nothing when vdir-place places them, so all four run on the stream engine;
+// the waits for %c are the allocator's, added after placement.
 
-// CHECK:      %a = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = 0>}
-// CHECK-NEXT: %b = vdir.load %x[32, 0] on load {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 1, smem = 65536>}
+// CHECK:      %a = vdir.load %x[0, 0] on stream {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = 0>}
+// CHECK-NEXT: %b = vdir.load %x[32, 0] on stream {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 1, smem = 65536>}
 // CHECK-NEXT: %c = vdir.compute add(%a, %b) on compute {vdir.sched = #vdir.sched<id = [[C:[0-9]+]], sm = 0, pos = 0, smem = 131072>}
-// CHECK:      %d = vdir.load %y[0, 0] on load {vdir.sched = #vdir.sched<id = 4, sm = 0, pos = 2, smem = 0, after = {{\[\[}}[[C]]]]>}
-// CHECK-NEXT: %e = vdir.load %y[16, 0] on load {vdir.sched = #vdir.sched<id = 5, sm = 0, pos = 3, smem = 32768, after = {{\[\[}}[[C]]]]>}
+// CHECK:      %d = vdir.load %y[0, 0] on stream {vdir.sched = #vdir.sched<id = 4, sm = 0, pos = 2, smem = 0, after = {{\[\[}}[[C]]]]>}
+// CHECK-NEXT: %e = vdir.load %y[16, 0] on stream {vdir.sched = #vdir.sched<id = 5, sm = 0, pos = 3, smem = 32768, after = {{\[\[}}[[C]]]]>}
 // CHECK-NEXT: %f = vdir.compute add(%d, %e) on compute {vdir.sched = #vdir.sched<id = 6, sm = 0, pos = 1, smem = 65536, after = {{\[\[}}[[C]]]]>}
 
 // SIM: check passed: o equal the reference evaluator's

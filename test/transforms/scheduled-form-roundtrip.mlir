@@ -12,8 +12,10 @@
 // The scheduled form is plain IR: printed, re-parsed and printed again (in
 // the custom and the generic form) it is unchanged, and running the passes
 // one vdir-opt at a time, through the text, encodes exactly the program that
-// vdir-pipeline encodes in memory.
+// vdir-pipeline encodes in memory. The engine vdir-place chose travels with
+// the text: the loads that wait on nothing on the stream engine, the reload
+// of %act, which waits on both SMs' stores, on the load engine.
 
 // CHECK:      vdir.program @mlp({{.*}}) attributes {target = "h200", vdir.stage = #vdir.stage<laid-out>, vdir.layout = #vdir.layout<num_sms = 2, smem_bytes = {{[0-9]+}}, counter_counts = [2], buffer_roles = [in, in, in, in, in, out, out]>} {
-// CHECK-NEXT:   %x = vdir.load %h[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = {{[0-9]+}}>}
+// CHECK-NEXT:   %x = vdir.load %h[0, 0] on stream {vdir.sched = #vdir.sched<id = 0, sm = 0, pos = 0, smem = {{[0-9]+}}>}
 // CHECK:        %av = vdir.load %act[0, 0] on load {vdir.sched = #vdir.sched<id = {{[0-9]+}}, seq = {{[0-9]+}}, sm = 0, pos = {{[0-9]+}}, smem = {{[0-9]+}}, signal = [{{[0-9]+}}], wait_counters = [0 : 2], after = {{\[\[[0-9]+, [0-9]+\]\]}}>}

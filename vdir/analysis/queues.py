@@ -54,6 +54,15 @@ def sm_shares(graph: Graph) -> list[SmShare] | None:
     return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
 
 
+def waits_on_nothing(node: Node) -> bool:
+    """Whether load ``node`` may run at any time: no dependency and no flow (a weight tile, a table).
+
+    Such loads are what ``vdir-place`` moves to the stream engine and what
+    ``vdir-schedule`` hoists ahead of cross-SM waits.
+    """
+    return node.kind == "load" and not node.deps and node.flow is None
+
+
 def waits_on_other_sms(node: Node) -> bool:
     """Whether ``node`` waits for a micro-op placed on another SM (a global counter)."""
     return any(p.sm != node.sm for group in node.deps for p in group)

@@ -4,13 +4,15 @@ The simulator runs the micro-op ISA of :mod:`vdir.isa` with the semantics of
 ``docs/isa.md``: per SM a shared-memory byte array and a 64-bit dependency
 bitmap, u32 global counters with epoch semantics, and the in-order engines
 of the program's target (``TargetDescription.engines``: load, compute,
-store). The load engine keeps several loads in flight and completes them in
-queue order. Compute micro-ops run the numpy semantics of
+store, stream). Each load engine (every engine that runs loads: load and
+stream on Hopper) keeps several loads in flight and completes them in its
+queue order, independently of the others; the loads of an SM share its
+bandwidth. Compute micro-ops run the numpy semantics of
 their family (:meth:`vdir.families.Family.run`) on whole tiles decoded from
 the shared-memory bytes.
 
 Each step picks one possible action (start an engine's next micro-op, or
-complete the oldest in-flight load of an SM) with a seeded RNG, so tests can
+complete the oldest in-flight load of a load engine) with a seeded RNG, so tests can
 explore different interleavings. Instead of computing garbage the simulator
 reports:
 
@@ -63,7 +65,7 @@ from vdir.device_runtime.platform import (
 from vdir.device_runtime.tensors import TensorView
 from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
-from vdir.target import EngineKind, TargetDescription, get_target
+from vdir.target import TargetDescription, get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -71,7 +73,7 @@ if TYPE_CHECKING:
 #: Element sizes of tile dtypes; "u8" is the raw byte tile of a load or store.
 _ELEMENT_BYTES = {**DTYPE_BYTES, "u8": 1}
 
-#: Loads the load engine may have issued but not yet completed.
+#: Loads each load engine may have issued but not yet completed.
 DEFAULT_LOAD_WINDOW = 8
 #: Shared-memory tiles start on multiples of this; it is the race-tracking granule.
 SMEM_BLOCK = 128
@@ -83,9 +85,10 @@ STORE_LATENCY_US = 0.5
 ISSUE_US = 0.02
 SMEM_BYTES_PER_US = 2.0e5
 
-#: Shared readers of a global buffer are tracked per SM only while the
-#: tracking table stays below this many entries (beyond it, write-after-read
-#: on that buffer is not checked; read-after-write and write-after-write are).
+#: Shared readers of a global buffer are tracked per load engine (per SM and
+#: engine that runs loads) only while the tracking table stays below this many
+#: entries (beyond it, write-after-read on that buffer is not checked;
+#: read-after-write and write-after-write are).
 MAX_READER_TABLE = 64 * 1024 * 1024
 
 
@@ -233,6 +236,17 @@ def _engine_opcodes(target: TargetDescription, engine: int) -> frozenset[int]:
     return frozenset({isa.OP_NOP} | prefetch | {isa.OPCODE_OF_CLASS[c] for c in runs})
 
 
+@functools.cache
+def load_engines(target: TargetDescription) -> tuple[int, ...]:
+    """The queue indices of ``target``'s load engines: the engines that run loads (load, stream).
+
+    The simulator runs each as the kernel runs its load engine: a pipeline
+    that keeps up to ``load_window`` loads in flight and completes them in its
+    own queue order, whatever the SM's other load engines do.
+    """
+    return tuple(i for i, spec in enumerate(target.engines) if "load" in spec.runs)
+
+
 @dataclass
 class DecodedProgram:
     """An :class:`~vdir.isa.EncodedProgram` decoded and validated for the simulator.
@@ -250,6 +264,10 @@ class DecodedProgram:
     #: per SM: micro-op id -> (engine, queue position) of every shared-memory
     #: writer, for naming the writers a stale read expected or saw
     writers: list[dict[int, tuple[int, int]]] = field(default_factory=list)
+    #: the load engines (queue indices) that hold a load on some SM: the race
+    #: checker tracks the global-memory readers of these only, so that a load
+    #: engine a program leaves empty costs no reader table
+    reading_engines: tuple[int, ...] = ()
 
     def describe(self, sm: int, engine: int, pos: int) -> str:
         """The program's readable name of a queue position."""
@@ -279,6 +297,13 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             f"(plus {isa.KERNEL_RESERVED_SMEM} the kernel keeps), target '{target.name}' "
             f"allows {target.smem_per_block}"
         )
+    for engine in load_engines(target):
+        others = target.engines[engine].runs - {"load"}
+        if others:  # its other micro-ops would be dropped: the load pipeline runs only loads and nops
+            raise SimProgramError(
+                f"the {target.engines[engine].name} engine of target '{target.name}' runs loads and "
+                f"{', '.join(sorted(others))}; the simulator runs an engine that loads as a pipeline of loads only"
+            )
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
     records = np.ascontiguousarray(program.instrs, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     bw_per_sm = target.hbm_bytes_per_us / max(target.num_sms, 1)
@@ -302,7 +327,10 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             sm_ops.append(queue)
         ops.append(sm_ops)
     writers = [derive_slot_sources(sm_ops, program.smem_bytes) for sm_ops in ops]
-    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target, writers)
+    reading = tuple(
+        e for e in load_engines(target) if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
+    )
+    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target, writers, reading)
 
 
 def _executed_words(
@@ -644,14 +672,23 @@ class SmemTracker:
 
 
 class GlobalTracker:
-    """Last writer and per-SM last reader of each granule of one stored-to buffer."""
+    """Last writer and, per load engine, last reader of each granule of one stored-to buffer.
 
-    def __init__(self, nbytes: int, granule: int, num_sms: int):
+    ``readers`` has one row per load engine of the launch (``reader_rows``;
+    :attr:`Simulation.reader_engines` says which engine a row is): the last
+    queue position of that engine that loaded each granule. As for shared
+    memory, the last position suffices: a load engine completes in its queue
+    order. None when the program has no loads (nothing to track) or when the
+    table would pass :data:`MAX_READER_TABLE` entries.
+    """
+
+    def __init__(self, nbytes: int, granule: int, reader_rows: int):
         self.granule = granule
         n = max(nbytes // granule, 1)
         self.writer_engine = np.full(n, -1, dtype=np.int64)  # global engine id
         self.writer_pos = np.full(n, -1, dtype=np.int64)
-        self.readers = np.full((num_sms, n), -1, dtype=np.int64) if n * num_sms <= MAX_READER_TABLE else None
+        tracked = 0 < n * reader_rows <= MAX_READER_TABLE
+        self.readers = np.full((reader_rows, n), -1, dtype=np.int64) if tracked else None
         #: i32 element read as a runtime value -> per global engine, the last queue position that read it
         self.value_readers: dict[int, np.ndarray] = {}
 
@@ -706,17 +743,27 @@ class Simulation:
         n = prog.num_sms
         #: engines per SM (E); global engine g is engine g % E of SM g // E
         self.per_sm = E = decoded.target.num_engines
-        #: the pipelined engine, which keeps up to load_window loads in flight
-        self.load_engine = decoded.target.engine_index(EngineKind.LOAD)
+        #: per engine of an SM, whether it is a load engine (:func:`load_engines`): a pipeline
+        #: that keeps up to load_window loads in flight and completes them in its queue order
+        self.is_load_engine = [e in load_engines(decoded.target) for e in range(E)]
         self.num_engines = n * E
+        loading = [g for g in range(self.num_engines) if self.is_load_engine[g % E]]
+        #: the load engines that hold loads (global ids, SM by SM): the rows of GlobalTracker.readers
+        self.reader_engines = np.array(
+            [E * sm + e for sm in range(n) for e in decoded.reading_engines], dtype=np.int64
+        )
+        self.reader_row = {int(g): row for row, g in enumerate(self.reader_engines)}
         self.smem = [np.zeros(prog.smem_bytes, dtype=np.uint8) for _ in range(n)]
         self.bitmap = [0] * n
         self.head = [0] * self.num_engines
-        self.in_flight: list[deque] = [deque() for _ in range(n)]
+        # per load engine (global id), its issued loads not yet completed, oldest first
+        self.in_flight: dict[int, deque] = {g: deque() for g in loading}
         self.queues = [decoded.ops[g // E][g % E] for g in range(self.num_engines)]
         # vector clocks: row g is what engine g's next micro-op knows
         self.clock = np.zeros((self.num_engines, self.num_engines), dtype=np.int64)
-        self.load_done_clock = np.zeros((n, self.num_engines), dtype=np.int64)
+        # per load engine, what its completed loads publish: they complete in its queue order,
+        # so the latest completion also publishes the earlier ones
+        self.load_done_clock = {g: np.zeros(self.num_engines, dtype=np.int64) for g in loading}
         self.bit_clock: dict[tuple[int, int], np.ndarray] = {}
         # per counter, the join of the clocks of its first k releases of this launch, at index k - 1:
         # a wait for k releases knows exactly those, however many more have come when it passes
@@ -728,16 +775,19 @@ class Simulation:
         self.skipped: list[set[int]] = [set() for _ in range(n)]
         self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
         self.global_track = {
-            b: GlobalTracker(decoded.buffer_bytes[b], g, n) for b, g in decoded.tracked.items()
+            b: GlobalTracker(decoded.buffer_bytes[b], g, len(self.reader_engines)) for b, g in decoded.tracked.items()
         } if check_races else {}
         # logical time
         self.engine_free = [0.0] * self.num_engines
-        self.load_ends: list[list[float]] = [[] for _ in range(n)]  # per SM, in queue order
+        # per load engine, when each of its loads landed, in queue order (a window slot frees then)
+        self.load_ends: dict[int, list[float]] = {g: [] for g in loading}
+        # per SM, when the last load to land on it finished landing: its load engines share its bandwidth
+        self.landed = [0.0] * n
         self.bit_time: dict[tuple[int, int], float] = {}
         self.counter_base = [int(c) for c in self.counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
         self.events: list[TraceEvent] = []
-        # scheduling: action 2g = start engine g's head, 2g+1 = complete SM g//E's oldest load
+        # scheduling: action 2g = start engine g's head, 2g+1 = complete load engine g's oldest load
         self.ready: list[int] = []
         self.ready_index: dict[int, int] = {}
         # per counter, a heap of (value the waiter needs, engine): a release wakes only
@@ -797,7 +847,7 @@ class Simulation:
             return False
         op = queue[pos]
         sm, engine = divmod(g, self.per_sm)
-        if engine == self.load_engine and len(self.in_flight[sm]) >= self.load_window:
+        if self.is_load_engine[engine] and len(self.in_flight[g]) >= self.load_window:
             return False
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             return False
@@ -820,7 +870,7 @@ class Simulation:
         runs = self._runs(g, sm, op)
         if not runs and self.check_races:
             self.skipped[sm].add(op.uop_id)
-        if engine == self.load_engine:  # a nop here is a load of nothing: it completes in order
+        if self.is_load_engine[engine]:  # a nop here is a load of nothing: it completes in order
             self._issue_load(g, sm, op, start, runs)
         else:
             if runs and op.opcode == isa.OP_COMPUTE:
@@ -899,6 +949,11 @@ class Simulation:
                 self._update_start(heapq.heappop(waiters)[1])
 
     def _issue_load(self, g: int, sm: int, op: Op, start: float, runs: bool) -> None:
+        """Load engine ``g`` issues ``op``: checked and recorded now, its bytes land when it completes.
+
+        It takes a slot of ``g``'s window: the one that the load ``load_window``
+        positions earlier in ``g``'s queue freed when it landed.
+        """
         region = None  # a nop, or a load whose condition failed: nothing lands
         if runs and op.opcode == isa.OP_LOAD:
             region = self._region(g, sm, op)
@@ -906,32 +961,35 @@ class Simulation:
                 self._check_global_read(g, sm, op, region)
                 self._check_smem_write(g, sm, op, op.tile)
                 self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
-        ends = self.load_ends[sm]
+        ends = self.load_ends[g]
         if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
             start = max(start, ends[op.pos - self.load_window])
         self.engine_free[g] = start + ISSUE_US
-        self.in_flight[sm].append((op, self.clock[g].copy(), start, region))
+        self.in_flight[g].append((op, self.clock[g].copy(), start, region))
         self._set_ready(2 * g + 1, True)
 
     def _complete_load(self, g: int) -> None:
-        sm = g // self.per_sm
-        op, start_clock, start, region = self.in_flight[sm].popleft()
-        if not self.in_flight[sm]:
+        """Load engine ``g``'s oldest in-flight load lands: its bytes, its signals, its clock."""
+        sm, engine = divmod(g, self.per_sm)
+        in_flight = self.in_flight[g]
+        op, start_clock, start, region = in_flight.popleft()
+        if not in_flight:
             self._set_ready(2 * g + 1, False)
         if region is not None:
             dst = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
             dst.reshape(region.rows, region.row_bytes)[...] = _global_view(self.buffers[op.buffer], region)
             if self.check_races:
                 self._record_slot_writer(sm, op, op.tile)
-        # completions are in queue order: this one also publishes the previous ones
-        done = self.load_done_clock[sm]
+        # completions are in g's queue order: this one also publishes g's previous ones
+        done = self.load_done_clock[g]
         np.maximum(done, start_clock, out=done)
         done[g] = op.pos + 1
         # bytes land after the latency, one load after the other at the SM's bandwidth share
-        previous = self.load_ends[sm][-1] if self.load_ends[sm] else 0.0
-        end = max(start + op.latency_us, previous) + op.busy_us
-        self.events.append(TraceEvent(sm, self.load_engine, op.uop_id, op.pos, start, end - start))
-        self.load_ends[sm].append(end)
+        # (after the previous load to land on the SM, from whichever of its load engines)
+        end = max(start + op.latency_us, self.landed[sm]) + op.busy_us
+        self.landed[sm] = end
+        self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
+        self.load_ends[g].append(end)
         self._complete(g, sm, op, done, end)
         self._update_start(g)  # a window slot is free again
 
@@ -1130,7 +1188,7 @@ class Simulation:
                 f"{self._name(*hit)}, but no dependency (counter wait) orders the read after that store"
             )
         if track.readers is not None:
-            track.view(track.readers[sm], region)[...] = op.pos
+            track.view(track.readers[self.reader_row[g]], region)[...] = op.pos
 
     def _check_global_write(self, g: int, op: Op, region: Region) -> None:
         track = self.global_track[op.buffer]
@@ -1145,13 +1203,13 @@ class Simulation:
             )
         if track.readers is not None:
             latest = track.view(track.readers, region).reshape(track.readers.shape[0], -1).max(axis=1)
-            known = self.clock[g, self.load_engine :: self.per_sm]
+            known = self.clock[g, self.reader_engines]
             late = np.nonzero((latest >= 0) & (known <= latest))[0]
             if late.size:
-                reader_sm = int(late[0])
+                row = int(late[0])
                 raise SimRaceError(
                     f"race on buffer '{name}': {self._name(g, op.pos)} overwrites bytes that "
-                    f"{self._name(self.per_sm * reader_sm + self.load_engine, int(latest[reader_sm]))} still reads, "
+                    f"{self._name(int(self.reader_engines[row]), int(latest[row]))} still reads, "
                     "with no dependency ordering the store after that load"
                 )
         if track.value_readers:
@@ -1224,7 +1282,7 @@ class SimPlatform(Platform):
     """The CPU simulator as a :class:`Platform`: host byte arrays and :class:`Simulation` runs.
 
     Launch options (``LaunchSpec.options``): ``seed`` (interleaving, default
-    0), ``load_window`` (loads in flight per SM, default 8), ``check_races``
+    0), ``load_window`` (loads in flight per load engine, default 8), ``check_races``
     (default True). The last launch's trace is :meth:`last_trace`.
     """
 

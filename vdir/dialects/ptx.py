@@ -375,28 +375,35 @@ class GlobalOp(IRDLOperation):
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """An ``.entry``: name, parameters (``"u64 name"`` strings), thread bound, body."""
+    """An ``.entry``: name, parameters (``"u64 name"`` strings), thread bound, body.
+
+    ``minnctapersm`` (optional): the CTAs per SM the kernel must fit, printed
+    as ``.minnctapersm``; without it ptxas may cap the registers to fit
+    several CTAs of ``maxntid`` threads on an SM.
+    """
 
     name = "ptx.kernel"
 
     sym_name = prop_def(StringAttr)
     params = prop_def(ArrayAttr[StringAttr])
     maxntid = prop_def(IntAttr)
+    minnctapersm = opt_prop_def(IntAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
-    def __init__(self, sym_name: str, params: Sequence[tuple[str, str]], maxntid: int):
+    def __init__(self, sym_name: str, params: Sequence[tuple[str, str]], maxntid: int,
+                 minnctapersm: int | None = None):
         from xdsl.ir import Block, Region
 
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(sym_name),
-                "params": ArrayAttr([StringAttr(f"{t} {n}") for t, n in params]),
-                "maxntid": IntAttr(maxntid),
-            },
-            regions=[Region(Block())],
-        )
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(sym_name),
+            "params": ArrayAttr([StringAttr(f"{t} {n}") for t, n in params]),
+            "maxntid": IntAttr(maxntid),
+        }
+        if minnctapersm is not None:
+            properties["minnctapersm"] = IntAttr(minnctapersm)
+        super().__init__(properties=properties, regions=[Region(Block())])
 
     def param_names(self) -> list[str]:
         """The parameter names in order."""
@@ -1136,7 +1143,10 @@ def _register_names(k: KernelOp) -> tuple[dict[SSAValue, str], dict[str, int]]:
 def _print_kernel(k: KernelOp, out: IO[str]) -> None:
     names, counts = _register_names(k)
     params = ",\n".join(f"\t.param .{p.data.split()[0]} {p.data.split()[1]}" for p in k.params.data)
-    out.write(f".visible .entry {k.sym_name.data}(\n{params}\n)\n.maxntid {k.maxntid.data}, 1, 1\n{{\n")
+    out.write(f".visible .entry {k.sym_name.data}(\n{params}\n)\n.maxntid {k.maxntid.data}, 1, 1\n")
+    if k.minnctapersm is not None:
+        out.write(f".minnctapersm {k.minnctapersm.data}\n")
+    out.write("{\n")
     decl: dict[str, str] = {}
     for dtype, prefix in REG_CLASSES.values():
         decl.setdefault(prefix, dtype)

@@ -130,7 +130,7 @@ def _engine(engine: str | EngineKind | None, default: EngineKind) -> EngineKind:
         return EngineKind(engine)
     except ValueError:
         raise ValueError(
-            f"unknown engine kind {engine!r} (expected load, compute or store)"
+            f"unknown engine kind {engine!r} (expected {', '.join(k.value for k in EngineKind)})"
         ) from None
 
 

@@ -57,7 +57,9 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
         raise ValueError(f"the PTX lowering has no body for family opcode(s) {unknown}")
     mod = ptx.ModuleOp(t.ptx_version, t.arch, 64)
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
-    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t))
+    # one CTA per SM (persistent): without saying so, ptxas caps the registers to fit several
+    # CTAs of this size on an SM, and spilled with 352 threads
+    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t), minnctapersm=1)
     mod.body.block.add_op(kernel)
     build_kernel(kernel, t, fams, opts, program.scalars)
     return mod

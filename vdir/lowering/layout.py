@@ -48,28 +48,64 @@ TMAP_BYTES = 128
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.finish)
-SMEM_MBARRIERS = 16  # ring of load_ring u64 mbarriers (lowering option)
+SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
-SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter
-SMEM_IWINDOW = 1024  # per engine: FETCH_DEPTH prefetched 128-byte instructions
-FETCH_DEPTH = 8
+SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter; one ring per load engine
+SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTHS[kind] prefetched 128-byte instructions
 HEADER_BYTES = 4096  # the tile arena starts here (1024-aligned)
 
-#: mbarriers in the load engine's ring = loads that may be in flight at once (lowering option
+#: instructions each engine kind prefetches into its shared-memory window (powers of two). The
+#: load and compute engines get the deepest windows: their micro-ops are the most and the shortest
+#: (an activation row, a norm); the store and stream engines' micro-ops are fewer or long (a weight
+#: tile streams for microseconds), and four windows of 8 would not fit the header
+FETCH_DEPTHS = {EngineKind.LOAD: 8, EngineKind.COMPUTE: 8, EngineKind.STORE: 4, EngineKind.STREAM: 4}
+
+#: mbarriers in a load engine's ring = loads it may keep in flight at once (lowering option
 #: ``load_ring``; the default)
 DEFAULT_LOAD_RING = 8
-#: the most the header holds: one u64 mbarrier and one 16-byte ring-info record per slot
-MAX_LOAD_RING = min((SMEM_SCRATCH - SMEM_MBARRIERS) // 8, (SMEM_IWINDOW - SMEM_RING_INFO) // 16)
+#: load engines an SM may have (each has its own ring: the load and the stream engine)
+MAX_LOAD_RINGS = 2
+#: the most one ring may hold: the header holds a u64 mbarrier and a 16-byte ring-info record per
+#: slot of every ring
+MAX_LOAD_RING = min((SMEM_SCRATCH - SMEM_MBARRIERS) // (8 * MAX_LOAD_RINGS),
+                    (SMEM_IWINDOW - SMEM_RING_INFO) // (16 * MAX_LOAD_RINGS))
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
 STORE_WARP = 1
 COMPUTE_FIRST_WARP = 2
 COMPUTE_BARRIER = 1  # named barrier id of the compute group
-#: the first warp of the role that runs each engine kind's queue: the kernel
-#: has one role per kind, so it lowers only targets with exactly these engines
-ROLE_FIRST_WARP = {EngineKind.LOAD: LOAD_WARP, EngineKind.STORE: STORE_WARP, EngineKind.COMPUTE: COMPUTE_FIRST_WARP}
+#: the engine kinds the kernel has a warp role for: the load, store and compute
+#: engines always; the stream engine where the target has one (its warp
+#: follows the compute group, :func:`stream_warp`)
+KERNEL_ROLES = (EngineKind.LOAD, EngineKind.STORE, EngineKind.COMPUTE, EngineKind.STREAM)
+REQUIRED_ROLES = (EngineKind.LOAD, EngineKind.STORE, EngineKind.COMPUTE)
+
+
+def has_stream_engine(target: TargetDescription) -> bool:
+    """Whether ``target``'s SMs have a stream engine (a second load engine, with a warp of its own)."""
+    return target.engine(EngineKind.STREAM) is not None
+
+
+def stream_warp(target: TargetDescription) -> int:
+    """The warp that runs the stream engine: the one after the compute group."""
+    return COMPUTE_FIRST_WARP + target.compute_threads // 32
+
+
+def load_ring_index(target: TargetDescription, engine: int) -> int:
+    """Which of the header's load rings engine ``engine`` (a load engine) uses: its rank among them."""
+    loads = [i for i, spec in enumerate(target.engines) if "load" in spec.runs]
+    return loads.index(engine)
+
+
+def fetch_window(target: TargetDescription, engine: int) -> tuple[int, int]:
+    """(header offset, depth) of engine ``engine``'s instruction window: the windows follow each
+    other from ``SMEM_IWINDOW`` in queue order, each ``FETCH_DEPTHS`` of its kind deep."""
+    offset = SMEM_IWINDOW
+    for spec in target.engines[:engine]:
+        offset += FETCH_DEPTHS[spec.kind] * isa.INSTR_BYTES
+    return offset, FETCH_DEPTHS[target.engines[engine].kind]
 
 
 def check_engines(target: TargetDescription) -> None:
@@ -77,12 +113,14 @@ def check_engines(target: TargetDescription) -> None:
 
     Each engine also needs its instruction window below the tile arena.
     """
-    if sorted(target.engine_names) != sorted(ROLE_FIRST_WARP):
+    names = target.engine_names
+    if len(set(names)) != len(names) or not set(REQUIRED_ROLES) <= set(names) <= set(KERNEL_ROLES):
         raise ValueError(
-            f"the kernel has warp roles for the engines {', '.join(ROLE_FIRST_WARP)}; target "
-            f"'{target.name}' has {', '.join(target.engine_names)}"
+            f"the kernel has warp roles for the engines {', '.join(REQUIRED_ROLES)} (and optionally "
+            f"{EngineKind.STREAM}), one each; target '{target.name}' has {', '.join(names)}"
         )
-    if SMEM_IWINDOW + target.num_engines * FETCH_DEPTH * isa.INSTR_BYTES > HEADER_BYTES:
+    end, depth = fetch_window(target, target.num_engines - 1)
+    if end + depth * isa.INSTR_BYTES > HEADER_BYTES:
         raise ValueError(f"the instruction windows of {target.num_engines} engines do not fit the kernel's header")
 
 # ---- error record (u32 words) --------------------------------------------
@@ -97,8 +135,8 @@ ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ER
 
 
 def block_threads(target: TargetDescription) -> int:
-    """Threads per CTA: one load warp, one store warp, the compute group."""
-    return 32 * COMPUTE_FIRST_WARP + target.compute_threads
+    """Threads per CTA: one load warp, one store warp, the compute group, and a stream warp if the target has one."""
+    return 32 * COMPUTE_FIRST_WARP + target.compute_threads + (32 if has_stream_engine(target) else 0)
 
 
 def dynamic_smem_bytes(tile_bytes: int) -> int:

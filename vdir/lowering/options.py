@@ -46,8 +46,8 @@ MAX_SPLIT_COPIES = 32
 #: the most instructions the lsu-path load engine prefetches into registers (one register each per lane)
 MAX_FETCH_DEPTH = 32
 
-#: the most compute warps: a CTA has at most 32 warps, two are the load and store engines
-MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP
+#: the most compute warps: a CTA has at most 32 warps, three are the load, store and stream engines
+MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP - 1
 
 
 class LoweringOptionError(VdirError, ValueError):

@@ -53,13 +53,19 @@ class ProgramAssembler:
     def transfer(self, sm: int, store: bool, buf: int, offset: int, rows: int, row_bytes: int, stride: int,
                  smem: int, *, wait: int = 0, parity: int = 0, signal: int = 0,
                  wait_counter: int | None = None, wait_count: int = 0,
-                 release_counter: int | None = None, name: str = "") -> int:
-        """A load (global -> tile) or store (tile -> global) of ``rows`` rows."""
+                 release_counter: int | None = None, name: str = "", engine: int | None = None) -> int:
+        """A load (global -> tile) or store (tile -> global) of ``rows`` rows.
+
+        ``engine`` is the queue index it goes on (a second load engine, such
+        as ``stream``); by default the target's load or store engine.
+        """
         ins = self._common(isa.OP_STORE if store else isa.OP_LOAD, wait, parity, signal,
                            wait_counter, wait_count, release_counter, name)
         for f, v in zip(isa.REGION_FIELDS, (buf, offset, rows, row_bytes, stride, smem), strict=True):
             ins.set(f, v)
-        return self._push(sm, self.store_engine if store else self.load_engine, ins)
+        if engine is None:
+            engine = self.store_engine if store else self.load_engine
+        return self._push(sm, engine, ins)
 
     def load(self, sm: int, *args, **kw) -> int:
         """A load; arguments as :meth:`transfer` without ``store``."""

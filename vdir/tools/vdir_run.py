@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the launch's Chrome/Perfetto trace (cuda: lowered with the trace option)")
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
     p.add_argument("--num-sms", type=int, help="use only this many SMs")
-    p.add_argument("--load-window", type=int, help="simulator: loads in flight per SM")
+    p.add_argument("--load-window", type=int, help="simulator: loads in flight per load engine")
     p.add_argument("--lowering", metavar="OPTIONS",
                    help="lowering options, e.g. 'load_path=lsu split_copies=4'")
     add_limit_options(p)

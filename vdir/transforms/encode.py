@@ -30,7 +30,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
-from vdir.analysis.queues import check_queue_positions_follow_program_order, queues_of
+from vdir.analysis.queues import QUEUE_ORDER, check_queue_positions_follow_program_order, queues_of
 from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
@@ -352,23 +352,37 @@ def prefetch_record(node: Node, graph: Graph) -> list[int]:
     return row
 
 
-def encode_queue(queue: list[Node], graph: Graph, l2_prefetch: int,
+def encode_queue(queue: list[Node], graph: Graph, prefetches: dict[int, list[Node]] | None = None,
                  encoder: _NodeEncoder | None = None) -> list[list[int]]:
-    """The instruction words of one queue, with the prefetch records ``l2_prefetch`` bytes plan.
+    """The instruction words of one queue, with ``prefetches[node.id]``'s prefetch records before a node.
 
     ``encoder``: one shared by the queues of a program (its templates are kept).
     """
-    plan = plan_prefetches(queue, l2_prefetch)
     encode_one = encoder or _NodeEncoder(graph)
     words: list[list[int]] = []
-    if not plan:
+    if not prefetches:
         for node in queue:
             words += encode_one(node)
         return words
-    for i, node in enumerate(queue):
-        words.extend(prefetch_record(p, graph) for p in plan.get(i, ()))
+    for node in queue:
+        words.extend(prefetch_record(p, graph) for p in prefetches.get(node.id, ()))
         words.extend(encode_one(node))
     return words
+
+
+def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm: int,
+                     l2_prefetch: int) -> dict[int, list[Node]]:
+    """The loads whose prefetch records go before each cross-SM waiting load of ``sm`` (by its id).
+
+    The plan (``vdir.analysis.l2_prefetch``) reads the SM's load engines as
+    one stream in queue order: with a stream engine the weight tiles it asks
+    for sit in the stream queue, and the records go to the waiting load's.
+    """
+    if l2_prefetch <= 0:
+        return {}
+    pipelined = [spec.name for spec in graph.target.engines if spec.pipelined]
+    loads = sorted((n for e in pipelined for n in queues.get((sm, e), [])), key=QUEUE_ORDER)
+    return {loads[i].id: chosen for i, chosen in plan_prefetches(loads, l2_prefetch).items()}
 
 
 def _words_array(words: list[list[int]]) -> np.ndarray:
@@ -420,9 +434,10 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET)
     table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
     encoder = _NodeEncoder(graph)
     for sm in range(graph.num_sms):
+        prefetches = prefetches_of_sm(graph, queues, sm, l2_prefetch)
         for e, engine in enumerate(engines):
             start = len(words)
-            words.extend(encode_queue(queues.get((sm, engine), []), graph, l2_prefetch, encoder))
+            words.extend(encode_queue(queues.get((sm, engine), []), graph, prefetches, encoder))
             table[sm][e] = (start, len(words) - start)
     instrs = _words_array(words)
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]

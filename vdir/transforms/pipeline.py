@@ -31,7 +31,7 @@ from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_queue, schedule_within_budget
+from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_sm, schedule_within_budget
 from vdir.transforms.verify_deps import verify_dependencies
 
 #: the shares of an SM's tile arena that memory-aware hoisting tries, most first, SM by SM: the
@@ -104,8 +104,7 @@ def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _At
                 if attempt.budgeted:
                     tiles = schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
                 else:
-                    for engine, queue in queues:
-                        schedule_queue(graph, engine, queue, attempt.prefetch)
+                    schedule_sm(graph, queues, attempt.prefetch)
                 smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles))
                 break
             except PassFailure:
@@ -146,11 +145,11 @@ def _no_cyclic_gc():
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-    max_micro_ops: int | None = None,
+    max_micro_ops: int | None = None, stream_loads: bool = True,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
-    ``reroll`` and ``l2_prefetch``: see vdir-encode.
+    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``: see vdir-place.
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
@@ -163,7 +162,7 @@ def run_pipeline(
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit)
+        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads)
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET) -> None:
@@ -177,13 +176,13 @@ def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_pr
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
-                reroll: bool, l2_prefetch: int, max_micro_ops: int) -> isa.EncodedProgram:
+                reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool) -> isa.EncodedProgram:
     graph = build_graph(module, max_micro_ops=max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
-    place(graph, graph.target.num_sms)
+    place(graph, graph.target.num_sms, stream_loads)
     schedule_and_allocate(graph, prefetch)
     layout_dependencies(graph)
     if encode_in_ir:
@@ -194,6 +193,7 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
+    stream_loads: bool = True,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -203,7 +203,8 @@ def compile_to_encoded(
     :data:`vdir.limits.MAX_MICRO_OPS`).
     """
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
-                        reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops)
+                        reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
+                        stream_loads=stream_loads)
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,8 @@ class PipelinePass(ModulePass):
 
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
-    ``l2-prefetch`` (default 0), see vdir-encode.
+    ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` (default
+    true), see vdir-place.
     """
 
     name = "vdir-pipeline"
@@ -223,10 +225,11 @@ class PipelinePass(ModulePass):
     prefetch: int = 2
     reroll: bool = True
     l2_prefetch: int = DEFAULT_BUDGET
+    stream_loads: bool = True
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
-                     l2_prefetch=self.l2_prefetch)
+                     l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads)

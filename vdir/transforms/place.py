@@ -11,6 +11,16 @@ memory). Clusters are assigned in program order to the least-loaded SM by the
 cost model's time estimate (bytes moved and flops), which balances each phase
 of the program across SMs. Dependency groups naming a rematerialised node are
 rewritten to name all of its copies.
+
+Placement also picks the load engine. A load that waits on nothing (no
+dependency, no flow: a weight tile, a norm's weights, a table) goes to the
+target's stream engine where it has one, and the loads that wait (an
+activation row another SM stores, a tile behind a token) stay on the load
+engine. Each engine runs its queue in order, so in one queue a weight tile
+would wait behind an activation row that waits on other SMs, and the HBM
+would idle at every cross-SM barrier; in two, the weight tiles stream up to
+the shared memory their slots allow while the activation row is awaited.
+Option ``stream-loads=false`` keeps every load where the program put it.
 """
 
 from __future__ import annotations
@@ -24,9 +34,10 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
+from vdir.analysis.queues import waits_on_nothing
 from vdir.analysis.stages import require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
-from vdir.target import MIN_SMS
+from vdir.target import MIN_SMS, EngineKind
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
@@ -77,8 +88,9 @@ def clusters_of(graph: Graph, remat: dict[int, bool]) -> list[list[Node]]:
     return sorted(groups.values(), key=lambda c: c[0].seq)
 
 
-def place(graph: Graph, num_sms: int) -> None:
-    """Assign clusters to SMs and rematerialise shared cheap producers per SM."""
+def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
+    """Assign clusters to SMs, rematerialise shared cheap producers per SM and, with ``stream_loads``,
+    move the loads that wait on nothing to the stream engine (see the module docstring)."""
     remat: dict[int, bool] = {}
     clusters = clusters_of(graph, remat)
     load = [(0.0, sm) for sm in range(num_sms)]
@@ -112,6 +124,17 @@ def place(graph: Graph, num_sms: int) -> None:
         n.id = i
     graph.nodes = placed
     graph.num_sms = num_sms
+    if stream_loads:
+        move_to_stream_engine(graph)
+
+
+def move_to_stream_engine(graph: Graph) -> None:
+    """Put the loads of the load engine that wait on nothing on the target's stream engine, if it has one."""
+    if graph.target.engine(EngineKind.STREAM) is None:
+        return
+    for n in graph.nodes:
+        if n.engine == EngineKind.LOAD and waits_on_nothing(n):
+            n.engine = EngineKind.STREAM.value
 
 
 class _Copier:
@@ -193,13 +216,15 @@ class PlacePass(ModulePass):
     """Assign micro-ops to SMs (see the module docstring).
 
     Options: ``num-sms`` (default: all SMs of the target), ``target`` (default:
-    the program's).
+    the program's), ``stream-loads`` (default true: loads that wait on nothing
+    go to the stream engine).
     """
 
     name = "vdir-place"
 
     num_sms: int | None = None
     target: str = ""
+    stream_loads: bool = True
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
@@ -209,6 +234,6 @@ class PlacePass(ModulePass):
         def stage(graph: Graph) -> None:
             target = resolve_target(self.target, self.num_sms, graph.target)
             graph.target = target
-            place(graph, target.num_sms)
+            place(graph, target.num_sms, self.stream_loads)
 
         run_stage(op, "source", "placed", stage)

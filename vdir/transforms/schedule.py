@@ -2,10 +2,13 @@
 
 Each queue follows program order, with one exception: a load that waits on
 other SMs (a global counter) is moved behind the next ``prefetch``
-independent loads of its queue — loads with no dependency at all, typically
+independent loads of its SM — loads with no dependency at all, typically
 the weight tiles of the next phase; other waiting loads between them are
-passed over. Without this, the in-order load engine
-would sit idle at every cross-SM barrier instead of streaming weights.
+passed over. Without this, an in-order load engine that holds both would
+sit idle at every cross-SM barrier instead of streaming weights. Where
+``vdir-place`` has put the independent loads on a stream engine of their
+own, the two load queues are hoisted as one (their merged order is what
+the shared-memory allocator reads), and each keeps its share of that order.
 
 Deadlock freedom: program order is one topological order of every edge
 (tile edges, tokens, memory dependencies, and the shared-memory reuse edges
@@ -34,15 +37,11 @@ from vdir.analysis.queues import (
     check_dependencies_point_forward,
     queues_of,
     sm_shares,
+    waits_on_nothing,
     waits_on_other_sms,
 )
 from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
-
-
-def _is_independent_load(n: Node) -> bool:
-    return n.kind == "load" and not n.deps and n.flow is None
-
 
 #: how far past a cross-SM waiting load the scheduler looks for loads to hoist
 HOIST_WINDOW = 64
@@ -81,7 +80,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
         for later in queue[i + 1 : i + 1 + HOIST_WINDOW]:
             if counted == prefetch:
                 break
-            if _is_independent_load(later) and not later.hoist:
+            if waits_on_nothing(later) and not later.hoist:
                 if live is not None:
                     if not live.fits_earlier(later, blocked, budget):
                         break  # the loads after it stay behind it (see the docstring)
@@ -97,7 +96,7 @@ def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[s
                            budget: int) -> list[TileLife]:
     """Order one SM's queues, hoisting a load only where the SM's live tiles stay within ``budget`` bytes.
 
-    :func:`schedule_queue` hoists ``prefetch`` loads ahead of every cross-SM
+    :func:`schedule_sm` hoists ``prefetch`` loads ahead of every cross-SM
     wait whatever that costs in shared memory, so a program whose weight
     tiles fill the arena fits only without hoisting, and its load engine
     then idles at every wait. Here each candidate is checked against the
@@ -112,18 +111,13 @@ def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[s
     hoisting moves loads, which read no tile, so only a tile that nobody
     reads changes its last use (its own place).
     """
-    for engine, queue in queues:
-        schedule_queue(graph, engine, queue, 0)
+    schedule_sm(graph, queues, 0)
     tiles = tiles_of_sm(nodes, graph.target.smem_alignment)
     if prefetch == 0:
         return tiles
     live = LiveBytes(sorted(nodes, key=QUEUE_ORDER), tiles)
-    for engine, queue in queues:
-        if _is_pipelined(graph, engine):
-            hoist_past_barriers(queue, prefetch, live, budget)
-            queue.sort(key=QUEUE_ORDER)
-            for pos, n in enumerate(queue):
-                n.pos = pos
+    hoist_past_barriers(_loads_in_order(graph, queues), prefetch, live, budget)
+    _number(queues)
     for t in tiles:
         if not t.consumers:
             t.last_use = (t.node.seq, t.node.hoist)
@@ -156,22 +150,42 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: 
     for (sm, _engine), queue in queues.items():
         if sm < 0:
             raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
-    if hoist_budget > 0:
-        for _sm, nodes, sm_queues in sm_shares(graph) or []:
+    for _sm, nodes, sm_queues in sm_shares(graph) or []:
+        if hoist_budget > 0:
             schedule_within_budget(graph, nodes, sm_queues, prefetch, hoist_budget)
-        return
-    for (_sm, engine), queue in queues.items():
-        schedule_queue(graph, engine, queue, prefetch)
+        else:
+            schedule_sm(graph, sm_queues, prefetch)
 
 
-def schedule_queue(graph: Graph, engine: str, queue: list[Node], prefetch: int) -> None:
-    """Order one (SM, ``engine``) queue and number its positions (see :func:`schedule`)."""
-    queue.sort(key=QUEUE_ORDER)
-    if prefetch > 0 and _is_pipelined(graph, engine):
-        hoist_past_barriers(queue, prefetch)
+def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: int) -> None:
+    """Order one SM's (engine, queue) pairs and number their positions (see :func:`schedule`)."""
+    for _engine, queue in queues:
         queue.sort(key=QUEUE_ORDER)
-    for pos, n in enumerate(queue):
-        n.pos = pos
+    if prefetch > 0:
+        hoist_past_barriers(_loads_in_order(graph, queues), prefetch)
+    _number(queues)
+
+
+def _loads_in_order(graph: Graph, queues: list[tuple[str, list[Node]]]) -> list[Node]:
+    """The micro-ops of the SM's pipelined engines (its load engines), merged in queue order.
+
+    Hoisting reads them as one stream: with a stream engine the weight
+    tiles sit in its queue and the loads that wait on other SMs in the
+    load engine's, and a weight tile is moved ahead of a wait of the other
+    queue as it would be within one queue. The order is the one the
+    shared-memory liveness reads; each queue keeps its share of it.
+    """
+    loads = [n for engine, queue in queues if _is_pipelined(graph, engine) for n in queue]
+    loads.sort(key=QUEUE_ORDER)
+    return loads
+
+
+def _number(queues: list[tuple[str, list[Node]]]) -> None:
+    """Sort each queue by :data:`QUEUE_ORDER` (hoisting moved some loads up) and number its positions."""
+    for _engine, queue in queues:
+        queue.sort(key=QUEUE_ORDER)
+        for pos, n in enumerate(queue):
+            n.pos = pos
 
 
 @dataclass(frozen=True)

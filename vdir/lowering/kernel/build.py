@@ -8,17 +8,21 @@ from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.kernel.compute_engine import compute_engine
 from vdir.lowering.kernel.context import Ctx
-from vdir.lowering.kernel.copies import mbar_count
+from vdir.lowering.kernel.copies import mbar_count, ring_mbarriers
 from vdir.lowering.kernel.launch import check_scalars, finish, read_epoch
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
-from vdir.target import TargetDescription
+from vdir.target import EngineKind, TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
                  options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
+
+    The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
+    engine, the compute group from ``COMPUTE_FIRST_WARP``, and after it the
+    stream engine's warp where the target has one.
 
     ``scalars`` are the program's launch-time scalars, whose ranges the
     prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
@@ -46,9 +50,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
-    for s in range(c.options.load_ring):
-        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_MBARRIERS + 8 * s, mbar_count(c)),
-              ins=[base], guard=t0)
+    for ring in range(len([spec for spec in target.engines if "load" in spec.runs])):
+        for s in range(c.options.load_ring):
+            b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (ring_mbarriers(ring) + 8 * s, mbar_count(c)),
+                  ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
@@ -56,10 +61,16 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     check_scalars(c, list(scalars or ()))
     lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
     b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
+    lab_stream = b.new_label("role_stream") if L.has_stream_engine(target) else None
+    if lab_stream is not None:
+        b.bra(lab_stream, b.setp("eq.u32", c.warp, L.stream_warp(target)))
     b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
     load_engine(c)
     b.place(lab_store)
     store_engine(c)
+    if lab_stream is not None:
+        b.place(lab_stream)
+        load_engine(c, EngineKind.STREAM)
     b.place(lab_compute)
     compute_engine(c, families)
     b.place(c.exit_label)

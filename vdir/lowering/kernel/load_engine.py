@@ -1,4 +1,9 @@
-"""The load engine (warp 0): copy tiles from global into shared memory.
+"""The load engines (warp 0, and the stream engine's warp): copy tiles from global into shared memory.
+
+The load and the stream engine run the same code on their own queues, each
+with its own ring of mbarriers (``copies.ring_barrier``) and instruction
+window: the stream engine's loads (weight tiles, which wait on nothing)
+stream while the load engine waits on other SMs.
 
 All 32 lanes run the same control flow; lane 0 arms the mbarrier and
 signals, the lanes split a tile's rows between copies (``copies.py``). The
@@ -25,6 +30,7 @@ from vdir.lowering.kernel.copies import (
     lsu_load,
     mbar_count,
     ring_barrier,
+    ring_info,
     ring_landed,
     tensor_load,
 )
@@ -41,6 +47,7 @@ class LoadLoop:
 
     c: Ctx
     engine: int
+    ring: int  # which of the header's load rings (layout.load_ring_index)
     start: SSAValue
     count: SSAValue
     lane0: SSAValue
@@ -57,19 +64,19 @@ class LoadLoop:
     abort: str
 
 
-def load_engine(c: Ctx) -> None:
-    """Warp 0: issue loads ahead through the mbarrier ring, retire in order (see the module)."""
-    s = _start(c)
+def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
+    """The warp of load engine ``kind``: issue loads ahead through its mbarrier ring, retire in order (see the module)."""
+    s = _start(c, kind)
     _issue_next(s)
     _retire_oldest(s)
     _idle(s)
     _drain(s)
 
 
-def _start(c: Ctx) -> LoadLoop:
+def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     """The engine's registers, the primed fetcher and the loop's labels."""
     b = c.b
-    engine = c.target.engine_index(EngineKind.LOAD)
+    engine = c.target.engine_index(kind)
     start, count = queue_of(c, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
@@ -80,9 +87,10 @@ def _start(c: Ctx) -> LoadLoop:
     # (the lsu path's own cp.async would join the fetcher's commit groups)
     fe = WarpFetcher(c, start, count) if c.options.lsu_loads else SmemFetcher(c, start, count, engine)
     fe.prime(pos)
-    top, retire, idle = b.new_label("ld_top"), b.new_label("ld_retire"), b.new_label("ld_idle")
-    done, abort = b.new_label("ld_done"), b.new_label("ld_abort")
-    return LoadLoop(c, engine, start, count, lane0, pos, ret, phases, t0, tclk, fe, top, retire, idle, done, abort)
+    prefix = "ld" if kind == EngineKind.LOAD else f"ld_{kind}"
+    top, retire, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_retire"), b.new_label(f"{prefix}_idle")
+    done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
+    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), start, count, lane0, pos, ret, phases, t0, tclk, fe, top, retire, idle, done, abort)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -109,10 +117,10 @@ def _issue_next(s: LoadLoop) -> None:
     # same-SM RAW through global memory is fenced by the store engine.
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
-    slot, bar = ring_barrier(c, s.pos)
+    slot, bar = ring_barrier(c, s.ring, s.pos)
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
-    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.SMEM_RING_INFO,
+    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % ring_info(s.ring),
           ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
     opcode = f.read(isa.OPCODE)
     # the region's words are read here, before the paths part: the fetcher
@@ -188,12 +196,12 @@ def _retire_oldest(s: LoadLoop) -> None:
     c, b = s.c, s.c.b
     b.place(s.retire)
     b.bra(s.idle, b.setp("eq.u32", s.ret, s.pos))
-    rslot, landed = ring_landed(c, s.ret, s.phases, "test_wait")
+    rslot, landed = ring_landed(c, s.ring, s.ret, s.phases, "test_wait")
     b.bra(s.idle, landed, neg=True)
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", s.phases, bit, dst=s.phases)
     rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
-    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.SMEM_RING_INFO)
+    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, ring_info(s.ring))
     signal(c, b.pack64(slo, shi), srel, s.lane0)
     stamp(c, s.start, s.ret, L.TRACE_END, s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -229,7 +237,7 @@ def _drain(s: LoadLoop) -> None:
     dl, dd = b.new_label("ld_drain"), b.new_label("ld_drain_done")
     b.place(dl)
     b.bra(dd, b.setp("eq.u32", s.ret, s.pos))
-    dslot, ok = ring_landed(c, s.ret, s.phases, "try_wait")
+    dslot, ok = ring_landed(c, s.ring, s.ret, s.phases, "try_wait")
     b.bra(dl, ok, neg=True)
     dbit = b.i("shl.b32", "u32", 1, dslot)
     b.i("xor.b32", "u32", s.phases, dbit, dst=s.phases)
