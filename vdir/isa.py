@@ -494,10 +494,11 @@ def make_loop_record(body: int, trips: int) -> np.ndarray:
 
 
 #: bytes at the start of a CTA's dynamic shared memory kept for the kernel's
-#: own state (dependency bitmap, mbarriers, reduction scratch). Tile offsets in
+#: own state (dependency bitmap, mbarriers, reduction scratch, an instruction
+#: window of 1 KiB per engine; ``vdir.lowering.layout``). Tile offsets in
 #: instructions are relative to the tile arena that follows; a launch needs
 #: ``KERNEL_RESERVED_SMEM + smem_bytes`` bytes of dynamic shared memory.
-KERNEL_RESERVED_SMEM = 4096
+KERNEL_RESERVED_SMEM = 5120
 
 
 def tile_arena_bytes(smem_per_block: int) -> int:

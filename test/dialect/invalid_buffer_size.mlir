@@ -61,7 +61,7 @@ vdir.program @wide(%a: !vdir.buffer<2x4294967296xbf16>, %b: !vdir.buffer<2x64xbf
 // the check above refuses; a tile of 10^6 x 64 elements fits its buffer but
 // no SM can hold it: the pipeline refuses it where it is made.
 vdir.program @huge_tile(%a: !vdir.buffer<1000000x64xbf16>, %b: !vdir.buffer<1000000x64xbf16>) {
-  // PIPELINE: {{.*}}:[[# @LINE + 1]]:3: error: vdir-pipeline: the tiles live at %t on SM 0 need 128000000 bytes of shared memory, more than the 228352 bytes available on h200; use smaller tiles
+  // PIPELINE: {{.*}}:[[# @LINE + 1]]:3: error: vdir-pipeline: the tiles live at %t on SM 0 need 128000000 bytes of shared memory, more than the 227328 bytes available on h200; use smaller tiles
   %t = vdir.load %a[0, 0] : !vdir.buffer<1000000x64xbf16> -> !vdir.tile<1000000x64xbf16>
   %s = vdir.store %t, %b[0, 0] : !vdir.tile<1000000x64xbf16>, !vdir.buffer<1000000x64xbf16>
 }

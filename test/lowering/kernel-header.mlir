@@ -68,7 +68,7 @@
 // CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, %ctaid.x;
-// CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 4096;
+// CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
 // Thread 0: bitmap, abort flag and warps-done count cleared, 8 mbarriers

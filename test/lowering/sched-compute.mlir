@@ -20,7 +20,7 @@
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
 // CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
-// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
+// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
 
 // CHECK-LABEL: $L_role_compute_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 1;

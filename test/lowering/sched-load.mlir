@@ -197,14 +197,14 @@
 
 // The stream engine (warp 10, after the compute group) is a second load
 // engine lowered from the same code with its own queue (row sm * 4 + 3), its
-// own 4-deep instruction window (base + 3584, after the load, compute and
-// store windows: 1024 + 8 * 128 + 8 * 128 + 4 * 128) and its own ring: 8
+// own 8-deep instruction window (base + 4096, after the load, compute and
+// store windows: 1024 + 3 * 8 * 128) and its own ring: 8
 // slots whose mbarriers follow the load engine's (base + 80 + 8 * slot) and
 // whose retirement info follows the load engine's (base + 896 + 16 * slot).
 // CHECK:      $L_role_stream_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
-// CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 3584;
-// CHECK-COUNT-4: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
+// CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 4096;
+// CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;
 // CHECK-NEXT: $L_ld_stream_top_0:
 // CHECK-NEXT: setp.ge.u32 [[SEND:%p[0-9]+]], [[SPOS:%r[0-9]+]], {{%r[0-9]+}};
@@ -212,9 +212,9 @@
 // CHECK-NEXT: sub.u32 [[SINFL:%r[0-9]+]], [[SPOS]], {{%r[0-9]+}};
 // CHECK-NEXT: setp.ge.u32 [[SFULL:%p[0-9]+]], [[SINFL]], 8;
 // CHECK-NEXT: @[[SFULL]] bra $L_ld_stream_retire_0;
-// CHECK-NEXT: cp.async.wait_group 3;
+// CHECK-NEXT: cp.async.wait_group 7;
 // CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: and.b32 [[SWS:%r[0-9]+]], [[SPOS]], 3;
+// CHECK-NEXT: and.b32 [[SWS:%r[0-9]+]], [[SPOS]], 7;
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SWS]], 128, [[SWIN]];
 // CHECK:      and.b32 [[SSLOT:%r[0-9]+]], [[SPOS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, [[BASE]];

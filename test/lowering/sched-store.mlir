@@ -1,8 +1,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
 
 // The store engine (warp 1). It walks queue row sm * 4 + 2 with its own
-// 4-deep instruction window (base + 3072; FETCH_DEPTHS gives the store
-// engine 4 slots), spins until the warp agrees the
+// 8-deep instruction window (base + 3072, after the load and compute
+// windows), spins until the warp agrees the
 // wait is satisfied (bitmap with parity through ld.acquire.cta, the counter
 // through ld.acquire.gpu), then copies the result tile to global memory: as
 // tensor copies when the region has a tensor map, else 16-byte ld.shared.v4 /
@@ -22,7 +22,7 @@
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
 // CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
-// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 4096;
+// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
 
 // CHECK-LABEL: $L_role_store_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 2;
@@ -30,15 +30,15 @@
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 3072;
-// CHECK-COUNT-4: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
+// CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;
 
 // CHECK-NEXT: $L_st_top_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
 // CHECK-NEXT: @[[END]] bra $L_st_done_0;
-// CHECK-NEXT: cp.async.wait_group 3;
+// CHECK-NEXT: cp.async.wait_group 7;
 // CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 3;
+// CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
 // CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], [[W1:%r[0-9]+]], [[W2:%r[0-9]+]], [[W3:%r[0-9]+]]}, {{\[}}[[IA]]];
 // CHECK-NEXT: ld.shared.v4.b32 {[[W4:%r[0-9]+]], [[W5:%r[0-9]+]], [[W6:%r[0-9]+]], [[W7:%r[0-9]+]]}, {{\[}}[[IA]]+16];

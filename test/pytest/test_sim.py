@@ -473,7 +473,7 @@ def streaming_gemv_program(num_sms=132, rows=24576, k=2048, tile_rows=16, slots=
     bit 20+o (store done -> next gemv into the slot).
     """
     b = ProgramBuilder(num_sms, [buf("w", (rows, k)), buf("x", (1, k)), buf("y", (1, rows), out=True)],
-                       smem_bytes=223 * 1024)
+                       smem_bytes=isa.tile_arena_bytes(get_target().smem_per_block))
     tile_bytes = tile_rows * k * 2
     x_slot = slots * tile_bytes
     y_base = x_slot + k * 2

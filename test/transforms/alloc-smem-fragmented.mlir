@@ -6,7 +6,7 @@
 // the 96 KiB tile finds no free range wide enough (the largest gap is 64
 // KiB) although the live bytes would fit: a located error.
 
-// CHECK: alloc-smem-fragmented.mlir:[[# @LINE + 8]]:3: error: vdir-alloc-smem: %f on SM 0 finds no free 98304-byte range in the 228352 bytes of shared memory on h200 (the live tiles leave only smaller gaps); use smaller tiles
+// CHECK: alloc-smem-fragmented.mlir:[[# @LINE + 8]]:3: error: vdir-alloc-smem: %f on SM 0 finds no free 98304-byte range in the 227328 bytes of shared memory on h200 (the live tiles leave only smaller gaps); use smaller tiles
 vdir.program @fragmented(%x: !vdir.buffer<32x1024xbf16>, %y: !vdir.buffer<16x1024xbf16>, %z: !vdir.buffer<48x1024xbf16>, %o: !vdir.buffer<128x1024xbf16>) {
   %a = vdir.load %x[0, 0] : !vdir.buffer<32x1024xbf16> -> !vdir.tile<32x1024xbf16>
   %b = vdir.load %y[0, 0] : !vdir.buffer<16x1024xbf16> -> !vdir.tile<16x1024xbf16>

@@ -52,14 +52,12 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter; one ring per load engine
-SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTHS[kind] prefetched 128-byte instructions
-HEADER_BYTES = 4096  # the tile arena starts here (1024-aligned)
-
-#: instructions each engine kind prefetches into its shared-memory window (powers of two). The
-#: load and compute engines get the deepest windows: their micro-ops are the most and the shortest
-#: (an activation row, a norm); the store and stream engines' micro-ops are fewer or long (a weight
-#: tile streams for microseconds), and four windows of 8 would not fit the header
-FETCH_DEPTHS = {EngineKind.LOAD: 8, EngineKind.COMPUTE: 8, EngineKind.STORE: 4, EngineKind.STREAM: 4}
+SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTH prefetched 128-byte instructions
+FETCH_DEPTH = 8
+#: the most engines an SM may have: each has an instruction window in the header
+MAX_ENGINES = 4
+#: the tile arena starts here (1024-aligned): the header is what the ISA reserves in front of the tiles
+HEADER_BYTES = isa.KERNEL_RESERVED_SMEM
 
 #: mbarriers in a load engine's ring = loads it may keep in flight at once (lowering option
 #: ``load_ring``; the default)
@@ -99,13 +97,10 @@ def load_ring_index(target: TargetDescription, engine: int) -> int:
     return loads.index(engine)
 
 
-def fetch_window(target: TargetDescription, engine: int) -> tuple[int, int]:
-    """(header offset, depth) of engine ``engine``'s instruction window: the windows follow each
-    other from ``SMEM_IWINDOW`` in queue order, each ``FETCH_DEPTHS`` of its kind deep."""
-    offset = SMEM_IWINDOW
-    for spec in target.engines[:engine]:
-        offset += FETCH_DEPTHS[spec.kind] * isa.INSTR_BYTES
-    return offset, FETCH_DEPTHS[target.engines[engine].kind]
+def fetch_window(engine: int) -> int:
+    """Header offset of engine ``engine``'s instruction window: the windows follow each other from
+    ``SMEM_IWINDOW`` in queue order, ``FETCH_DEPTH`` instructions each."""
+    return SMEM_IWINDOW + engine * FETCH_DEPTH * isa.INSTR_BYTES
 
 
 def check_engines(target: TargetDescription) -> None:
@@ -119,8 +114,7 @@ def check_engines(target: TargetDescription) -> None:
             f"the kernel has warp roles for the engines {', '.join(REQUIRED_ROLES)} (and optionally "
             f"{EngineKind.STREAM}), one each; target '{target.name}' has {', '.join(names)}"
         )
-    end, depth = fetch_window(target, target.num_engines - 1)
-    if end + depth * isa.INSTR_BYTES > HEADER_BYTES:
+    if fetch_window(target.num_engines) > HEADER_BYTES:
         raise ValueError(f"the instruction windows of {target.num_engines} engines do not fit the kernel's header")
 
 # ---- error record (u32 words) --------------------------------------------

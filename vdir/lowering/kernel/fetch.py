@@ -198,10 +198,10 @@ class WarpFetcher:
 
 
 class SmemFetcher:
-    """Instructions prefetched ``depth`` ahead into a shared-memory window (``layout.fetch_window``).
+    """Instructions prefetched ``FETCH_DEPTH`` ahead into a shared-memory window (``layout.fetch_window``).
 
     Lanes 0..7 copy an instruction's 128 bytes with ``cp.async.ca`` (one
-    commit group per instruction) into slot ``pos % depth`` of this
+    commit group per instruction) into slot ``pos % FETCH_DEPTH`` of this
     engine's window; ``cp.async.wait_group`` plus a warp barrier make the
     oldest one readable. Unlike prefetches into registers, these copies are
     not outstanding loads of the thread, so a later release (signalling the
@@ -211,7 +211,7 @@ class SmemFetcher:
     def __init__(self, c: Ctx, start: SSAValue, count: SSAValue, engine: int):
         b = self.b = c.b
         self.c, self.start, self.count = c, start, count
-        window, self.depth = L.fetch_window(c.target, engine)
+        window, self.depth = L.fetch_window(engine), L.FETCH_DEPTH
         self.win = b.i("add.u32", "u32", c.base, window)
         lane16 = b.i("shl.b32", "u32", c.lane, 4)
         self.lane_dst = b.i("add.u32", "u32", self.win, lane16)
