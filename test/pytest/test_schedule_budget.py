@@ -7,6 +7,11 @@ budget (``schedule_within_budget``, the liveness of
 ``vdir/analysis/liveness.py``) keeps the hoists that fit. The live-bytes
 account is checked by hand, and the simulator, with race checking, is the
 oracle for a program the pipeline compiles this way.
+
+Hoisting orders one queue: it applies where a load queue holds both the
+waiting loads and the independent ones, i.e. with ``stream-loads=false`` (or
+on a target without a stream engine); with the stream engine nothing is
+hoisted (``test/transforms/schedule-hoist.mlir``).
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ def test_live_bytes_count_each_tile_from_its_producer_to_its_last_use():
     assert live.live.tolist() == [100, 1110, 1100, 1000, 1000]
 
 
-#: one layer of the Llama-3.2-1B width on 4 SMs: its 64 KiB weight tiles fill the arena, so rings
-#: fit at no hoisting depth and the pipeline hoists within the arena
+#: one layer of the Llama-3.2-1B width on 4 SMs: its 64 KiB weight tiles fill the arena, so with one
+#: load queue rings fit at no hoisting depth and the pipeline hoists within the arena
 WIDE_LAYER = LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=1024, vocab=2048,
                          max_context=64, block=16, name="wide_layer")
 
@@ -58,7 +63,7 @@ def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkey
     monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
     monkeypatch.setattr(pipeline, "_try_schedule_and_allocate",
                         lambda graph, per_sm, attempt: real_try(graph, per_sm, attempt) and not taken.append(attempt))
-    program = pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
+    program = pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4, stream_loads=False)
     assert taken and taken[-1].budgeted and taken[-1].prefetch == 2, taken
     # weight tiles of the next phase were moved ahead of a wait (the MLP's gate and down weights)
     assert any(name.startswith("%wgt") for name in hoisted) and any(name.startswith("%wd") for name in hoisted)
@@ -90,7 +95,7 @@ def test_an_sm_that_does_not_fit_retries_alone_at_a_smaller_share(monkeypatch):
 
     monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
     monkeypatch.setattr(pipeline, "allocate_sm", allocate)
-    pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
+    pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4, stream_loads=False)
     arena = tile_arena_bytes(get_target("h200").smem_per_block)
     first, second = (int(arena * f) for f in pipeline.HOIST_BUDGET_FRACTIONS[:2])
     assert budgets[1] == [first, second]

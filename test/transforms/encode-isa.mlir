@@ -11,9 +11,10 @@
 //
 // The reload of @act waits on the other SM: it is alone on the load engine,
 // and every other load, waiting on nothing, is on the stream engine, which
-// streams the next two independent loads (%wdt, %res) while %av waits. They
-// are in different queues, so each signals a bit of its own and the gemv on
-// %wdt and %av waits for both.
+// runs on to the next two (%wdt, %res) while %av waits, in program order (no
+// queue holds both kinds, so nothing is hoisted). They are in different
+// queues, so each signals a bit of its own and the gemv on %wdt and %av
+// waits for both.
 
 // CHECK:      // @mlp: 2 SMs, {{[0-9]+}} bytes of tiles per SM, 1 global counter(s), 64 dependency bits
 // CHECK:      // buffer 5: act 1x64 bf16 (out)
@@ -30,7 +31,7 @@
 // CHECK-NEXT: sm 0 compute:
 // CHECK-NEXT:   0: rmsnorm(smem[{{[0-9]+}}], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(1, 64, 0) f0=1e-05 wait(b0=1)
 // CHECK-NEXT:   1: gemv(smem[0], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(32, 64, 0) wait(b1=1)
-// CHECK:        4: gemv(smem[{{[0-9]+}}], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(32, 64, 0) wait(b[[BD:[0-9]+]]=1, b[[BV]]=1)  // %d[j=0]
+// CHECK:        4: gemv(smem[{{[0-9]+}}], smem[{{[0-9]+}}]) -> smem[{{[0-9]+}}] p=(32, 64, 0) wait(b[[BV]]=1, b[[BD:[0-9]+]]=1)  // %d[j=0]
 // CHECK:      sm 0 store:
 // CHECK-NEXT:   0: store smem[{{[0-9]+}}] -> @act+0 [1 x 64B, stride 128] tmap1(0, 0) wait(b{{[0-9]+}}=1) release(c0)
 // CHECK:      sm 0 stream:

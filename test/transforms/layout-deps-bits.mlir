@@ -6,12 +6,12 @@
 // Edges implied by queue order need no bit: %x is loaded before %gt on the
 // in-order stream engine, so the rmsnorm only waits for %gt.
 //
-// Queue order implies nothing across queues: the scheduler hoisted %wdt
-// ahead of %av (which waits on the other SM), but %wdt is on the stream
-// engine and %av on the load engine, so %wdt signals a bit of its own and the
-// gemv on both waits for both bits. With one load queue (ONEQUEUE,
-// stream-loads=false) %wdt completes before %av in the queue, needs no bit,
-// and the gemv only waits for %av.
+// Queue order implies nothing across queues: %wdt is on the stream engine
+// and %av (which waits on the other SM) on the load engine, so %wdt signals
+// a bit of its own and the gemv on both waits for both bits. With one load
+// queue (ONEQUEUE, stream-loads=false) the scheduler hoists %wdt ahead of
+// %av; it completes before %av in the queue, needs no bit, and the gemv only
+// waits for %av.
 
 // CHECK-LABEL: vdir.program @mlp
 // CHECK-SAME:    vdir.stage = #vdir.stage<laid-out>
@@ -22,9 +22,9 @@
 // CHECK-NEXT:  %gate = vdir.compute gemv({{.*}}wait = [[[BW]] : 1]>}
 // CHECK:       %a = vdir.compute silu_mul({{.*}}signal = [[[BA:[0-9]+]]]>}
 // CHECK-NEXT:  vdir.store %a, %act[0, 0] {{.*}}wait = [[[BA]] : 1]
-// CHECK-NEXT:  %wdt = vdir.load %wd[0, 0] on stream {{.*}}hoist = -2, {{.*}}signal = [[[BD:[0-9]+]]]>}
-// CHECK:       %av = vdir.load %act[0, 0] on load {{.*}}signal = [[[BV:[0-9]+]]]
-// CHECK-NEXT:  %d = vdir.compute gemv(%wdt, %av) {{.*}}wait = [[[BD]] : 1, [[BV]] : 1]>}
+// CHECK-NEXT:  %av = vdir.load %act[0, 0] on load {{.*}}signal = [[[BV:[0-9]+]]]
+// CHECK-NEXT:  %wdt = vdir.load %wd[0, 0] on stream {{.*}}seq = 16, {{.*}}signal = [[[BD:[0-9]+]]]>}
+// CHECK-NEXT:  %d = vdir.compute gemv(%wdt, %av) {{.*}}wait = [[[BV]] : 1, [[BD]] : 1]>}
 
 // ONEQUEUE-LABEL: vdir.program @mlp
 // ONEQUEUE-SAME:    vdir.stage = #vdir.stage<laid-out>

@@ -6,8 +6,9 @@
 // SM: computes 0..5 on the compute engine, stores 0..1 on the store engine.
 // The loads that wait on nothing are on the stream engine (positions 0..5);
 // %av, which waits on the stores of @act of both SMs, is alone on the load
-// engine (position 0). %wdt and %res are hoisted ahead of %av (hoist -2, -1
-// at %av's seq): hoisting reads the SM's two load queues as one.
+// engine (position 0). No queue holds both a waiting load and independent
+// ones, so nothing is hoisted: %wdt and %res keep their program order
+// (seq 16, 18), and the stream engine runs ahead of %av's wait by itself.
 
 // CHECK-LABEL: vdir.program @mlp
 // CHECK-SAME:    vdir.stage = #vdir.stage<scheduled>
@@ -21,9 +22,9 @@
 // CHECK-NEXT:  %a = vdir.compute silu_mul({{.*}}pos = 3{{(, label = "[^"]*")?}}>}
 // CHECK-NEXT:  vdir.store %a, %act[0, 0] on store {{.*}}pos = 0{{(, label = "[^"]*")?}}>}
 // CHECK-NEXT:  %av = vdir.load %act[0, 0] on load {vdir.sched = #vdir.sched<id = 9, seq = 15, sm = 0, pos = 0, after = {{\[\[}}8, 23]]>}
-// CHECK-NEXT:  %wdt = vdir.load %wd[0, 0] on stream {vdir.sched = #vdir.sched<id = 10, seq = 15, hoist = -2, sm = 0, pos = 4{{(, label = "[^"]*")?}}>}
+// CHECK-NEXT:  %wdt = vdir.load %wd[0, 0] on stream {vdir.sched = #vdir.sched<id = 10, seq = 16, sm = 0, pos = 4{{(, label = "[^"]*")?}}>}
 // CHECK-NEXT:  %d = vdir.compute gemv({{.*}}pos = 4{{(, label = "[^"]*")?}}>}
-// CHECK-NEXT:  %res = vdir.load %h[0, 0] on stream {vdir.sched = #vdir.sched<id = 12, seq = 15, hoist = -1, sm = 0, pos = 5{{(, label = "[^"]*")?}}>}
+// CHECK-NEXT:  %res = vdir.load %h[0, 0] on stream {vdir.sched = #vdir.sched<id = 12, seq = 18, sm = 0, pos = 5{{(, label = "[^"]*")?}}>}
 // CHECK:       vdir.store {{.*}}%out[0, 0] on store {{.*}}sm = 0, pos = 1{{(, label = "[^"]*")?}}>}
 // CHECK-NEXT:  %x_1 = vdir.load %h[0, 0] on stream {{.*}}sm = 1, pos = 0{{(, label = "[^"]*")?}}>}
 // CHECK:       %av_1 = vdir.load %act[0, 0] on load {{.*}}sm = 1, pos = 0, after = {{\[\[}}8, 23]]>}

@@ -2,13 +2,16 @@
 
 Each queue follows program order, with one exception: a load that waits on
 other SMs (a global counter) is moved behind the next ``prefetch``
-independent loads of its SM — loads with no dependency at all, typically
+independent loads of its queue — loads with no dependency at all, typically
 the weight tiles of the next phase; other waiting loads between them are
 passed over. Without this, an in-order load engine that holds both would
 sit idle at every cross-SM barrier instead of streaming weights. Where
 ``vdir-place`` has put the independent loads on a stream engine of their
-own, the two load queues are hoisted as one (their merged order is what
-the shared-memory allocator reads), and each keeps its share of that order.
+own, no queue holds both, and nothing is hoisted: the stream engine runs
+ahead of the waits by itself, as far as shared memory allows, and the
+tiles' lifetimes stay those of program order (measured: the same speed as
+hoisting them, and the shared-memory rings fit where hoisted lifetimes
+did not, docs/performance.md).
 
 Deadlock freedom: program order is one topological order of every edge
 (tile edges, tokens, memory dependencies, and the shared-memory reuse edges
@@ -116,7 +119,9 @@ def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[s
     if prefetch == 0:
         return tiles
     live = LiveBytes(sorted(nodes, key=QUEUE_ORDER), tiles)
-    hoist_past_barriers(_loads_in_order(graph, queues), prefetch, live, budget)
+    for engine, queue in queues:
+        if _is_pipelined(graph, engine):
+            hoist_past_barriers(queue, prefetch, live, budget)
     _number(queues)
     for t in tiles:
         if not t.consumers:
@@ -159,25 +164,11 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: 
 
 def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: int) -> None:
     """Order one SM's (engine, queue) pairs and number their positions (see :func:`schedule`)."""
-    for _engine, queue in queues:
+    for engine, queue in queues:
         queue.sort(key=QUEUE_ORDER)
-    if prefetch > 0:
-        hoist_past_barriers(_loads_in_order(graph, queues), prefetch)
+        if prefetch > 0 and _is_pipelined(graph, engine):
+            hoist_past_barriers(queue, prefetch)
     _number(queues)
-
-
-def _loads_in_order(graph: Graph, queues: list[tuple[str, list[Node]]]) -> list[Node]:
-    """The micro-ops of the SM's pipelined engines (its load engines), merged in queue order.
-
-    Hoisting reads them as one stream: with a stream engine the weight
-    tiles sit in its queue and the loads that wait on other SMs in the
-    load engine's, and a weight tile is moved ahead of a wait of the other
-    queue as it would be within one queue. The order is the one the
-    shared-memory liveness reads; each queue keeps its share of it.
-    """
-    loads = [n for engine, queue in queues if _is_pipelined(graph, engine) for n in queue]
-    loads.sort(key=QUEUE_ORDER)
-    return loads
 
 
 def _number(queues: list[tuple[str, list[Node]]]) -> None:
