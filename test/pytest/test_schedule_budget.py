@@ -100,3 +100,28 @@ def test_an_sm_that_does_not_fit_retries_alone_at_a_smaller_share(monkeypatch):
     first, second = (int(arena * f) for f in pipeline.HOIST_BUDGET_FRACTIONS[:2])
     assert budgets[1] == [first, second]
     assert all(budgets[sm] == [first] for sm in (0, 2, 3)), budgets
+
+
+def test_with_the_stream_engine_only_the_attempts_without_hoisting_are_made(monkeypatch):
+    """No queue holds both a load that waits on other SMs and one that waits on nothing, so every hoisting
+    depth would schedule alike: the pipeline tries rings, then liveness, once each."""
+    from vdir.analysis.graph import build_graph
+    from vdir.analysis.queues import sm_shares
+    from vdir.transforms.place import place
+    from vdir.transforms.schedule import can_hoist
+
+    def shares(stream_loads: bool):
+        graph = build_graph(build_decode_step(WIDE_LAYER))
+        place(graph, 4, stream_loads)
+        return graph, sm_shares(graph) or []
+
+    graph, per_sm = shares(True)
+    assert not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm)
+    graph, per_sm = shares(False)
+    assert all(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm)
+    tried = []
+    real_try = pipeline._try_schedule_and_allocate
+    monkeypatch.setattr(pipeline, "_try_schedule_and_allocate",
+                        lambda graph, per_sm, attempt: tried.append(attempt) or real_try(graph, per_sm, attempt))
+    pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
+    assert tried and all(a.prefetch == 0 and not a.budgeted for a in tried), tried

@@ -31,7 +31,14 @@ from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
-from vdir.transforms.schedule import MAX_PREFETCH, MIN_PREFETCH, schedule, schedule_sm, schedule_within_budget
+from vdir.transforms.schedule import (
+    MAX_PREFETCH,
+    MIN_PREFETCH,
+    can_hoist,
+    schedule,
+    schedule_sm,
+    schedule_within_budget,
+)
 from vdir.transforms.verify_deps import verify_dependencies
 
 #: the shares of an SM's tile arena that memory-aware hoisting tries, most first, SM by SM: the
@@ -69,7 +76,10 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     hoisted within the SM's arena (memory-aware hoisting) and allocated by
     liveness (``vdir-alloc-smem``): a program whose weight tiles fill the
     arena keeps the first tiles of each phase streaming during its cross-SM
-    waits instead of idling there. Then rings without hoisting, then
+    waits instead of idling there. (Where no queue holds both a load that
+    waits on other SMs and one that waits on nothing — the stream engine
+    holds the latter — hoisting moves nothing, so only the attempts
+    without it are made.) Then rings without hoisting, then
     liveness at each depth; the last attempt, by liveness without
     hoisting, raises. Each attempt schedules and allocates one SM at a time
     (the queues and tiles of an SM depend on no other SM's), so one that
@@ -77,6 +87,8 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     it reached.
     """
     per_sm = sm_shares(graph)
+    if per_sm is not None and not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
+        prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
         if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, attempt):
             return

@@ -171,6 +171,16 @@ def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: in
     _number(queues)
 
 
+def can_hoist(graph: Graph, queues: list[tuple[str, list[Node]]]) -> bool:
+    """Whether hoisting could move a load of one SM's ``queues``: a pipelined queue holds both a load
+    that waits on other SMs and one that waits on nothing (with a stream engine, none does)."""
+    for engine, queue in queues:
+        if _is_pipelined(graph, engine) and any(n.kind == "load" and waits_on_other_sms(n) for n in queue):
+            if any(waits_on_nothing(n) for n in queue):
+                return True
+    return False
+
+
 def _number(queues: list[tuple[str, list[Node]]]) -> None:
     """Sort each queue by :data:`QUEUE_ORDER` (hoisting moved some loads up) and number its positions."""
     for _engine, queue in queues:
