@@ -65,12 +65,12 @@ class LoweringOptions:
     """``"bulk"``: ``cp.async.bulk``, completion by transaction bytes; ``"lsu"``: 16-byte ``cp.async`` per lane."""
 
     fetch_depth: int = 8
-    """How many instructions the ``lsu``-path load engine prefetches into registers (1 .. ``MAX_FETCH_DEPTH``).
+    """How many instructions the ``lsu``-path load engines prefetch into registers (1 .. ``MAX_FETCH_DEPTH``).
 
     The other engines prefetch through the shared-memory window of ``layout.FETCH_DEPTH``."""
 
     load_ring: int = L.DEFAULT_LOAD_RING
-    """Loads the load engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
+    """Loads each load engine (load, stream) keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
 
     compute_warps: int = 0
     """Warps in the compute group, 0..30; 0: the target's ``compute_threads``."""
@@ -115,7 +115,7 @@ class LoweringOptions:
     # -- derived --------------------------------------------------------------
     @property
     def lsu_loads(self) -> bool:
-        """Whether the load engine copies with per-lane ``cp.async`` (the ``lsu`` path)."""
+        """Whether the load engines copy with per-lane ``cp.async`` (the ``lsu`` path)."""
         return self.load_path == "lsu"
 
     @property
