@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import math
 import sys
 import zlib
@@ -26,7 +27,7 @@ from typing import overload
 import numpy as np
 
 from vdir.diagnostics import VdirError
-from vdir.target import get_target
+from vdir.target import EngineSpec, get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
 VERSION = 1
@@ -48,6 +49,16 @@ OPCODE_NAMES = {OP_NOP: "nop", OP_LOAD: "load", OP_COMPUTE: "compute", OP_STORE:
                 OP_PREFETCH: "prefetch"}
 #: the opcode of each micro-op class (the ``runs`` names of a target's engines)
 OPCODE_OF_CLASS = {"load": OP_LOAD, "compute": OP_COMPUTE, "store": OP_STORE}
+
+
+@functools.cache
+def engine_opcodes(spec: EngineSpec) -> frozenset[int]:
+    """The opcodes an engine of ``spec`` executes: nops, the micro-op classes it runs, prefetches if it loads.
+
+    (Loop records are not executed: ``expand_queue`` unrolls them.)
+    """
+    prefetch = {OP_PREFETCH} if "load" in spec.runs else set()
+    return frozenset({OP_NOP} | prefetch | {OPCODE_OF_CLASS[c] for c in spec.runs})
 
 
 @dataclass(frozen=True)
@@ -901,6 +912,35 @@ def check_regions(program: "EncodedProgram") -> None:
                     raise ValueError(f"{program.describe(sm, engine, int(where[k]))}: {text}")
 
 
+def check_opcodes(program: "EncodedProgram") -> None:
+    """Every executed instruction's opcode is one its engine runs (:func:`engine_opcodes`); ValueError
+    naming the micro-op otherwise.
+
+    The kernel's engines dispatch on the opcode and take anything else for a
+    nop (a compute in a load queue would be skipped with its signals kept),
+    and the simulator refuses it: this is the check for every backend. A
+    queue table that does not match the target's engines, or malformed loop
+    records, are left to the readers that report them.
+    """
+    target = get_target(program.target)
+    if any(len(row) != target.num_engines for row in program.queues):
+        return
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    for engine, spec in enumerate(target.engines):
+        allowed = np.array(sorted(engine_opcodes(spec)), dtype=np.uint32)
+        for sm in range(len(program.queues)):
+            opcodes = OPCODE.column(program.executed_queue(sm, engine))
+            bad = np.nonzero(~np.isin(opcodes, allowed))[0]
+            if bad.size:
+                pos = int(bad[0])
+                name = OPCODE_NAMES.get(int(opcodes[pos]), f"opcode {int(opcodes[pos])}")
+                raise ValueError(f"{program.describe(sm, engine, pos)}: a {name} instruction cannot run on the "
+                                 f"{spec.name} engine")
+
+
 def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[str]) -> tuple[int, str] | None:
     """(row, why) of the first of ``regions`` (instruction rows) outside its buffer, or None."""
     nbuffers = len(names)
@@ -1196,11 +1236,12 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
 
     In order: the code its loops unroll to (:func:`check_unrolled_size`, with ``code_limit`` and
     ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
-    runtime allocates by (:meth:`EncodedProgram.check_counts`) and the regions against their buffers
-    (:func:`check_regions`).
+    runtime allocates by (:meth:`EncodedProgram.check_counts`), each instruction's opcode against its
+    engine (:func:`check_opcodes`) and the regions against their buffers (:func:`check_regions`).
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
+    check_opcodes(program)
     check_regions(program)
 
 

@@ -512,3 +512,22 @@ def test_a_forged_region_is_refused_before_any_backend_copies_it(forge, message)
     with pytest.raises(ValueError, match=message):
         isa.EncodedProgram.from_bytes(program.to_bytes(), program.buffers, program.uop_names, program.target,
                                       program.scalars)
+
+
+@pytest.mark.parametrize("opcode, name", [(isa.OP_COMPUTE, "compute"), (isa.OP_STORE, "store")])
+def test_an_instruction_on_an_engine_that_does_not_run_it_is_refused_on_every_backend(opcode, name):
+    """The kernel's load engines take anything but a load or prefetch for a nop (a forged compute there
+    would be skipped, its signals kept): a program read from outside is refused before any backend runs
+    it, naming the micro-op and the engine, from a program object and from its bytes."""
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(copy_program(), num_sms=1)
+    load = next(i for i, w in enumerate(program.instrs) if isa.OPCODE.get(w) == isa.OP_LOAD)
+    isa.OPCODE.set(program.instrs[load], opcode)
+    message = rf"^%t \(<unknown>\) \(SM 0, stream engine, queue position 0\): a {name} instruction cannot run on " \
+              r"the stream engine$"
+    with pytest.raises(ValueError, match=message):
+        vdir.compile(program, backend="sim")
+    with pytest.raises(ValueError, match=message):
+        isa.check_untrusted(isa.EncodedProgram.from_bytes(program.to_bytes(), program.buffers, program.uop_names,
+                                                          program.target, program.scalars))

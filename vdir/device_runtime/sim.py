@@ -229,14 +229,6 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
 
 
 @functools.cache
-def _engine_opcodes(target: TargetDescription, engine: int) -> frozenset[int]:
-    """The opcodes engine ``engine`` of ``target`` executes: nops, the classes it runs, prefetches if it loads."""
-    runs = target.engines[engine].runs
-    prefetch = {isa.OP_PREFETCH} if "load" in runs else set()
-    return frozenset({isa.OP_NOP} | prefetch | {isa.OPCODE_OF_CLASS[c] for c in runs})
-
-
-@functools.cache
 def load_engines(target: TargetDescription) -> tuple[int, ...]:
     """The queue indices of ``target``'s load engines: the engines that run loads (load, stream).
 
@@ -362,7 +354,7 @@ def _decode_op(
 ) -> Op:
     """Decode and validate one instruction (ValueError with the reason on failure)."""
     op = Op(pos, words)
-    if op.opcode not in _engine_opcodes(target, engine):
+    if op.opcode not in isa.engine_opcodes(target.engines[engine]):
         name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
         raise ValueError(f"a {name} instruction cannot run on the {target.engines[engine].name} engine")
     if (op.wait_mask | op.signal_mask) >> program.bitmap_bits:
