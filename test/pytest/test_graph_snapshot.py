@@ -27,10 +27,10 @@ from vdir.transforms.schedule import schedule
 MLP = Path(__file__).parents[1] / "transforms" / "Inputs" / "mlp_small.mlir"
 
 
-def placed_graph(num_sms: int = 2) -> Graph:
+def placed_graph(num_sms: int = 2, stream_loads: bool = True) -> Graph:
     """The small MLP, expanded and placed."""
     graph = build_graph(parse_module_file(MLP))
-    place(graph, num_sms)
+    place(graph, num_sms, stream_loads)
     return graph
 
 
@@ -61,6 +61,9 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
 
     The pipeline schedules and allocates SM by SM; the failing attempt has
     already scheduled and allocated both SMs, so its undo is what is tested.
+    The loads share one queue (``stream-loads=false``), where the hoisting
+    depths differ (with the stream engine every depth schedules alike and
+    the pipeline tries none but 0).
     """
     attempts: list[int] = []
 
@@ -73,11 +76,11 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
         return used
 
     monkeypatch.setattr(pipeline, "allocate_sm", allocate_failing_once)
-    retried = placed_graph()
+    retried = placed_graph(stream_loads=False)
     pipeline.schedule_and_allocate(retried, 2)
     layout_dependencies(retried)
 
-    fresh = placed_graph()
+    fresh = placed_graph(stream_loads=False)
     schedule(fresh, 1)
     allocate(fresh)
     layout_dependencies(fresh)
