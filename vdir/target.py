@@ -100,6 +100,16 @@ class TargetDescription:
                 return i
         raise KeyError(f"target '{self.name}' has no '{name}' engine")
 
+    @property
+    def load_engines(self) -> tuple[int, ...]:
+        """The queue indices of the engines that run loads (on Hopper: load and stream).
+
+        Each keeps several loads in flight and completes them in its own queue
+        order: the simulator runs each so, and the kernel gives each its own
+        warp and mbarrier ring.
+        """
+        return tuple(i for i, spec in enumerate(self.engines) if "load" in spec.runs)
+
     def with_sms(self, num_sms: int) -> "TargetDescription":
         """The same target restricted to ``num_sms`` SMs."""
         return replace(self, num_sms=num_sms)

@@ -42,7 +42,6 @@ Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 from __future__ import annotations
 
 import bisect
-import functools
 import heapq
 import math
 import random
@@ -228,17 +227,6 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
     return family, inputs, TileRef(isa.OUT_SMEM.get(words), sig.result.shape, sig.result.dtype), params
 
 
-@functools.cache
-def load_engines(target: TargetDescription) -> tuple[int, ...]:
-    """The queue indices of ``target``'s load engines: the engines that run loads (load, stream).
-
-    The simulator runs each as the kernel runs its load engine: a pipeline
-    that keeps up to ``load_window`` loads in flight and completes them in its
-    own queue order, whatever the SM's other load engines do.
-    """
-    return tuple(i for i, spec in enumerate(target.engines) if "load" in spec.runs)
-
-
 @dataclass
 class DecodedProgram:
     """An :class:`~vdir.isa.EncodedProgram` decoded and validated for the simulator.
@@ -289,7 +277,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             f"(plus {isa.KERNEL_RESERVED_SMEM} the kernel keeps), target '{target.name}' "
             f"allows {target.smem_per_block}"
         )
-    for engine in load_engines(target):
+    for engine in target.load_engines:
         others = target.engines[engine].runs - {"load"}
         if others:  # its other micro-ops would be dropped: the load pipeline runs only loads and nops
             raise SimProgramError(
@@ -320,7 +308,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
         ops.append(sm_ops)
     writers = [derive_slot_sources(sm_ops, program.smem_bytes) for sm_ops in ops]
     reading = tuple(
-        e for e in load_engines(target) if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
+        e for e in target.load_engines if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
     )
     return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target, writers, reading)
 
@@ -735,9 +723,9 @@ class Simulation:
         n = prog.num_sms
         #: engines per SM (E); global engine g is engine g % E of SM g // E
         self.per_sm = E = decoded.target.num_engines
-        #: per engine of an SM, whether it is a load engine (:func:`load_engines`): a pipeline
+        #: per engine of an SM, whether it is a load engine (``TargetDescription.load_engines``): a pipeline
         #: that keeps up to load_window loads in flight and completes them in its queue order
-        self.is_load_engine = [e in load_engines(decoded.target) for e in range(E)]
+        self.is_load_engine = [e in decoded.target.load_engines for e in range(E)]
         self.num_engines = n * E
         loading = [g for g in range(self.num_engines) if self.is_load_engine[g % E]]
         #: the load engines that hold loads (global ids, SM by SM): the rows of GlobalTracker.readers

@@ -93,8 +93,7 @@ def stream_warp(target: TargetDescription) -> int:
 
 def load_ring_index(target: TargetDescription, engine: int) -> int:
     """Which of the header's load rings engine ``engine`` (a load engine) uses: its rank among them."""
-    loads = [i for i, spec in enumerate(target.engines) if "load" in spec.runs]
-    return loads.index(engine)
+    return target.load_engines.index(engine)
 
 
 def fetch_window(engine: int) -> int:

@@ -50,7 +50,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
-    for ring in range(len([spec for spec in target.engines if "load" in spec.runs])):
+    for ring in range(len(target.load_engines)):
         for s in range(c.options.load_ring):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (ring_mbarriers(ring) + 8 * s, mbar_count(c)),
                   ins=[base], guard=t0)
