@@ -240,7 +240,7 @@ def test_instruction_prefetch_window_fits_header():
     """The shared-memory header regions do not overlap the arena."""
     # every engine's instruction window ends before the tile arena
     engines = get_target().num_engines
-    assert L.fetch_window(engines) <= L.fetch_window(L.MAX_ENGINES) <= L.HEADER_BYTES
+    assert L.fetch_window(engines) <= L.fetch_window(len(L.KERNEL_ROLES)) <= L.HEADER_BYTES
     assert L.HEADER_BYTES == isa.KERNEL_RESERVED_SMEM
     assert L.SMEM_RING_INFO + 16 * L.MAX_LOAD_RING * L.MAX_LOAD_RINGS <= L.SMEM_IWINDOW
     assert L.SMEM_MBARRIERS + 8 * L.MAX_LOAD_RING * L.MAX_LOAD_RINGS <= L.SMEM_SCRATCH

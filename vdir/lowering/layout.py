@@ -54,8 +54,6 @@ SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per 
 SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter; one ring per load engine
 SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
-#: the most engines an SM may have: each has an instruction window in the header
-MAX_ENGINES = 4
 #: the tile arena starts here (1024-aligned): the header is what the ISA reserves in front of the tiles
 HEADER_BYTES = isa.KERNEL_RESERVED_SMEM
 

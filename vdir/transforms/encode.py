@@ -380,8 +380,8 @@ def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm
     """
     if l2_prefetch <= 0:
         return {}
-    pipelined = [spec.name for spec in graph.target.engines if spec.pipelined]
-    loads = sorted((n for e in pipelined for n in queues.get((sm, e), [])), key=QUEUE_ORDER)
+    engines = [graph.target.engine_names[i] for i in graph.target.load_engines]
+    loads = sorted((n for e in engines for n in queues.get((sm, e), [])), key=QUEUE_ORDER)
     return {loads[i].id: chosen for i, chosen in plan_prefetches(loads, l2_prefetch).items()}
 
 
