@@ -94,6 +94,16 @@ def load_ring_index(target: TargetDescription, engine: int) -> int:
     return target.load_engines.index(engine)
 
 
+def ring_mbarriers(ring: int) -> int:
+    """Header offset of load ring ``ring``'s mbarriers: the rings follow each other from ``SMEM_MBARRIERS``."""
+    return SMEM_MBARRIERS + ring * MAX_LOAD_RING * 8
+
+
+def ring_info(ring: int) -> int:
+    """Header offset of load ring ``ring``'s ring-info records: the rings follow each other from ``SMEM_RING_INFO``."""
+    return SMEM_RING_INFO + ring * MAX_LOAD_RING * 16
+
+
 def fetch_window(engine: int) -> int:
     """Header offset of engine ``engine``'s instruction window: the windows follow each other from
     ``SMEM_IWINDOW`` in queue order, ``FETCH_DEPTH`` instructions each."""

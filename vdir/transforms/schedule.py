@@ -38,7 +38,6 @@ from vdir.analysis.liveness import LiveBytes, TileLife, tiles_of_sm
 from vdir.analysis.queues import (
     QUEUE_ORDER,
     check_dependencies_point_forward,
-    queues_of,
     sm_shares,
     waits_on_nothing,
     waits_on_other_sms,
@@ -151,11 +150,11 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: 
     """
     if check:
         check_dependencies_point_forward(graph)
-    queues = queues_of(graph)
-    for (sm, _engine), queue in queues.items():
-        if sm < 0:
-            raise PassFailure(f"{queue[0].name} has no SM; run vdir-place first", loc=queue[0].loc)
-    for _sm, nodes, sm_queues in sm_shares(graph) or []:
+    per_sm = sm_shares(graph)
+    if per_sm is None:
+        unplaced = next(n for n in graph.nodes if n.sm < 0)
+        raise PassFailure(f"{unplaced.name} has no SM; run vdir-place first", loc=unplaced.loc)
+    for _sm, nodes, sm_queues in per_sm:
         if hoist_budget > 0:
             schedule_within_budget(graph, nodes, sm_queues, prefetch, hoist_budget)
         else:

@@ -8,7 +8,7 @@ from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.kernel.compute_engine import compute_engine
 from vdir.lowering.kernel.context import Ctx
-from vdir.lowering.kernel.copies import mbar_count, ring_mbarriers
+from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.launch import check_scalars, finish, read_epoch
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
@@ -52,7 +52,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
     for ring in range(len(target.load_engines)):
         for s in range(c.options.load_ring):
-            b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (ring_mbarriers(ring) + 8 * s, mbar_count(c)),
+            b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
                   ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)

@@ -305,22 +305,12 @@ def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, s
     b.raw("bar.warp.sync", "%d" % FULL)
 
 
-def ring_mbarriers(ring: int) -> int:
-    """Header offset of load ring ``ring``'s mbarriers (``layout.SMEM_MBARRIERS``)."""
-    return L.SMEM_MBARRIERS + ring * L.MAX_LOAD_RING * 8
-
-
-def ring_info(ring: int) -> int:
-    """Header offset of load ring ``ring``'s ring-info records (``layout.SMEM_RING_INFO``)."""
-    return L.SMEM_RING_INFO + ring * L.MAX_LOAD_RING * 16
-
-
 def ring_barrier(c: Ctx, ring: int, index) -> tuple:
     """(ring slot, mbarrier address) of the load with queue position ``index`` in load ring ``ring``."""
     b = c.b
     slot = b.i("and.b32", "u32", index, c.options.load_ring - 1)
     bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
-    bar = b.i("add.u32", "u32", bar, ring_mbarriers(ring))
+    bar = b.i("add.u32", "u32", bar, L.ring_mbarriers(ring))
     return slot, bar
 
 

@@ -211,8 +211,7 @@ class SmemFetcher:
     def __init__(self, c: Ctx, start: SSAValue, count: SSAValue, engine: int):
         b = self.b = c.b
         self.c, self.start, self.count = c, start, count
-        window, self.depth = L.fetch_window(engine), L.FETCH_DEPTH
-        self.win = b.i("add.u32", "u32", c.base, window)
+        self.win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
         lane16 = b.i("shl.b32", "u32", c.lane, 4)
         self.lane_dst = b.i("add.u32", "u32", self.win, lane16)
         lane16_64 = b.i("cvt.u64.u32", "u64", lane16)
@@ -225,31 +224,31 @@ class SmemFetcher:
         idx = b.i("add.u32", "u32", self.start, pos)
         off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
         src = b.i("add.u64", "u64", self.lane_src, off)
-        slot = b.i("and.b32", "u32", pos, self.depth - 1)
+        slot = b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
         dst = b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.lane_dst)
         b.raw("cp.async.ca.shared.global", "[{0}], [{1}], 16", ins=[dst, src], guard=ok)
         b.raw("cp.async.commit_group", "")
 
     def prime(self, pos: SSAValue) -> None:
-        """Start copying instructions ``pos .. pos + depth - 1``."""
-        for k in range(self.depth):
+        """Start copying instructions ``pos .. pos + FETCH_DEPTH - 1``."""
+        for k in range(L.FETCH_DEPTH):
             self._issue(self.b.i("add.u32", "u32", pos, k) if k else pos)
 
     def slot_address(self, pos: SSAValue) -> SSAValue:
         """Shared address of instruction ``pos`` in the window."""
-        slot = self.b.i("and.b32", "u32", pos, self.depth - 1)
+        slot = self.b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
         return self.b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.win)
 
     def fields_at(self, pos: SSAValue) -> Fields:
         """Wait for instruction ``pos`` (the oldest pending) and decode it."""
         b = self.b
-        b.raw("cp.async.wait_group", "%d" % (self.depth - 1))
+        b.raw("cp.async.wait_group", "%d" % (L.FETCH_DEPTH - 1))
         b.raw("bar.warp.sync", "%d" % FULL)
         return smem_fields(self.c, self.slot_address(pos))
 
     def advance(self, new_pos: SSAValue) -> None:
-        """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + depth - 1``."""
-        self._issue(self.b.i("add.u32", "u32", new_pos, self.depth - 1))
+        """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + FETCH_DEPTH - 1``."""
+        self._issue(self.b.i("add.u32", "u32", new_pos, L.FETCH_DEPTH - 1))
 
 
 def smem_fields(c: Ctx, addr: SSAValue) -> Fields:

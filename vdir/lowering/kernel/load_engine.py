@@ -30,7 +30,6 @@ from vdir.lowering.kernel.copies import (
     lsu_load,
     mbar_count,
     ring_barrier,
-    ring_info,
     ring_landed,
     tensor_load,
 )
@@ -120,7 +119,7 @@ def _issue_next(s: LoadLoop) -> None:
     slot, bar = ring_barrier(c, s.ring, s.pos)
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
-    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % ring_info(s.ring),
+    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.ring_info(s.ring),
           ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
     opcode = f.read(isa.OPCODE)
     # the region's words are read here, before the paths part: the fetcher
@@ -201,7 +200,7 @@ def _retire_oldest(s: LoadLoop) -> None:
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", s.phases, bit, dst=s.phases)
     rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
-    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, ring_info(s.ring))
+    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.ring_info(s.ring))
     signal(c, b.pack64(slo, shi), srel, s.lane0)
     stamp(c, s.start, s.ret, L.TRACE_END, s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
