@@ -2,7 +2,7 @@
 
 Run on a machine with an H100/H200 and PyTorch:
 
-    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--torch-compile MODE] [--json FILE]
+    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--case NAME] [--torch-compile MODE] [--json FILE]
     python3 bench/bench_sweep.py --sim      # no GPU: the same cases, 32 times smaller, on the simulator
 
 Cases: gemvs y = W x (W bf16, M x K) over M, K in {1024, ..., 28672} in both
@@ -156,7 +156,7 @@ class Case:
 
 
 def select_cases(opts) -> list[Case]:
-    """The cases of the run (``--quick``, ``--only``)."""
+    """The cases of the run (``--quick``, ``--only``, ``--case``)."""
     gemv, mlp, stack = (QUICK_GEMV, QUICK_MLP, QUICK_STACK) if opts.quick else (GEMV_SHAPES, MLP_SHAPES, STACK_SHAPES)
     cases = []
     if opts.only in (None, "gemv"):
@@ -164,6 +164,12 @@ def select_cases(opts) -> list[Case]:
     if opts.only in (None, "mlp"):
         cases += [Case("block", h, i) for h, i in mlp]
         cases += [Case("stack", h, i, STACK_LAYERS) for h, i in stack]
+    if opts.case:
+        unknown = set(opts.case) - {c.name for c in cases}
+        if unknown:
+            raise SystemExit(f"bench_sweep: no case named {', '.join(sorted(map(repr, unknown)))} "
+                             f"(the cases: {', '.join(c.name for c in cases)})")
+        cases = [c for c in cases if c.name in opts.case]
     return cases
 
 
@@ -625,6 +631,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a few cases (4 gemvs, 1 MLP layer, 1 stack), fewer launches")
     ap.add_argument("--sim", action="store_true", help="no GPU: the cases, 32 times smaller, on the simulator")
     ap.add_argument("--only", choices=("gemv", "mlp"), help="only the gemvs or only the MLPs")
+    ap.add_argument("--case", action="append", default=[], metavar="NAME",
+                    help="only this case, named as in the table (e.g. 'MLP block 8192/28672'); repeatable")
     ap.add_argument("--torch-compile", default="default", metavar="MODE",
                     help="torch.compile mode: default, max-autotune-no-cudagraphs (minutes per case), "
                          "reduce-overhead, max-autotune; none leaves it out (default: %(default)s)")

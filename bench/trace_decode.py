@@ -11,12 +11,23 @@ is a wait on the chain; one whose span is much longer than its busy time per
 SM is spread thin.
 
     python3 bench/trace_decode.py --config llama-1b --steps 8 --layers 0,1,15
+
+``--handoffs`` adds the cross-SM hand-offs of those layers, by consuming
+stage: for each micro-op that waited on a global counter, the time from the
+last release it waited for to its start (the hand-off's own latency, or
+more where its in-order queue still held it: a residual row's load behind
+the weight tiles of its engine), its
+duration, the last producer's duration, and the spread between the first and
+the last producer (the wait for the slowest SM). ``--json FILE`` keeps the
+trace; ``--from-json FILE`` reads such a trace back instead of running (on
+the CPU: the step is compiled again, so the code must be the one that ran).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 import sys
 from collections import defaultdict
@@ -25,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_decode import DECODE_MAX_MICRO_OPS, DEFAULT_L2_PREFETCH, _configs  # noqa: E402
+from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
 
 #: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
@@ -67,6 +79,32 @@ def summarize(trace, layers: set[int]) -> list[str]:
     return lines
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else float("nan")
+
+
+def handoff_table(trace, layers: set[int]) -> list[str]:
+    """The counter hand-offs of ``layers`` by consuming stage: medians (and the worst latency), µs."""
+    names = trace.program.uop_names
+    by_stage: dict[tuple[int, str], list] = defaultdict(list)
+    for h in trace.counter_handoffs():
+        stage, layer = stage_of(names.get(h.consumer.uop, "?"))
+        if layer in layers:
+            by_stage[layer, stage].append(h)
+    lines = ["cross-SM hand-offs by consuming stage (µs; medians, latency also its worst):",
+             f"{'layer':>5} {'stage':<12}{'count':>6}{'latency':>9}{'worst':>8}{'duration':>10}"
+             f"{'producer':>10}{'spread':>8}  producers"]
+    for (layer, stage), hs in sorted(by_stage.items(), key=lambda kv: min(h.consumer.start_us for h in kv[1])):
+        producer_stages = sorted({stage_of(names.get(p.uop, "?"))[0] for h in hs for p in h.producers})
+        lines.append(
+            f"{layer:>5} {stage:<12}{len(hs):6d}{_median([h.latency_us for h in hs]):9.2f}"
+            f"{max(h.latency_us for h in hs):8.2f}{_median([h.consumer.dur_us for h in hs]):10.2f}"
+            f"{_median([h.producers[-1].dur_us for h in hs]):10.2f}{_median([h.spread_us for h in hs]):8.2f}"
+            f"  {', '.join(producer_stages)[:40]}")
+    return lines
+
+
 def layer_window(trace, layer: int) -> tuple[float, float]:
     """(first start, last end) in µs of the micro-ops of ``layer`` that ran."""
     names = trace.program.uop_names
@@ -97,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--path-layer", type=int, default=None,
                    help="the critical path through the window of this layer's micro-ops")
     p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
+    p.add_argument("--handoffs", action="store_true", help="also list the layers' cross-SM hand-offs by stage")
+    p.add_argument("--from-json", metavar="FILE", help="read a trace written with --json instead of running")
     opts = p.parse_args(argv)
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
@@ -107,19 +147,29 @@ def main(argv: list[str] | None = None) -> int:
     if opts.context:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
+    if opts.from_json:
+        report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
+        return 0
     with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
                       program=program, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         decoder.generate([1], opts.steps)
         if opts.json:
             decoder.exe.trace(opts.json)
-        trace = decoder.exe.platform.last_trace()
-        print("\n".join(summarize(trace, {int(x) for x in opts.layers.split(",") if x})))
-        if opts.path:
-            lo, hi = (float(x) for x in opts.path.split(","))
-            print("\n".join(critical_path(trace, lo, hi)))
-        if opts.path_layer is not None:
-            print("\n".join(critical_path(trace, *layer_window(trace, opts.path_layer))))
+        report(opts, decoder.exe.platform.last_trace())
     return 0
+
+
+def report(opts, trace) -> None:
+    """Print what the options ask for about ``trace``."""
+    layers = {int(x) for x in opts.layers.split(",") if x}
+    print("\n".join(summarize(trace, layers)))
+    if opts.handoffs:
+        print("\n".join(handoff_table(trace, layers)))
+    if opts.path:
+        lo, hi = (float(x) for x in opts.path.split(","))
+        print("\n".join(critical_path(trace, lo, hi)))
+    if opts.path_layer is not None:
+        print("\n".join(critical_path(trace, *layer_window(trace, opts.path_layer))))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import vdir
 from vdir import isa
 from vdir.compiler import compile_module
 from vdir.device_runtime import backend_status
-from vdir.device_runtime.trace import Trace, TraceError, TraceEvent, check_tracks
+from vdir.device_runtime.trace import TICKS_PER_US, Trace, TraceError, TraceEvent, check_tracks
 from vdir.families import DTYPES
 from vdir.isa import index_ranges
 from vdir.lowering import lower_to_ptx
@@ -251,3 +251,51 @@ def test_cuda_trace_of_an_example(tmp_path):
     assert data["otherData"]["clock"].startswith("measured")
     mismatch = compare_outputs(outputs, expected, "cuda")
     assert mismatch is None, str(mismatch)
+
+
+# ---------------------------------------------------------------------------
+# Reading a trace back; counter hand-offs
+# ---------------------------------------------------------------------------
+
+
+def test_a_trace_reads_back_from_its_json_on_the_export_grid():
+    exe, _outputs, _expected = run_example("mlp", "sim", num_sms=8)
+    with exe:
+        trace = exe.platform.last_trace()
+        back = Trace.from_json(exe.program, trace.to_json())
+    assert len(back.events) == len(trace.events) > 0
+    key = lambda e: (e.sm, e.engine, e.pos)  # noqa: E731
+    for a, b in zip(sorted(trace.events, key=key), sorted(back.events, key=key), strict=True):
+        assert (a.sm, a.engine, a.uop, a.pos) == (b.sm, b.engine, b.uop, b.pos)
+        assert abs(a.start_us - b.start_us) <= 1 / TICKS_PER_US and abs(a.dur_us - b.dur_us) <= 2 / TICKS_PER_US
+
+
+def test_reading_a_trace_of_another_target_names_the_engine():
+    program = gemv_program()
+    data = slices(("x", 0.0, 1.0))
+    data["traceEvents"][1].update(cat="tensor", args={"micro-op": 1, "queue position": 0})
+    with pytest.raises(TraceError, match=r"slice 'x': engine 'tensor' is not one of load, compute, store"):
+        Trace.from_json(program, data)
+
+
+def test_counter_hand_offs_pair_each_wait_with_the_releases_of_its_counter():
+    """On the simulator a consumer starts only after its counter's last release; every pairing is
+    checked against the instruction words, and the multi-SM MLP has hand-offs to find."""
+    exe, _outputs, _expected = run_example("mlp", "sim", num_sms=8)
+    with exe:
+        trace = exe.platform.last_trace()
+    words = exe.program.instrs.reshape(-1, isa.INSTR_WORDS)
+
+    def instr(e):
+        return words[int(exe.program.queues[e.sm][e.engine][0]) + e.pos]
+
+    handoffs = trace.counter_handoffs()
+    waiting = [e for e in trace.events if isa.WAIT_COUNTER.column(instr(e)[None])[0]]
+    assert handoffs and len(handoffs) == len(waiting)
+    for h in handoffs:
+        counter = isa.WAIT_COUNTER.column(instr(h.consumer)[None])[0]
+        assert all(isa.RELEASE_COUNTER.column(instr(p)[None])[0] == counter for p in h.producers)
+        ends = [p.start_us + p.dur_us for p in h.producers]
+        assert ends == sorted(ends) and h.ready_us == ends[-1] and h.spread_us == ends[-1] - ends[0]
+        assert h.latency_us >= 0, f"micro-op {h.consumer.uop} began before its counter's last release"
+    assert any(p.sm != h.consumer.sm for h in handoffs for p in h.producers)  # hand-offs across SMs

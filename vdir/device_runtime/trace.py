@@ -9,8 +9,12 @@ option writes (:meth:`Trace.from_stamps`), relative to the earliest stamp.
 
 :meth:`Trace.wait_chain` walks back from the last micro-op through what each
 one waited for (its queue, or a hand-off from elsewhere): the critical path
-``bench/trace_decode.py --path`` prints. :meth:`Trace.to_json` writes the Chrome trace-event format that Perfetto
-(ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
+``bench/trace_decode.py --path`` prints. :meth:`Trace.counter_handoffs` pairs
+each wait on a global counter with the releases it waited for (the latency of
+a cross-SM hand-off, and the spread between its producers:
+``bench/trace_decode.py --handoffs``). :meth:`Trace.to_json` writes the
+Chrome trace-event format (:meth:`Trace.from_json` reads it back) that
+Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
 ("X") slices on threads, which the viewers draw as tracks. A viewer drops or
 misdraws slices that partially overlap on one track, and the load engine
 keeps several loads in flight, so an engine gets as many tracks as it has
@@ -64,6 +68,31 @@ class TraceEvent(NamedTuple):
     dur_us: float
 
 
+class HandOff(NamedTuple):
+    """A micro-op that waited on a global counter, and the micro-ops that released it, by end time."""
+
+    consumer: TraceEvent
+    producers: list[TraceEvent]
+
+    @property
+    def ready_us(self) -> float:
+        """When the last release was done: the earliest the wait could be satisfied."""
+        last = self.producers[-1]
+        return last.start_us + last.dur_us
+
+    @property
+    def latency_us(self) -> float:
+        """From the last release to the consumer's start: the hand-off's own latency, plus any time
+        the consumer's in-order queue held it after the release."""
+        return self.consumer.start_us - self.ready_us
+
+    @property
+    def spread_us(self) -> float:
+        """From the first producer's release to the last's: the wait for the slowest SM."""
+        first = self.producers[0]
+        return self.ready_us - (first.start_us + first.dur_us)
+
+
 @dataclass
 class Trace:
     """What ran where and when in one launch (µs); ``clock`` says where the times come from."""
@@ -109,6 +138,46 @@ class Trace:
                 i -= 1
             e = by_end[i] if i >= 0 else None
         return chain
+
+    def counter_handoffs(self) -> list[HandOff]:
+        """Every hand-off through a global counter in the launch: each micro-op that waited on a
+        counter, with the micro-ops that released it (:class:`HandOff`).
+
+        A counter is released once per producer and launch, so the wait could
+        be satisfied when the last producer to finish had released it: the
+        consumer's start minus that end is the latency of the hand-off itself
+        (the release reaching L2, the consumer's poll seeing it, its issue).
+        """
+        words = self.program.instrs.reshape(-1, isa.INSTR_WORDS)
+        waits, releases = isa.WAIT_COUNTER.column(words), isa.RELEASE_COUNTER.column(words)
+        first = {(sm, engine): int(row[engine][0]) for sm, row in enumerate(self.program.queues)
+                 for engine in range(len(row))}
+        index = {e: first[e.sm, e.engine] + e.pos for e in self.events}
+        producers: dict[int, list[TraceEvent]] = defaultdict(list)
+        for e in self.events:
+            if releases[index[e]]:
+                producers[int(releases[index[e]])].append(e)
+        out = []
+        for e in self.events:
+            counter = int(waits[index[e]])
+            if counter and producers.get(counter):
+                out.append(HandOff(e, sorted(producers[counter], key=lambda p: p.start_us + p.dur_us)))
+        return out
+
+    @classmethod
+    def from_json(cls, program: isa.EncodedProgram, data: dict[str, Any]) -> Trace:
+        """The trace that :meth:`to_json` wrote for ``program`` (its slices back as events)."""
+        engine_names = list(get_target(program.target).engine_names)
+        events = []
+        for e in data["traceEvents"]:
+            if e.get("ph") != "X":
+                continue
+            if e.get("cat") not in engine_names:
+                raise TraceError(f"slice '{e.get('name')}': engine '{e.get('cat')}' is not one of "
+                                 f"{', '.join(engine_names)} (the program's target)")
+            events.append(TraceEvent(int(e["pid"]), engine_names.index(e["cat"]), int(e["args"]["micro-op"]),
+                                     int(e["args"]["queue position"]), float(e["ts"]), float(e["dur"])))
+        return cls(program, events, str(data.get("otherData", {}).get("clock", "measured")))
 
     @classmethod
     def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str) -> Trace:
