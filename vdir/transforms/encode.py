@@ -19,7 +19,7 @@ simulator execute exactly these words.
 from __future__ import annotations
 
 import array
-import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,11 +175,15 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
 
 
 class _Unhandled(VdirError):
-    """A value the fast path does not check: the node is encoded field by field instead (never leaves this module)."""
+    """A node the fast path does not handle: it is encoded field by field instead (never leaves this module)."""
 
 
 _U32_MAX = 0xFFFFFFFF
-_U64_MAX = (1 << 64) - 1
+#: the typecode of a 32-bit unsigned ``array``: a record of the fast path, whose item assignment refuses a value
+#: that does not fit a word (OverflowError) as the fields' own range checks do
+_U32_TYPE = next(t for t in "IL" if array.array(t).itemsize == 4)
+#: a record of zeros (copied for each nop)
+_ZERO_RECORD = array.array(_U32_TYPE, bytes(isa.INSTR_BYTES))
 #: the words the fast path writes, as module constants (read for every node)
 _W_UOP_ID = isa.W_UOP_ID
 _W_WAIT_COUNTER = isa.W_WAIT_COUNTER
@@ -193,7 +197,7 @@ _W_WAIT_MASK = isa.W_WAIT_MASK
 _W_WAIT_PARITY = isa.W_WAIT_PARITY
 _W_SIGNAL_MASK = isa.W_SIGNAL_MASK
 _W_RELEASE_COUNTER = isa.W_RELEASE_COUNTER
-_WORDS, _OPCODE_OF_CLASS, _MAX_INPUTS = isa.INSTR_WORDS, isa.OPCODE_OF_CLASS, isa.MAX_INPUTS
+_OPCODE_OF_CLASS, _MAX_INPUTS = isa.OPCODE_OF_CLASS, isa.MAX_INPUTS
 
 
 def _check_fast_layout() -> None:
@@ -207,6 +211,9 @@ def _check_fast_layout() -> None:
 
 _check_fast_layout()
 
+#: an encoded record: a list of words (field by field) or a 32-bit array (the fast path)
+Record = list[int] | array.array
+
 
 class _NodeEncoder:
     """:func:`encode_node`'s words, with the words fixed by a micro-op's template computed once.
@@ -215,29 +222,30 @@ class _NodeEncoder:
     every SM: the region words of a load or store (buffer, rows, row bytes,
     stride) depend only on its buffer and tile, and a compute's family and
     parameter words only on its family, parameters and tiles. Those words come
-    from a template row, made by the field-by-field encoder, per distinct
+    from a template record, made by the field-by-field encoder, per distinct
     key; the instance's own words (id, synchronisation, shared-memory
-    offsets, global offset) are written directly, after a range check. A
-    node with a runtime offset or condition, or with a value out of range, is
+    offsets, global offset) are written directly into a copy of it, a 32-bit
+    ``array`` whose item assignment refuses a value that does not fit its
+    word. A node with a runtime offset, or with a value out of range, is
     encoded field by field (:func:`encode_node`), which also reports errors.
     """
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self.regions: dict[tuple, list[int]] = {}
-        self.computes: dict[tuple, list[int]] = {}
+        self.regions: dict[tuple, array.array] = {}
+        self.computes: dict[tuple, array.array] = {}
         self.args = [(a.row_bytes, DTYPE_BYTES[a.dtype]) for a in graph.args]
 
-    def __call__(self, node: Node) -> list[list[int]]:
+    def __call__(self, node: Node) -> Sequence[Record]:
         try:
             return self._encode(node)
         except Exception:
             return encode_node(node, self.graph)
 
-    def _region_template(self, node: Node) -> list[int]:
+    def _region_template(self, node: Node) -> array.array:
         key = (node.buffer, id(node.tile))  # ids: tile signatures hash in Python, and the nodes keep them alive
-        row = self.regions.get(key)
-        if row is None:
+        record = self.regions.get(key)
+        if record is None:
             row = [0] * isa.INSTR_WORDS
             arg = self.graph.args[node.buffer]
             rows, cols = node.tile.shape  # type: ignore[union-attr]
@@ -245,35 +253,30 @@ class _NodeEncoder:
             isa.ROWS.set(row, rows)
             isa.ROW_BYTES.set(row, cols * DTYPE_BYTES[arg.dtype])
             isa.ROW_STRIDE.set(row, arg.row_bytes)
-            self.regions[key] = row
-        return row
+            record = self.regions[key] = array.array(_U32_TYPE, row)
+        return record
 
-    def _compute_template(self, node: Node) -> list[int]:
+    def _compute_template(self, node: Node) -> array.array:
         key = (id(node.params), node.family, id(node.tile), *[id(i.tile) for i in node.inputs])
-        row = self.computes.get(key)
-        if row is None:
+        record = self.computes.get(key)
+        if record is None:
             inputs = tuple(i.tile for i in node.inputs)
             row = [0] * isa.INSTR_WORDS
             family = get_family(node.family)
             isa.FAMILY.set(row, family.opcode)
             isa.NUM_INPUTS.set(row, len(inputs))
             family.encode_params(ComputeSignature(inputs, node.tile, node.params)).write(row)  # type: ignore[arg-type]
-            self.computes[key] = row
-        return row
+            record = self.computes[key] = array.array(_U32_TYPE, row)
+        return record
 
-    def _encode(self, node: Node) -> list[list[int]]:
+    def _encode(self, node: Node) -> list[Record]:
         uid = node.id
-        if not 0 <= uid <= _U32_MAX:
-            raise _Unhandled
         waits = node.wait_counters
         releases = node.release_counters
-        out: list[list[int]] = []
+        out: list[Record] = []
         for counter, count in waits[1:] if len(waits) > 1 else ():
-            nop = [0] * _WORDS
-            counter += 1
-            if not (0 <= counter <= _U32_MAX and 0 <= count <= _U32_MAX):
-                raise _Unhandled
-            nop[_W_UOP_ID], nop[_W_WAIT_COUNTER], nop[_W_WAIT_COUNT] = uid, counter, count
+            nop = _ZERO_RECORD[:]
+            nop[_W_UOP_ID], nop[_W_WAIT_COUNTER], nop[_W_WAIT_COUNT] = uid, counter + 1, count
             out.append(nop)
         kind = node.kind
         if kind == "compute":
@@ -282,25 +285,16 @@ class _NodeEncoder:
                 raise _Unhandled
             key = (id(node.params), node.family, id(node.tile), *[id(i.tile) for i in inputs])
             row = (self.computes.get(key) or self._compute_template(node))[:]
-            smem = node.smem
-            if not 0 <= smem <= _U32_MAX:
-                raise _Unhandled
-            row[_W_OUT_SMEM] = smem
+            row[_W_OUT_SMEM] = node.smem
             w = _W_IN_SMEM
             for i in inputs:
-                smem = i.smem
-                if not 0 <= smem <= _U32_MAX:
-                    raise _Unhandled
-                row[w] = smem
+                row[w] = i.smem
                 w += 1
         else:
             if node.dyn is not None:
                 raise _Unhandled
             row = (self.regions.get((node.buffer, id(node.tile))) or self._region_template(node))[:]
-            smem = node.smem if kind == "load" else node.inputs[0].smem
-            if not 0 <= smem <= _U32_MAX:
-                raise _Unhandled
-            row[_W_SMEM] = smem
+            row[_W_SMEM] = node.smem if kind == "load" else node.inputs[0].smem
             row_bytes, es = self.args[node.buffer]
             offset = (node.row * row_bytes + node.col * es) % 2**64
             row[_W_GLOBAL_OFFSET], row[_W_GLOBAL_OFFSET + 1] = offset & _U32_MAX, offset >> 32
@@ -312,35 +306,24 @@ class _NodeEncoder:
             for bit, value in wait_bits.items():
                 mask |= 1 << bit
                 parity |= value << bit
-            if not (0 <= mask <= _U64_MAX and 0 <= parity <= _U64_MAX):
-                raise _Unhandled
+            # a mask beyond 64 bits leaves a high word beyond 32: refused
             row[_W_WAIT_MASK], row[_W_WAIT_MASK + 1] = mask & _U32_MAX, mask >> 32
             row[_W_WAIT_PARITY], row[_W_WAIT_PARITY + 1] = parity & _U32_MAX, parity >> 32
-        if node.signal_bits:
-            mask = _mask(node.signal_bits)
-            if not 0 <= mask <= _U64_MAX:
-                raise _Unhandled
+        signal_bits = node.signal_bits
+        if signal_bits:
+            mask = 1 << signal_bits[0] if len(signal_bits) == 1 else _mask(signal_bits)
             row[_W_SIGNAL_MASK], row[_W_SIGNAL_MASK + 1] = mask & _U32_MAX, mask >> 32
         if waits:
             counter, count = waits[0]
-            counter += 1
-            if not (0 <= counter <= _U32_MAX and 0 <= count <= _U32_MAX):
-                raise _Unhandled
-            row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter, count
+            row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter + 1, count
         if releases:
-            release = releases[0] + 1
-            if not 0 <= release <= _U32_MAX:
-                raise _Unhandled
-            row[_W_RELEASE_COUNTER] = release
+            row[_W_RELEASE_COUNTER] = releases[0] + 1
         if node.guard is not None:
-            _guard_fields(row, node)
+            _guard_fields(row, node)  # type: ignore[arg-type]
         out.append(row)
         for extra in releases[1:] if len(releases) > 1 else ():
-            extra += 1
-            if not 0 <= extra <= _U32_MAX:
-                raise _Unhandled
-            nop = [0] * _WORDS
-            nop[_W_UOP_ID], nop[_W_RELEASE_COUNTER] = uid, extra
+            nop = _ZERO_RECORD[:]
+            nop[_W_UOP_ID], nop[_W_RELEASE_COUNTER] = uid, extra + 1
             out.append(nop)
         return out
 
@@ -353,13 +336,13 @@ def prefetch_record(node: Node, graph: Graph) -> list[int]:
 
 
 def encode_queue(queue: list[Node], graph: Graph, prefetches: dict[int, list[Node]] | None = None,
-                 encoder: _NodeEncoder | None = None) -> list[list[int]]:
+                 encoder: _NodeEncoder | None = None) -> list[Record]:
     """The instruction words of one queue, with ``prefetches[node.id]``'s prefetch records before a node.
 
     ``encoder``: one shared by the queues of a program (its templates are kept).
     """
     encode_one = encoder or _NodeEncoder(graph)
-    words: list[list[int]] = []
+    words: list[Record] = []
     if not prefetches:
         for node in queue:
             words += encode_one(node)
@@ -385,17 +368,16 @@ def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm
     return {loads[i].id: chosen for i, chosen in plan_prefetches(loads, l2_prefetch).items()}
 
 
-def _words_array(words: list[list[int]]) -> np.ndarray:
+def _words_array(words: list[Record]) -> np.ndarray:
     """The records as an ``(N, INSTR_WORDS)`` uint32 array.
 
-    Through a flat ``array('I')`` where that is 32 bits wide: about twice as
-    fast as numpy converting the nested lists (every word is already known to
-    fit: the fields are range-checked when set).
+    The fast path's records are 32-bit arrays already: their bytes are joined
+    (a copy of each, no conversion per word); the field-by-field encoder's
+    lists of words are converted first (every word is already known to fit:
+    the fields are range-checked when set).
     """
-    if array.array("I").itemsize == 4:
-        flat = array.array("I", itertools.chain.from_iterable(words))
-        return np.frombuffer(flat, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS).copy()
-    return np.array(words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
+    records = [w if isinstance(w, array.array) else array.array(_U32_TYPE, w) for w in words]
+    return np.frombuffer(bytearray().join(records), dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
 
 
 def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
@@ -429,7 +411,7 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET)
     cross-SM wait (0: no prefetch records; see ``vdir.analysis.l2_prefetch``).
     """
     queues = queues_of(graph)
-    words: list[list[int]] = []
+    words: list[Record] = []
     engines = graph.target.engine_names
     table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
     encoder = _NodeEncoder(graph)
