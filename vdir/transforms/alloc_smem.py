@@ -182,84 +182,75 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     each byte it reuses. A tile that finds no gap wide enough (the arena is
     fragmented) is a located error.
     """
-    live: list[tuple[int, int, tuple[int, int]]] = []  # (offset, end, last use), sorted by offset
-    earliest: tuple[int, int] | None = None  # the earliest last use in ``live``
-    occupants = _Occupants()
+    order = sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist))  # Node.key
+    made, last_uses = _time_keys(order)
+    live: list[tuple[int, int, int]] = []  # (offset, end, last use), sorted by offset
+    earliest = -1  # the earliest last use in ``live`` (-1: none live)
+    occupants = _Occupants(budget)
     used = 0
-    for t in sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist)):
-        node, size, last_use = t.node, t.size, t.last_use
-        key = (node.seq, node.hoist)  # Node.key
-        if earliest is not None and earliest < key:  # some live tile is done: keep the others
+    for t, key, last_use in zip(order, made, last_uses, strict=True):
+        node, size = t.node, t.size
+        if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
-            earliest = min([e[2] for e in live]) if live else None
-        offset = _best_gap(live, size, budget, occupants)
+            earliest = min([e[2] for e in live]) if live else -1
+        offset = occupants.best_gap(live, size)
         if offset is None:
             raise PassFailure(
                 f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
                 f"memory on {target} (the live tiles leave only smaller gaps); use smaller tiles",
                 loc=node.loc,
             )
-        previous = occupants.take(offset, offset + size, t)
+        previous = occupants.take(offset, offset + size, t, last_use)
         consumers = previous[0].consumers if len(previous) == 1 else [c for p in previous for c in p.consumers]
         if consumers:
             node.deps.append(intern(consumers))
         node.smem = offset
         bisect.insort(live, (offset, offset + size, last_use), key=_OFFSET)
-        if earliest is None or last_use < earliest:
+        if earliest < 0 or last_use < earliest:
             earliest = last_use
         if offset + size > used:
             used = offset + size
     return used
 
 
+def _time_keys(tiles: list[TileLife]) -> tuple[list[int], list[int]]:
+    """Each tile's production and last use (``Node.key`` pairs) as non-negative integers in the same order.
+
+    ``(seq, hoist)`` becomes ``seq * span + hoist - least hoist``, ``span``
+    more than the hoists' range: an integer compares faster than a pair.
+    """
+    made_seqs = [t.node.seq for t in tiles]
+    made_hoists = [t.node.hoist for t in tiles]
+    last_seqs = [t.last_use[0] for t in tiles]
+    last_hoists = [t.last_use[1] for t in tiles]
+    least = min(min(made_hoists, default=0), min(last_hoists, default=0))
+    span = max(max(made_hoists, default=0), max(last_hoists, default=0)) - least + 1
+    least_seq = min(min(made_seqs, default=0), min(last_seqs, default=0))
+    offset = least_seq * span + least  # keeps every key >= 0
+    made = [s * span + h - offset for s, h in zip(made_seqs, made_hoists, strict=True)]
+    last = [s * span + h - offset for s, h in zip(last_seqs, last_hoists, strict=True)]
+    return made, last
+
+
 #: the sort key of the live list: a tile's offset
 _OFFSET = operator.itemgetter(0)
-
-
-def _best_gap(live: list[tuple[int, int, tuple[int, int]]], size: int, budget: int,
-              occupants: _Occupants) -> int | None:
-    """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile, or None."""
-    candidates: list[int] = []
-    start = 0
-    for lo, hi, _ in live:
-        if lo - start >= size:
-            candidates.append(start)
-            if lo - size != start:
-                candidates.append(lo - size)
-        if hi > start:
-            start = hi
-    if budget - start >= size:
-        candidates.append(start)
-        if budget - size != start:
-            candidates.append(budget - size)
-    if not candidates:
-        return None
-    if len(candidates) == 1:
-        return candidates[0]
-    # min(candidates, key=lambda off: (occupants.released_at(off, off + size), off)), inlined
-    los, his, released = occupants.los, occupants.his, occupants.released
-    best, best_key = candidates[0], None
-    for off in candidates:
-        i = bisect.bisect_right(his, off)
-        key = (max(released[i : bisect.bisect_left(los, off + size, i)], default=()), off)
-        if best_key is None or key < best_key:
-            best, best_key = off, key
-    return best
 
 
 class _Occupants:
     """The last tile to occupy each byte of the arena: disjoint segments ``[lo, hi)``, sorted.
 
-    Kept as parallel lists (starts, ends, tiles, the tiles' last uses), so
-    that the segments meeting a byte range, a contiguous run since the
-    segments are disjoint and sorted, are found by bisection.
+    Kept as parallel lists (starts, ends, tiles, the tiles' last uses as
+    :func:`_time_keys` gives them), so that the segments meeting a byte
+    range, a contiguous run since the segments are disjoint and sorted, are
+    found by bisection.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
         self.los: list[int] = []
         self.his: list[int] = []
         self.tiles: list[TileLife] = []
-        self.released: list[tuple[int, int]] = []
+        self.released: list[int] = []
 
     def _run(self, lo: int, hi: int) -> tuple[int, int]:
         """The indices ``[i, j)`` of the segments that meet ``[lo, hi)``."""
@@ -267,29 +258,59 @@ class _Occupants:
         j = bisect.bisect_left(self.los, hi, i)
         return i, j
 
-    def released_at(self, lo: int, hi: int) -> tuple[int, ...]:
-        """When the latest of the bytes' occupants was released (() for bytes never used: first)."""
-        i, j = self._run(lo, hi)
-        return max(self.released[i:j], default=())
+    def best_gap(self, live: list[tuple[int, int, int]], size: int) -> int | None:
+        """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile, or None."""
+        budget = self.budget
+        candidates: list[int] = []
+        start = 0
+        for lo, hi, _ in live:
+            if lo - start >= size:
+                candidates.append(start)
+                if lo - size != start:
+                    candidates.append(lo - size)
+            if hi > start:
+                start = hi
+        if budget - start >= size:
+            candidates.append(start)
+            if budget - size != start:
+                candidates.append(budget - size)
+        if len(candidates) < 2:
+            return candidates[0] if candidates else None
+        # min(candidates, key=lambda off: (self.released_at(off, off + size), off)), inlined; the pair as
+        # one integer (every offset is below budget + 1)
+        los, his, released = self.los, self.his, self.released
+        scale = budget + 1
+        best = best_key = -1
+        for off in candidates:
+            i = bisect.bisect_right(his, off)
+            j = bisect.bisect_left(los, off + size, i)
+            if j - i == 1:  # the usual case: one earlier occupant
+                key = released[i] * scale + off
+            else:
+                key = max(released[i:j], default=-1) * scale + off
+            if best < 0 or key < best_key:
+                best, best_key = off, key
+        return best
 
-    def take(self, lo: int, hi: int, tile: TileLife) -> list[TileLife]:
-        """Make ``tile`` the occupant of ``[lo, hi)``; return the previous occupants of those bytes."""
+    def take(self, lo: int, hi: int, tile: TileLife, released: int) -> list[TileLife]:
+        """Make ``tile`` (released at ``released``) the occupant of ``[lo, hi)``; return the previous
+        occupants of those bytes."""
         i, j = self._run(lo, hi)
-        los, his, tiles, released = self.los, self.his, self.tiles, self.released
+        los, his, tiles, releases = self.los, self.his, self.tiles, self.released
         previous = tiles[i:j]
-        new_los, new_his, new_tiles, new_released = [lo], [hi], [tile], [tile.last_use]
+        new_los, new_his, new_tiles, new_released = [lo], [hi], [tile], [released]
         if i < j:
             if los[i] < lo:  # the first segment keeps its bytes below the tile
                 new_los.insert(0, los[i])
                 new_his.insert(0, lo)
                 new_tiles.insert(0, tiles[i])
-                new_released.insert(0, released[i])
+                new_released.insert(0, releases[i])
             if hi < his[j - 1]:  # the last keeps those above
                 new_los.append(hi)
                 new_his.append(his[j - 1])
                 new_tiles.append(tiles[j - 1])
-                new_released.append(released[j - 1])
-        los[i:j], his[i:j], tiles[i:j], released[i:j] = new_los, new_his, new_tiles, new_released
+                new_released.append(releases[j - 1])
+        los[i:j], his[i:j], tiles[i:j], releases[i:j] = new_los, new_his, new_tiles, new_released
         return previous if len(previous) < 2 else list({id(p): p for p in previous}.values())
 
 
