@@ -72,9 +72,9 @@
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
 // Thread 0: bitmap, abort flag and warps-done count cleared, 8 mbarriers
-// (count 1) at 16..72 for the load engine's ring and 8 at 80..136 for the
-// stream engine's (the rings are MAX_LOAD_RING = 8 apart; the header's
-// reduction scratch starts at 256).
+// (count 1) at 16..72 for the load engine's ring (load_ring) and 2 at 80, 88
+// for the stream engine's (stream_ring; the rings are MAX_LOAD_RING = 8
+// apart; the header's reduction scratch starts at 256).
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
@@ -89,12 +89,6 @@
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+72], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+80], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+96], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+104], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+112], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+120], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+128], 1;
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+136], 1;
 // CHECK-NEXT: @[[T0]] fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;

@@ -11,6 +11,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=4}' | filecheck %s --check-prefix=RING
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=6}' 2>&1 | filecheck %s --check-prefix=RING-POW2
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=8}' | filecheck %s --check-prefix=SRING
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=3}' 2>&1 | filecheck %s --check-prefix=SRING-POW2
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 
@@ -40,35 +42,43 @@
 // XOR-BAD:     error: target 'ptx': lowering option bit_signal must be 'xor64' or 'xor32', got 'or'
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
 
-// load-ring: the loads each load engine keeps in flight, one mbarrier per
-// slot. Each of the two load engines (load, stream) has its own ring and the
-// header has room for 8 slots each (MAX_LOAD_RING): with 4, the load engine's
-// mbarriers are at 16 .. 40 and the stream engine's at 80 .. 104 (its ring
-// starts 8 slots after the load engine's, whatever load-ring is); each engine
-// keeps up to 4 loads in flight and picks its slot as pos & 3.
+// load-ring / stream-ring: the loads the load and the stream engine keep in
+// flight, one mbarrier per slot. Each engine has its own ring and the header
+// has room for 8 slots each (MAX_LOAD_RING): with load-ring=4, the load
+// engine's mbarriers are at 16 .. 40, and the stream engine's 2 (its default)
+// at 80 and 88 (its ring starts 8 slots after the load engine's, whatever
+// the depths are); each engine keeps up to its depth in flight and picks its
+// slot as pos & (depth - 1).
 // RING:          mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+16], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+24], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+32], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+40], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+88], 1;
-// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+96], 1;
-// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+104], 1;
 // RING-NEXT:     fence.mbarrier_init.release.cluster;
-// RING:          $L_ld_top_0:
+// RING:          $L_ld_issue_0:
 // RING:          setp.ge.u32 [[FULL:%p[0-9]+]], {{%r[0-9]+}}, 4;
-// RING-NEXT:     @[[FULL]] bra $L_ld_retire_0;
+// RING-NEXT:     @[[FULL]] bra $L_ld_idle_0;
 // RING:          selp.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%p[0-9]+}};
 // RING-NEXT:     and.b32 [[SLOT:%r[0-9]+]], {{%r[0-9]+}}, 3;
 // RING-NEXT:     mad.lo.u32 [[B8:%r[0-9]+]], [[SLOT]], 8, {{%r[0-9]+}};
 // RING-NEXT:     add.u32 {{%r[0-9]+}}, [[B8]], 16;
-// RING:          $L_ld_stream_top_0:
-// RING:          setp.ge.u32 [[SFULL:%p[0-9]+]], {{%r[0-9]+}}, 4;
-// RING-NEXT:     @[[SFULL]] bra $L_ld_stream_retire_0;
+// RING:          $L_ld_stream_issue_0:
+// RING:          setp.ge.u32 [[SFULL:%p[0-9]+]], {{%r[0-9]+}}, 2;
+// RING-NEXT:     @[[SFULL]] bra $L_ld_stream_idle_0;
 // RING:          selp.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%p[0-9]+}};
-// RING-NEXT:     and.b32 [[SSLOT:%r[0-9]+]], {{%r[0-9]+}}, 3;
+// RING-NEXT:     and.b32 [[SSLOT:%r[0-9]+]], {{%r[0-9]+}}, 1;
 // RING-NEXT:     mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, {{%r[0-9]+}};
 // RING-NEXT:     add.u32 {{%r[0-9]+}}, [[SB8]], 80;
+// stream-ring=8: eight mbarriers from 80, and the stream engine's slot is pos & 7.
+// SRING:         mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+72], 1;
+// SRING-NEXT:    mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
+// SRING-COUNT-7: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+{{8[8-9]|9[0-9]|1[0-3][0-9]}}], 1;
+// SRING-NEXT:    fence.mbarrier_init.release.cluster;
+// SRING:         $L_ld_stream_issue_0:
+// SRING:         setp.ge.u32 [[S8:%p[0-9]+]], {{%r[0-9]+}}, 8;
+// SRING-NEXT:    @[[S8]] bra $L_ld_stream_idle_0;
+// SRING-POW2:    error: target 'ptx': lowering option stream_ring must be a power of two, got 3
 // RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 6
 // RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
 
@@ -84,16 +94,19 @@
 // TRACE-NEXT:  )
 // TRACE:       ld.param.u64 [[P:%rd[0-9]+]], [p_trace];
 // TRACE:       cvta.to.global.u64 [[BUF:%rd[0-9]+]], [[P]];
+// (the load engine's loop head retires first: its end stamp comes first in the text)
+// TRACE:       $L_ld_top_0:
+// TRACE:       red.release.gpu.global.add.u32
+// TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
+// TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
+// TRACE:       $L_ld_issue_0:
 // TRACE:       mov.u64 [[T:%rd[0-9]+]], %globaltimer;
 // TRACE-NEXT:  add.u32 [[I:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
 // TRACE-NEXT:  mul.wide.u32 [[O:%rd[0-9]+]], [[I]], 16;
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]], [[T]];
-// TRACE:       red.release.gpu.global.add.u32
-// TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
-// TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

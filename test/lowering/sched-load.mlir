@@ -13,9 +13,9 @@
 // cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
 // complete_tx into it; a non-load completes through the
 // ring with a plain arrive. Loads retire in order when test_wait.parity
-// reports the oldest slot landed: the slot's saved signal mask is toggled
-// with atom.release.cta and its counter released with red.release.gpu (a
-// release: no separate fence).
+// reports the oldest slot landed, first thing in each trip of the loop: the
+// slot's saved signal mask is toggled with atom.release.cta and its counter
+// released with red.release.gpu (a release: no separate fence).
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
@@ -42,12 +42,45 @@
 // CHECK:      add.u32 [[WIN:%r[0-9]+]], [[BASE]], 1024;
 // CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 
+// The loop's head retires the oldest load when its phase completed, in
+// queue order, before anything else: a consumer waits for the signal.
 // CHECK-LABEL: $L_ld_top_0:
+// CHECK-NEXT: setp.eq.u32 [[NONE:%p[0-9]+]], [[RET]], [[POS]];
+// CHECK-NEXT: @[[NONE]] bra $L_ld_issue_0;
+// CHECK-NEXT: and.b32 [[RS:%r[0-9]+]], [[RET]], 7;
+// CHECK-NEXT: mad.lo.u32 [[RB8:%r[0-9]+]], [[RS]], 8, [[BASE]];
+// CHECK-NEXT: add.u32 [[RBAR:%r[0-9]+]], [[RB8]], 16;
+// CHECK-NEXT: shr.b32 [[PH:%r[0-9]+]], [[PHASES]], [[RS]];
+// CHECK-NEXT: and.b32 [[PBIT:%r[0-9]+]], [[PH]], 1;
+// CHECK-NEXT: mbarrier.test_wait.parity.shared::cta.b64 [[LANDED:%p[0-9]+]], {{\[}}[[RBAR]]], [[PBIT]];
+// CHECK-NEXT: vote.sync.all.pred [[LALL:%p[0-9]+]], [[LANDED]], 4294967295;
+// CHECK-NEXT: @![[LALL]] bra $L_ld_issue_0;
+// CHECK-NEXT: shl.b32 [[FLIP:%r[0-9]+]], 1, [[RS]];
+// CHECK-NEXT: xor.b32 [[PHASES]], [[PHASES]], [[FLIP]];
+// CHECK-NEXT: mad.lo.u32 [[RI:%r[0-9]+]], [[RS]], 16, [[BASE]];
+// CHECK-NEXT: ld.shared.v4.b32 {[[SLO:%r[0-9]+]], [[SHI:%r[0-9]+]], [[SREL:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[RI]]+768];
+// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[SLO]], [[SHI]]};
+// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LANE0]];
+// CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
+// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL]], 0;
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
+// CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[SREL]], -1;
+// CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
+// CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
+// CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: add.u32 [[RET]], [[RET]], 1;
+// CHECK:      bra.uni $L_ld_top_0;
+
+
+// Then the next load, if a ring slot is free and its wait is satisfied.
+// CHECK-LABEL: $L_ld_issue_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
-// CHECK-NEXT: @[[END]] bra $L_ld_retire_0;
+// CHECK-NEXT: @[[END]] bra $L_ld_idle_0;
 // CHECK-NEXT: sub.u32 [[INFL:%r[0-9]+]], [[POS]], [[RET]];
 // CHECK-NEXT: setp.ge.u32 [[FULL:%p[0-9]+]], [[INFL]], 8;
-// CHECK-NEXT: @[[FULL]] bra $L_ld_retire_0;
+// CHECK-NEXT: @[[FULL]] bra $L_ld_idle_0;
 // CHECK-NEXT: cp.async.wait_group 7;
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
@@ -76,7 +109,7 @@
 // CHECK-NEXT: or.pred [[COK:%p[0-9]+]], [[CGE]], [[NOCTR]];
 // CHECK-NEXT: and.pred [[RDY:%p[0-9]+]], [[BITS]], [[COK]];
 // CHECK-NEXT: vote.sync.all.pred [[ALL:%p[0-9]+]], [[RDY]], 4294967295;
-// CHECK-NEXT: @![[ALL]] bra $L_ld_retire_0;
+// CHECK-NEXT: @![[ALL]] bra $L_ld_idle_0;
 
 // Issue: a load that waited on a counter is issued by the lanes counting
 // down from 31 (FIRST = 31 - lane, else the lane), which fence the async
@@ -152,35 +185,6 @@
 // CHECK-NEXT: cp.async.commit_group;
 // CHECK:      bra.uni $L_ld_top_0;
 
-// Retire the oldest load when its phase completed, in queue order.
-// CHECK-LABEL: $L_ld_retire_0:
-// CHECK-NEXT: setp.eq.u32 [[NONE:%p[0-9]+]], [[RET]], [[POS]];
-// CHECK-NEXT: @[[NONE]] bra $L_ld_idle_0;
-// CHECK-NEXT: and.b32 [[RS:%r[0-9]+]], [[RET]], 7;
-// CHECK-NEXT: mad.lo.u32 [[RB8:%r[0-9]+]], [[RS]], 8, [[BASE]];
-// CHECK-NEXT: add.u32 [[RBAR:%r[0-9]+]], [[RB8]], 16;
-// CHECK-NEXT: shr.b32 [[PH:%r[0-9]+]], [[PHASES]], [[RS]];
-// CHECK-NEXT: and.b32 [[PBIT:%r[0-9]+]], [[PH]], 1;
-// CHECK-NEXT: mbarrier.test_wait.parity.shared::cta.b64 [[LANDED:%p[0-9]+]], {{\[}}[[RBAR]]], [[PBIT]];
-// CHECK-NEXT: vote.sync.all.pred [[LALL:%p[0-9]+]], [[LANDED]], 4294967295;
-// CHECK-NEXT: @![[LALL]] bra $L_ld_idle_0;
-// CHECK-NEXT: shl.b32 [[FLIP:%r[0-9]+]], 1, [[RS]];
-// CHECK-NEXT: xor.b32 [[PHASES]], [[PHASES]], [[FLIP]];
-// CHECK-NEXT: mad.lo.u32 [[RI:%r[0-9]+]], [[RS]], 16, [[BASE]];
-// CHECK-NEXT: ld.shared.v4.b32 {[[SLO:%r[0-9]+]], [[SHI:%r[0-9]+]], [[SREL:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[RI]]+768];
-// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[SLO]], [[SHI]]};
-// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
-// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LANE0]];
-// CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
-// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL]], 0;
-// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
-// CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[SREL]], -1;
-// CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
-// CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
-// CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
-// CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: add.u32 [[RET]], [[RET]], 1;
-
 // Done once every load was issued and retired; on abort, drain the copies
 // still in flight before exiting.
 // CHECK-LABEL: $L_ld_idle_0:
@@ -198,30 +202,39 @@
 // The stream engine (warp 10, after the compute group) is a second load
 // engine lowered from the same code with its own queue (row sm * 4 + 3), its
 // own 8-deep instruction window (base + 4096, after the load, compute and
-// store windows: 1024 + 3 * 8 * 128) and its own ring: 8
-// slots whose mbarriers follow the load engine's (base + 80 + 8 * slot) and
-// whose retirement info follows the load engine's (base + 896 + 16 * slot).
+// store windows: 1024 + 3 * 8 * 128) and its own ring: 2 slots (lowering
+// option stream_ring) whose mbarriers follow the load engine's ring
+// (base + 80 + 8 * slot) and whose retirement info follows the load
+// engine's (base + 896 + 16 * slot).
 // CHECK:      $L_role_stream_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
 // CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 4096;
 // CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;
 // CHECK-NEXT: $L_ld_stream_top_0:
-// CHECK-NEXT: setp.ge.u32 [[SEND:%p[0-9]+]], [[SPOS:%r[0-9]+]], {{%r[0-9]+}};
-// CHECK-NEXT: @[[SEND]] bra $L_ld_stream_retire_0;
-// CHECK-NEXT: sub.u32 [[SINFL:%r[0-9]+]], [[SPOS]], {{%r[0-9]+}};
-// CHECK-NEXT: setp.ge.u32 [[SFULL:%p[0-9]+]], [[SINFL]], 8;
-// CHECK-NEXT: @[[SFULL]] bra $L_ld_stream_retire_0;
+// CHECK-NEXT: setp.eq.u32 [[SNONE:%p[0-9]+]], [[SRET:%r[0-9]+]], [[SPOS:%r[0-9]+]];
+// CHECK-NEXT: @[[SNONE]] bra $L_ld_stream_issue_0;
+// CHECK-NEXT: and.b32 [[SRS:%r[0-9]+]], [[SRET]], 1;
+// CHECK-NEXT: mad.lo.u32 [[SRB8:%r[0-9]+]], [[SRS]], 8, [[BASE]];
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[SRB8]], 80;
+// CHECK:      mbarrier.test_wait.parity.shared::cta.b64
+// CHECK:      {{\[}}{{%r[0-9]+}}+896];
+// CHECK:      bra.uni $L_ld_stream_top_0;
+// CHECK-NEXT: $L_ld_stream_issue_0:
+// CHECK-NEXT: setp.ge.u32 [[SEND:%p[0-9]+]], [[SPOS]], {{%r[0-9]+}};
+// CHECK-NEXT: @[[SEND]] bra $L_ld_stream_idle_0;
+// CHECK-NEXT: sub.u32 [[SINFL:%r[0-9]+]], [[SPOS]], [[SRET]];
+// CHECK-NEXT: setp.ge.u32 [[SFULL:%p[0-9]+]], [[SINFL]], 2;
+// CHECK-NEXT: @[[SFULL]] bra $L_ld_stream_idle_0;
 // CHECK-NEXT: cp.async.wait_group 7;
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK-NEXT: and.b32 [[SWS:%r[0-9]+]], [[SPOS]], 7;
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SWS]], 128, [[SWIN]];
-// CHECK:      and.b32 [[SSLOT:%r[0-9]+]], [[SPOS]], 7;
+// CHECK:      and.b32 [[SSLOT:%r[0-9]+]], [[SPOS]], 1;
 // CHECK-NEXT: mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[SB8]], 80;
 // CHECK-NEXT: mad.lo.u32 [[SINFO:%r[0-9]+]], [[SSLOT]], 16, [[BASE]];
 // CHECK-NEXT: @{{%p[0-9]+}} st.shared.v4.b32 {{\[}}[[SINFO]]+896], {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 0};
-// CHECK:      $L_ld_stream_retire_0:
 // CHECK:      $L_ld_stream_done_0:
 // CHECK-NEXT: bra.uni $L_kernel_exit_0;
 // CHECK-NEXT: $L_role_compute_0:

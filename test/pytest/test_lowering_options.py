@@ -53,7 +53,7 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"load_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace\)"),
+                        r"load_ring, stream_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),
@@ -65,6 +65,8 @@ def test_tensor_copies_need_the_bulk_path():
         ({"load_ring": 0}, r"load_ring must be in 1\.\.8, got 0"),
         ({"load_ring": 16}, r"load_ring must be in 1\.\.8, got 16"),
         ({"load_ring": 6}, r"load_ring must be a power of two, got 6"),
+        ({"stream_ring": 0}, r"stream_ring must be in 1\.\.8, got 0"),
+        ({"stream_ring": 3}, r"stream_ring must be a power of two, got 3"),
         ({"compute_warps": MAX_COMPUTE_WARPS + 1},
          rf"compute_warps must be in 0\.\.{MAX_COMPUTE_WARPS} \(0: the target's\)"),
         ({"tensor_copies": 2}, r"tensor_copies must be true or false \(or 1 or 0\), got 2"),

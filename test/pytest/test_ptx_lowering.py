@@ -74,7 +74,7 @@ def test_scheduler_structure():
     assert f".visible .entry {L.KERNEL_NAME}(" in text
     assert ".extern .shared .align 1024 .b8 vdir_smem[];" in text
     # three role loops
-    for lab in ("$L_ld_top_0:", "$L_st_top_0:", "$L_cp_top_0:", "$L_ld_retire_0:"):
+    for lab in ("$L_ld_top_0:", "$L_st_top_0:", "$L_cp_top_0:", "$L_ld_issue_0:"):
         assert lab in text
     # the memory-model pieces
     for needle in (

@@ -27,6 +27,7 @@ from typing import Any
 
 from vdir.diagnostics import VdirError
 from vdir.lowering import layout as L
+from vdir.target import EngineKind
 
 #: the load paths: ``bulk`` (``cp.async.bulk``, completion by transaction
 #: bytes) and ``lsu`` (16-byte ``cp.async`` per lane)
@@ -70,7 +71,14 @@ class LoweringOptions:
     The other engines prefetch through the shared-memory window of ``layout.FETCH_DEPTH``."""
 
     load_ring: int = L.DEFAULT_LOAD_RING
-    """Loads each load engine (load, stream) keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
+    """Loads the load engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
+
+    stream_ring: int = L.DEFAULT_STREAM_RING
+    """Loads the stream engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``).
+
+    Fewer than the load engine: its loads are the weight tiles, and every
+    tile in flight is memory-system queueing that the latency-bound hand-offs
+    between SMs (their loads, stores and counter releases) wait behind."""
 
     compute_warps: int = 0
     """Warps in the compute group, 0..30; 0: the target's ``compute_threads``."""
@@ -108,15 +116,21 @@ class LoweringOptions:
             )
         _check_range("fetch_depth", self.fetch_depth, 1, MAX_FETCH_DEPTH)
         _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
-        _check_range("load_ring", self.load_ring, 1, L.MAX_LOAD_RING)
-        if self.load_ring & (self.load_ring - 1):
-            raise LoweringOptionError(f"lowering option load_ring must be a power of two, got {self.load_ring}")
+        for name in ("load_ring", "stream_ring"):
+            depth = getattr(self, name)
+            _check_range(name, depth, 1, L.MAX_LOAD_RING)
+            if depth & (depth - 1):
+                raise LoweringOptionError(f"lowering option {name} must be a power of two, got {depth}")
 
     # -- derived --------------------------------------------------------------
     @property
     def lsu_loads(self) -> bool:
         """Whether the load engines copy with per-lane ``cp.async`` (the ``lsu`` path)."""
         return self.load_path == "lsu"
+
+    def ring_depth(self, kind: EngineKind) -> int:
+        """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``)."""
+        return self.stream_ring if kind == EngineKind.STREAM else self.load_ring
 
     @property
     def tensor_copies_enabled(self) -> bool:

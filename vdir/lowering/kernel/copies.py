@@ -305,23 +305,24 @@ def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, s
     b.raw("bar.warp.sync", "%d" % FULL)
 
 
-def ring_barrier(c: Ctx, ring: int, index) -> tuple:
-    """(ring slot, mbarrier address) of the load with queue position ``index`` in load ring ``ring``."""
+def ring_barrier(c: Ctx, ring: int, depth: int, index) -> tuple:
+    """(ring slot, mbarrier address) of the load with queue position ``index`` in load ring ``ring``
+    (of ``depth`` slots)."""
     b = c.b
-    slot = b.i("and.b32", "u32", index, c.options.load_ring - 1)
+    slot = b.i("and.b32", "u32", index, depth - 1)
     bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)
     bar = b.i("add.u32", "u32", bar, L.ring_mbarriers(ring))
     return slot, bar
 
 
-def ring_landed(c: Ctx, ring: int, index, phases, wait: str) -> tuple:
+def ring_landed(c: Ctx, ring: int, depth: int, index, phases, wait: str) -> tuple:
     """(ring slot, warp-uniform predicate) saying whether load ``index`` of ring ``ring`` has landed.
 
     ``wait`` is ``test_wait`` (a poll) or ``try_wait`` (may suspend a while);
     the expected phase of each slot's mbarrier is its bit in ``phases``.
     """
     b = c.b
-    slot, bar = ring_barrier(c, ring, index)
+    slot, bar = ring_barrier(c, ring, depth, index)
     parity = b.i("shr.b32", "u32", phases, slot)
     parity = b.i("and.b32", "u32", parity, 1)
     landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],

@@ -6,10 +6,14 @@ window: the stream engine's loads (weight tiles, which wait on nothing)
 stream while the load engine waits on other SMs.
 
 All 32 lanes run the same control flow; lane 0 arms the mbarrier and
-signals, the lanes split a tile's rows between copies (``copies.py``). The
-loop issues the next load whenever its wait is satisfied and a ring slot is
-free, and otherwise retires the oldest in-flight load if its bytes have
-landed, so a load waiting on bits that an older load's retirement (or a
+signals, the lanes split a tile's rows between copies (``copies.py``). Each
+trip of the loop first retires the oldest in-flight load if its bytes have
+landed, and otherwise issues the next load if its wait is satisfied and a
+ring slot is free. Retiring first is what a consumer waits for: an engine
+that issued whenever it could held a landed load's signal back behind the
+issue of every ready load after it (with a deep ring, several microseconds
+on the decode step's chain of hand-offs). And since every trip tries to
+retire, a load waiting on bits that an older load's retirement (or a
 consumer of it) will toggle can never deadlock the engine.
 """
 
@@ -47,6 +51,7 @@ class LoadLoop:
     c: Ctx
     engine: int
     ring: int  # which of the header's load rings (layout.load_ring_index)
+    depth: int  # the loads it keeps in flight (LoweringOptions.ring_depth)
     start: SSAValue
     count: SSAValue
     lane0: SSAValue
@@ -57,7 +62,7 @@ class LoadLoop:
     tclk: SSAValue
     fe: WarpFetcher | SmemFetcher
     top: str
-    retire: str
+    issue: str
     idle: str
     done: str
     abort: str
@@ -66,8 +71,8 @@ class LoadLoop:
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
     """The warp of load engine ``kind``: issue loads ahead through its mbarrier ring, retire in order (see the module)."""
     s = _start(c, kind)
-    _issue_next(s)
     _retire_oldest(s)
+    _issue_next(s)
     _idle(s)
     _drain(s)
 
@@ -87,21 +92,21 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     fe = WarpFetcher(c, start, count) if c.options.lsu_loads else SmemFetcher(c, start, count, engine)
     fe.prime(pos)
     prefix = "ld" if kind == EngineKind.LOAD else f"ld_{kind}"
-    top, retire, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_retire"), b.new_label(f"{prefix}_idle")
+    top, issue, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_issue"), b.new_label(f"{prefix}_idle")
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
-    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), start, count, lane0, pos, ret, phases, t0, tclk, fe, top, retire, idle, done, abort)
+    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), start, count, lane0, pos, ret, phases, t0, tclk, fe, top, issue, idle, done, abort)
 
 
 def _issue_next(s: LoadLoop) -> None:
-    """Issue the next load if a ring slot is free and its wait is satisfied, else go retire."""
+    """Issue the next load if a ring slot is free and its wait is satisfied, else go idle."""
     c, b = s.c, s.c.b
-    b.place(s.top)
-    b.bra(s.retire, b.setp("ge.u32", s.pos, s.count))
+    b.place(s.issue)
+    b.bra(s.idle, b.setp("ge.u32", s.pos, s.count))
     inflight = b.i("sub.u32", "u32", s.pos, s.ret)
-    b.bra(s.retire, b.setp("ge.u32", inflight, c.options.load_ring))
+    b.bra(s.idle, b.setp("ge.u32", inflight, s.depth))
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
-    b.bra(s.retire, ready, neg=True)
+    b.bra(s.idle, ready, neg=True)
     stamp(c, s.start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
@@ -116,7 +121,7 @@ def _issue_next(s: LoadLoop) -> None:
     # same-SM RAW through global memory is fenced by the store engine.
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
-    slot, bar = ring_barrier(c, s.ring, s.pos)
+    slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
     # remember what to signal at retirement (retired in order, from the ring)
     info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
     b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.ring_info(s.ring),
@@ -191,12 +196,13 @@ def _progress(s: LoadLoop) -> None:
 
 
 def _retire_oldest(s: LoadLoop) -> None:
-    """Retire the oldest in-flight load if it has landed: signal what it names, free its slot."""
+    """The loop's head: retire the oldest in-flight load if it has landed (signal what it names,
+    free its slot) and loop; else go on to issue."""
     c, b = s.c, s.c.b
-    b.place(s.retire)
-    b.bra(s.idle, b.setp("eq.u32", s.ret, s.pos))
-    rslot, landed = ring_landed(c, s.ring, s.ret, s.phases, "test_wait")
-    b.bra(s.idle, landed, neg=True)
+    b.place(s.top)
+    b.bra(s.issue, b.setp("eq.u32", s.ret, s.pos))
+    rslot, landed = ring_landed(c, s.ring, s.depth, s.ret, s.phases, "test_wait")
+    b.bra(s.issue, landed, neg=True)
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", s.phases, bit, dst=s.phases)
     rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
@@ -236,7 +242,7 @@ def _drain(s: LoadLoop) -> None:
     dl, dd = b.new_label("ld_drain"), b.new_label("ld_drain_done")
     b.place(dl)
     b.bra(dd, b.setp("eq.u32", s.ret, s.pos))
-    dslot, ok = ring_landed(c, s.ring, s.ret, s.phases, "try_wait")
+    dslot, ok = ring_landed(c, s.ring, s.depth, s.ret, s.phases, "try_wait")
     b.bra(dl, ok, neg=True)
     dbit = b.i("shl.b32", "u32", 1, dslot)
     b.i("xor.b32", "u32", s.phases, dbit, dst=s.phases)
