@@ -26,6 +26,7 @@ Option ``stream-loads=false`` keeps every load where the program put it.
 from __future__ import annotations
 
 import heapq
+import operator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -119,7 +120,7 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
             placed.append(n)
     placed.extend(copies.values())
     _rewrite_groups(placed, remat, clones_of)
-    placed.sort(key=lambda n: (n.sm, n.seq))
+    placed.sort(key=_PLACED_ORDER)
     for i, n in enumerate(placed):
         n.id = i
     graph.nodes = placed
@@ -128,13 +129,18 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
         move_to_stream_engine(graph)
 
 
+#: the order of the placed nodes: by SM, then program order
+_PLACED_ORDER = operator.attrgetter("sm", "seq")
+
+
 def move_to_stream_engine(graph: Graph) -> None:
     """Put the loads of the load engine that wait on nothing on the target's stream engine, if it has one."""
     if graph.target.engine(EngineKind.STREAM) is None:
         return
+    load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
     for n in graph.nodes:
-        if n.engine == EngineKind.LOAD and waits_on_nothing(n):
-            n.engine = EngineKind.STREAM.value
+        if n.engine == load and waits_on_nothing(n):
+            n.engine = stream
 
 
 class _Copier:
