@@ -193,14 +193,15 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
         if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
             earliest = min([e[2] for e in live]) if live else -1
-        offset = occupants.best_gap(live, size)
-        if offset is None:
+        gap = occupants.best_gap(live, size)
+        if gap is None:
             raise PassFailure(
                 f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
                 f"memory on {target} (the live tiles leave only smaller gaps); use smaller tiles",
                 loc=node.loc,
             )
-        previous = occupants.take(offset, offset + size, t, last_use)
+        offset, first, end = gap
+        previous = occupants.take(offset, offset + size, t, last_use, first, end)
         consumers = previous[0].consumers if len(previous) == 1 else [c for p in previous for c in p.consumers]
         if consumers:
             node.deps.append(intern(consumers))
@@ -258,8 +259,9 @@ class _Occupants:
         j = bisect.bisect_left(self.los, hi, i)
         return i, j
 
-    def best_gap(self, live: list[tuple[int, int, int]], size: int) -> int | None:
-        """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile, or None."""
+    def best_gap(self, live: list[tuple[int, int, int]], size: int) -> tuple[int, int, int] | None:
+        """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile and the indices
+        ``[i, j)`` of the segments its bytes meet (:meth:`_run`, for :meth:`take`), or None."""
         budget = self.budget
         candidates: list[int] = []
         start = 0
@@ -275,12 +277,12 @@ class _Occupants:
             if budget - size != start:
                 candidates.append(budget - size)
         if len(candidates) < 2:
-            return candidates[0] if candidates else None
+            return (candidates[0], *self._run(candidates[0], candidates[0] + size)) if candidates else None
         # min(candidates, key=lambda off: (self.released_at(off, off + size), off)), inlined; the pair as
         # one integer (every offset is below budget + 1)
         los, his, released = self.los, self.his, self.released
         scale = budget + 1
-        best = best_key = -1
+        best = best_key = best_i = best_j = -1
         for off in candidates:
             i = bisect.bisect_right(his, off)
             j = bisect.bisect_left(los, off + size, i)
@@ -289,13 +291,12 @@ class _Occupants:
             else:
                 key = max(released[i:j], default=-1) * scale + off
             if best < 0 or key < best_key:
-                best, best_key = off, key
-        return best
+                best, best_key, best_i, best_j = off, key, i, j
+        return best, best_i, best_j
 
-    def take(self, lo: int, hi: int, tile: TileLife, released: int) -> list[TileLife]:
-        """Make ``tile`` (released at ``released``) the occupant of ``[lo, hi)``; return the previous
-        occupants of those bytes."""
-        i, j = self._run(lo, hi)
+    def take(self, lo: int, hi: int, tile: TileLife, released: int, i: int, j: int) -> list[TileLife]:
+        """Make ``tile`` (released at ``released``) the occupant of ``[lo, hi)``, whose bytes meet the
+        segments ``[i, j)`` (as :meth:`best_gap` found them); return their previous occupants."""
         los, his, tiles, releases = self.los, self.his, self.tiles, self.released
         previous = tiles[i:j]
         new_los, new_his, new_tiles, new_released = [lo], [hi], [tile], [released]

@@ -26,7 +26,7 @@ from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
-from vdir.transforms.alloc_smem import allocate, allocate_sm
+from vdir.transforms.alloc_smem import allocate_sm
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
@@ -87,13 +87,26 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     it reached.
     """
     per_sm = sm_shares(graph)
-    if per_sm is not None and not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
+    if per_sm is None:
+        schedule(graph, 0, check=False)  # refuses the first node without an SM
+        return
+    if not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
         prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
-        if per_sm is not None and _try_schedule_and_allocate(graph, per_sm, attempt):
+        if _try_schedule_and_allocate(graph, per_sm, attempt):
             return
-    schedule(graph, 0, check=False)
-    allocate(graph, by_liveness=True)
+    _schedule_and_allocate_by_liveness(graph, per_sm)
+
+
+def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare]) -> None:
+    """The last attempt of :func:`schedule_and_allocate`: no hoisting, by liveness, SM by SM, on the
+    shares the other attempts used; an SM that does not fit is a located error."""
+    intern = GroupInterner()
+    smem = 0
+    for sm, nodes, queues in per_sm:
+        schedule_sm(graph, queues, 0)
+        smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True))
+    graph.smem_bytes = smem
 
 
 def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt) -> bool:
