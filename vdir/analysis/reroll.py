@@ -15,6 +15,7 @@ written, so a hash collision costs a missed loop, never a wrong one.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from vdir import isa
 
@@ -44,8 +45,8 @@ def _row_hashes(records: np.ndarray) -> np.ndarray:
 def _runs(ok: np.ndarray) -> np.ndarray:
     """``runs[k, x]``: how many consecutive True values of row ``ok[k]`` start at ``x``."""
     n = ok.shape[1]
-    x = np.arange(n)
-    next_false = np.where(ok, n, x)[:, ::-1]
+    x = np.arange(n, dtype=np.int32)  # 32-bit: half the memory traffic of the default
+    next_false = np.where(ok, np.int32(n), x)[:, ::-1]
     next_false = np.minimum.accumulate(next_false, axis=1)[:, ::-1]
     return next_false - x
 
@@ -56,20 +57,38 @@ def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray
     Copy m of the block is base + m * step when the difference of each
     record's hash ``h`` to the one a body later (``d1``) is the same as the next
     such difference (``d2``); words holding packed fields may not change.
+    ``bodies`` are consecutive lengths.
     """
     n = len(records)
-    k = bodies[:, None]
-    x = np.arange(n)[None, :]
-    one, two = x + k, x + 2 * k
-    h_one = h[np.minimum(one, n - 1)]
+    first, count = int(bodies[0]), len(bodies)
+    k = bodies[:, None].astype(np.int32)
+    x = np.arange(n, dtype=np.int32)[None, :]
+    h_one = _ahead(h, first, count, 1)
     d1 = h_one - h[None]  # uint32: differences mod 2^32
-    d2 = h[np.minimum(two, n - 1)] - h_one
-    packed = records[:, list(isa.PACKED_WORDS)]
-    fixed_ok = (packed[np.minimum(one, n - 1)] == packed[None]).all(axis=-1)
-    step_ok = (one < n) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
-    same = (two < n) & (d1 == d2)
-    legal = (_runs(step_ok) >= k) & (two <= n)
+    d2 = _ahead(h, first, count, 2) - h_one
+    packed = _packed_ids(records)
+    fixed_ok = _ahead(packed, first, count, 1) == packed[None]
+    step_ok = (x < n - k) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
+    same = (x < n - 2 * k) & (d1 == d2)
+    legal = (_runs(step_ok) >= k) & (x <= n - 2 * k)
     return np.where(legal, 2 + _runs(same) // k, 0)
+
+
+def _ahead(values: np.ndarray, first: int, count: int, factor: int) -> np.ndarray:
+    """``out[i, x] = values[min(x + factor * (first + i), n - 1)]`` for ``i < count``, ``x < n``: a
+    read-only strided view of ``values`` padded with its last item (no gather)."""
+    n = len(values)
+    reach = factor * (first + count - 1)
+    padded = np.concatenate([values, np.repeat(values[-1:], reach)])
+    step = padded.strides[0]
+    return as_strided(padded[factor * first :], shape=(count, n), strides=(factor * step, step), writeable=False)
+
+
+def _packed_ids(records: np.ndarray) -> np.ndarray:
+    """One integer per record, equal for two records exactly when their packed-field words are."""
+    if len(isa.PACKED_WORDS) == 1:
+        return records[:, isa.PACKED_WORDS[0]]
+    return np.unique(records[:, list(isa.PACKED_WORDS)], axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | None:
@@ -103,13 +122,13 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     saved = np.where(trips >= 2, trips * sizes - 1 - 2 * sizes, 0)
     best_k = saved.argmax(axis=0)
     best_saved = saved[best_k, np.arange(n)]
+    profitable = np.flatnonzero(best_saved > 0)  # the positions where a loop may start
     out: list[np.ndarray] = []
     pos = 0
     while pos < n:
         if best_saved[pos] <= 0:
-            nxt = pos + 1
-            while nxt < n and best_saved[nxt] <= 0:
-                nxt += 1
+            later = int(np.searchsorted(profitable, pos))  # the first profitable position after ``pos``
+            nxt = int(profitable[later]) if later < len(profitable) else n
             out.append(records[pos:nxt])
             pos = nxt
             continue
