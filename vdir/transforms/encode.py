@@ -402,15 +402,18 @@ def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tup
     return rows.reshape(-1, isa.INSTR_WORDS), new_table
 
 
-def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET) -> isa.EncodedProgram:
+def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
+           queues: dict[tuple[int, str], list[Node]] | None = None) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
 
     With ``reroll``, repeated instruction blocks become loops
     (:func:`reroll_queues`); without, every executed instruction is a record.
     ``l2_prefetch``: the bytes each load queue keeps asked of L2 ahead of a
     cross-SM wait (0: no prefetch records; see ``vdir.analysis.l2_prefetch``).
+    ``queues``: :func:`~vdir.analysis.queues.queues_of` the graph, where the caller has it already.
     """
-    queues = queues_of(graph)
+    if queues is None:
+        queues = queues_of(graph)
     words: list[Record] = []
     engines = graph.target.engine_names
     table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
@@ -478,10 +481,10 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
     return [program_of(op) for op in module.walk() if isinstance(op, EncodedProgramOp)]
 
 
-def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True,
-                         l2_prefetch: int = DEFAULT_BUDGET) -> isa.EncodedProgram:
+def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
+                         queues: dict[tuple[int, str], list[Node]] | None = None) -> isa.EncodedProgram:
     """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
-    program = encode(graph, reroll, l2_prefetch)
+    program = encode(graph, reroll, l2_prefetch, queues)
     old = single_program(module)
     new = encoded_op(graph.name, program)
     new.location = old.location

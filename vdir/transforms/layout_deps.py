@@ -242,10 +242,14 @@ def _first_reusable_bit(
     return None
 
 
-def layout_dependencies(graph: Graph) -> None:
-    """Counters for cross-SM groups, then per SM vector clocks and bits."""
+def layout_dependencies(graph: Graph, queues: dict[tuple[int, str], list[Node]] | None = None) -> None:
+    """Counters for cross-SM groups, then per SM vector clocks and bits.
+
+    ``queues``: :func:`~vdir.analysis.queues.queues_of` the graph, where the caller has it already.
+    """
     assign_counters(graph)
-    queues = queues_of(graph)
+    if queues is None:
+        queues = queues_of(graph)
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
         by_sm[n.sm].append(n)

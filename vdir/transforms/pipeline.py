@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
-from vdir.analysis.queues import SmShare, sm_shares
+from vdir.analysis.queues import SmShare, queues_of, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
@@ -209,10 +209,11 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, stream_loads)
     schedule_and_allocate(graph, prefetch)
-    layout_dependencies(graph)
+    queues = queues_of(graph)  # laying out and encoding read the same queues: grouped once
+    layout_dependencies(graph, queues)
     if encode_in_ir:
-        return replace_with_encoded(module, graph, reroll, l2_prefetch)
-    return encode(graph, reroll, l2_prefetch)
+        return replace_with_encoded(module, graph, reroll, l2_prefetch, queues)
+    return encode(graph, reroll, l2_prefetch, queues)
 
 
 def compile_to_encoded(
