@@ -52,8 +52,9 @@ def assign_counters(graph: Graph) -> None:
     counts: dict[int, int] = {}
     cache: dict[int, int] = {}
     for n in graph.nodes:
+        sm = n.sm
         for g in n.deps:
-            if group_is_local(g, n.sm, cache):
+            if g[0].sm == sm if len(g) == 1 else group_is_local(g, sm, cache):  # the usual group, inlined
                 continue
             if id(g) not in counter_of:
                 cid = len(counter_of)
@@ -232,12 +233,28 @@ def _first_reusable_bit(
        producer starts: ``start`` covers their positions;
     2. every new waiter knows the previous producer finished before it waits.
     """
+    if len(start) == 4:
+        return _first_reusable_bit4(state, start, known_by_all)
     for bit, st in enumerate(state):
         if st is None:
             return bit
         last_waiters, (e1, pos1) = st
         # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
         if known_by_all[e1] >= pos1 and all(map(operator.ge, start, last_waiters)):
+            return bit
+    return None
+
+
+def _first_reusable_bit4(
+    state: list[tuple[list[int], tuple[int, int]] | None], start: VClock, known_by_all: VClock
+) -> int | None:
+    """:func:`_first_reusable_bit` for four engines (Hopper's), condition 1 unrolled (as :func:`_join4`)."""
+    s0, s1, s2, s3 = start
+    for bit, st in enumerate(state):
+        if st is None:
+            return bit
+        (w0, w1, w2, w3), (e1, pos1) = st
+        if known_by_all[e1] >= pos1 and s0 >= w0 and s1 >= w1 and s2 >= w2 and s3 >= w3:
             return bit
     return None
 
