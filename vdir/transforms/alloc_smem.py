@@ -182,13 +182,13 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     each byte it reuses. A tile that finds no gap wide enough (the arena is
     fragmented) is a located error.
     """
-    order = sorted(tiles, key=lambda t: (t.node.seq, t.node.hoist))  # Node.key
-    made, last_uses = _time_keys(order)
+    made, last_uses = _time_keys(tiles)
     live: list[tuple[int, int, int]] = []  # (offset, end, last use), sorted by offset
     earliest = -1  # the earliest last use in ``live`` (-1: none live)
     occupants = _Occupants(budget)
     used = 0
-    for t, key, last_use in zip(order, made, last_uses, strict=True):
+    for i in sorted(range(len(tiles)), key=made.__getitem__):  # schedule order: by Node.key, as its integer
+        t, key, last_use = tiles[i], made[i], last_uses[i]
         node, size = t.node, t.size
         if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
