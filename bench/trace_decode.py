@@ -32,6 +32,7 @@ import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -79,11 +80,6 @@ def summarize(trace, layers: set[int]) -> list[str]:
     return lines
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else float("nan")
-
-
 def handoff_table(trace, layers: set[int]) -> list[str]:
     """The counter hand-offs of ``layers`` by consuming stage: medians (and the worst latency), µs."""
     names = trace.program.uop_names
@@ -98,9 +94,9 @@ def handoff_table(trace, layers: set[int]) -> list[str]:
     for (layer, stage), hs in sorted(by_stage.items(), key=lambda kv: min(h.consumer.start_us for h in kv[1])):
         producer_stages = sorted({stage_of(names.get(p.uop, "?"))[0] for h in hs for p in h.producers})
         lines.append(
-            f"{layer:>5} {stage:<12}{len(hs):6d}{_median([h.latency_us for h in hs]):9.2f}"
-            f"{max(h.latency_us for h in hs):8.2f}{_median([h.consumer.dur_us for h in hs]):10.2f}"
-            f"{_median([h.producers[-1].dur_us for h in hs]):10.2f}{_median([h.spread_us for h in hs]):8.2f}"
+            f"{layer:>5} {stage:<12}{len(hs):6d}{median([h.latency_us for h in hs]):9.2f}"
+            f"{max(h.latency_us for h in hs):8.2f}{median([h.consumer.dur_us for h in hs]):10.2f}"
+            f"{median([h.producers[-1].dur_us for h in hs]):10.2f}{median([h.spread_us for h in hs]):8.2f}"
             f"  {', '.join(producer_stages)[:40]}")
     return lines
 

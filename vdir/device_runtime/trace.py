@@ -157,12 +157,10 @@ class Trace:
         for e in self.events:
             if releases[index[e]]:
                 producers[int(releases[index[e]])].append(e)
-        out = []
-        for e in self.events:
-            counter = int(waits[index[e]])
-            if counter and producers.get(counter):
-                out.append(HandOff(e, sorted(producers[counter], key=lambda p: p.start_us + p.dur_us)))
-        return out
+        for released in producers.values():
+            released.sort(key=lambda p: p.start_us + p.dur_us)
+        return [HandOff(e, producers[int(waits[index[e]])]) for e in self.events
+                if waits[index[e]] and int(waits[index[e]]) in producers]
 
     @classmethod
     def from_json(cls, program: isa.EncodedProgram, data: dict[str, Any]) -> Trace:
