@@ -28,6 +28,7 @@
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
 // CHECK-NEXT:       stream-loads=true
+// CHECK-NEXT:       run-ahead=2
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

@@ -24,6 +24,21 @@ tile takes a free byte range among the tiles live at its production, the one
 whose previous occupants were released longest ago (the ring's rotation,
 generalised), and waits for the consumers of every earlier tile whose bytes
 it reuses.
+
+Rings that fit can still leave the class that loads fill most a single
+slot (an MLP of hidden size 8192: one 64 KB slot for the weight
+tiles beside rings for the vectors of both phases). Each load then waits
+for the gemv reading the tile before it, and nothing streams ahead. Such an
+SM is allocated by liveness *with run-ahead*: a *streamed* tile (one the
+stream engine loads, at least half the largest it loads) is taken as live
+from the production of the streamed tile ``run-ahead`` places before it (the
+stream engine has no cross-SM waits and runs ahead as far as the bytes
+allow), and the streamed tiles are placed from the bottom of the arena,
+everything else from the top, so that vectors and partial sums do not split
+the room the weight tiles rotate through. Where ``run-ahead`` tiles do not
+fit, fewer are tried; where none fits, the rings stay. (SMs the rings do not
+fit keep plain liveness: run-ahead there measured slower, see
+docs/performance.md.)
 """
 
 from __future__ import annotations
@@ -41,9 +56,17 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.liveness import TileLife, tiles_of_sm
-from vdir.analysis.stages import run_stage
+from vdir.analysis.stages import require_option_in_range, run_stage
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
+from vdir.target import EngineKind
+
+#: streamed tiles the liveness allocator keeps room for ahead of the one being read, by default
+#: (option ``run-ahead``; fewer where they do not fit): the slots the stream engine's loads land in
+#: while the gemvs read the ones before
+STREAM_RUN_AHEAD = 2
+#: the largest ``run-ahead`` accepted
+MAX_RUN_AHEAD = 8
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
@@ -119,13 +142,35 @@ def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> di
     return counts
 
 
+def _streams_single_buffered(tiles: list[TileLife], counts: dict[int, int]) -> bool:
+    """True when the size class that loads fill most (by bytes) has one slot: each of its loads then
+    waits for the consumer of the tile before it, and nothing streams ahead."""
+    traffic: dict[int, int] = defaultdict(int)
+    for t in tiles:
+        if t.node.kind == "load":
+            traffic[t.size] += t.size
+    if not traffic:
+        return False
+    heaviest = max(traffic, key=lambda s: (traffic[s], s))
+    return counts[heaviest] == 1
+
+
+def _classes(counts: dict[int, int]) -> str:
+    """The rings' size classes as ``N x S B``, largest first, for diagnostics."""
+    return ", ".join(f"{counts[s]} x {s} B" for s in sorted(counts, key=lambda s: -s))
+
+
 def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True,
-                tiles: list[TileLife] | None = None) -> int:
+                tiles: list[TileLife] | None = None, run_ahead: int = STREAM_RUN_AHEAD) -> int:
     """Allocate one SM's tiles; return the bytes its arena uses.
 
-    Rings first; where they do not fit, by liveness, or (``by_liveness``
-    false) a located error. ``tiles``: :func:`tiles_of_sm` of ``nodes`` in
-    the schedule given, where the caller has them already.
+    Rings first; where they do not fit, by liveness; where (``run_ahead`` >
+    0) they leave the class that loads fill most a single slot, by
+    liveness with the streamed tiles up to ``run_ahead`` ahead
+    (:func:`_try_by_liveness`), the rings if that does not fit; a located
+    error where liveness is not allowed (``by_liveness`` false).
+    ``tiles``: :func:`tiles_of_sm` of ``nodes`` in the schedule given, where
+    the caller has them already.
     """
     target = graph.target
     budget = tile_arena_bytes(target.smem_per_block)
@@ -144,12 +189,20 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     for size in sorted(counts, key=lambda s: -s):
         base[size] = offset
         offset += size * counts[size]
+    single = run_ahead > 0 and offset <= budget and _streams_single_buffered(tiles, counts)
+    if single and by_liveness:
+        used = _try_by_liveness(sm, tiles, budget, intern, target.name, run_ahead)
+        if used is not None:
+            return used
+    elif single:
+        raise PassFailure(
+            f"the shared-memory rings of SM {sm} ({_classes(counts)}) leave its most-loaded tiles one slot: "
+            f"no load could run ahead of its consumer", loc=tiles[0].node.loc)
     if offset > budget:  # the classes peak at different times, but each ring holds its peak
         if by_liveness:
-            return _allocate_by_liveness(sm, tiles, budget, intern, target.name)
-        classes = ", ".join(f"{counts[s]} x {s} B" for s in sorted(counts, key=lambda s: -s))
+            return _allocate_by_liveness(sm, tiles, budget, intern, target.name, 0)
         raise PassFailure(
-            f"the shared-memory rings of SM {sm} ({classes}) need {offset} bytes, more than the {budget} "
+            f"the shared-memory rings of SM {sm} ({_classes(counts)}) need {offset} bytes, more than the {budget} "
             f"bytes available on {target.name}; use smaller tiles",
             loc=tiles[0].node.loc,
         )
@@ -172,8 +225,30 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     return offset
 
 
-def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str) -> int:
+def _try_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str,
+                     run_ahead: int) -> int | None:
+    """:func:`_allocate_by_liveness` with the streamed tiles ``run_ahead`` ahead, then fewer, down to
+    one; the bytes used, or None (the tiles as they were) when none fits."""
+    saved = [len(t.node.deps) for t in tiles]
+    for ahead in range(run_ahead, 0, -1):
+        try:
+            return _allocate_by_liveness(sm, tiles, budget, intern, target, ahead)
+        except PassFailure:
+            for t, n in zip(tiles, saved, strict=True):
+                del t.node.deps[n:]
+    return None
+
+
+def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str,
+                          ahead: int) -> int:
     """Place each tile in a free byte range of the arena, in schedule order; return the bytes used.
+
+    A tile the stream engine loads is taken as live from the production of
+    the stream-engine tile ``ahead`` places before it (:func:`_run_ahead`):
+    the stream engine has no cross-SM waits and runs ahead of the gemvs that
+    read its tiles, as far as their bytes allow; without this, schedule order
+    (each tile read right after it lands) lets every tile reuse the bytes of
+    the one before it, and each load waits for the previous tile's reader.
 
     Candidates are the starts and the ends of the free gaps among the tiles
     live at the tile's production; the chosen one is the candidate whose
@@ -183,6 +258,9 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     fragmented) is a located error.
     """
     made, last_uses = _time_keys(tiles)
+    streamed = _streamed(tiles) if ahead else [False] * len(tiles)
+    if ahead:
+        made = _run_ahead(streamed, made, ahead)
     live: list[tuple[int, int, int]] = []  # (offset, end, last use), sorted by offset
     earliest = -1  # the earliest last use in ``live`` (-1: none live)
     occupants = _Occupants(budget)
@@ -193,7 +271,7 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
         if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
             earliest = min([e[2] for e in live]) if live else -1
-        gap = occupants.best_gap(live, size)
+        gap = occupants.best_gap(live, size, top=bool(ahead) and not streamed[i])
         if gap is None:
             raise PassFailure(
                 f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
@@ -233,6 +311,24 @@ def _time_keys(tiles: list[TileLife]) -> tuple[list[int], list[int]]:
     return made, last
 
 
+def _streamed(tiles: list[TileLife]) -> list[bool]:
+    """Which tiles are streamed weight tiles: those the stream engine loads of at least half the largest
+    size it loads (the vectors it also loads, a norm's weights, are not)."""
+    stream = EngineKind.STREAM.value
+    largest = max((t.size for t in tiles if t.node.engine == stream), default=0)
+    return [t.node.engine == stream and 2 * t.size > largest for t in tiles]
+
+
+def _run_ahead(streamed: list[bool], made: list[int], ahead: int) -> list[int]:
+    """``made`` with each streamed tile made when the streamed tile ``ahead`` places before it is
+    (:func:`_allocate_by_liveness`)."""
+    order = sorted((i for i, s in enumerate(streamed) if s), key=made.__getitem__)
+    earlier = list(made)
+    for k in range(ahead, len(order)):
+        earlier[order[k]] = made[order[k - ahead]]
+    return earlier
+
+
 #: the sort key of the live list: a tile's offset
 _OFFSET = operator.itemgetter(0)
 
@@ -259,9 +355,12 @@ class _Occupants:
         j = bisect.bisect_left(self.los, hi, i)
         return i, j
 
-    def best_gap(self, live: list[tuple[int, int, int]], size: int) -> tuple[int, int, int] | None:
+    def best_gap(self, live: list[tuple[int, int, int]], size: int, top: bool = False) -> tuple[int, int, int] | None:
         """The offset of :func:`_allocate_by_liveness`' choice for a ``size``-byte tile and the indices
-        ``[i, j)`` of the segments its bytes meet (:meth:`_run`, for :meth:`take`), or None."""
+        ``[i, j)`` of the segments its bytes meet (:meth:`_run`, for :meth:`take`), or None.
+
+        ``top``: the highest candidate instead (tiles other than the streamed ones packed from the top
+        of the arena, away from the streamed tiles' rotation at the bottom)."""
         budget = self.budget
         candidates: list[int] = []
         start = 0
@@ -276,6 +375,9 @@ class _Occupants:
             candidates.append(start)
             if budget - size != start:
                 candidates.append(budget - size)
+        if top and candidates:
+            off = max(candidates)
+            return (off, *self._run(off, off + size))
         if len(candidates) < 2:
             return (candidates[0], *self._run(candidates[0], candidates[0] + size)) if candidates else None
         # min(candidates, key=lambda off: (self.released_at(off, off + size), off)), inlined; the pair as
@@ -315,8 +417,9 @@ class _Occupants:
         return previous if len(previous) < 2 else list({id(p): p for p in previous}.values())
 
 
-def allocate(graph: Graph, by_liveness: bool = True) -> None:
-    """Allocate every SM; the program's ``smem_bytes`` is the largest arena.
+def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN_AHEAD) -> None:
+    """Allocate every SM; the program's ``smem_bytes`` is the largest arena (``run_ahead``: see
+    :func:`allocate_sm`).
 
     ``by_liveness`` false refuses, rather than allocates by liveness, an SM
     whose rings do not fit: ``vdir-pipeline`` first tries rings with less
@@ -326,15 +429,26 @@ def allocate(graph: Graph, by_liveness: bool = True) -> None:
     for n in graph.nodes:
         by_sm[n.sm].append(n)
     intern = GroupInterner()
-    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness) for sm, ns in sorted(by_sm.items())),
-                           default=0)
+    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness, run_ahead=run_ahead)
+                            for sm, ns in sorted(by_sm.items())), default=0)
 
 
 @dataclass(frozen=True)
 class AllocSmemPass(ModulePass):
-    """Assign shared-memory offsets to tiles (see the module docstring)."""
+    """Assign shared-memory offsets to tiles (see the module docstring).
+
+    Option ``run-ahead`` (default :data:`STREAM_RUN_AHEAD`, 0 ..
+    :data:`MAX_RUN_AHEAD`): how many streamed tiles an SM whose rings would
+    single-buffer them keeps room for ahead of the one being read; 0 keeps
+    such rings.
+    """
 
     name = "vdir-alloc-smem"
 
+    run_ahead: int = STREAM_RUN_AHEAD
+
+    def __post_init__(self) -> None:
+        require_option_in_range(self.name, "run-ahead", self.run_ahead, 0, MAX_RUN_AHEAD)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_stage(op, "scheduled", "allocated", allocate)
+        run_stage(op, "scheduled", "allocated", lambda graph: allocate(graph, run_ahead=self.run_ahead))

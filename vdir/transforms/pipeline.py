@@ -26,7 +26,7 @@ from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
-from vdir.transforms.alloc_smem import allocate_sm
+from vdir.transforms.alloc_smem import MAX_RUN_AHEAD, STREAM_RUN_AHEAD, allocate_sm
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
@@ -68,7 +68,7 @@ def _attempts(prefetch: int) -> list[_Attempt]:
     return [*rings, *budgeted, _Attempt(0, False), *(_Attempt(p, True) for p in range(prefetch, -1, -1))]
 
 
-def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
+def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_RUN_AHEAD) -> None:
     """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit.
 
     Shared memory in rings is tried first at every hoisting depth, so that a
@@ -84,7 +84,7 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     hoisting, raises. Each attempt schedules and allocates one SM at a time
     (the queues and tiles of an SM depend on no other SM's), so one that
     fails stops at the first SM that does not fit and undoes only the SMs
-    it reached.
+    it reached. ``run_ahead``: see vdir-alloc-smem.
     """
     per_sm = sm_shares(graph)
     if per_sm is None:
@@ -93,23 +93,23 @@ def schedule_and_allocate(graph: Graph, prefetch: int) -> None:
     if not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
         prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
-        if _try_schedule_and_allocate(graph, per_sm, attempt):
+        if _try_schedule_and_allocate(graph, per_sm, attempt, run_ahead):
             return
-    _schedule_and_allocate_by_liveness(graph, per_sm)
+    _schedule_and_allocate_by_liveness(graph, per_sm, run_ahead)
 
 
-def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare]) -> None:
+def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare], run_ahead: int) -> None:
     """The last attempt of :func:`schedule_and_allocate`: no hoisting, by liveness, SM by SM, on the
     shares the other attempts used; an SM that does not fit is a located error."""
     intern = GroupInterner()
     smem = 0
     for sm, nodes, queues in per_sm:
         schedule_sm(graph, queues, 0)
-        smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True))
+        smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True, run_ahead=run_ahead))
     graph.smem_bytes = smem
 
 
-def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt) -> bool:
+def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt, run_ahead: int) -> bool:
     """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails.
 
     A budgeted attempt tries each SM at the shares of :data:`HOIST_BUDGET_FRACTIONS` in turn
@@ -130,7 +130,7 @@ def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _At
                     tiles = schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
                 else:
                     schedule_sm(graph, queues, attempt.prefetch)
-                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles))
+                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles, run_ahead))
                 break
             except PassFailure:
                 _undo(touched[-1:])
@@ -170,11 +170,12 @@ def _no_cyclic_gc():
 def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-    max_micro_ops: int | None = None, stream_loads: bool = True,
+    max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
-    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``: see vdir-place.
+    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``: see vdir-place; ``run_ahead``:
+    see vdir-alloc-smem.
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
@@ -182,33 +183,38 @@ def run_pipeline(
     limit in effect, see :mod:`vdir.limits`); not a positive integer: a
     :class:`~vdir.limits.LimitError`.
     """
-    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch)
+    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, run_ahead)
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads)
+        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads,
+                           run_ahead)
 
 
-def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET) -> None:
+def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
+                           run_ahead: int = STREAM_RUN_AHEAD) -> None:
     """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
     :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
-    ``l2-prefetch``, and any of them not an integer (the target checks the upper SM bound)."""
+    ``l2-prefetch``, ``run-ahead`` outside 0 .. :data:`~vdir.transforms.alloc_smem.MAX_RUN_AHEAD`, and
+    any of them not an integer (the target checks the upper SM bound)."""
     if num_sms is not None:
         require_option_in_range(owner, "num-sms", num_sms, MIN_SMS)
     require_option_in_range(owner, "prefetch", prefetch, MIN_PREFETCH, MAX_PREFETCH)
     require_option_in_range(owner, "l2-prefetch", l2_prefetch, 0)
+    require_option_in_range(owner, "run-ahead", run_ahead, 0, MAX_RUN_AHEAD)
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
-                reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool) -> isa.EncodedProgram:
+                reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool,
+                run_ahead: int) -> isa.EncodedProgram:
     graph = build_graph(module, max_micro_ops=max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, stream_loads)
-    schedule_and_allocate(graph, prefetch)
+    schedule_and_allocate(graph, prefetch, run_ahead)
     queues = queues_of(graph)  # laying out and encoding read the same queues: grouped once
     layout_dependencies(graph, queues)
     if encode_in_ir:
@@ -219,7 +225,7 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
-    stream_loads: bool = True,
+    stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -230,7 +236,7 @@ def compile_to_encoded(
     """
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
                         reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
-                        stream_loads=stream_loads)
+                        stream_loads=stream_loads, run_ahead=run_ahead)
 
 
 @dataclass(frozen=True)
@@ -240,7 +246,7 @@ class PipelinePass(ModulePass):
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
     ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` (default
-    true), see vdir-place.
+    true), see vdir-place; ``run-ahead`` (default 2), see vdir-alloc-smem.
     """
 
     name = "vdir-pipeline"
@@ -252,10 +258,11 @@ class PipelinePass(ModulePass):
     reroll: bool = True
     l2_prefetch: int = DEFAULT_BUDGET
     stream_loads: bool = True
+    run_ahead: int = STREAM_RUN_AHEAD
 
     def __post_init__(self) -> None:
-        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch)
+        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch, self.run_ahead)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
-                     l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads)
+                     l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead)
