@@ -9,7 +9,8 @@
 // chunks, 512 bytes apart; a one-chunk tail), reduce the warp with a
 // shfl.sync.bfly butterfly, combine split rows through the partials scratch
 // (base + 512) and let lane 0 of the row's first warp run the epilogue,
-// which rounds once with cvt.rn.bf16.f32.
+// which rounds once with cvt.rn.bf16.f32. Warps with whole rows run two
+// passes' rows at once, reading x once for both.
 
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
@@ -24,9 +25,53 @@
 // CHECK-NEXT: max.u32 [[RM1:%r[0-9]+]], [[RM]], 1;
 // CHECK-NEXT: div.u32 [[G:%r[0-9]+]], 8, [[RM1]];
 // CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[G]], 1;
-// CHECK:      $L_gemv_pass_0:
-// CHECK-COUNT-4: mov.f32 %f{{[0-9]+}}, 0f00000000;
+
+// Paired passes while each warp has whole rows (G = 1) and two passes' rows
+// remain: the four chunks of both rows, then x once; each row keeps its own
+// accumulators (the same order as one row alone), and lane 0 runs the
+// epilogue for both rows.
+// CHECK:      $L_gemv_pair_0:
+// CHECK-NEXT: @[[SPLIT]] bra $L_gemv_pair_done_0;
 // CHECK:      $L_gemv_main_0:
+// CHECK:      ld.shared.v4.b32 {[[PW1:%r[0-9]+]], {{.*}}}, {{\[}}[[ROW1:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+512];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+1024];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+1536];
+// CHECK-NEXT: ld.shared.v4.b32 {[[PW2:%r[0-9]+]], {{.*}}}, {{\[}}[[ROW2:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW2]]+512];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW2]]+1024];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW2]]+1536];
+// CHECK-NEXT: ld.shared.v4.b32 {[[PX:%r[0-9]+]], {{.*}}}, {{\[}}[[PXROW:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[PXROW]]+512];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[PXROW]]+1024];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[PXROW]]+1536];
+// CHECK-NEXT: shl.b32 [[PW1LO:%r[0-9]+]], [[PW1]], 16;
+// CHECK-NEXT: and.b32 {{%r[0-9]+}}, [[PW1]], 4294901760;
+// CHECK-NEXT: mov.b32 [[PF1:%f[0-9]+]], [[PW1LO]];
+// CHECK-NEXT: mov.b32 {{%f[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: shl.b32 [[PW2LO:%r[0-9]+]], [[PW2]], 16;
+// CHECK-NEXT: and.b32 {{%r[0-9]+}}, [[PW2]], 4294901760;
+// CHECK-NEXT: mov.b32 [[PF2:%f[0-9]+]], [[PW2LO]];
+// CHECK-NEXT: mov.b32 {{%f[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: shl.b32 [[PXLO:%r[0-9]+]], [[PX]], 16;
+// CHECK-NEXT: and.b32 {{%r[0-9]+}}, [[PX]], 4294901760;
+// CHECK-NEXT: mov.b32 [[PFX:%f[0-9]+]], [[PXLO]];
+// CHECK-NEXT: mov.b32 {{%f[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: fma.rn.f32 [[PA:%f[0-9]+]], [[PF1]], [[PFX]], [[PA]];
+// CHECK-NEXT: fma.rn.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}};
+// CHECK-NEXT: fma.rn.f32 [[PB:%f[0-9]+]], [[PF2]], [[PFX]], [[PB]];
+// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_pair_epi_skip_0;
+// CHECK:      cvt.rn.bf16.f32
+// CHECK:      cvt.rn.bf16.f32
+// CHECK:      $L_gemv_pair_epi_skip_0:
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2;
+// CHECK-NEXT: bra.uni $L_gemv_pair_0;
+// CHECK-NEXT: $L_gemv_pair_done_0:
+
+// The passes left, one row per warp per pass.
+// CHECK-NEXT: $L_gemv_pass_0:
+// CHECK-COUNT-4: mov.f32 %f{{[0-9]+}}, 0f00000000;
+// CHECK:      $L_gemv_main_1:
 // CHECK:      ld.shared.v4.b32 {[[WA:%r[0-9]+]], {{.*}}}, {{\[}}[[WROW:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+512];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+1024];
@@ -48,10 +93,10 @@
 // CHECK:      fma.rn.f32 [[ACC2:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC2]];
 // CHECK-NEXT: fma.rn.f32 [[ACC3:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC3]];
 // CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 128;
-// CHECK-NEXT: bra.uni $L_gemv_main_0;
-// CHECK:      $L_gemv_tail_0:
+// CHECK-NEXT: bra.uni $L_gemv_main_1;
+// CHECK:      $L_gemv_tail_1:
 // CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
-// CHECK-NEXT: bra.uni $L_gemv_tail_0;
+// CHECK-NEXT: bra.uni $L_gemv_tail_1;
 
 // Reduction: the four accumulators, then the butterfly over the warp.
 // CHECK:      add.rn.f32 [[S01:%f[0-9]+]], [[ACC0]], [[ACC1]];

@@ -23,7 +23,10 @@
 // CHECK:      barrier.sync 1, 256;
 // CHECK:      sqrt.rn.f32 [[SQ:%f[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: div.rn.f32 [[INV:%f[0-9]+]], 0f3F800000, [[SQ]];
-// CHECK:      $L_gemv_main_0:
+// The paired passes (family-gemv.mlir) normalise each chunk of x once for
+// both rows; below, the loop of one row per warp.
+// CHECK:      $L_gemv_pair_0:
+// CHECK:      $L_gemv_main_1:
 // CHECK:      add.u32 [[WA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF:%r[0-9]+]];
 // CHECK-NEXT: add.u32 [[XA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];
 // CHECK-NEXT: add.u32 [[GA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];

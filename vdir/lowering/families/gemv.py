@@ -7,6 +7,12 @@ x (``ld.shared.v4.b32``), widen the bf16 pairs to f32 exactly (shift / mask),
 and accumulate with ``fma``; a butterfly ``shfl`` reduces the row and lane 0
 applies the family's epilogue and writes the result element. The chunk loop
 is unrolled :data:`UNROLL` times so that several shared loads are in flight.
+
+Where a warp has a whole row to itself and two passes' rows remain, it runs
+them as one pass (:func:`_gemv_core`): each chunk of x is read from shared
+memory once for both rows and twice as many loads are in flight. Each row
+keeps its own accumulators in the same order, so the result is the same bit
+for bit.
 """
 
 from __future__ import annotations
@@ -60,12 +66,13 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     npass = b.i("add.u32", "u32", npass, -1)
     npass = b.i("div.u32", "u32", npass, rs.rpp)
     p = b.var("u32", 0)
+    _paired_passes(cc, rs, p, epilogue, inv)
     top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
     b.place(top)
     b.bra(done, b.setp("ge.u32", p, npass))
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     active = b.setp("lt.u32", r, R)
-    s = _warp_row_sum(cc, rs, r, active, inv)
+    s = _warp_row_sums(cc, rs, [r], active, inv)[0]
     tot = _combine_partials(cc, rs, p, s)
     # -- epilogue: lane 0 of the row's first warp ------------------------------
     writer = b.setp("eq.u32", rs.sub, 0)
@@ -76,6 +83,30 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     epilogue(cc, r, tot)
     b.place(skip)
     b.i("add.u32", "u32", p, 1, dst=p)
+    b.bra(top)
+    b.place(done)
+
+
+def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epilogue,
+                   inv: SSAValue | None) -> None:
+    """Passes ``p`` and ``p + 1`` as one while each warp has whole rows (G = 1) and both passes' rows
+    exist; ``p`` is left at the first pass not done. (Uniform branches: G and R are per op.)"""
+    b = cc.b
+    top, done = b.new_label("gemv_pair"), b.new_label("gemv_pair_done")
+    b.place(top)
+    b.bra(done, rs.split)
+    end = b.i("add.u32", "u32", p, 2)
+    end = b.i("mul.lo.u32", "u32", end, rs.rpp)
+    b.bra(done, b.setp("gt.u32", end, cc.p0))
+    r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
+    r2 = b.i("add.u32", "u32", r, rs.rpp)
+    sums = _warp_row_sums(cc, rs, [r, r2], None, inv)
+    skip = b.new_label("gemv_pair_epi_skip")
+    b.bra(skip, rs.lane0, neg=True)
+    for row, s in zip((r, r2), sums, strict=True):
+        epilogue(cc, row, s)
+    b.place(skip)
+    b.i("add.u32", "u32", p, 2, dst=p)
     b.bra(top)
     b.place(done)
 
@@ -127,58 +158,63 @@ def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | Non
     return out[0], out[1]
 
 
-def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[SSAValue], n: int, wrow: SSAValue,
+def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n: int, wrows: list[SSAValue],
                  inv: SSAValue | None) -> None:
-    """Accumulate chunks ``j, j + 32, .. j + 32 (n - 1)`` of the row at ``wrow`` into ``accs``."""
+    """Accumulate chunks ``j, j + 32, .. j + 32 (n - 1)`` of the rows at ``wrows`` into their ``accs``
+    (x read once for all of them)."""
     b = cc.b
     x, g = cc.ins[1], cc.ins[2]
     # chunk j + 32k is 512k bytes after chunk j
     off = b.i("shl.b32", "u32", j, 4)
-    wa = b.i("add.u32", "u32", wrow, off)
+    was = [b.i("add.u32", "u32", wrow, off) for wrow in wrows]
     xa = b.i("add.u32", "u32", x, off)
     ga = b.i("add.u32", "u32", g, off) if inv is not None else None
-    ws = [b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)]
+    ws = [[b.ld_v4("ld.shared.v4.b32", "b32", wa, 512 * k) for k in range(n)] for wa in was]
     xs = [b.ld_v4("ld.shared.v4.b32", "b32", xa, 512 * k) for k in range(n)]
     gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
     for k in range(n):
         for q in range(4):
-            w0, w1 = F.bf16_pair(b, ws[k][q])
+            wps = [F.bf16_pair(b, row_ws[k][q]) for row_ws in ws]
             x0, x1 = _xvals(b, xs[k][q], gs[k][q], inv)
-            a = accs[(2 * q) % len(accs)]
-            b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
-            a = accs[(2 * q + 1) % len(accs)]
-            b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
+            for row_accs, (w0, w1) in zip(accs, wps, strict=True):
+                a = row_accs[(2 * q) % len(row_accs)]
+                b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
+                a = row_accs[(2 * q + 1) % len(row_accs)]
+                b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
 
 
-def _warp_row_sum(cc: "F.ComputeCtx", rs: _RowSplit, r: SSAValue, active: SSAValue,
-                  inv: SSAValue | None) -> SSAValue:
-    """This warp's partial dot product of row ``r`` (0 when not ``active``), in every lane."""
+def _warp_row_sums(cc: "F.ComputeCtx", rs: _RowSplit, rows: list[SSAValue], active: SSAValue | None,
+                   inv: SSAValue | None) -> list[SSAValue]:
+    """This warp's partial dot products of ``rows`` (0 when not ``active``; None: always), in every lane."""
     b = cc.b
-    accs = [b.var("f32", 0.0) for _ in range(4)]
+    accs = [[b.var("f32", 0.0) for _ in range(4)] for _ in rows]
     skip_rows = b.new_label("gemv_inactive")
-    b.bra(skip_rows, active, neg=True)
-    wrow = b.i("mad.lo.u32", "u32", r, rs.rowb, cc.ins[0])
+    if active is not None:
+        b.bra(skip_rows, active, neg=True)
+    wrows = [b.i("mad.lo.u32", "u32", r, rs.rowb, cc.ins[0]) for r in rows]
     j = b.var("u32", 0)
     b.set(j, rs.j0)
     ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
     b.place(ml)
     b.bra(md, b.setp("ge.u32", j, rs.main_end))
-    _chunk_group(cc, j, accs, UNROLL, wrow, inv)
+    _chunk_group(cc, j, accs, UNROLL, wrows, inv)
     b.i("add.u32", "u32", j, 32 * UNROLL, dst=j)
     b.bra(ml)
     b.place(md)
     tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
     b.place(tl)
     b.bra(td, b.setp("ge.u32", j, rs.seg_end))
-    _chunk_group(cc, j, accs, 1, wrow, inv)
+    _chunk_group(cc, j, accs, 1, wrows, inv)
     b.i("add.u32", "u32", j, 32, dst=j)
     b.bra(tl)
     b.place(td)
     b.place(skip_rows)
-    s = b.i("add.rn.f32", "f32", accs[0], accs[1])
-    s2 = b.i("add.rn.f32", "f32", accs[2], accs[3])
-    s = b.i("add.rn.f32", "f32", s, s2)
-    return F.warp_sum(b, s)
+    sums = []
+    for a in accs:
+        s = b.i("add.rn.f32", "f32", a[0], a[1])
+        s2 = b.i("add.rn.f32", "f32", a[2], a[3])
+        sums.append(F.warp_sum(b, b.i("add.rn.f32", "f32", s, s2)))
+    return sums
 
 
 def _combine_partials(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, s: SSAValue) -> SSAValue:
