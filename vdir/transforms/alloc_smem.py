@@ -130,10 +130,7 @@ def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> di
     for size in sorted(counts):
         if size * CHEAP_CLASS_FRACTION <= budget:
             grow(size, 1)
-    traffic: dict[int, int] = defaultdict(int)
-    for t in tiles:
-        if t.node.kind == "load":
-            traffic[t.size] += t.size
+    traffic = _load_traffic(tiles)
     for size in sorted(traffic, key=lambda s: (-traffic[s], -s)):
         grow(size, MAX_EXTRA_SLOTS - (counts[size] - peak[size]))
     for size in sorted(counts):
@@ -142,13 +139,19 @@ def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> di
     return counts
 
 
-def _streams_single_buffered(tiles: list[TileLife], counts: dict[int, int]) -> bool:
-    """True when the size class that loads fill most (by bytes) has one slot: each of its loads then
-    waits for the consumer of the tile before it, and nothing streams ahead."""
+def _load_traffic(tiles: list[TileLife]) -> dict[int, int]:
+    """Bytes loaded into each size class."""
     traffic: dict[int, int] = defaultdict(int)
     for t in tiles:
         if t.node.kind == "load":
             traffic[t.size] += t.size
+    return traffic
+
+
+def _streams_single_buffered(tiles: list[TileLife], counts: dict[int, int]) -> bool:
+    """True when the size class that loads fill most (by bytes) has one slot: each of its loads then
+    waits for the consumer of the tile before it, and nothing streams ahead."""
+    traffic = _load_traffic(tiles)
     if not traffic:
         return False
     heaviest = max(traffic, key=lambda s: (traffic[s], s))
@@ -243,12 +246,13 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
                           ahead: int) -> int:
     """Place each tile in a free byte range of the arena, in schedule order; return the bytes used.
 
-    A tile the stream engine loads is taken as live from the production of
-    the stream-engine tile ``ahead`` places before it (:func:`_run_ahead`):
-    the stream engine has no cross-SM waits and runs ahead of the gemvs that
-    read its tiles, as far as their bytes allow; without this, schedule order
-    (each tile read right after it lands) lets every tile reuse the bytes of
-    the one before it, and each load waits for the previous tile's reader.
+    With ``ahead`` > 0, a streamed tile (:func:`_streamed`) is taken as live
+    from the production of the streamed tile ``ahead`` places before it
+    (:func:`_run_ahead`) and placed at the lowest candidate, every other
+    tile at the highest: the stream engine has no cross-SM waits and runs
+    ahead of the gemvs that read its tiles as far as their bytes allow,
+    whereas schedule order (each tile read right after it lands) would let
+    every streamed tile reuse the bytes of the one before it.
 
     Candidates are the starts and the ends of the free gaps among the tiles
     live at the tile's production; the chosen one is the candidate whose
@@ -320,8 +324,8 @@ def _streamed(tiles: list[TileLife]) -> list[bool]:
 
 
 def _run_ahead(streamed: list[bool], made: list[int], ahead: int) -> list[int]:
-    """``made`` with each streamed tile made when the streamed tile ``ahead`` places before it is
-    (:func:`_allocate_by_liveness`)."""
+    """``made`` with each streamed tile's production moved back to that of the streamed tile ``ahead``
+    places before it (:func:`_allocate_by_liveness`)."""
     order = sorted((i for i, s in enumerate(streamed) if s), key=made.__getitem__)
     earlier = list(made)
     for k in range(ahead, len(order)):
