@@ -20,10 +20,18 @@
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 
 // CHECK-LABEL: $L_fam1_0:
-// Work split: G = 8 / max(min(R, 8), 1) warps per row.
+// Work split: G = 8 / max(min(R, 8), 1) warps per row, picked among the
+// classes 8, 4, 2, 1 by comparisons; the quantities of each class are shifts
+// (divisions by constants): no division instruction in the kernel.
 // CHECK:      min.u32 [[RM:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // CHECK-NEXT: max.u32 [[RM1:%r[0-9]+]], [[RM]], 1;
-// CHECK-NEXT: div.u32 [[G:%r[0-9]+]], 8, [[RM1]];
+// CHECK-NEXT: setp.le.u32 [[C8:%p[0-9]+]], [[RM1]], 1;
+// CHECK-NEXT: setp.le.u32 [[C4:%p[0-9]+]], [[RM1]], 2;
+// CHECK-NEXT: setp.le.u32 [[C2:%p[0-9]+]], [[RM1]], 4;
+// CHECK-NEXT: mov.u32 [[G1:%r[0-9]+]], 1;
+// CHECK-NEXT: selp.u32 [[G2:%r[0-9]+]], 2, [[G1]], [[C2]];
+// CHECK-NEXT: selp.u32 [[G4:%r[0-9]+]], 4, [[G2]], [[C4]];
+// CHECK-NEXT: selp.u32 [[G:%r[0-9]+]], 8, [[G4]], [[C8]];
 // CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[G]], 1;
 
 // Paired passes while each warp has whole rows (G = 1) and two passes' rows
@@ -137,6 +145,7 @@
 // ONLY-NOT:   ex2.approx
 // ONLY-NOT:   sqrt.rn
 // ONLY-NOT:   cvt.f32.bf16
+// ONLY-NOT:   {{div|rem}}.u32
 
 vdir.program @gemv(%w: !vdir.buffer<32x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x32xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>

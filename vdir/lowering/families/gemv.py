@@ -40,6 +40,7 @@ class _RowSplit:
 
     G: SSAValue  # warps per row
     rpp: SSAValue  # rows per pass
+    npass: SSAValue  # passes over the rows
     sub: SSAValue  # this warp's index among the row's G warps
     rw: SSAValue  # this warp's row within a pass
     split: SSAValue  # predicate: G > 1
@@ -62,9 +63,7 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     b = cc.b
     R = cc.p0
     rs = _split_rows(cc)
-    npass = b.i("add.u32", "u32", R, rs.rpp)
-    npass = b.i("add.u32", "u32", npass, -1)
-    npass = b.i("div.u32", "u32", npass, rs.rpp)
+    npass = rs.npass
     p = b.var("u32", 0)
     _paired_passes(cc, rs, p, epilogue, inv)
     top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
@@ -111,8 +110,49 @@ def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epi
     b.place(done)
 
 
+def share_classes(warps: int) -> list[tuple[int, int]]:
+    """(G, the largest ``min(R, W)`` that gives it) for each distinct ``G = W // min(R, W)`` with ``W =
+    warps``, most warps per row first: the cases :func:`_split_rows` selects between."""
+    classes: list[tuple[int, int]] = []
+    for r in range(1, warps + 1):
+        g = warps // r
+        if classes and classes[-1][0] == g:
+            classes[-1] = (g, r)
+        else:
+            classes.append((g, r))
+    return classes
+
+
+#: :func:`_div_by_constant` is exact for dividends below this (divisors up to 32, a CTA's warps): a
+#: tile's rows and 16-byte chunks per row are far below it
+DIV_EXACT_BELOW = 1 << 27
+
+
+def _div_by_constant(b: PtxBuilder, n: SSAValue, d: int) -> SSAValue:
+    """``n // d`` for ``n < DIV_EXACT_BELOW`` and ``1 <= d <= 32``, without a division instruction
+    (ptxas expands ``div.u32`` by an immediate into the full reciprocal sequence): a shift for a power
+    of two, else the high word of ``n * ceil(2^32 / d)``, exact because ``n * (that * d - 2^32) < 2^32``."""
+    assert 1 <= d <= 32, d
+    if d & (d - 1) == 0:
+        return b.i("shr.u32", "u32", n, d.bit_length() - 1) if d > 1 else n
+    return b.i("mul.hi.u32", "u32", n, div_magic(d))
+
+
+def div_magic(d: int) -> int:
+    """``ceil(2^32 / d)``: the multiplier of :func:`_div_by_constant`."""
+    return -(-(1 << 32) // d)
+
+
 def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
-    """Compute the work split of :func:`_gemv_core` for this warp and lane."""
+    """Compute the work split of :func:`_gemv_core` for this warp and lane.
+
+    W is known when the kernel is built, so G takes one of a few values
+    (:func:`share_classes`): each class's quantities are divisions by
+    constants (:func:`_div_by_constant`: shifts or one multiplication), and
+    comparisons of ``min(R, W)`` select the class. Three chained divisions by register values (about a
+    hundred instructions on the gemv's critical path) are gone; the split
+    itself is the same.
+    """
     b = cc.b
     W = cc.nwarps
     R, K = cc.p0, cc.p1
@@ -121,12 +161,24 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     lane0 = b.setp("eq.u32", cc.lane, 0)
     rmin = b.i("min.u32", "u32", R, W)
     rmin = b.i("max.u32", "u32", rmin, 1)
-    G = b.i("div.u32", "u32", W, rmin)
-    rpp = b.i("div.u32", "u32", W, G)  # rows per pass
-    sub = b.i("rem.u32", "u32", cc.cw, G)
-    rw = b.i("div.u32", "u32", cc.cw, G)
+    classes = share_classes(W)
+    picks = [b.setp("le.u32", rmin, most) for _g, most in classes[:-1]]
+
+    def pick(value: Callable[[int], int | SSAValue]) -> SSAValue:
+        """``value(G)`` of the class ``rmin`` falls in."""
+        chosen = b.var("u32", value(classes[-1][0]))
+        for pred, (g, _most) in zip(reversed(picks), reversed(classes[:-1]), strict=True):
+            chosen = b.i("selp.u32", "u32", value(g), chosen, pred)
+        return chosen
+
+    G = pick(lambda g: g)
+    rpp = pick(lambda g: W // g)  # rows per pass
+    npass = pick(lambda g: _div_by_constant(b, b.i("add.u32", "u32", R, W // g - 1) if g < W else R, W // g))
+    rw = pick(lambda g: _div_by_constant(b, cc.cw, g))
+    sub = b.i("mul.lo.u32", "u32", rw, G)
+    sub = b.i("sub.u32", "u32", cc.cw, sub)
     split = b.setp("gt.u32", G, 1)
-    seg = b.i("div.u32", "u32", chunks, G)
+    seg = pick(lambda g: _div_by_constant(b, chunks, g))
     seg_start = b.i("mul.lo.u32", "u32", sub, seg)
     last = b.i("add.u32", "u32", sub, 1)
     last = b.setp("eq.u32", last, G)
@@ -139,7 +191,7 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     has_main = b.setp("gt.u32", seg_end, span)
     main_end = b.i("sub.u32", "u32", seg_end, span)
     main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
-    return _RowSplit(G=G, rpp=rpp, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0, j0=j0,
+    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0, j0=j0,
                      seg_end=seg_end, main_end=main_end)
 
 

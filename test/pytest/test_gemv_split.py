@@ -1,0 +1,75 @@
+"""The gemv bodies' work split without division instructions (``vdir/lowering/families/gemv.py``).
+
+With R rows and W compute warps, G = W // min(R, W) warps share a row. W is
+fixed when the kernel is built, so the body picks G among the few values
+``share_classes(W)`` lists, by comparing ``min(R, W)`` with each class's
+bound, and divides by constants with shifts or one multiplication
+(``div_magic``). These tests check the picking and the multiplication
+against plain integer division, and run gemvs of awkward row counts on the
+GPU with compute groups whose G is not a power of two.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+import vdir
+from vdir.frontend import ProgramBuilder
+from vdir.lowering.families.gemv import DIV_EXACT_BELOW, div_magic, share_classes
+from vdir.lowering.options import MAX_COMPUTE_WARPS
+from vdir.testing.gpu import gpu
+
+#: gemv tiles' row counts (f32 results: whole 16-byte rows): fewer rows than warps (G > 1, 3 on 12
+#: warps), as many, more, and not multiples of them
+ROW_COUNTS = (4, 8, 12, 20, 24)
+
+
+def _picked(warps: int, rows: int) -> int:
+    """G as the body picks it: the first class whose bound ``min(R, W)`` does not exceed."""
+    rmin = max(min(rows, warps), 1)
+    return next(g for g, most in share_classes(warps) if rmin <= most)
+
+
+@pytest.mark.parametrize("warps", range(1, MAX_COMPUTE_WARPS + 1))
+def test_the_picked_class_is_the_warps_per_row(warps):
+    for rows in range(0, 3 * warps + 2):
+        assert _picked(warps, rows) == warps // max(min(rows, warps), 1), rows
+
+
+@pytest.mark.parametrize("divisor", [d for d in range(3, 33) if d & (d - 1)])
+def test_division_by_a_constant_is_exact_below_the_bound(divisor):
+    rng = np.random.default_rng(divisor)
+    n = np.concatenate([np.arange(1 << 16, dtype=np.uint64), rng.integers(0, DIV_EXACT_BELOW, 1 << 18).astype(np.uint64),
+                        np.array([DIV_EXACT_BELOW - 1], np.uint64)])
+    high_word = (n * np.uint64(div_magic(divisor))) >> np.uint64(32)
+    assert np.array_equal(high_word, n // np.uint64(divisor))
+
+
+def _gemvs(k: int):
+    b = ProgramBuilder("gemv_rows")
+    total = sum(ROW_COUNTS)
+    w, x, y = b.buffer("w", (total, k)), b.buffer("x", (1, k)), b.buffer("y", (1, total), "f32")
+    xt = b.load(x, (0, 0), (1, k), name="xt")
+    row = 0
+    for rows in ROW_COUNTS:
+        wt = b.load(w, (row, 0), (rows, k), name=f"w{rows}")
+        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{rows}"), y, (0, row), name=f"s{rows}")
+        row += rows
+    return b.finish(), total
+
+
+@gpu
+@pytest.mark.parametrize("warps", [5, 8, 12])
+def test_gemvs_of_any_row_count_on_any_compute_group(warps):
+    k = 512
+    module, total = _gemvs(k)
+    rng = np.random.default_rng(warps)
+    w = (rng.standard_normal((total, k)) / np.sqrt(k)).astype(bfloat16)
+    x = rng.standard_normal((1, k)).astype(bfloat16)
+    with vdir.compile(module, backend="cuda", num_sms=4, options={"compute_warps": warps}) as exe:
+        got = np.asarray(exe(w=w, x=x), np.float64).reshape(-1)
+    want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
+    # f32 sums of bf16 products in another order than float64's
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
