@@ -127,12 +127,7 @@ def vector_clocks(
     Clocks are never changed once made, so a node's clock may be its queue
     predecessor's own list.
     """
-    prev: dict[int, Node | None] = {}
-    for q in queues.values():
-        before = None
-        for n in q:
-            prev[n.id] = before
-            before = n
+    prev = _queue_predecessors(queues)
     order = sorted(nodes, key=SCHEDULE_ORDER)
     pre_of: dict[int, VClock] = {}
     start_of: dict[int, VClock] = {}
@@ -143,42 +138,70 @@ def vector_clocks(
     index = {name: i for i, name in enumerate(target.engine_names)}
     pipelined_engines = {name for name in index if target.engines[index[name]].pipelined}
     for n in order:
+        nid = n.id
         pipelined = n.engine in pipelined_engines
-        p = prev[n.id]
+        p = prev[nid]
         pre = empty if p is None else start_of[p.id] if pipelined else end_of[p.id]
-        # local_producers(n) that ``pre`` does not already know finished, each once
-        needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos]
-        sm = n.sm
-        for g in n.deps:
-            if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
-                d = g[0]
-                if d.sm == sm and pre[index[d.engine]] < d.pos:
-                    needed.append(d)
-            elif group_is_local(g, sm, cache):
-                needed += [d for d in g if pre[index[d.engine]] < d.pos]
+        needed = _unknown_producers(n, pre, index, cache)
         start = pre
         if needed:
             if len(needed) > 1:
-                needed = list({d.id: d for d in needed}.values())
-            if len(needed) > 1:  # drop those another needed producer's completion implies
-                needed = [
-                    d for d in needed
-                    if not any(o is not d and end_of[o.id][index[d.engine]] >= d.pos for o in needed)
-                ]
+                needed = _drop_implied(needed, end_of, index)
             for d in needed:
-                start = join(start, end_of[d.id])
-                ws = waiters.get(d.id)
+                did = d.id
+                start = join(start, end_of[did])
+                ws = waiters.get(did)
                 if ws is None:
-                    waiters[d.id] = [n]
+                    waiters[did] = [n]
                 else:
                     ws.append(n)
         end = list(start)
         end[index[n.engine]] = n.pos
         if pipelined and p is not None:
             end = join(end, end_of[p.id])
-        nid = n.id
         pre_of[nid], start_of[nid], end_of[nid] = pre, start, end
     return _Clocks(pre_of, start_of, waiters, order)
+
+
+def _queue_predecessors(queues: dict[str, list[Node]]) -> dict[int, Node | None]:
+    """Each node's predecessor in its queue (None for a queue's first), by node id."""
+    prev: dict[int, Node | None] = {}
+    for q in queues.values():
+        if q:
+            prev[q[0].id] = None
+            prev.update(zip([n.id for n in q[1:]], q, strict=False))  # q[i - 1] before q[i]
+    return prev
+
+
+def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int]) -> list[Node]:
+    """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe repeated."""
+    sm = n.sm
+    needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos] if n.inputs else []
+    for g in n.deps:
+        if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
+            d = g[0]
+            if d.sm == sm and pre[index[d.engine]] < d.pos:
+                needed.append(d)
+        elif group_is_local(g, sm, cache):
+            needed += [d for d in g if pre[index[d.engine]] < d.pos]
+    return needed
+
+
+def _drop_implied(needed: list[Node], end_of: dict[int, VClock], index: dict[str, int]) -> list[Node]:
+    """``needed`` without repeats and without those another one's completion implies (in order)."""
+    needed = list({d.id: d for d in needed}.values())
+    if len(needed) == 1:
+        return needed
+    ends = [end_of[o.id] for o in needed]
+    kept = []
+    for d in needed:
+        e, pos = index[d.engine], d.pos
+        for o, end in zip(needed, ends, strict=True):
+            if end[e] >= pos and o is not d:
+                break
+        else:
+            kept.append(d)
+    return kept
 
 
 def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
@@ -196,6 +219,7 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
     #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
     state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
     toggles = [0] * width
+    first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
@@ -205,7 +229,7 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
         else:
             pres = [pre_of[w.id] for w in ws]
             known_by_all = [min(column) for column in zip(*pres, strict=True)]
-        bit = _first_reusable_bit(state, start_of[p.id], known_by_all)
+        bit = first_reusable_bit(state, start_of[p.id], known_by_all)
         if bit is None:
             raise PassFailure(
                 f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
@@ -233,8 +257,6 @@ def _first_reusable_bit(
        producer starts: ``start`` covers their positions;
     2. every new waiter knows the previous producer finished before it waits.
     """
-    if len(start) == 4:
-        return _first_reusable_bit4(state, start, known_by_all)
     for bit, st in enumerate(state):
         if st is None:
             return bit
