@@ -76,26 +76,22 @@ MAX_EXTRA_SLOTS = 6
 CHEAP_CLASS_FRACTION = 64
 
 
-def _peaks(tiles: list[TileLife]) -> tuple[dict[int, int], int, Node | None]:
+def _peaks(tiles: list[TileLife], made: list[int], freed: list[int]) -> tuple[dict[int, int], int, Node | None]:
     """Peak live count per size class, the peak live bytes and where it happens.
 
-    The events (a tile made at its node's key, freed after its last use) in
-    order of time, then made before freed, then tile order: the live bytes
-    and each class's live count are running sums over them, the peaks their
-    maxima, and "where" the tile whose making first reaches the peak bytes.
+    The events (a tile made at its node's key, freed after its last use;
+    ``made`` and ``freed`` as :func:`_time_keys` gives them) in order of
+    time, then made before freed, then tile order: the live bytes and each
+    class's live count are running sums over them, the peaks their maxima,
+    and "where" the tile whose making first reaches the peak bytes.
     """
     n = len(tiles)
     if n == 0:
         return {}, 0, None
-    made_seq = [t.node.seq for t in tiles]
-    made_hoist = [t.node.hoist for t in tiles]
-    freed_seq = [t.last_use[0] for t in tiles]
-    freed_hoist = [t.last_use[1] for t in tiles]
     sizes = np.array([t.size for t in tiles], dtype=np.int64)
     index = np.arange(n)
     kind = np.repeat(np.array([1, 2]), n)
-    order = np.lexsort((np.concatenate([index, index]), kind, np.array(made_hoist + freed_hoist, dtype=np.int64),
-                        np.array(made_seq + freed_seq, dtype=np.int64)))
+    order = np.lexsort((np.concatenate([index, index]), kind, np.array(made + freed, dtype=np.int64)))
     sign = np.where(kind == 1, 1, -1)[order]
     event_sizes = np.concatenate([sizes, sizes])[order]
     totals = np.cumsum(sign * event_sizes)
@@ -179,7 +175,8 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     budget = tile_arena_bytes(target.smem_per_block)
     if tiles is None:
         tiles = tiles_of_sm(nodes, target.smem_alignment)
-    peak, peak_total, where = _peaks(tiles)
+    times = _time_keys(tiles)
+    peak, peak_total, where = _peaks(tiles, *times)
     if peak_total > budget:
         raise PassFailure(
             f"the tiles live at {where.name} on SM {sm} need {peak_total} bytes of shared "  # type: ignore[union-attr]
@@ -194,7 +191,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
         offset += size * counts[size]
     single = run_ahead > 0 and offset <= budget and _streams_single_buffered(tiles, counts)
     if single and by_liveness:
-        used = _try_by_liveness(sm, tiles, budget, intern, target.name, run_ahead)
+        used = _try_by_liveness(sm, tiles, times, budget, intern, target.name, run_ahead)
         if used is not None:
             return used
     elif single:
@@ -203,7 +200,7 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
             f"no load could run ahead of its consumer", loc=tiles[0].node.loc)
     if offset > budget:  # the classes peak at different times, but each ring holds its peak
         if by_liveness:
-            return _allocate_by_liveness(sm, tiles, budget, intern, target.name, 0)
+            return _allocate_by_liveness(sm, tiles, times, budget, intern, target.name, 0)
         raise PassFailure(
             f"the shared-memory rings of SM {sm} ({_classes(counts)}) need {offset} bytes, more than the {budget} "
             f"bytes available on {target.name}; use smaller tiles",
@@ -228,22 +225,22 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     return offset
 
 
-def _try_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str,
-                     run_ahead: int) -> int | None:
+def _try_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int], list[int]], budget: int,
+                     intern: GroupInterner, target: str, run_ahead: int) -> int | None:
     """:func:`_allocate_by_liveness` with the streamed tiles ``run_ahead`` ahead, then fewer, down to
     one; the bytes used, or None (the tiles as they were) when none fits."""
     saved = [len(t.node.deps) for t in tiles]
     for ahead in range(run_ahead, 0, -1):
         try:
-            return _allocate_by_liveness(sm, tiles, budget, intern, target, ahead)
+            return _allocate_by_liveness(sm, tiles, times, budget, intern, target, ahead)
         except PassFailure:
             for t, n in zip(tiles, saved, strict=True):
                 del t.node.deps[n:]
     return None
 
 
-def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str,
-                          ahead: int) -> int:
+def _allocate_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int], list[int]], budget: int,
+                          intern: GroupInterner, target: str, ahead: int) -> int:
     """Place each tile in a free byte range of the arena, in schedule order; return the bytes used.
 
     With ``ahead`` > 0, a streamed tile (:func:`_streamed`) is taken as live
@@ -259,9 +256,9 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], budget: int, intern: G
     reused bytes were released longest ago (never-used bytes first), then
     the lowest. The tile waits for the consumers of the last occupant of
     each byte it reuses. A tile that finds no gap wide enough (the arena is
-    fragmented) is a located error.
+    fragmented) is a located error. ``times``: :func:`_time_keys` of ``tiles``.
     """
-    made, last_uses = _time_keys(tiles)
+    made, last_uses = times
     streamed = _streamed(tiles) if ahead else [False] * len(tiles)
     if ahead:
         made = _run_ahead(streamed, made, ahead)

@@ -162,10 +162,13 @@ def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: 
 
 
 def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: int) -> None:
-    """Order one SM's (engine, queue) pairs and number their positions (see :func:`schedule`)."""
+    """Order one SM's (engine, queue) pairs and number their positions (see :func:`schedule`).
+
+    A queue is sorted before hoisting only where loads are hoisted in it; :func:`_number` sorts them all.
+    """
     for engine, queue in queues:
-        queue.sort(key=QUEUE_ORDER)
         if prefetch > 0 and _is_pipelined(graph, engine):
+            queue.sort(key=QUEUE_ORDER)
             hoist_past_barriers(queue, prefetch)
     _number(queues)
 
