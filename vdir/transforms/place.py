@@ -38,7 +38,7 @@ from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.queues import waits_on_nothing
 from vdir.analysis.stages import require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
-from vdir.target import MIN_SMS, EngineKind
+from vdir.target import MIN_SMS, EngineKind, TargetDescription
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
@@ -58,42 +58,86 @@ def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
     return ok
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
+def rematerialisable_by_id(nodes: list[Node]) -> dict[int, bool]:
+    """:func:`is_rematerialisable` of every node, by id, in one pass over ``nodes`` in program order
+    (where a tile's producer comes before its consumers)."""
+    cheap_family: dict[str, bool] = {}
+    remat: dict[int, bool] = {}
+    for n in nodes:
+        kind = n.kind
+        if kind == "load":
+            ok = True
+        elif kind == "compute":
+            cheap = cheap_family.get(n.family)
+            if cheap is None:
+                cheap = cheap_family[n.family] = get_family(n.family).rematerialisable
+            ok = cheap and all(remat[i.id] for i in n.inputs)
+        else:
+            ok = False
+        remat[n.id] = ok
+    return remat
 
-    def find(self, x: int) -> int:
-        p = self.parent.setdefault(x, x)
-        while p != self.parent[p]:
-            self.parent[p] = self.parent[self.parent[p]]
-            p = self.parent[p]
-        self.parent[x] = p
-        return p
 
-    def union(self, a: int, b: int) -> None:
-        self.parent[self.find(a)] = self.find(b)
+def _root(parent: dict[int, int], x: int) -> int:
+    """The representative of ``x``'s set in a union-find forest (halving the path on the way)."""
+    while (p := parent[x]) != x:
+        parent[x] = x = parent[p]
+    return x
 
 
 def clusters_of(graph: Graph, remat: dict[int, bool]) -> list[list[Node]]:
     """Groups of non-rematerialisable nodes that must share an SM, in program order."""
-    uf = _UnionFind()
-    anchored = [n for n in graph.nodes if not is_rematerialisable(n, remat)]
+    parent: dict[int, int] = {}
+    anchored = [n for n in graph.nodes if not remat[n.id]]
     for n in anchored:
-        uf.find(n.id)
+        parent[n.id] = n.id
         for i in n.inputs:
             if not remat[i.id]:
-                uf.union(i.id, n.id)
+                parent[_root(parent, i.id)] = n.id  # n is its own set's representative still
     groups: dict[int, list[Node]] = {}
     for n in anchored:
-        groups.setdefault(uf.find(n.id), []).append(n)
+        groups.setdefault(_root(parent, n.id), []).append(n)
     return sorted(groups.values(), key=lambda c: c[0].seq)
 
 
 def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
     """Assign clusters to SMs, rematerialise shared cheap producers per SM and, with ``stream_loads``,
     move the loads that wait on nothing to the stream engine (see the module docstring)."""
-    remat: dict[int, bool] = {}
+    remat = rematerialisable_by_id(graph.nodes)
     clusters = clusters_of(graph, remat)
+    _assign_clusters(graph, clusters, num_sms)
+    by_sm: list[list[Node]] = [[] for _ in range(num_sms)]
+    copier = _Copier(_sms_using(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
+    copy_on = copier.copy_on
+    for cluster in clusters:
+        for n in cluster:
+            sm = n.sm  # an input already on it: one of the cluster or a copy made before
+            n.inputs = [i if i.sm == sm else copy_on(i, sm) for i in n.inputs]
+            by_sm[sm].append(n)
+    unsorted = [*graph.nodes, *copier.copies.values()]  # every placed node (some unplaced), in memory order
+    _rewrite_groups(unsorted, copier.clones_of)
+    if stream_loads:
+        move_to_stream_engine(unsorted, graph.target)
+    graph.nodes = _numbered(by_sm)
+    graph.num_sms = num_sms
+
+
+def _numbered(by_sm: list[list[Node]]) -> list[Node]:
+    """The nodes of every SM, by SM then program order, with their ids renumbered in that order."""
+    placed: list[Node] = []
+    for queue in by_sm:
+        queue.sort(key=_SEQ)
+        for i, n in enumerate(queue, len(placed)):
+            n.id = i
+        placed += queue
+    return placed
+
+
+_SEQ = operator.attrgetter("seq")
+
+
+def _assign_clusters(graph: Graph, clusters: list[list[Node]], num_sms: int) -> None:
+    """Give each cluster, in program order, the SM with the least cost-model time so far."""
     load = [(0.0, sm) for sm in range(num_sms)]
     heapq.heapify(load)
     costs: dict = {}
@@ -103,42 +147,28 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
         total = 0
         for n in cluster:
             n.sm = sm
-            key = (n.kind, n.family, id(n.tile), *[id(i.tile) for i in n.inputs])
+            key = _time_key(n)
             t = times.get(key)
             if t is None:
                 t = times[key] = node_time_us(n, graph, costs)
             total += t
         heapq.heappush(load, (busy + total, sm))
 
-    copier = _Copier(_sms_using(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1)
-    copy_on, copies, clones_of = copier.copy_on, copier.copies, copier.clones_of
 
-    placed: list[Node] = []
-    for cluster in clusters:
-        for n in cluster:
-            n.inputs = [copy_on(i, n.sm) if remat[i.id] else i for i in n.inputs]
-            placed.append(n)
-    placed.extend(copies.values())
-    _rewrite_groups(placed, remat, clones_of)
-    placed.sort(key=_PLACED_ORDER)
-    for i, n in enumerate(placed):
-        n.id = i
-    graph.nodes = placed
-    graph.num_sms = num_sms
-    if stream_loads:
-        move_to_stream_engine(graph)
+def _time_key(n: Node) -> tuple:
+    """What :func:`node_time_us` of ``n`` depends on, by the ids of the tile signatures (which a
+    template's nodes share): a load's or store's tile; a compute's family and tiles."""
+    if n.kind == "compute":
+        return (n.family, id(n.tile), *[id(i.tile) for i in n.inputs])
+    return (n.kind, id(n.tile))
 
 
-#: the order of the placed nodes: by SM, then program order
-_PLACED_ORDER = operator.attrgetter("sm", "seq")
-
-
-def move_to_stream_engine(graph: Graph) -> None:
+def move_to_stream_engine(nodes: list[Node], target: TargetDescription) -> None:
     """Put the loads of the load engine that wait on nothing on the target's stream engine, if it has one."""
-    if graph.target.engine(EngineKind.STREAM) is None:
+    if target.engine(EngineKind.STREAM) is None:
         return
     load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
-    for n in graph.nodes:
+    for n in nodes:
         if n.engine == load and waits_on_nothing(n):
             n.engine = stream
 
@@ -146,38 +176,46 @@ def move_to_stream_engine(graph: Graph) -> None:
 class _Copier:
     """The copies of rematerialised nodes, one per SM that reads them (a class, not a
     recursive closure: a closure that calls itself is a reference cycle, which would
-    keep every node alive until the cyclic collector runs)."""
+    keep every node alive until the cyclic collector runs).
 
-    def __init__(self, users: dict[int, set[int]], next_id: int) -> None:
+    A node that one SM reads is placed itself, on that SM (the rematerialisable
+    nodes are unplaced, ``sm`` -1, before); one that several read is copied to
+    each. Each node placed or made is added to its SM's list in ``by_sm``.
+    """
+
+    def __init__(self, users: dict[int, set[int]], next_id: int, by_sm: list[list[Node]]) -> None:
         self.users = users
         self.next_id = next_id
+        self.by_sm = by_sm
         self.copies: dict[tuple[int, int], Node] = {}
+        #: the copies of each node that several SMs read
         self.clones_of: dict[int, list[Node]] = {}
 
     def copy_on(self, node: Node, sm: int) -> Node:
         """The copy of ``node`` on ``sm`` (made, with copies of its inputs, on first use)."""
-        copies = self.copies
-        key = (node.id, sm)
-        if key in copies:
-            return copies[key]
-        if len(self.users[node.id]) == 1:  # one SM needs it: place the node itself
-            node.sm = sm
-            copies[key] = node
-            self.clones_of[node.id] = [node]
-            node.inputs = [self.copy_on(i, sm) for i in node.inputs]
+        if node.sm == sm:  # placed there already, as its only user SM's copy
             return node
-        if key not in copies:
+        if len(self.users[node.id]) == 1:
+            node.sm = sm
+            self.by_sm[sm].append(node)
+            if node.inputs:
+                node.inputs = [self.copy_on(i, sm) for i in node.inputs]
+            return node
+        key = (node.id, sm)
+        c = self.copies.get(key)
+        if c is None:
             c = Node(
                 id=self.next_id, kind=node.kind, engine=node.engine, seq=node.seq, name=node.name,
                 loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
-                family=node.family, params=node.params, deps=node.deps, flow=node.flow, sm=sm,
+                family=node.family, params=node.params, deps=list(node.deps), flow=node.flow, sm=sm,
                 dyn=node.dyn, dyn_axis=node.dyn_axis, dyn_range=node.dyn_range, guard=node.guard,
             )
             self.next_id += 1
             c.inputs = [self.copy_on(i, sm) for i in node.inputs]
-            copies[key] = c
+            self.copies[key] = c
+            self.by_sm[sm].append(c)
             self.clones_of.setdefault(node.id, []).append(c)
-        return copies[key]
+        return c
 
 
 def _sms_using(clusters: list[list[Node]], remat: dict[int, bool]) -> dict[int, set[int]]:
@@ -200,17 +238,27 @@ def _mark(users: dict[int, set[int]], node: Node, sm: int) -> None:
             _mark(users, i, sm)
 
 
-def _rewrite_groups(nodes: list[Node], remat: dict[int, bool], clones_of: dict[int, list[Node]]) -> None:
-    """Dependency groups name every copy of a rematerialised producer."""
+def _rewrite_groups(nodes: list[Node], clones_of: dict[int, list[Node]]) -> None:
+    """Dependency groups name every copy of a rematerialised producer (each node's own ``deps`` list).
+
+    A producer placed itself (``sm`` set) stays; one never placed (no SM
+    reads it) is dropped.
+    """
     intern = GroupInterner()
     rewritten: dict[int, tuple[Node, ...]] = {}
     for n in nodes:
+        if not n.deps:
+            continue
         new = []
         for g in n.deps:
             if id(g) not in rewritten:
                 members: list[Node] = []
                 for p in g:
-                    members.extend(clones_of.get(p.id, []) if remat.get(p.id) else [p])
+                    copies = clones_of.get(p.id)
+                    if copies is not None:
+                        members += copies
+                    elif p.sm >= 0:
+                        members.append(p)
                 rewritten[id(g)] = intern(members)
             if rewritten[id(g)]:
                 new.append(rewritten[id(g)])
