@@ -800,11 +800,6 @@ class BufferRegion(NamedTuple):
     col_lo: int
     col_hi: int
 
-    def meets(self, other: BufferRegion) -> bool:
-        """Whether the two boxes share a byte."""
-        return (self.row_lo < other.row_hi and other.row_lo < self.row_hi
-                and self.col_lo < other.col_hi and other.col_lo < self.col_hi)
-
     def contains(self, other: BufferRegion) -> bool:
         """Whether every byte of ``other``'s box lies in this one's."""
         return (self.row_lo <= other.row_lo and other.row_hi <= self.row_hi
@@ -815,6 +810,10 @@ class BufferRegion(NamedTuple):
         """Rows ``[r0, r1)`` by row bytes ``[c0, c1)`` of a buffer with ``row_bytes`` bytes per row."""
         (r0, r1), (c0, c1) = rows, cols
         return cls(r0 * row_bytes + c0, (r1 - 1) * row_bytes + c1, r0, r1, c0, c1)
+
+
+#: one access of an :class:`AccessIndex`: (hull start, insertion number, region, node)
+_Access = tuple[int, int, "BufferRegion", Node]
 
 
 class AccessIndex:
@@ -830,9 +829,9 @@ class AccessIndex:
     """
 
     def __init__(self) -> None:
-        #: length class -> (lo, insertion number, region, node), sorted; the
-        #: insertion number keeps two entries from ever comparing their regions
-        self.classes: dict[int, list[tuple[int, int, BufferRegion, Node]]] = {}
+        #: length class -> accesses, sorted; the insertion number keeps two
+        #: entries from ever comparing their regions
+        self.classes: dict[int, list[_Access]] = {}
         self.added = 0
 
     def add(self, region: BufferRegion, node: Node) -> None:
@@ -841,28 +840,40 @@ class AccessIndex:
         bisect.insort(entries, (region.lo, self.added, region, node))
         self.added += 1
 
-    def overlapping(self, region: BufferRegion) -> list[tuple[BufferRegion, Node]]:
-        """The accesses whose boxes meet ``region``'s, one per node."""
-        lo, hi = region.lo, region.hi
-        seen: dict[int, tuple[BufferRegion, Node]] = {}
+    def meeting(self, region: BufferRegion) -> list[_Access]:
+        """The accesses whose boxes meet (share a byte with) ``region``'s, a node once per access it recorded."""
+        lo, hi, row_lo, row_hi, col_lo, col_hi = region
+        met: list[_Access] = []
         for k, entries in self.classes.items():
             for i in range(bisect.bisect_left(entries, (lo - (1 << k) + 1,)), len(entries)):
-                start, _, other, node = entries[i]
-                if start >= hi:
+                access = entries[i]
+                if access[0] >= hi:
                     break
-                if other.hi > lo and region.meets(other):
-                    seen.setdefault(id(node), (other, node))
-        return list(seen.values())
+                other = access[2]
+                if (other.hi > lo and row_lo < other.row_hi and other.row_lo < row_hi
+                        and col_lo < other.col_hi and other.col_lo < col_hi):
+                    met.append(access)
+        return met
 
-    def remove_covered(self, region: BufferRegion) -> None:
-        """Forget the accesses whose boxes lie entirely inside ``region``'s."""
-        lo, hi = region.lo, region.hi
-        for k in [k for k in self.classes if k == 0 or 1 << (k - 1) < hi - lo]:  # longer ones cannot fit
-            entries = self.classes[k]
-            first, last = bisect.bisect_left(entries, (lo,)), bisect.bisect_left(entries, (hi,))
-            entries[first:last] = [e for e in entries[first:last] if not region.contains(e[2])]
-            if not entries:
-                del self.classes[k]
+    def overlapping(self, region: BufferRegion) -> list[tuple[BufferRegion, Node]]:
+        """The (region, node) of each access whose box meets ``region``'s."""
+        return [(access[2], access[3]) for access in self.meeting(region)]
+
+    def remove_covered(self, region: BufferRegion, met: list[_Access] | None = None) -> None:
+        """Forget the accesses whose boxes lie entirely inside ``region``'s.
+
+        ``met``: what :meth:`meeting` answered for ``region`` (which holds them all), if known.
+        """
+        for access in self.meeting(region) if met is None else met:
+            if region.contains(access[2]):
+                self._remove(access)
+
+    def _remove(self, access: _Access) -> None:
+        k = (access[2].hi - access[2].lo - 1).bit_length()
+        entries = self.classes[k]
+        del entries[bisect.bisect_left(entries, access[:2])]
+        if not entries:
+            del self.classes[k]
 
 
 def region_of(arg: BufferArg, node: Node) -> BufferRegion:
@@ -907,15 +918,12 @@ def derive_memory_dependencies(graph: Graph) -> None:
     The ``i32`` elements a micro-op reads to address or decide itself count
     as reads of that micro-op. A store with a runtime offset or condition
     counts as a write of every byte it may reach, but never as covering
-    (hiding) earlier writes: it may not happen, or land elsewhere.
+    (hiding) earlier writes: it may not happen, or land elsewhere. A load
+    of a buffer no store writes, or of bytes no earlier store surely wrote,
+    marks the buffer as an input.
     """
+    args = graph.args
     written = {n.buffer for n in graph.nodes if n.kind == "store"}
-    for n in graph.nodes:
-        if n.kind == "load" and n.buffer not in written:
-            graph.args[n.buffer].is_input = True
-        if n.dyn is not None or n.guard is not None:  # address_reads is empty otherwise
-            for b, _ in address_reads(n):
-                graph.args[b].is_input |= b not in written
     reads = {b: AccessIndex() for b in written}
     writes = {b: AccessIndex() for b in written}
     intern = GroupInterner()
@@ -924,13 +932,19 @@ def derive_memory_dependencies(graph: Graph) -> None:
         if node.dyn is not None or node.guard is not None:
             for b, elem in address_reads(node):
                 if b in written:
-                    producers += _read_region(graph, reads, writes, node, b, element_region(graph.args[b], elem, 4))
-        if node.buffer in written and node.kind in ("load", "store"):
-            region = region_of(graph.args[node.buffer], node)
-            if node.kind == "store":
-                producers += _write_region(reads, writes, node, region)
-            else:
-                producers += _read_region(graph, reads, writes, node, node.buffer, region)
+                    producers += _read_region(graph, reads, writes, node, b, element_region(args[b], elem, 4))
+                else:
+                    args[b].is_input = True
+        kind = node.kind
+        if kind == "compute":
+            pass
+        elif node.buffer not in written:
+            if kind == "load":
+                args[node.buffer].is_input = True
+        elif kind == "store":
+            producers += _write_region(reads, writes, node, region_of(args[node.buffer], node))
+        else:
+            producers += _read_region(graph, reads, writes, node, node.buffer, region_of(args[node.buffer], node))
         if producers:
             producers = [p for p in producers if p is not node]
             if producers:
@@ -939,11 +953,11 @@ def derive_memory_dependencies(graph: Graph) -> None:
 
 def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, region: BufferRegion) -> list[Node]:
     """Record that ``node`` reads ``region`` of ``buffer``; the earlier writes it must wait for."""
-    overlaps = writes[buffer].overlapping(region)
-    if not _covered(region, [r for r, n in overlaps if covers_exactly(n)]):
+    met = writes[buffer].meeting(region)  # one access per store
+    if not _covered(region, [access[2] for access in met if covers_exactly(access[3])]):
         graph.args[buffer].is_input = True
     reads[buffer].add(region, node)
-    return [n for _, n in overlaps]
+    return [access[3] for access in met]
 
 
 def _covered(region: BufferRegion, writes: list[BufferRegion]) -> bool:
@@ -964,12 +978,12 @@ def _covered(region: BufferRegion, writes: list[BufferRegion]) -> bool:
 def _write_region(reads: dict, writes: dict, node: Node, region: BufferRegion) -> list[Node]:
     """Record that store ``node`` writes ``region``; the earlier accesses it must wait for."""
     b = node.buffer
-    producers = [n for _, n in writes[b].overlapping(region)] + [n for _, n in reads[b].overlapping(region)]
+    met_writes, met_reads = writes[b].meeting(region), reads[b].meeting(region)
     if covers_exactly(node):
-        writes[b].remove_covered(region)
-        reads[b].remove_covered(region)
+        writes[b].remove_covered(region, met_writes)
+        reads[b].remove_covered(region, met_reads)
     writes[b].add(region, node)
-    return producers
+    return [access[3] for access in met_writes] + [access[3] for access in met_reads]
 
 
 # ---------------------------------------------------------------------------
