@@ -43,9 +43,9 @@ docs/performance.md.)
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import operator
+from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
@@ -260,6 +260,7 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int]
     """
     made, last_uses = times
     streamed = _streamed(tiles) if ahead else [False] * len(tiles)
+    top = [not s for s in streamed] if ahead else streamed  # where the highest candidate is taken
     if ahead:
         made = _run_ahead(streamed, made, ahead)
     live: list[tuple[int, int, int]] = []  # (offset, end, last use), sorted by offset
@@ -271,8 +272,8 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int]
         node, size = t.node, t.size
         if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
-            earliest = min([e[2] for e in live]) if live else -1
-        gap = occupants.best_gap(live, size, top=bool(ahead) and not streamed[i])
+            earliest = min(live, key=_LAST_USE)[2] if live else -1
+        gap = occupants.best_gap(live, size, top[i])
         if gap is None:
             raise PassFailure(
                 f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
@@ -285,7 +286,7 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int]
         if consumers:
             node.deps.append(intern(consumers))
         node.smem = offset
-        bisect.insort(live, (offset, offset + size, last_use), key=_OFFSET)
+        insort(live, (offset, offset + size, last_use), key=_OFFSET)
         if earliest < 0 or last_use < earliest:
             earliest = last_use
         if offset + size > used:
@@ -332,6 +333,8 @@ def _run_ahead(streamed: list[bool], made: list[int], ahead: int) -> list[int]:
 
 #: the sort key of the live list: a tile's offset
 _OFFSET = operator.itemgetter(0)
+#: a live entry's last use
+_LAST_USE = operator.itemgetter(2)
 
 
 class _Occupants:
@@ -352,8 +355,8 @@ class _Occupants:
 
     def _run(self, lo: int, hi: int) -> tuple[int, int]:
         """The indices ``[i, j)`` of the segments that meet ``[lo, hi)``."""
-        i = bisect.bisect_right(self.his, lo)
-        j = bisect.bisect_left(self.los, hi, i)
+        i = bisect_right(self.his, lo)
+        j = bisect_left(self.los, hi, i)
         return i, j
 
     def best_gap(self, live: list[tuple[int, int, int]], size: int, top: bool = False) -> tuple[int, int, int] | None:
@@ -387,8 +390,8 @@ class _Occupants:
         scale = budget + 1
         best = best_key = best_i = best_j = -1
         for off in candidates:
-            i = bisect.bisect_right(his, off)
-            j = bisect.bisect_left(los, off + size, i)
+            i = bisect_right(his, off)
+            j = bisect_left(los, off + size, i)
             if j - i == 1:  # the usual case: one earlier occupant
                 key = released[i] * scale + off
             else:
@@ -401,6 +404,10 @@ class _Occupants:
         """Make ``tile`` (released at ``released``) the occupant of ``[lo, hi)``, whose bytes meet the
         segments ``[i, j)`` (as :meth:`best_gap` found them); return their previous occupants."""
         los, his, tiles, releases = self.los, self.his, self.tiles, self.released
+        if j == i + 1 and los[i] == lo and his[i] == hi:  # the usual case: exactly the bytes of one earlier tile
+            previous = [tiles[i]]
+            tiles[i], releases[i] = tile, released
+            return previous
         previous = tiles[i:j]
         new_los, new_his, new_tiles, new_released = [lo], [hi], [tile], [released]
         if i < j:
