@@ -20,8 +20,10 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
     for n in graph.nodes:
         queues[(n.sm, n.engine)].append(n)
     for q in queues.values():
-        if min([n.pos for n in q]) >= 0:  # every node scheduled (a list and min: faster than all() over a generator)
-            q.sort(key=_SCHEDULED_ORDER)
+        positions = [n.pos for n in q]
+        if min(positions) >= 0:  # every node scheduled (a list and min: faster than all() over a generator)
+            # distinct positions (as vdir-schedule numbers them) order the queue by themselves
+            q.sort(key=_POS if len(set(positions)) == len(positions) else _SCHEDULED_ORDER)
         else:
             q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
     return queues
@@ -29,6 +31,8 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
 
 #: ``(pos, Node.key)`` flattened: the order of a scheduled queue, without a Python key function
 _SCHEDULED_ORDER = operator.attrgetter("pos", "seq", "hoist")
+#: the order of a scheduled queue whose positions are distinct
+_POS = operator.attrgetter("pos")
 
 
 #: one SM's share of the graph: its number, its nodes (in graph order) and its (engine, queue) pairs
