@@ -299,6 +299,7 @@ def _time_keys(tiles: list[TileLife]) -> tuple[list[int], list[int]]:
 
     ``(seq, hoist)`` becomes ``seq * span + hoist - least hoist``, ``span``
     more than the hoists' range: an integer compares faster than a pair.
+    Where nothing is hoisted (every hoist 0) the keys are the seqs themselves.
     """
     made_seqs = [t.node.seq for t in tiles]
     made_hoists = [t.node.hoist for t in tiles]
@@ -307,6 +308,8 @@ def _time_keys(tiles: list[TileLife]) -> tuple[list[int], list[int]]:
     least = min(min(made_hoists, default=0), min(last_hoists, default=0))
     span = max(max(made_hoists, default=0), max(last_hoists, default=0)) - least + 1
     least_seq = min(min(made_seqs, default=0), min(last_seqs, default=0))
+    if span == 1 and least == 0 and least_seq >= 0:
+        return made_seqs, last_seqs
     offset = least_seq * span + least  # keeps every key >= 0
     made = [s * span + h - offset for s, h in zip(made_seqs, made_hoists, strict=True)]
     last = [s * span + h - offset for s, h in zip(last_seqs, last_hoists, strict=True)]

@@ -177,7 +177,8 @@ def can_hoist(graph: Graph, queues: list[tuple[str, list[Node]]]) -> bool:
     """Whether hoisting could move a load of one SM's ``queues``: a pipelined queue holds both a load
     that waits on other SMs and one that waits on nothing (with a stream engine, none does)."""
     for engine, queue in queues:
-        if _is_pipelined(graph, engine) and any(n.kind == "load" and waits_on_other_sms(n) for n in queue):
+        # ``n.deps`` first: a load without dependencies (all of a stream engine's) waits on nothing
+        if _is_pipelined(graph, engine) and any(n.kind == "load" and n.deps and waits_on_other_sms(n) for n in queue):
             if any(waits_on_nothing(n) for n in queue):
                 return True
     return False
