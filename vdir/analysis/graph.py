@@ -97,6 +97,9 @@ from vdir.target import DEFAULT_TARGET, TargetDescription, get_target
 #: sort key of the schedule order: program order, hoisted loads moved up
 SCHEDULE_ORDER = operator.attrgetter("seq", "hoist")
 
+#: order of the nodes of a placed program: by SM, then schedule order
+SCHEDULED_ORDER = operator.attrgetter("sm", "seq", "hoist")
+
 #: order of the scheduling stages, as recorded in the program's ``vdir.stage``
 STAGES = tuple(s.value for s in Stage)
 
@@ -304,33 +307,40 @@ def compile_affine(expr: AffineExpr) -> Callable[[list[IndexValue]], IndexValue]
     """A Python function evaluating an affine expression over [dims..., symbols...].
 
     Expansion evaluates each ``affine.apply`` once per iteration; walking the
-    expression tree every time would dominate the expansion of large repeats.
-    Operands may be :class:`RuntimeIndex` values, which support the affine
-    operations the ISA can evaluate (and raise ``RuntimeValueError`` on the
-    others).
+    expression tree every time would dominate the expansion of large repeats,
+    and so would a tree of closures (a call per node of the tree): the
+    expression becomes one Python expression, compiled once. Operands may be
+    :class:`RuntimeIndex` values, which support the affine operations the ISA
+    can evaluate (and raise ``RuntimeValueError`` on the others).
     """
+    return eval(f"lambda vals: {_affine_text(expr)}", {})
+
+
+#: the Python operator of each affine operation but ceildiv
+_OPERATOR_TEXT = {
+    AffineBinaryOpKind.Add: "+",
+    AffineBinaryOpKind.Mul: "*",
+    AffineBinaryOpKind.Mod: "%",
+    AffineBinaryOpKind.FloorDiv: "//",
+}
+
+
+def _affine_text(expr: AffineExpr) -> str:
+    """Python text computing ``expr`` from the operand list ``vals``, operation by operation as the tree has them."""
     if isinstance(expr, AffineConstantExpr):
-        value = expr.value
-        return lambda vals: value
+        return f"({int(expr.value)})"
     if isinstance(expr, AffineDimExpr):
-        pos = expr.position
-        return lambda vals: vals[pos]
+        return f"vals[{int(expr.position)}]"
     if isinstance(expr, AffineSymExpr):
         raise PassFailure("affine.apply with symbols is not supported in a vdir program")
     assert isinstance(expr, AffineBinaryOpExpr)
     kind = expr.kind
     if kind in _DIVISIONS:
         _check_divisor(expr)
-    lhs, rhs = compile_affine(expr.lhs), compile_affine(expr.rhs)
-    if kind == AffineBinaryOpKind.Add:
-        return lambda vals: lhs(vals) + rhs(vals)
-    if kind == AffineBinaryOpKind.Mul:
-        return lambda vals: lhs(vals) * rhs(vals)
-    if kind == AffineBinaryOpKind.Mod:
-        return lambda vals: lhs(vals) % rhs(vals)
-    if kind == AffineBinaryOpKind.FloorDiv:
-        return lambda vals: lhs(vals) // rhs(vals)
-    return lambda vals: -(-lhs(vals) // rhs(vals))  # CeilDiv
+    lhs, rhs = _affine_text(expr.lhs), _affine_text(expr.rhs)
+    if kind == AffineBinaryOpKind.CeilDiv:
+        return f"(-(-{lhs} // {rhs}))"
+    return f"({lhs} {_OPERATOR_TEXT[kind]} {rhs})"
 
 
 @dataclass
@@ -605,20 +615,23 @@ class _Expander:
     def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict, suffix: str) -> None:
         t = self.templates.get(id(op)) or self._template(op)
         env = self.env
-        node = Node(id=len(self.nodes), kind=t.kind, engine=t.engine, seq=len(self.nodes),
-                    name=t.name + suffix if suffix else t.name, loc=t.loc, flow=t.flow, tile=t.tile)
+        number = len(self.nodes)
+        # positionally (id, kind, engine, seq, name, loc, tile): a third faster than by keyword
+        node = Node(number, t.kind, t.engine, number, t.name + suffix if suffix else t.name, t.loc, t.tile)
+        if t.flow is not None:
+            node.flow = t.flow
         kind = t.kind
         if kind != "compute":
             node.buffer = env[t.buffer_key]  # type: ignore[assignment]
             if t.all_static:
                 node.row, node.col = t.static
             else:
-                offsets = [s if k is None else self._index_of(k, op) for s, k in t.offset_sources]
+                offsets = [s if k is None else env.get(k) for s, k in t.offset_sources]
                 row, col = offsets if len(offsets) == 2 else (None, None)
                 if type(row) is int and type(col) is int:
                     node.row, node.col = row, col  # what _set_offsets does with no runtime offset
-                else:
-                    self._set_offsets(node, offsets, op)
+                else:  # a runtime offset, or a value that is no index (which _index_of refuses)
+                    self._set_offsets(node, [s if k is None else self._index_of(k, op) for s, k in t.offset_sources], op)
             self._check_bounds(node, op)
         node.guard = self._guard(op, t, node) if t.guard is not None else self.loop_guard
         if kind == "load":
@@ -762,7 +775,8 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None, max_m
         _read_layout(graph, layout)
     if stage == "source":
         derive_memory_dependencies(graph)
-    nodes.sort(key=lambda n: (n.sm, n.seq, n.hoist) if stage != "source" else (n.seq,))
+    if stage != "source":  # a source program's nodes are made in program order
+        nodes.sort(key=SCHEDULED_ORDER)
     return graph
 
 
