@@ -78,26 +78,37 @@ def rematerialisable_by_id(nodes: list[Node]) -> dict[int, bool]:
     return remat
 
 
-def _root(parent: dict[int, int], x: int) -> int:
-    """The representative of ``x``'s set in a union-find forest (halving the path on the way)."""
-    while (p := parent[x]) != x:
-        parent[x] = x = parent[p]
-    return x
-
-
 def clusters_of(graph: Graph, remat: dict[int, bool]) -> list[list[Node]]:
     """Groups of non-rematerialisable nodes that must share an SM, in program order."""
-    parent: dict[int, int] = {}
-    anchored = [n for n in graph.nodes if not remat[n.id]]
-    for n in anchored:
-        parent[n.id] = n.id
+    cluster_of: dict[int, list[Node]] = {}  # by node id: the cluster of a non-rematerialisable node
+    clusters: list[list[Node]] = []
+    for n in graph.nodes:
+        if remat[n.id]:
+            continue
+        mine: list[Node] | None = None
         for i in n.inputs:
-            if not remat[i.id]:
-                parent[_root(parent, i.id)] = n.id  # n is its own set's representative still
-    groups: dict[int, list[Node]] = {}
-    for n in anchored:
-        groups.setdefault(_root(parent, n.id), []).append(n)
-    return sorted(groups.values(), key=lambda c: c[0].seq)
+            theirs = cluster_of.get(i.id)  # None for a rematerialisable input
+            if theirs is None or theirs is mine:
+                continue
+            mine = theirs if mine is None else _merged(cluster_of, mine, theirs)
+        if mine is None:
+            mine = []
+            clusters.append(mine)
+        mine.append(n)
+        cluster_of[n.id] = mine
+    return sorted([c for c in clusters if c], key=lambda c: c[0].seq)
+
+
+def _merged(cluster_of: dict[int, list[Node]], a: list[Node], b: list[Node]) -> list[Node]:
+    """The smaller cluster's nodes moved into the larger one, in program order; the smaller left empty."""
+    if len(a) < len(b):
+        a, b = b, a
+    for n in b:
+        cluster_of[n.id] = a
+    a += b
+    a.sort(key=_SEQ)
+    b.clear()
+    return a
 
 
 def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
@@ -107,7 +118,7 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
     clusters = clusters_of(graph, remat)
     _assign_clusters(graph, clusters, num_sms)
     by_sm: list[list[Node]] = [[] for _ in range(num_sms)]
-    copier = _Copier(_sms_using(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
+    copier = _Copier(_shared_producers(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
     copy_on = copier.copy_on
     for cluster in clusters:
         for n in cluster:
@@ -183,8 +194,8 @@ class _Copier:
     each. Each node placed or made is added to its SM's list in ``by_sm``.
     """
 
-    def __init__(self, users: dict[int, set[int]], next_id: int, by_sm: list[list[Node]]) -> None:
-        self.users = users
+    def __init__(self, shared: set[int], next_id: int, by_sm: list[list[Node]]) -> None:
+        self.shared = shared
         self.next_id = next_id
         self.by_sm = by_sm
         self.copies: dict[tuple[int, int], Node] = {}
@@ -195,7 +206,7 @@ class _Copier:
         """The copy of ``node`` on ``sm`` (made, with copies of its inputs, on first use)."""
         if node.sm == sm:  # placed there already, as its only user SM's copy
             return node
-        if len(self.users[node.id]) == 1:
+        if node.id not in self.shared:
             node.sm = sm
             self.by_sm[sm].append(node)
             if node.inputs:
@@ -218,24 +229,33 @@ class _Copier:
         return c
 
 
-def _sms_using(clusters: list[list[Node]], remat: dict[int, bool]) -> dict[int, set[int]]:
-    """For each rematerialisable node, the SMs whose clusters read its tile."""
-    users: dict[int, set[int]] = {}
+def _shared_producers(clusters: list[list[Node]], remat: dict[int, bool]) -> set[int]:
+    """The ids of the rematerialisable nodes whose tile the clusters of more than one SM read."""
+    first_reader: dict[int, int] = {}
+    shared: set[int] = set()
     for cluster in clusters:
         for n in cluster:
             for i in n.inputs:
                 if remat[i.id]:
-                    _mark(users, i, n.sm)
-    return users
+                    _mark(first_reader, shared, i, n.sm)
+    return shared
 
 
-def _mark(users: dict[int, set[int]], node: Node, sm: int) -> None:
-    """Record that ``sm`` reads ``node``'s tile, and so its inputs'."""
-    sms = users.setdefault(node.id, set())
-    if sm not in sms:
-        sms.add(sm)
-        for i in node.inputs:
-            _mark(users, i, sm)
+def _mark(first_reader: dict[int, int], shared: set[int], node: Node, sm: int) -> None:
+    """Record that ``sm`` reads ``node``'s tile, and so its inputs'.
+
+    Each input of a node has the node's first reader SM too, or is shared
+    already; so the inputs of a shared node are shared.
+    """
+    first = first_reader.get(node.id)
+    if first is None:
+        first_reader[node.id] = sm
+    elif first == sm or node.id in shared:
+        return
+    else:
+        shared.add(node.id)
+    for i in node.inputs:
+        _mark(first_reader, shared, i, sm)
 
 
 def _rewrite_groups(nodes: list[Node], clones_of: dict[int, list[Node]]) -> None:
