@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     pipelines = ["", *opts.pipeline]
     for text in pipelines:
         _pipeline_options(text)  # a bad one stops the run before anything is timed
+    for text in lowerings:
+        _lowering_options(text)  # likewise
     runs = [_run_vdir(v, weights, ref, steps, l2, lowering, pipeline) for v in variants
             for l2 in _byte_list(opts.l2_prefetch) for lowering in lowerings for pipeline in pipelines]
     vdir_ms = min(r["vdir_ms"] for r in runs)
@@ -209,6 +211,18 @@ def _pipeline_options(text: str) -> dict:
     return options
 
 
+def _lowering_options(text: str) -> str | None:
+    """``"load_ring=16,stream_ring=4"`` -> the lowering options' text (None: the defaults); a clean exit on a bad one."""
+    from vdir.lowering.options import LoweringOptionError, LoweringOptions
+
+    options = " ".join(x for x in text.split(",") if x) or None
+    try:
+        LoweringOptions.coerce(options)
+    except LoweringOptionError as e:
+        raise SystemExit(f"bench_decode: --lowering {text}: {e}") from None
+    return options
+
+
 def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "", pipeline: str = "") -> dict:
     """Compile the step with ``l2_prefetch`` and the vdir-pipeline options ``pipeline``, lower it with the
     lowering options ``lowering`` (both ``"k=v,k=v"``), time ``steps`` greedy steps, compare 16
@@ -222,7 +236,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     t0 = time.time()
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
                                  **_pipeline_options(pipeline))
-    options = " ".join(x for x in lowering.split(",") if x) or None
+    options = _lowering_options(lowering)
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options,
                       max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
