@@ -51,7 +51,7 @@ EPS = 1e-5
 TOL_GEMV = 1e-2
 TOL_MLP = 2e-2  # the simulator check against the host math
 #: lowering options tried beside the table's, on gemv 8192 x 8192 and the MLP programs
-SWEEP = ({"tensor_copies": 0}, {"release_fence": 1}, {"bit_signal": "xor32"})
+SWEEP = ({"tensor_copies": 0}, {"release_fence": 1}, {"bit_signal": "xor32"}, {"stream_evict_first": 0})
 #: (down_rows, down_chunks, scheduler prefetch) of the 16-layer stack tried beside the
 #: example's (8, 2, 2): more activation chunks let the down projection start on the
 #: chunks other SMs finished first

@@ -14,6 +14,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=8}' | filecheck %s --check-prefix=SRING
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=3}' 2>&1 | filecheck %s --check-prefix=SRING-POW2
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-evict-first=false}' | filecheck %s --check-prefix=NO-EVICT
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=EVICT
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 
 // -t ptx takes the lowering options (vdir.lowering.options.LoweringOptions)
@@ -41,6 +43,19 @@
 // XOR32-NOT:   atom.release.cta.shared.xor.b64
 // XOR-BAD:     error: target 'ptx': lowering option bit_signal must be 'xor64' or 'xor32', got 'or'
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
+
+// stream-evict-first (on by default): the stream engine makes one L2
+// evict_first policy and its copies carry it; the load engine's do not.
+// With it off, no policy and no cache hints.
+// EVICT:         $L_ld_top_0:
+// EVICT-NOT:     cache_hint
+// EVICT:         $L_role_stream_0:
+// EVICT:         createpolicy.fractional.L2::evict_first.b64 [[POL:%rd[0-9]+]];
+// EVICT:         cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [{{%r[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}], [[POL]];
+// EVICT:         cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{{%r[0-9]+}}], [{{%rd[0-9]+}}], {{%r[0-9]+}}, [{{%r[0-9]+}}], [[POL]];
+// EVICT:         $L_role_compute_0:
+// NO-EVICT-NOT:  createpolicy
+// NO-EVICT-NOT:  cache_hint
 
 // load-ring / stream-ring: the loads the load and the stream engine keep in
 // flight, one mbarrier per slot. Each engine has its own ring and the header
@@ -106,7 +121,7 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, compute_warps, tensor_copies, bit_signal, release_fence, trace)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, trace)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

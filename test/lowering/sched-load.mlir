@@ -205,12 +205,14 @@
 // store windows: 1024 + 3 * 8 * 128) and its own ring: 2 slots (lowering
 // option stream_ring) whose mbarriers follow the load engine's ring
 // (base + 80 + 8 * slot) and whose retirement info follows the load
-// engine's (base + 896 + 16 * slot).
+// engine's (base + 896 + 16 * slot). Its copies carry an L2 evict_first
+// policy, made once before its loop (lowering option stream_evict_first).
 // CHECK:      $L_role_stream_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
 // CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 4096;
 // CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;
+// CHECK-NEXT: createpolicy.fractional.L2::evict_first.b64 {{%rd[0-9]+}};
 // CHECK-NEXT: $L_ld_stream_top_0:
 // CHECK-NEXT: setp.eq.u32 [[SNONE:%p[0-9]+]], [[SRET:%r[0-9]+]], [[SPOS:%r[0-9]+]];
 // CHECK-NEXT: @[[SNONE]] bra $L_ld_stream_issue_0;

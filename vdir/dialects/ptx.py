@@ -431,8 +431,8 @@ class LabelOp(IRDLOperation):
 # one), ``W`` twice that width (``mul.wide``), ``D``/``S`` the destination /
 # source type of ``cvt`` (first / last type modifier), ``P`` a predicate, ``U``
 # a 32-bit integer, ``V`` like ``T`` or a special register or a symbol
-# (``mov``), ``A`` an address, ``L`` a label; a trailing ``?`` makes a role
-# optional.
+# (``mov``), ``A`` an address, ``L`` a label, ``X`` a 64-bit register (an L2
+# cache policy); a trailing ``?`` makes a role optional.
 
 # modifier groups that several roots share
 ALL_TYPES = (*BIT_TYPES, *INT_TYPES, *FLOAT_TYPES)
@@ -534,6 +534,8 @@ class InstructionOp(IRDLOperation):
             return "pred"
         if role == "U":
             return "u32"
+        if role == "X":
+            return "b64"
         types = [m for m in self.modifiers() if m in TYPE_BITS]
         if not types:
             raise VerifyException(f"{self.mnemonic()}: needs a type modifier (.u32, .f32, ...)")
@@ -929,9 +931,19 @@ class CpOp(InstructionOp):
     name = "ptx.cp"
     MODIFIERS: ClassVar = _mods(SPACE_MODS, CACHE_MODS, "async", "bulk", "tensor", "1d", "2d", "3d", "4d", "5d", "tile",
                       "im2col", "mbarrier::complete_tx::bytes", "bulk_group", "commit_group", "wait_group",
-                      "read", "prefetch", "L2", "mbarrier", "arrive", "noinc", "b64")
+                      "read", "prefetch", "L2", "mbarrier", "arrive", "noinc", "b64", "L2::cache_hint")
     SIGNATURES: ClassVar = (("commit_group", ""), ("wait_group", "U"), ("prefetch", "A U"), ("arrive", "A"),
-                  ("tensor", "A A A?"), ("", "A A U A?"))
+                  ("tensor", "A A A? X?"), ("", "A A U A? X?"))
+
+
+@irdl_op_definition
+class CreatepolicyOp(InstructionOp):
+    """``createpolicy.fractional``: an L2 cache policy (a ``b64`` register) for copies with ``.L2::cache_hint``."""
+
+    name = "ptx.createpolicy"
+    MODIFIERS: ClassVar = _mods("fractional", "L2::evict_first", "L2::evict_last", "L2::evict_normal",
+                      "L2::evict_unchanged", "b64")
+    SIGNATURES: ClassVar = (("", "T"),)
 
 
 @irdl_op_definition
@@ -1044,7 +1056,7 @@ INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
     MovOp, AddOp, SubOp, MulOp, MadOp, DivOp, RemOp, MinOp, MaxOp, NegOp, AbsOp,
     AndOp, OrOp, XorOp, NotOp, ShlOp, ShrOp, SelpOp, SetpOp, CvtOp, CvtaOp,
     LdOp, StOp, AtomOp, RedOp, FenceOp, MembarOp, BarOp, BarrierOp,
-    MbarrierOp, CpOp, ShflOp, VoteOp, FmaOp, Ex2Op, RcpOp, SqrtOp, RsqrtOp,
+    MbarrierOp, CpOp, CreatepolicyOp, ShflOp, VoteOp, FmaOp, Ex2Op, RcpOp, SqrtOp, RsqrtOp,
     BraOp, RetOp, ExitOp, NanosleepOp, PrmtOp,
 )
 #: mnemonic root -> op class

@@ -87,7 +87,7 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
 
 
 def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: SSAValue, bar: SSAValue,
-                first: SSAValue, p_ctr: SSAValue) -> None:
+                first: SSAValue, p_ctr: SSAValue, policy: SSAValue | None = None) -> None:
     """Issue a load as tensor copies completing on the ring slot's mbarrier.
 
     ``first`` / ``p_ctr``: see :func:`issuer_index` and the load engine's
@@ -97,7 +97,8 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
     issuing thread and cannot see the mbarrier + dependency-bit chain that
     orders it before the compute engine's reads; a tensor copy is the copy
     engine's own access, so no thread pair is reported (the order is the
-    same: mbarrier completion, then the bits' release/acquire).
+    same: mbarrier completion, then the bits' release/acquire). ``policy``:
+    an L2 cache policy (``createpolicy``) the copies carry.
     """
     b = c.b
     lane0 = b.setp("eq.u32", c.lane, 0)
@@ -106,8 +107,12 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
     b.raw("bar.warp.sync", "%d" % FULL)
 
     def issue(sa, tmap, chunk, r):
-        b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-              "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
+        if policy is None:
+            b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                  "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
+        else:
+            b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint",
+                  "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}], {6}", ins=[sa, tmap, c.zero, chunk, r, bar, policy])
 
     tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -228,11 +233,11 @@ def lsu_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: 
 
 def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes: SSAValue, stride: SSAValue,
               total: SSAValue, contig: SSAValue, bar: SSAValue, first: SSAValue, p_ctr: SSAValue,
-              lane0: SSAValue) -> None:
+              lane0: SSAValue, policy: SSAValue | None = None) -> None:
     """Issue a load as plain bulk copies (``cp.async.bulk``) completing on ``bar`` by transaction bytes.
 
     ``first`` / ``p_ctr``: see :func:`issuer_index` and :func:`cross_sm_fence`;
-    ``lane0`` arms the barrier.
+    ``lane0`` arms the barrier; ``policy``: an L2 cache policy (``createpolicy``) the copies carry.
     """
     b = c.b
     # a dense region (stride == row bytes) is one copy
@@ -268,8 +273,12 @@ def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes:
         done_b = b.i("mul.lo.u32", "u32", r, rb)
         left = b.i("sub.u32", "u32", total, done_b)
         size = b.i("min.u32", "u32", rb, left)
-        b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-              "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
+        if policy is None:
+            b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+                  "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
+        else:
+            b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint",
+                  "[{0}], [{1}], {2}, [{3}], {4}", ins=[dst, src, size, bar, policy])
 
     b.for_range(first, n, 32, copy, "ld_rows")
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -303,6 +312,11 @@ def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, s
 
     b.for_range(c.lane, n, 32, piece, "pf_rows")
     b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def evict_first_policy(c: Ctx) -> SSAValue:
+    """An L2 cache policy register (``createpolicy``) that marks every line a copy brings in ``evict_first``."""
+    return c.b.raw("createpolicy.fractional.L2::evict_first.b64", "{0}", outs=["b64"])[0]
 
 
 def ring_barrier(c: Ctx, ring: int, depth: int, index) -> tuple:

@@ -30,6 +30,7 @@ from vdir.lowering.kernel.copies import (
     buffer_address,
     bulk_load,
     bulk_prefetch,
+    evict_first_policy,
     issuer_index,
     lsu_load,
     mbar_count,
@@ -66,6 +67,7 @@ class LoadLoop:
     idle: str
     done: str
     abort: str
+    policy: SSAValue | None  # the L2 cache policy the copies carry (None: the default)
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -94,7 +96,10 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     prefix = "ld" if kind == EngineKind.LOAD else f"ld_{kind}"
     top, issue, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_issue"), b.new_label(f"{prefix}_idle")
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
-    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), start, count, lane0, pos, ret, phases, t0, tclk, fe, top, issue, idle, done, abort)
+    # weight tiles are read once per launch: their lines go first when L2 needs room
+    policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
+    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), start, count,
+                    lane0, pos, ret, phases, t0, tclk, fe, top, issue, idle, done, abort, policy)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -162,7 +167,7 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
-        tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr)
+        tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr, s.policy)
         b.bra(issued)
         b.place(plain)
     # plain copies address the buffer through the pointer table (a region
@@ -174,7 +179,7 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
         b.raw("fence.proxy.async.global", "", guard=p_ctr)
         lsu_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar)
         b.bra(issued)
-    bulk_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar, first, p_ctr, s.lane0)
+    bulk_load(c, gptr, dst0, rows, row_bytes, stride, total, contig, bar, first, p_ctr, s.lane0, s.policy)
 
 
 def _prefetch(s: LoadLoop, f: Fields, is_prefetch: SSAValue) -> None:
