@@ -247,18 +247,21 @@ class GroupInterner:
     """Makes equal dependency groups the same tuple object."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[int, ...], tuple[Node, ...]] = {}
+        #: by the id of a one-node group's node, or the tuple of the ids of a larger group's nodes
+        self._groups: dict[int | tuple[int, ...], tuple[Node, ...]] = {}
 
     def __call__(self, nodes: Iterable[Node]) -> tuple[Node, ...]:
-        nodes = list(nodes)
-        if len(nodes) == 1:
-            key = (id(nodes[0]),)
-            group = self._groups.get(key)
-            if group is None:
-                group = self._groups[key] = (nodes[0],)
-            return group
-        uniq = sorted({id(n): n for n in nodes}.values(), key=_GROUP_ORDER)
-        return self._groups.setdefault(tuple(map(id, uniq)), tuple(uniq))
+        if not isinstance(nodes, (list, tuple)):  # a list or tuple is read as it is (most callers pass one)
+            nodes = list(nodes)
+        if len(nodes) != 1:
+            nodes = sorted({id(n): n for n in nodes}.values(), key=_GROUP_ORDER)
+            if len(nodes) != 1:
+                return self._groups.setdefault(tuple(map(id, nodes)), tuple(nodes))
+        node = nodes[0]  # the usual group: one node
+        group = self._groups.get(id(node))
+        if group is None:
+            group = self._groups[id(node)] = (node,)
+        return group
 
 
 #: the order of a dependency group's members
