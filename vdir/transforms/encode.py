@@ -19,7 +19,6 @@ simulator execute exactly these words.
 from __future__ import annotations
 
 import array
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,12 +210,9 @@ def _check_fast_layout() -> None:
 
 _check_fast_layout()
 
-#: an encoded record: a list of words (field by field) or a 32-bit array (the fast path)
-Record = list[int] | array.array
-
-
 class _NodeEncoder:
-    """:func:`encode_node`'s words, with the words fixed by a micro-op's template computed once.
+    """:func:`encode_node`'s words, appended to one 32-bit array, with the words fixed by a micro-op's
+    template computed once.
 
     A 16-layer program repeats each micro-op of a layer in every layer and on
     every SM: the region words of a load or store (buffer, rows, row bytes,
@@ -226,8 +222,10 @@ class _NodeEncoder:
     key; the instance's own words (id, synchronisation, shared-memory
     offsets, global offset) are written directly into a copy of it, a 32-bit
     ``array`` whose item assignment refuses a value that does not fit its
-    word. A node with a runtime offset, or with a value out of range, is
-    encoded field by field (:func:`encode_node`), which also reports errors.
+    word, then appended to :attr:`words` (every record of the program, in
+    the order encoded: no record is kept as an object of its own). A node
+    with a runtime offset, or with a value out of range, is encoded field by
+    field (:func:`encode_node`), which also reports errors.
     """
 
     def __init__(self, graph: Graph) -> None:
@@ -235,12 +233,31 @@ class _NodeEncoder:
         self.regions: dict[tuple, array.array] = {}
         self.computes: dict[tuple, array.array] = {}
         self.args = [(a.row_bytes, DTYPE_BYTES[a.dtype]) for a in graph.args]
+        #: the records encoded so far, word after word
+        self.words = array.array(_U32_TYPE)
 
-    def __call__(self, node: Node) -> Sequence[Record]:
+    def __call__(self, node: Node) -> None:
+        """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
+        start = len(self.words)
         try:
-            return self._encode(node)
+            self._encode(node)
         except Exception:
-            return encode_node(node, self.graph)
+            del self.words[start:]  # the records of the fast path's attempt
+            self.append(encode_node(node, self.graph))
+
+    def append(self, records: list[list[int]]) -> None:
+        """Append records made field by field (their words already range-checked) to :attr:`words`."""
+        for record in records:
+            self.words.extend(record)
+
+    @property
+    def count(self) -> int:
+        """The number of records in :attr:`words`."""
+        return len(self.words) // isa.INSTR_WORDS
+
+    def instrs(self) -> np.ndarray:
+        """:attr:`words` as an ``(N, INSTR_WORDS)`` uint32 array (sharing their memory)."""
+        return np.frombuffer(self.words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
 
     def _region_template(self, node: Node) -> array.array:
         key = (node.buffer, id(node.tile))  # ids: tile signatures hash in Python, and the nodes keep them alive
@@ -269,15 +286,15 @@ class _NodeEncoder:
             record = self.computes[key] = array.array(_U32_TYPE, row)
         return record
 
-    def _encode(self, node: Node) -> list[Record]:
+    def _encode(self, node: Node) -> None:
         uid = node.id
         waits = node.wait_counters
         releases = node.release_counters
-        out: list[Record] = []
+        words = self.words
         for counter, count in waits[1:] if len(waits) > 1 else ():
             nop = _ZERO_RECORD[:]
             nop[_W_UOP_ID], nop[_W_WAIT_COUNTER], nop[_W_WAIT_COUNT] = uid, counter + 1, count
-            out.append(nop)
+            words += nop
         kind = node.kind
         if kind == "compute":
             inputs = node.inputs
@@ -320,12 +337,11 @@ class _NodeEncoder:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
         if node.guard is not None:
             _guard_fields(row, node)  # type: ignore[arg-type]
-        out.append(row)
+        words += row
         for extra in releases[1:] if len(releases) > 1 else ():
             nop = _ZERO_RECORD[:]
             nop[_W_UOP_ID], nop[_W_RELEASE_COUNTER] = uid, extra + 1
-            out.append(nop)
-        return out
+            words += nop
 
 
 def prefetch_record(node: Node, graph: Graph) -> list[int]:
@@ -335,22 +351,20 @@ def prefetch_record(node: Node, graph: Graph) -> list[int]:
     return row
 
 
-def encode_queue(queue: list[Node], graph: Graph, prefetches: dict[int, list[Node]] | None = None,
-                 encoder: _NodeEncoder | None = None) -> list[Record]:
-    """The instruction words of one queue, with ``prefetches[node.id]``'s prefetch records before a node.
+def encode_queue(queue: list[Node], graph: Graph, encoder: _NodeEncoder,
+                 prefetches: dict[int, list[Node]] | None = None) -> None:
+    """Append the records of one queue to ``encoder``'s, with ``prefetches[node.id]``'s prefetch
+    records before a node.
 
     ``encoder``: one shared by the queues of a program (its templates are kept).
     """
-    encode_one = encoder or _NodeEncoder(graph)
-    words: list[Record] = []
     if not prefetches:
         for node in queue:
-            words += encode_one(node)
-        return words
+            encoder(node)
+        return
     for node in queue:
-        words.extend(prefetch_record(p, graph) for p in prefetches.get(node.id, ()))
-        words.extend(encode_one(node))
-    return words
+        encoder.append([prefetch_record(p, graph) for p in prefetches.get(node.id, ())])
+        encoder(node)
 
 
 def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm: int,
@@ -366,18 +380,6 @@ def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm
     engines = [graph.target.engine_names[i] for i in graph.target.load_engines]
     loads = sorted((n for e in engines for n in queues.get((sm, e), [])), key=QUEUE_ORDER)
     return {loads[i].id: chosen for i, chosen in plan_prefetches(loads, l2_prefetch).items()}
-
-
-def _words_array(words: list[Record]) -> np.ndarray:
-    """The records as an ``(N, INSTR_WORDS)`` uint32 array.
-
-    The fast path's records are 32-bit arrays already: their bytes are joined
-    (a copy of each, no conversion per word); the field-by-field encoder's
-    lists of words are converted first (every word is already known to fit:
-    the fields are range-checked when set).
-    """
-    records = [w if isinstance(w, array.array) else array.array(_U32_TYPE, w) for w in words]
-    return np.frombuffer(bytearray().join(records), dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
 
 
 def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
@@ -414,17 +416,16 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     """
     if queues is None:
         queues = queues_of(graph)
-    words: list[Record] = []
     engines = graph.target.engine_names
     table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
     encoder = _NodeEncoder(graph)
     for sm in range(graph.num_sms):
         prefetches = prefetches_of_sm(graph, queues, sm, l2_prefetch)
         for e, engine in enumerate(engines):
-            start = len(words)
-            words.extend(encode_queue(queues.get((sm, engine), []), graph, prefetches, encoder))
-            table[sm][e] = (start, len(words) - start)
-    instrs = _words_array(words)
+            start = encoder.count
+            encode_queue(queues.get((sm, engine), []), graph, encoder, prefetches)
+            table[sm][e] = (start, encoder.count - start)
+    instrs = encoder.instrs()
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
     isa.assign_tensor_maps(instrs, buffers)
     if reroll:
