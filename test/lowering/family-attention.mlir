@@ -2,8 +2,10 @@
 
 // attn_block (family 11): p1 (the head dimension, 64 or 128) picks one of
 // two loops; warp w takes query heads w, w + 8, ... Lane t scores rows
-// t + 32 j (j < 4; -inf past p2), a dot product over 16-byte chunks that
-// start at chunk t (mod the row's chunks); max and sum are butterfly
+// t + 32 j (j < 4; -inf past p2, whose loads read row 0), the four dot
+// products side by side in one loop over 16-byte chunks (q's chunk and the
+// four rows' chunks loaded together) that start at chunk t (mod the row's
+// chunks); max and sum are butterfly
 // shuffles; p = ex2((s - m) * log2 e) with m replaced by 0 when it is -inf;
 // then p[b] * v[b, :] for b in order, p[b] broadcast with shfl.idx; the row
 // is [o, m, l, 0, 0], m and l and the padding written by lane 0.
@@ -18,14 +20,26 @@
 // CHECK-NEXT: bra.uni $L_attn_block_done_0;
 // CHECK:      $L_attn_block_d128_0:
 // CHECK:      $L_attn_block_row128_0:
-// CHECK:      mov.f32 [[S0:%f[0-9]+]], 0fFF800000;
-// CHECK:      $L_attn_dot0_{{[0-9]+}}:
+// CHECK:      setp.lt.u32 [[V0:%p[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: selp.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0, [[V0]];
+// CHECK:      $L_attn_dot_{{[0-9]+}}:
 // CHECK:      and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 15;
-// CHECK:      ld.shared.v4.b32
+// CHECK:      ld.shared.v4.b32 {{.*}}
+// CHECK-NEXT: add.u32
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}
+// CHECK-NEXT: add.u32
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}
+// CHECK-NEXT: add.u32
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}
+// CHECK-NEXT: add.u32
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}
 // CHECK:      fma.rn.f32
-// CHECK:      mul.rn.f32 [[SC:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}};
-// CHECK-NEXT: add.rn.f32 [[S0]], [[SC]], {{%f[0-9]+}};
-// CHECK:      $L_attn_score3_skip_{{[0-9]+}}:
+// CHECK:      $L_attn_dot_end_{{[0-9]+}}:
+// CHECK-NEXT: add.rn.f32 [[DOT:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}};
+// CHECK-NEXT: ld.shared.f32 [[BIAS:%f[0-9]+]], [{{%r[0-9]+}}];
+// CHECK-NEXT: mul.rn.f32 [[SC:%f[0-9]+]], {{%f[0-9]+}}, [[DOT]];
+// CHECK-NEXT: add.rn.f32 [[SB:%f[0-9]+]], [[SC]], [[BIAS]];
+// CHECK-NEXT: selp.f32 [[S0:%f[0-9]+]], [[SB]], 0fFF800000, [[V0]];
 // CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16, 31, 4294967295;
 // CHECK-NEXT: max.f32
 // CHECK:      setp.eq.f32 [[EMPTY:%p[0-9]+]], [[M:%f[0-9]+]], 0fFF800000;

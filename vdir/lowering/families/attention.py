@@ -4,8 +4,9 @@
 warps, ...``); the warp's registers hold the whole softmax of its row, so the
 body needs no shared scratch and no group barrier. Lane ``t`` scores the
 cached rows ``t, t + 32, t + 64, t + 96`` (up to 128 rows, four registers):
-a dot product of 16-byte chunks of q and k (``ld.shared.v4.b32``, bf16
-widened by shift / mask, ``fma.rn.f32`` into two accumulators), the lanes
+dot products of 16-byte chunks of q and k (``ld.shared.v4.b32``, bf16
+widened by shift / mask, ``fma.rn.f32`` into two accumulators per row), the
+four rows side by side in one loop over the chunks, the lanes
 starting at different chunks so that the 32 rows fall in different banks;
 then ``scale *``, ``+ bias``. The row's maximum and sum are butterfly
 reductions (``max.f32``, ``add.rn.f32``), the same order in every run;
@@ -62,7 +63,7 @@ def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
     """The state of query head ``g`` (head dimension ``d``), computed by one warp and written to row ``g``."""
     b = cc.b
     q_row = b.i("mad.lo.u32", "u32", g, d * _BF16, cc.ins[0])
-    scores = [_score(cc, q_row, j, d) for j in range(_SCORE_REGS)]
+    scores = _scores(cc, q_row, d)
     top = scores[0]
     for s in scores[1:]:
         top = b.i("max.f32", "f32", top, s)
@@ -89,33 +90,49 @@ def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
         b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
 
 
-def _score(cc: "F.ComputeCtx", q_row: SSAValue, j: int, d: int) -> SSAValue:
-    """``scale * (q . k[r]) + bias[r]`` for this lane's row ``r = lane + 32 j``; ``-inf`` past the block."""
+def _scores(cc: "F.ComputeCtx", q_row: SSAValue, d: int) -> list[SSAValue]:
+    """``scale * (q . k[r]) + bias[r]`` for this lane's rows ``r = lane + 32 j``, ``j < 4``; ``-inf`` past the block.
+
+    One loop over q's 16-byte chunks computes the four dot products side by
+    side (each in its own two accumulators, so each sum is rounded in the
+    same order as one dot product alone): the four chains of ``fma`` and
+    their ``k`` loads overlap instead of running one after another, and q's
+    chunk is read and widened once for the four rows. A row past the block
+    (``r >= p2``) reads row 0 (every block has at least
+    :data:`~vdir.families.attention.BLOCK_ROW_MULTIPLE` rows) and its score is ``-inf``.
+    """
     b = cc.b
-    score = b.var("f32", _NEG_INF)
-    r = b.i("add.u32", "u32", cc.lane, 32 * j)
-    skip = b.new_label(f"attn_score{j}_skip")
-    b.bra(skip, b.setp("ge.u32", r, cc.p2))
-    k_row = b.i("mad.lo.u32", "u32", r, d * _BF16, cc.ins[1])
-    accs = [b.var("f32", 0.0) for _ in range(2)]
     chunks = d // _CHUNK_ELEMS  # a power of two: the rotation is a mask
+    valid, k_rows, bias_offs = [], [], []
+    for j in range(_SCORE_REGS):
+        r = b.i("add.u32", "u32", cc.lane, 32 * j)
+        ok = b.setp("lt.u32", r, cc.p2)
+        r = b.i("selp.u32", "u32", r, 0, ok)
+        valid.append(ok)
+        k_rows.append(b.i("mad.lo.u32", "u32", r, d * _BF16, cc.ins[1]))
+        bias_offs.append(b.i("mad.lo.u32", "u32", r, _F32, cc.ins[3]))
+    accs = [[b.var("f32", 0.0) for _ in range(2)] for _ in range(_SCORE_REGS)]
 
     def chunk(c: SSAValue) -> None:
         # lane t starts at chunk t: the 32 rows' chunks fall in different banks
         rotated = b.i("and.b32", "u32", b.i("add.u32", "u32", c, cc.lane), chunks - 1)
         off = b.i("shl.b32", "u32", rotated, 4)
-        ks = b.ld_v4("ld.shared.v4.b32", "b32", b.i("add.u32", "u32", k_row, off))
         qs = b.ld_v4("ld.shared.v4.b32", "b32", b.i("add.u32", "u32", q_row, off))
-        for w in range(4):
-            for half, (kv, qv) in enumerate(zip(F.bf16_pair(b, ks[w]), F.bf16_pair(b, qs[w]), strict=True)):
-                b.i("fma.rn.f32", "f32", kv, qv, accs[half], dst=accs[half])
+        ks = [b.ld_v4("ld.shared.v4.b32", "b32", b.i("add.u32", "u32", k_row, off)) for k_row in k_rows]
+        q_pairs = [F.bf16_pair(b, qw) for qw in qs]
+        for j in range(_SCORE_REGS):
+            for w in range(4):
+                for half, (kv, qv) in enumerate(zip(F.bf16_pair(b, ks[j][w]), q_pairs[w], strict=True)):
+                    b.i("fma.rn.f32", "f32", kv, qv, accs[j][half], dst=accs[j][half])
 
-    b.for_range(0, chunks, 1, chunk, f"attn_dot{j}")
-    dot = b.i("add.rn.f32", "f32", accs[0], accs[1])
-    bias = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", r, _F32, cc.ins[3]))
-    b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", cc.f0, dot), bias, dst=score)
-    b.place(skip)
-    return score
+    b.for_range(0, chunks, 1, chunk, "attn_dot")
+    scores = []
+    for j in range(_SCORE_REGS):
+        dot = b.i("add.rn.f32", "f32", accs[j][0], accs[j][1])
+        bias = b.ld("ld.shared.f32", "f32", bias_offs[j])
+        score = b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", cc.f0, dot), bias)
+        scores.append(b.i("selp.f32", "f32", score, _NEG_INF, valid[j]))
+    return scores
 
 
 def _warp_max(cc: "F.ComputeCtx", v: SSAValue) -> SSAValue:
