@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
-from vdir.analysis.queues import queues_of
+from vdir.analysis.queues import SmShare, queues_of
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription
@@ -281,21 +281,30 @@ def _first_reusable_bit4(
     return None
 
 
-def layout_dependencies(graph: Graph, queues: dict[tuple[int, str], list[Node]] | None = None) -> None:
+def layout_dependencies(graph: Graph, shares: list[SmShare] | None = None) -> None:
     """Counters for cross-SM groups, then per SM vector clocks and bits.
 
-    ``queues``: :func:`~vdir.analysis.queues.queues_of` the graph, where the caller has it already.
+    ``shares``: each SM's nodes (in graph order) and queues (in queue order),
+    where the caller has them already (as
+    :func:`~vdir.transforms.pipeline.schedule_and_allocate` returns them).
     """
     assign_counters(graph)
-    if queues is None:
-        queues = queues_of(graph)
+    if shares is None:
+        shares = _scheduled_shares(graph)
+    cache: dict[int, int] = {}
+    for sm, nodes, queues in shares:
+        assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target))
+
+
+def _scheduled_shares(graph: Graph) -> list[SmShare]:
+    """Each SM's nodes, in graph order, and its queues, in queue order (:func:`~vdir.analysis.queues.queues_of`)."""
+    queues_of_sm: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
+    for (sm, engine), queue in queues_of(graph).items():
+        queues_of_sm[sm].append((engine, queue))
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
         by_sm[n.sm].append(n)
-    cache: dict[int, int] = {}
-    for sm, nodes in sorted(by_sm.items()):
-        sm_queues = {e: q for (s, e), q in queues.items() if s == sm}
-        assign_bits(graph, sm, vector_clocks(nodes, sm_queues, cache, graph.target))
+    return [(sm, nodes, queues_of_sm[sm]) for sm, nodes in sorted(by_sm.items())]
 
 
 @dataclass(frozen=True)

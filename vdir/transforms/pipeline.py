@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
-from vdir.analysis.queues import SmShare, queues_of, sm_shares
+from vdir.analysis.queues import SmShare, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
@@ -68,7 +68,7 @@ def _attempts(prefetch: int) -> list[_Attempt]:
     return [*rings, *budgeted, _Attempt(0, False), *(_Attempt(p, True) for p in range(prefetch, -1, -1))]
 
 
-def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_RUN_AHEAD) -> None:
+def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_RUN_AHEAD) -> list[SmShare]:
     """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit.
 
     Shared memory in rings is tried first at every hoisting depth, so that a
@@ -85,17 +85,21 @@ def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_R
     (the queues and tiles of an SM depend on no other SM's), so one that
     fails stops at the first SM that does not fit and undoes only the SMs
     it reached. ``run_ahead``: see vdir-alloc-smem.
+
+    Returns each SM's share of the graph (:func:`~vdir.analysis.queues.sm_shares`),
+    its queues now in queue order, for the stages after to reuse.
     """
     per_sm = sm_shares(graph)
     if per_sm is None:
         schedule(graph, 0, check=False)  # refuses the first node without an SM
-        return
+        return []
     if not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
         prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
         if _try_schedule_and_allocate(graph, per_sm, attempt, run_ahead):
-            return
+            return per_sm
     _schedule_and_allocate_by_liveness(graph, per_sm, run_ahead)
+    return per_sm
 
 
 def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare], run_ahead: int) -> None:
@@ -214,9 +218,9 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, stream_loads)
-    schedule_and_allocate(graph, prefetch, run_ahead)
-    queues = queues_of(graph)  # laying out and encoding read the same queues: grouped once
-    layout_dependencies(graph, queues)
+    shares = schedule_and_allocate(graph, prefetch, run_ahead)  # laying out and encoding read its queues
+    layout_dependencies(graph, shares)
+    queues = {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
     if encode_in_ir:
         return replace_with_encoded(module, graph, reroll, l2_prefetch, queues)
     return encode(graph, reroll, l2_prefetch, queues)
