@@ -46,12 +46,18 @@ from vdir.target import TargetDescription
 VClock = list[int]
 
 
-def assign_counters(graph: Graph) -> None:
-    """Give every group with a producer on another SM than a consumer a counter."""
+def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
+    """Give every group with a producer on another SM than a consumer a counter, in graph order.
+
+    ``waiting``: the ids of the nodes that wait on another SM's producers,
+    where the caller knows them (:func:`vector_clocks` collects them): the
+    other nodes are then not read.
+    """
     counter_of: dict[int, int] = {}
     counts: dict[int, int] = {}
     cache: dict[int, int] = {}
-    for n in graph.nodes:
+    nodes = graph.nodes if waiting is None else [n for n in graph.nodes if id(n) in waiting]
+    for n in nodes:
         sm = n.sm
         for g in n.deps:
             if g[0].sm == sm if len(g) == 1 else group_is_local(g, sm, cache):  # the usual group, inlined
@@ -118,15 +124,19 @@ def _join4(a: VClock, b: VClock) -> VClock:
 
 
 def vector_clocks(
-    nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription
+    nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription,
+    waiting: set[int] | None = None,
 ) -> _Clocks:
     """Per node: knowledge before waiting and at start; and, per producer, the nodes that must wait on it.
 
     A clock has one entry per engine of ``target`` (its queue index); a
     pipelined engine's micro-op may start before its predecessor completed.
     Clocks are never changed once made, so a node's clock may be its queue
-    predecessor's own list.
+    predecessor's own list. ``waiting``, where given, receives the ids of
+    the nodes that wait on another SM's producers (for :func:`assign_counters`).
     """
+    if waiting is None:
+        waiting = set()
     prev = _queue_predecessors(queues)
     order = sorted(nodes, key=SCHEDULE_ORDER)
     pre_of: dict[int, VClock] = {}
@@ -142,7 +152,7 @@ def vector_clocks(
         pipelined = n.engine in pipelined_engines
         p = prev[nid]
         pre = empty if p is None else start_of[p.id] if pipelined else end_of[p.id]
-        needed = _unknown_producers(n, pre, index, cache)
+        needed = _unknown_producers(n, pre, index, cache, waiting)
         start = pre
         if needed:
             if len(needed) > 1:
@@ -173,17 +183,23 @@ def _queue_predecessors(queues: dict[str, list[Node]]) -> dict[int, Node | None]
     return prev
 
 
-def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int]) -> list[Node]:
-    """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe repeated."""
+def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int],
+                       waiting: set[int]) -> list[Node]:
+    """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe
+    repeated; ``n``'s id goes into ``waiting`` if it waits on another SM's."""
     sm = n.sm
     needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos] if n.inputs else []
     for g in n.deps:
         if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
             d = g[0]
-            if d.sm == sm and pre[index[d.engine]] < d.pos:
+            if d.sm != sm:
+                waiting.add(id(n))
+            elif pre[index[d.engine]] < d.pos:
                 needed.append(d)
         elif group_is_local(g, sm, cache):
             needed += [d for d in g if pre[index[d.engine]] < d.pos]
+        else:
+            waiting.add(id(n))
     return needed
 
 
@@ -282,18 +298,21 @@ def _first_reusable_bit4(
 
 
 def layout_dependencies(graph: Graph, shares: list[SmShare] | None = None) -> None:
-    """Counters for cross-SM groups, then per SM vector clocks and bits.
+    """Per SM vector clocks and bits, then counters for cross-SM groups.
 
     ``shares``: each SM's nodes (in graph order) and queues (in queue order),
     where the caller has them already (as
     :func:`~vdir.transforms.pipeline.schedule_and_allocate` returns them).
+    The vector clocks read every dependency group: they collect the nodes
+    that wait on other SMs, the only ones the counters then read.
     """
-    assign_counters(graph)
     if shares is None:
         shares = _scheduled_shares(graph)
     cache: dict[int, int] = {}
+    waiting: set[int] = set()
     for sm, nodes, queues in shares:
-        assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target))
+        assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target, waiting))
+    assign_counters(graph, waiting)
 
 
 def _scheduled_shares(graph: Graph) -> list[SmShare]:
