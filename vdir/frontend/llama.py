@@ -427,8 +427,11 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
         for j in range(cfg.blocks):
             runs = (pos, ">=", j * B)
             krow = b.affine(layer, C, j * B, name=f"kb{kvh}_{j}")
-            kt = b.load(bufs["kcache"], (krow, kvh * D), (B, D), name=f"kt{kvh}_{j}", when=runs)
+            # V before K: the load engine issues in order, and the new V row is
+            # in the cache before the new K row (K goes through RoPE on
+            # another SM), so V's block lands while K's waits
             vt = b.load(bufs["vcache"], (krow, kvh * D), (B, D), name=f"vt{kvh}_{j}", when=runs)
+            kt = b.load(bufs["kcache"], (krow, kvh * D), (B, D), name=f"kt{kvh}_{j}", when=runs)
             bias = b.load(bufs["attn_bias"], (b.affine(pos, 1, C - j * B, name=f"br{kvh}_{j}"), 0), (1, B),
                           name=f"bias{kvh}_{j}", when=runs)
             st = b.compute("attn_block", [q, kt, vt, bias], params={"scale": scale}, name=f"s{kvh}_{j}", when=runs)
