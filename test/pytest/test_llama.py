@@ -30,7 +30,7 @@ from vdir.frontend.llama import (
     weight_shapes,
 )
 from vdir.frontend.rope import Llama3Scaling, rope_tables
-from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, stack_weights
+from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, named_config, stack_weights
 from vdir.testing.gpu import gpu
 from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
 from vdir.tools.vdir_generate import main as generate_main
@@ -367,3 +367,18 @@ def test_decode_on_the_gpu_follows_a_plain_torch_step(name):
             top2 = np.sort(want)[-2:]
             if top2[1] - top2[0] > TORCH_LOGIT_TOLERANCE * scale:
                 assert int(np.argmax(want)) == tokens[pos + 1], f"step {pos}: torch picks another token"
+
+
+@pytest.mark.parametrize("max_context, block", [(None, 16), (64, 16), (128, 16), (32, 8), (96, 24)])
+def test_named_config_keeps_or_chooses_the_block_for_a_new_context(max_context, block):
+    """A named config's block stays where the new context splits into whole merge masks of it,
+    else the config picks one that does (tiny: block 16, merge masks of 4 blocks)."""
+    cfg = named_config("tiny", max_context)
+    assert (cfg.max_context, cfg.block) == (max_context or NAMED_CONFIGS["tiny"].max_context, block)
+    assert cfg.blocks % 4 == 0
+
+
+@pytest.mark.parametrize("max_context", [16, 200])
+def test_named_config_names_a_context_without_a_block(max_context):
+    with pytest.raises(ValueError, match=rf"max_context = {max_context} has no attention block"):
+        named_config("tiny", max_context)

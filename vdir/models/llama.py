@@ -28,6 +28,8 @@ from ml_dtypes import bfloat16
 from vdir.diagnostics import VdirError
 from vdir.families import DTYPES
 from vdir.frontend.llama import (
+    AUTO_CHUNKS,
+    MERGE_MASK_BLOCKS,
     LlamaConfig,
     build_decode_step,
     decode_tables,
@@ -267,10 +269,20 @@ def _tensor(tensors: dict[str, np.ndarray], key: str) -> np.ndarray:
 
 
 def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
-    """A config of :data:`NAMED_CONFIGS`, or one read from a JSON file (a Hugging-Face ``config.json``)."""
+    """A config of :data:`NAMED_CONFIGS`, or one read from a JSON file (a Hugging-Face ``config.json``).
+
+    ``max_context`` replaces the named config's; its attention block stays
+    where the new context still splits into whole merge masks of it
+    (:data:`~vdir.frontend.llama.MERGE_MASK_BLOCKS` blocks), else the config
+    chooses one for the new context (a ``ValueError`` naming the context
+    where none fits).
+    """
     if name in NAMED_CONFIGS:
         cfg = NAMED_CONFIGS[name]
-        return replace(cfg, max_context=max_context) if max_context else cfg
+        if not max_context:
+            return cfg
+        keeps_block = max_context % (cfg.block * MERGE_MASK_BLOCKS) == 0
+        return replace(cfg, max_context=max_context, block=cfg.block if keeps_block else AUTO_CHUNKS)
     path = Path(name)
     if path.suffix == ".json" and path.exists():
         try:
