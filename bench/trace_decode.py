@@ -12,6 +12,11 @@ SM is spread thin.
 
     python3 bench/trace_decode.py --config llama-1b --steps 8 --layers 0,1,15
 
+``--hbm LO,HI[,BIN]`` adds the bytes the loads brought in per BIN µs
+(default 2) between LO and HI µs, as TB/s, all loads and the stream
+engine's: where the HBM idles while the chain of hand-offs runs
+(docs/performance.md, round 7).
+
 ``--handoffs`` adds the cross-SM hand-offs of those layers, by consuming
 stage: for each micro-op that waited on a global counter, the time from the
 last release it waited for to its start (the hand-off's own latency, or
@@ -120,6 +125,23 @@ def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
     return lines
 
 
+#: the default bin of ``--hbm``, µs
+HBM_BIN_US = 2.0
+
+
+def hbm_timeline(trace, lo_us: float, hi_us: float, bin_us: float = HBM_BIN_US) -> list[str]:
+    """The loads' bytes landed per ``bin_us`` between ``lo_us`` and ``hi_us``, as TB/s: all loads, and the
+    stream engine's (:meth:`~vdir.device_runtime.trace.Trace.bytes_landed`)."""
+    from vdir.target import EngineKind, get_target
+
+    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    every, streamed = trace.bytes_landed(bin_us), trace.bytes_landed(bin_us, [stream])
+    lines = [f"loads landed per {bin_us:g} us (TB/s): from   all  stream"]
+    for k in range(int(lo_us // bin_us), min(int(hi_us // bin_us) + 1, len(every))):
+        lines.append(f"  {k * bin_us:9.1f} {every[k] / bin_us / 1e6:6.2f} {streamed[k] / bin_us / 1e6:6.2f}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
     p.add_argument("--config", default="tiny", choices=sorted(_configs()))
@@ -132,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the critical path through the window of this layer's micro-ops")
     p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
     p.add_argument("--handoffs", action="store_true", help="also list the layers' cross-SM hand-offs by stage")
+    p.add_argument("--hbm", default="", metavar="LO,HI[,BIN]",
+                   help="the loads' bytes landed per BIN µs (default 2) between LO and HI µs, as TB/s")
     p.add_argument("--from-json", metavar="FILE", help="read a trace written with --json instead of running")
     opts = p.parse_args(argv)
     from vdir.frontend.llama import build_decode_step
@@ -161,6 +185,9 @@ def report(opts, trace) -> None:
     print("\n".join(summarize(trace, layers)))
     if opts.handoffs:
         print("\n".join(handoff_table(trace, layers)))
+    if opts.hbm:
+        lo, hi, *rest = (float(x) for x in opts.hbm.split(","))
+        print("\n".join(hbm_timeline(trace, lo, hi, *rest)))
     if opts.path:
         lo, hi = (float(x) for x in opts.path.split(","))
         print("\n".join(critical_path(trace, lo, hi)))

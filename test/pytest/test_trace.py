@@ -299,3 +299,62 @@ def test_counter_hand_offs_pair_each_wait_with_the_releases_of_its_counter():
         assert ends == sorted(ends) and h.ready_us == ends[-1] and h.spread_us == ends[-1] - ends[0]
         assert h.latency_us >= 0, f"micro-op {h.consumer.uop} began before its counter's last release"
     assert any(p.sm != h.consumer.sm for h in handoffs for p in h.producers)  # hand-offs across SMs
+
+
+# ---------------------------------------------------------------------------
+# Bytes landed along a launch
+# ---------------------------------------------------------------------------
+
+
+def load_bytes(program, sm: int, engine: int, pos: int) -> int:
+    """The region bytes of executed position ``pos`` of ``(sm, engine)``, which must be a load."""
+    program = program.without_loops()
+    words = program.instrs.reshape(-1, isa.INSTR_WORDS)[program.queues[sm][engine][0] + pos]
+    assert isa.OPCODE.get(words) == isa.OP_LOAD
+    return isa.ROWS.get(words) * isa.ROW_BYTES.get(words)
+
+
+def test_bytes_landed_bins_each_load_by_its_end():
+    program = gemv_program()  # its weight tiles on the stream engine (3), rerolled into loop records
+    assert program.has_loops
+    size = load_bytes(program, 0, 3, 0)
+    events = [TraceEvent(0, 3, 1, 0, 0.0, 2.5),  # a load landing at 2.5 us
+              TraceEvent(0, 1, 2, 0, 2.5, 1.0)]  # a compute: no bytes
+    trace = Trace(program, events)
+    assert trace.bytes_landed(1.0).tolist() == [0, 0, size, 0]
+    assert trace.bytes_landed(1.0, engines=[1]).tolist() == [0, 0, 0, 0]
+    assert trace.bytes_landed(10.0).tolist() == [size]
+    with pytest.raises(TraceError, match="bin_us must be positive, got 0"):
+        trace.bytes_landed(0)
+
+
+def test_bytes_landed_of_a_simulated_launch_add_up_to_its_loads():
+    program = gemv_program()
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(exe.signature, seed=2))
+        trace = exe.platform.last_trace()
+    words = program.without_loops().instrs.reshape(-1, isa.INSTR_WORDS)  # each executed once
+    loads = isa.OPCODE.column(words) == isa.OP_LOAD
+    expected = int((isa.ROWS.column(words)[loads].astype(np.int64) * isa.ROW_BYTES.column(words)[loads]).sum())
+    assert expected > 0 and int(trace.bytes_landed(0.5).sum()) == expected
+
+
+def test_hand_offs_of_a_program_with_loop_records_pair_waits_with_releases():
+    """Positions in a trace count executed instructions: with loop records in the program, the
+    hand-offs still pair each counter wait with the releases of that counter."""
+    program = compile_module(parse_module_file(EXAMPLES / "mlp_stack.mlir"), num_sms=8)
+    assert program.has_loops and program.num_counters
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(exe.signature, seed=3))
+        trace = exe.platform.last_trace()
+    executed = program.without_loops()
+    words = executed.instrs.reshape(-1, isa.INSTR_WORDS)
+
+    def word_of(e):
+        return words[executed.queues[e.sm][e.engine][0] + e.pos]
+
+    handoffs = trace.counter_handoffs()
+    assert handoffs
+    for h in handoffs:
+        counter = isa.WAIT_COUNTER.get(word_of(h.consumer))
+        assert counter and all(isa.RELEASE_COUNTER.get(word_of(p)) == counter for p in h.producers)

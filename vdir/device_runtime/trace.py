@@ -12,7 +12,9 @@ one waited for (its queue, or a hand-off from elsewhere): the critical path
 ``bench/trace_decode.py --path`` prints. :meth:`Trace.counter_handoffs` pairs
 each wait on a global counter with the releases it waited for (the latency of
 a cross-SM hand-off, and the spread between its producers:
-``bench/trace_decode.py --handoffs``). :meth:`Trace.to_json` writes the
+``bench/trace_decode.py --handoffs``). :meth:`Trace.bytes_landed` bins the bytes the loads
+brought in along the launch (where the memory system idles:
+``bench/trace_decode.py --hbm``). :meth:`Trace.to_json` writes the
 Chrome trace-event format (:meth:`Trace.from_json` reads it back) that
 Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
 ("X") slices on threads, which the viewers draw as tracks. A viewer drops or
@@ -35,7 +37,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -148,11 +150,9 @@ class Trace:
         consumer's start minus that end is the latency of the hand-off itself
         (the release reaching L2, the consumer's poll seeing it, its issue).
         """
-        words = self.program.instrs.reshape(-1, isa.INSTR_WORDS)
+        words, row_of = self._executed_words()
         waits, releases = isa.WAIT_COUNTER.column(words), isa.RELEASE_COUNTER.column(words)
-        first = {(sm, engine): int(row[engine][0]) for sm, row in enumerate(self.program.queues)
-                 for engine in range(len(row))}
-        index = {e: first[e.sm, e.engine] + e.pos for e in self.events}
+        index = {e: row_of(e) for e in self.events}
         producers: dict[int, list[TraceEvent]] = defaultdict(list)
         for e in self.events:
             if releases[index[e]]:
@@ -161,6 +161,35 @@ class Trace:
             released.sort(key=lambda p: p.start_us + p.dur_us)
         return [HandOff(e, producers[int(waits[index[e]])]) for e in self.events
                 if waits[index[e]] and int(waits[index[e]]) in producers]
+
+    def bytes_landed(self, bin_us: float, engines: Sequence[int] | None = None) -> np.ndarray:
+        """Bytes of the loads that landed in each ``bin_us`` window of the launch (bin ``k``: ``[k, k + 1) *
+        bin_us``, by each load's end), on ``engines`` (None: every engine).
+
+        Where the memory system idles along a launch (``bench/trace_decode.py
+        --hbm``): the loads are the only bytes a launch reads in bulk. A load
+        counts its region (rows x row bytes); a conditional load is left out
+        (the trace does not say whether it moved bytes).
+        """
+        if bin_us <= 0:
+            raise TraceError(f"bytes_landed: bin_us must be positive, got {bin_us}")
+        words, row_of = self._executed_words()
+        counted = ((isa.OPCODE.column(words) == isa.OP_LOAD) & (isa.GUARD_SOURCE.column(words) == isa.SOURCE_NONE))
+        size = isa.ROWS.column(words).astype(np.int64) * isa.ROW_BYTES.column(words).astype(np.int64)
+        landed = np.zeros(int(self.makespan_us // bin_us) + 1, dtype=np.int64)
+        for e in self.events:
+            index = row_of(e)
+            if counted[index] and (engines is None or e.engine in engines):
+                landed[int((e.start_us + e.dur_us) // bin_us)] += size[index]
+        return landed
+
+    def _executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
+        """The executed instructions' words (loop records expanded: an event's position counts executed
+        instructions), and the row of an event's instruction among them."""
+        program = self.program.without_loops()
+        first = {(sm, engine): int(row[engine][0]) for sm, row in enumerate(program.queues)
+                 for engine in range(len(row))}
+        return program.instrs.reshape(-1, isa.INSTR_WORDS), lambda e: first[e.sm, e.engine] + e.pos
 
     @classmethod
     def from_json(cls, program: isa.EncodedProgram, data: dict[str, Any]) -> Trace:
