@@ -66,12 +66,25 @@ def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray
     h_one = _ahead(h, first, count, 1)
     d1 = h_one - h[None]  # uint32: differences mod 2^32
     d2 = _ahead(h, first, count, 2) - h_one
+    same = (x < n - 2 * k) & (d1 == d2)
+    if not _has_run(same, k):  # no block repeats three times: none pays (see reroll_queue), the rest is moot
+        return np.zeros((count, n), dtype=np.int32)
     packed = _packed_ids(records)
     fixed_ok = _ahead(packed, first, count, 1) == packed[None]
     step_ok = (x < n - k) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
-    same = (x < n - 2 * k) & (d1 == d2)
     legal = (_runs(step_ok) >= k) & (x <= n - 2 * k)
     return np.where(legal, 2 + _runs(same) // k, 0)
+
+
+def _has_run(same: np.ndarray, k: np.ndarray) -> bool:
+    """Whether some row of ``same`` holds ``k`` (that row's body length, a column) True values in a row.
+
+    Without one, every trip count :func:`_trips` finds is at most 2, and a
+    loop pays for itself from three on. Only the rows with ``k`` True values
+    at all are searched for a run (usually few: a queue rarely repeats).
+    """
+    rows = np.flatnonzero(same.sum(axis=1) >= k[:, 0])
+    return rows.size > 0 and bool((_runs(same[rows]) >= k[rows]).any())
 
 
 def _ahead(values: np.ndarray, first: int, count: int, factor: int) -> np.ndarray:
