@@ -146,10 +146,11 @@ def vector_clocks(
     join = _join4 if target.num_engines == 4 else _join
     empty = [-1] * target.num_engines
     index = {name: i for i, name in enumerate(target.engine_names)}
-    pipelined_engines = {name for name in index if target.engines[index[name]].pipelined}
+    pipelined_at = [engine.pipelined for engine in target.engines]  # by engine index
     for n in order:
         nid = n.id
-        pipelined = n.engine in pipelined_engines
+        e = index[n.engine]
+        pipelined = pipelined_at[e]
         p = prev[nid]
         pre = empty if p is None else start_of[p.id] if pipelined else end_of[p.id]
         needed = _unknown_producers(n, pre, index, cache, waiting)
@@ -166,7 +167,7 @@ def vector_clocks(
                 else:
                     ws.append(n)
         end = list(start)
-        end[index[n.engine]] = n.pos
+        end[e] = n.pos
         if pipelined and p is not None:
             end = join(end, end_of[p.id])
         pre_of[nid], start_of[nid], end_of[nid] = pre, start, end
