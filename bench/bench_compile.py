@@ -76,9 +76,11 @@ def stage_times(make_module, max_micro_ops: int | None = None) -> dict[str, floa
         graph = timed("expand + memory deps", lambda: build_graph(module, max_micro_ops=max_micro_ops))
         timed("verify deps", lambda: verify_dependencies(graph))
         timed("place", lambda: place(graph, graph.target.num_sms))
-        timed("schedule + alloc smem", lambda: schedule_and_allocate(graph, 2))
-        timed("layout deps", lambda: layout_dependencies(graph))
-        program = timed("encode", lambda: encode(graph))
+        shares = timed("schedule + alloc smem", lambda: schedule_and_allocate(graph, 2))
+        timed("layout deps", lambda: layout_dependencies(graph, shares))
+        # the queues as the pipeline hands them to the encoder (already grouped and sorted)
+        queues = {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
+        program = timed("encode", lambda: encode(graph, queues=queues))
     finally:
         gc.enable()
     times["instructions"] = float(len(program.instrs))
