@@ -46,6 +46,7 @@ from pathlib import Path
 from xdsl.printer import Printer
 
 from vdir.analysis.graph import build_graph
+from vdir.analysis.queues import queues_of_shares
 from vdir.frontend import ProgramBuilder
 from vdir.tools.common import default_context, parse_module_file, parse_text, verify_module
 from vdir.transforms.encode import encode
@@ -79,8 +80,7 @@ def stage_times(make_module, max_micro_ops: int | None = None) -> dict[str, floa
         shares = timed("schedule + alloc smem", lambda: schedule_and_allocate(graph, 2))
         timed("layout deps", lambda: layout_dependencies(graph, shares))
         # the queues as the pipeline hands them to the encoder (already grouped and sorted)
-        queues = {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
-        program = timed("encode", lambda: encode(graph, queues=queues))
+        program = timed("encode", lambda: encode(graph, queues=queues_of_shares(shares)))
     finally:
         gc.enable()
     times["instructions"] = float(len(program.instrs))

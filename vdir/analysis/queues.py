@@ -52,10 +52,31 @@ def sm_shares(graph: Graph) -> list[SmShare] | None:
             return None
         nodes_of[n.sm].append(n)
         queues[(n.sm, n.engine)].append(n)
+    return _shares(nodes_of, queues)
+
+
+def scheduled_shares(graph: Graph) -> list[SmShare]:
+    """Each SM's nodes (in graph order) and queues (in queue order: :func:`queues_of`), by SM.
+
+    What :func:`~vdir.transforms.pipeline.schedule_and_allocate` hands on, for
+    a graph scheduled elsewhere (a program read back from its text).
+    """
+    nodes_of: dict[int, list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        nodes_of[n.sm].append(n)
+    return _shares(nodes_of, queues_of(graph))
+
+
+def _shares(nodes_of: dict[int, list[Node]], queues: dict[tuple[int, str], list[Node]]) -> list[SmShare]:
     engines_of: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
     for (sm, engine), queue in queues.items():
         engines_of[sm].append((engine, queue))
     return [(sm, nodes, engines_of[sm]) for sm, nodes in sorted(nodes_of.items())]
+
+
+def queues_of_shares(shares: list[SmShare]) -> dict[tuple[int, str], list[Node]]:
+    """(sm, engine) -> queue, from the SMs' shares (the queues as they are, not regrouped or sorted)."""
+    return {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
 
 
 def waits_on_nothing(node: Node) -> bool:

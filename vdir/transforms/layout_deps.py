@@ -30,7 +30,6 @@ property tests and the simulator's race detector check it again.
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -38,7 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
-from vdir.analysis.queues import SmShare, queues_of
+from vdir.analysis.queues import SmShare, scheduled_shares
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription
@@ -308,23 +307,12 @@ def layout_dependencies(graph: Graph, shares: list[SmShare] | None = None) -> No
     that wait on other SMs, the only ones the counters then read.
     """
     if shares is None:
-        shares = _scheduled_shares(graph)
+        shares = scheduled_shares(graph)
     cache: dict[int, int] = {}
     waiting: set[int] = set()
     for sm, nodes, queues in shares:
         assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target, waiting))
     assign_counters(graph, waiting)
-
-
-def _scheduled_shares(graph: Graph) -> list[SmShare]:
-    """Each SM's nodes, in graph order, and its queues, in queue order (:func:`~vdir.analysis.queues.queues_of`)."""
-    queues_of_sm: dict[int, list[tuple[str, list[Node]]]] = defaultdict(list)
-    for (sm, engine), queue in queues_of(graph).items():
-        queues_of_sm[sm].append((engine, queue))
-    by_sm: dict[int, list[Node]] = defaultdict(list)
-    for n in graph.nodes:
-        by_sm[n.sm].append(n)
-    return [(sm, nodes, queues_of_sm[sm]) for sm, nodes in sorted(by_sm.items())]
 
 
 @dataclass(frozen=True)

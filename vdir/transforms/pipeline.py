@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
-from vdir.analysis.queues import SmShare, sm_shares
+from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
@@ -220,7 +220,7 @@ def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: in
     place(graph, graph.target.num_sms, stream_loads)
     shares = schedule_and_allocate(graph, prefetch, run_ahead)  # laying out and encoding read its queues
     layout_dependencies(graph, shares)
-    queues = {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
+    queues = queues_of_shares(shares)
     if encode_in_ir:
         return replace_with_encoded(module, graph, reroll, l2_prefetch, queues)
     return encode(graph, reroll, l2_prefetch, queues)
