@@ -107,12 +107,8 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
     b.raw("bar.warp.sync", "%d" % FULL)
 
     def issue(sa, tmap, chunk, r):
-        if policy is None:
-            b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-                  "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", ins=[sa, tmap, c.zero, chunk, r, bar])
-        else:
-            b.raw("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint",
-                  "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}], {6}", ins=[sa, tmap, c.zero, chunk, r, bar, policy])
+        _copy_in(c, "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                 "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", [sa, tmap, c.zero, chunk, r, bar], policy)
 
     tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -273,12 +269,8 @@ def bulk_load(c: Ctx, gptr: SSAValue, dst0: SSAValue, rows: SSAValue, row_bytes:
         done_b = b.i("mul.lo.u32", "u32", r, rb)
         left = b.i("sub.u32", "u32", total, done_b)
         size = b.i("min.u32", "u32", rb, left)
-        if policy is None:
-            b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-                  "[{0}], [{1}], {2}, [{3}]", ins=[dst, src, size, bar])
-        else:
-            b.raw("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint",
-                  "[{0}], [{1}], {2}, [{3}], {4}", ins=[dst, src, size, bar, policy])
+        _copy_in(c, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+                 "[{0}], [{1}], {2}, [{3}]", [dst, src, size, bar], policy)
 
     b.for_range(first, n, 32, copy, "ld_rows")
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -312,6 +304,14 @@ def bulk_prefetch(c: Ctx, gptr: SSAValue, rows: SSAValue, row_bytes: SSAValue, s
 
     b.for_range(c.lane, n, 32, piece, "pf_rows")
     b.raw("bar.warp.sync", "%d" % FULL)
+
+
+def _copy_in(c: Ctx, mnemonic: str, operands: str, ins: list[SSAValue], policy: SSAValue | None) -> None:
+    """One copy into shared memory; with ``policy``, carrying it as an L2 cache hint (``.L2::cache_hint``)."""
+    if policy is None:
+        c.b.raw(mnemonic, operands, ins=ins)
+    else:
+        c.b.raw(f"{mnemonic}.L2::cache_hint", f"{operands}, {{{len(ins)}}}", ins=[*ins, policy])
 
 
 def evict_first_policy(c: Ctx) -> SSAValue:
