@@ -17,6 +17,11 @@ SM is spread thin.
 engine's: where the HBM idles while the chain of hand-offs runs
 (docs/performance.md, round 7).
 
+``--stores`` adds the stores that release a counter, grouped by whether
+their SM's stream engine had loads in flight when they began or began one
+while they ran: a release waits for the SM's weight tiles in flight to land
+(docs/performance.md, round 8).
+
 ``--handoffs`` adds the cross-SM hand-offs of those layers, by consuming
 stage: for each micro-op that waited on a global counter, the time from the
 last release it waited for to its start (the hand-off's own latency, or
@@ -142,6 +147,33 @@ def hbm_timeline(trace, lo_us: float, hi_us: float, bin_us: float = HBM_BIN_US) 
     return lines
 
 
+def store_table(trace) -> list[str]:
+    """The stores that released a counter, by the stream engine's loads on their SM around them: how many,
+    their median duration, and, where loads were in flight at the start and none began during the store,
+    the median of the store's end minus the last of those loads' ends
+    (:meth:`~vdir.device_runtime.trace.Trace.release_stores`)."""
+    from vdir.target import EngineKind, get_target
+
+    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    stores = trace.release_stores(stream)
+    classes = {
+        "no stream load in flight or begun": lambda r: r.in_flight == 0 and r.issued == 0,
+        "loads in flight, none begun": lambda r: r.in_flight > 0 and r.issued == 0,
+        "none in flight, loads begun": lambda r: r.in_flight == 0 and r.issued > 0,
+        "loads in flight and begun": lambda r: r.in_flight > 0 and r.issued > 0,
+    }
+    lines = ["stores that release a counter, by the stream engine's loads on their SM (µs, medians):",
+             f"  {'':36s}{'count':>7s}{'duration':>10s}{'end - last landed':>19s}"]
+    for label, test in classes.items():
+        rs = [r for r in stores if test(r)]
+        if not rs:
+            continue
+        after = [r.store.start_us + r.store.dur_us - r.last_landed_us for r in rs if r.last_landed_us is not None]
+        tail = f"{median(after):19.2f}" if after and label.startswith("loads in flight, none") else ""
+        lines.append(f"  {label:36s}{len(rs):7d}{median([r.store.dur_us for r in rs]):10.2f}{tail}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
     p.add_argument("--config", default="tiny", choices=sorted(_configs()))
@@ -153,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--path-layer", type=int, default=None,
                    help="the critical path through the window of this layer's micro-ops")
     p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
+    p.add_argument("--stores", action="store_true",
+                   help="also list the stores that release a counter by the stream engine's loads around them")
     p.add_argument("--handoffs", action="store_true", help="also list the layers' cross-SM hand-offs by stage")
     p.add_argument("--hbm", default="", metavar="LO,HI[,BIN]",
                    help="the loads' bytes landed per BIN µs (default 2) between LO and HI µs, as TB/s")
@@ -185,6 +219,8 @@ def report(opts, trace) -> None:
     print("\n".join(summarize(trace, layers)))
     if opts.handoffs:
         print("\n".join(handoff_table(trace, layers)))
+    if opts.stores:
+        print("\n".join(store_table(trace)))
     if opts.hbm:
         lo, hi, *rest = (float(x) for x in opts.hbm.split(","))
         print("\n".join(hbm_timeline(trace, lo, hi, *rest)))

@@ -358,3 +358,31 @@ def test_hand_offs_of_a_program_with_loop_records_pair_waits_with_releases():
     for h in handoffs:
         counter = isa.WAIT_COUNTER.get(word_of(h.consumer))
         assert counter and all(isa.RELEASE_COUNTER.get(word_of(p)) == counter for p in h.producers)
+
+
+def test_release_stores_count_the_stream_loads_around_each_releasing_store():
+    """A store that released a counter is listed with its SM's stream loads in flight at its start
+    (and when the last of them landed) and those begun while it ran; other stores are not listed."""
+    program = compile_module(parse_module_file(EXAMPLES / "mlp_stack.mlir"), num_sms=8)
+    executed = program.without_loops()
+    words = executed.instrs.reshape(-1, isa.INSTR_WORDS)
+    store, stream = 2, 3
+
+    def word(sm, engine, pos):
+        return words[executed.queues[sm][engine][0] + pos]
+
+    sm = 0
+    count = int(executed.queues[sm][store][1])
+    releasing = [p for p in range(count) if isa.RELEASE_COUNTER.get(word(sm, store, p))]
+    quiet = [p for p in range(count) if not isa.RELEASE_COUNTER.get(word(sm, store, p))]
+    assert releasing and quiet and int(executed.queues[sm][stream][1]) >= 3
+    events = [TraceEvent(sm, store, 0, releasing[0], 1.0, 2.0),  # 1.0 .. 3.0
+              TraceEvent(sm, store, 0, quiet[0], 5.0, 1.0),  # releases nothing: not listed
+              TraceEvent(sm, stream, 0, 0, 0.0, 2.8),  # in flight at 1.0, lands at 2.8
+              TraceEvent(sm, stream, 0, 1, 0.5, 0.4),  # landed before the store began
+              TraceEvent(sm, stream, 0, 2, 1.5, 2.0),  # begun during the store
+              TraceEvent(1, stream, 0, 0, 0.0, 9.0)]  # another SM's
+    [r] = Trace(program, events).release_stores(stream)
+    assert (r.store.pos, r.in_flight, r.issued, r.last_landed_us) == (releasing[0], 1, 1, 2.8)
+    [alone] = Trace(program, events[:2]).release_stores(stream)
+    assert (alone.in_flight, alone.issued, alone.last_landed_us) == (0, 0, None)

@@ -14,7 +14,9 @@ each wait on a global counter with the releases it waited for (the latency of
 a cross-SM hand-off, and the spread between its producers:
 ``bench/trace_decode.py --handoffs``). :meth:`Trace.bytes_landed` bins the bytes the loads
 brought in along the launch (where the memory system idles:
-``bench/trace_decode.py --hbm``). :meth:`Trace.to_json` writes the
+``bench/trace_decode.py --hbm``). :meth:`Trace.release_stores` lists each store that released a
+counter with the stream engine's loads on its SM around it (``bench/trace_decode.py
+--stores``). :meth:`Trace.to_json` writes the
 Chrome trace-event format (:meth:`Trace.from_json` reads it back) that
 Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
 ("X") slices on threads, which the viewers draw as tracks. A viewer drops or
@@ -93,6 +95,18 @@ class HandOff(NamedTuple):
         """From the first producer's release to the last's: the wait for the slowest SM."""
         first = self.producers[0]
         return self.ready_us - (first.start_us + first.dur_us)
+
+
+class ReleaseStore(NamedTuple):
+    """A store that released a global counter, and the loads of one engine on its SM around it."""
+
+    store: TraceEvent
+    #: the engine's loads in flight when the store began
+    in_flight: int
+    #: the engine's loads that began while the store ran
+    issued: int
+    #: when the last of the loads in flight at the store's start ended (None: none was in flight)
+    last_landed_us: float | None
 
 
 @dataclass
@@ -182,6 +196,32 @@ class Trace:
             if counted[index] and (engines is None or e.engine in engines):
                 landed[int((e.start_us + e.dur_us) // bin_us)] += size[index]
         return landed
+
+    def release_stores(self, engine: int) -> list[ReleaseStore]:
+        """Every store that released a global counter, with ``engine``'s loads on its SM around it.
+
+        Where a hand-off's store spends its time (``bench/trace_decode.py
+        --stores``): the release (``red.release.gpu``: ``MEMBAR.ALL.GPU`` in
+        SASS) is measured to end when the SM's weight tiles in flight have
+        landed, so a store on a streaming SM lasts as long as its stream
+        engine's in-flight loads (``docs/performance.md``, round 8).
+        """
+        words, row_of = self._executed_words()
+        releasing = (isa.OPCODE.column(words) == isa.OP_STORE) & (isa.RELEASE_COUNTER.column(words) != 0)
+        loads: dict[int, list[TraceEvent]] = defaultdict(list)
+        for e in self.events:
+            if e.engine == engine:
+                loads[e.sm].append(e)
+        out = []
+        for e in self.events:
+            if not releasing[row_of(e)]:
+                continue
+            end = e.start_us + e.dur_us
+            around = loads.get(e.sm, ())
+            flying = [x.start_us + x.dur_us for x in around if x.start_us < e.start_us < x.start_us + x.dur_us]
+            issued = sum(1 for x in around if e.start_us <= x.start_us < end)
+            out.append(ReleaseStore(e, len(flying), issued, max(flying) if flying else None))
+        return out
 
     def _executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
         """The executed instructions' words (loop records expanded: an event's position counts executed
