@@ -156,21 +156,22 @@ def store_table(trace) -> list[str]:
 
     stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
     stores = trace.release_stores(stream)
-    classes = {
-        "no stream load in flight or begun": lambda r: r.in_flight == 0 and r.issued == 0,
-        "loads in flight, none begun": lambda r: r.in_flight > 0 and r.issued == 0,
-        "none in flight, loads begun": lambda r: r.in_flight == 0 and r.issued > 0,
-        "loads in flight and begun": lambda r: r.in_flight > 0 and r.issued > 0,
-    }
+    classes = [  # (label, which stores, whether the end after the last landed load is shown)
+        ("no stream load in flight or begun", lambda r: r.in_flight == 0 and r.issued == 0, False),
+        ("loads in flight, none begun", lambda r: r.in_flight > 0 and r.issued == 0, True),
+        ("none in flight, loads begun", lambda r: r.in_flight == 0 and r.issued > 0, False),
+        ("loads in flight and begun", lambda r: r.in_flight > 0 and r.issued > 0, False),
+    ]
     lines = ["stores that release a counter, by the stream engine's loads on their SM (µs, medians):",
              f"  {'':36s}{'count':>7s}{'duration':>10s}{'end - last landed':>19s}"]
-    for label, test in classes.items():
+    for label, test, show_after in classes:
         rs = [r for r in stores if test(r)]
         if not rs:
             continue
-        after = [r.store.start_us + r.store.dur_us - r.last_landed_us for r in rs if r.last_landed_us is not None]
-        tail = f"{median(after):19.2f}" if after and label.startswith("loads in flight, none") else ""
-        lines.append(f"  {label:36s}{len(rs):7d}{median([r.store.dur_us for r in rs]):10.2f}{tail}")
+        line = f"  {label:36s}{len(rs):7d}{median([r.store.dur_us for r in rs]):10.2f}"
+        if show_after:
+            line += f"{median([r.store.start_us + r.store.dur_us - r.last_landed_us for r in rs]):19.2f}"
+        lines.append(line)
     return lines
 
 

@@ -25,6 +25,7 @@ from vdir.device_runtime.trace import TICKS_PER_US, Trace, TraceError, TraceEven
 from vdir.families import DTYPES
 from vdir.isa import index_ranges
 from vdir.lowering import lower_to_ptx
+from vdir.target import EngineKind, get_target
 from vdir.testing.compare import compare_outputs
 from vdir.testing.reference import evaluate
 from vdir.tools.common import parse_module_file
@@ -366,7 +367,8 @@ def test_release_stores_count_the_stream_loads_around_each_releasing_store():
     program = compile_module(parse_module_file(EXAMPLES / "mlp_stack.mlir"), num_sms=8)
     executed = program.without_loops()
     words = executed.instrs.reshape(-1, isa.INSTR_WORDS)
-    store, stream = 2, 3
+    target = get_target(program.target)
+    store, stream = target.engine_index(EngineKind.STORE), target.engine_index(EngineKind.STREAM)
 
     def word(sm, engine, pos):
         return words[executed.queues[sm][engine][0] + pos]
