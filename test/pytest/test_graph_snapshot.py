@@ -68,9 +68,10 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
     attempts: list[int] = []
 
     def allocate_failing_once(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
-                              by_liveness: bool = True, tiles=None, run_ahead: int = STREAM_RUN_AHEAD) -> int:
+                              by_liveness: bool = True, tiles=None, run_ahead: int = STREAM_RUN_AHEAD,
+                              weight_ring: int = 0) -> int:
         attempts.append(sm)
-        used = allocate_sm(graph, sm, nodes, intern, by_liveness, tiles, run_ahead)
+        used = allocate_sm(graph, sm, nodes, intern, by_liveness, tiles, run_ahead, weight_ring)
         if len(attempts) == 2:
             raise PassFailure("tiles do not fit")
         return used

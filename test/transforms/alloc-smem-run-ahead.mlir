@@ -2,6 +2,8 @@
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem{run-ahead=0}' | filecheck %s --check-prefix=RINGS
 // RUN: not vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem{run-ahead=9}' 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1 run-ahead=-1}' 2>&1 | filecheck %s --check-prefix=BAD-PIPELINE
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem{weight-ring=2}' | filecheck %s --check-prefix=WRING
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem{weight-ring=9}' 2>&1 | filecheck %s --check-prefix=BAD-WRING
 
 // Two phases of 64 KiB weight tiles, as in an MLP block 8192 wide: against
 // a row cut into two 8 KiB chunks (beside the 16 KiB vectors it came from),
@@ -74,3 +76,17 @@ vdir.program @phases(%h: !vdir.buffer<1x8192xbf16>, %g: !vdir.buffer<1x8192xbf16
     %zs = vdir.store %a6, %z[0, %q] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x16xbf16>
   }
 }
+
+// weight-ring=2: the streamed tiles in a ring of two 64 KiB slots at the top
+// of the 227328-byte arena (from 96256), rotating through both phases; the
+// vectors and chunks by liveness below it, never in the ring's bytes.
+
+// WRING-LABEL: vdir.program @phases
+// WRING:       %ht = vdir.load {{.*}}smem = 0>}
+// WRING:       vdir.load %w[0, 0] {{.*}}smem = 96256, label = "%w0[i=0]">}
+// WRING:       vdir.load %w[0, 4096] {{.*}}smem = 161792, label = "%w1[i=0]">}
+// WRING:       vdir.load %w[8, 0] {{.*}}smem = 96256, label = "%w0[i=1]"
+// WRING:       vdir.load %d[0, 0] {{.*}}smem = 96256, label = "%d0[k=0]"
+// WRING:       vdir.load %d[0, 4096] {{.*}}smem = 161792, label = "%d1[k=0]"
+
+// BAD-WRING: error: vdir-alloc-smem: option 'weight-ring' must be at most 8, got 9

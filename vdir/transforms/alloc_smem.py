@@ -39,6 +39,16 @@ the room the weight tiles rotate through. Where ``run-ahead`` tiles do not
 fit, fewer are tried; where none fits, the rings stay. (SMs the rings do not
 fit keep plain liveness: run-ahead there measured slower, see
 docs/performance.md.)
+
+Option ``weight-ring`` (0: off, the default) gives the streamed tiles a
+ring of that many slots at the top of the arena, apart from everything
+else, which is allocated by liveness below it: rings that fit can leave
+the weight tiles two slots beside rings that each hold their class's peak
+(a decode step's vectors, attention tiles and states), although the small
+tiles never need those bytes all at once. Kept apart, no small tile waits
+for a weight tile's consumer. Where the small tiles do not fit below the
+ring, or the streamed tiles are not of one size, the SM is allocated as
+without the option.
 """
 
 from __future__ import annotations
@@ -67,6 +77,8 @@ from vdir.target import EngineKind
 STREAM_RUN_AHEAD = 2
 #: the largest ``run-ahead`` accepted
 MAX_RUN_AHEAD = 8
+#: the largest ``weight-ring`` accepted
+MAX_WEIGHT_RING = 8
 
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
@@ -160,7 +172,7 @@ def _classes(counts: dict[int, int]) -> str:
 
 
 def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True,
-                tiles: list[TileLife] | None = None, run_ahead: int = STREAM_RUN_AHEAD) -> int:
+                tiles: list[TileLife] | None = None, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0) -> int:
     """Allocate one SM's tiles; return the bytes its arena uses.
 
     Rings first; where they do not fit, by liveness; where (``run_ahead`` >
@@ -169,7 +181,9 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     (:func:`_try_by_liveness`), the rings if that does not fit; a located
     error where liveness is not allowed (``by_liveness`` false).
     ``tiles``: :func:`tiles_of_sm` of ``nodes`` in the schedule given, where
-    the caller has them already.
+    the caller has them already. ``weight_ring`` > 0: first the streamed
+    tiles in a ring of that many slots apart from the others, which are
+    allocated by liveness whatever ``by_liveness`` says (:func:`_try_weight_ring`).
     """
     target = graph.target
     budget = tile_arena_bytes(target.smem_per_block)
@@ -183,6 +197,10 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
             f"memory, more than the {budget} bytes available on {target.name}; use smaller tiles",
             loc=where.loc,  # type: ignore[union-attr]
         )
+    if weight_ring:
+        used = _try_weight_ring(sm, tiles, budget, intern, target.name, weight_ring)
+        if used is not None:
+            return used
     counts = _slot_counts(tiles, peak, budget)
     base: dict[int, int] = {}
     offset = 0
@@ -206,6 +224,15 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
             f"bytes available on {target.name}; use smaller tiles",
             loc=tiles[0].node.loc,
         )
+    _place_in_rings(tiles, counts, base, intern)
+    return offset
+
+
+def _place_in_rings(tiles: list[TileLife], counts: dict[int, int], base: dict[int, int],
+                    intern: GroupInterner) -> None:
+    """Give each tile, in schedule order, the slot of its class's ring (``counts[size]`` slots from
+    ``base[size]``) freed longest ago; it waits for the consumers of the slot's previous tile.
+    Every class holds at least its peak live count."""
     free = {size: deque(range(counts[size])) for size in counts}
     occupant: dict[tuple[int, int], TileLife] = {}
     releases: list[tuple[tuple[int, int], int, int, int]] = []  # (last_use, tiebreak, size, slot)
@@ -222,7 +249,35 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
         occupant[(size, slot)] = t
         node.smem = base[size] + slot * size
         heapq.heappush(releases, (t.last_use, n_tile, size, slot))
-    return offset
+
+
+def _try_weight_ring(sm: int, tiles: list[TileLife], budget: int, intern: GroupInterner, target: str,
+                     slots: int) -> int | None:
+    """The streamed tiles (:func:`_streamed`) in a ring of ``slots`` slots at the top of the arena, the
+    other tiles by liveness below it; the bytes used, or None (the tiles as they were) where the
+    streamed tiles are not all of one size, outnumber the slots at their peak, or the others do not
+    fit below the ring."""
+    streamed = _streamed(tiles)
+    ring = [t for t, s in zip(tiles, streamed, strict=True) if s]
+    sizes = {t.size for t in ring}
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    peak, _, _ = _peaks(ring, *_time_keys(ring))
+    below = budget - slots * size
+    if peak[size] > slots or below < 0:
+        return None
+    rest = [t for t, s in zip(tiles, streamed, strict=True) if not s]
+    saved = [len(t.node.deps) for t in tiles]
+    try:
+        if rest:
+            _allocate_by_liveness(sm, rest, _time_keys(rest), below, intern, target, 0)
+    except PassFailure:
+        for t, n in zip(tiles, saved, strict=True):
+            del t.node.deps[n:]
+        return None
+    _place_in_rings(ring, {size: slots}, {size: below}, intern)
+    return budget
 
 
 def _try_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int], list[int]], budget: int,
@@ -428,9 +483,9 @@ class _Occupants:
         return previous if len(previous) < 2 else list({id(p): p for p in previous}.values())
 
 
-def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN_AHEAD) -> None:
-    """Allocate every SM; the program's ``smem_bytes`` is the largest arena (``run_ahead``: see
-    :func:`allocate_sm`).
+def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0) -> None:
+    """Allocate every SM; the program's ``smem_bytes`` is the largest arena (``run_ahead``,
+    ``weight_ring``: see :func:`allocate_sm`).
 
     ``by_liveness`` false refuses, rather than allocates by liveness, an SM
     whose rings do not fit: ``vdir-pipeline`` first tries rings with less
@@ -440,7 +495,8 @@ def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN
     for n in graph.nodes:
         by_sm[n.sm].append(n)
     intern = GroupInterner()
-    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness, run_ahead=run_ahead)
+    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness, run_ahead=run_ahead,
+                                        weight_ring=weight_ring)
                             for sm, ns in sorted(by_sm.items())), default=0)
 
 
@@ -451,15 +507,20 @@ class AllocSmemPass(ModulePass):
     Option ``run-ahead`` (default :data:`STREAM_RUN_AHEAD`, 0 ..
     :data:`MAX_RUN_AHEAD`): how many streamed tiles an SM whose rings would
     single-buffer them keeps room for ahead of the one being read; 0 keeps
-    such rings.
+    such rings. Option ``weight-ring`` (default 0: off, up to
+    :data:`MAX_WEIGHT_RING`): the streamed tiles in a ring of that many slots,
+    the other tiles by liveness below it, where they fit.
     """
 
     name = "vdir-alloc-smem"
 
     run_ahead: int = STREAM_RUN_AHEAD
+    weight_ring: int = 0
 
     def __post_init__(self) -> None:
         require_option_in_range(self.name, "run-ahead", self.run_ahead, 0, MAX_RUN_AHEAD)
+        require_option_in_range(self.name, "weight-ring", self.weight_ring, 0, MAX_WEIGHT_RING)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_stage(op, "scheduled", "allocated", lambda graph: allocate(graph, run_ahead=self.run_ahead))
+        run_stage(op, "scheduled", "allocated",
+                  lambda graph: allocate(graph, run_ahead=self.run_ahead, weight_ring=self.weight_ring))
