@@ -29,6 +29,7 @@
 // CHECK-NEXT:       l2-prefetch=0
 // CHECK-NEXT:       stream-loads=true
 // CHECK-NEXT:       run-ahead=2
+// CHECK-NEXT:       weight-ring=0
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program
