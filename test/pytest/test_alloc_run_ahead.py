@@ -70,10 +70,10 @@ def test_single_buffered_rings_give_way_to_run_ahead():
     assert first[:3] == sorted(first[:3]) and len(set(first[:3])) == 3  # consecutive tiles rotate
 
 
-@pytest.mark.parametrize("run_ahead", [0, 2])
-def test_run_ahead_allocation_runs_exactly(run_ahead):
+@pytest.mark.parametrize("options", [{"run_ahead": 0}, {"run_ahead": 2}, {"weight_ring": 2}])
+def test_each_allocation_runs_exactly(options):
     module = _two_phases()
-    program = compile_to_encoded(module, num_sms=1, run_ahead=run_ahead)
+    program = compile_to_encoded(module, num_sms=1, **options)
     rng = np.random.default_rng(11)
     r = lambda *shape: rng.standard_normal(shape).astype(bfloat16)  # noqa: E731
     inputs = {"h": r(1, HIDDEN), "g": r(1, HIDDEN), "w": r(FIRST * ROWS, HIDDEN), "v": r(1, WIDE),
@@ -106,39 +106,17 @@ def test_a_weight_ring_keeps_the_streamed_tiles_apart_from_the_others():
     assert np.array_equal(too_deep.instrs, default.instrs)
 
 
-def test_weight_ring_allocation_runs_exactly():
-    module = _two_phases()
-    program = compile_to_encoded(module, num_sms=1, weight_ring=2)
-    rng = np.random.default_rng(12)
-    r = lambda *shape: rng.standard_normal(shape).astype(bfloat16)  # noqa: E731
-    inputs = {"h": r(1, HIDDEN), "g": r(1, HIDDEN), "w": r(FIRST * ROWS, HIDDEN), "v": r(1, WIDE),
-              "d": r(SECOND * ROWS, WIDE)}
-    want = evaluate(module, {**inputs, "y": np.zeros((1, FIRST * ROWS), bfloat16),
-                             "z": np.zeros((1, SECOND * ROWS), bfloat16)})
-    for seed in (0, 1):
-        with vdir.compile(program, backend="sim", seed=seed) as exe:
-            got = exe(**inputs)
-        for name in ("y", "z"):
-            assert np.array_equal(np.asarray(got[name]).view(np.uint16), want[name].view(np.uint16)), name
-
-
 def test_a_decode_step_with_a_weight_ring_matches_its_mirror():
     """The tiny Llama step with its weight tiles in a ring of three (its other tiles by liveness below):
     bit-identical logits and tokens against the model in the families' numpy semantics, on the
     simulator with race checking."""
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder
-    from vdir.testing.llama import MirrorModel, random_weights
+    from vdir.testing.llama import MirrorModel, follow_mirror_exactly, random_weights
 
     cfg = NAMED_CONFIGS["tiny"]
     program = compile_to_encoded(build_decode_step(cfg), weight_ring=3)
     assert program.smem_bytes != compile_to_encoded(build_decode_step(cfg)).smem_bytes  # the ring took the top
     weights = random_weights(cfg, seed=5)
-    mirror = MirrorModel(cfg, weights)
     with LlamaDecoder(cfg, weights, backend="sim", program=program) as decoder:
-        token = 11
-        for pos in range(4):
-            decoder.step(pos, token)
-            want_token, want_logits = mirror.step(token, pos)
-            assert np.array_equal(decoder.logits().view(np.uint16), want_logits.view(np.uint16)), f"logits at {pos}"
-            token = want_token
+        follow_mirror_exactly(decoder, MirrorModel(cfg, weights), token=11, steps=4)

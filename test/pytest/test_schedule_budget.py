@@ -16,8 +16,6 @@ hoisted (``test/transforms/schedule-hoist.mlir``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from vdir.analysis.graph import Node
 from vdir.analysis.liveness import LiveBytes, TileLife
 from vdir.diagnostics import PassFailure
@@ -25,7 +23,7 @@ from vdir.frontend.llama import LlamaConfig, build_decode_step
 from vdir.isa import tile_arena_bytes
 from vdir.models.llama import LlamaDecoder
 from vdir.target import get_target
-from vdir.testing.llama import MirrorModel, random_weights
+from vdir.testing.llama import MirrorModel, follow_mirror_exactly, random_weights
 from vdir.transforms import pipeline
 
 
@@ -70,14 +68,8 @@ def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkey
     # weight tiles of the next phase were moved ahead of a wait (the MLP's gate and down weights)
     assert any(name.startswith("%wgt") for name in hoisted) and any(name.startswith("%wd") for name in hoisted)
     weights = random_weights(WIDE_LAYER, seed=3)
-    mirror = MirrorModel(WIDE_LAYER, weights)
     with LlamaDecoder(WIDE_LAYER, weights, backend="sim", program=program) as decoder:
-        token = 7
-        for pos in range(3):
-            decoder.step(pos, token)
-            want_token, want_logits = mirror.step(token, pos)
-            assert np.array_equal(decoder.logits().view(np.uint16), want_logits.view(np.uint16)), f"logits at {pos}"
-            token = want_token
+        follow_mirror_exactly(decoder, MirrorModel(WIDE_LAYER, weights), token=7, steps=3)
 
 
 def test_an_sm_that_does_not_fit_retries_alone_at_a_smaller_share(monkeypatch):

@@ -10,6 +10,7 @@ the program computes a Llama step at all (compared within a bf16 tolerance).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ml_dtypes import bfloat16
@@ -25,6 +26,9 @@ from vdir.frontend.llama import (
     weight_shapes,
 )
 from vdir.frontend.rope import rope_tables
+
+if TYPE_CHECKING:
+    from vdir.models.llama import LlamaDecoder
 
 
 def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
@@ -135,6 +139,17 @@ class MirrorModel:
         up = _run("gemv", [self._rows("wu", layer, I), xn])
         act = _run("silu_mul", [gate, up])
         return _run("add", [_chunked(self._rows("wd", layer, cfg.hidden), act, cfg.down_chunks), h])
+
+
+def follow_mirror_exactly(decoder: LlamaDecoder, mirror: MirrorModel, token: int, steps: int) -> None:
+    """Step ``decoder`` and ``mirror`` from ``token`` at positions ``0 .. steps - 1``, each fed the mirror's
+    own greedy token; every step's logits must be bit-identical (the simulator runs the families'
+    semantics exactly)."""
+    for pos in range(steps):
+        decoder.step(pos, token)
+        want_token, want_logits = mirror.step(token, pos)
+        assert np.array_equal(decoder.logits().view(np.uint16), want_logits.view(np.uint16)), f"logits at {pos}"
+        token = want_token
 
 
 def _rmsnorm64(x: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
