@@ -18,7 +18,7 @@ from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, graph_t
 from vdir.diagnostics import PassFailure
 from vdir.tools.common import parse_module_file
 from vdir.transforms import pipeline
-from vdir.transforms.alloc_smem import STREAM_RUN_AHEAD, allocate, allocate_sm
+from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, StreamRoom, allocate, allocate_sm
 from vdir.transforms.encode import encode
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
@@ -68,10 +68,9 @@ def test_rollback_retries_like_a_fresh_schedule(monkeypatch: pytest.MonkeyPatch)
     attempts: list[int] = []
 
     def allocate_failing_once(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
-                              by_liveness: bool = True, tiles=None, run_ahead: int = STREAM_RUN_AHEAD,
-                              weight_ring: int = 0) -> int:
+                              by_liveness: bool = True, tiles=None, room: StreamRoom = DEFAULT_STREAM_ROOM) -> int:
         attempts.append(sm)
-        used = allocate_sm(graph, sm, nodes, intern, by_liveness, tiles, run_ahead, weight_ring)
+        used = allocate_sm(graph, sm, nodes, intern, by_liveness, tiles, room)
         if len(attempts) == 2:
             raise PassFailure("tiles do not fit")
         return used

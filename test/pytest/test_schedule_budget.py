@@ -25,6 +25,7 @@ from vdir.models.llama import LlamaDecoder
 from vdir.target import get_target
 from vdir.testing.llama import MirrorModel, follow_mirror_exactly, random_weights
 from vdir.transforms import pipeline
+from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM
 
 
 def _node(i: int) -> Node:
@@ -60,8 +61,7 @@ def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkey
 
     monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
     monkeypatch.setattr(pipeline, "_try_schedule_and_allocate",
-                        lambda graph, per_sm, attempt, run_ahead, weight_ring:
-                        real_try(graph, per_sm, attempt, run_ahead, weight_ring)
+                        lambda graph, per_sm, attempt, room: real_try(graph, per_sm, attempt, room)
                         and not taken.append(attempt))
     program = pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4, stream_loads=False)
     assert taken and taken[-1].budgeted and taken[-1].prefetch == 2, taken
@@ -82,10 +82,10 @@ def test_an_sm_that_does_not_fit_retries_alone_at_a_smaller_share(monkeypatch):
         budgets.setdefault(nodes[0].sm, []).append(budget)
         return real_schedule(graph, nodes, queues, prefetch, budget)
 
-    def allocate(graph, sm, nodes, intern, by_liveness=True, tiles=None, run_ahead=2, weight_ring=0):
+    def allocate(graph, sm, nodes, intern, by_liveness=True, tiles=None, room=DEFAULT_STREAM_ROOM):
         if sm == 1 and len(budgets[1]) == 1:
             raise PassFailure("does not fit")
-        return real_allocate(graph, sm, nodes, intern, by_liveness, tiles, run_ahead, weight_ring)
+        return real_allocate(graph, sm, nodes, intern, by_liveness, tiles, room)
 
     monkeypatch.setattr(pipeline, "schedule_within_budget", schedule)
     monkeypatch.setattr(pipeline, "allocate_sm", allocate)
@@ -116,7 +116,7 @@ def test_with_the_stream_engine_only_the_attempts_without_hoisting_are_made(monk
     tried = []
     real_try = pipeline._try_schedule_and_allocate
     monkeypatch.setattr(pipeline, "_try_schedule_and_allocate",
-                        lambda graph, per_sm, attempt, run_ahead, weight_ring: tried.append(attempt)
-                        or real_try(graph, per_sm, attempt, run_ahead, weight_ring))
+                        lambda graph, per_sm, attempt, room: tried.append(attempt)
+                        or real_try(graph, per_sm, attempt, room))
     pipeline.compile_to_encoded(build_decode_step(WIDE_LAYER), num_sms=4)
     assert tried and all(a.prefetch == 0 and not a.budgeted for a in tried), tried

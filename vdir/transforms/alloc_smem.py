@@ -80,6 +80,25 @@ MAX_RUN_AHEAD = 8
 #: the largest ``weight-ring`` accepted
 MAX_WEIGHT_RING = 8
 
+@dataclass(frozen=True)
+class StreamRoom:
+    """How much room an SM's allocation makes for the stream engine's weight tiles: the options
+    ``run-ahead`` and ``weight-ring`` of ``vdir-alloc-smem`` (and ``vdir-pipeline``), one value."""
+
+    #: streamed tiles kept room for ahead of the one being read, where the rings would single-buffer them
+    run_ahead: int = STREAM_RUN_AHEAD
+    #: slots of a ring that holds the streamed tiles apart from the others (0: none)
+    weight_ring: int = 0
+
+    def check(self, owner: str) -> None:
+        """Refuse either option outside its range, naming ``owner`` (the pass)."""
+        require_option_in_range(owner, "run-ahead", self.run_ahead, 0, MAX_RUN_AHEAD)
+        require_option_in_range(owner, "weight-ring", self.weight_ring, 0, MAX_WEIGHT_RING)
+
+
+#: the options' defaults: run-ahead 2, no weight ring
+DEFAULT_STREAM_ROOM = StreamRoom()
+
 #: most extra slots a class receives beyond its peak live count
 MAX_EXTRA_SLOTS = 6
 
@@ -172,16 +191,16 @@ def _classes(counts: dict[int, int]) -> str:
 
 
 def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner, by_liveness: bool = True,
-                tiles: list[TileLife] | None = None, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0) -> int:
+                tiles: list[TileLife] | None = None, room: StreamRoom = DEFAULT_STREAM_ROOM) -> int:
     """Allocate one SM's tiles; return the bytes its arena uses.
 
-    Rings first; where they do not fit, by liveness; where (``run_ahead`` >
+    Rings first; where they do not fit, by liveness; where (``room.run_ahead`` >
     0) they leave the class that loads fill most a single slot, by
-    liveness with the streamed tiles up to ``run_ahead`` ahead
+    liveness with the streamed tiles up to ``room.run_ahead`` ahead
     (:func:`_try_by_liveness`), the rings if that does not fit; a located
     error where liveness is not allowed (``by_liveness`` false).
     ``tiles``: :func:`tiles_of_sm` of ``nodes`` in the schedule given, where
-    the caller has them already. ``weight_ring`` > 0: first the streamed
+    the caller has them already. ``room.weight_ring`` > 0: first the streamed
     tiles in a ring of that many slots apart from the others, which are
     allocated by liveness whatever ``by_liveness`` says (:func:`_try_weight_ring`).
     """
@@ -197,8 +216,8 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
             f"memory, more than the {budget} bytes available on {target.name}; use smaller tiles",
             loc=where.loc,  # type: ignore[union-attr]
         )
-    if weight_ring:
-        used = _try_weight_ring(sm, tiles, budget, intern, target.name, weight_ring)
+    if room.weight_ring:
+        used = _try_weight_ring(sm, tiles, budget, intern, target.name, room.weight_ring)
         if used is not None:
             return used
     counts = _slot_counts(tiles, peak, budget)
@@ -207,9 +226,9 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
     for size in sorted(counts, key=lambda s: -s):
         base[size] = offset
         offset += size * counts[size]
-    single = run_ahead > 0 and offset <= budget and _streams_single_buffered(tiles, counts)
+    single = room.run_ahead > 0 and offset <= budget and _streams_single_buffered(tiles, counts)
     if single and by_liveness:
-        used = _try_by_liveness(sm, tiles, times, budget, intern, target.name, run_ahead)
+        used = _try_by_liveness(sm, tiles, times, budget, intern, target.name, room.run_ahead)
         if used is not None:
             return used
     elif single:
@@ -483,9 +502,9 @@ class _Occupants:
         return previous if len(previous) < 2 else list({id(p): p for p in previous}.values())
 
 
-def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0) -> None:
-    """Allocate every SM; the program's ``smem_bytes`` is the largest arena (``run_ahead``,
-    ``weight_ring``: see :func:`allocate_sm`).
+def allocate(graph: Graph, by_liveness: bool = True, room: StreamRoom = DEFAULT_STREAM_ROOM) -> None:
+    """Allocate every SM; the program's ``smem_bytes`` is the largest arena (``room``: see
+    :func:`allocate_sm`).
 
     ``by_liveness`` false refuses, rather than allocates by liveness, an SM
     whose rings do not fit: ``vdir-pipeline`` first tries rings with less
@@ -495,8 +514,7 @@ def allocate(graph: Graph, by_liveness: bool = True, run_ahead: int = STREAM_RUN
     for n in graph.nodes:
         by_sm[n.sm].append(n)
     intern = GroupInterner()
-    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness, run_ahead=run_ahead,
-                                        weight_ring=weight_ring)
+    graph.smem_bytes = max((allocate_sm(graph, sm, ns, intern, by_liveness, room=room)
                             for sm, ns in sorted(by_sm.items())), default=0)
 
 
@@ -518,9 +536,12 @@ class AllocSmemPass(ModulePass):
     weight_ring: int = 0
 
     def __post_init__(self) -> None:
-        require_option_in_range(self.name, "run-ahead", self.run_ahead, 0, MAX_RUN_AHEAD)
-        require_option_in_range(self.name, "weight-ring", self.weight_ring, 0, MAX_WEIGHT_RING)
+        self.room.check(self.name)
+
+    @property
+    def room(self) -> StreamRoom:
+        """The options as one value."""
+        return StreamRoom(self.run_ahead, self.weight_ring)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_stage(op, "scheduled", "allocated",
-                  lambda graph: allocate(graph, run_ahead=self.run_ahead, weight_ring=self.weight_ring))
+        run_stage(op, "scheduled", "allocated", lambda graph: allocate(graph, room=self.room))

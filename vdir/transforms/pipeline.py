@@ -26,7 +26,7 @@ from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
-from vdir.transforms.alloc_smem import MAX_RUN_AHEAD, MAX_WEIGHT_RING, STREAM_RUN_AHEAD, allocate_sm
+from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, STREAM_RUN_AHEAD, StreamRoom, allocate_sm
 from vdir.transforms.encode import encode, replace_with_encoded
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
@@ -68,8 +68,7 @@ def _attempts(prefetch: int) -> list[_Attempt]:
     return [*rings, *budgeted, _Attempt(0, False), *(_Attempt(p, True) for p in range(prefetch, -1, -1))]
 
 
-def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_RUN_AHEAD,
-                          weight_ring: int = 0) -> list[SmShare]:
+def schedule_and_allocate(graph: Graph, prefetch: int, room: StreamRoom = DEFAULT_STREAM_ROOM) -> list[SmShare]:
     """Schedule with load hoisting; hoist less (down to none) while the tiles do not fit.
 
     Shared memory in rings is tried first at every hoisting depth, so that a
@@ -85,7 +84,7 @@ def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_R
     hoisting, raises. Each attempt schedules and allocates one SM at a time
     (the queues and tiles of an SM depend on no other SM's), so one that
     fails stops at the first SM that does not fit and undoes only the SMs
-    it reached. ``run_ahead``, ``weight_ring``: see vdir-alloc-smem.
+    it reached. ``room``: see vdir-alloc-smem.
 
     Returns each SM's share of the graph (:func:`~vdir.analysis.queues.sm_shares`),
     its queues now in queue order, for the stages after to reuse.
@@ -97,27 +96,24 @@ def schedule_and_allocate(graph: Graph, prefetch: int, run_ahead: int = STREAM_R
     if not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
         prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
-        if _try_schedule_and_allocate(graph, per_sm, attempt, run_ahead, weight_ring):
+        if _try_schedule_and_allocate(graph, per_sm, attempt, room):
             return per_sm
-    _schedule_and_allocate_by_liveness(graph, per_sm, run_ahead, weight_ring)
+    _schedule_and_allocate_by_liveness(graph, per_sm, room)
     return per_sm
 
 
-def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare], run_ahead: int,
-                                       weight_ring: int) -> None:
+def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare], room: StreamRoom) -> None:
     """The last attempt of :func:`schedule_and_allocate`: no hoisting, by liveness, SM by SM, on the
     shares the other attempts used; an SM that does not fit is a located error."""
     intern = GroupInterner()
     smem = 0
     for sm, nodes, queues in per_sm:
         schedule_sm(graph, queues, 0)
-        smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True, run_ahead=run_ahead,
-                                     weight_ring=weight_ring))
+        smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True, room=room))
     graph.smem_bytes = smem
 
 
-def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt, run_ahead: int,
-                               weight_ring: int) -> bool:
+def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt, room: StreamRoom) -> bool:
     """One attempt of :func:`schedule_and_allocate`, SM by SM; False (the graph as it was) if an SM fails.
 
     A budgeted attempt tries each SM at the shares of :data:`HOIST_BUDGET_FRACTIONS` in turn
@@ -138,8 +134,7 @@ def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _At
                     tiles = schedule_within_budget(graph, nodes, queues, attempt.prefetch, budget)
                 else:
                     schedule_sm(graph, queues, attempt.prefetch)
-                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles, run_ahead,
-                                             weight_ring=weight_ring))
+                smem = max(smem, allocate_sm(graph, sm, nodes, intern, attempt.by_liveness, tiles, room))
                 break
             except PassFailure:
                 _undo(touched[-1:])
@@ -193,40 +188,39 @@ def run_pipeline(
     limit in effect, see :mod:`vdir.limits`); not a positive integer: a
     :class:`~vdir.limits.LimitError`.
     """
-    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, run_ahead, weight_ring)
+    room = StreamRoom(run_ahead, weight_ring)
+    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, room)
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
         return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads,
-                           run_ahead, weight_ring)
+                           room)
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
-                           run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0) -> None:
+                           room: StreamRoom = DEFAULT_STREAM_ROOM) -> None:
     """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
     :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
-    ``l2-prefetch``, ``run-ahead`` outside 0 .. :data:`~vdir.transforms.alloc_smem.MAX_RUN_AHEAD`,
-    ``weight-ring`` outside 0 .. :data:`~vdir.transforms.alloc_smem.MAX_WEIGHT_RING`, and
+    ``l2-prefetch``, ``run-ahead`` or ``weight-ring`` out of range (:meth:`StreamRoom.check`), and
     any of them not an integer (the target checks the upper SM bound)."""
     if num_sms is not None:
         require_option_in_range(owner, "num-sms", num_sms, MIN_SMS)
     require_option_in_range(owner, "prefetch", prefetch, MIN_PREFETCH, MAX_PREFETCH)
     require_option_in_range(owner, "l2-prefetch", l2_prefetch, 0)
-    require_option_in_range(owner, "run-ahead", run_ahead, 0, MAX_RUN_AHEAD)
-    require_option_in_range(owner, "weight-ring", weight_ring, 0, MAX_WEIGHT_RING)
+    room.check(owner)
 
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
                 reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool,
-                run_ahead: int, weight_ring: int) -> isa.EncodedProgram:
+                room: StreamRoom) -> isa.EncodedProgram:
     graph = build_graph(module, max_micro_ops=max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, stream_loads)
-    shares = schedule_and_allocate(graph, prefetch, run_ahead, weight_ring)  # laying out and encoding read its queues
+    shares = schedule_and_allocate(graph, prefetch, room)  # laying out and encoding read its queues
     layout_dependencies(graph, shares)
     queues = queues_of_shares(shares)
     if encode_in_ir:
@@ -275,8 +269,8 @@ class PipelinePass(ModulePass):
     weight_ring: int = 0
 
     def __post_init__(self) -> None:
-        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch, self.run_ahead,
-                               self.weight_ring)
+        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
+                               StreamRoom(self.run_ahead, self.weight_ring))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
