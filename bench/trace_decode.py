@@ -22,6 +22,11 @@ their SM's stream engine had loads in flight when they began or began one
 while they ran: a release waits for the SM's weight tiles in flight to land
 (docs/performance.md, round 8).
 
+``--idle LO,HI`` adds how long the stream engines had no load in flight in
+that window (least, median and most over the SMs): the time a weight-tile
+slot was not free while the HBM could stream (docs/performance.md, round 8;
+the allocation option ``weight-ring``).
+
 ``--handoffs`` adds the cross-SM hand-offs of those layers, by consuming
 stage: for each micro-op that waited on a global counter, the time from the
 last release it waited for to its start (the hand-off's own latency, or
@@ -175,6 +180,21 @@ def store_table(trace) -> list[str]:
     return lines
 
 
+def idle_table(trace, lo_us: float, hi_us: float) -> list[str]:
+    """How long each SM's stream engine had no load in flight between ``lo_us`` and ``hi_us``
+    (:meth:`~vdir.device_runtime.trace.Trace.idle_us`): over the SMs, the least, the median and the most,
+    and the share of the window's SM-time."""
+    from vdir.target import EngineKind, get_target
+
+    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    idle = sorted(trace.idle_us(stream, lo_us, hi_us).values())
+    if not idle:
+        return ["no stream engine ran"]
+    share = sum(idle) / (len(idle) * (hi_us - lo_us))
+    return [f"stream engines with nothing in flight between {lo_us:g} and {hi_us:g} us, over {len(idle)} SMs: "
+            f"least {idle[0]:.1f}, median {median(idle):.1f}, most {idle[-1]:.1f} us ({share:.0%} of the SM-time)"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
     p.add_argument("--config", default="tiny", choices=sorted(_configs()))
@@ -188,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
     p.add_argument("--stores", action="store_true",
                    help="also list the stores that release a counter by the stream engine's loads around them")
+    p.add_argument("--idle", default="", metavar="LO,HI",
+                   help="how long the stream engines had no load in flight between LO and HI µs")
     p.add_argument("--handoffs", action="store_true", help="also list the layers' cross-SM hand-offs by stage")
     p.add_argument("--hbm", default="", metavar="LO,HI[,BIN]",
                    help="the loads' bytes landed per BIN µs (default 2) between LO and HI µs, as TB/s")
@@ -222,6 +244,9 @@ def report(opts, trace) -> None:
         print("\n".join(handoff_table(trace, layers)))
     if opts.stores:
         print("\n".join(store_table(trace)))
+    if opts.idle:
+        lo, hi = (float(x) for x in opts.idle.split(","))
+        print("\n".join(idle_table(trace, lo, hi)))
     if opts.hbm:
         lo, hi, *rest = (float(x) for x in opts.hbm.split(","))
         print("\n".join(hbm_timeline(trace, lo, hi, *rest)))

@@ -388,3 +388,18 @@ def test_release_stores_count_the_stream_loads_around_each_releasing_store():
     assert (r.store.pos, r.in_flight, r.issued, r.last_landed_us) == (releasing[0], 1, 1, 2.8)
     [alone] = Trace(program, events[:2]).release_stores(stream)
     assert (alone.in_flight, alone.issued, alone.last_landed_us) == (0, 0, None)
+
+
+def test_idle_us_counts_the_time_an_engine_has_nothing_in_flight():
+    program = gemv_program()
+    stream = get_target(program.target).engine_index(EngineKind.STREAM)
+    events = [TraceEvent(0, stream, 1, 0, 1.0, 2.0),  # 1 .. 3
+              TraceEvent(0, stream, 1, 1, 2.0, 2.0),  # 2 .. 4, overlapping
+              TraceEvent(0, stream, 1, 2, 6.0, 1.0),  # 6 .. 7
+              TraceEvent(1, stream, 1, 0, 0.0, 20.0),  # SM 1: busy throughout
+              TraceEvent(0, 1, 2, 0, 4.0, 2.0)]  # a compute: another engine
+    trace = Trace(program, events)
+    assert trace.idle_us(stream, 0.0, 10.0) == {0: 1.0 + 2.0 + 3.0, 1: 0.0}
+    assert trace.idle_us(stream, 3.5, 6.5) == {0: 2.0, 1: 0.0}
+    with pytest.raises(TraceError, match="window 5.0 .. 5.0 is empty"):
+        trace.idle_us(stream, 5.0, 5.0)

@@ -16,7 +16,8 @@ a cross-SM hand-off, and the spread between its producers:
 brought in along the launch (where the memory system idles:
 ``bench/trace_decode.py --hbm``). :meth:`Trace.release_stores` lists each store that released a
 counter with the stream engine's loads on its SM around it (``bench/trace_decode.py
---stores``). :meth:`Trace.to_json` writes the
+--stores``), and :meth:`Trace.idle_us` the time an engine had nothing in flight
+(``--idle``). :meth:`Trace.to_json` writes the
 Chrome trace-event format (:meth:`Trace.from_json` reads it back) that
 Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open: one process per SM, complete
 ("X") slices on threads, which the viewers draw as tracks. A viewer drops or
@@ -222,6 +223,29 @@ class Trace:
             issued = sum(1 for x in around if e.start_us <= x.start_us < end)
             out.append(ReleaseStore(e, len(flying), issued, max(flying) if flying else None))
         return out
+
+    def idle_us(self, engine: int, lo_us: float, hi_us: float) -> dict[int, float]:
+        """Per SM, the µs between ``lo_us`` and ``hi_us`` in which ``engine`` had no micro-op in flight
+        (``bench/trace_decode.py --idle``): where a stream engine waits for shared memory while the
+        HBM could stream (``docs/performance.md``, round 8). Every SM with a micro-op on ``engine``
+        in the launch is listed."""
+        if hi_us <= lo_us:
+            raise TraceError(f"idle_us: the window {lo_us} .. {hi_us} is empty")
+        spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
+        for e in self.events:
+            if e.engine == engine:
+                spans[e.sm].append((e.start_us, e.start_us + e.dur_us))
+        idle = {}
+        for sm, busy in spans.items():
+            free, reached = 0.0, lo_us
+            for start, end in sorted(busy):
+                if start > reached:
+                    free += min(start, hi_us) - reached
+                reached = max(reached, end)
+                if reached >= hi_us:
+                    break
+            idle[sm] = free + max(0.0, hi_us - reached)
+        return idle
 
     def _executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
         """The executed instructions' words (loop records expanded: an event's position counts executed
