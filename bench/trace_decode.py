@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_decode import DECODE_MAX_MICRO_OPS, DEFAULT_L2_PREFETCH, _configs  # noqa: E402
 from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
+from vdir.target import EngineKind, get_target  # noqa: E402
 
 #: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
 _NAME = re.compile(r"^(?:%(?P<tile>\w+)|store to @(?P<buf>\w+))(?P<idx>(?:\[[^\]]*\])*)")
@@ -135,6 +136,11 @@ def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
     return lines
 
 
+def stream_engine(trace) -> int:
+    """The stream engine's index on the trace's target."""
+    return get_target(trace.program.target).engine_index(EngineKind.STREAM)
+
+
 #: the default bin of ``--hbm``, µs
 HBM_BIN_US = 2.0
 
@@ -142,9 +148,7 @@ HBM_BIN_US = 2.0
 def hbm_timeline(trace, lo_us: float, hi_us: float, bin_us: float = HBM_BIN_US) -> list[str]:
     """The loads' bytes landed per ``bin_us`` between ``lo_us`` and ``hi_us``, as TB/s: all loads, and the
     stream engine's (:meth:`~vdir.device_runtime.trace.Trace.bytes_landed`)."""
-    from vdir.target import EngineKind, get_target
-
-    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    stream = stream_engine(trace)
     every, streamed = trace.bytes_landed(bin_us), trace.bytes_landed(bin_us, [stream])
     lines = [f"loads landed per {bin_us:g} us (TB/s): from   all  stream"]
     for k in range(int(lo_us // bin_us), min(int(hi_us // bin_us) + 1, len(every))):
@@ -157,9 +161,7 @@ def store_table(trace) -> list[str]:
     their median duration, and, where loads were in flight at the start and none began during the store,
     the median of the store's end minus the last of those loads' ends
     (:meth:`~vdir.device_runtime.trace.Trace.release_stores`)."""
-    from vdir.target import EngineKind, get_target
-
-    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    stream = stream_engine(trace)
     stores = trace.release_stores(stream)
     classes = [  # (label, which stores, whether the end after the last landed load is shown)
         ("no stream load in flight or begun", lambda r: r.in_flight == 0 and r.issued == 0, False),
@@ -184,15 +186,34 @@ def idle_table(trace, lo_us: float, hi_us: float) -> list[str]:
     """How long each SM's stream engine had no load in flight between ``lo_us`` and ``hi_us``
     (:meth:`~vdir.device_runtime.trace.Trace.idle_us`): over the SMs, the least, the median and the most,
     and the share of the window's SM-time."""
-    from vdir.target import EngineKind, get_target
-
-    stream = get_target(trace.program.target).engine_index(EngineKind.STREAM)
+    stream = stream_engine(trace)
     idle = sorted(trace.idle_us(stream, lo_us, hi_us).values())
     if not idle:
         return ["no stream engine ran"]
     share = sum(idle) / (len(idle) * (hi_us - lo_us))
     return [f"stream engines with nothing in flight between {lo_us:g} and {hi_us:g} us, over {len(idle)} SMs: "
             f"least {idle[0]:.1f}, median {median(idle):.1f}, most {idle[-1]:.1f} us ({share:.0%} of the SM-time)"]
+
+
+def numbers(count: str):
+    """An argparse type: a window ``LO,HI`` (``LO < HI``) of comma-separated numbers, then, where ``count``
+    allows (``"2"`` or ``"2-3"``), a positive bin."""
+    least, most = (int(x) for x in (count.split("-") if "-" in count else (count, count)))
+
+    def parse(text: str) -> list[float]:
+        try:
+            values = [float(x) for x in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not comma-separated numbers") from None
+        if not least <= len(values) <= most:
+            raise argparse.ArgumentTypeError(f"'{text}': want {count.replace('-', ' to ')} numbers")
+        if values[1] <= values[0]:
+            raise argparse.ArgumentTypeError(f"'{text}': the window's end must follow its start")
+        if len(values) > 2 and values[2] <= 0:
+            raise argparse.ArgumentTypeError(f"'{text}': the bin must be positive")
+        return values
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,16 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=8, help="steps run; the last one is traced")
     p.add_argument("--layers", default="0,1", help="the layers whose stages are listed (comma-separated)")
     p.add_argument("--json", help="write the Perfetto trace here")
-    p.add_argument("--path", default="", help="LO,HI: the critical path of the micro-ops that ran in this window (µs)")
+    p.add_argument("--path", type=numbers("2"), metavar="LO,HI",
+                   help="the critical path of the micro-ops that ran in this window (µs)")
     p.add_argument("--path-layer", type=int, default=None,
                    help="the critical path through the window of this layer's micro-ops")
     p.add_argument("--l2-prefetch", type=int, default=DEFAULT_L2_PREFETCH, help="vdir-encode's l2-prefetch bytes")
     p.add_argument("--stores", action="store_true",
                    help="also list the stores that release a counter by the stream engine's loads around them")
-    p.add_argument("--idle", default="", metavar="LO,HI",
+    p.add_argument("--idle", type=numbers("2"), metavar="LO,HI",
                    help="how long the stream engines had no load in flight between LO and HI µs")
     p.add_argument("--handoffs", action="store_true", help="also list the layers' cross-SM hand-offs by stage")
-    p.add_argument("--hbm", default="", metavar="LO,HI[,BIN]",
+    p.add_argument("--hbm", type=numbers("2-3"), metavar="LO,HI[,BIN]",
                    help="the loads' bytes landed per BIN µs (default 2) between LO and HI µs, as TB/s")
     p.add_argument("--from-json", metavar="FILE", help="read a trace written with --json instead of running")
     opts = p.parse_args(argv)
@@ -245,13 +267,11 @@ def report(opts, trace) -> None:
     if opts.stores:
         print("\n".join(store_table(trace)))
     if opts.idle:
-        lo, hi = (float(x) for x in opts.idle.split(","))
-        print("\n".join(idle_table(trace, lo, hi)))
+        print("\n".join(idle_table(trace, *opts.idle)))
     if opts.hbm:
-        lo, hi, *rest = (float(x) for x in opts.hbm.split(","))
-        print("\n".join(hbm_timeline(trace, lo, hi, *rest)))
+        print("\n".join(hbm_timeline(trace, *opts.hbm)))
     if opts.path:
-        lo, hi = (float(x) for x in opts.path.split(","))
+        lo, hi = opts.path
         print("\n".join(critical_path(trace, lo, hi)))
     if opts.path_layer is not None:
         print("\n".join(critical_path(trace, *layer_window(trace, opts.path_layer))))

@@ -209,10 +209,7 @@ class Trace:
         """
         words, row_of = self._executed_words()
         releasing = (isa.OPCODE.column(words) == isa.OP_STORE) & (isa.RELEASE_COUNTER.column(words) != 0)
-        loads: dict[int, list[TraceEvent]] = defaultdict(list)
-        for e in self.events:
-            if e.engine == engine:
-                loads[e.sm].append(e)
+        loads = self._by_sm(engine)
         out = []
         for e in self.events:
             if not releasing[row_of(e)]:
@@ -231,14 +228,10 @@ class Trace:
         in the launch is listed."""
         if hi_us <= lo_us:
             raise TraceError(f"idle_us: the window {lo_us} .. {hi_us} is empty")
-        spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
-        for e in self.events:
-            if e.engine == engine:
-                spans[e.sm].append((e.start_us, e.start_us + e.dur_us))
         idle = {}
-        for sm, busy in spans.items():
+        for sm, events in self._by_sm(engine).items():
             free, reached = 0.0, lo_us
-            for start, end in sorted(busy):
+            for start, end in sorted((e.start_us, e.start_us + e.dur_us) for e in events):
                 if start > reached:
                     free += min(start, hi_us) - reached
                 reached = max(reached, end)
@@ -246,6 +239,14 @@ class Trace:
                     break
             idle[sm] = free + max(0.0, hi_us - reached)
         return idle
+
+    def _by_sm(self, engine: int) -> dict[int, list[TraceEvent]]:
+        """The events of ``engine``, by SM."""
+        out: dict[int, list[TraceEvent]] = defaultdict(list)
+        for e in self.events:
+            if e.engine == engine:
+                out[e.sm].append(e)
+        return out
 
     def _executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
         """The executed instructions' words (loop records expanded: an event's position counts executed

@@ -80,6 +80,7 @@ MAX_RUN_AHEAD = 8
 #: the largest ``weight-ring`` accepted
 MAX_WEIGHT_RING = 8
 
+
 @dataclass(frozen=True)
 class StreamRoom:
     """How much room an SM's allocation makes for the stream engine's weight tiles: the options
@@ -287,12 +288,12 @@ def _try_weight_ring(sm: int, tiles: list[TileLife], budget: int, intern: GroupI
     if peak[size] > slots or below < 0:
         return None
     rest = [t for t, s in zip(tiles, streamed, strict=True) if not s]
-    saved = [len(t.node.deps) for t in tiles]
+    saved = [len(t.node.deps) for t in rest]
     try:
         if rest:
             _allocate_by_liveness(sm, rest, _time_keys(rest), below, intern, target, 0)
     except PassFailure:
-        for t, n in zip(tiles, saved, strict=True):
+        for t, n in zip(rest, saved, strict=True):
             del t.node.deps[n:]
         return None
     _place_in_rings(ring, {size: slots}, {size: below}, intern)
