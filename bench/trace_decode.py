@@ -51,7 +51,13 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import DECODE_MAX_MICRO_OPS, DEFAULT_L2_PREFETCH, _configs  # noqa: E402
+from bench.bench_decode import (  # noqa: E402
+    DECODE_MAX_MICRO_OPS,
+    DEFAULT_L2_PREFETCH,
+    _configs,
+    _pipeline_options,
+    _variant,
+)
 from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
@@ -236,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hbm", type=numbers("2-3"), metavar="LO,HI[,BIN]",
                    help="the loads' bytes landed per BIN µs (default 2) between LO and HI µs, as TB/s")
     p.add_argument("--from-json", metavar="FILE", help="read a trace written with --json instead of running")
+    p.add_argument("--variant", default="", metavar="FIELD=VALUE[,FIELD=VALUE]",
+                   help="trace the step with these LlamaConfig tiling fields changed (as bench_decode's)")
+    p.add_argument("--pipeline", default="", metavar="OPTION=VALUE[,OPTION=VALUE]",
+                   help="trace the step compiled with these vdir-pipeline options (as bench_decode's)")
     opts = p.parse_args(argv)
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
@@ -245,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg = _configs()[opts.config]
     if opts.context:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
-    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS)
+    if opts.variant:
+        cfg = _variant(cfg, opts.variant)
+    program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch,
+                                 max_micro_ops=DECODE_MAX_MICRO_OPS, **_pipeline_options(opts.pipeline))
     if opts.from_json:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0

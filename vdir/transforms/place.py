@@ -8,9 +8,18 @@ and the computes of other families fed only by such — are
 *rematerialised*: each SM that consumes their tile gets its own copy (an
 activation vector is loaded once per SM instead of travelling through global
 memory). Clusters are assigned in program order to the least-loaded SM by the
-cost model's time estimate (bytes moved and flops), which balances each phase
-of the program across SMs. Dependency groups naming a rematerialised node are
-rewritten to name all of its copies.
+cost model's time estimate (bytes moved and flops). Dependency groups naming a
+rematerialised node are rewritten to name all of its copies.
+
+By default "least loaded" counts the whole program so far, which balances the
+program's total but not each phase: an SM that happens to be behind gets
+several tiles of the next phase. With ``phase-balance`` each *phase* is
+balanced on its own, the program total breaking ties. A node's phase is the
+number of hand-offs through global memory on the longest chain of
+dependencies that reaches it (:func:`phase_of_nodes`: a load that waits on a
+store starts a new phase); the micro-ops of one phase can run together, and a
+phase ends when its slowest SM does, so a second tile of a phase on one SM
+puts that tile's whole time on the program's path.
 
 Placement also picks the load engine. A load that waits on nothing (no
 dependency, no flow: a weight tile, a norm's weights, a table) goes to the
@@ -111,12 +120,14 @@ def _merged(cluster_of: dict[int, list[Node]], a: list[Node], b: list[Node]) -> 
     return a
 
 
-def place(graph: Graph, num_sms: int, stream_loads: bool = True) -> None:
-    """Assign clusters to SMs, rematerialise shared cheap producers per SM and, with ``stream_loads``,
-    move the loads that wait on nothing to the stream engine (see the module docstring)."""
+def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: bool = False) -> None:
+    """Assign clusters to SMs (balancing each phase with ``phase_balance``), rematerialise shared cheap
+    producers per SM and, with ``stream_loads``, move the loads that wait on nothing to the stream engine
+    (see the module docstring)."""
     remat = rematerialisable_by_id(graph.nodes)
     clusters = clusters_of(graph, remat)
-    _assign_clusters(graph, clusters, num_sms)
+    phases = _cluster_phases(graph.nodes, clusters) if phase_balance else [0] * len(clusters)
+    _assign_clusters(graph, clusters, phases, num_sms)
     by_sm: list[list[Node]] = [[] for _ in range(num_sms)]
     copier = _Copier(_shared_producers(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
     copy_on = copier.copy_on
@@ -147,15 +158,43 @@ def _numbered(by_sm: list[list[Node]]) -> list[Node]:
 _SEQ = operator.attrgetter("seq")
 
 
-def _assign_clusters(graph: Graph, clusters: list[list[Node]], num_sms: int) -> None:
-    """Give each cluster, in program order, the SM with the least cost-model time so far."""
-    load = [(0.0, sm) for sm in range(num_sms)]
-    heapq.heapify(load)
+def phase_of_nodes(nodes: list[Node]) -> dict[int, int]:
+    """Each node's phase, by id: the most hand-offs through global memory (a load that depends on a
+    store) on a chain of tile edges and dependencies that reaches it. ``nodes`` in program order."""
+    phase: dict[int, int] = {}
+    group_phase: dict[int, tuple[int, int]] = {}  # by id of a dependency group: (its phase, its stores' phase)
+    for n in nodes:
+        p = max((phase[i.id] for i in n.inputs), default=0)
+        for g in n.deps:
+            gp = group_phase.get(id(g))
+            if gp is None:
+                gp = group_phase[id(g)] = (max((phase[m.id] for m in g), default=0),
+                                           max((phase[m.id] for m in g if m.kind == "store"), default=-1))
+            p = max(p, gp[1] + 1 if n.kind == "load" else gp[0], gp[0])
+        phase[n.id] = p
+    return phase
+
+
+def _cluster_phases(nodes: list[Node], clusters: list[list[Node]]) -> list[int]:
+    """The phase of each cluster: its earliest node's (:func:`phase_of_nodes`)."""
+    phase = phase_of_nodes(nodes)
+    return [min(phase[n.id] for n in c) for c in clusters]
+
+
+def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int], num_sms: int) -> None:
+    """Give each cluster, in program order, the SM with the least cost-model time in the cluster's phase
+    so far, then over the whole program so far (with every phase 0: the whole program alone)."""
+    totals = [0.0] * num_sms
+    by_phase: dict[int, list[tuple[float, float, int]]] = {}  # per phase: a heap of (its time, total then, sm)
     costs: dict = {}
     times: dict[tuple, float] = {}  # node_time_us by the ids of the tile signatures (shared by a template's nodes)
-    for cluster in clusters:
-        busy, sm = heapq.heappop(load)
-        total = 0
+    for cluster, phase in zip(clusters, phases, strict=True):
+        heap = by_phase.get(phase)
+        if heap is None:
+            heap = by_phase[phase] = [(0.0, totals[sm], sm) for sm in range(num_sms)]
+            heapq.heapify(heap)
+        busy, _, sm = heapq.heappop(heap)
+        total = 0.0
         for n in cluster:
             n.sm = sm
             key = _time_key(n)
@@ -163,7 +202,8 @@ def _assign_clusters(graph: Graph, clusters: list[list[Node]], num_sms: int) -> 
             if t is None:
                 t = times[key] = node_time_us(n, graph, costs)
             total += t
-        heapq.heappush(load, (busy + total, sm))
+        totals[sm] += total
+        heapq.heappush(heap, (busy + total, totals[sm], sm))
 
 
 def _time_key(n: Node) -> tuple:
@@ -291,7 +331,8 @@ class PlacePass(ModulePass):
 
     Options: ``num-sms`` (default: all SMs of the target), ``target`` (default:
     the program's), ``stream-loads`` (default true: loads that wait on nothing
-    go to the stream engine).
+    go to the stream engine), ``phase-balance`` (default false: balance the
+    program's total, not each phase).
     """
 
     name = "vdir-place"
@@ -299,6 +340,7 @@ class PlacePass(ModulePass):
     num_sms: int | None = None
     target: str = ""
     stream_loads: bool = True
+    phase_balance: bool = False
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
@@ -308,6 +350,6 @@ class PlacePass(ModulePass):
         def stage(graph: Graph) -> None:
             target = resolve_target(self.target, self.num_sms, graph.target)
             graph.target = target
-            place(graph, target.num_sms, self.stream_loads)
+            place(graph, target.num_sms, self.stream_loads, self.phase_balance)
 
         run_stage(op, "source", "placed", stage)
