@@ -140,8 +140,9 @@ class Node:
     smem: int = -1
     wait_bits: dict[int, int] = field(default_factory=dict)  # bit -> parity
     signal_bits: list[int] = field(default_factory=list)
-    wait_counters: list[tuple[int, int]] = field(default_factory=list)  # (counter, count)
-    release_counters: list[int] = field(default_factory=list)
+    #: (counter, count); most nodes have none (an empty tuple: one object for all of them)
+    wait_counters: Sequence[tuple[int, int]] = ()
+    release_counters: Sequence[int] = ()
 
     @property
     def key(self) -> tuple[int, int]:
@@ -254,9 +255,15 @@ class GroupInterner:
         if not isinstance(nodes, (list, tuple)):  # a list or tuple is read as it is (most callers pass one)
             nodes = list(nodes)
         if len(nodes) != 1:
-            nodes = sorted({id(n): n for n in nodes}.values(), key=_GROUP_ORDER)
-            if len(nodes) != 1:
-                return self._groups.setdefault(tuple(map(id, nodes)), tuple(nodes))
+            unique = {id(n): n for n in nodes}
+            if len(unique) != 1:
+                members = sorted(unique.values(), key=_GROUP_ORDER)
+                ids = tuple(map(id, members))
+                group = self._groups.get(ids)
+                if group is None:
+                    group = self._groups[ids] = tuple(members)
+                return group
+            nodes = list(unique.values())
         node = nodes[0]  # the usual group: one node
         group = self._groups.get(id(node))
         if group is None:
@@ -378,6 +385,11 @@ class _OpTemplate:
     all_static: bool = True
     #: per offset: (its static value, None) or (DYNAMIC, the key of its SSA value)
     offset_sources: tuple[tuple[int, int | None], ...] = ()
+    #: of a region with a row and a column offset: the key of each (None: static)
+    row_col_keys: tuple[int | None, int | None] | None = None
+    #: of a load or store: the last row and column its tile may start at in its buffer, and the
+    #: buffer's element bytes (None: every region checked in full, :meth:`_Expander._check_bounds`)
+    region_bounds: tuple[int, int, int] | None = None
 
 
 #: a handler of one op of a block during expansion: (op, iteration indices, their suffix)
@@ -612,8 +624,22 @@ class _Expander:
         t.all_static = DYNAMIC not in t.static
         dyn = iter(t.dynamic_keys)
         t.offset_sources = tuple((s, next(dyn) if s == DYNAMIC else None) for s in t.static)
+        if len(t.offset_sources) == 2:
+            t.row_col_keys = (t.offset_sources[0][1], t.offset_sources[1][1])
+        if isinstance(op, LoadOp | StoreOp):
+            t.region_bounds = self._region_bounds(t)
         self.templates[id(op)] = t
         return t
+
+    def _region_bounds(self, t: "_OpTemplate") -> tuple[int, int, int] | None:
+        """:attr:`_OpTemplate.region_bounds` of a load's or store's template (None where its buffer
+        is not yet known)."""
+        buffer = self.env.get(t.buffer_key)
+        if type(buffer) is not int:
+            return None
+        arg = self.args[buffer]
+        rows, cols = t.tile.shape  # type: ignore[union-attr]
+        return arg.shape[0] - rows, arg.shape[1] - cols, DTYPE_BYTES[arg.dtype]
 
     def _micro_op(self, op: LoadOp | StoreOp | ComputeOp, iters: dict, suffix: str) -> None:
         t = self.templates.get(id(op)) or self._template(op)
@@ -627,15 +653,23 @@ class _Expander:
         if kind != "compute":
             node.buffer = env[t.buffer_key]  # type: ignore[assignment]
             if t.all_static:
-                node.row, node.col = t.static
+                row, col = node.row, node.col = t.static
             else:
-                offsets = [s if k is None else env.get(k) for s, k in t.offset_sources]
-                row, col = offsets if len(offsets) == 2 else (None, None)
+                keys = t.row_col_keys
+                if keys is None:  # not two offsets: refused by _set_offsets
+                    row = col = None
+                else:
+                    row = t.static[0] if keys[0] is None else env.get(keys[0])
+                    col = t.static[1] if keys[1] is None else env.get(keys[1])
                 if type(row) is int and type(col) is int:
                     node.row, node.col = row, col  # what _set_offsets does with no runtime offset
                 else:  # a runtime offset, or a value that is no index (which _index_of refuses)
                     self._set_offsets(node, [s if k is None else self._index_of(k, op) for s, k in t.offset_sources], op)
-            self._check_bounds(node, op)
+                    row, col = node.row, node.col
+            bounds = t.region_bounds
+            if (bounds is None or node.dyn is not None or not 0 <= row <= bounds[0]
+                    or not 0 <= col <= bounds[1] or col * bounds[2] % BULK_COPY_ALIGN):
+                self._check_bounds(node, op)  # what is left to check, or the error
         node.guard = self._guard(op, t, node) if t.guard is not None else self.loop_guard
         if kind == "load":
             env[t.result_key] = node

@@ -66,8 +66,8 @@ def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
                 counter_of[id(g)] = cid
                 counts[cid] = len(g)
                 for p in g:
-                    p.release_counters.append(cid)
-            n.wait_counters.append((counter_of[id(g)], len(g)))
+                    p.release_counters = [*p.release_counters, cid]
+            n.wait_counters = [*n.wait_counters, (counter_of[id(g)], len(g))]
     graph.num_counters = len(counter_of)
     graph.counter_counts = counts
 
@@ -165,10 +165,14 @@ def vector_clocks(
                     waiters[did] = [n]
                 else:
                     ws.append(n)
-        end = list(start)
-        end[e] = n.pos
-        if pipelined and p is not None:
-            end = join(end, end_of[p.id])
+        if pipelined and p is not None:  # completes after its predecessor too
+            before = end_of[p.id]
+            end = join(start, before)
+            pos = n.pos
+            end[e] = pos if pos >= before[e] else before[e]
+        else:
+            end = start[:]
+            end[e] = n.pos
         pre_of[nid], start_of[nid], end_of[nid] = pre, start, end
     return _Clocks(pre_of, start_of, waiters, order)
 
@@ -188,7 +192,8 @@ def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[
     """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe
     repeated; ``n``'s id goes into ``waiting`` if it waits on another SM's."""
     sm = n.sm
-    needed = [d for d in n.inputs if pre[index[d.engine]] < d.pos] if n.inputs else []
+    inputs = n.inputs
+    needed = [d for d in inputs if pre[index[d.engine]] < d.pos] if inputs else []
     for g in n.deps:
         if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
             d = g[0]
@@ -225,17 +230,18 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
 
     For each bit the pass keeps what a reuse must know: per engine, the last
     queue position among the previous toggle's waiters (condition 1), and the
-    engine and position of the previous producer (condition 2). The first bit
-    satisfying both is taken, so small programs use the low bits.
+    engine and position of the previous producer (condition 2), as one flat
+    tuple (:data:`_BitState`). The first bit satisfying both is taken, so
+    small programs use the low bits.
     """
     waiters, pre_of, start_of = clocks.waiters, clocks.pre, clocks.start
     width = graph.target.dependency_bits
     num_engines = graph.target.num_engines
     index = {name: i for i, name in enumerate(graph.target.engine_names)}
-    #: per bit: (last waiter position per engine, previous producer's (engine, pos)) or None
-    state: list[tuple[list[int], tuple[int, int]] | None] = [None] * width
+    state: list[_BitState | None] = [None] * width
     toggles = [0] * width
     first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
+    unseen = [-1] * num_engines
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
@@ -254,19 +260,22 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
             )
         toggles[bit] += 1
         parity = toggles[bit] % 2
-        last = [-1] * num_engines
+        last = unseen[:]
         for w in ws:
             e = index[w.engine]
             if w.pos > last[e]:
                 last[e] = w.pos
             w.wait_bits[bit] = parity
-        state[bit] = (last, (index[p.engine], p.pos))
+        state[bit] = (*last, index[p.engine], p.pos)
         p.signal_bits.append(bit)
 
 
-def _first_reusable_bit(
-    state: list[tuple[list[int], tuple[int, int]] | None], start: VClock, known_by_all: VClock
-) -> int | None:
+#: what a bit's reuse must know (:func:`assign_bits`): the last queue position among the waiters
+#: of its previous toggle, one per engine, then the previous producer's engine and position
+_BitState = tuple[int, ...]
+
+
+def _first_reusable_bit(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
     """The lowest bit satisfying both reuse conditions of the module docstring.
 
     1. every waiter of the bit's previous toggle finished before this
@@ -276,23 +285,21 @@ def _first_reusable_bit(
     for bit, st in enumerate(state):
         if st is None:
             return bit
-        last_waiters, (e1, pos1) = st
         # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
-        if known_by_all[e1] >= pos1 and all(map(operator.ge, start, last_waiters)):
+        if known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2])):
             return bit
     return None
 
 
-def _first_reusable_bit4(
-    state: list[tuple[list[int], tuple[int, int]] | None], start: VClock, known_by_all: VClock
-) -> int | None:
+def _first_reusable_bit4(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
     """:func:`_first_reusable_bit` for four engines (Hopper's), condition 1 unrolled (as :func:`_join4`)."""
     s0, s1, s2, s3 = start
     for bit, st in enumerate(state):
         if st is None:
             return bit
-        (w0, w1, w2, w3), (e1, pos1) = st
-        if known_by_all[e1] >= pos1 and s0 >= w0 and s1 >= w1 and s2 >= w2 and s3 >= w3:
+        w0, w1, w2, w3, e1, pos1 = st
+        # the compute engine's entry (index 1) refuses most often: it is checked first
+        if s1 >= w1 and s0 >= w0 and s2 >= w2 and s3 >= w3 and known_by_all[e1] >= pos1:
             return bit
     return None
 
