@@ -342,13 +342,13 @@ def _allocate_by_liveness(sm: int, tiles: list[TileLife], times: tuple[list[int]
     earliest = -1  # the earliest last use in ``live`` (-1: none live)
     occupants = _Occupants(budget)
     used = 0
-    for i in sorted(range(len(tiles)), key=made.__getitem__):  # schedule order: by Node.key, as its integer
-        t, key, last_use = tiles[i], made[i], last_uses[i]
+    # schedule order: by Node.key, as its integer (a stable sort: equal keys in tile order)
+    for key, t, last_use, up in sorted(zip(made, tiles, last_uses, top, strict=True), key=_MADE):
         node, size = t.node, t.size
         if 0 <= earliest < key:  # some live tile is done: keep the others
             live = [e for e in live if e[2] >= key]
             earliest = min(live, key=_LAST_USE)[2] if live else -1
-        gap = occupants.best_gap(live, size, top[i])
+        gap = occupants.best_gap(live, size, up)
         if gap is None:
             raise PassFailure(
                 f"{node.name} on SM {sm} finds no free {size}-byte range in the {budget} bytes of shared "
@@ -409,6 +409,8 @@ def _run_ahead(streamed: list[bool], made: list[int], ahead: int) -> list[int]:
     return earlier
 
 
+#: the sort key of the tiles in :func:`_allocate_by_liveness`: their production
+_MADE = operator.itemgetter(0)
 #: the sort key of the live list: a tile's offset
 _OFFSET = operator.itemgetter(0)
 #: a live entry's last use
