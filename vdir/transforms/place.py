@@ -158,19 +158,29 @@ def _numbered(by_sm: list[list[Node]]) -> list[Node]:
 _SEQ = operator.attrgetter("seq")
 
 
-def phase_of_nodes(nodes: list[Node]) -> dict[int, int]:
-    """Each node's phase, by id: the most hand-offs through global memory (a load that depends on a
-    store) on a chain of tile edges and dependencies that reaches it. ``nodes`` in program order."""
-    phase: dict[int, int] = {}
-    group_phase: dict[int, tuple[int, int]] = {}  # by id of a dependency group: (its phase, its stores' phase)
+def phase_of_nodes(nodes: list[Node]) -> list[int]:
+    """Each node's phase, indexed by node id: the most hand-offs through global memory (a load that
+    depends on a store) on a chain of tile edges and dependencies that reaches it. ``nodes`` in
+    program order."""
+    phase = [0] * (max((n.id for n in nodes), default=-1) + 1)
+    group_phase: dict[int, tuple[int, int]] = {}  # by id of a dependency group: (for a store or compute, for a load)
     for n in nodes:
-        p = max((phase[i.id] for i in n.inputs), default=0)
-        for g in n.deps:
-            gp = group_phase.get(id(g))
-            if gp is None:
-                gp = group_phase[id(g)] = (max((phase[m.id] for m in g), default=0),
-                                           max((phase[m.id] for m in g if m.kind == "store"), default=-1))
-            p = max(p, gp[1] + 1 if n.kind == "load" else gp[0], gp[0])
+        p = 0
+        for i in n.inputs:
+            q = phase[i.id]
+            if q > p:
+                p = q
+        if n.deps:
+            load = n.kind == "load"
+            for g in n.deps:
+                gp = group_phase.get(id(g))
+                if gp is None:
+                    every = max((phase[m.id] for m in g), default=0)
+                    stored = max((phase[m.id] for m in g if m.kind == "store"), default=-1)
+                    gp = group_phase[id(g)] = (every, max(every, stored + 1))
+                q = gp[1] if load else gp[0]
+                if q > p:
+                    p = q
         phase[n.id] = p
     return phase
 
