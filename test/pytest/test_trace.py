@@ -32,6 +32,8 @@ from vdir.tools.common import parse_module_file
 from vdir.tools.vdir_run import parse_scalars, random_inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: two gemvs joined by a hand-off through global memory (a counter)
+TWO_PHASES = Path(__file__).resolve().parents[1] / "transforms" / "place-phase-balance.mlir"
 
 
 def slices(*spans: tuple[str, float, float], tid: int = 0) -> dict:
@@ -83,23 +85,47 @@ def gemv_program():
     return compile_module(parse_module_file(EXAMPLES / "gemv.mlir"), num_sms=2)
 
 
-def test_the_wait_chain_follows_queues_and_hand_offs():
-    """SM 1's compute (uop 9) waits on SM 0's store (uop 6), which followed SM 0's compute in its queue."""
-    program = gemv_program()  # engines 0 load (pipelined), 1 compute, 2 store
+def test_the_wait_chain_follows_the_bit_a_micro_op_waited_for_not_the_last_to_finish():
+    """SM 0's first compute waits on one bit: the chain goes to the load that toggled it, not to a later
+    load that finished just before the compute began; the next compute was held by its queue."""
+    program = gemv_program()  # engines 0 load, 1 compute, 2 store, 3 stream
+    queue = program.without_loops().executed_queue
+    bit = int(isa.WAIT_MASK.column(queue(0, 1))[0])
+    signals = isa.SIGNAL_MASK.column(queue(0, 3))
+    toggler = next(i for i, m in enumerate(signals) if int(m) & bit)
+    other = next(i for i, m in enumerate(signals) if i > toggler and not int(m) & bit)
     events = [
-        TraceEvent(0, 0, 1, 0, 0.0, 2.0),  # SM 0 load
-        TraceEvent(0, 1, 2, 0, 2.0, 1.0),  # SM 0 compute: waits for the load
-        TraceEvent(0, 2, 6, 0, 3.0, 1.0),  # SM 0 store: waits for the compute
-        TraceEvent(1, 0, 7, 0, 0.0, 1.0),  # SM 1 load, early
-        TraceEvent(1, 1, 8, 0, 1.0, 0.5),  # SM 1 compute
-        TraceEvent(1, 1, 9, 1, 4.0, 1.0),  # SM 1 compute: waits for SM 0's store, not its queue
-        TraceEvent(1, 1, 10, 2, 5.0, 1.0),  # SM 1 compute: held by its queue
+        TraceEvent(0, 3, 1, toggler, 0.0, 2.0),  # the load whose completion toggles the bit
+        TraceEvent(0, 3, 2, other, 0.5, 1.9),  # another load, the last to finish before the compute
+        TraceEvent(0, 1, 3, 0, 2.6, 1.0),  # the compute that waits on the bit
+        TraceEvent(0, 1, 4, 1, 3.6, 0.4),  # held by its queue
     ]
-    chain = Trace(program, events).wait_chain(0.0, 6.0)
-    assert [(e.uop, how) for e, how in chain] == [(10, "queue"), (9, "waits"), (6, "waits"), (2, "waits"),
-                                                  (1, "waits")]
-    assert Trace(program, events).wait_chain(2.5, 6.0)[-1][0].uop == 6  # the window's start ends the walk
+    chain = Trace(program, events).wait_chain(0.0, 4.0)
+    assert [(e.uop, how) for e, how in chain] == [(4, "queue"), (3, "bits"), (1, "start")]
+    assert Trace(program, events).wait_chain(3.0, 4.0) == [(events[3], "queue")]  # the window's start ends it
     assert Trace(program, events).wait_chain(0.0, 0.5) == []  # nothing finished by then
+
+
+def test_the_wait_chain_crosses_sms_through_the_counter_a_load_waited_on():
+    """On the simulator (exact times): every step of the chain is the queue, a bit the micro-op waits on
+    that the one before toggles on its SM, or the counter it waits on that the one before releases."""
+    program = compile_module(parse_module_file(TWO_PHASES), num_sms=2)
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(exe.signature, seed=1))
+        trace = exe.platform.last_trace()
+    words, row_of = trace._executed_words()
+    waits, signals = isa.WAIT_MASK.column(words), isa.SIGNAL_MASK.column(words)
+    counter, released = isa.WAIT_COUNTER.column(words), isa.RELEASE_COUNTER.column(words)
+    chain = trace.wait_chain(0.0, trace.makespan_us)
+    for (a, how), (b, _) in zip(chain, chain[1:], strict=False):
+        if how == "queue":
+            assert (a.sm, a.engine, a.pos - 1) == (b.sm, b.engine, b.pos)
+        elif how == "bits":
+            assert a.sm == b.sm and int(waits[row_of(a)]) & int(signals[row_of(b)])
+        else:
+            assert how == "counter" and counter[row_of(a)] == released[row_of(b)] != 0
+    assert {"bits", "counter"} <= {how for _, how in chain}
+    assert chain[-1][1] == "start"
 
 
 def test_the_wait_chain_of_a_simulated_launch_goes_strictly_back_in_time():

@@ -58,6 +58,11 @@ TICKS_PER_US = 1000
 WAIT_SLACK_US = 0.25
 
 
+def _end_us(e: TraceEvent) -> float:
+    """When ``e`` ended (µs)."""
+    return e.start_us + e.dur_us
+
+
 class TraceError(VdirError, ValueError):
     """Exported trace JSON that a viewer would misdraw; the message names the slices."""
 
@@ -126,35 +131,72 @@ class Trace:
     def wait_chain(self, lo_us: float, hi_us: float) -> list[tuple[TraceEvent, str]]:
         """The chain of waits that ends at the last micro-op to finish by ``hi_us``, back to ``lo_us``, latest first.
 
-        Walking back from a micro-op: if the one before it in its queue was
-        still running (on a pipelined engine: still being issued) when it
-        began, the queue held it (``"queue"``); otherwise it waited for a
-        dependency, taken to be the micro-op that finished last before it
-        began, anywhere (``"waits"``). A heuristic: stamps do not say which
-        wait cleared last. Each step goes to a micro-op that began strictly
-        earlier, so the walk ends.
+        Walking back from a micro-op, the walk goes to whichever of its waits
+        cleared last before it began: its queue (``"queue"``: the micro-op
+        before it, when that one began on a pipelined engine, ended on
+        another), the micro-op on its SM whose completion gave a dependency
+        bit the parity it waits for (``"bits"``), or the last release of the
+        global counter it waits on (``"counter"``). The first micro-op of a
+        queue that waited for nothing ends the walk (``"start"``). Each step
+        goes to a micro-op that began strictly earlier, so the walk ends.
         """
         pipelined = [spec.pipelined for spec in get_target(self.program.target).engines]
         queues = {(e.sm, e.engine, e.pos): e for e in self.events}
-        by_end = sorted(self.events, key=lambda e: e.start_us + e.dur_us)
-        ends = [e.start_us + e.dur_us for e in by_end]
-        i = bisect.bisect_right(ends, hi_us) - 1
-        e = by_end[i] if i >= 0 else None
+        waited_for = self._waited_for()
+        ends = sorted(self.events, key=_end_us)
+        i = bisect.bisect_right([_end_us(e) for e in ends], hi_us) - 1
+        e = ends[i] if i >= 0 else None
         chain: list[tuple[TraceEvent, str]] = []
         while e is not None and e.start_us >= lo_us:
             prev = queues.get((e.sm, e.engine, e.pos - 1))
-            if prev is not None:
-                held_until = prev.start_us if pipelined[e.engine] else prev.start_us + prev.dur_us
-                if held_until >= e.start_us - WAIT_SLACK_US and prev.start_us < e.start_us:
-                    chain.append((e, "queue"))
-                    e = prev
-                    continue
-            chain.append((e, "waits"))
-            i = bisect.bisect_right(ends, e.start_us + WAIT_SLACK_US) - 1
-            while i >= 0 and by_end[i].start_us >= e.start_us:
-                i -= 1
-            e = by_end[i] if i >= 0 else None
+            cleared = [(_end_us(d), how, d) for how, d in waited_for(e)
+                       if d.start_us < e.start_us and _end_us(d) <= e.start_us + WAIT_SLACK_US]
+            if prev is not None and prev.start_us < e.start_us:
+                cleared.append((prev.start_us if pipelined[e.engine] else _end_us(prev), "queue", prev))
+            _, how, nxt = max(cleared, key=lambda c: c[0]) if cleared else (0.0, "start", None)
+            chain.append((e, how))
+            e = nxt
         return chain
+
+    def _waited_for(self) -> Callable[[TraceEvent], list[tuple[str, TraceEvent]]]:
+        """``waited_for(e)``: the micro-ops whose completion cleared ``e``'s waits, each with how
+        (``"bits"``: a dependency bit's toggle on its SM; ``"counter"``: the last release of its counter).
+
+        A bit's parity after ``k`` toggles in a launch is ``k mod 2``, so the
+        toggle that gave it the parity the micro-op waits for is the last one
+        of that parity to end before the micro-op began.
+        """
+        words, row_of = self._executed_words()
+        wait_mask, parity = isa.WAIT_MASK.column(words), isa.WAIT_PARITY.column(words)
+        signals, counters = isa.SIGNAL_MASK.column(words), isa.WAIT_COUNTER.column(words)
+        toggles: dict[tuple[int, int], list[TraceEvent]] = defaultdict(list)  # (sm, bit): by end
+        for e in sorted(self.events, key=_end_us):
+            mask = int(signals[row_of(e)])
+            while mask:
+                bit = (mask & -mask).bit_length() - 1
+                toggles[e.sm, bit].append(e)
+                mask &= mask - 1
+        toggle_ends = {key: [_end_us(t) for t in ts] for key, ts in toggles.items()}
+        last_release = {h.consumer: h.producers[-1] for h in self.counter_handoffs()}
+
+        def waited_for(e: TraceEvent) -> list[tuple[str, TraceEvent]]:
+            out = []
+            row = row_of(e)
+            mask, want = int(wait_mask[row]), int(parity[row])
+            while mask:
+                bit = (mask & -mask).bit_length() - 1
+                mask &= mask - 1
+                ts = toggles.get((e.sm, bit), [])
+                k = bisect.bisect_right(toggle_ends.get((e.sm, bit), []), e.start_us + WAIT_SLACK_US)
+                if k and k % 2 != (want >> bit) & 1:
+                    k -= 1  # a toggle that ended within the slack, after the wait cleared
+                if k:
+                    out.append(("bits", ts[k - 1]))
+            if counters[row] and e in last_release:
+                out.append(("counter", last_release[e]))
+            return out
+
+        return waited_for
 
     def counter_handoffs(self) -> list[HandOff]:
         """Every hand-off through a global counter in the launch: each micro-op that waited on a
