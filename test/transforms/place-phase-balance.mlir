@@ -1,5 +1,5 @@
-// RUN: vdir-opt %s -p 'vdir-place{num-sms=2}' | filecheck %s --check-prefix=TOTAL
-// RUN: vdir-opt %s -p 'vdir-place{num-sms=2 phase-balance=true}' | filecheck %s --check-prefix=PHASE
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=2 phase-balance=false}' | filecheck %s --check-prefix=TOTAL
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=2}' | filecheck %s --check-prefix=PHASE
 
 // Two phases: three 16-row tiles of the gemv over %w, then, after the
 // hand-off through %y, two small tiles of the gemv over %v. Balancing the

@@ -175,7 +175,7 @@ def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
-    weight_ring: int = 0, phase_balance: bool = False,
+    weight_ring: int = 0, phase_balance: bool = True,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
@@ -233,7 +233,7 @@ def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
     stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
-    phase_balance: bool = False,
+    phase_balance: bool = True,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -255,7 +255,7 @@ class PipelinePass(ModulePass):
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
     ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` (default
-    true) and ``phase-balance`` (default false), see vdir-place; ``run-ahead`` (default 2) and ``weight-ring``
+    true) and ``phase-balance`` (default true), see vdir-place; ``run-ahead`` (default 2) and ``weight-ring``
     (default 0: off), see vdir-alloc-smem.
     """
 
@@ -270,7 +270,7 @@ class PipelinePass(ModulePass):
     stream_loads: bool = True
     run_ahead: int = STREAM_RUN_AHEAD
     weight_ring: int = 0
-    phase_balance: bool = False
+    phase_balance: bool = True
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
