@@ -133,12 +133,35 @@ def layer_window(trace, layer: int) -> tuple[float, float]:
 
 
 def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
-    """:meth:`~vdir.device_runtime.trace.Trace.wait_chain` of the window, one line per micro-op."""
+    """:meth:`~vdir.device_runtime.trace.Trace.wait_chain` of the window, one line per micro-op, then
+    :func:`path_totals`."""
     names = trace.program.uop_names
+    chain = trace.wait_chain(lo_us, hi_us)
     lines = [f"critical path {lo_us:.1f} .. {hi_us:.1f} us (latest first): start end sm engine how name"]
-    for ev, how in trace.wait_chain(lo_us, hi_us):
-        lines.append(f"  {ev.start_us:8.1f} {ev.start_us + ev.dur_us:8.1f} {ev.sm:4d} {ev.engine:2d} {how:6s} "
+    for ev, how in chain:
+        lines.append(f"  {ev.start_us:8.1f} {ev.start_us + ev.dur_us:8.1f} {ev.sm:4d} {ev.engine:2d} {how:7s} "
                      f"{names.get(ev.uop, '?')[:70]}")
+    return lines + path_totals(chain, names)
+
+
+#: the stages :func:`path_totals` lists, most time first
+PATH_STAGES_LISTED = 12
+
+
+def path_totals(chain, names: dict[int, str]) -> list[str]:
+    """Where a wait chain's time goes: each stage's micro-ops running on it, and the gaps between a
+    micro-op and the one it waited for (the hand-off itself), by how it waited."""
+    running: dict[str, float] = defaultdict(float)
+    waiting: dict[str, float] = defaultdict(float)
+    for (ev, how), (before, _) in zip(chain, chain[1:], strict=False):
+        running[stage_of(names.get(ev.uop, "?"))[0]] += ev.dur_us
+        waiting[how] += max(0.0, ev.start_us - (before.start_us + before.dur_us))
+    if chain:
+        running[stage_of(names.get(chain[-1][0].uop, "?"))[0]] += chain[-1][0].dur_us
+    lines = [f"on the path: {sum(running.values()):.1f} us running, "
+             + ", ".join(f"{t:.1f} us between a micro-op and its {how} wait" for how, t in sorted(waiting.items()))]
+    for stage, t in sorted(running.items(), key=lambda kv: -kv[1])[:PATH_STAGES_LISTED]:
+        lines.append(f"  {stage:<14}{t:8.1f} us")
     return lines
 
 
