@@ -195,7 +195,8 @@ def _cluster_phases(nodes: list[Node], clusters: list[list[Node]]) -> list[int]:
 
 def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int], num_sms: int) -> None:
     """Give each cluster, in program order, the SM with the least cost-model time in the cluster's phase
-    so far, then over the whole program so far (with every phase 0: the whole program alone)."""
+    so far; ties go to the least over the whole program, as it stood when the SM last took a cluster
+    of that phase (every phase 0, as with ``phase-balance=false``: the whole program alone)."""
     totals = [0.0] * num_sms
     by_phase: dict[int, list[tuple[float, float, int]]] = {}  # per phase: a heap of (its time, total then, sm)
     costs: dict = {}
