@@ -88,25 +88,30 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
     opts = p.parse_args(argv)
-    import torch
-
-    from vdir.testing.llama import random_weights
-
     cfg = _configs()[opts.config]
     if opts.context:  # the attention block chosen anew for this context
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     steps = min(opts.steps, cfg.max_context)
-    weights = random_weights(cfg, seed=0)
-    ref = TorchStep(cfg, weights)
+    # every option is checked before torch is imported and anything is timed
     variants = [cfg, *(_variant(cfg, text) for text in opts.variant)]
     lowerings = ["", *opts.lowering]
     pipelines = ["", *opts.pipeline]
     for text in pipelines:
-        _pipeline_options(text)  # a bad one stops the run before anything is timed
+        _pipeline_options(text)
     for text in lowerings:
-        _lowering_options(text)  # likewise
+        _lowering_options(text)
+    l2_prefetches = _byte_list(opts.l2_prefetch)
+    try:
+        import torch
+    except ImportError:
+        raise _usage_error("the torch baselines need torch (and the step a CUDA GPU)") from None
+
+    from vdir.testing.llama import random_weights
+
+    weights = random_weights(cfg, seed=0)
+    ref = TorchStep(cfg, weights)
     runs = [_run_vdir(v, weights, ref, steps, l2, lowering, pipeline) for v in variants
-            for l2 in _byte_list(opts.l2_prefetch) for lowering in lowerings for pipeline in pipelines]
+            for l2 in l2_prefetches for lowering in lowerings for pipeline in pipelines]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
@@ -166,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _usage_error(text: str) -> SystemExit:
+    """A clean exit naming the script that was run (these parsers serve trace_decode.py too)."""
+    return SystemExit(f"{Path(sys.argv[0]).stem}: {text}")
+
+
 #: the LlamaConfig fields ``--variant`` may change: how the step is tiled, not the model
 TILING_FIELDS = ("block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunks", "o_chunks", "argmax_parts",
                  "rope_in_tiles")
@@ -177,13 +187,13 @@ def _variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
     for item in text.split(","):
         key, _, value = item.partition("=")
         if key not in TILING_FIELDS or not value:
-            raise SystemExit(f"bench_decode: --variant takes FIELD=VALUE with FIELD one of {', '.join(TILING_FIELDS)}; "
+            raise _usage_error(f"--variant takes FIELD=VALUE with FIELD one of {', '.join(TILING_FIELDS)}; "
                              f"got '{item}'")
         changes[key] = value.lower() in ("1", "true", "yes") if key == "rope_in_tiles" else int(value)
     try:
         return dataclasses.replace(cfg, **changes)
     except ValueError as e:
-        raise SystemExit(f"bench_decode: --variant {text}: {e}") from None
+        raise _usage_error(f"--variant {text}: {e}") from None
 
 
 def _byte_list(text: str) -> list[int]:
@@ -193,7 +203,7 @@ def _byte_list(text: str) -> list[int]:
     except ValueError:
         values = []
     if not values or min(values) < 0:
-        raise SystemExit(f"bench_decode: --l2-prefetch takes non-negative byte counts, got '{text}'")
+        raise _usage_error(f"--l2-prefetch takes non-negative byte counts, got '{text}'")
     return values
 
 
@@ -210,12 +220,12 @@ def _pipeline_options(text: str) -> dict:
         key, _, value = item.partition("=")
         key = key.replace("_", "-")
         if key not in PIPELINE_OPTIONS or not value:
-            raise SystemExit(f"bench_decode: --pipeline takes OPTION=VALUE with OPTION one of "
+            raise _usage_error(f"--pipeline takes OPTION=VALUE with OPTION one of "
                              f"{', '.join(PIPELINE_OPTIONS)}; got '{item}'")
         try:
             options[key.replace("-", "_")] = PIPELINE_OPTIONS[key](value)
         except ValueError:
-            raise SystemExit(f"bench_decode: --pipeline {key} takes an integer, got '{value}'") from None
+            raise _usage_error(f"--pipeline {key} takes an integer, got '{value}'") from None
     return options
 
 
@@ -227,7 +237,7 @@ def _lowering_options(text: str) -> str | None:
     try:
         LoweringOptions.coerce(options)
     except LoweringOptionError as e:
-        raise SystemExit(f"bench_decode: --lowering {text}: {e}") from None
+        raise _usage_error(f"--lowering {text}: {e}") from None
     return options
 
 

@@ -59,6 +59,7 @@ from bench.bench_decode import (  # noqa: E402
     _variant,
 )
 from vdir.device_runtime.trace import Trace  # noqa: E402
+from vdir.diagnostics import VdirError  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
 
@@ -285,12 +286,16 @@ def main(argv: list[str] | None = None) -> int:
     if opts.from_json:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0
-    with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
-                      program=program, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
-        decoder.generate([1], opts.steps)
-        if opts.json:
-            decoder.exe.trace(opts.json)
-        report(opts, decoder.exe.platform.last_trace())
+    try:
+        with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
+                          program=program, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
+            decoder.generate([1], opts.steps)
+            if opts.json:
+                decoder.exe.trace(opts.json)
+            trace = decoder.exe.platform.last_trace()
+    except VdirError as e:  # no GPU, or the launch failed: said in one line
+        raise SystemExit(f"trace_decode: {e}") from None
+    report(opts, trace)
     return 0
 
 
