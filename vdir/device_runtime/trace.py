@@ -133,8 +133,9 @@ class Trace:
 
         Walking back from a micro-op, the walk goes to whichever of its waits
         cleared last before it began: its queue (``"queue"``: the micro-op
-        before it, when that one began on a pipelined engine, ended on
-        another), the micro-op on its SM whose completion gave a dependency
+        before it in its queue, which holds it until it has begun on a
+        pipelined engine and until it has ended on another), the micro-op on
+        its SM whose completion gave a dependency
         bit the parity it waits for (``"bits"``), or the last release of the
         global counter it waits on (``"counter"``). The first micro-op of a
         queue that waited for nothing ends the walk (``"start"``). Each step
