@@ -113,7 +113,7 @@ def test_the_wait_chain_crosses_sms_through_the_counter_a_load_waited_on():
     with vdir.compile(program, backend="sim") as exe:
         exe(**random_inputs(exe.signature, seed=1))
         trace = exe.platform.last_trace()
-    words, row_of = trace._executed_words()
+    words, row_of = trace.executed_words
     waits, signals = isa.WAIT_MASK.column(words), isa.SIGNAL_MASK.column(words)
     counter, released = isa.WAIT_COUNTER.column(words), isa.RELEASE_COUNTER.column(words)
     chain = trace.wait_chain(0.0, trace.makespan_us)

@@ -42,6 +42,7 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -167,7 +168,7 @@ class Trace:
         toggle that gave it the parity the micro-op waits for is the last one
         of that parity to end before the micro-op began.
         """
-        words, row_of = self._executed_words()
+        words, row_of = self.executed_words
         wait_mask, parity = isa.WAIT_MASK.column(words), isa.WAIT_PARITY.column(words)
         signals, counters = isa.SIGNAL_MASK.column(words), isa.WAIT_COUNTER.column(words)
         toggles: dict[tuple[int, int], list[TraceEvent]] = defaultdict(list)  # (sm, bit): by end
@@ -208,7 +209,7 @@ class Trace:
         consumer's start minus that end is the latency of the hand-off itself
         (the release reaching L2, the consumer's poll seeing it, its issue).
         """
-        words, row_of = self._executed_words()
+        words, row_of = self.executed_words
         waits, releases = isa.WAIT_COUNTER.column(words), isa.RELEASE_COUNTER.column(words)
         index = {e: row_of(e) for e in self.events}
         producers: dict[int, list[TraceEvent]] = defaultdict(list)
@@ -231,7 +232,7 @@ class Trace:
         """
         if bin_us <= 0:
             raise TraceError(f"bytes_landed: bin_us must be positive, got {bin_us}")
-        words, row_of = self._executed_words()
+        words, row_of = self.executed_words
         counted = ((isa.OPCODE.column(words) == isa.OP_LOAD) & (isa.GUARD_SOURCE.column(words) == isa.SOURCE_NONE))
         size = isa.ROWS.column(words).astype(np.int64) * isa.ROW_BYTES.column(words).astype(np.int64)
         landed = np.zeros(int(self.makespan_us // bin_us) + 1, dtype=np.int64)
@@ -250,7 +251,7 @@ class Trace:
         landed, so a store on a streaming SM lasts as long as its stream
         engine's in-flight loads (``docs/performance.md``, round 8).
         """
-        words, row_of = self._executed_words()
+        words, row_of = self.executed_words
         releasing = (isa.OPCODE.column(words) == isa.OP_STORE) & (isa.RELEASE_COUNTER.column(words) != 0)
         loads = self._by_sm(engine)
         out = []
@@ -291,9 +292,11 @@ class Trace:
                 out[e.sm].append(e)
         return out
 
-    def _executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
+    @cached_property
+    def executed_words(self) -> tuple[np.ndarray, Callable[[TraceEvent], int]]:
         """The executed instructions' words (loop records expanded: an event's position counts executed
-        instructions), and the row of an event's instruction among them."""
+        instructions), and the row of an event's instruction among them; worked out once per trace,
+        for the analyses that read them (hand-offs, stores, bytes landed, the wait chain)."""
         program = self.program.without_loops()
         first = {(sm, engine): int(row[engine][0]) for sm, row in enumerate(program.queues)
                  for engine in range(len(row))}

@@ -180,8 +180,7 @@ def run_pipeline(
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
     ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads`` and ``phase_balance``: see
-    vdir-place; ``run_ahead``
-    and ``weight_ring``: see vdir-alloc-smem.
+    vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
@@ -254,9 +253,9 @@ class PipelinePass(ModulePass):
 
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
-    ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` (default
-    true) and ``phase-balance`` (default true), see vdir-place; ``run-ahead`` (default 2) and ``weight-ring``
-    (default 0: off), see vdir-alloc-smem.
+    ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` and
+    ``phase-balance`` (default true each), see vdir-place; ``run-ahead``
+    (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem.
     """
 
     name = "vdir-pipeline"
