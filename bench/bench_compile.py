@@ -184,10 +184,10 @@ def _decode_module(config: str):
     """(module factory, name, micro-op limit) of the decode step of ``config`` (a bench_decode config)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bench.bench_decode import DECODE_MAX_MICRO_OPS, _configs
+    from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs
     from vdir.frontend.llama import build_decode_step
 
-    configs = _configs()
+    configs = decode_configs()
     if config not in configs:
         raise SystemExit(f"bench_compile: --decode takes one of {', '.join(sorted(configs))}, got '{config}'")
     return (lambda: build_decode_step(configs[config])), f"{config} decode step", DECODE_MAX_MICRO_OPS

@@ -62,7 +62,7 @@ DECODE_MAX_MICRO_OPS = 2_000_000
 DEFAULT_L2_PREFETCH = DEFAULT_BUDGET
 
 
-def _configs() -> dict[str, LlamaConfig]:
+def decode_configs() -> dict[str, LlamaConfig]:
     from vdir.models.llama import NAMED_CONFIGS
 
     return {**NAMED_CONFIGS, "llama-1b": LLAMA_1B, "llama-8b": LLAMA_8B}
@@ -70,7 +70,7 @@ def _configs() -> dict[str, LlamaConfig]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="the decode step against torch on the GPU")
-    p.add_argument("--config", default="tiny", choices=sorted(_configs()))
+    p.add_argument("--config", default="tiny", choices=sorted(decode_configs()))
     p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
     p.add_argument("--steps", type=int, default=32)
     p.add_argument("--json", help="write the figures here")
@@ -88,16 +88,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
     opts = p.parse_args(argv)
-    cfg = _configs()[opts.config]
+    cfg = decode_configs()[opts.config]
     if opts.context:  # the attention block chosen anew for this context
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     steps = min(opts.steps, cfg.max_context)
     # every option is checked before torch is imported and anything is timed
-    variants = [cfg, *(_variant(cfg, text) for text in opts.variant)]
+    variants = [cfg, *(tiling_variant(cfg, text) for text in opts.variant)]
     lowerings = ["", *opts.lowering]
     pipelines = ["", *opts.pipeline]
     for text in pipelines:
-        _pipeline_options(text)
+        pipeline_options(text)
     for text in lowerings:
         _lowering_options(text)
     l2_prefetches = _byte_list(opts.l2_prefetch)
@@ -181,7 +181,7 @@ TILING_FIELDS = ("block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunk
                  "rope_in_tiles")
 
 
-def _variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
+def tiling_variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
     """``cfg`` with the tiling fields of ``"block=128,rope_in_tiles=true"`` changed; a clean exit on a bad one."""
     changes: dict[str, object] = {}
     for item in text.split(","):
@@ -213,7 +213,7 @@ PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
                     "phase-balance": lambda v: v.lower() in ("1", "true", "yes", "on")}
 
 
-def _pipeline_options(text: str) -> dict:
+def pipeline_options(text: str) -> dict:
     """``"prefetch=4,stream-loads=false"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one."""
     options: dict = {}
     for item in filter(None, text.split(",")):
@@ -253,7 +253,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
 
     t0 = time.time()
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
-                                 **_pipeline_options(pipeline))
+                                 **pipeline_options(pipeline))
     options = _lowering_options(lowering)
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options,
                       max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:

@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_decode import (  # noqa: E402
     DECODE_MAX_MICRO_OPS,
     DEFAULT_L2_PREFETCH,
-    _configs,
-    _pipeline_options,
-    _variant,
+    decode_configs,
+    pipeline_options,
+    tiling_variant,
 )
 from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.diagnostics import VdirError  # noqa: E402
@@ -248,7 +248,7 @@ def numbers(count: str):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
-    p.add_argument("--config", default="tiny", choices=sorted(_configs()))
+    p.add_argument("--config", default="tiny", choices=sorted(decode_configs()))
     p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
     p.add_argument("--steps", type=int, default=8, help="steps run; the last one is traced")
     p.add_argument("--layers", default="0,1", help="the layers whose stages are listed (comma-separated)")
@@ -276,13 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     from vdir.testing.llama import random_weights
     from vdir.transforms.pipeline import compile_to_encoded
 
-    cfg = _configs()[opts.config]
+    cfg = decode_configs()[opts.config]
     if opts.context:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     if opts.variant:
-        cfg = _variant(cfg, opts.variant)
+        cfg = tiling_variant(cfg, opts.variant)
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch,
-                                 max_micro_ops=DECODE_MAX_MICRO_OPS, **_pipeline_options(opts.pipeline))
+                                 max_micro_ops=DECODE_MAX_MICRO_OPS, **pipeline_options(opts.pipeline))
     if opts.from_json:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0
