@@ -217,6 +217,26 @@ def check_sm(graph: Graph, sm: int, nodes: list[Node]) -> None:
                     assert hb.before(("end", r.id), ("start", b.id)), f"{b.name} may overwrite {a.name} early"
 
 
+def guards(group: tuple[Node, ...], releasers: list[Node]) -> bool:
+    """Whether a counter released by ``releasers`` (once each) covers every producer of ``group``.
+
+    A producer is covered when it releases the counter itself, or when it is a
+    store and a later store of the same SM's store queue releases it: that
+    queue completes each store before it starts the next.
+    """
+    members = {p.id for p in group}
+    if any(r.id not in members for r in releasers):
+        return False
+    for p in group:
+        if any(r is p for r in releasers):
+            continue
+        if p.kind != "store" or not any(
+            r.kind == "store" and r.sm == p.sm and r.engine == p.engine and r.pos > p.pos for r in releasers
+        ):
+            return False
+    return True
+
+
 def check_graph(graph: Graph) -> None:
     by_sm: dict[int, list[Node]] = defaultdict(list)
     for n in graph.nodes:
@@ -228,12 +248,18 @@ def check_graph(graph: Graph) -> None:
     for q in queues_of(graph).values():
         assert [n.key for n in q] == sorted(n.key for n in q)
     # cross-SM groups become counters with the right count
+    releasers_of: dict[int, list[Node]] = defaultdict(list)
+    for n in graph.nodes:
+        for c in n.release_counters:
+            releasers_of[c].append(n)
     for n in graph.nodes:
         for g in n.deps:
             if all(p.sm == n.sm for p in g):
                 continue
-            matches = [(c, k) for c, k in n.wait_counters if all(c in p.release_counters for p in g)]
-            assert matches and matches[0][1] == len(g), f"{n.name}: cross-SM group not guarded by a counter"
+            matches = [(c, k) for c, k in n.wait_counters if guards(g, releasers_of[c])]
+            assert matches and matches[0][1] == len(releasers_of[matches[0][0]]), (
+                f"{n.name}: cross-SM group not guarded by a counter"
+            )
     # the stream engine holds only loads that wait on nothing of another SM (its waits are shared-memory reuse)
     for n in graph.nodes:
         if n.engine == "stream":
@@ -315,4 +341,25 @@ def test_checker_catches_a_missing_bit():
     assert gemv.wait_bits
     gemv.wait_bits.clear()
     with pytest.raises(AssertionError, match="may start before"):
+        check_graph(graph)
+
+
+def test_checker_catches_a_release_before_a_store_it_covers():
+    """One release per store queue covers the stores before it, not after: moved earlier, the checker fails."""
+    b = ProgramBuilder("coalesce")
+    w, x = b.buffer("w", (4 * 16, WIDTH)), b.buffer("x", (1, WIDTH))
+    y, z = b.buffer("y", (1, 4 * 16)), b.buffer("z", (1, 4 * 16))
+    xt = b.load(x, (0, 0), (1, WIDTH), name="xt")
+    with b.repeat(0, 4, name="i") as i:
+        row = b.affine(i, 16, name="r")
+        b.store(b.compute("gemv", [b.load(w, (row, 0), (16, WIDTH), name="wt"), xt], name="yt"), y, (0, row), name="s")
+    b.store(b.load(y, (0, 0), (1, 4 * 16), name="yv"), z, (0, 0), name="t")
+    graph = compile_graph(b.finish(), 2)
+    check_graph(graph)
+    stores = [n for n in graph.nodes if n.kind == "store" and n.buffer == 2]
+    assert len(stores) == 4 and sum(len(s.release_counters) for s in stores) == 2, "one release per SM's store queue"
+    later = next(s for s in stores if s.release_counters)
+    earlier = next(s for s in stores if s.sm == later.sm and s.pos < later.pos)
+    earlier.release_counters, later.release_counters = later.release_counters, []
+    with pytest.raises(AssertionError, match="not guarded by a counter"):
         check_graph(graph)

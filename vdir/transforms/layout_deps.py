@@ -64,12 +64,47 @@ def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
             if id(g) not in counter_of:
                 cid = len(counter_of)
                 counter_of[id(g)] = cid
-                counts[cid] = len(g)
-                for p in g:
+                releasing = releasers(g)
+                counts[cid] = len(releasing)
+                for p in releasing:
                     p.release_counters = [*p.release_counters, cid]
-            n.wait_counters = [*n.wait_counters, (counter_of[id(g)], len(g))]
+            cid = counter_of[id(g)]
+            n.wait_counters = [*n.wait_counters, (cid, counts[cid])]
     graph.num_counters = len(counter_of)
     graph.counter_counts = counts
+
+
+def releasers(g: tuple[Node, ...]) -> list[Node]:
+    """The producers of cross-SM group ``g`` that release its counter: of its stores, one per store queue.
+
+    A store engine runs one store at a time and completes it (its bytes
+    written, ``cp.async.bulk.wait_group 0``) before it begins the next, so
+    the release of the last of a group's stores in one SM's store queue
+    comes after every earlier one's writes, and its gpu-scope fence makes
+    them visible with its own. The others need not release: a counter
+    then counts one release per store queue, not per store. Producers that
+    are not stores (a load that must finish reading before another SM
+    overwrites) each release.
+    """
+    if len(g) == 1:
+        return list(g)
+    last: dict[tuple[int, str], Node] = {}
+    out: list[Node] = []
+    for p in g:
+        if p.kind != "store":
+            out.append(p)
+            continue
+        queue = (p.sm, p.engine)
+        held = last.get(queue)
+        if held is None or _queue_key(held) < _queue_key(p):
+            last[queue] = p
+    out.extend(last.values())
+    return out
+
+
+def _queue_key(n: Node) -> tuple[int, int, int, int]:
+    """A scheduled node's place in its queue (the order ``queues_of`` gives)."""
+    return (n.pos, n.seq, n.hoist, n.id)
 
 
 def group_is_local(g: tuple[Node, ...], sm: int, cache: dict[int, int]) -> bool:
