@@ -1,9 +1,10 @@
-"""The decode-attention families ``attn_block`` and ``attn_merge``.
+"""The decode-attention families ``attn_block``, ``attn_self`` and ``attn_merge``.
 
 Against a float64 numpy reference of softmax attention (fresh random inputs
-each run): one block's partial state, masked rows, a fully masked block, and
-a merge of several blocks that must equal attention over their
-concatenation. On the simulator (the families' numpy semantics, bit for bit
+each run): one block's partial state, masked rows, a fully masked block, a
+merge of several blocks that must equal attention over their
+concatenation, and the same with the new row's state (``attn_self``) merged
+last. On the simulator (the families' numpy semantics, bit for bit
 against the reference evaluator) and, marked ``gpu``, on the GPU (skipped
 without one). The PTX bodies assemble for sm_90a without spills.
 
@@ -27,7 +28,7 @@ from test_ptx_lowering import assemble
 import vdir
 from vdir.device_runtime.sim import simulate
 from vdir.families import FAMILIES, ComputeSignature, TileSig
-from vdir.families.attention import STATE_EXTRA
+from vdir.families.attention import STATE_EXTRA, attn_block_f32
 from vdir.families.core import FamilyError
 from vdir.frontend import ProgramBuilder
 from vdir.lowering import lower_to_ptx
@@ -35,7 +36,7 @@ from vdir.lowering.options import MAX_COMPUTE_WARPS
 from vdir.testing.assembler import family_program
 from vdir.testing.gpu import gpu
 
-BLOCK, MERGE = FAMILIES["attn_block"], FAMILIES["attn_merge"]
+BLOCK, MERGE, SELF = FAMILIES["attn_block"], FAMILIES["attn_merge"], FAMILIES["attn_self"]
 BF16_ULP = 2.0 ** -8
 
 
@@ -153,6 +154,47 @@ def test_merge_skips_masked_states_and_empty_blocks():
         assert np.array_equal(none.astype(np.float32), np.zeros((groups, dim), np.float32))
 
 
+@pytest.mark.parametrize(("groups", "dim"), [(1, 64), (4, 128), (16, 64)])
+def test_self_state_is_a_block_of_its_one_row(groups, dim):
+    """attn_self is attn_block's state over the one row, unmasked: the same bits."""
+    rng = np.random.default_rng()
+    q, k, v, _ = random_block(rng, groups, dim, 1)
+    scale = 1 / math.sqrt(dim)
+    state = SELF.run([q, k, v], {"scale": scale}, "f32")
+    assert state.shape == (groups, dim + STATE_EXTRA) and state.dtype == np.float32
+    want = attn_block_f32(q, k, v, np.zeros((1, 1), np.float32), scale)
+    assert np.array_equal(state.view(np.uint32), want.view(np.uint32))
+    assert np.all(state[:, dim + 1] == 1) and np.array_equal(state[:, :dim], v.astype(np.float32).repeat(groups, 0))
+
+
+def self_case(rng, groups, dim, rows, blocks):
+    """q, cached k and v over ``blocks`` blocks (a quarter of the rows masked), the new row's k and v, the
+    block states, the self state, and the float64 attention over the cache and the new row."""
+    masked = rng.choice(rows * blocks, size=rows * blocks // 4, replace=False)
+    q, k, v, bias = random_block(rng, groups, dim, rows * blocks, masked)
+    k_new, v_new = (rng.standard_normal((1, dim)).astype(bfloat16) for _ in range(2))
+    scale = 1 / math.sqrt(dim)
+    states = np.concatenate([
+        BLOCK.run([q, k[s * rows:(s + 1) * rows], v[s * rows:(s + 1) * rows], bias[:, s * rows:(s + 1) * rows]],
+                  {"scale": scale}, "f32")
+        for s in range(blocks)
+    ])
+    own = SELF.run([q, k_new, v_new], {"scale": scale}, "f32")
+    want = attention_f64(q, np.concatenate([k, k_new]), np.concatenate([v, v_new]),
+                         np.concatenate([bias, np.zeros((1, 1), np.float32)], axis=1), scale)
+    return (q, k, v, bias, k_new, v_new), states, own, want
+
+
+@pytest.mark.parametrize(("groups", "dim", "rows", "blocks"), [(4, 64, 32, 3), (2, 128, 128, 1)])
+def test_merge_with_the_self_state_is_attention_over_the_cache_and_the_new_row(groups, dim, rows, blocks):
+    _, states, own, want = self_case(np.random.default_rng(), groups, dim, rows, blocks)
+    out = MERGE.run([states, np.zeros((1, blocks), np.float32), own], {"groups": groups}, "bf16")
+    check_output(out, want)
+    # every block masked (position 0): the new row alone, softmax of one score is 1, the output is v
+    alone = MERGE.run([states, np.full((1, blocks), -np.inf, np.float32), own], {"groups": groups}, "bf16")
+    assert np.array_equal(alone.view(np.uint16), own[:, :dim].astype(bfloat16).view(np.uint16))
+
+
 @pytest.mark.parametrize(("family", "ins", "params", "message"), [
     ("attn_block", [((4, 96), "bf16"), ((8, 96), "bf16"), ((8, 96), "bf16"), ((1, 8), "f32")], {"scale": 1.0},
      "head dimension 96 .* must be one of 64, 128"),
@@ -167,6 +209,15 @@ def test_merge_skips_masked_states_and_empty_blocks():
     ("attn_merge", [((12, 68), "f32"), ((1, 3), "f32")], {"groups": 5}, "12 state rows are not whole states"),
     ("attn_merge", [((12, 68), "f32"), ((1, 4), "f32")], {"groups": 4}, r"mask must be 1x3"),
     ("attn_merge", [((12, 68), "f32"), ((1, 3), "f32")], {"groups": 0}, "'groups' = 0 is outside its range 1 to 16"),
+    ("attn_merge", [((12, 68), "f32"), ((1, 3), "f32"), ((3, 68), "f32")], {"groups": 4},
+     r"self must be one state of 4x68 like the stacked ones, got 3x68"),
+    ("attn_merge", [((12, 68), "f32"), ((1, 3), "f32"), ((4, 68), "bf16")], {"groups": 4}, "self must be f32"),
+    ("attn_self", [((4, 64), "bf16"), ((2, 64), "bf16"), ((1, 64), "bf16")], {"scale": 1.0},
+     "k must be the one row 1x64, got 2x64"),
+    ("attn_self", [((4, 64), "bf16"), ((1, 64), "bf16"), ((1, 128), "bf16")], {"scale": 1.0},
+     "v must be the one row 1x64"),
+    ("attn_self", [((4, 96), "bf16"), ((1, 96), "bf16"), ((1, 96), "bf16")], {"scale": 1.0},
+     "head dimension 96"),
 ])
 def test_signature_errors_name_the_family_and_the_value(family, ins, params, message):
     with pytest.raises(FamilyError, match=f"family '{family}'.*{message}"):
@@ -178,6 +229,9 @@ def test_words_round_trip():
         (BLOCK, [((4, 128), "bf16"), ((64, 128), "bf16"), ((64, 128), "bf16"), ((1, 64), "f32")], {"scale": 0.125}),
         (MERGE, [((16, 132), "f32"), ((1, 4), "f32")], {"groups": 4}),
         (MERGE, [((16, 132), "f32"), ((1, 4), "f32")], {"groups": 4, "flat": 1}),
+        (MERGE, [((16, 132), "f32"), ((1, 4), "f32"), ((4, 132), "f32")], {"groups": 4, "flat": 1}),
+        (MERGE, [((16, 68), "f32"), ((1, 4), "f32"), ((4, 68), "f32")], {"groups": 4}),
+        (SELF, [((8, 64), "bf16"), ((1, 64), "bf16"), ((1, 64), "bf16")], {"scale": 0.125}),
     ]:
         sigs = [TileSig(s, d) for s, d in ins]
         out = family.check(sigs, params, None)
@@ -248,6 +302,44 @@ def split_context_program(groups, dim, rows, blocks):
     return b.finish()
 
 
+def self_program(groups, dim, rows, blocks):
+    """The split-context program with the new row kept apart: blocks over the cache, ``attn_self`` over the new
+    row (k_new, v_new), one merge of the stacked states and the self state."""
+    b = ProgramBuilder("attn_split_self")
+    q, k, v = b.buffer("q", (groups, dim)), b.buffer("k", (rows * blocks, dim)), b.buffer("v", (rows * blocks, dim))
+    k_new, v_new = b.buffer("k_new", (1, dim)), b.buffer("v_new", (1, dim))
+    bias, mask = b.buffer("bias", (1, rows * blocks), "f32"), b.buffer("mask", (1, blocks), "f32")
+    states = b.buffer("states", (groups * blocks, dim + STATE_EXTRA), "f32")
+    out = b.buffer("out", (groups, dim))
+    scale = 1 / math.sqrt(dim)
+    for s in range(blocks):
+        tiles = [b.load(q, (0, 0), (groups, dim), name=f"q{s}"), b.load(k, (s * rows, 0), (rows, dim), name=f"k{s}"),
+                 b.load(v, (s * rows, 0), (rows, dim), name=f"v{s}"),
+                 b.load(bias, (0, s * rows), (1, rows), name=f"b{s}")]
+        b.store(b.compute("attn_block", tiles, params={"scale": scale}, name=f"st{s}"), states, (s * groups, 0))
+    own = b.compute("attn_self", [b.load(q, (0, 0), (groups, dim), name="qs"),
+                                  b.load(k_new, (0, 0), (1, dim), name="kn"),
+                                  b.load(v_new, (0, 0), (1, dim), name="vn")], params={"scale": scale}, name="own")
+    all_states = b.load(states, (0, 0), (groups * blocks, dim + STATE_EXTRA), name="all")
+    mt = b.load(mask, (0, 0), (1, blocks), name="mt")
+    b.store(b.compute("attn_merge", [all_states, mt, own], params={"groups": groups}, name="ot"), out, (0, 0))
+    return b.finish()
+
+
+def run_self_case(backend, groups=4, dim=64, rows=64, blocks=4):
+    """:func:`self_program` on fresh inputs, checked against float64 attention over the cache and the new row
+    (on the simulator also bit for bit against the families' numpy semantics); returns the output."""
+    (q, k, v, bias, k_new, v_new), states, own, want = self_case(np.random.default_rng(), groups, dim, rows, blocks)
+    mask = np.zeros((1, blocks), np.float32)
+    with vdir.compile(self_program(groups, dim, rows, blocks), backend=backend) as exe:
+        got = exe(q=q, k=k, v=v, k_new=k_new, v_new=v_new, bias=bias, mask=mask)
+    check_output(got["out"], want)
+    if backend == "sim":
+        exact = MERGE.run([states, mask, own], {"groups": groups}, "bf16")
+        assert np.array_equal(got["out"].view(np.uint16), exact.view(np.uint16))
+    return got["out"]
+
+
 def run_block_case(backend, case, inputs=None, **options):
     """The one-block program of ``case`` on ``inputs`` (default: fresh random ones), checked; returns the states."""
     groups, dim, rows, masked = BLOCK_CASES[case]
@@ -294,6 +386,10 @@ def test_split_context_on_the_simulator_equals_attention():
     assert not np.isnan(got["states"]).any()
 
 
+def test_self_state_program_on_the_simulator_equals_attention():
+    run_self_case("sim")
+
+
 def test_merge_program_on_the_simulator_matches_numpy_bit_for_bit():
     rng = np.random.default_rng()
     groups, dim, count = 4, 64, 5
@@ -318,6 +414,10 @@ def test_bodies_assemble(warps):
     progs = [family_program("attn_block", [(4, d), (64, d), (64, d), (1, 64)], ["bf16"] * 3 + ["f32"],
                             (4, d + STATE_EXTRA), "f32", {"scale": 0.125}) for d in (64, 128)]
     progs.append(family_program("attn_merge", [(16, 132), (1, 4)], ["f32", "f32"], (4, 128), "bf16", {"groups": 4}))
+    progs.append(family_program("attn_merge", [(16, 68), (1, 4), (4, 68)], ["f32"] * 3, (4, 64), "bf16",
+                                {"groups": 4}))
+    progs += [family_program("attn_self", [(4, d), (1, d), (1, d)], ["bf16"] * 3, (4, d + STATE_EXTRA), "f32",
+                             {"scale": 0.125}) for d in (64, 128)]
     for prog in progs:
         info = assemble(lower_to_ptx(prog, "h200", {"compute_warps": warps}))
         if warps == 0:
@@ -339,6 +439,13 @@ def test_block_on_the_gpu_is_the_same_bits_for_any_compute_group():
               for w in (1, 5, 8, MAX_COMPUTE_WARPS)]
     for got in states[1:]:
         assert np.array_equal(got.view(np.uint32), states[0].view(np.uint32))
+
+
+@gpu
+@pytest.mark.parametrize(("groups", "dim", "rows", "blocks"), [(4, 64, 32, 4), (8, 128, 128, 8)])
+def test_self_state_program_on_the_gpu_equals_attention(groups, dim, rows, blocks):
+    """Blocks over the cache on several SMs, the new row's state on the merge's SM, one merge."""
+    run_self_case("cuda", groups, dim, rows, blocks)
 
 
 @gpu

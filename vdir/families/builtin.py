@@ -1,5 +1,5 @@
 """The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, slice, the fused
-gemv forms and the decode-attention pair (defined in :mod:`vdir.families.attention`).
+gemv forms and the decode-attention families (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vdir import isa
-from vdir.families.attention import ATTN_BLOCK, ATTN_MERGE
+from vdir.families.attention import ATTN_BLOCK, ATTN_MERGE, ATTN_SELF
 from vdir.families.core import (
     ComputeSignature,
     Epilogue,
@@ -608,7 +608,8 @@ SLICE = Family(
 
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
-                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE)
+                    RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE,
+                    ATTN_SELF)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

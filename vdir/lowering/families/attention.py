@@ -1,4 +1,4 @@
-"""Bodies of the decode-attention families: ``attn_block`` and ``attn_merge``.
+"""Bodies of the decode-attention families: ``attn_block``, ``attn_self`` and ``attn_merge``.
 
 ``attn_block``: one compute warp per query head (rows ``g = warp, warp +
 warps, ...``); the warp's registers hold the whole softmax of its row, so the
@@ -16,18 +16,25 @@ reductions (``max.f32``, ``add.rn.f32``), the same order in every run;
 ``shfl.sync.idx``. A fully masked row has ``m = -inf``: the exponent's shift
 is 0 instead, so every ``p`` is ``2^-inf = 0`` and ``l``, ``o`` are 0.
 
+``attn_self``: one compute warp per query head; lane ``t`` owns the ``D /
+32`` adjacent columns from ``t * D / 32``: its part of ``q . k`` (``fma``),
+a butterfly sum, ``m = scale * dot``; it copies its columns of ``v`` (bf16
+widened) as ``o``, and lane 0 writes ``m``, ``l = 1`` and the padding.
+
 ``attn_merge``: thread per output element ``(g, d)``, round-robin; each
 thread walks the states in order s = 0..S-1 twice, first for the maximum
 ``M`` of the used states' ``m``, then adding ``w * l`` and ``w * o`` (each
 product rounded, then added, as the numpy semantics), and divides once.
-Every element's result is one fixed sequence of roundings.
+With the self state (``p3`` bit :data:`~vdir.families.attention.MERGE_HAS_SELF`)
+each walk takes it last. Every element's result is one fixed sequence of
+roundings.
 """
 
 from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
-from vdir.families.attention import HEAD_DIMS, MAX_BLOCK_ROWS, STATE_EXTRA, STATE_L, STATE_M
+from vdir.families.attention import HEAD_DIMS, MAX_BLOCK_ROWS, MERGE_HAS_SELF, STATE_EXTRA, STATE_L, STATE_M
 from vdir.lowering import families as F
 
 _NEG_INF = float("-inf")
@@ -46,17 +53,50 @@ def attn_block(cc: "F.ComputeCtx") -> None:
     One loop per supported head dimension, chosen by ``p1`` (uniform over
     the group); the dimension fixes how many columns a lane owns.
     """
+    _per_head_dim(cc, "attn_block", _block_row)
+
+
+def attn_self(cc: "F.ComputeCtx") -> None:
+    """The states of the ``p0`` query heads over the one row ``k``, ``v`` (head dim ``p1``, scale ``f0``)."""
+    _per_head_dim(cc, "attn_self", _self_row)
+
+
+def _per_head_dim(cc: "F.ComputeCtx", name: str, row_body) -> None:
+    """``row_body(cc, g, d)`` for each query head ``g`` (a warp each), in the copy for head dimension ``p1``."""
     b = cc.b
-    done = b.new_label("attn_block_done")
-    labels = {d: b.new_label(f"attn_block_d{d}") for d in HEAD_DIMS}
+    done = b.new_label(f"{name}_done")
+    labels = {d: b.new_label(f"{name}_d{d}") for d in HEAD_DIMS}
     for d, label in labels.items():
         b.bra(label, b.setp("eq.u32", cc.p1, d))
     b.bra(done)
     for d, label in labels.items():
         b.place(label)
-        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: _block_row(cc, g, d), f"attn_block_row{d}")
+        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: row_body(cc, g, d), f"{name}_row{d}")
         b.bra(done)
     b.place(done)
+
+
+def _self_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
+    """Query head ``g``'s state over the one row: ``m = scale * (q_g . k)``, ``l = 1``, ``o = v``."""
+    b = cc.b
+    cols = d // 32
+    q_row = b.i("mad.lo.u32", "u32", g, d * _BF16, cc.ins[0])
+    lane_cols = b.i("mul.lo.u32", "u32", cc.lane, cols * _BF16)
+    q_at, k_at, v_at = (b.i("add.u32", "u32", base, lane_cols) for base in (q_row, cc.ins[1], cc.ins[2]))
+    acc = b.var("f32", 0.0)
+    for i in range(cols):
+        b.i("fma.rn.f32", "f32", F.load_bf16(b, q_at, i * _BF16), F.load_bf16(b, k_at, i * _BF16), acc, dst=acc)
+    top = b.i("mul.rn.f32", "f32", cc.f0, F.warp_sum(b, acc))
+    out_row = b.i("mad.lo.u32", "u32", g, (d + STATE_EXTRA) * _F32, cc.out)
+    col = b.i("mad.lo.u32", "u32", cc.lane, cols * _F32, out_row)
+    for i in range(cols):
+        b.st("st.shared.f32", col, i * _F32, F.load_bf16(b, v_at, i * _BF16))
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    tail = d * _F32
+    b.st("st.shared.f32", out_row, tail + STATE_M * _F32, top, guard=lane0)
+    b.st("st.shared.f32", out_row, tail + STATE_L * _F32, 1.0, guard=lane0)
+    for pad in range(2, STATE_EXTRA):
+        b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
 
 
 def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
@@ -200,6 +240,8 @@ def attn_merge(cc: "F.ComputeCtx") -> None:
             b.i("max.f32", "f32", top, m, dst=top)
 
         _each_used_state(cc, count, state_bytes, row0, maximum, "attn_merge_max")
+        self_row = b.i("mad.lo.u32", "u32", g, row_bytes, cc.ins[2])
+        _if_self(cc, lambda: maximum(None, self_row), "attn_merge_self_max")
         empty = b.setp("eq.f32", top, _NEG_INF)
         shift = b.i("selp.f32", "f32", 0.0, top, empty)
         total, acc = b.var("f32", 0.0), b.var("f32", 0.0)
@@ -215,6 +257,7 @@ def attn_merge(cc: "F.ComputeCtx") -> None:
             b.i("add.rn.f32", "f32", acc, b.i("mul.rn.f32", "f32", w, o), dst=acc)
 
         _each_used_state(cc, count, state_bytes, row0, accumulate, "attn_merge_sum")
+        _if_self(cc, lambda: accumulate(None, self_row), "attn_merge_self_sum")
         y = b.i("div.rn.f32", "f32", acc, total)
         y = b.i("selp.f32", "f32", 0.0, y, empty)
         F.store_elem(b, cc.out, b.i("mul.lo.u32", "u32", i, _BF16), y, "bf16")
@@ -237,3 +280,13 @@ def _each_used_state(cc: "F.ComputeCtx", count: SSAValue, state_bytes: SSAValue,
         b.i("add.u32", "u32", row, state_bytes, dst=row)
 
     b.for_range(0, count, 1, state, hint)
+
+
+def _if_self(cc: "F.ComputeCtx", body, hint: str) -> None:
+    """``body()`` when the merge has a self state (``p3`` bit :data:`MERGE_HAS_SELF`)."""
+    b = cc.b
+    skip = b.new_label(f"{hint}_skip")
+    flag = b.i("and.b32", "u32", cc.p3, MERGE_HAS_SELF)
+    b.bra(skip, b.setp("eq.u32", flag, 0))
+    body()
+    b.place(skip)
