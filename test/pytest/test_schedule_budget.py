@@ -48,7 +48,7 @@ def test_live_bytes_count_each_tile_from_its_producer_to_its_last_use():
 #: one layer of the Llama-3.2-1B width on 4 SMs: its 64 KiB weight tiles fill the arena, so with one
 #: load queue rings fit at no hoisting depth and the pipeline hoists within the arena
 WIDE_LAYER = LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=1024, vocab=2048,
-                         max_context=64, block=16, name="wide_layer")
+                         max_context=32, block=8, name="wide_layer")
 
 
 def test_a_program_whose_weight_tiles_fill_the_arena_is_hoisted_within_it(monkeypatch):

@@ -6,15 +6,20 @@ One launch runs one token through the whole model, batch 1:
   gathered by it (a runtime row offset, bounds-checked on the device), and
   the step ends by writing the greedy next token there (a two-phase argmax),
   so consecutive launches feed each other without a host round trip;
-* the position ``pos`` is the launch-time scalar: the new K and V rows are
-  appended to the caches at row ``pos``, RoPE reads row ``pos`` of its
-  tables, and attention covers positions ``0 .. pos``;
-* attention is split along the context into blocks of ``block`` rows, one
-  ``attn_block`` micro-op each (run only ``when pos >= first row``), whose
-  partial softmax states are merged in a fixed order by ``attn_merge``; the
-  last block's rows beyond ``pos`` are masked by a bias row that the program
-  loads from a host-built table at a row that depends on ``pos``
-  (:func:`decode_tables`), and so are the merge's unused states.
+* the position ``pos`` is the launch-time scalar: RoPE reads row ``pos`` of
+  its tables, attention covers positions ``0 .. pos``, and the new K and V
+  rows are appended to the caches at row ``pos`` once the layer's attention
+  has read them;
+* attention over the cached positions ``0 .. pos - 1`` is split along the
+  context into blocks of ``block`` rows, one ``attn_block`` micro-op each
+  (run only ``when pos > first row``); the new position's row takes no
+  detour through the cache: ``attn_self`` makes its state from the new k
+  and v rows on the merge's SM, and ``attn_merge`` merges the blocks' states
+  in a fixed order, then that one. So the blocks wait for the q row only,
+  not for the new K row's RoPE and append. The last block's rows from
+  ``pos`` on are masked by a bias row that the program loads from a
+  host-built table at a row that depends on ``pos`` (:func:`decode_tables`),
+  and so are the merge's unused states.
 
 Layout of the buffers (``L`` layers, ``H`` heads, ``KV`` kv heads, ``D``
 head dim, ``C`` the maximum context): weights stacked by layer as in
@@ -251,19 +256,19 @@ def decode_tables(cfg: LlamaConfig) -> dict[str, np.ndarray]:
     * ``rope_cos``, ``rope_sin``: ``C x D``, row ``p`` for position ``p``, its
       columns in :func:`head_row_order`;
     * ``attn_bias``: ``2C x block``; block ``j`` loads row ``pos - j*block + C``,
-      whose column ``c`` is 0 when ``c <= pos - j*block`` (a position up to
-      ``pos``) and -inf after (rows below ``C`` belong to blocks past ``pos``,
-      which do not run);
+      whose column ``c`` is 0 when ``c < pos - j*block`` (a position before
+      ``pos``: the cache holds it) and -inf after (rows up to ``C`` belong to
+      blocks from ``pos`` on, which do not run);
     * ``merge_mask``: ``C x blocks``; row ``pos`` keeps the states of blocks
-      ``j * block <= pos``.
+      ``j * block < pos`` (the new position's own state is always merged).
     """
     C, B, S = cfg.max_context, cfg.block, cfg.blocks
     cos, sin = rope_tables(C, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     order = head_row_order(cfg)
     cos, sin = np.ascontiguousarray(cos[:, order]), np.ascontiguousarray(sin[:, order])
     r = np.arange(2 * C)[:, None] - C
-    attn_bias = np.where(np.arange(B)[None, :] <= r, 0.0, -np.inf).astype(np.float32)
-    merge_mask = np.where(np.arange(S)[None, :] * B <= np.arange(C)[:, None], 0.0, -np.inf).astype(np.float32)
+    attn_bias = np.where(np.arange(B)[None, :] < r, 0.0, -np.inf).astype(np.float32)
+    merge_mask = np.where(np.arange(S)[None, :] * B < np.arange(C)[:, None], 0.0, -np.inf).astype(np.float32)
     return {"rope_cos": cos, "rope_sin": sin, "attn_bias": attn_bias, "merge_mask": merge_mask}
 
 
@@ -296,8 +301,9 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     L, H, D = cfg.layers, cfg.heads, cfg.head_dim
     bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16")
     bufs["q"] = b.buffer("q", (L * H, D), "bf16")
-    if not rope_in_projection(cfg):
-        bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
+    # the new position's k (rotated when the projection tiles rotate) and v rows, row l*KV + kv head
+    bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
+    bufs["vnew"] = b.buffer("vnew", (L * cfg.kv_heads, D), "bf16")
     bufs["ao"] = b.buffer("ao", (L, H * D), "bf16")  # row l: layer l's heads side by side
     bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
@@ -320,12 +326,10 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
 
 
 def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, layer: SSAValue, heads: int,
-                dst: SSAValue, pos: SSAValue | None, name: str, rope: tuple[SSAValue, SSAValue, SSAValue] | None = None
-                ) -> None:
+                dst: SSAValue, name: str, rope: tuple[SSAValue, SSAValue, SSAValue] | None = None) -> None:
     """``heads`` head projections of ``xn`` (``heads * D`` weight rows of layer ``layer``), tile by tile.
 
-    Head ``h``'s ``D`` outputs go to row ``layer * heads + h`` of ``dst``, or,
-    with ``pos``, to columns ``h * D ..`` of the cache row ``layer * C + pos``.
+    Head ``h``'s ``D`` outputs go to row ``layer * heads + h`` of ``dst``.
     With ``rope`` (the cos and sin tables and the position), each tile is
     rotated before it is stored (:func:`head_row_order`).
     """
@@ -340,12 +344,7 @@ def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, 
             cos = b.load(cos_table, (at, col), (1, R), name=f"{name}cos")
             sin = b.load(sin_table, (at, col), (1, R), name=f"{name}sin")
             y = b.compute("rope", [y, cos, sin], name=f"{name}_rot")
-        if pos is None:
-            b.store(y, dst, (b.linear([(layer, heads), (h, 1)], name=f"{name}dst"), col), name=f"{name}_saved")
-        else:
-            crow = b.linear([(layer, cfg.max_context), (pos, 1)], name=f"{name}crow")
-            ccol = b.linear([(h, D), (t, R)], name=f"{name}ccol")
-            b.store(y, dst, (crow, ccol), name=f"{name}_saved")
+        b.store(y, dst, (b.linear([(layer, heads), (h, 1)], name=f"{name}dst"), col), name=f"{name}_saved")
 
 
 def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
@@ -357,22 +356,17 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
     x = b.load(hs, (x_row, 0), (1, cfg.hidden), name="x")
     xn = b.compute("rmsnorm", [x, b.load(bufs["attn_norm"], (layer, 0), (1, cfg.hidden), name="an")],
                    params={"eps": cfg.eps}, name="xn_a")
-    # k and v first: the chain to the attention blocks runs through the K
-    # cache (k tile -> RoPE -> append -> block loads), and an SM with a k or
-    # v tile and a q tile runs them in this order
+    # q first: the attention blocks wait for its row (and nothing else of this
+    # launch), and an SM with a q tile and a k or v tile runs them in this order
     fused = rope_in_projection(cfg)
     rope = (bufs["rope_cos"], bufs["rope_sin"], pos) if fused else None
-    if fused:  # k rotated in its tiles, straight into the cache at pos
-        _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["kcache"], pos, "kp", rope)
-    else:
-        _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], None, "kp")
-    _projection(b, cfg, bufs["wv"], xn, layer, KV, bufs["vcache"], pos, "vp")
-    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], None, "qp", rope)
+    _projection(b, cfg, bufs["wq"], xn, layer, H, bufs["q"], "qp", rope)
+    _projection(b, cfg, bufs["wk"], xn, layer, KV, bufs["knew"], "kp", rope)
+    _projection(b, cfg, bufs["wv"], xn, layer, KV, bufs["vnew"], "vp")
     tables = None
     if not fused:
         tables = (b.load(bufs["rope_cos"], (pos, 0), (1, D), name="cos"),
                   b.load(bufs["rope_sin"], (pos, 0), (1, D), name="sin"))
-        _rotate_whole_heads(b, cfg, bufs, layer, pos, tables)
     _attend(b, cfg, bufs, layer, pos, tables)
     # the output projection: a gemv over the heads' outputs (o_chunks chunks of the row), plus the residual
     heads = load_chunks(b, bufs["ao"], layer, H * D, cfg.o_chunks, "ao")
@@ -385,28 +379,13 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
                 name="oa_saved")
 
 
-def _rotate_whole_heads(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
-                        pos: SSAValue, tables: tuple[SSAValue, SSAValue]) -> None:
-    """Each new K row as a whole head (QK-norm, then RoPE by ``tables``, position ``pos``'s cos and sin) into
-    the cache at ``pos``."""
-    KV, D, C = cfg.kv_heads, cfg.head_dim, cfg.max_context
-    cos, sin = tables
-    crow = b.linear([(layer, C), (pos, 1)], name="crow")
-    for kvh in range(KV):  # the new K row: norm, RoPE, into the cache at pos
-        k = b.load(bufs["knew"], (b.affine(layer, KV, kvh, name=f"kr{kvh}"), 0), (1, D), name=f"k{kvh}")
-        if cfg.qk_norm:
-            k = b.compute("rmsnorm_rows", [k, b.load(bufs["k_norm"], (layer, 0), (1, D), name=f"kn{kvh}")],
-                          params={"eps": cfg.eps}, name=f"kq{kvh}")
-        k = b.compute("rope", [k, cos, sin], name=f"kr{kvh}_rot")
-        b.store(k, bufs["kcache"], (crow, kvh * D), name=f"k{kvh}_cached")
-
-
 def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue, pos: SSAValue,
             tables: tuple[SSAValue, SSAValue] | None) -> None:
-    """Attention blocks over the cache and their merges, into row ``layer`` of ``ao``.
+    """Attention blocks over the cached positions, the new position's state, their merges into row ``layer``
+    of ``ao``, and the new K and V rows appended to the caches at ``pos``.
 
-    With ``tables`` (position ``pos``'s cos and sin), q's heads are rotated
-    here, whole (after QK-norm), rather than in their projection tiles.
+    With ``tables`` (position ``pos``'s cos and sin), q's and k's heads are
+    rotated here, whole (after QK-norm), rather than in their projection tiles.
     """
     H, KV, D, G, C, B = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
     scale = 1.0 / math.sqrt(D)
@@ -415,21 +394,12 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
     # placed between two heads' blocks would hold the second head's back
     first_states = []
     for kvh in range(KV):
-        qrow = b.affine(layer, H, kvh * G, name=f"qr{kvh}")
-        q = b.load(bufs["q"], (qrow, 0), (G, D), name=f"q{kvh}")
-        if cfg.qk_norm:
-            q = b.compute("rmsnorm_rows", [q, b.load(bufs["q_norm"], (layer, 0), (1, D), name=f"qn{kvh}")],
-                          params={"eps": cfg.eps}, name=f"qq{kvh}")
-        if tables is not None:
-            q = b.compute("rope", [q, *tables], name=f"q{kvh}_rot")
+        q = _query_heads(b, cfg, bufs, layer, kvh, tables, "")
         first_state = b.linear([(layer, KV * cfg.blocks * G)], kvh * cfg.blocks * G, name=f"st{kvh}")
         first_states.append(first_state)
         for j in range(cfg.blocks):
-            runs = (pos, ">=", j * B)
+            runs = (pos, ">=", j * B + 1)  # the block holds a cached position, one before pos
             krow = b.affine(layer, C, j * B, name=f"kb{kvh}_{j}")
-            # V before K: the load engine issues in order, and the new V row is
-            # in the cache before the new K row (K goes through RoPE on
-            # another SM), so V's block lands while K's waits
             vt = b.load(bufs["vcache"], (krow, kvh * D), (B, D), name=f"vt{kvh}_{j}", when=runs)
             kt = b.load(bufs["kcache"], (krow, kvh * D), (B, D), name=f"kt{kvh}_{j}", when=runs)
             bias = b.load(bufs["attn_bias"], (b.affine(pos, 1, C - j * B, name=f"br{kvh}_{j}"), 0), (1, B),
@@ -437,11 +407,40 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
             st = b.compute("attn_block", [q, kt, vt, bias], params={"scale": scale}, name=f"s{kvh}_{j}", when=runs)
             b.store(st, bufs["states"], (b.affine(first_state, 1, j * G, name=f"sr{kvh}_{j}"), 0),
                     name=f"s{kvh}_{j}_saved", when=runs)
+    crow = b.linear([(layer, C), (pos, 1)], name="crow")
     for kvh, first_state in enumerate(first_states):
+        # the new position on the merge's SM: its state from the new rows, no detour through the cache
+        q = _query_heads(b, cfg, bufs, layer, kvh, tables, "m")
+        new_row = b.affine(layer, KV, kvh, name=f"nr{kvh}")
+        k = b.load(bufs["knew"], (new_row, 0), (1, D), name=f"k{kvh}")
+        if cfg.qk_norm:
+            k = b.compute("rmsnorm_rows", [k, b.load(bufs["k_norm"], (layer, 0), (1, D), name=f"kn{kvh}")],
+                          params={"eps": cfg.eps}, name=f"kq{kvh}")
+        if tables is not None:
+            k = b.compute("rope", [k, *tables], name=f"k{kvh}_rot")
+        v = b.load(bufs["vnew"], (new_row, 0), (1, D), name=f"v{kvh}")
+        own = b.compute("attn_self", [q, k, v], params={"scale": scale}, name=f"own{kvh}")
         states = b.load(bufs["states"], (first_state, 0), (cfg.blocks * G, D + STATE_EXTRA), name=f"sts{kvh}")
         mask = b.load(bufs["merge_mask"], (pos, 0), (1, cfg.blocks), name=f"mask{kvh}")
-        o = b.compute("attn_merge", [states, mask], params={"groups": G, "flat": 1}, name=f"o{kvh}")
+        o = b.compute("attn_merge", [states, mask, own], params={"groups": G, "flat": 1}, name=f"o{kvh}")
         b.store(o, bufs["ao"], (layer, kvh * G * D), name=f"o{kvh}_saved")
+        # the append, after the blocks in program order: it waits for their reads of the cache
+        b.store(k, bufs["kcache"], (crow, kvh * D), name=f"k{kvh}_cached")
+        b.store(v, bufs["vcache"], (crow, kvh * D), name=f"v{kvh}_cached")
+
+
+def _query_heads(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue, kvh: int,
+                 tables: tuple[SSAValue, SSAValue] | None, tag: str) -> SSAValue:
+    """The ``G`` query heads of kv head ``kvh`` as attention reads them: loaded, QK-normed, rotated by ``tables``."""
+    G, D = cfg.group, cfg.head_dim
+    q = b.load(bufs["q"], (b.affine(layer, cfg.heads, kvh * G, name=f"q{tag}r{kvh}"), 0), (G, D),
+               name=f"q{tag}{kvh}")
+    if cfg.qk_norm:
+        q = b.compute("rmsnorm_rows", [q, b.load(bufs["q_norm"], (layer, 0), (1, D), name=f"q{tag}n{kvh}")],
+                      params={"eps": cfg.eps}, name=f"q{tag}q{kvh}")
+    if tables is not None:
+        q = b.compute("rope", [q, *tables], name=f"q{tag}{kvh}_rot")
+    return q
 
 
 def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:

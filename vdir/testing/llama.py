@@ -97,31 +97,37 @@ class MirrorModel:
         fused = rope_in_projection(cfg)
         if fused:  # each projection tile rotated as it is made
             q, k = self._rotate_tiles(q, cos, sin), self._rotate_tiles(k, cos, sin)
-        for kvh in range(KV):
-            kh = k[kvh : kvh + 1]
-            if cfg.qk_norm:
-                kh = _run("rmsnorm_rows", [kh, w["k_norm"][layer : layer + 1]], eps=cfg.eps)
-            self.kcache[layer, pos, kvh * D : (kvh + 1) * D] = kh[0] if fused else _run("rope", [kh, cos, sin])[0]
-            self.vcache[layer, pos, kvh * D : (kvh + 1) * D] = v[kvh]
         out = np.zeros((H, D), bfloat16)
         B, S = cfg.block, cfg.blocks
+        scale = 1 / math.sqrt(D)
         for kvh in range(KV):
             qg = q[kvh * G : (kvh + 1) * G]
             if cfg.qk_norm:
                 qg = _run("rmsnorm_rows", [qg, w["q_norm"][layer : layer + 1]], eps=cfg.eps)
             if not fused:
                 qg = _run("rope", [qg, cos, sin])
+            # the blocks over the cached positions before pos
             states = np.zeros((S * G, D + STATE_EXTRA), np.float32)
             for j in range(S):
-                if pos < j * B:
+                if pos < j * B + 1:
                     continue
                 rows = slice(j * B, (j + 1) * B)
                 kt = self.kcache[layer, rows, kvh * D : (kvh + 1) * D]
                 vt = self.vcache[layer, rows, kvh * D : (kvh + 1) * D]
                 bias = self.tables["attn_bias"][pos - j * B + cfg.max_context : pos - j * B + cfg.max_context + 1]
-                states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=1 / math.sqrt(D))
+                states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=scale)
+            # the new position's own state, merged last; then its rows are appended to the caches
+            kh = k[kvh : kvh + 1]
+            if cfg.qk_norm:
+                kh = _run("rmsnorm_rows", [kh, w["k_norm"][layer : layer + 1]], eps=cfg.eps)
+            if not fused:
+                kh = _run("rope", [kh, cos, sin])
+            vh = v[kvh : kvh + 1]
+            own = _run("attn_self", [qg, kh, vh], "f32", scale=scale)
             mask = self.tables["merge_mask"][pos : pos + 1]
-            out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask], groups=G)
+            out[kvh * G : (kvh + 1) * G] = _run("attn_merge", [states, mask, own], groups=G)
+            self.kcache[layer, pos, kvh * D : (kvh + 1) * D] = kh[0]
+            self.vcache[layer, pos, kvh * D : (kvh + 1) * D] = vh[0]
         # the output projection over the heads side by side, in o_chunks f32 chunks
         return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), cfg.o_chunks), h])
 
