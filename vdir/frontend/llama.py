@@ -55,8 +55,9 @@ STATE_EXTRA = 4
 AUTO_CHUNKS = 0
 #: bytes of a bf16 element
 _BF16 = DTYPE_BYTES["bf16"]
-#: the most logits one ``argmax_partial`` of the step reads (a 4 KB bf16 tile)
-ARGMAX_PART_LOGITS = 2048
+#: the most logits one ``argmax_partial`` of the step reads (a 16 KB bf16 tile): few parts, so that an SM's
+#: logits stores of one part release its counter once (vdir-layout-deps), not once each
+ARGMAX_PART_LOGITS = 8192
 
 
 @dataclass(frozen=True)
