@@ -388,7 +388,7 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
     With ``tables`` (position ``pos``'s cos and sin), q's and k's heads are
     rotated here, whole (after QK-norm), rather than in their projection tiles.
     """
-    H, KV, D, G, C, B = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
+    KV, D, G, C, B = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.max_context, cfg.block
     scale = 1.0 / math.sqrt(D)
     # every kv head's blocks before any merge: a merge waits for its head's
     # blocks on other SMs, and an engine's queue is in order, so a merge

@@ -235,7 +235,7 @@ def attn_merge(cc: "F.ComputeCtx") -> None:
         row0 = b.i("mad.lo.u32", "u32", g, row_bytes, cc.ins[0])  # row g of state 0
         top = b.var("f32", _NEG_INF)
 
-        def maximum(s: SSAValue, row: SSAValue) -> None:
+        def maximum(_s: SSAValue | None, row: SSAValue) -> None:
             m = b.ld("ld.shared.f32", "f32", b.i("add.u32", "u32", row, m_off), STATE_M * _F32)
             b.i("max.f32", "f32", top, m, dst=top)
 
@@ -246,7 +246,7 @@ def attn_merge(cc: "F.ComputeCtx") -> None:
         shift = b.i("selp.f32", "f32", 0.0, top, empty)
         total, acc = b.var("f32", 0.0), b.var("f32", 0.0)
 
-        def accumulate(s: SSAValue, row: SSAValue) -> None:
+        def accumulate(_s: SSAValue | None, row: SSAValue) -> None:
             tail = b.i("add.u32", "u32", row, m_off)
             m = b.ld("ld.shared.f32", "f32", tail, STATE_M * _F32)
             w = b.i("ex2.approx.ftz.f32", "f32",
