@@ -1,20 +1,26 @@
 """Bodies of the decode-attention families: ``attn_block``, ``attn_self`` and ``attn_merge``.
 
-``attn_block``: one compute warp per query head (rows ``g = warp, warp +
-warps, ...``); the warp's registers hold the whole softmax of its row, so the
-body needs no shared scratch and no group barrier. Lane ``t`` scores the
-cached rows ``t, t + 32, t + 64, t + 96`` (up to 128 rows, four registers):
-dot products of 16-byte chunks of q and k (``ld.shared.v4.b32``, bf16
-widened by shift / mask, ``fma.rn.f32`` into two accumulators per row), the
-four rows side by side in one loop over the chunks, the lanes
-starting at different chunks so that the 32 rows fall in different banks;
-then ``scale *``, ``+ bias``. The row's maximum and sum are butterfly
-reductions (``max.f32``, ``add.rn.f32``), the same order in every run;
-``p = 2^((s - m) * log2 e)`` (``ex2.approx.ftz``). Each lane then owns
-``D / 32`` adjacent output columns and adds ``p[b] * v[b, :]`` for ``b = 0,
-1, ..., B - 1`` in order, ``p[b]`` broadcast from its lane with
-``shfl.sync.idx``. A fully masked row has ``m = -inf``: the exponent's shift
-is 0 instead, so every ``p`` is ``2^-inf = 0`` and ``l``, ``o`` are 0.
+``attn_block``: a block's rows are two halves of 64, each a partial state
+of its own, combined at the end (``m = max``, each half weighted by
+``2^((m_i - m) log2 e)``). With ``2 G`` compute warps or more, a warp per
+half: the second half's warp leaves its partial state in the head's result
+row, and after the group barrier the first half's warp combines it with its
+own; with fewer, one warp per query head runs both halves in turn (rows
+``g = warp, warp + warps, ...``). The arithmetic is the same either way, so
+the states are the same bits for every group size. In a half, lane ``t``
+scores the cached rows ``first + t`` and ``first + t + 32`` (two
+registers): dot products of 16-byte chunks of q and k
+(``ld.shared.v4.b32``, bf16 widened by shift / mask, ``fma.rn.f32`` into
+two accumulators per row), the rows side by side in one loop over the
+chunks, the lanes starting at different chunks so that the 32 rows fall in
+different banks; then ``scale *``, ``+ bias``. The half's maximum and sum
+are butterfly reductions (``max.f32``, ``add.rn.f32``), the same order in
+every run; ``p = 2^((s - m) * log2 e)`` (``ex2.approx.ftz``). Each lane
+then owns ``D / 32`` adjacent output columns and adds ``p[b] * v[b, :]``
+for the half's rows in order, ``p[b]`` broadcast from its lane with
+``shfl.sync.idx``. A fully masked half has ``m = -inf``: the exponent's
+shift is 0 instead, so every ``p`` is ``2^-inf = 0`` and ``l``, ``o`` are
+0; combined with the other half it weighs 0, and the other exactly 1.
 
 ``attn_self``: one compute warp per query head; lane ``t`` owns the ``D /
 32`` adjacent columns from ``t * D / 32``: its part of ``q . k`` (``fma``),
@@ -41,8 +47,10 @@ _NEG_INF = float("-inf")
 #: bytes of one bf16 / f32 element, of a 16-byte chunk and the bf16 elements in it
 _BF16, _F32, _CHUNK = 2, 4, 16
 _CHUNK_ELEMS = _CHUNK // _BF16
-#: score registers per lane: rows lane + 32 j, j < _SCORE_REGS
-_SCORE_REGS = MAX_BLOCK_ROWS // 32
+#: a block's rows are scored in two halves of this many rows, each a partial state of its own, then combined
+_HALF_ROWS = MAX_BLOCK_ROWS // 2
+#: score registers per lane in a half: rows first + lane + 32 j, j < _SCORE_REGS
+_SCORE_REGS = _HALF_ROWS // 32
 #: the output loop adds this many cached rows per iteration (the row multiple attn_block requires)
 _ROWS_PER_STEP = 8
 
@@ -50,10 +58,133 @@ _ROWS_PER_STEP = 8
 def attn_block(cc: "F.ComputeCtx") -> None:
     """Partial softmax states of the ``p0`` query heads over ``p2`` cached rows (head dim ``p1``, scale ``f0``).
 
-    One loop per supported head dimension, chosen by ``p1`` (uniform over
-    the group); the dimension fixes how many columns a lane owns.
+    One copy per supported head dimension, chosen by ``p1`` (uniform over
+    the group); the dimension fixes how many columns a lane owns. Each
+    head's rows are two halves (:data:`_HALF_ROWS`), each a partial state,
+    then combined. With a warp per half (``2 * p0`` warps at most) the two
+    halves of a head run side by side: the second half's warp leaves its
+    partial state in the head's result row, and after the group barrier the
+    first half's warp combines it with its own. With fewer warps one warp
+    runs both halves of a head in turn and combines them in registers: the
+    same arithmetic, so the same bits whatever the group size.
     """
-    _per_head_dim(cc, "attn_block", _block_row)
+    b = cc.b
+    done = b.new_label("attn_block_done")
+    labels = {d: b.new_label(f"attn_block_d{d}") for d in HEAD_DIMS}
+    for d, label in labels.items():
+        b.bra(label, b.setp("eq.u32", cc.p1, d))
+    b.bra(done)
+    for d, label in labels.items():
+        b.place(label)
+        pairs = b.new_label(f"attn_block_pairs{d}")
+        b.bra(pairs, b.setp("le.u32", b.i("shl.b32", "u32", cc.p0, 1), cc.nwarps))
+        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: _block_row(cc, g, d), f"attn_block_row{d}")
+        b.bra(done)
+        b.place(pairs)
+        _block_rows_in_pairs(cc, d)
+        b.bra(done)
+    b.place(done)
+
+
+def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
+    """Head ``g``'s state by one warp: both halves, combined in registers."""
+    first = _half_state(cc, g, d, 0)
+    second = _half_state(cc, g, d, _HALF_ROWS)
+    _write_state(cc, g, d, *_combine(cc, first, second))
+
+
+def _block_rows_in_pairs(cc: "F.ComputeCtx", d: int) -> None:
+    """Warp ``w < p0`` runs the first half of head ``w``, warp ``p0 + w`` its second; the second's partial
+    state goes through the head's result row (then a group barrier), and the first combines the two."""
+    b = cc.b
+    heads = cc.p0
+    second = b.setp("ge.u32", cc.cw, heads)
+    g = b.i("selp.u32", "u32", b.i("sub.u32", "u32", cc.cw, heads), cc.cw, second)
+    first_row = b.i("selp.u32", "u32", _HALF_ROWS, 0, second)
+    idle, handed = b.new_label("attn_block_idle"), b.new_label("attn_block_handed")
+    b.bra(idle, b.setp("ge.u32", cc.cw, b.i("shl.b32", "u32", heads, 1)))
+    own = _half_state(cc, g, d, first_row)
+    b.bra(handed, b.setp("lt.u32", cc.cw, heads))
+    _write_state(cc, g, d, *own)
+    b.place(handed)
+    b.place(idle)
+    b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
+    combined = b.new_label("attn_block_combined")
+    b.bra(combined, b.setp("ge.u32", cc.cw, heads))
+    _write_state(cc, g, d, *_combine(cc, own, _read_state(cc, g, d)))
+    b.place(combined)
+
+
+def _half_state(cc: "F.ComputeCtx", g: SSAValue, d: int, first_row: SSAValue | int
+                ) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
+    """Head ``g``'s partial state ``(m, l, this lane's o columns)`` over rows ``first_row ..`` (one half)."""
+    b = cc.b
+    q_row = b.i("mad.lo.u32", "u32", g, d * _BF16, cc.ins[0])
+    scores = _scores(cc, q_row, d, first_row)
+    top = scores[0]
+    for sc in scores[1:]:
+        top = b.i("max.f32", "f32", top, sc)
+    top = _warp_max(cc, top)
+    # a half with every key masked: exponents relative to 0, so each p is 2^-inf = 0
+    shift = b.i("selp.f32", "f32", 0.0, top, b.setp("eq.f32", top, _NEG_INF))
+    probs = [b.i("ex2.approx.ftz.f32", "f32", b.i("mul.rn.f32", "f32", b.i("sub.rn.f32", "f32", sc, shift), F.LOG2E))
+             for sc in scores]
+    total = probs[0]
+    for pr in probs[1:]:
+        total = b.i("add.rn.f32", "f32", total, pr)
+    total = F.warp_sum(b, total)
+    return top, total, _weighted_values(cc, probs, d, first_row)
+
+
+def _combine(cc: "F.ComputeCtx", a: tuple[SSAValue, SSAValue, list[SSAValue]],
+             c: tuple[SSAValue, SSAValue, list[SSAValue]]) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
+    """Two partial states of one head as one: ``m = max``, each weighted by ``2^((m_i - m) log2 e)``.
+
+    An empty half (``m = -inf``) has weight 0 and the other weight exactly 1,
+    so a block of at most :data:`_HALF_ROWS` rows keeps its first half's bits.
+    """
+    b = cc.b
+    top = b.i("max.f32", "f32", a[0], c[0])
+    shift = b.i("selp.f32", "f32", 0.0, top, b.setp("eq.f32", top, _NEG_INF))
+    wa, wc = (b.i("ex2.approx.ftz.f32", "f32", b.i("mul.rn.f32", "f32", b.i("sub.rn.f32", "f32", m, shift), F.LOG2E))
+              for m in (a[0], c[0]))
+
+    def mix(x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", wa, x), b.i("mul.rn.f32", "f32", wc, y))
+
+    return top, mix(a[1], c[1]), [mix(x, y) for x, y in zip(a[2], c[2], strict=True)]
+
+
+def _state_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> tuple[SSAValue, SSAValue]:
+    """Head ``g``'s result row and this lane's first column in it."""
+    b = cc.b
+    out_row = b.i("mad.lo.u32", "u32", g, (d + STATE_EXTRA) * _F32, cc.out)
+    return out_row, b.i("mad.lo.u32", "u32", cc.lane, (d // 32) * _F32, out_row)
+
+
+def _write_state(cc: "F.ComputeCtx", g: SSAValue, d: int, top: SSAValue, total: SSAValue,
+                 outs: list[SSAValue]) -> None:
+    """Head ``g``'s row ``[o, m, l, 0, 0]``: each lane its columns of ``o``, lane 0 the rest."""
+    b = cc.b
+    out_row, col = _state_row(cc, g, d)
+    for i, o in enumerate(outs):
+        b.st("st.shared.f32", col, i * _F32, o)
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    tail = d * _F32
+    b.st("st.shared.f32", out_row, tail + STATE_M * _F32, top, guard=lane0)
+    b.st("st.shared.f32", out_row, tail + STATE_L * _F32, total, guard=lane0)
+    for pad in range(2, STATE_EXTRA):
+        b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
+
+
+def _read_state(cc: "F.ComputeCtx", g: SSAValue, d: int) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
+    """Head ``g``'s row as :func:`_write_state` left it: ``(m, l, this lane's o columns)`` on every lane."""
+    b = cc.b
+    out_row, col = _state_row(cc, g, d)
+    outs = [b.ld("ld.shared.f32", "f32", col, i * _F32) for i in range(d // 32)]
+    tail = d * _F32
+    return (b.ld("ld.shared.f32", "f32", out_row, tail + STATE_M * _F32),
+            b.ld("ld.shared.f32", "f32", out_row, tail + STATE_L * _F32), outs)
 
 
 def attn_self(cc: "F.ComputeCtx") -> None:
@@ -99,39 +230,9 @@ def _self_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
         b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
 
 
-def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
-    """The state of query head ``g`` (head dimension ``d``), computed by one warp and written to row ``g``."""
-    b = cc.b
-    q_row = b.i("mad.lo.u32", "u32", g, d * _BF16, cc.ins[0])
-    scores = _scores(cc, q_row, d)
-    top = scores[0]
-    for s in scores[1:]:
-        top = b.i("max.f32", "f32", top, s)
-    top = _warp_max(cc, top)
-    # a row with every key masked: exponents relative to 0, so each p is 2^-inf = 0
-    shift = b.i("selp.f32", "f32", 0.0, top, b.setp("eq.f32", top, _NEG_INF))
-    probs = []
-    for s in scores:
-        t = b.i("mul.rn.f32", "f32", b.i("sub.rn.f32", "f32", s, shift), F.LOG2E)
-        probs.append(b.i("ex2.approx.ftz.f32", "f32", t))
-    total = b.i("add.rn.f32", "f32", b.i("add.rn.f32", "f32", probs[0], probs[1]),
-                b.i("add.rn.f32", "f32", probs[2], probs[3]))
-    total = F.warp_sum(b, total)
-    outs = _weighted_values(cc, probs, d)
-    out_row = b.i("mad.lo.u32", "u32", g, (d + STATE_EXTRA) * _F32, cc.out)
-    col = b.i("mad.lo.u32", "u32", cc.lane, len(outs) * _F32, out_row)
-    for i, o in enumerate(outs):
-        b.st("st.shared.f32", col, i * _F32, o)
-    lane0 = b.setp("eq.u32", cc.lane, 0)
-    tail = d * _F32
-    b.st("st.shared.f32", out_row, tail + STATE_M * _F32, top, guard=lane0)
-    b.st("st.shared.f32", out_row, tail + STATE_L * _F32, total, guard=lane0)
-    for pad in range(2, STATE_EXTRA):
-        b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
-
-
-def _scores(cc: "F.ComputeCtx", q_row: SSAValue, d: int) -> list[SSAValue]:
-    """``scale * (q . k[r]) + bias[r]`` for this lane's rows ``r = lane + 32 j``, ``j < 4``; ``-inf`` past the block.
+def _scores(cc: "F.ComputeCtx", q_row: SSAValue, d: int, first_row: SSAValue | int) -> list[SSAValue]:
+    """``scale * (q . k[r]) + bias[r]`` for this lane's rows ``r = first_row + lane + 32 j``, ``j <``
+    :data:`_SCORE_REGS`; ``-inf`` past the block.
 
     One loop over q's 16-byte chunks computes the four dot products side by
     side (each in its own two accumulators, so each sum is rounded in the
@@ -144,8 +245,9 @@ def _scores(cc: "F.ComputeCtx", q_row: SSAValue, d: int) -> list[SSAValue]:
     b = cc.b
     chunks = d // _CHUNK_ELEMS  # a power of two: the rotation is a mask
     valid, k_rows, bias_offs = [], [], []
+    lane_row = b.i("add.u32", "u32", cc.lane, first_row)
     for j in range(_SCORE_REGS):
-        r = b.i("add.u32", "u32", cc.lane, 32 * j)
+        r = b.i("add.u32", "u32", lane_row, 32 * j)
         ok = b.setp("lt.u32", r, cc.p2)
         r = b.i("selp.u32", "u32", r, 0, ok)
         valid.append(ok)
@@ -183,11 +285,13 @@ def _warp_max(cc: "F.ComputeCtx", v: SSAValue) -> SSAValue:
     return v
 
 
-def _weighted_values(cc: "F.ComputeCtx", probs: list[SSAValue], d: int) -> list[SSAValue]:
-    """This lane's ``d / 32`` columns of ``sum_b p[b] * v[b, :]``, added for b = 0, 1, ... in order.
+def _weighted_values(cc: "F.ComputeCtx", probs: list[SSAValue], d: int, first_row: SSAValue | int
+                     ) -> list[SSAValue]:
+    """This lane's ``d / 32`` columns of ``sum_b p[b] * v[b, :]`` over the half's rows ``b = first_row ..``,
+    added in order.
 
-    ``p[b]`` lives in register ``b / 32`` of lane ``b % 32``; eight rows per
-    iteration (they share the register).
+    ``p[b]`` lives in register ``(b - first_row) / 32`` of lane ``b % 32``;
+    eight rows per iteration (they share the register).
     """
     b = cc.b
     cols = d // 32
@@ -196,7 +300,7 @@ def _weighted_values(cc: "F.ComputeCtx", probs: list[SSAValue], d: int) -> list[
     v_col = b.i("mad.lo.u32", "u32", cc.lane, cols * _BF16, cc.ins[2])
 
     def step(r0: SSAValue) -> None:
-        reg = b.i("shr.u32", "u32", r0, 5)
+        reg = b.i("shr.u32", "u32", b.i("sub.u32", "u32", r0, first_row), 5)
         p = probs[0]
         for j in range(1, _SCORE_REGS):
             p = b.i("selp.f32", "f32", probs[j], p, b.setp("eq.u32", reg, j))
@@ -210,7 +314,8 @@ def _weighted_values(cc: "F.ComputeCtx", probs: list[SSAValue], d: int) -> list[
                     o = outs[2 * w + half]
                     b.i("fma.rn.f32", "f32", pb, vv, o, dst=o)
 
-    b.for_range(0, cc.p2, _ROWS_PER_STEP, step, f"attn_pv{d}")
+    last = b.i("min.u32", "u32", cc.p2, b.i("add.u32", "u32", first_row, _HALF_ROWS))
+    b.for_range(first_row, last, _ROWS_PER_STEP, step, f"attn_pv{d}")
     return outs
 
 
