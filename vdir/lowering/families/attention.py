@@ -69,21 +69,16 @@ def attn_block(cc: "F.ComputeCtx") -> None:
     same arithmetic, so the same bits whatever the group size.
     """
     b = cc.b
-    done = b.new_label("attn_block_done")
-    labels = {d: b.new_label(f"attn_block_d{d}") for d in HEAD_DIMS}
-    for d, label in labels.items():
-        b.bra(label, b.setp("eq.u32", cc.p1, d))
-    b.bra(done)
-    for d, label in labels.items():
-        b.place(label)
+
+    def copy(d: int, done: str) -> None:
         pairs = b.new_label(f"attn_block_pairs{d}")
         b.bra(pairs, b.setp("le.u32", b.i("shl.b32", "u32", cc.p0, 1), cc.nwarps))
-        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: _block_row(cc, g, d), f"attn_block_row{d}")
+        _each_head(cc, "attn_block", d, _block_row)
         b.bra(done)
         b.place(pairs)
         _block_rows_in_pairs(cc, d)
-        b.bra(done)
-    b.place(done)
+
+    _per_head_dim(cc, "attn_block", copy)
 
 
 def _block_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
@@ -189,11 +184,11 @@ def _read_state(cc: "F.ComputeCtx", g: SSAValue, d: int) -> tuple[SSAValue, SSAV
 
 def attn_self(cc: "F.ComputeCtx") -> None:
     """The states of the ``p0`` query heads over the one row ``k``, ``v`` (head dim ``p1``, scale ``f0``)."""
-    _per_head_dim(cc, "attn_self", _self_row)
+    _per_head_dim(cc, "attn_self", lambda d, done: _each_head(cc, "attn_self", d, _self_row))
 
 
-def _per_head_dim(cc: "F.ComputeCtx", name: str, row_body) -> None:
-    """``row_body(cc, g, d)`` for each query head ``g`` (a warp each), in the copy for head dimension ``p1``."""
+def _per_head_dim(cc: "F.ComputeCtx", name: str, copy) -> None:
+    """``copy(d, done)`` emits the body for head dimension ``d``; the one for ``p1`` runs, then ``done``."""
     b = cc.b
     done = b.new_label(f"{name}_done")
     labels = {d: b.new_label(f"{name}_d{d}") for d in HEAD_DIMS}
@@ -202,9 +197,14 @@ def _per_head_dim(cc: "F.ComputeCtx", name: str, row_body) -> None:
     b.bra(done)
     for d, label in labels.items():
         b.place(label)
-        b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g, d=d: row_body(cc, g, d), f"{name}_row{d}")
+        copy(d, done)
         b.bra(done)
     b.place(done)
+
+
+def _each_head(cc: "F.ComputeCtx", name: str, d: int, row_body) -> None:
+    """``row_body(cc, g, d)`` for query heads ``g = warp, warp + warps, ...``: a warp per head."""
+    cc.b.for_range(cc.cw, cc.p0, cc.nwarps, lambda g: row_body(cc, g, d), f"{name}_row{d}")
 
 
 def _self_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
