@@ -4,7 +4,9 @@
 // BxD (bf16) and a 1xB f32 bias, with D 64 or 128, G at most 16 and B a
 // multiple of 8 up to 128, and gives GxD+4 f32 states; attn_merge takes S*G
 // state rows of D+4 f32 columns, a 1xS f32 mask and groups = G (1 to 16),
-// and optionally flat = 0 or 1 (GxD or 1xG*D output).
+// and optionally flat = 0 or 1 (GxD or 1xG*D output), and optionally a
+// third operand, the self state (GxD+4 f32); attn_self takes q GxD and the
+// one row k and v 1xD (bf16) and gives the GxD+4 f32 state of that row.
 
 vdir.program @head_dim(%q: !vdir.buffer<4x96xbf16>, %k: !vdir.buffer<8x96xbf16>, %v: !vdir.buffer<8x96xbf16>, %b: !vdir.buffer<1x8xf32>, %o: !vdir.buffer<4x100xf32>) {
   %qt = vdir.load %q[0, 0] : !vdir.buffer<4x96xbf16> -> !vdir.tile<4x96xbf16>
@@ -205,4 +207,26 @@ vdir.program @merge_flat_value(%s: !vdir.buffer<16x68xf32>, %m: !vdir.buffer<1x4
   // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_merge': parameter 'flat' = 2 is outside its range 0 to 1
   %ot = vdir.compute attn_merge(%stt, %mt) {groups = 4 : i64, flat = 2 : i64} : (!vdir.tile<16x68xf32>, !vdir.tile<1x4xf32>) -> !vdir.tile<1x256xbf16>
   %d = vdir.store %ot, %o[0, 0] : !vdir.tile<1x256xbf16>, !vdir.buffer<1x256xbf16>
+}
+
+// -----
+
+vdir.program @self_two_rows(%q: !vdir.buffer<4x64xbf16>, %k: !vdir.buffer<2x64xbf16>, %v: !vdir.buffer<1x64xbf16>, %o: !vdir.buffer<4x68xf32>) {
+  %qt = vdir.load %q[0, 0] : !vdir.buffer<4x64xbf16> -> !vdir.tile<4x64xbf16>
+  %kt = vdir.load %k[0, 0] : !vdir.buffer<2x64xbf16> -> !vdir.tile<2x64xbf16>
+  %vt = vdir.load %v[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_self': k must be the one row 1x64, got 2x64xbf16
+  %st = vdir.compute attn_self(%qt, %kt, %vt) {scale = 1.250000e-01 : f32} : (!vdir.tile<4x64xbf16>, !vdir.tile<2x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<4x68xf32>
+  %s = vdir.store %st, %o[0, 0] : !vdir.tile<4x68xf32>, !vdir.buffer<4x68xf32>
+}
+
+// -----
+
+vdir.program @merge_self_heads(%st: !vdir.buffer<16x68xf32>, %m: !vdir.buffer<1x4xf32>, %own: !vdir.buffer<8x68xf32>, %o: !vdir.buffer<4x64xbf16>) {
+  %stt = vdir.load %st[0, 0] : !vdir.buffer<16x68xf32> -> !vdir.tile<16x68xf32>
+  %mt = vdir.load %m[0, 0] : !vdir.buffer<1x4xf32> -> !vdir.tile<1x4xf32>
+  %ownt = vdir.load %own[0, 0] : !vdir.buffer<8x68xf32> -> !vdir.tile<8x68xf32>
+  // CHECK: {{.*}}:[[# @LINE + 1]]:3: error: family 'attn_merge': self must be one state of 4x68 like the stacked ones, got 8x68xf32
+  %ot = vdir.compute attn_merge(%stt, %mt, %ownt) {groups = 4 : i64} : (!vdir.tile<16x68xf32>, !vdir.tile<1x4xf32>, !vdir.tile<8x68xf32>) -> !vdir.tile<4x64xbf16>
+  %s = vdir.store %ot, %o[0, 0] : !vdir.tile<4x64xbf16>, !vdir.buffer<4x64xbf16>
 }
