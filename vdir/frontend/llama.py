@@ -413,12 +413,8 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
         # the new position on the merge's SM: its state from the new rows, no detour through the cache
         q = _query_heads(b, cfg, bufs, layer, kvh, tables, "m")
         new_row = b.affine(layer, KV, kvh, name=f"nr{kvh}")
-        k = b.load(bufs["knew"], (new_row, 0), (1, D), name=f"k{kvh}")
-        if cfg.qk_norm:
-            k = b.compute("rmsnorm_rows", [k, b.load(bufs["k_norm"], (layer, 0), (1, D), name=f"kn{kvh}")],
-                          params={"eps": cfg.eps}, name=f"kq{kvh}")
-        if tables is not None:
-            k = b.compute("rope", [k, *tables], name=f"k{kvh}_rot")
+        k = _as_attended(b, cfg, bufs, b.load(bufs["knew"], (new_row, 0), (1, D), name=f"k{kvh}"), "k_norm", layer,
+                         tables, f"k{kvh}")
         v = b.load(bufs["vnew"], (new_row, 0), (1, D), name=f"v{kvh}")
         own = b.compute("attn_self", [q, k, v], params={"scale": scale}, name=f"own{kvh}")
         states = b.load(bufs["states"], (first_state, 0), (cfg.blocks * G, D + STATE_EXTRA), name=f"sts{kvh}")
@@ -432,16 +428,23 @@ def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], laye
 
 def _query_heads(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue, kvh: int,
                  tables: tuple[SSAValue, SSAValue] | None, tag: str) -> SSAValue:
-    """The ``G`` query heads of kv head ``kvh`` as attention reads them: loaded, QK-normed, rotated by ``tables``."""
+    """The ``G`` query heads of kv head ``kvh`` as attention reads them (:func:`_as_attended`)."""
     G, D = cfg.group, cfg.head_dim
     q = b.load(bufs["q"], (b.affine(layer, cfg.heads, kvh * G, name=f"q{tag}r{kvh}"), 0), (G, D),
                name=f"q{tag}{kvh}")
+    return _as_attended(b, cfg, bufs, q, "q_norm", layer, tables, f"q{tag}{kvh}")
+
+
+def _as_attended(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], heads: SSAValue, norm: str,
+                 layer: SSAValue, tables: tuple[SSAValue, SSAValue] | None, name: str) -> SSAValue:
+    """``heads`` (one per row) as attention reads them: QK-normed by row ``layer`` of ``bufs[norm]`` where the
+    model has QK-norm (Qwen3), then rotated by ``tables`` (position ``pos``'s cos and sin) where given."""
     if cfg.qk_norm:
-        q = b.compute("rmsnorm_rows", [q, b.load(bufs["q_norm"], (layer, 0), (1, D), name=f"q{tag}n{kvh}")],
-                      params={"eps": cfg.eps}, name=f"q{tag}q{kvh}")
+        weight = b.load(bufs[norm], (layer, 0), (1, cfg.head_dim), name=f"{name}n")
+        heads = b.compute("rmsnorm_rows", [heads, weight], params={"eps": cfg.eps}, name=f"{name}q")
     if tables is not None:
-        q = b.compute("rope", [q, *tables], name=f"q{tag}{kvh}_rot")
-    return q
+        heads = b.compute("rope", [heads, *tables], name=f"{name}_rot")
+    return heads
 
 
 def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:
