@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
+from vdir.analysis.graph import build_graph
 from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import (
     LlamaConfig,
     attention_block_for,
+    build_decode_step,
     decode_tables,
     device_weights,
     head_row_order,
@@ -260,6 +262,28 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
                        max_context=64, block=16).argmax_parts == 16  # 8016 logits each
     assert NAMED_CONFIGS["tiny"].argmax_parts == 1
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
+def test_attention_blocks_read_the_cache_without_waiting_on_the_launch(name):
+    """The blocks' K and V loads depend on nothing of the launch: the new position reaches the merge through
+    its own rows (``attn_self``), not through the cache. Each append of a new row waits for every block's
+    read of that layer's and kv head's cache rows."""
+    cfg = NAMED_CONFIGS[name]
+    graph = build_graph(build_decode_step(cfg))
+    buffer = {a.name: i for i, a in enumerate(graph.args)}
+    reads = [n for n in graph.nodes if n.kind == "load" and n.buffer in (buffer["kcache"], buffer["vcache"])]
+    assert len(reads) == 2 * cfg.layers * cfg.kv_heads * cfg.blocks
+    assert all(not n.deps for n in reads), [n.name for n in reads if n.deps]
+    appends = [n for n in graph.nodes if n.kind == "store" and n.buffer in (buffer["kcache"], buffer["vcache"])]
+    assert len(appends) == 2 * cfg.layers * cfg.kv_heads
+    for append in appends:
+        assert append.dyn is not None
+        layer = append.dyn.const // cfg.max_context
+        same_rows = {n.id for n in reads if n.buffer == append.buffer and n.col == append.col
+                     and n.row // cfg.max_context == layer}
+        waited = {p.id for group in append.deps for p in group}
+        assert len(same_rows) == cfg.blocks and same_rows <= waited, append.name
 
 
 @pytest.mark.parametrize(("head_dim", "proj_rows"), [(64, 16), (128, 8), (64, 64), (128, 2)])
