@@ -22,6 +22,10 @@
 #   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine ($UOP_ARGS)
 #   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
 #              1024-token context against torch ($DECODE_ARGS)
+#   decode-all - the three decode runs docs/performance.md quotes, one after the
+#              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
+#              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
+#              (default: no torch.compile, whose autotuning takes minutes)
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
@@ -35,7 +39,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop and decode only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -70,6 +74,12 @@ for what in $steps; do
     decode)
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
+    decode-all)
+      for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-8b 1024 64"; do
+        set -- $run
+        timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
+          --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
+      done ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
         2>&1 | tee "$OUT/kernel_cache.log" ;;
