@@ -28,7 +28,7 @@ from test_ptx_lowering import assemble
 import vdir
 from vdir.device_runtime.sim import simulate
 from vdir.families import FAMILIES, ComputeSignature, TileSig
-from vdir.families.attention import STATE_EXTRA, attn_block_f32
+from vdir.families.attention import STATE_EXTRA
 from vdir.families.core import FamilyError
 from vdir.frontend import ProgramBuilder
 from vdir.lowering import lower_to_ptx
@@ -68,6 +68,14 @@ def random_block(rng, groups, dim, rows, masked=()):
     bias = np.zeros((1, rows), np.float32)
     bias[0, list(masked)] = -np.inf
     return q, k, v, bias
+
+
+def block_states(q, k, v, bias, rows, scale):
+    """attn_block's states over each ``rows``-row block of ``k``, ``v`` and ``bias``, stacked in order."""
+    return np.concatenate([
+        BLOCK.run([q, k[s:s + rows], v[s:s + rows], bias[:, s:s + rows]], {"scale": scale}, "f32")
+        for s in range(0, k.shape[0], rows)
+    ])
 
 
 def check_state(state, q, k, v, bias, scale, rel=1e-5):
@@ -123,11 +131,7 @@ def test_merge_of_blocks_is_attention_over_their_concatenation(groups, dim, rows
     masked = rng.choice(rows * blocks, size=rows * blocks // 3, replace=False)
     q, k, v, bias = random_block(rng, groups, dim, rows * blocks, masked)
     scale = 1 / math.sqrt(dim)
-    states = np.concatenate([
-        BLOCK.run([q, k[s * rows:(s + 1) * rows], v[s * rows:(s + 1) * rows], bias[:, s * rows:(s + 1) * rows]],
-                  {"scale": scale}, "f32")
-        for s in range(blocks)
-    ])
+    states = block_states(q, k, v, bias, rows, scale)
     out = MERGE.run([states, np.zeros((1, blocks), np.float32)], {"groups": groups}, "bf16")
     assert out.shape == (groups, dim) and out.dtype == bfloat16
     check_output(out, attention_f64(q, k, v, bias, scale))
@@ -139,11 +143,7 @@ def test_merge_skips_masked_states_and_empty_blocks():
     groups, dim, rows = 2, 64, 16
     q, k, v, bias = random_block(rng, groups, dim, 3 * rows, masked=range(rows, 2 * rows))
     scale = 0.125
-    states = np.concatenate([
-        BLOCK.run([q, k[s * rows:(s + 1) * rows], v[s * rows:(s + 1) * rows], bias[:, s * rows:(s + 1) * rows]],
-                  {"scale": scale}, "f32")
-        for s in range(3)
-    ])
+    states = block_states(q, k, v, bias, rows, scale)
     params = {"groups": groups}
     used = MERGE.run([states, np.zeros((1, 3), np.float32)], params, "bf16")
     check_output(used, attention_f64(q, k, v, bias, scale))
@@ -156,14 +156,14 @@ def test_merge_skips_masked_states_and_empty_blocks():
 
 @pytest.mark.parametrize(("groups", "dim"), [(1, 64), (4, 128), (16, 64)])
 def test_self_state_is_a_block_of_its_one_row(groups, dim):
-    """attn_self is attn_block's state over the one row, unmasked: the same bits."""
+    """attn_self's state: m the scaled score of the one row (as float64 within f32 rounding), l exactly 1,
+    o exactly v, the padding zeros."""
     rng = np.random.default_rng()
     q, k, v, _ = random_block(rng, groups, dim, 1)
     scale = 1 / math.sqrt(dim)
     state = SELF.run([q, k, v], {"scale": scale}, "f32")
     assert state.shape == (groups, dim + STATE_EXTRA) and state.dtype == np.float32
-    want = attn_block_f32(q, k, v, np.zeros((1, 1), np.float32), scale)
-    assert np.array_equal(state.view(np.uint32), want.view(np.uint32))
+    check_state(state, q, k, v, np.zeros((1, 1), np.float32), scale)
     assert np.all(state[:, dim + 1] == 1) and np.array_equal(state[:, :dim], v.astype(np.float32).repeat(groups, 0))
 
 
@@ -174,11 +174,7 @@ def self_case(rng, groups, dim, rows, blocks):
     q, k, v, bias = random_block(rng, groups, dim, rows * blocks, masked)
     k_new, v_new = (rng.standard_normal((1, dim)).astype(bfloat16) for _ in range(2))
     scale = 1 / math.sqrt(dim)
-    states = np.concatenate([
-        BLOCK.run([q, k[s * rows:(s + 1) * rows], v[s * rows:(s + 1) * rows], bias[:, s * rows:(s + 1) * rows]],
-                  {"scale": scale}, "f32")
-        for s in range(blocks)
-    ])
+    states = block_states(q, k, v, bias, rows, scale)
     own = SELF.run([q, k_new, v_new], {"scale": scale}, "f32")
     want = attention_f64(q, np.concatenate([k, k_new]), np.concatenate([v, v_new]),
                          np.concatenate([bias, np.zeros((1, 1), np.float32)], axis=1), scale)

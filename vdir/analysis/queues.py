@@ -23,14 +23,15 @@ def queues_of(graph: Graph) -> dict[tuple[int, str], list[Node]]:
         positions = [n.pos for n in q]
         if min(positions) >= 0:  # every node scheduled (a list and min: faster than all() over a generator)
             # distinct positions (as vdir-schedule numbers them) order the queue by themselves
-            q.sort(key=_POS if len(set(positions)) == len(positions) else _SCHEDULED_ORDER)
+            q.sort(key=_POS if len(set(positions)) == len(positions) else SCHEDULED_QUEUE_ORDER)
         else:
             q.sort(key=lambda n: (n.pos, n.key) if n.pos >= 0 else (n.key, n.id))
     return queues
 
 
-#: ``(pos, Node.key)`` flattened: the order of a scheduled queue, without a Python key function
-_SCHEDULED_ORDER = operator.attrgetter("pos", "seq", "hoist")
+#: ``(pos, Node.key)`` flattened: the order of a scheduled queue (positions may repeat in a schedule
+#: read from a file), without a Python key function
+SCHEDULED_QUEUE_ORDER = operator.attrgetter("pos", "seq", "hoist")
 #: the order of a scheduled queue whose positions are distinct
 _POS = operator.attrgetter("pos")
 

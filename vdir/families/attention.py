@@ -89,13 +89,7 @@ def attn_self_f32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> 
     ``m = scale * (q . k)`` in f32, ``l = 1`` (the row's ``exp(s - m)``),
     ``o = v``: :func:`attn_block_f32` over a block of that one row, unmasked.
     """
-    scores = np.float32(scale) * (_f32(q) @ _f32(k).T)
-    g, d = q.shape
-    out = np.zeros((g, d + STATE_EXTRA), dtype=np.float32)
-    out[:, :d] = _f32(v)
-    out[:, d + STATE_M] = scores[:, 0]
-    out[:, d + STATE_L] = np.float32(1)
-    return out
+    return attn_block_f32(q, k, v, np.zeros((1, 1), np.float32), scale)
 
 
 def attn_merge_f32(states: np.ndarray, mask: np.ndarray, groups: int,
@@ -147,16 +141,23 @@ def _dtype(t: TileSig, dtype: str, fam: str, what: str) -> None:
     _need(t.dtype == dtype, f"family '{fam}': {what} must be {dtype}, got {t}")
 
 
+def _query_heads(fam: str, q: TileSig, k: TileSig, v: TileSig) -> tuple[int, int]:
+    """Check what ``fam``'s q, k and v share (bf16; a supported head dimension; at most
+    :data:`MAX_GROUPS` query heads); return q's ``G``, ``D``."""
+    for t, what in ((q, "q"), (k, "k"), (v, "v")):
+        _dtype(t, "bf16", fam, what)
+    g, d = q.shape
+    _need(d in HEAD_DIMS, f"family '{fam}': head dimension {d} (q {q}) must be one of {', '.join(map(str, HEAD_DIMS))}")
+    _need(g <= MAX_GROUPS, f"family '{fam}': {g} query heads (q {q}) share one KV head; at most {MAX_GROUPS}")
+    return g, d
+
+
 def _infer_attn_block(ins: Sequence[TileSig], params: dict) -> TileSig:
     """q ``G x D``, k and v ``B x D`` bf16, bias ``1 x B`` f32 -> the states ``G x (D + 4)`` f32."""
     q, k, v, bias = ins
     fam = "attn_block"
-    for t, what in ((q, "q"), (k, "k"), (v, "v")):
-        _dtype(t, "bf16", fam, what)
+    g, d = _query_heads(fam, q, k, v)
     _dtype(bias, "f32", fam, "bias")
-    g, d = q.shape
-    _need(d in HEAD_DIMS, f"family '{fam}': head dimension {d} (q {q}) must be one of {', '.join(map(str, HEAD_DIMS))}")
-    _need(g <= MAX_GROUPS, f"family '{fam}': {g} query heads (q {q}) share one KV head; at most {MAX_GROUPS}")
     rows = k.shape[0]
     _need(k.shape[1] == d, f"family '{fam}': k must have {d} columns like q, got {k}")
     _need(
@@ -172,11 +173,7 @@ def _infer_attn_self(ins: Sequence[TileSig], params: dict) -> TileSig:
     """q ``G x D``, k and v ``1 x D`` bf16 -> the state ``G x (D + 4)`` f32."""
     q, k, v = ins
     fam = "attn_self"
-    for t, what in ((q, "q"), (k, "k"), (v, "v")):
-        _dtype(t, "bf16", fam, what)
-    g, d = q.shape
-    _need(d in HEAD_DIMS, f"family '{fam}': head dimension {d} (q {q}) must be one of {', '.join(map(str, HEAD_DIMS))}")
-    _need(g <= MAX_GROUPS, f"family '{fam}': {g} query heads (q {q}) share one KV head; at most {MAX_GROUPS}")
+    g, d = _query_heads(fam, q, k, v)
     _need(k.shape == (1, d), f"family '{fam}': k must be the one row 1x{d}, got {k}")
     _need(v.shape == (1, d), f"family '{fam}': v must be the one row 1x{d}, got {v}")
     return TileSig((g, d + STATE_EXTRA), "f32")
@@ -263,7 +260,9 @@ def _attn_self_flops(ins: Sequence[TileSig]) -> int:
 
 
 def _attn_merge_flops(ins: Sequence[TileSig]) -> int:
-    return 2 * sum(t.shape[0] for t in ins[::2]) * ins[0].shape[1]
+    rows, cols = ins[0].shape
+    self_rows = ins[2].shape[0] if len(ins) > 2 else 0
+    return 2 * (rows + self_rows) * cols
 
 
 # ---------------------------------------------------------------------------

@@ -94,18 +94,13 @@ class MirrorModel:
         k = _run("gemv", [self._rows("wk", layer, KV * D), xn]).reshape(KV, D)
         v = _run("gemv", [self._rows("wv", layer, KV * D), xn]).reshape(KV, D)
         cos, sin = self.tables["rope_cos"][pos : pos + 1], self.tables["rope_sin"][pos : pos + 1]
-        fused = rope_in_projection(cfg)
-        if fused:  # each projection tile rotated as it is made
+        if rope_in_projection(cfg):  # each projection tile rotated as it is made
             q, k = self._rotate_tiles(q, cos, sin), self._rotate_tiles(k, cos, sin)
         out = np.zeros((H, D), bfloat16)
         B, S = cfg.block, cfg.blocks
         scale = 1 / math.sqrt(D)
         for kvh in range(KV):
-            qg = q[kvh * G : (kvh + 1) * G]
-            if cfg.qk_norm:
-                qg = _run("rmsnorm_rows", [qg, w["q_norm"][layer : layer + 1]], eps=cfg.eps)
-            if not fused:
-                qg = _run("rope", [qg, cos, sin])
+            qg = self._as_attended(q[kvh * G : (kvh + 1) * G], "q_norm", layer, cos, sin)
             # the blocks over the cached positions before pos
             states = np.zeros((S * G, D + STATE_EXTRA), np.float32)
             for j in range(S):
@@ -117,11 +112,7 @@ class MirrorModel:
                 bias = self.tables["attn_bias"][pos - j * B + cfg.max_context : pos - j * B + cfg.max_context + 1]
                 states[j * G : (j + 1) * G] = _run("attn_block", [qg, kt, vt, bias], "f32", scale=scale)
             # the new position's own state, merged last; then its rows are appended to the caches
-            kh = k[kvh : kvh + 1]
-            if cfg.qk_norm:
-                kh = _run("rmsnorm_rows", [kh, w["k_norm"][layer : layer + 1]], eps=cfg.eps)
-            if not fused:
-                kh = _run("rope", [kh, cos, sin])
+            kh = self._as_attended(k[kvh : kvh + 1], "k_norm", layer, cos, sin)
             vh = v[kvh : kvh + 1]
             own = _run("attn_self", [qg, kh, vh], "f32", scale=scale)
             mask = self.tables["merge_mask"][pos : pos + 1]
@@ -130,6 +121,15 @@ class MirrorModel:
             self.vcache[layer, pos, kvh * D : (kvh + 1) * D] = vh[0]
         # the output projection over the heads side by side, in o_chunks f32 chunks
         return _run("add", [_chunked(self._rows("wo", layer, cfg.hidden), out.reshape(1, -1), cfg.o_chunks), h])
+
+    def _as_attended(self, heads: np.ndarray, norm: str, layer: int, cos: np.ndarray, sin: np.ndarray
+                     ) -> np.ndarray:
+        """``heads`` as attention reads them: QK-normed by ``norm`` where the model has QK-norm, then rotated
+        whole unless the projection tiles rotated them."""
+        cfg = self.cfg
+        if cfg.qk_norm:
+            heads = _run("rmsnorm_rows", [heads, self.w[norm][layer : layer + 1]], eps=cfg.eps)
+        return heads if rope_in_projection(cfg) else _run("rope", [heads, cos, sin])
 
     def _rotate_tiles(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
         """``rope`` over each ``proj_rows``-column tile of ``x``'s heads, with the tables' matching columns."""

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
-from vdir.analysis.queues import SmShare, scheduled_shares
+from vdir.analysis.queues import SCHEDULED_QUEUE_ORDER, SmShare, scheduled_shares
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
 from vdir.target import TargetDescription
@@ -96,15 +96,10 @@ def releasers(g: tuple[Node, ...]) -> list[Node]:
             continue
         queue = (p.sm, p.engine)
         held = last.get(queue)
-        if held is None or _queue_key(held) < _queue_key(p):
+        if held is None or SCHEDULED_QUEUE_ORDER(held) < SCHEDULED_QUEUE_ORDER(p):
             last[queue] = p
     out.extend(last.values())
     return out
-
-
-def _queue_key(n: Node) -> tuple[int, int, int, int]:
-    """A scheduled node's place in its queue (the order ``queues_of`` gives)."""
-    return (n.pos, n.seq, n.hoist, n.id)
 
 
 def group_is_local(g: tuple[Node, ...], sm: int, cache: dict[int, int]) -> bool:

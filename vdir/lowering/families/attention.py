@@ -157,7 +157,7 @@ def _state_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> tuple[SSAValue, SSAVa
     return out_row, b.i("mad.lo.u32", "u32", cc.lane, (d // 32) * _F32, out_row)
 
 
-def _write_state(cc: "F.ComputeCtx", g: SSAValue, d: int, top: SSAValue, total: SSAValue,
+def _write_state(cc: "F.ComputeCtx", g: SSAValue, d: int, top: SSAValue, total: SSAValue | float,
                  outs: list[SSAValue]) -> None:
     """Head ``g``'s row ``[o, m, l, 0, 0]``: each lane its columns of ``o``, lane 0 the rest."""
     b = cc.b
@@ -218,16 +218,7 @@ def _self_row(cc: "F.ComputeCtx", g: SSAValue, d: int) -> None:
     for i in range(cols):
         b.i("fma.rn.f32", "f32", F.load_bf16(b, q_at, i * _BF16), F.load_bf16(b, k_at, i * _BF16), acc, dst=acc)
     top = b.i("mul.rn.f32", "f32", cc.f0, F.warp_sum(b, acc))
-    out_row = b.i("mad.lo.u32", "u32", g, (d + STATE_EXTRA) * _F32, cc.out)
-    col = b.i("mad.lo.u32", "u32", cc.lane, cols * _F32, out_row)
-    for i in range(cols):
-        b.st("st.shared.f32", col, i * _F32, F.load_bf16(b, v_at, i * _BF16))
-    lane0 = b.setp("eq.u32", cc.lane, 0)
-    tail = d * _F32
-    b.st("st.shared.f32", out_row, tail + STATE_M * _F32, top, guard=lane0)
-    b.st("st.shared.f32", out_row, tail + STATE_L * _F32, 1.0, guard=lane0)
-    for pad in range(2, STATE_EXTRA):
-        b.st("st.shared.f32", out_row, tail + pad * _F32, 0.0, guard=lane0)
+    _write_state(cc, g, d, top, 1.0, [F.load_bf16(b, v_at, i * _BF16) for i in range(cols)])
 
 
 def _scores(cc: "F.ComputeCtx", q_row: SSAValue, d: int, first_row: SSAValue | int) -> list[SSAValue]:
