@@ -57,8 +57,10 @@ vdir.program @stream(%w: !vdir.buffer<128x64xbf16>, %x: !vdir.buffer<1x64xbf16>,
 
 // The encoded program has four queues per SM, listed in the target's engine
 // order (load, compute, store, stream): each SM's load queue holds only its
-// waiting load (a global counter wait), its stream queue the input row and
-// its weight tile, which wait for nothing.
+// waiting load (a global counter wait), its stream queue its weight tile and
+// the input row, which wait for nothing: vdir-schedule issues an SM's lone
+// weight tile ahead of the small row, and the gemv then waits on the row's
+// bit alone (the stream engine completes its loads in order).
 
 // ISA:      sm 0 load:
 // ISA-NEXT:   0: load  @h+0 [1 x 256B, stride 256] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) wait(c{{[0-9]+}}>=2*epoch) signal(b{{[0-9]+}})  // %ht
@@ -66,29 +68,29 @@ vdir.program @stream(%w: !vdir.buffer<128x64xbf16>, %x: !vdir.buffer<1x64xbf16>,
 // ISA-NEXT:   0: gemv(
 // ISA:      sm 0 store:
 // ISA:      sm 0 stream:
-// ISA-NEXT:   0: load  @x+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0)  // %xt
-// ISA-NEXT:   1: load  @w+0 [64 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) signal(b{{[0-9]+}})  // %wa
+// ISA-NEXT:   0: load  @w+0 [64 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0)  // %wa
+// ISA-NEXT:   1: load  @x+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) signal(b{{[0-9]+}})  // %xt
 // ISA-NEXT: sm 1 load:
 // ISA-NEXT:   0: load  @z+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) wait(c{{[0-9]+}}>=1*epoch) signal(b{{[0-9]+}})  // %zt
 // ISA-NEXT: sm 1 compute:
 // ISA-NEXT:   0: gemv(
 // ISA:      sm 1 store:
 // ISA:      sm 1 stream:
-// ISA-NEXT:   0: load  @x+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0)  // %xt
-// ISA-NEXT:   1: load  @w+8192 [64 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(64, 0) signal(b{{[0-9]+}})  // %wb
+// ISA-NEXT:   0: load  @w+8192 [64 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(64, 0)  // %wb
+// ISA-NEXT:   1: load  @x+0 [1 x 128B, stride 128] -> smem[{{[0-9]+}}] tmap{{[0-9]+}}(0, 0) signal(b{{[0-9]+}})  // %xt
 // ISA-NOT:  load
 
 // vdir-pipeline takes the option too: without it the stream queues are empty
 // (and not listed) and each load queue holds its SM's three loads.
 
 // ISA-NOSTREAM:      sm 0 load:
-// ISA-NOSTREAM-NEXT:   0: load  @x+0
-// ISA-NOSTREAM-NEXT:   1: load  @w+0
+// ISA-NOSTREAM-NEXT:   0: load  @w+0
+// ISA-NOSTREAM-NEXT:   1: load  @x+0
 // ISA-NOSTREAM-NEXT:   2: load  @h+0 {{.*}}wait(c{{[0-9]+}}>=2*epoch)
 // ISA-NOSTREAM-NEXT: sm 0 compute:
 // ISA-NOSTREAM:      sm 1 load:
-// ISA-NOSTREAM-NEXT:   0: load  @x+0
-// ISA-NOSTREAM-NEXT:   1: load  @w+8192
+// ISA-NOSTREAM-NEXT:   0: load  @w+8192
+// ISA-NOSTREAM-NEXT:   1: load  @x+0
 // ISA-NOSTREAM-NEXT:   2: load  @z+0 {{.*}}wait(c{{[0-9]+}}>=1*epoch)
 // ISA-NOSTREAM-NEXT: sm 1 compute:
 // ISA-NOSTREAM-NOT:  stream:
