@@ -1,10 +1,10 @@
 """``vdir-schedule``: a total order for every (SM, engine) queue.
 
-Each queue follows program order, with two exceptions. A queue that opens
-with small loads ahead of its lone weight tile issues the tile first
-(:func:`lead_with_large_load`). And a load that waits on
-other SMs (a global counter) is moved behind the next ``prefetch``
-independent loads of its queue — loads with no dependency at all, typically
+Each queue follows program order, with two exceptions. A queue of one or
+two weight tiles that opens with small loads issues its first tile ahead
+of them (:func:`lead_with_large_load`). And a load that waits on other SMs
+(a global counter) is moved behind the next ``prefetch`` independent loads
+of its queue — loads with no dependency at all, typically
 the weight tiles of the next phase; other waiting loads between them are
 passed over. Without this, an in-order load engine that holds both would
 sit idle at every cross-SM barrier instead of streaming weights. Where
@@ -59,7 +59,8 @@ SMALL_LOAD_FRACTION = 8
 #: the H200 (gemv sweep, two rounds each way): SMs with one or two tiles gain (2048 x 2048: 10.7 ->
 #: 10.4 µs; 4096 x 1024: 11.0 -> 10.75), SMs with four lose (8192 x 2048: 16.5 -> 17.3; 8192 x 1024:
 #: 13.2 -> 13.6), those with more are within 0.5%. The stream engine retires its loads in order with
-#: two in flight, so ``x`` behind the first tile holds its place in flight until that tile lands.
+#: two in flight: ``x`` behind the first tile holds one of the two places until that tile lands, which
+#: delays every tile after it; with one or two tiles the earlier start outweighs that.
 MAX_LEAD_TILES = 2
 
 
