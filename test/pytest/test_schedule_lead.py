@@ -18,6 +18,7 @@ from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.device_runtime.sim import simulate
 from vdir.families import TileSig
 from vdir.frontend.examples import build_gemv, build_mlp_block
+from vdir.transforms import schedule as schedule_module
 from vdir.transforms.place import place
 from vdir.transforms.schedule import lead_with_large_load, schedule
 
@@ -55,7 +56,9 @@ def test_an_sm_with_more_tiles_keeps_x_first():
         assert queue[0].name == "%x0" and len(queue) == 5, (sm, [n.name for n in queue])
 
 
-def test_an_mlp_block_keeps_the_norm_weight_its_first_compute_needs_ahead_of_the_gate_tile():
+def test_an_mlp_block_keeps_the_norm_weight_its_first_compute_needs_ahead_of_the_gate_tile(monkeypatch):
+    """The consumer guard, not the tile limit: with the limit lifted, the RMSNorm's rows still go first."""
+    monkeypatch.setattr(schedule_module, "MAX_LEAD_TILES", 1 << 30)
     graph = _scheduled(build_mlp_block(512, 1024), num_sms=4)
     for sm, queue in _queues(graph, "stream").items():
         program_order = sorted(queue, key=lambda n: (n.seq, n.id))

@@ -81,7 +81,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
     load waits for its bytes to be freed at the head of the in-order queue,
     and every load behind it waits too.
     """
-    largest = max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
+    largest = _largest_load(queue)
     for i, blocked in enumerate(queue):
         if blocked.kind != "load" or not waits_on_other_sms(blocked):
             continue
@@ -203,9 +203,10 @@ def lead_with_large_load(queue: list[Node], queues: list[tuple[str, list[Node]]]
     is sorted (:data:`QUEUE_ORDER`); ``queues`` are the SM's, where the
     consumers are.
     """
-    sizes = [q.tile.nbytes for q in queue if q.kind == "load" and q.tile is not None]
-    largest = max(sizes, default=0)
-    if sum(1 for size in sizes if size * SMALL_LOAD_FRACTION >= largest) > MAX_LEAD_TILES:
+    largest = _largest_load(queue)
+    large = sum(1 for q in queue if q.kind == "load" and q.tile is not None
+                and q.tile.nbytes * SMALL_LOAD_FRACTION >= largest)
+    if large > MAX_LEAD_TILES:
         return
     head: list[Node] = []
     for n in queue:
@@ -222,6 +223,12 @@ def lead_with_large_load(queue: list[Node], queues: list[tuple[str, list[Node]]]
     if any(first_use.get(h.id, _NEVER) < first_use.get(n.id, _NEVER) for h in head):
         return
     n.seq, n.hoist = head[0].seq, head[0].hoist - 1
+
+
+def _largest_load(queue: list[Node]) -> int:
+    """The bytes of the largest tile a load of ``queue`` brings in (0: none); a load of less than
+    1 / :data:`SMALL_LOAD_FRACTION` of it is a small one."""
+    return max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
 
 
 #: the first-consumer key of a tile that no micro-op reads
