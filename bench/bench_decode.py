@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time the step lowered with these options (e.g. load_ring=16); repeatable")
     p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
                    help="also time the step compiled with these vdir-pipeline options (prefetch, run-ahead, weight-ring, "
-                        "stream-loads, phase-balance); "
+                        "stream-loads, phase-balance, keep-trips); "
                         "repeatable, each timed in this run")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
@@ -208,9 +208,13 @@ def _byte_list(text: str) -> list[int]:
 
 
 #: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
+def _flag(value: str) -> bool:
+    """A pipeline option's boolean value as text."""
+    return value.lower() in ("1", "true", "yes", "on")
+
+
 PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
-                    "stream-loads": lambda v: v.lower() in ("1", "true", "yes", "on"),
-                    "phase-balance": lambda v: v.lower() in ("1", "true", "yes", "on")}
+                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag}
 
 
 def pipeline_options(text: str) -> dict:

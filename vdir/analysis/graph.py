@@ -134,6 +134,10 @@ class Node:
     dyn_range: tuple[int, int] = (0, 0)
     #: the micro-op runs only when this holds (it still waits and signals)
     guard: Condition | None = None
+    #: the trip of the program's layer loop (:func:`layer_loop`) this micro-op belongs to, -1 outside it;
+    #: ``template``: its index among the micro-ops of that trip, the same in every trip
+    trip: int = -1
+    template: int = -1
     # ---- filled by the passes
     sm: int = -1
     pos: int = -1
@@ -225,6 +229,8 @@ class Graph:
     num_counters: int = 0
     counter_counts: dict[int, int] = field(default_factory=dict)
     program_op: ProgramOp | None = None
+    #: trips of the program's layer loop (:func:`layer_loop`), 0 if it has none
+    loop_trips: int = 0
 
     def snapshot(self) -> tuple:
         """The pass-filled facts of the graph and of every node, for :meth:`restore`."""
@@ -417,6 +423,10 @@ class _Expander:
         self.steps: dict[int, list[tuple[_Handler, Operation]]] = {}
         #: the condition of the runtime-bounded repeats being expanded
         self.loop_guard: Condition | None = None
+        #: the layer loop (:func:`layer_loop`), the trip being expanded and the next template index in it
+        self.layer_loop = layer_loop(program) if stage == "source" else None
+        self.trip = -1
+        self.template = 0
         self.scalars: list[ScalarArg] = []
         ranges = iter(program.scalar_range_list())
         for name, arg in zip(program.argument_names(), program.args, strict=True):
@@ -558,8 +568,11 @@ class _Expander:
             raise PassFailure("a runtime-bounded vdir.repeat cannot be nested in another one", op)
         env = self.env
         shadows = name in iters  # an inner index of the same name replaces the outer one's entry
-        for i in range(lower, upper, step):
+        layer = op is self.layer_loop
+        for trip, i in enumerate(range(lower, upper, step)):
             env[var] = i
+            if layer:
+                self.trip, self.template = trip, 0
             if isinstance(bound, RuntimeIndex):
                 self.loop_guard = Condition.of(bound, "ge", i + 1)
             inner = {**iters, name: i}
@@ -567,6 +580,8 @@ class _Expander:
                         else f"{suffix}[{name}={i}]")
         if isinstance(bound, RuntimeIndex):
             self.loop_guard = None
+        if layer:
+            self.trip = -1
 
     def _guard(self, op: LoadOp | StoreOp | ComputeOp, t: "_OpTemplate", node: Node) -> Condition | None:
         """The node's runtime condition: its own ``when`` or its repeat's bound (not both)."""
@@ -685,6 +700,9 @@ class _Expander:
             node.deps = [tuple(self._tokens(t.dep_keys))]
         if self.stage != "source":
             self._read_annotations(node, op)
+        if self.trip >= 0:
+            node.trip, node.template = self.trip, self.template
+            self.template += 1
         self.nodes.append(node)
 
     def _set_offsets(self, node: Node, offsets: list, op: Operation) -> None:
@@ -777,6 +795,37 @@ class _Expander:
             node.deps = [intern(self.by_id[i] for i in g) for g in groups]
 
 
+#: the fewest trips that make a repeat the program's layer loop (:func:`layer_loop`)
+MIN_LAYER_TRIPS = 3
+
+
+def _constant_bounds(op: RepeatOp) -> tuple[int, int, int]:
+    """(lower, upper, step) of a repeat."""
+    return op.lower.value.data, op.upper.value.data, op.step.value.data
+
+
+def layer_loop(program: ProgramOp) -> RepeatOp | None:
+    """The repeat of ``program``'s body that runs the most micro-ops, if it is its *layer loop*.
+
+    That is a repeat directly in the program's body, with a constant trip
+    count of at least :data:`MIN_LAYER_TRIPS` and no runtime bound, whose
+    trips run the same micro-ops in sequence (a model's layers). Passes that
+    keep a loop's trips alike (``vdir-place`` gives each trip's micro-ops the
+    SMs of the first trip's) read the trip of each node (``Node.trip``,
+    ``Node.template``) from it.
+    """
+    best, most = None, 0
+    for op in program.body.block.ops:
+        if not isinstance(op, RepeatOp) or op.dynamic_upper is not None:
+            continue
+        if len(range(*_constant_bounds(op))) < MIN_LAYER_TRIPS:
+            continue
+        count = _expanded_micro_ops(op)
+        if count > most:
+            best, most = op, count
+    return best
+
+
 def _expanded_micro_ops(op: Operation) -> int:
     """How many micro-ops ``op`` expands to (a repeat: its iterations times its body's)."""
     if isinstance(op, LoadOp | StoreOp | ComputeOp):
@@ -808,6 +857,8 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None, max_m
     nodes = expander.run()
     graph = Graph(program.sym_name.data, target, expander.args, nodes, scalars=expander.scalars, stage=stage,
                   program_op=program)
+    if expander.layer_loop is not None:
+        graph.loop_trips = len(range(*_constant_bounds(expander.layer_loop)))
     if (layout := program.layout) is not None:
         _read_layout(graph, layout)
     if stage == "source":

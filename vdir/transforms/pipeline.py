@@ -175,12 +175,12 @@ def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
-    weight_ring: int = 0, phase_balance: bool = True,
+    weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
-    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads`` and ``phase_balance``: see
-    vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
+    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance`` and
+    ``keep_trips``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
@@ -195,7 +195,7 @@ def run_pipeline(
         FusePass().apply(Context(), module)
     with _no_cyclic_gc():
         return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads,
-                           room, phase_balance)
+                           room, phase_balance, keep_trips)
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
@@ -213,13 +213,13 @@ def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_pr
 
 def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
                 reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool,
-                room: StreamRoom, phase_balance: bool) -> isa.EncodedProgram:
+                room: StreamRoom, phase_balance: bool, keep_trips: bool) -> isa.EncodedProgram:
     graph = build_graph(module, max_micro_ops=max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(target, num_sms, graph.target)
     verify_dependencies(graph)
-    place(graph, graph.target.num_sms, stream_loads, phase_balance)
+    place(graph, graph.target.num_sms, stream_loads, phase_balance, keep_trips)
     shares = schedule_and_allocate(graph, prefetch, room)  # laying out and encoding read its queues
     layout_dependencies(graph, shares)
     queues = queues_of_shares(shares)
@@ -232,7 +232,7 @@ def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
     stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
-    phase_balance: bool = True,
+    phase_balance: bool = True, keep_trips: bool = False,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -244,7 +244,7 @@ def compile_to_encoded(
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
                         reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
                         stream_loads=stream_loads, run_ahead=run_ahead, weight_ring=weight_ring,
-                        phase_balance=phase_balance)
+                        phase_balance=phase_balance, keep_trips=keep_trips)
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,8 @@ class PipelinePass(ModulePass):
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
     ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` and
-    ``phase-balance`` (default true each), see vdir-place; ``run-ahead``
+    ``phase-balance`` (default true each) and ``keep-trips`` (default false),
+    see vdir-place; ``run-ahead``
     (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem.
     """
 
@@ -270,6 +271,7 @@ class PipelinePass(ModulePass):
     run_ahead: int = STREAM_RUN_AHEAD
     weight_ring: int = 0
     phase_balance: bool = True
+    keep_trips: bool = False
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
@@ -278,4 +280,4 @@ class PipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
                      l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead,
-                     weight_ring=self.weight_ring, phase_balance=self.phase_balance)
+                     weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips)

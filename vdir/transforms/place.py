@@ -23,6 +23,19 @@ store starts a new phase); the micro-ops of one phase can run together, and a
 phase ends when its slowest SM does, so a second tile of a phase on one SM
 puts that tile's whole time on the program's path.
 
+Option ``keep-trips`` (off by default) places every trip of the program's
+*layer loop* (``vdir.analysis.graph.layer_loop``: the top-level
+``vdir.repeat`` of constant bounds that runs the most micro-ops, a model's
+layers) as its first: a cluster of a later trip takes the SM its first-trip
+counterpart took, so that each SM runs the same micro-ops in every trip, as
+a loop kept through the passes needs (``docs/passes.md``, "Keeping the layer
+loop"). It applies where the first trip has a cluster for every SM; a loop
+whose trips are a gemv's tiles is left to the balance above. Off, trips
+differ: the ties above go to the SM least loaded over the whole program, so
+the SMs that took a phase's extra tile in one layer are spared it in the
+next. That rotation is worth about 3% on the 1B decode step, whose 1024
+weight tiles per layer give 132 SMs 7 or 8 each (``docs/performance.md``).
+
 Placement also picks the load engine. A load that waits on nothing (no
 dependency, no flow: a weight tile, a norm's weights, a table) goes to the
 target's stream engine where it has one, and the loads that wait (an
@@ -122,14 +135,15 @@ def _merged(cluster_of: dict[int, list[Node]], a: list[Node], b: list[Node]) -> 
     return a
 
 
-def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: bool = True) -> None:
-    """Assign clusters to SMs (balancing each phase with ``phase_balance``), rematerialise shared cheap
-    producers per SM and, with ``stream_loads``, move the loads that wait on nothing to the stream engine
-    (see the module docstring)."""
+def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: bool = True,
+          keep_trips: bool = False) -> None:
+    """Assign clusters to SMs (balancing each phase with ``phase_balance``; every trip of the layer loop
+    as its first with ``keep_trips``), rematerialise shared cheap producers per SM and, with
+    ``stream_loads``, move the loads that wait on nothing to the stream engine (see the module docstring)."""
     remat = rematerialisable_by_id(graph.nodes)
     clusters = clusters_of(graph, remat)
     phases = _cluster_phases(graph.nodes, clusters) if phase_balance else [0] * len(clusters)
-    _assign_clusters(graph, clusters, phases, num_sms)
+    _assign_clusters(graph, clusters, phases, num_sms, keep_trips and _fills_the_sms(clusters, num_sms))
     by_sm: list[list[Node]] = [[] for _ in range(num_sms)]
     copier = _Copier(_shared_producers(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
     copy_on = copier.copy_on
@@ -193,20 +207,43 @@ def _cluster_phases(nodes: list[Node], clusters: list[list[Node]]) -> list[int]:
     return [min(phase[n.id] for n in c) for c in clusters]
 
 
-def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int], num_sms: int) -> None:
+def _fills_the_sms(clusters: list[list[Node]], num_sms: int) -> bool:
+    """Whether the first trip of the layer loop has a cluster for every SM (a model's layer, not the one
+    tile of a gemv's row loop): only then are trips placed alike (``keep_trips``)."""
+    return sum(1 for c in clusters if c[0].trip == 0) >= num_sms
+
+
+def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int], num_sms: int,
+                     keep_trips: bool = False) -> None:
     """Give each cluster, in program order, the SM with the least cost-model time in the cluster's phase
     so far; ties go to the least over the whole program, as it stood when the SM last took a cluster
-    of that phase (every phase 0, as with ``phase-balance=false``: the whole program alone)."""
+    of that phase (every phase 0, as with ``phase-balance=false``: the whole program alone).
+
+    With ``keep_trips``, a cluster of a later trip of the layer loop
+    (``Node.trip``) takes the SM of the first trip's cluster that starts with
+    the same template: every trip is placed alike, so that each SM runs the
+    same micro-ops in every trip (what a loop kept through the passes needs;
+    each trip's phases are as balanced as the first trip's).
+    """
+    first_trip: dict[int, int] = {}  # template of a first-trip cluster's first node -> its SM
     totals = [0.0] * num_sms
     by_phase: dict[int, list[tuple[float, float, int]]] = {}  # per phase: a heap of (its time, total then, sm)
     costs: dict = {}
     times: dict[tuple, float] = {}  # node_time_us by the ids of the tile signatures (shared by a template's nodes)
     for cluster, phase in zip(clusters, phases, strict=True):
+        head = cluster[0]
+        if keep_trips and head.trip > 0 and head.template in first_trip:
+            sm = first_trip[head.template]
+            for n in cluster:
+                n.sm = sm
+            continue
         heap = by_phase.get(phase)
         if heap is None:
             heap = by_phase[phase] = [(0.0, totals[sm], sm) for sm in range(num_sms)]
             heapq.heapify(heap)
         busy, _, sm = heapq.heappop(heap)
+        if keep_trips and head.trip == 0:
+            first_trip[head.template] = sm
         total = 0.0
         for n in cluster:
             n.sm = sm
@@ -273,6 +310,7 @@ class _Copier:
                 loc=node.loc, tile=node.tile, buffer=node.buffer, row=node.row, col=node.col,
                 family=node.family, params=node.params, deps=list(node.deps), flow=node.flow, sm=sm,
                 dyn=node.dyn, dyn_axis=node.dyn_axis, dyn_range=node.dyn_range, guard=node.guard,
+                trip=node.trip, template=node.template,
             )
             self.next_id += 1
             c.inputs = [self.copy_on(i, sm) for i in node.inputs]
@@ -345,7 +383,9 @@ class PlacePass(ModulePass):
     Options: ``num-sms`` (default: all SMs of the target), ``target`` (default:
     the program's), ``stream-loads`` (default true: loads that wait on nothing
     go to the stream engine), ``phase-balance`` (default true: balance each
-    phase's time over the SMs; false: the program's total only).
+    phase's time over the SMs; false: the program's total only),
+    ``keep-trips`` (default false: every trip of the layer loop placed as its
+    first).
     """
 
     name = "vdir-place"
@@ -354,6 +394,7 @@ class PlacePass(ModulePass):
     target: str = ""
     stream_loads: bool = True
     phase_balance: bool = True
+    keep_trips: bool = False
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
@@ -363,6 +404,6 @@ class PlacePass(ModulePass):
         def stage(graph: Graph) -> None:
             target = resolve_target(self.target, self.num_sms, graph.target)
             graph.target = target
-            place(graph, target.num_sms, self.stream_loads, self.phase_balance)
+            place(graph, target.num_sms, self.stream_loads, self.phase_balance, self.keep_trips)
 
         run_stage(op, "source", "placed", stage)

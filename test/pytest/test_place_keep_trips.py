@@ -1,0 +1,118 @@
+"""The layer loop (``graph.layer_loop``) and ``vdir-place``'s ``keep_trips``: every layer placed as the first."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+from ml_dtypes import bfloat16
+
+import vdir
+from vdir.analysis.graph import build_graph, layer_loop
+from vdir.dialects.vdir import ProgramOp
+from vdir.frontend import ProgramBuilder
+from vdir.frontend.examples import build_gemv, build_mlp_stack
+from vdir.transforms.fuse import FusePass
+from vdir.transforms.pipeline import compile_to_encoded
+from vdir.transforms.place import place
+
+#: a stack small enough for the simulator whose layers fill the SMs it is placed on, and whose tiles
+#: per layer do not divide evenly over them (on 8 SMs they do, and every layer is placed alike anyway)
+LAYERS, HIDDEN, INTER, SMS = 4, 256, 1024, 6
+
+
+def _program(module) -> ProgramOp:
+    return next(op for op in module.walk() if isinstance(op, ProgramOp))
+
+
+def _placed_stack(keep_trips: bool):
+    module = build_mlp_stack(LAYERS, HIDDEN, INTER)
+    FusePass().apply(None, module)  # type: ignore[arg-type]
+    graph = build_graph(module)
+    place(graph, SMS, keep_trips=keep_trips)
+    return graph
+
+
+def _sms_by_trip(graph) -> dict[int, list[Counter]]:
+    """Per template of the layer loop, each trip's SMs (a rematerialised node has a copy per SM)."""
+    out: dict[int, list[Counter]] = defaultdict(lambda: [Counter() for _ in range(graph.loop_trips)])
+    for n in graph.nodes:
+        if n.trip >= 0:
+            out[n.template][n.trip][n.sm] += 1
+    return out
+
+
+def test_the_layer_loop_is_the_top_level_repeat_that_runs_the_most():
+    b = ProgramBuilder("loops")
+    x, y = b.buffer("x", (64, 8)), b.buffer("y", (64, 8))
+    with b.repeat(0, 2, name="short"):  # two trips: too few for a loop worth keeping
+        for _ in range(3):
+            b.store(b.load(x, (0, 0), (1, 8)), y, (0, 0))
+    with b.repeat(0, 4, name="small") as i:
+        b.store(b.load(x, (i, 0), (1, 8)), y, (i, 0))
+    with b.repeat(0, 3, name="big") as j:
+        for k in range(2):
+            row = b.affine(j, 2, 8 + k)
+            b.store(b.load(x, (row, 0), (1, 8)), y, (row, 0))
+    module = b.finish()
+    loop = layer_loop(_program(module))
+    assert loop is not None and loop.induction_var.name_hint == "big"
+    graph = build_graph(module)
+    assert graph.loop_trips == 3
+    trips = Counter(n.trip for n in graph.nodes)
+    assert trips == {-1: 2 * 3 * 2 + 4 * 2, 0: 4, 1: 4, 2: 4}
+    # each trip's micro-ops are numbered alike: the same template is the same op of the body
+    by_template = defaultdict(set)
+    for n in graph.nodes:
+        if n.trip >= 0:
+            by_template[n.template].add(n.name.split("[")[0])
+    assert sorted(by_template) == [0, 1, 2, 3] and all(len(v) == 1 for v in by_template.values())
+
+
+def test_a_program_without_a_repeat_of_three_trips_has_no_layer_loop():
+    b = ProgramBuilder("flat")
+    x, y = b.buffer("x", (4, 8)), b.buffer("y", (4, 8))
+    with b.repeat(0, 2) as i:
+        b.store(b.load(x, (i, 0), (1, 8)), y, (i, 0))
+    graph = build_graph(b.finish())
+    assert graph.loop_trips == 0 and {n.trip for n in graph.nodes} == {-1}
+
+
+def test_keep_trips_places_every_layer_as_the_first():
+    kept = _sms_by_trip(_placed_stack(keep_trips=True))
+    assert kept and all(all(t == trips[0] for t in trips) for trips in kept.values())
+    # the default rotates the phases' extra tiles from layer to layer: the check above would fail
+    rotated = _sms_by_trip(_placed_stack(keep_trips=False))
+    assert any(any(t != trips[0] for t in trips) for trips in rotated.values())
+
+
+def test_keep_trips_leaves_a_loop_whose_trips_do_not_fill_the_sms():
+    """A gemv's row loop has one tile per trip: placing every tile on the first one's SM would put them
+    all on one SM, so the option does not apply."""
+    def sms(keep_trips: bool) -> list[int]:
+        graph = build_graph(build_gemv(512, 256))
+        assert graph.loop_trips >= 3
+        place(graph, 4, keep_trips=keep_trips)
+        return [n.sm for n in graph.nodes]
+
+    assert sms(True) == sms(False)
+    assert len(set(sms(True))) == 4
+
+
+def test_a_stack_placed_with_keep_trips_computes_the_same_bits():
+    """Placement moves micro-ops between SMs, never changes their arithmetic: the stack's output is the
+    same with and without the option, bit for bit, on the simulator (race-checked)."""
+    rng = np.random.default_rng(7)
+    r = lambda shape, s=1.0, o=0.0: (rng.standard_normal(shape) * s + o).astype(bfloat16)  # noqa: E731
+    inputs = {"hs": r((LAYERS + 1, HIDDEN)), "g": r((LAYERS, HIDDEN), 0.1, 1.0),
+              "wg": r((LAYERS * INTER, HIDDEN), HIDDEN ** -0.5), "wu": r((LAYERS * INTER, HIDDEN), HIDDEN ** -0.5),
+              "wd": r((LAYERS * HIDDEN, INTER), INTER ** -0.5)}
+    outs = []
+    for keep_trips in (False, True):
+        program = compile_to_encoded(build_mlp_stack(LAYERS, HIDDEN, INTER), num_sms=SMS, keep_trips=keep_trips)
+        hs = inputs["hs"].copy()
+        hs[1:] = np.nan
+        with vdir.compile(program, backend="sim") as exe:
+            outs.append(np.asarray(exe(**{**inputs, "hs": hs})["hs"]))
+    assert not np.isnan(outs[1].astype(np.float32)).any()
+    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
