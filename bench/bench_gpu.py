@@ -170,13 +170,14 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
     hand-offs and the cross-SM counters remain). ``loads_free``: only the load
     queues run, with no waits: how fast this program's loads stream.
     """
+    prog = prog.without_loops()  # the records changed below are executed instructions
     instrs = prog.instrs.copy()
     ops = instrs[:, isa.W_OPCODE] & 0xFF
     queues = prog.queues
-    if kind == "loads_free":
+    if kind == "loads_free":  # the load and stream queues run; the compute and store queues are emptied
         instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2] = 0
         instrs[:, isa.W_WAIT_COUNTER] = 0
-        queues = [[q[0], (q[1][0], 0), (q[2][0], 0)] for q in prog.queues]
+        queues = [[q[0], (q[1][0], 0), (q[2][0], 0), *q[3:]] for q in prog.queues]
     elif kind == "no_counter_waits":  # racy: only to time what the cross-SM waits cost
         instrs[:, isa.W_WAIT_COUNTER] = 0
     elif kind.startswith("box_rows="):  # tensor copies of at most that many rows per box
@@ -184,8 +185,10 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
     elif kind.startswith("view="):  # tensor maps viewing buffers as elements of that many bytes
         isa.assign_tensor_maps(instrs, prog.buffers, view_bytes=int(kind.split("=")[1]))
     elif kind == "load_only":
-        for op in (isa.OP_STORE, isa.OP_COMPUTE):
-            instrs[ops == op, isa.W_OPCODE] = isa.OP_NOP
+        nop = (ops == isa.OP_STORE) | (ops == isa.OP_COMPUTE)
+        instrs[nop, isa.W_OPCODE] = isa.OP_NOP
+        instrs[nop, isa.TMAP.word] = 0  # a nop copies nothing: the stores' maps go, the rest renumbered densely
+        isa.assign_tensor_maps(instrs, prog.buffers)
     return dataclasses.replace(prog, instrs=instrs, queues=queues)
 
 
