@@ -30,7 +30,7 @@ from vdir.diagnostics import VdirError
 from vdir.target import EngineSpec, get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
-VERSION = 1
+VERSION = 2
 #: bytes per word: every field is one or two little-endian u32 words
 WORD_BYTES = 4
 INSTR_WORDS = 32
@@ -401,6 +401,10 @@ INSTRUCTION_FIELDS = COMMON_FIELDS + TRANSFER_FIELDS + COMPUTE_FIELDS + LOOP_FIE
 PACKED_WORDS = tuple(sorted({f.word for f in INSTRUCTION_FIELDS if f.packed}))
 #: words a loop record may set (all others are zero)
 LOOP_RECORD_WORDS = frozenset(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_indices)
+#: the dependency-bit words, whose step in a loop is an XOR mask, not an addend (see :meth:`Loop.expand`):
+#: the parity a wait expects flips with each toggle of its bit, which no ``base + t * step`` can say of
+#: any bit but a word's top one
+XOR_STEP_WORDS = (*WAIT_MASK.word_indices, *WAIT_PARITY.word_indices, *SIGNAL_MASK.word_indices)
 
 
 class LoopFormError(VdirError, ValueError):
@@ -436,9 +440,30 @@ class Loop:
         return records[self.record + 1 + self.body : self.end]
 
     def expand(self, records: np.ndarray) -> np.ndarray:
-        """The ``trips * body`` executed instructions: word by word, base + t * step mod 2^32."""
-        t = np.arange(self.trips, dtype=np.uint32)[:, None, None]
-        return (self.bases(records)[None] + t * self.steps(records)[None]).reshape(-1, INSTR_WORDS)
+        """The ``trips * body`` executed instructions of trips ``t = 0, 1, ...``, word by word.
+
+        A word steps by addition, ``base + t * step`` mod 2^32, except the
+        dependency-bit words (:data:`XOR_STEP_WORDS`), which step by XOR: the
+        wait and signal masks are ``base ^ step`` on the odd trips (a bit pair
+        that the trips use in turn, as a double buffer's). The wait parity is
+        ``base ^ step`` on the odd trips in the bits the wait mask does not
+        step (a bit awaited every trip, flipping if it is toggled an odd number
+        of times a trip) and on trips 2 and 3 mod 4 in the bits it steps (a
+        pair's bit, awaited every other trip, flipping if it is toggled an odd
+        number of times in two trips), then ``&`` the trip's wait mask (a
+        parity is only held for a bit waited on).
+        """
+        bases, steps = self.bases(records)[None], self.steps(records)[None]
+        t = np.arange(self.trips, dtype=np.uint32)[:, None]
+        out = bases + t[:, :, None] * steps
+        odd, second_pair = t & 1, (t >> 1) & 1
+        for w in (*WAIT_MASK.word_indices, *SIGNAL_MASK.word_indices):
+            out[:, :, w] = bases[:, :, w] ^ (odd * steps[:, :, w])
+        for w, mask_w in zip(WAIT_PARITY.word_indices, WAIT_MASK.word_indices, strict=True):
+            pair = steps[:, :, mask_w]
+            flips = odd * (steps[:, :, w] & ~pair) ^ second_pair * (steps[:, :, w] & pair)
+            out[:, :, w] = (bases[:, :, w] ^ flips) & out[:, :, mask_w]
+        return out.reshape(-1, INSTR_WORDS)
 
 
 def _check_loop(records: np.ndarray, r: int) -> Loop:
@@ -1411,14 +1436,17 @@ def _signed(value: int, bits: int) -> int:
 
 
 def _step_text(base: np.ndarray, step: np.ndarray) -> str:
-    """The non-zero steps of a body instruction, by the names of its form's fields."""
+    """The non-zero steps of a body instruction, by the names of its form's fields (an XOR step as
+    ``name^0x..``: flipped on the odd trips)."""
     opcode = OPCODE.get(base)
     form = COMMON_FIELDS + (COMPUTE_FIELDS if opcode == OP_COMPUTE else TRANSFER_FIELDS)
     parts, named = [], set()
     for f in form:
         named.update(f.word_indices)
         value = join_u64(step[f.word], step[f.word + 1]) if f.nwords == 2 else int(step[f.word])
-        if value:
+        if value and f.word in XOR_STEP_WORDS:
+            parts.append(f"{f.name}^{value:#x}")
+        elif value:
             parts.append(f"{f.name}{_signed(value, 32 * f.nwords):+d}")
     parts += [f"w{w}{_signed(int(step[w]), 32):+d}" for w in range(INSTR_WORDS) if w not in named and step[w]]
     return "step " + (" ".join(parts) if parts else "0")

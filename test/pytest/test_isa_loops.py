@@ -2,7 +2,8 @@
 
 ``vdir-encode`` rerolls each queue (``vdir.analysis.reroll``); a loop record
 stands for ``trips`` copies of the ``body`` records after it, copy ``t``
-being base + t * step word by word (``isa.expand_queue``). These tests pin
+being base + t * step word by word, the dependency-bit words stepping by
+XOR (``isa.Loop.expand``, ``isa.expand_queue``). These tests pin
 down that the rerolled form executes exactly the unrolled instructions
 (property-tested on random queues, and on the example programs through the
 simulator, bit for bit), that forged loop records are rejected with a
@@ -44,12 +45,12 @@ def _instructions(rng: np.random.Generator, n: int, small: bool) -> np.ndarray:
 
 
 def _affine_run(rng: np.random.Generator, body: int, trips: int) -> np.ndarray:
-    """``trips`` copies of a random ``body``-record block, each word stepping by its own random step."""
+    """``trips`` copies of a random ``body``-record block, each word stepping by its own random step (the
+    dependency-bit words by XOR, as ``isa.Loop.expand`` says)."""
     base = _instructions(rng, body, small=False)
     step = rng.integers(0, 1 << 32, size=(body, isa.INSTR_WORDS), dtype=np.uint64).astype(np.uint32)
     step[:, list(isa.PACKED_WORDS)] = 0
-    t = np.arange(trips, dtype=np.uint32)[:, None, None]
-    return (base[None] + t * step[None]).reshape(-1, isa.INSTR_WORDS)
+    return isa.expand_queue(np.concatenate([isa.make_loop_record(body, trips)[None], base, step]))
 
 
 @st.composite
@@ -86,7 +87,59 @@ def test_an_affine_run_becomes_one_loop():
     (loop,) = isa.queue_loops(rolled)
     assert (loop.record, loop.body, loop.trips) == (3, 5, 7)
     assert len(rolled) == 3 + 11 + 2
-    assert np.array_equal(loop.bases(rolled), run[:5])
+    # the bases are the first copy, but for the parity of a wait-mask pair's bits that the first copy
+    # does not await (which its mask hides)
+    bases, parity = loop.bases(rolled), list(isa.WAIT_PARITY.word_indices)
+    others = [w for w in range(isa.INSTR_WORDS) if w not in parity]
+    assert np.array_equal(bases[:, others], run[:5, others])
+    assert np.array_equal(bases[:, parity] & bases[:, list(isa.WAIT_MASK.word_indices)], run[:5, parity])
+
+
+def _waits(parities: list[int]) -> np.ndarray:
+    """One load per entry, each waiting on bit 5 with that parity and stepping its micro-op id."""
+    rows = np.zeros((len(parities), isa.INSTR_WORDS), np.uint32)
+    isa.OPCODE.set_column(rows, isa.OP_LOAD)
+    isa.WAIT_MASK.set_column(rows, 1 << 5)
+    isa.WAIT_PARITY.set_column(rows, np.array(parities, np.uint64) << np.uint64(5))
+    isa.UOP_ID.set_column(rows, np.arange(len(parities)))
+    return rows
+
+
+def test_a_wait_parity_that_flips_every_trip_is_one_loop():
+    """A bit toggled once a trip is awaited with the other parity each trip: the loop's step of the wait
+    parity is an XOR mask applied on the odd trips, and the listing says so."""
+    rows = _waits([1, 0, 1, 0, 1, 0])
+    rolled = reroll_queue(rows)
+    (loop,) = isa.queue_loops(rolled)
+    assert (loop.body, loop.trips) == (1, 6)
+    step = loop.steps(rolled)[0]
+    assert isa.WAIT_PARITY.get(step) == 1 << 5 and isa.UOP_ID.get(step) == 1
+    assert np.array_equal(isa.expand_queue(rolled), rows)
+    assert isa._step_text(loop.bases(rolled)[0], step) == "step wait_parity^0x20 uop_id+1"
+
+
+def test_a_bit_pair_used_in_turn_is_one_loop():
+    """A double buffer's bits: trip t waits on bit 5 (even t) or 6 (odd t), each toggled every other
+    trip, so each is awaited as 1, 0, 1, ... on its own trips. The masks step by XOR on the odd trips and
+    the parity flips by the pair on trips 2 and 3 mod 4: one loop of one instruction."""
+    rows = _waits([1, 1, 0, 0, 1, 1, 0, 0])
+    mask = np.where(np.arange(8) % 2 == 0, 1 << 5, 1 << 6).astype(np.uint64)
+    isa.WAIT_MASK.set_column(rows, mask)
+    isa.WAIT_PARITY.set_column(rows, np.where(np.arange(8) % 4 < 2, mask, 0).astype(np.uint64))
+    rolled = reroll_queue(rows)
+    (loop,) = isa.queue_loops(rolled)
+    assert (loop.body, loop.trips) == (1, 8)
+    assert isa.WAIT_MASK.get(loop.steps(rolled)[0]) == (1 << 5) | (1 << 6)
+    assert np.array_equal(isa.expand_queue(rolled), rows)
+
+
+def test_a_wait_parity_of_period_four_is_not_one_loop():
+    """Parities 1, 1, 0, 0, ... (a bit toggled every other trip) are not base ^ step on the odd copies:
+    no loop of one instruction covers them (two-instruction bodies do)."""
+    rows = _waits([1, 1, 0, 0, 1, 1, 0, 0])
+    rolled = reroll_queue(rows)
+    assert all(loop.body != 1 for loop in isa.queue_loops(rolled))
+    assert np.array_equal(isa.expand_queue(rolled), rows)
 
 
 def test_a_step_in_a_packed_word_is_not_rerolled():

@@ -16,6 +16,7 @@
 // CHECK-NEXT:       target=""
 // CHECK-NEXT:       stream-loads=true
 // CHECK-NEXT:       phase-balance=true
+// CHECK-NEXT:       keep-trips=false
 // CHECK-NEXT:   vdir-schedule {{ +}}Order every (SM, engine) queue.
 // CHECK-NEXT:       prefetch=2
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
@@ -32,6 +33,7 @@
 // CHECK-NEXT:       run-ahead=2
 // CHECK-NEXT:       weight-ring=0
 // CHECK-NEXT:       phase-balance=true
+// CHECK-NEXT:       keep-trips=false
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

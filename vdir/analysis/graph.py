@@ -231,6 +231,9 @@ class Graph:
     program_op: ProgramOp | None = None
     #: trips of the program's layer loop (:func:`layer_loop`), 0 if it has none
     loop_trips: int = 0
+    #: whether ``vdir-place`` placed every trip of the layer loop as its first (its ``keep-trips``):
+    #: then the later passes keep the trips alike too (each SM's rings, the dependency bits)
+    trips_kept: bool = False
 
     def snapshot(self) -> tuple:
         """The pass-filled facts of the graph and of every node, for :meth:`restore`."""

@@ -3,9 +3,10 @@
 ``vdir-encode`` writes one record per executed instruction; where a block of
 ``k`` instructions repeats ``n`` times with every word affine in the
 repetition index (``word = base + t * step`` mod 2^32, words holding packed
-fields unchanged), :func:`reroll_queue` replaces the ``n * k`` records by one
-loop record, the ``k`` bases and the ``k`` steps (``isa.expand_queue`` is the
-inverse). The search is greedy from the front: at each position it takes the
+fields unchanged, the dependency-bit words stepping by XOR as
+``isa.Loop.expand`` says), :func:`reroll_queue` replaces the ``n * k``
+records by one loop record, the ``k`` bases and the ``k`` steps
+(``isa.expand_queue`` is the inverse). The search is greedy from the front: at each position it takes the
 body length (up to ``max_body``) that removes the most records, if any.
 Candidates come from a hash of each record that is linear in its words, for
 all body lengths at once; every loop is checked word for word before it is
@@ -25,8 +26,10 @@ DEFAULT_MAX_BODY = 64
 #: (body length, position) pairs examined at once (bounds memory on long queues)
 _BLOCK_ELEMENTS = 1 << 22
 
-#: random odd multipliers of the row hash (fixed: the encoder is deterministic)
+#: random odd multipliers of the row hash (fixed: the encoder is deterministic); zero for the words that
+#: step by XOR, which are compared apart (:func:`_bit_words`)
 _HASH_MULTIPLIERS = (np.random.default_rng(0x56444952).integers(0, 1 << 32, isa.INSTR_WORDS, dtype=np.uint64) | 1)
+_HASH_MULTIPLIERS[list(isa.XOR_STEP_WORDS)] = 0
 #: the same, as the uint32 words the hash is computed in
 _HASH_MULTIPLIERS_32 = _HASH_MULTIPLIERS.astype(np.uint32)
 
@@ -66,7 +69,7 @@ def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray
     h_one = _ahead(h, first, count, 1)
     d1 = h_one - h[None]  # uint32: differences mod 2^32
     d2 = _ahead(h, first, count, 2) - h_one
-    same = (x < n - 2 * k) & (d1 == d2)
+    same = (x < n - 2 * k) & (d1 == d2) & _bits_repeat(records, first, count)
     if not _has_run(same, k):  # no block repeats three times: none pays (see reroll_queue), the rest is moot
         return np.zeros((count, n), dtype=np.int32)
     packed = _packed_ids(records)
@@ -97,6 +100,30 @@ def _ahead(values: np.ndarray, first: int, count: int, factor: int) -> np.ndarra
     return as_strided(padded[factor * first :], shape=(count, n), strides=(factor * step, step), writeable=False)
 
 
+def _bit_words(records: np.ndarray, field: isa.Field) -> np.ndarray:
+    """A 64-bit dependency-bit field of each record as one integer."""
+    lo, hi = field.word_indices
+    return records[:, lo].astype(np.uint64) | (records[:, hi].astype(np.uint64) << np.uint64(32))
+
+
+def _bits_repeat(records: np.ndarray, first: int, count: int) -> np.ndarray:
+    """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = first + i``) may follow the XOR
+    steps of ``isa.Loop.expand`` in the dependency-bit words: the masks equal two copies on, and so does
+    the parity in the bits the wait mask does not step (a pair's bits, which may flip every other use,
+    :func:`_loop_records` checks exactly). A parity bit outside its wait mask fails (the loop's parity
+    is masked)."""
+    out = None
+    for field in (isa.WAIT_MASK, isa.SIGNAL_MASK):
+        v = _bit_words(records, field)
+        ok = _ahead(v, first, count, 2) == v[None]
+        out = ok if out is None else out & ok
+    mask, parity = _bit_words(records, isa.WAIT_MASK), _bit_words(records, isa.WAIT_PARITY)
+    masked = (parity & ~mask) == 0
+    steady = mask[None] & _ahead(mask, first, count, 1)
+    same = ((_ahead(parity, first, count, 2) ^ parity[None]) & steady) == 0
+    return out & masked[None] & same  # type: ignore[operator]
+
+
 def _packed_ids(records: np.ndarray) -> np.ndarray:
     """One integer per record, equal for two records exactly when their packed-field words are."""
     if len(isa.PACKED_WORDS) == 1:
@@ -104,15 +131,63 @@ def _packed_ids(records: np.ndarray) -> np.ndarray:
     return np.unique(records[:, list(isa.PACKED_WORDS)], axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | None:
-    """The loop for ``t`` copies of the ``k`` records at ``pos`` (loop record, bases, steps), or None
-    if they are not exactly affine (a hash collision)."""
-    base = records[pos : pos + k]
-    step = records[pos + k : pos + 2 * k] - base
-    rolled = np.concatenate([isa.make_loop_record(k, t)[None], base, step])
-    if not np.array_equal(isa.expand_queue(rolled), records[pos : pos + k * t]):
+def _base_and_steps(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """The base and step records of a loop of ``t`` copies of the ``k`` records at ``pos``
+    (``isa.Loop.expand``): the first copy and the difference of the first two, their XOR in the
+    dependency-bit words. A pair's parity bits (those the wait mask steps) first awaited in the second
+    copy take its parity into the base (outside the first copy's mask, so the first copy is unchanged),
+    and their step is the XOR of the two copies that wait on each, two apart."""
+    base, second = records[pos : pos + k].copy(), records[pos + k : pos + 2 * k]
+    step = second - base
+    xor = list(isa.XOR_STEP_WORDS)
+    step[:, xor] = second[:, xor] ^ base[:, xor]
+    mask0, mask1 = _bit_words(base, isa.WAIT_MASK), _bit_words(second, isa.WAIT_MASK)
+    pair = mask0 ^ mask1
+    par = [_bit_words(records[pos + m * k : pos + (m + 1) * k], isa.WAIT_PARITY) for m in range(min(t, 4))]
+    flips = (par[0] ^ par[1]) & ~pair
+    if t > 2:
+        flips |= (par[2] ^ par[0]) & mask0 & pair
+    if t > 3:
+        flips |= (par[3] ^ par[1]) & mask1 & pair
+    _set_bit_words(step, isa.WAIT_PARITY, flips)
+    _set_bit_words(base, isa.WAIT_PARITY, par[0] | (par[1] & mask1 & pair))
+    return base, step
+
+
+def _set_bit_words(records: np.ndarray, field: isa.Field, values: np.ndarray) -> None:
+    """Write a 64-bit dependency-bit field of each record (the inverse of :func:`_bit_words`)."""
+    lo, hi = field.word_indices
+    records[:, lo] = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    records[:, hi] = (values >> np.uint64(32)).astype(np.uint32)
+
+
+def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, int] | None:
+    """The loop for the ``k`` records at ``pos`` (loop record, bases, steps) and its trips: the most of
+    the ``t`` copies found that it runs exactly (fewer where a copy breaks the XOR steps, or a hash
+    collision made the copies look affine), or None if that is fewer than pays for a loop."""
+    base, step = _base_and_steps(records, pos, k, t)
+    expanded = isa.expand_queue(np.concatenate([isa.make_loop_record(k, t)[None], base, step]))
+    equal = (expanded == records[pos : pos + k * t]).reshape(t, -1).all(axis=1)
+    trips = t if equal.all() else int(np.argmin(equal))
+    if trips * k <= 2 * k + 1:  # a loop pays from 2k + 2 instructions on
         return None
-    return rolled
+    return np.concatenate([isa.make_loop_record(k, trips)[None], base, step]), trips
+
+
+def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndarray,
+               saved: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """The loop at ``pos`` that saves the most records, trying the body lengths by the records they
+    would save (``saved``, from ``trips`` copies) until none left could beat the best one found: a body
+    whose copies break the XOR steps of the dependency-bit words part-way saves less than it promised."""
+    best, best_saved = None, 0
+    for i in np.argsort(-saved, kind="stable").tolist():
+        if saved[i] <= best_saved:
+            break
+        k = int(bodies[i])
+        loop = _loop_records(records, pos, k, int(trips[i]))
+        if loop is not None and loop[1] * k - 1 - 2 * k > best_saved:
+            best, best_saved = loop, loop[1] * k - 1 - 2 * k
+    return best
 
 
 def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.ndarray:
@@ -145,12 +220,12 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
             out.append(records[pos:nxt])
             pos = nxt
             continue
-        k, t = int(bodies[best_k[pos]]), int(trips[best_k[pos], pos])
-        rolled = _loop_records(records, pos, k, t)
-        if rolled is None:
+        loop = _best_loop(records, pos, bodies, trips[:, pos], saved[:, pos])
+        if loop is None:
             out.append(records[pos : pos + 1])
             pos += 1
             continue
+        rolled, runs = loop
         out.append(rolled)
-        pos += k * t
+        pos += isa.LOOP_BODY.get(rolled[0]) * runs
     return np.concatenate(out)

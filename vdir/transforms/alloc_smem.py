@@ -167,6 +167,38 @@ def _slot_counts(tiles: list[TileLife], peak: dict[int, int], budget: int) -> di
     return counts
 
 
+def _rings_per_trip(tiles: list[TileLife], peak: dict[int, int], counts: dict[int, int]) -> dict[int, int]:
+    """The slot counts made to repeat with the layer loop's trips (``Graph.trips_kept``).
+
+    A class whose tiles of one trip number ``c`` gets the most slots that
+    divide ``c`` (at least its peak, at most what it had), so that the ring's
+    rotation comes back to the same slot each trip and every trip's tiles
+    take the slots the trip before took; failing that, the most that are a
+    multiple of ``c`` (the rotation then repeats every few trips). Slots are
+    only taken away, never added, and never from the class that loads fill
+    most: its extra slots are what the stream engine runs ahead in (the
+    16-layer MLP stack lost 9% where its SMs with ten weight tiles a layer
+    went from three slots to two, docs/performance.md), so its rotation may
+    take a few trips to come back.
+    """
+    per_trip: dict[int, int] = defaultdict(int)
+    for t in tiles:
+        if t.node.trip == 1:
+            per_trip[t.size] += 1
+    traffic = _load_traffic(tiles)
+    streaming = max(traffic, key=lambda s: (traffic[s], s)) if traffic else None
+    out = dict(counts)
+    for size, c in per_trip.items():
+        if size == streaming:
+            continue
+        slots = range(peak[size], counts[size] + 1)
+        divisors = [k for k in slots if c % k == 0]
+        multiples = [k for k in slots if k % c == 0]
+        if divisors or multiples:
+            out[size] = max(divisors or multiples)
+    return out
+
+
 def _load_traffic(tiles: list[TileLife]) -> dict[int, int]:
     """Bytes loaded into each size class."""
     traffic: dict[int, int] = defaultdict(int)
@@ -222,6 +254,8 @@ def allocate_sm(graph: Graph, sm: int, nodes: list[Node], intern: GroupInterner,
         if used is not None:
             return used
     counts = _slot_counts(tiles, peak, budget)
+    if graph.trips_kept:
+        counts = _rings_per_trip(tiles, peak, counts)
     base: dict[int, int] = {}
     offset = 0
     for size in sorted(counts, key=lambda s: -s):

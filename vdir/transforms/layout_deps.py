@@ -272,6 +272,7 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
     toggles = [0] * width
     first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
     unseen = [-1] * num_engines
+    last_trip: dict[int, int] | None = {} if graph.trips_kept else None  # template -> its bit in its last trip
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
@@ -281,7 +282,11 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
         else:
             pres = [pre_of[w.id] for w in ws]
             known_by_all = [min(column) for column in zip(*pres, strict=True)]
-        bit = first_reusable_bit(state, start_of[p.id], known_by_all)
+        bit = None
+        if last_trip is not None and p.trip >= 0:
+            bit = _same_bit_again(state, last_trip.get(p.template), start_of[p.id], known_by_all)
+        if bit is None:
+            bit = first_reusable_bit(state, start_of[p.id], known_by_all)
         if bit is None:
             raise PassFailure(
                 f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
@@ -298,6 +303,8 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
             w.wait_bits[bit] = parity
         state[bit] = (*last, index[p.engine], p.pos)
         p.signal_bits.append(bit)
+        if last_trip is not None and p.trip >= 0:
+            last_trip[p.template] = bit
 
 
 #: what a bit's reuse must know (:func:`assign_bits`): the last queue position among the waiters
@@ -318,6 +325,25 @@ def _first_reusable_bit(state: list[_BitState | None], start: VClock, known_by_a
         # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
         if known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2])):
             return bit
+    return None
+
+
+def _same_bit_again(state: list[_BitState | None], bit: int | None, start: VClock,
+                    known_by_all: VClock) -> int | None:
+    """``bit`` if it may be reused here (the conditions of :func:`_first_reusable_bit`), else None.
+
+    Where the trips of the layer loop are kept alike (``Graph.trips_kept``), a
+    producer first tries the bit its template took in the trip before, so
+    that the bits repeat from trip to trip as the rest of the schedule does.
+    A producer whose bit is still awaited from the trip before (its waiters
+    there run alongside it) takes another, and the two then alternate: the
+    trips repeat in pairs.
+    """
+    if bit is None:
+        return None
+    st = state[bit]
+    if st is None or (known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2]))):
+        return bit
     return None
 
 

@@ -143,7 +143,8 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: 
     remat = rematerialisable_by_id(graph.nodes)
     clusters = clusters_of(graph, remat)
     phases = _cluster_phases(graph.nodes, clusters) if phase_balance else [0] * len(clusters)
-    _assign_clusters(graph, clusters, phases, num_sms, keep_trips and _fills_the_sms(clusters, num_sms))
+    graph.trips_kept = keep_trips and graph.loop_trips > 0 and _fills_the_sms(clusters, num_sms)
+    _assign_clusters(graph, clusters, phases, num_sms, graph.trips_kept)
     by_sm: list[list[Node]] = [[] for _ in range(num_sms)]
     copier = _Copier(_shared_producers(clusters, remat), max((n.id for n in graph.nodes), default=-1) + 1, by_sm)
     copy_on = copier.copy_on

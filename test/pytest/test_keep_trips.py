@@ -1,4 +1,5 @@
-"""The layer loop (``graph.layer_loop``) and ``vdir-place``'s ``keep_trips``: every layer placed as the first."""
+"""The layer loop (``graph.layer_loop``) and ``keep_trips``: every layer placed, allocated and given its
+dependency bits as the one before, so that the encoder writes the layers as one loop."""
 
 from __future__ import annotations
 
@@ -13,23 +14,27 @@ from vdir.dialects.vdir import ProgramOp
 from vdir.frontend import ProgramBuilder
 from vdir.frontend.examples import build_gemv, build_mlp_stack
 from vdir.transforms.fuse import FusePass
-from vdir.transforms.pipeline import compile_to_encoded
+from vdir.transforms.layout_deps import layout_dependencies
+from vdir.transforms.pipeline import compile_to_encoded, schedule_and_allocate
 from vdir.transforms.place import place
 
-#: a stack small enough for the simulator whose layers fill the SMs it is placed on, and whose tiles
-#: per layer do not divide evenly over them (on 8 SMs they do, and every layer is placed alike anyway)
+#: a stack small enough for the simulator whose layers fill the SMs it is placed on; on SMS SMs its
+#: tiles per layer do not divide evenly (on 4 or 8 they do, and every layer is placed alike anyway)
 LAYERS, HIDDEN, INTER, SMS = 4, 256, 1024, 6
+#: SMs on which each SM's weight tiles of a layer fill its ring of them a whole number of times (on 6
+#: they do not, and the ring's rotation, kept at its depth, repeats only every few layers)
+LOOP_SMS = 4
 
 
 def _program(module) -> ProgramOp:
     return next(op for op in module.walk() if isinstance(op, ProgramOp))
 
 
-def _placed_stack(keep_trips: bool):
+def _placed_stack(keep_trips: bool, sms: int = SMS):
     module = build_mlp_stack(LAYERS, HIDDEN, INTER)
     FusePass().apply(None, module)  # type: ignore[arg-type]
     graph = build_graph(module)
-    place(graph, SMS, keep_trips=keep_trips)
+    place(graph, sms, keep_trips=keep_trips)
     return graph
 
 
@@ -99,17 +104,55 @@ def test_keep_trips_leaves_a_loop_whose_trips_do_not_fill_the_sms():
     assert len(set(sms(True))) == 4
 
 
+def _by_template_and_sm(graph) -> dict[tuple[int, int], dict[int, object]]:
+    """The layer loop's nodes by (template, SM) and trip."""
+    out: dict[tuple[int, int], dict[int, object]] = defaultdict(dict)
+    for n in graph.nodes:
+        if n.trip >= 0:
+            out[(n.template, n.sm)][n.trip] = n
+    return out
+
+
+def test_rings_repeat_from_trip_to_trip():
+    """With keep_trips each tile takes the same shared-memory slot in every trip after the first (the
+    bits settle into a repeating pattern a few trips in: the next test counts the loops they allow)."""
+    graph = _placed_stack(keep_trips=True, sms=LOOP_SMS)
+    assert graph.trips_kept
+    layout_dependencies(graph, schedule_and_allocate(graph, 2))
+    nodes = _by_template_and_sm(graph)
+    later = range(1, LAYERS)
+    assert all(len({trips[t].smem for t in later}) == 1 for trips in nodes.values())
+    # without the option, the rings' rotation differs from trip to trip
+    graph = _placed_stack(keep_trips=False, sms=LOOP_SMS)
+    layout_dependencies(graph, schedule_and_allocate(graph, 2))
+    assert any(len({trips[t].smem for t in later if t in trips}) > 1 for trips in _by_template_and_sm(graph).values())
+
+
+def test_the_encoded_stack_does_not_grow_with_its_layers():
+    """Kept alike, the layers after the first few are one loop in every queue: 12 layers encode to the
+    same records as 8. Without the option every layer adds its instructions."""
+    def records(layers: int, keep_trips: bool) -> int:
+        module = build_mlp_stack(layers, HIDDEN, INTER)
+        return len(compile_to_encoded(module, num_sms=LOOP_SMS, keep_trips=keep_trips).instrs)
+
+    assert records(12, True) == records(8, True)
+    assert records(12, False) > records(8, False) * 1.4
+
+
 def test_a_stack_placed_with_keep_trips_computes_the_same_bits():
-    """Placement moves micro-ops between SMs, never changes their arithmetic: the stack's output is the
-    same with and without the option, bit for bit, on the simulator (race-checked)."""
+    """Placement, slots and bits move micro-ops between SMs and change their waits, never their
+    arithmetic: the stack's output is the same with and without the option, bit for bit, on the
+    simulator (race-checked), which runs the loops the option lets the encoder write."""
+    layers = 8  # enough for the loops to form (see the test above)
     rng = np.random.default_rng(7)
     r = lambda shape, s=1.0, o=0.0: (rng.standard_normal(shape) * s + o).astype(bfloat16)  # noqa: E731
-    inputs = {"hs": r((LAYERS + 1, HIDDEN)), "g": r((LAYERS, HIDDEN), 0.1, 1.0),
-              "wg": r((LAYERS * INTER, HIDDEN), HIDDEN ** -0.5), "wu": r((LAYERS * INTER, HIDDEN), HIDDEN ** -0.5),
-              "wd": r((LAYERS * HIDDEN, INTER), INTER ** -0.5)}
+    inputs = {"hs": r((layers + 1, HIDDEN)), "g": r((layers, HIDDEN), 0.1, 1.0),
+              "wg": r((layers * INTER, HIDDEN), HIDDEN ** -0.5), "wu": r((layers * INTER, HIDDEN), HIDDEN ** -0.5),
+              "wd": r((layers * HIDDEN, INTER), INTER ** -0.5)}
     outs = []
     for keep_trips in (False, True):
-        program = compile_to_encoded(build_mlp_stack(LAYERS, HIDDEN, INTER), num_sms=SMS, keep_trips=keep_trips)
+        program = compile_to_encoded(build_mlp_stack(layers, HIDDEN, INTER), num_sms=LOOP_SMS, keep_trips=keep_trips)
+        assert program.has_loops or not keep_trips
         hs = inputs["hs"].copy()
         hs[1:] = np.nan
         with vdir.compile(program, backend="sim") as exe:
