@@ -40,6 +40,11 @@ fit, fewer are tried; where none fits, the rings stay. (SMs the rings do not
 fit keep plain liveness: run-ahead there measured slower, see
 docs/performance.md.)
 
+On a graph whose layer loop's trips are placed alike (``Graph.trips_kept``,
+``vdir-place``'s ``keep-trips``), the rings other than the streaming one get
+as many slots as divide their tiles of one trip (:func:`_rings_per_trip`),
+so that each layer's tiles take the slots the layer before took.
+
 Option ``weight-ring`` (0: off, the default) gives the streamed tiles a
 ring of that many slots at the top of the arena, apart from everything
 else, which is allocated by liveness below it: rings that fit can leave

@@ -24,7 +24,12 @@ A bit is reused by a later producer ``P2`` only when both hold:
    ``P2``'s) for ``P2``'s signal.
 
 Both are checked on the vector clocks, so reuse is safe by construction; the
-property tests and the simulator's race detector check it again.
+property tests and the simulator's race detector check it again. The first
+bit that satisfies both is taken, except on a graph whose layer loop's
+trips are placed alike (``Graph.trips_kept``, ``vdir-place``'s
+``keep-trips``): there a producer first tries the bit its template took in
+the trip before, so that the bits repeat from layer to layer and the encoder
+can write the layers as one loop.
 """
 
 from __future__ import annotations
