@@ -15,6 +15,8 @@ written, so a hash collision costs a missed loop, never a wrong one.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -54,7 +56,19 @@ def _runs(ok: np.ndarray) -> np.ndarray:
     return next_false - x
 
 
-def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray:
+class _BitWords(NamedTuple):
+    """The dependency-bit fields of a queue's records, each as one 64-bit integer per record."""
+
+    wait_mask: np.ndarray
+    signal_mask: np.ndarray
+    wait_parity: np.ndarray
+
+    @classmethod
+    def of(cls, records: np.ndarray) -> "_BitWords":
+        return cls(*(_bit_words(records, f) for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY)))
+
+
+def _trips(records: np.ndarray, h: np.ndarray, bits: "_BitWords", bodies: np.ndarray) -> np.ndarray:
     """``trips[i, s]``: how often the block of ``bodies[i]`` records at ``s`` (likely) repeats affinely (0 if < 2).
 
     Copy m of the block is base + m * step when the difference of each
@@ -69,9 +83,10 @@ def _trips(records: np.ndarray, h: np.ndarray, bodies: np.ndarray) -> np.ndarray
     h_one = _ahead(h, first, count, 1)
     d1 = h_one - h[None]  # uint32: differences mod 2^32
     d2 = _ahead(h, first, count, 2) - h_one
-    same = (x < n - 2 * k) & (d1 == d2) & _bits_repeat(records, first, count)
+    same = (x < n - 2 * k) & (d1 == d2)
     if not _has_run(same, k):  # no block repeats three times: none pays (see reroll_queue), the rest is moot
         return np.zeros((count, n), dtype=np.int32)
+    same &= _bits_repeat(bits, first, count)
     packed = _packed_ids(records)
     fixed_ok = _ahead(packed, first, count, 1) == packed[None]
     step_ok = (x < n - k) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
@@ -106,18 +121,14 @@ def _bit_words(records: np.ndarray, field: isa.Field) -> np.ndarray:
     return records[:, lo].astype(np.uint64) | (records[:, hi].astype(np.uint64) << np.uint64(32))
 
 
-def _bits_repeat(records: np.ndarray, first: int, count: int) -> np.ndarray:
+def _bits_repeat(bits: _BitWords, first: int, count: int) -> np.ndarray:
     """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = first + i``) may follow the XOR
     steps of ``isa.Loop.expand`` in the dependency-bit words: the masks equal two copies on, and so does
     the parity in the bits the wait mask does not step (a pair's bits, which may flip every other use,
     :func:`_loop_records` checks exactly). A parity bit outside its wait mask fails (the loop's parity
     is masked)."""
-    out = None
-    for field in (isa.WAIT_MASK, isa.SIGNAL_MASK):
-        v = _bit_words(records, field)
-        ok = _ahead(v, first, count, 2) == v[None]
-        out = ok if out is None else out & ok
-    mask, parity = _bit_words(records, isa.WAIT_MASK), _bit_words(records, isa.WAIT_PARITY)
+    mask, parity, signal = bits.wait_mask, bits.wait_parity, bits.signal_mask
+    out = (_ahead(mask, first, count, 2) == mask[None]) & (_ahead(signal, first, count, 2) == signal[None])
     masked = (parity & ~mask) == 0
     steady = mask[None] & _ahead(mask, first, count, 1)
     same = ((_ahead(parity, first, count, 2) ^ parity[None]) & steady) == 0
@@ -204,8 +215,9 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     # a loop pays for itself from three trips on (k bases, k steps, one loop record)
     bodies = np.arange(1, min(max_body, n // 3) + 1)
     per_block = max(1, _BLOCK_ELEMENTS // n)
-    h = _row_hashes(records)
-    trips = np.concatenate([_trips(records, h, bodies[i : i + per_block]) for i in range(0, len(bodies), per_block)])
+    h, bits = _row_hashes(records), _BitWords.of(records)
+    trips = np.concatenate([_trips(records, h, bits, bodies[i : i + per_block])
+                            for i in range(0, len(bodies), per_block)])
     sizes = bodies[:, None]
     saved = np.where(trips >= 2, trips * sizes - 1 - 2 * sizes, 0)
     best_k = saved.argmax(axis=0)
