@@ -1436,8 +1436,8 @@ def _signed(value: int, bits: int) -> int:
 
 
 def _step_text(base: np.ndarray, step: np.ndarray) -> str:
-    """The non-zero steps of a body instruction, by the names of its form's fields (an XOR step as
-    ``name^0x..``: flipped on the odd trips)."""
+    """The non-zero steps of a body instruction, by the names of its form's fields (an XOR step of a
+    dependency-bit word as ``name^0x..``, applied as :meth:`Loop.expand` says)."""
     opcode = OPCODE.get(base)
     form = COMMON_FIELDS + (COMPUTE_FIELDS if opcode == OP_COMPUTE else TRANSFER_FIELDS)
     parts, named = [], set()

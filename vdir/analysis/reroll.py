@@ -6,11 +6,12 @@ repetition index (``word = base + t * step`` mod 2^32, words holding packed
 fields unchanged, the dependency-bit words stepping by XOR as
 ``isa.Loop.expand`` says), :func:`reroll_queue` replaces the ``n * k``
 records by one loop record, the ``k`` bases and the ``k`` steps
-(``isa.expand_queue`` is the inverse). The search is greedy from the front: at each position it takes the
-body length (up to ``max_body``) that removes the most records, if any.
-Candidates come from a hash of each record that is linear in its words, for
-all body lengths at once; every loop is checked word for word before it is
-written, so a hash collision costs a missed loop, never a wrong one.
+(``isa.expand_queue`` is the inverse). The search is greedy from the front:
+at each position it takes the body length (up to ``max_body``) that removes
+the most records, if any. Candidates come from a hash of each record that is
+linear in its words (the dependency-bit words compared apart), for all body
+lengths at once; every loop is checked word for word before it is written,
+so a hash collision costs a missed loop, never a wrong one.
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ class _BitWords(NamedTuple):
     wait_parity: np.ndarray
 
     @classmethod
-    def of(cls, records: np.ndarray) -> "_BitWords":
+    def of(cls, records: np.ndarray) -> _BitWords:
+        """The fields of ``records``."""
         return cls(*(_bit_words(records, f) for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY)))
 
 
-def _trips(records: np.ndarray, h: np.ndarray, bits: "_BitWords", bodies: np.ndarray) -> np.ndarray:
+def _trips(records: np.ndarray, h: np.ndarray, bits: _BitWords, bodies: np.ndarray) -> np.ndarray:
     """``trips[i, s]``: how often the block of ``bodies[i]`` records at ``s`` (likely) repeats affinely (0 if < 2).
 
     Copy m of the block is base + m * step when the difference of each
@@ -180,9 +182,15 @@ def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.nda
     expanded = isa.expand_queue(np.concatenate([isa.make_loop_record(k, t)[None], base, step]))
     equal = (expanded == records[pos : pos + k * t]).reshape(t, -1).all(axis=1)
     trips = t if equal.all() else int(np.argmin(equal))
-    if trips * k <= 2 * k + 1:  # a loop pays from 2k + 2 instructions on
+    if _records_saved(k, trips) <= 0:
         return None
     return np.concatenate([isa.make_loop_record(k, trips)[None], base, step]), trips
+
+
+def _records_saved(body: int, trips: int) -> int:
+    """What a loop of ``trips`` runs of a ``body``-instruction body saves: its instructions less its
+    records (the loop record, the bases, the steps)."""
+    return trips * body - 1 - 2 * body
 
 
 def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndarray,
@@ -196,8 +204,8 @@ def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndar
             break
         k = int(bodies[i])
         loop = _loop_records(records, pos, k, int(trips[i]))
-        if loop is not None and loop[1] * k - 1 - 2 * k > best_saved:
-            best, best_saved = loop, loop[1] * k - 1 - 2 * k
+        if loop is not None and _records_saved(k, loop[1]) > best_saved:
+            best, best_saved = loop, _records_saved(k, loop[1])
     return best
 
 
@@ -219,7 +227,7 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     trips = np.concatenate([_trips(records, h, bits, bodies[i : i + per_block])
                             for i in range(0, len(bodies), per_block)])
     sizes = bodies[:, None]
-    saved = np.where(trips >= 2, trips * sizes - 1 - 2 * sizes, 0)
+    saved = np.where(trips >= 2, _records_saved(sizes, trips), 0)  # type: ignore[arg-type]
     best_k = saved.argmax(axis=0)
     best_saved = saved[best_k, np.arange(n)]
     profitable = np.flatnonzero(best_saved > 0)  # the positions where a loop may start

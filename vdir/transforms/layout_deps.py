@@ -317,39 +317,37 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
 _BitState = tuple[int, ...]
 
 
-def _first_reusable_bit(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
-    """The lowest bit satisfying both reuse conditions of the module docstring.
+def _may_reuse(st: _BitState | None, start: VClock, known_by_all: VClock) -> bool:
+    """Whether a bit in state ``st`` (None: never used) satisfies both reuse conditions of the module docstring.
 
     1. every waiter of the bit's previous toggle finished before this
        producer starts: ``start`` covers their positions;
     2. every new waiter knows the previous producer finished before it waits.
     """
+    # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
+    return st is None or (known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2])))
+
+
+def _first_reusable_bit(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
+    """The lowest bit that :func:`_may_reuse`."""
     for bit, st in enumerate(state):
-        if st is None:
-            return bit
-        # condition 2, then 1: ``start`` has reached every engine's last waiter (one entry per engine)
-        if known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2])):
+        if _may_reuse(st, start, known_by_all):
             return bit
     return None
 
 
 def _same_bit_again(state: list[_BitState | None], bit: int | None, start: VClock,
                     known_by_all: VClock) -> int | None:
-    """``bit`` if it may be reused here (the conditions of :func:`_first_reusable_bit`), else None.
+    """``bit`` if it :func:`_may_reuse` here, else None.
 
     Where the trips of the layer loop are kept alike (``Graph.trips_kept``), a
     producer first tries the bit its template took in the trip before, so
     that the bits repeat from trip to trip as the rest of the schedule does.
     A producer whose bit is still awaited from the trip before (its waiters
-    there run alongside it) takes another, and the two then alternate: the
-    trips repeat in pairs.
+    there run alongside it) takes another, and the two then alternate: a bit
+    pair, which a loop's XOR steps fold (``isa.Loop.expand``).
     """
-    if bit is None:
-        return None
-    st = state[bit]
-    if st is None or (known_by_all[st[-2]] >= st[-1] and all(map(operator.ge, start, st[:-2]))):
-        return bit
-    return None
+    return bit if bit is not None and _may_reuse(state[bit], start, known_by_all) else None
 
 
 def _first_reusable_bit4(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
