@@ -106,3 +106,13 @@ vdir.program @roles_per_argument(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1
   %u = vdir.compute add(%t, %t) on compute {vdir.sched = #vdir.sched<id = 1, sm = 0, pos = 0, smem = 128, wait = [0 : 1], signal = [1]>} : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %0 = vdir.store %u, %y[0, 0] on store {vdir.sched = #vdir.sched<id = 2, sm = 0, pos = 0, wait = [1 : 1]>} : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
 }
+
+// -----
+
+// A micro-op of the layer loop has its trip and its index in the trip
+// (vdir-place{keep-trips}), or neither.
+vdir.program @trip_without_template(%x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x64xbf16>) attributes {vdir.stage = #vdir.stage<placed>, vdir.layout = #vdir.layout<num_sms = 1, buffer_roles = [in, out]>} {
+  // CHECK: invalid_sched_ranges.mlir:[[# @LINE + 1]]:3: error: vdir.load: #vdir.sched has a trip and a template of the layer loop, or neither
+  %t = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0, trip = 1>} : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
+  %0 = vdir.store %t, %y[0, 0] on store {vdir.sched = #vdir.sched<id = 1, sm = 0, trip = 1, template = 1>} : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
+}

@@ -59,7 +59,7 @@ vdir.program @positive_hoist(%x: !vdir.buffer<1x64xbf16>) {
 // -----
 
 vdir.program @unknown_field(%x: !vdir.buffer<1x64xbf16>) {
-  // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:61: error: unknown vdir.sched field 'slot' (known: id, seq, hoist, sm, pos, smem, wait, signal, wait_counters, release, after, label)
+  // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:61: error: unknown vdir.sched field 'slot' (known: id, seq, hoist, sm, pos, smem, trip, template, wait, signal, wait_counters, release, after, label)
   %t = vdir.load %x[0, 0] {vdir.sched = #vdir.sched<id = 0, slot = 1>} : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
 }
 

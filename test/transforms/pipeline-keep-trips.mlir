@@ -1,5 +1,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 keep-trips=true}' -t isa | filecheck %s --check-prefix=KEEP
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t isa | filecheck %s --check-prefix=DEFAULT
+// RUN: vdir-opt %s -p 'vdir-fuse,vdir-verify-deps,vdir-place{num-sms=2 keep-trips=true}' | filecheck %s --check-prefix=PLACED
+// RUN: vdir-opt %s -p 'vdir-fuse,vdir-verify-deps,vdir-place{num-sms=2 keep-trips=true},vdir-schedule,vdir-alloc-smem,vdir-layout-deps,vdir-encode' -t isa | filecheck %s --check-prefix=KEEP
 
 // An eight-layer loop, each layer six 16-row gemv tiles of 64 KiB over the
 // row the layer before stored, on two SMs. With keep-trips every layer runs
@@ -11,7 +13,13 @@
 // queues: nothing waits on the last layer). What changes per trip: the
 // addresses and tensor-map rows, the micro-op ids, the counters (one per
 // layer), and the parities, by XOR on the odd trips. By default the layers
-// differ in SMs, slots and bits, and little folds.
+// differ in SMs, slots and bits, and little folds. The placed program records
+// each micro-op's trip and its index in the trip (PLACED), so the passes run
+// one at a time keep the layers alike as the pipeline does (the third RUN
+// line checks the same listing).
+
+// PLACED: vdir.load %h[0, 0] on stream {vdir.sched = #vdir.sched<id = 0, sm = 0, trip = 0, template = 0, label = "%ht[l=0]">}
+// PLACED: vdir.load %h[7, 0] on load {vdir.sched = #vdir.sched<id = {{[0-9]+}}, seq = {{[0-9]+}}, sm = 0, trip = 7, template = 0, label = "%ht[l=7]"
 
 // KEEP-LABEL: sm 0 load:
 // KEEP-NEXT:    0: loop 7 x 1 {

@@ -782,6 +782,8 @@ class _Expander:
         node.sm = _or_unset(fact("sm"))
         node.pos = _or_unset(fact("pos"))
         node.smem = _or_unset(fact("smem"))
+        if (trip := fact("trip")) is not None:
+            node.trip, node.template = trip, fact("template")  # type: ignore[assignment]  # both or neither
         if sched.after.data:
             self.pending_after.append((node, sched.after_groups))
         node.wait_bits = sched.wait_bits
@@ -864,6 +866,8 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None, max_m
         graph.loop_trips = len(range(*_constant_bounds(expander.layer_loop)))
     if (layout := program.layout) is not None:
         _read_layout(graph, layout)
+    if stage != "source" and (trips := [n.trip for n in nodes if n.trip >= 0]):
+        graph.trips_kept, graph.loop_trips = True, max(trips) + 1  # written only where they were kept
     if stage == "source":
         derive_memory_dependencies(graph)
     if stage != "source":  # a source program's nodes are made in program order
@@ -1115,7 +1119,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     runtime = _RuntimeValues(graph, block)
     for node in graph.nodes:
         op = _node_op(node, block, values, runtime)
-        op.attributes[SCHED_KEY] = schedule_attr(node)
+        op.attributes[SCHED_KEY] = schedule_attr(node, graph.trips_kept)
         if graph.program_op is not None and (loc := _loc(node.loc)) is not None:
             op.location = loc
         block.add_op(op)
@@ -1128,8 +1132,10 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     return program
 
 
-def schedule_attr(node: Node) -> ScheduleAttr:
-    """The ``#vdir.sched`` of a node: the facts the passes filled in, unset ones omitted."""
+def schedule_attr(node: Node, trips_kept: bool = False) -> ScheduleAttr:
+    """The ``#vdir.sched`` of a node: the facts the passes filled in, unset ones omitted; its trip and
+    template of the layer loop where its trips are kept alike (``Graph.trips_kept``)."""
+    in_loop = trips_kept and node.trip >= 0
     return ScheduleAttr(
         node.id,
         seq=node.seq if node.seq != node.id else None,
@@ -1137,6 +1143,8 @@ def schedule_attr(node: Node) -> ScheduleAttr:
         sm=node.sm if node.sm >= 0 else None,
         pos=node.pos if node.pos >= 0 else None,
         smem=node.smem if node.smem >= 0 else None,
+        trip=node.trip if in_loop else None,
+        template=node.template if in_loop else None,
         wait=sorted(node.wait_bits.items()),
         signal=node.signal_bits,
         wait_counters=node.wait_counters,

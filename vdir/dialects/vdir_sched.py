@@ -74,6 +74,8 @@ SCHED_FACT_STAGE: dict[str, Stage] = {
     "hoist": Stage.SCHEDULED,
     "pos": Stage.SCHEDULED,
     "smem": Stage.ALLOCATED,
+    "trip": Stage.PLACED,
+    "template": Stage.PLACED,
     "wait": Stage.LAID_OUT,
     "signal": Stage.LAID_OUT,
     "wait_counters": Stage.LAID_OUT,
@@ -282,6 +284,8 @@ _SCALAR_CHECKS: dict[str, Check] = {
     "sm": _non_negative("sm"),
     "pos": _non_negative("pos"),
     "smem": _non_negative("smem"),
+    "trip": _non_negative("trip"),
+    "template": _non_negative("template"),
 }
 
 
@@ -322,6 +326,10 @@ class ScheduleAttr(ParametrizedAttribute):
       ``vdir-schedule`` moved a load ahead of others of equal ``seq``;
     * ``sm``: the SM it runs on; ``pos``: its position in its (SM, engine)
       queue; ``smem``: the shared-memory offset of the tile it produces;
+    * ``trip``, ``template``: where ``vdir-place`` placed the trips of the
+      program's layer loop alike (``keep-trips``), the micro-op's trip of that
+      loop and its index among one trip's micro-ops (both or neither), which
+      the later passes read to keep the trips alike;
     * ``wait``: ``bit : parity`` pairs of the SM's dependency bitmap it waits
       for; ``signal``: the bits it toggles when it completes;
     * ``wait_counters``: ``counter : count`` pairs of global counters it waits
@@ -344,6 +352,8 @@ class ScheduleAttr(ParametrizedAttribute):
     sm: IntAttr | NoneAttr
     pos: IntAttr | NoneAttr
     smem: IntAttr | NoneAttr
+    trip: IntAttr | NoneAttr
+    template: IntAttr | NoneAttr
     wait: DenseArrayBase[I64]  # (bit, parity) pairs, flattened
     signal: DenseArrayBase[I64]
     wait_counters: DenseArrayBase[I64]  # (counter, count) pairs, flattened
@@ -354,6 +364,7 @@ class ScheduleAttr(ParametrizedAttribute):
     #: text name -> Python field of the scalar facts, in printing order
     SCALARS: ClassVar[dict[str, str]] = {
         "id": "uop_id", "seq": "seq", "hoist": "hoist", "sm": "sm", "pos": "pos", "smem": "smem",
+        "trip": "trip", "template": "template",
     }
 
     def __init__(
@@ -365,6 +376,8 @@ class ScheduleAttr(ParametrizedAttribute):
         sm: int | None = None,
         pos: int | None = None,
         smem: int | None = None,
+        trip: int | None = None,
+        template: int | None = None,
         wait: Mapping[int, int] | Iterable[tuple[int, int]] = (),
         signal: Iterable[int] = (),
         wait_counters: Iterable[tuple[int, int]] = (),
@@ -373,7 +386,7 @@ class ScheduleAttr(ParametrizedAttribute):
         label: str | None = None,
     ):
         super().__init__(*self._parameters(
-            uop_id, seq, hoist, sm, pos, smem, wait, signal, wait_counters, release, after, label
+            uop_id, seq, hoist, sm, pos, smem, trip, template, wait, signal, wait_counters, release, after, label
         ))
 
     @staticmethod
@@ -384,6 +397,8 @@ class ScheduleAttr(ParametrizedAttribute):
         sm: int | None,
         pos: int | None,
         smem: int | None,
+        trip: int | None,
+        template: int | None,
         wait: Mapping[int, int] | Iterable[tuple[int, int]],
         signal: Iterable[int],
         wait_counters: Iterable[tuple[int, int]],
@@ -396,6 +411,7 @@ class ScheduleAttr(ParametrizedAttribute):
         pairs = cast(Iterable[tuple[int, int]], wait.items() if isinstance(wait, Mapping) else wait)
         return (
             IntAttr(uop_id), _opt_int(seq), _opt_int(hoist), _opt_int(sm), _opt_int(pos), _opt_int(smem),
+            _opt_int(trip), _opt_int(template),
             _array(x for bp in pairs for x in bp),
             _array(signal),
             _array(x for cc in wait_counters for x in cc),
@@ -489,6 +505,8 @@ class ScheduleAttr(ParametrizedAttribute):
             value = self.fact(key)
             if value is not None and (message := check(value)) is not None:
                 raise VerifyException(message)
+        if (self.fact("trip") is None) != (self.fact("template") is None):
+            raise VerifyException("#vdir.sched has a trip and a template of the layer loop, or neither")
         for flat, key, pair_check in (
             (self.wait, "wait", _wait_pair), (self.wait_counters, "wait_counters", _counter_pair)
         ):
