@@ -207,12 +207,12 @@ def _byte_list(text: str) -> list[int]:
     return values
 
 
-#: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
 def _flag(value: str) -> bool:
     """A pipeline option's boolean value as text."""
     return value.lower() in ("1", "true", "yes", "on")
 
 
+#: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
 PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
                     "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag}
 

@@ -190,8 +190,7 @@ def _rings_per_trip(tiles: list[TileLife], peak: dict[int, int], counts: dict[in
     for t in tiles:
         if t.node.trip == 1:
             per_trip[t.size] += 1
-    traffic = _load_traffic(tiles)
-    streaming = max(traffic, key=lambda s: (traffic[s], s)) if traffic else None
+    streaming = _most_loaded_class(tiles)
     out = dict(counts)
     for size, c in per_trip.items():
         if size == streaming:
@@ -216,11 +215,14 @@ def _load_traffic(tiles: list[TileLife]) -> dict[int, int]:
 def _streams_single_buffered(tiles: list[TileLife], counts: dict[int, int]) -> bool:
     """True when the size class that loads fill most (by bytes) has one slot: each of its loads then
     waits for the consumer of the tile before it, and nothing streams ahead."""
+    heaviest = _most_loaded_class(tiles)
+    return heaviest is not None and counts[heaviest] == 1
+
+
+def _most_loaded_class(tiles: list[TileLife]) -> int | None:
+    """The size class that loads fill most (by bytes; the larger on a tie), None if nothing is loaded."""
     traffic = _load_traffic(tiles)
-    if not traffic:
-        return False
-    heaviest = max(traffic, key=lambda s: (traffic[s], s))
-    return counts[heaviest] == 1
+    return max(traffic, key=lambda s: (traffic[s], s)) if traffic else None
 
 
 def _classes(counts: dict[int, int]) -> str:

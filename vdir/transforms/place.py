@@ -237,6 +237,8 @@ def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int]
             sm = first_trip[head.template]
             for n in cluster:
                 n.sm = sm
+            # counted in the SM's total, which clusters after the loop balance against
+            totals[sm] += _cluster_time(cluster, graph, costs, times)
             continue
         heap = by_phase.get(phase)
         if heap is None:
@@ -245,16 +247,24 @@ def _assign_clusters(graph: Graph, clusters: list[list[Node]], phases: list[int]
         busy, _, sm = heapq.heappop(heap)
         if keep_trips and head.trip == 0:
             first_trip[head.template] = sm
-        total = 0.0
         for n in cluster:
             n.sm = sm
-            key = _time_key(n)
-            t = times.get(key)
-            if t is None:
-                t = times[key] = node_time_us(n, graph, costs)
-            total += t
+        total = _cluster_time(cluster, graph, costs, times)
         totals[sm] += total
         heapq.heappush(heap, (busy + total, totals[sm], sm))
+
+
+def _cluster_time(cluster: list[Node], graph: Graph, costs: dict, times: dict[tuple, float]) -> float:
+    """The cost model's time of a cluster's nodes (``times``: :func:`node_time_us` by :func:`_time_key`,
+    filled as it goes; ``costs``: the cost model's own cache)."""
+    total = 0.0
+    for n in cluster:
+        key = _time_key(n)
+        t = times.get(key)
+        if t is None:
+            t = times[key] = node_time_us(n, graph, costs)
+        total += t
+    return total
 
 
 def _time_key(n: Node) -> tuple:
