@@ -27,9 +27,9 @@
 // KEEP-NEXT:        step wait_parity^0x{{[0-9a-f]+}} wait_counter+1 uop_id+10 global_offset+4096 trow+1
 // KEEP-NEXT:  }
 // KEEP-LABEL: sm 0 compute:
-// KEEP:         2: loop 7 x 3 {
+// KEEP:         {{[0-9]+}}: loop 7 x 3 {
 // KEEP:       }
-// KEEP-NEXT:    23: gemv
+// KEEP-NEXT:    {{2[0-9]}}: gemv
 // KEEP-LABEL: sm 0 store:
 // KEEP-NEXT:    0: loop 7 x 3 {
 // KEEP:             step wait_parity^0x{{[0-9a-f]+}} release_counter+1 uop_id+10 global_offset+4096 trow+1

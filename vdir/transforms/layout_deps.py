@@ -268,7 +268,65 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
     engine and position of the previous producer (condition 2), as one flat
     tuple (:data:`_BitState`). The first bit satisfying both is taken, so
     small programs use the low bits.
+
+    Where the layer loop's trips are kept alike (``Graph.trips_kept``), the SM
+    is first laid out so that each producer of the loop keeps its template's
+    bits (:class:`_TripBits`); should that run out of bits (an SM with many
+    producers a trip), it is laid out again without.
     """
+    if graph.trips_kept:
+        if _lay_out_bits(graph, clocks, _TripBits(graph.target.dependency_bits)) is None:
+            return
+        for n in clocks.order:
+            n.wait_bits.clear()
+            n.signal_bits.clear()
+    stuck = _lay_out_bits(graph, clocks, None)
+    if stuck is not None:
+        raise PassFailure(
+            f"SM {sm}: more than {graph.target.dependency_bits} dependency bits would be live at {stuck.name}; "
+            "the schedule has too many unresolved edges in flight",
+            loc=stuck.loc,
+        )
+
+
+class _TripBits:
+    """Which bits the layer loop's producers keep from trip to trip (:func:`assign_bits`).
+
+    A producer first tries the bit its template took in the trip before, then
+    the one of the trip before that (a bit still awaited from the trip before,
+    its waiters running alongside, makes the two alternate: a bit pair, which
+    a loop's XOR steps fold, ``isa.Loop.expand``). Failing both, it takes the
+    lowest bit that no other template holds in reserve, a never-used one
+    included: so one template's bits are not taken by another in between and
+    the pattern repeats from the first trips on.
+    """
+
+    def __init__(self, width: int):
+        self.last: dict[int, tuple[int, ...]] = {}  # template -> its bits in its last two trips, the last first
+        self.reserved: list[int | None] = [None] * width  # bit -> the template holding it
+
+    def choose(self, p: Node, state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
+        """``p``'s bit by the rules of the class, or None (then the lowest reusable one)."""
+        for bit in self.last.get(p.template, ()):
+            if _may_reuse(state[bit], start, known_by_all):
+                return bit
+        for bit, st in enumerate(state):
+            if self.reserved[bit] in (None, p.template) and _may_reuse(st, start, known_by_all):
+                return bit
+        return None
+
+    def took(self, p: Node, bit: int) -> None:
+        """``p`` took ``bit``: its template holds it, and gives up its bit of three trips ago."""
+        kept = self.last.get(p.template, ())
+        if len(kept) == 2 and kept[1] != bit and self.reserved[kept[1]] == p.template:
+            self.reserved[kept[1]] = None
+        self.last[p.template] = (bit, *kept[:1])
+        self.reserved[bit] = p.template
+
+
+def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Node | None:
+    """:func:`assign_bits` for one SM (``trips``: the layer loop's rules, or None): the producer
+    left without a bit, or None when every producer has one."""
     waiters, pre_of, start_of = clocks.waiters, clocks.pre, clocks.start
     width = graph.target.dependency_bits
     num_engines = graph.target.num_engines
@@ -277,7 +335,6 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
     toggles = [0] * width
     first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
     unseen = [-1] * num_engines
-    last_trip: dict[int, int] | None = {} if graph.trips_kept else None  # template -> its bit in its last trip
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
@@ -287,17 +344,12 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
         else:
             pres = [pre_of[w.id] for w in ws]
             known_by_all = [min(column) for column in zip(*pres, strict=True)]
-        bit = None
-        if last_trip is not None and p.trip >= 0:
-            bit = _same_bit_again(state, last_trip.get(p.template), start_of[p.id], known_by_all)
+        loop_trips = trips if trips is not None and p.trip >= 0 else None
+        bit = loop_trips.choose(p, state, start_of[p.id], known_by_all) if loop_trips else None
         if bit is None:
             bit = first_reusable_bit(state, start_of[p.id], known_by_all)
         if bit is None:
-            raise PassFailure(
-                f"SM {sm}: more than {width} dependency bits would be live at {p.name}; "
-                "the schedule has too many unresolved edges in flight",
-                loc=p.loc,
-            )
+            return p
         toggles[bit] += 1
         parity = toggles[bit] % 2
         last = unseen[:]
@@ -308,8 +360,9 @@ def assign_bits(graph: Graph, sm: int, clocks: _Clocks) -> None:
             w.wait_bits[bit] = parity
         state[bit] = (*last, index[p.engine], p.pos)
         p.signal_bits.append(bit)
-        if last_trip is not None and p.trip >= 0:
-            last_trip[p.template] = bit
+        if loop_trips:
+            loop_trips.took(p, bit)
+    return None
 
 
 #: what a bit's reuse must know (:func:`assign_bits`): the last queue position among the waiters
@@ -334,20 +387,6 @@ def _first_reusable_bit(state: list[_BitState | None], start: VClock, known_by_a
         if _may_reuse(st, start, known_by_all):
             return bit
     return None
-
-
-def _same_bit_again(state: list[_BitState | None], bit: int | None, start: VClock,
-                    known_by_all: VClock) -> int | None:
-    """``bit`` if it :func:`_may_reuse` here, else None.
-
-    Where the trips of the layer loop are kept alike (``Graph.trips_kept``), a
-    producer first tries the bit its template took in the trip before, so
-    that the bits repeat from trip to trip as the rest of the schedule does.
-    A producer whose bit is still awaited from the trip before (its waiters
-    there run alongside it) takes another, and the two then alternate: a bit
-    pair, which a loop's XOR steps fold (``isa.Loop.expand``).
-    """
-    return bit if bit is not None and _may_reuse(state[bit], start, known_by_all) else None
 
 
 def _first_reusable_bit4(state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
