@@ -30,7 +30,7 @@ from vdir.diagnostics import VdirError
 from vdir.target import EngineSpec, get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
-VERSION = 2
+VERSION = 3
 #: bytes per word: every field is one or two little-endian u32 words
 WORD_BYTES = 4
 INSTR_WORDS = 32
@@ -271,13 +271,25 @@ P3 = Field("p3", 21)
 F0 = Field("f0", 22)  # f32 parameter (eps), as its bits
 COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
 
-# loop record (opcode OP_LOOP): the ``body`` instruction records that follow
-# it, then ``body`` step records, stand for ``trips`` copies of the body in
-# which every word of iteration t is base + t * step (mod 2^32); see
-# expand_queue. Every other word of a loop record is zero.
-LOOP_BODY = Field("loop_body", 12)  # instructions in the body (>= 1)
+# loop record (opcode OP_LOOP): the ``body`` base instructions that follow it,
+# then ``steps`` step records, stand for ``trips`` copies of the body; body
+# instruction j steps by step record ``step_index[j]``. See Loop.expand; every
+# other word of a loop record is zero.
+LOOP_PAIRS = Field("loop_pairs", 1, 2)  # bits used in pairs (2k, 2k + 1) that swap on the odd trips
+LOOP_FLIPS = Field("loop_flips", 3, 2)  # bits whose awaited parity flips (see Loop.expand)
+LOOP_RING_BASE = Field("loop_ring_base", 5)  # first byte of the shared-memory ring the ring words step in
+LOOP_RING_BYTES = Field("loop_ring_bytes", 6)  # its bytes (0: the loop has no ring words)
+LOOP_BODY = Field("loop_body", 12)  # instructions in the body (1 to MAX_LOOP_BODY)
 LOOP_TRIPS = Field("loop_trips", 13)  # times the body runs (>= 1)
-LOOP_FIELDS = (LOOP_BODY, LOOP_TRIPS)
+LOOP_STEPS = Field("loop_steps", 14)  # step records after the body (1 to body)
+LOOP_FIELDS = (LOOP_PAIRS, LOOP_FLIPS, LOOP_RING_BASE, LOOP_RING_BYTES, LOOP_BODY, LOOP_TRIPS, LOOP_STEPS)
+#: the loop record's words 16..31 hold one byte per body instruction (little-endian): its step record
+LOOP_STEP_INDEX_WORD = 16
+#: the longest body a loop record can index
+MAX_LOOP_BODY = (INSTR_WORDS - LOOP_STEP_INDEX_WORD) * WORD_BYTES
+#: a step record's word 0 (an instruction's packed word, never stepped): bit w set makes word w step in
+#: the loop's ring (``ring_base + (base - ring_base + t * step) mod ring_bytes``) instead of mod 2^32
+STEP_RING_WORDS = Field("ring_words", 0)
 
 # gemv flags in P2
 GEMV_HAS_ACC = 1
@@ -388,7 +400,7 @@ def _check_layout(fields: tuple[Field, ...], record_words: int) -> None:
 
 _check_layout(COMMON_FIELDS + TRANSFER_FIELDS, INSTR_WORDS)
 _check_layout(COMMON_FIELDS + COMPUTE_FIELDS, INSTR_WORDS)
-_check_layout(COMMON_FIELDS + LOOP_FIELDS, INSTR_WORDS)
+_check_layout((OPCODE, *LOOP_FIELDS), LOOP_STEP_INDEX_WORD)
 _check_layout(HEADER_FIELDS, HEADER_WORDS)
 _check_layout((QUEUE_START, QUEUE_COUNT), QUEUE_ENTRY_WORDS)
 
@@ -396,15 +408,27 @@ _check_layout((QUEUE_START, QUEUE_COUNT), QUEUE_ENTRY_WORDS)
 # ---- loops: the executed instruction stream of a queue ---------------------
 #: every field of every instruction form (words are shared between forms)
 INSTRUCTION_FIELDS = COMMON_FIELDS + TRANSFER_FIELDS + COMPUTE_FIELDS + LOOP_FIELDS
-#: words that hold packed fields in some form: their step in a loop must be 0
-#: (a word-wise step could carry from one packed field into the next)
+#: words that hold packed fields in some form: a loop never steps them (a word-wise step could carry
+#: from one packed field into the next; a step record's word 0 is its ring mask, STEP_RING_WORDS)
 PACKED_WORDS = tuple(sorted({f.word for f in INSTRUCTION_FIELDS if f.packed}))
 #: words a loop record may set (all others are zero)
-LOOP_RECORD_WORDS = frozenset(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_indices)
-#: the dependency-bit words, whose step in a loop is an XOR mask, not an addend (see :meth:`Loop.expand`):
-#: the parity a wait expects flips with each toggle of its bit, which no ``base + t * step`` can say of
-#: any bit but a word's top one
-XOR_STEP_WORDS = (*WAIT_MASK.word_indices, *WAIT_PARITY.word_indices, *SIGNAL_MASK.word_indices)
+LOOP_RECORD_WORDS = frozenset([*(w for f in (OPCODE, *LOOP_FIELDS) for w in f.word_indices),
+                               *range(LOOP_STEP_INDEX_WORD, INSTR_WORDS)])
+#: the dependency-bit words: no step record moves them; the loop record's pairs and flips say how they
+#: change from trip to trip (see :meth:`Loop.expand`)
+DEPENDENCY_BIT_WORDS = (*WAIT_MASK.word_indices, *WAIT_PARITY.word_indices, *SIGNAL_MASK.word_indices)
+#: the low bit of every pair (2k, 2k + 1) of a 64-bit mask, and the high one
+_EVEN_BITS, _ODD_BITS = 0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA
+
+
+def swap_pairs(bits, pairs):
+    """``bits`` with bit 2k and bit 2k + 1 exchanged wherever ``pairs`` holds them (ints or uint64 arrays)."""
+    if isinstance(bits, np.ndarray):
+        pairs, even, odd, one = np.uint64(pairs), np.uint64(_EVEN_BITS), np.uint64(_ODD_BITS), np.uint64(1)
+    else:
+        even, odd, one = _EVEN_BITS, _ODD_BITS, 1
+    moving = bits & pairs
+    return (bits & ~pairs) | ((moving & even) << one) | ((moving & odd) >> one)
 
 
 class LoopFormError(VdirError, ValueError):
@@ -420,50 +444,97 @@ class LoopFormError(VdirError, ValueError):
 
 @dataclass(frozen=True)
 class Loop:
-    """One loop of a queue: the loop record at ``record``, ``body`` bases, then ``body`` steps."""
+    """One loop of a queue: the loop record at ``record``, ``body`` bases, then ``step_count`` step records."""
 
     record: int
     body: int
     trips: int
+    step_count: int
 
     @property
     def end(self) -> int:
-        """One past the loop's last record (its last step)."""
-        return self.record + 1 + 2 * self.body
+        """One past the loop's last record (its last step record)."""
+        return self.record + 1 + self.body + self.step_count
 
     def bases(self, records: np.ndarray) -> np.ndarray:
         """The body's base instructions (iteration 0)."""
         return records[self.record + 1 : self.record + 1 + self.body]
 
-    def steps(self, records: np.ndarray) -> np.ndarray:
-        """The body's step records."""
+    def step_table(self, records: np.ndarray) -> np.ndarray:
+        """The loop's step records."""
         return records[self.record + 1 + self.body : self.end]
+
+    def step_indices(self, records: np.ndarray) -> np.ndarray:
+        """Which step record each body instruction steps by."""
+        return loop_step_indices(records[self.record])[: self.body]
+
+    def steps(self, records: np.ndarray) -> np.ndarray:
+        """Each body instruction's step record."""
+        return self.step_table(records)[self.step_indices(records)]
 
     def expand(self, records: np.ndarray) -> np.ndarray:
         """The ``trips * body`` executed instructions of trips ``t = 0, 1, ...``, word by word.
 
-        A word steps by addition, ``base + t * step`` mod 2^32, except the
-        dependency-bit words (:data:`XOR_STEP_WORDS`), which step by XOR: the
-        wait and signal masks are ``base ^ step`` on the odd trips (a bit pair
-        that the trips use in turn, as a double buffer's). The wait parity is
-        ``base ^ step`` on the odd trips in the bits the wait mask does not
-        step (a bit awaited every trip, flipping if it is toggled an odd number
-        of times a trip) and on trips 2 and 3 mod 4 in the bits it steps (a
-        pair's bit, awaited every other trip, flipping if it is toggled an odd
-        number of times in two trips), then ``&`` the trip's wait mask (a
-        parity is only held for a bit waited on).
+        Word 0 (packed fields) is the base's. A word steps by addition,
+        ``base + t * step`` mod 2^32, unless its step record's ring mask
+        (word 0, :data:`STEP_RING_WORDS`) names it: then it steps in the
+        loop's ring, ``ring_base + (base - ring_base + t * step) mod
+        ring_bytes`` (a tile slot of a ring whose rotation does not come back
+        every trip). The dependency-bit words follow the loop record's
+        ``pairs`` and ``flips``:
+
+        - on the odd trips the wait and signal masks swap each pair's two
+          bits (a double buffer's bits, used in turn);
+        - the wait parity flips in the ``flips`` bits outside the pairs on
+          the odd trips (a bit toggled an odd number of times a trip) and in
+          the pairs' ``flips`` bits on trips 2 and 3 mod 4 (toggled an odd
+          number of times in two trips); on the odd trips its pairs' bits
+          then swap too, and it is ``&`` the trip's wait mask.
         """
-        bases, steps = self.bases(records)[None], self.steps(records)[None]
-        t = np.arange(self.trips, dtype=np.uint32)[:, None]
-        out = bases + t[:, :, None] * steps
-        odd, second_pair = t & 1, (t >> 1) & 1
-        for w in (*WAIT_MASK.word_indices, *SIGNAL_MASK.word_indices):
-            out[:, :, w] = bases[:, :, w] ^ (odd * steps[:, :, w])
-        for w, mask_w in zip(WAIT_PARITY.word_indices, WAIT_MASK.word_indices, strict=True):
-            pair = steps[:, :, mask_w]
-            flips = odd * (steps[:, :, w] & ~pair) ^ second_pair * (steps[:, :, w] & pair)
-            out[:, :, w] = (bases[:, :, w] ^ flips) & out[:, :, mask_w]
+        rec = records[self.record]
+        bases, steps = self.bases(records), self.steps(records)
+        t = np.arange(self.trips, dtype=np.uint32)[:, None, None]
+        out = bases[None] + t * steps[None]
+        out[:, :, 0] = bases[None, :, 0]
+        ring_bytes = LOOP_RING_BYTES.get(rec)
+        if ring_bytes:
+            _step_in_ring(out, bases, steps, LOOP_RING_BASE.get(rec), ring_bytes)
+        _step_bits(out, bases, LOOP_PAIRS.get(rec), LOOP_FLIPS.get(rec))
         return out.reshape(-1, INSTR_WORDS)
+
+
+def _step_in_ring(out: np.ndarray, bases: np.ndarray, steps: np.ndarray, ring_base: int, ring_bytes: int) -> None:
+    """Overwrite the ring words of ``out`` (trips x body x words) as :meth:`Loop.expand` says."""
+    t = np.arange(out.shape[0], dtype=np.uint64)
+    for j, w in zip(*np.nonzero((steps[:, 0:1] >> np.arange(INSTR_WORDS, dtype=np.uint32)) & 1), strict=True):
+        offset = (int(bases[j, w]) - ring_base) % (1 << 32)
+        out[:, j, w] = (ring_base + (offset + t * np.uint64(steps[j, w])) % np.uint64(ring_bytes)).astype(np.uint32)
+
+
+def _step_bits(out: np.ndarray, bases: np.ndarray, pairs: int, flips: int) -> None:
+    """Overwrite the dependency-bit words of ``out`` (trips x body x words) as :meth:`Loop.expand` says."""
+    trips = out.shape[0]
+    t = np.arange(trips, dtype=np.uint64)[:, None]
+    odd = (t & np.uint64(1)).astype(bool)
+    second = ((t >> np.uint64(1)) & np.uint64(1)).astype(bool)
+    mask0, signal0, parity0 = (join_u64(bases[:, f.word], bases[:, f.word + 1])[None]
+                               for f in (WAIT_MASK, SIGNAL_MASK, WAIT_PARITY))
+    mask = np.where(odd, swap_pairs(mask0, pairs), mask0)
+    signal = np.where(odd, swap_pairs(signal0, pairs), signal0)
+    steady, paired = np.uint64(flips & ~pairs & _ALL_BITS), np.uint64(flips & pairs)
+    parity = parity0 ^ np.where(odd, steady, np.uint64(0)) ^ np.where(second, paired, np.uint64(0))
+    parity = np.where(odd, swap_pairs(parity, pairs), parity) & mask
+    for f, v in ((WAIT_MASK, mask), (SIGNAL_MASK, signal), (WAIT_PARITY, parity)):
+        out[:, :, f.word] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        out[:, :, f.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
+
+
+_ALL_BITS = (1 << 64) - 1
+
+
+def loop_step_indices(rec: np.ndarray) -> np.ndarray:
+    """The step-index bytes of a loop record (:data:`LOOP_STEP_INDEX_WORD` on), one per possible body instruction."""
+    return np.ascontiguousarray(rec[LOOP_STEP_INDEX_WORD:], dtype="<u4").view(np.uint8)
 
 
 def _check_loop(records: np.ndarray, r: int) -> Loop:
@@ -471,25 +542,63 @@ def _check_loop(records: np.ndarray, r: int) -> Loop:
     rec = records[r]
     stray = [w for w in np.nonzero(rec)[0].tolist() if w not in LOOP_RECORD_WORDS]
     if stray:
-        raise LoopFormError(r, f"word {stray[0]} is not zero (a loop record holds only its opcode, body and trips)")
-    loop = Loop(r, LOOP_BODY.get(rec), LOOP_TRIPS.get(rec))
-    if loop.body < 1 or loop.trips < 1:
-        raise LoopFormError(r, f"a loop runs a body of at least one instruction at least once "
+        raise LoopFormError(r, f"word {stray[0]} is not zero (a loop record holds only its opcode, pairs, flips, "
+                               "ring, body, trips, steps and step indices)")
+    loop = Loop(r, LOOP_BODY.get(rec), LOOP_TRIPS.get(rec), LOOP_STEPS.get(rec))
+    if not (1 <= loop.body <= MAX_LOOP_BODY and loop.trips >= 1):
+        raise LoopFormError(r, f"a loop runs a body of 1 to {MAX_LOOP_BODY} instructions at least once "
                                f"(body {loop.body}, trips {loop.trips})")
+    if not 1 <= loop.step_count <= loop.body:
+        raise LoopFormError(r, f"a body of {loop.body} instructions has 1 to {loop.body} step records, "
+                               f"not {loop.step_count}")
     if loop.end > len(records):
-        raise LoopFormError(r, f"its body of {loop.body} instructions and {loop.body} steps runs past the "
-                               f"queue's {len(records)} records")
+        raise LoopFormError(r, f"its body of {loop.body} instructions and {loop.step_count} step "
+                               f"record{'s' if loop.step_count != 1 else ''} run past the queue's {len(records)} records")
+    indices = loop_step_indices(rec)
+    bad = np.nonzero(indices[: loop.body] >= loop.step_count)[0]
+    if bad.size:
+        raise LoopFormError(r, f"body instruction {int(bad[0])} steps by step record {int(indices[bad[0]])} of "
+                               f"{loop.step_count}")
+    if indices[loop.body :].any():
+        raise LoopFormError(r, f"a step index is set past the body's {loop.body} instructions")
+    pairs = LOOP_PAIRS.get(rec)
+    if swap_pairs(pairs, pairs) != pairs:
+        raise LoopFormError(r, f"pairs {pairs:#x} hold a bit without its partner (pairs are bits 2k and 2k + 1)")
     nested = np.nonzero(OPCODE.column(loop.bases(records)) == OP_LOOP)[0]
     if nested.size:
         raise LoopFormError(r, f"body instruction {int(nested[0])} is itself a loop (loops do not nest)")
-    steps = loop.steps(records)
-    for w in PACKED_WORDS:
-        moving = np.nonzero(steps[:, w])[0]
-        if moving.size:
-            names = ", ".join(f.name for f in INSTRUCTION_FIELDS if f.word == w and f.packed)
-            raise LoopFormError(r, f"the step of body instruction {int(moving[0])} changes word {w}, "
-                                   f"which holds packed fields ({names})")
+    _check_steps(loop, records, rec)
     return loop
+
+
+def _check_steps(loop: Loop, records: np.ndarray, rec: np.ndarray) -> None:
+    """The step records' words: the dependency-bit words and the packed words (but word 0, the ring
+    mask) unmoved, ring words only where the loop has a ring, each in it."""
+    table = loop.step_table(records)
+    for w in (*DEPENDENCY_BIT_WORDS, *(w for w in PACKED_WORDS if w != STEP_RING_WORDS.word)):
+        moving = np.nonzero(table[:, w])[0]
+        if moving.size:
+            raise LoopFormError(loop.record, f"step record {int(moving[0])} moves word {w}, which only the loop "
+                                             f"record's pairs and flips change" if w in DEPENDENCY_BIT_WORDS else
+                                             f"step record {int(moving[0])} moves word {w}, which holds packed fields")
+    unmovable = (1 << max(DEPENDENCY_BIT_WORDS) + 1) - 1  # word 0 and the dependency-bit words
+    wrong = np.nonzero(STEP_RING_WORDS.column(table) & np.uint32(unmovable))[0]
+    if wrong.size:
+        raise LoopFormError(loop.record, f"step record {int(wrong[0])} steps word 0 or a dependency-bit word in "
+                                         "the ring")
+    ring_base, ring_bytes = LOOP_RING_BASE.get(rec), LOOP_RING_BYTES.get(rec)
+    for j, (base, step) in enumerate(zip(loop.bases(records), loop.steps(records), strict=True)):
+        ring_words = int(STEP_RING_WORDS.get(step))
+        if not ring_words:
+            continue
+        if not ring_bytes:
+            raise LoopFormError(loop.record, f"body instruction {j} steps words in a ring, but the loop has none")
+        for w in range(INSTR_WORDS):
+            if ring_words >> w & 1 and not ((int(base[w]) - ring_base) % (1 << 32) < ring_bytes
+                                           and int(step[w]) < ring_bytes):
+                raise LoopFormError(loop.record, f"body instruction {j}'s word {w} ({int(base[w])}, step "
+                                                 f"{int(step[w])}) is not in the ring of {ring_bytes} bytes at "
+                                                 f"{ring_base}")
 
 
 def queue_loops(records: np.ndarray) -> list[Loop]:
@@ -520,12 +629,22 @@ def expand_queue(records: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def make_loop_record(body: int, trips: int) -> np.ndarray:
-    """The words of a loop record for ``trips`` runs of a ``body``-instruction body."""
+def make_loop_record(body: int, trips: int, step_indices=None, *, pairs: int = 0, flips: int = 0,
+                     ring_base: int = 0, ring_bytes: int = 0) -> np.ndarray:
+    """The words of a loop record for ``trips`` runs of a ``body``-instruction body whose instruction j
+    steps by step record ``step_indices[j]`` (default: its own, ``body`` step records)."""
+    indices = np.arange(body) if step_indices is None else np.asarray(step_indices)
     rec = np.zeros(INSTR_WORDS, dtype=np.uint32)
     OPCODE.set(rec, OP_LOOP)
-    LOOP_BODY.set(rec, body)
-    LOOP_TRIPS.set(rec, trips)
+    for f, v in ((LOOP_PAIRS, pairs), (LOOP_FLIPS, flips), (LOOP_RING_BASE, ring_base),
+                 (LOOP_RING_BYTES, ring_bytes), (LOOP_BODY, body), (LOOP_TRIPS, trips),
+                 (LOOP_STEPS, int(indices.max(initial=-1)) + 1)):
+        f.set(rec, v)
+    if body > MAX_LOOP_BODY:
+        raise ValueError(f"a loop body holds at most {MAX_LOOP_BODY} instructions, not {body}")
+    index_bytes = np.zeros(MAX_LOOP_BODY, dtype=np.uint8)
+    index_bytes[:body] = indices
+    rec[LOOP_STEP_INDEX_WORD:] = index_bytes.view("<u4")
     return rec
 
 
@@ -1436,20 +1555,35 @@ def _signed(value: int, bits: int) -> int:
 
 
 def _step_text(base: np.ndarray, step: np.ndarray) -> str:
-    """The non-zero steps of a body instruction, by the names of its form's fields (an XOR step of a
-    dependency-bit word as ``name^0x..``, applied as :meth:`Loop.expand` says)."""
+    """The non-zero steps of a body instruction, by the names of its form's fields (a step in the
+    loop's ring as ``name+N%ring``, applied as :meth:`Loop.expand` says)."""
     opcode = OPCODE.get(base)
     form = COMMON_FIELDS + (COMPUTE_FIELDS if opcode == OP_COMPUTE else TRANSFER_FIELDS)
+    ring_words = STEP_RING_WORDS.get(step)
     parts, named = [], set()
     for f in form:
         named.update(f.word_indices)
+        if f.word == STEP_RING_WORDS.word or f.word in DEPENDENCY_BIT_WORDS:
+            continue
         value = join_u64(step[f.word], step[f.word + 1]) if f.nwords == 2 else int(step[f.word])
-        if value and f.word in XOR_STEP_WORDS:
-            parts.append(f"{f.name}^{value:#x}")
-        elif value:
-            parts.append(f"{f.name}{_signed(value, 32 * f.nwords):+d}")
-    parts += [f"w{w}{_signed(int(step[w]), 32):+d}" for w in range(INSTR_WORDS) if w not in named and step[w]]
-    return "step " + (" ".join(parts) if parts else "0")
+        if value:
+            ring = "%ring" if ring_words >> f.word & 1 else ""
+            parts.append(f"{f.name}{_signed(value, 32 * f.nwords):+d}{ring}")
+    parts += [f"w{w}{_signed(int(step[w]), 32):+d}" for w in range(1, INSTR_WORDS) if w not in named and step[w]]
+    return " ".join(parts) if parts else "0"
+
+
+def _loop_header(loop: Loop, rec: np.ndarray) -> str:
+    """A loop block's first line: trips x body, then what its record says of the bits and the ring."""
+    notes = [f"{loop.step_count} step{'s' if loop.step_count > 1 else ''}"]
+    pairs, flips, ring_bytes = LOOP_PAIRS.get(rec), LOOP_FLIPS.get(rec), LOOP_RING_BYTES.get(rec)
+    if pairs:
+        notes.append(f"pairs {pairs:#x}")
+    if flips:
+        notes.append(f"flips {flips:#x}")
+    if ring_bytes:
+        notes.append(f"ring smem[{LOOP_RING_BASE.get(rec)}, +{ring_bytes})")
+    return f"loop {loop.trips} x {loop.body} {{  // {', '.join(notes)}"
 
 
 def _queue_listing(program: EncodedProgram, records: np.ndarray) -> list[str]:
@@ -1466,10 +1600,11 @@ def _queue_listing(program: EncodedProgram, records: np.ndarray) -> list[str]:
             pos += 1
         if loop is None:
             break
-        lines.append(f"  {pos}: loop {loop.trips} x {loop.body} {{")
-        for base, step in zip(loop.bases(records), loop.steps(records), strict=True):
+        lines.append(f"  {pos}: {_loop_header(loop, records[loop.record])}")
+        table = loop.step_table(records)
+        for base, k in zip(loop.bases(records), loop.step_indices(records).tolist(), strict=True):
             lines.append(f"    {_instruction_text(base, program)}")
-            lines.append(f"      {_step_text(base, step)}")
+            lines.append(f"      step #{k}: {_step_text(base, table[k])}")
         lines.append("  }")
         pos += loop.trips * loop.body
         r = loop.end

@@ -133,7 +133,7 @@ class HappensBefore:
         for n in nodes:
             self.succ[("ready", n.id)].append(("start", n.id))
             self.succ[("start", n.id)].append(("end", n.id))
-        self.observed = observed_toggles(nodes)
+        self.observed, self.at_rest = observed_toggles(nodes)
         for (waiter, _bit), producer in self.observed.items():
             self.succ[("end", producer.id)].append(("start", waiter))
         self._memo: dict[tuple, set] = {}
@@ -153,41 +153,52 @@ class HappensBefore:
         return b in self.reach(a)
 
 
-def observed_toggles(nodes: list[Node]) -> dict[tuple[int, int], Node]:
-    """For each (waiter, bit): the toggle whose parity the wait asks for.
+def observed_toggles(nodes: list[Node]) -> tuple[dict[tuple[int, int], Node], list[tuple[Node, int]]]:
+    """For each (waiter, bit): the toggle whose parity the wait asks for; and the (waiter, bit) pairs
+    whose wait asks for the bit's state before any toggle (parity 0, no earlier toggle leaving it).
 
     Toggles of a bit happen in program order of their producers (the
     encoding's intent, checked below); a wait for parity q observes the
-    latest earlier toggle that leaves q.
+    latest earlier toggle that leaves q. A wait for 0 with no such toggle
+    observes the bit at rest (a first layer's wait kept as the later
+    layers', ``vdir-layout-deps``): :func:`check_sm` checks that every toggle
+    of the bit comes after it.
     """
     toggles: dict[int, list[Node]] = defaultdict(list)
     for n in sorted(nodes, key=lambda n: n.key):
         for b in n.signal_bits:
             toggles[b].append(n)
     out: dict[tuple[int, int], Node] = {}
+    at_rest: list[tuple[Node, int]] = []
     for w in nodes:
         for b, parity in w.wait_bits.items():
             candidates = [
                 (k + 1, t) for k, t in enumerate(toggles[b]) if t.key < w.key and (k + 1) % 2 == parity
             ]
+            if not candidates and parity == 0:
+                at_rest.append((w, b))
+                continue
             assert candidates, f"{w.name} waits on bit {b} = {parity}, which no earlier toggle leaves"
             out[(w, b)] = candidates[-1][1]  # type: ignore[index]
-    return {(w.id, b): p for (w, b), p in out.items()}
+    return {(w.id, b): p for (w, b), p in out.items()}, at_rest
 
 
 def check_sm(graph: Graph, sm: int, nodes: list[Node]) -> None:
     queues = {e: q for (s, e), q in queues_of(graph).items() if s == sm}
     hb = HappensBefore(nodes, queues)
+    toggles: dict[int, list[Node]] = defaultdict(list)
+    for n in sorted(nodes, key=lambda n: n.key):
+        for b in n.signal_bits:
+            toggles[b].append(n)
+    for w, b in hb.at_rest:  # the wait reads the bit before its first toggle, whatever the interleaving
+        for t in toggles[b]:
+            assert hb.before(("start", w.id), ("end", t.id)), f"{w.name}'s wait on bit {b} at rest may see a toggle"
     # every local dependency is enforced
     for n in nodes:
         producers = list(n.inputs) + [p for g in n.deps if all(q.sm == sm for q in g) for p in g]
         for p in producers:
             assert hb.before(("end", p.id), ("start", n.id)), f"{n.name} may start before {p.name} ends"
     # bit reuse is safe
-    toggles: dict[int, list[Node]] = defaultdict(list)
-    for n in sorted(nodes, key=lambda n: n.key):
-        for b in n.signal_bits:
-            toggles[b].append(n)
     waiters: dict[tuple[int, int], list[int]] = defaultdict(list)
     for (w, b), p in hb.observed.items():
         waiters[(p.id, b)].append(w)
@@ -375,6 +386,27 @@ def test_checker_catches_a_missing_bit():
     assert gemv.wait_bits
     gemv.wait_bits.clear()
     with pytest.raises(AssertionError, match="may start before"):
+        check_graph(graph)
+
+
+def test_checker_catches_a_wait_at_rest_that_a_toggle_may_precede():
+    """A wait for a bit's state before any toggle (parity 0) is sound only where every toggle of the bit
+    comes after the waiter: the checker accepts the first layer's such waits, and fails once a micro-op
+    that precedes the waiter toggles the bit too."""
+    from vdir.frontend.examples import build_mlp_stack
+
+    module = build_mlp_stack(4, 128, 256)
+    FusePass().apply(None, module)  # type: ignore[arg-type]
+    graph = compile_graph(module, 4, keep_trips=True)
+    check_graph(graph)
+    at_rest = [(w, b) for w in graph.nodes if w.trip == 0 for b, q in w.wait_bits.items()
+               if q == 0 and not any(b in n.signal_bits for n in graph.nodes if n.sm == w.sm and n.key < w.key)]
+    assert at_rest, "the first layer waits as the later ones do"
+    waiter, bit = at_rest[0]
+    first = min((n for n in graph.nodes if n.sm == waiter.sm), key=lambda n: n.key)
+    assert first.key < waiter.key
+    first.signal_bits.append(bit)  # one toggle before the wait: the bit is no longer at rest there
+    with pytest.raises(AssertionError, match="at rest may see a toggle"):
         check_graph(graph)
 
 

@@ -311,10 +311,10 @@ def test_counter_hand_offs_pair_each_wait_with_the_releases_of_its_counter():
     exe, _outputs, _expected = run_example("mlp", "sim", num_sms=8)
     with exe:
         trace = exe.platform.last_trace()
-    words = exe.program.instrs.reshape(-1, isa.INSTR_WORDS)
+    executed = exe.program.without_loops()  # positions count executed instructions
 
     def instr(e):
-        return words[int(exe.program.queues[e.sm][e.engine][0]) + e.pos]
+        return executed.executed_queue(e.sm, e.engine)[e.pos]
 
     handoffs = trace.counter_handoffs()
     waiting = [e for e in trace.events if isa.WAIT_COUNTER.column(instr(e)[None])[0]]

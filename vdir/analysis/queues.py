@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections import defaultdict
+from collections.abc import Callable
 
 from vdir.analysis.graph import Graph, Node
 from vdir.diagnostics import PassFailure
@@ -87,6 +88,21 @@ def waits_on_nothing(node: Node) -> bool:
     ``vdir-schedule`` hoists ahead of cross-SM waits.
     """
     return node.kind == "load" and not node.deps and node.flow is None
+
+
+def free_load_test(nodes: list[Node], trips_kept: bool) -> Callable[[Node], bool]:
+    """:func:`waits_on_nothing`, but where the layer loop's trips are kept alike (``Graph.trips_kept``),
+    false for a load of the loop whose template waits in some trip of ``nodes``.
+
+    The first layer's loads of the program's input wait on nothing where the
+    later layers' wait on the layer before: moved to the stream engine or
+    hoisted, they would make the first trip's queues differ from the others,
+    which keeps that trip out of the loop the encoder folds.
+    """
+    if not trips_kept:
+        return waits_on_nothing
+    waiting = {n.template for n in nodes if n.trip >= 0 and n.kind == "load" and not waits_on_nothing(n)}
+    return lambda n: waits_on_nothing(n) and (n.trip < 0 or n.template not in waiting)
 
 
 def waits_on_other_sms(node: Node) -> bool:

@@ -1,17 +1,17 @@
 """Rerolling: a queue's unrolled instructions -> the same stream with loop records.
 
 ``vdir-encode`` writes one record per executed instruction; where a block of
-``k`` instructions repeats ``n`` times with every word affine in the
-repetition index (``word = base + t * step`` mod 2^32, words holding packed
-fields unchanged, the dependency-bit words stepping by XOR as
-``isa.Loop.expand`` says), :func:`reroll_queue` replaces the ``n * k``
-records by one loop record, the ``k`` bases and the ``k`` steps
-(``isa.expand_queue`` is the inverse). The search is greedy from the front:
-at each position it takes the body length (up to ``max_body``) that removes
-the most records, if any. Candidates come from a hash of each record that is
-linear in its words (the dependency-bit words compared apart), for all body
-lengths at once; every loop is checked word for word before it is written,
-so a hash collision costs a missed loop, never a wrong one.
+``k`` instructions repeats ``n`` times as ``isa.Loop.expand`` can say (every
+word affine in the repetition index mod 2^32 or in a shared-memory ring,
+words holding packed fields unchanged, the dependency bits in pairs and
+flips), :func:`reroll_queue` replaces the ``n * k`` records by one loop
+record, the ``k`` bases and the distinct step records (``isa.expand_queue``
+is the inverse). The search is greedy from the front: at each position it
+takes the body length (up to ``max_body``) that removes the most records, if
+any. Candidates come from a hash of each record that is linear in its words
+(the dependency-bit words and the tile-slot words compared apart), for all
+body lengths at once; every loop is checked word for word before it is
+written, so a hash collision costs a missed loop, never a wrong one.
 """
 
 from __future__ import annotations
@@ -29,12 +29,22 @@ DEFAULT_MAX_BODY = 64
 #: (body length, position) pairs examined at once (bounds memory on long queues)
 _BLOCK_ELEMENTS = 1 << 22
 
-#: random odd multipliers of the row hash (fixed: the encoder is deterministic); zero for the words that
-#: step by XOR, which are compared apart (:func:`_bit_words`)
-_HASH_MULTIPLIERS = (np.random.default_rng(0x56444952).integers(0, 1 << 32, isa.INSTR_WORDS, dtype=np.uint64) | 1)
-_HASH_MULTIPLIERS[list(isa.XOR_STEP_WORDS)] = 0
-#: the same, as the uint32 words the hash is computed in
-_HASH_MULTIPLIERS_32 = _HASH_MULTIPLIERS.astype(np.uint32)
+#: random odd multipliers of the row hash (fixed: the encoder is deterministic)
+_MULTIPLIERS = (np.random.default_rng(0x56444952).integers(0, 1 << 32, isa.INSTR_WORDS, dtype=np.uint64) | 1)
+#: the words that may step in a ring, by form: the tile slots (``isa.Loop.expand``)
+_COMPUTE_SLOT_WORDS = [f.word for f in (isa.OUT_SMEM, *isa.IN_SMEM)]
+_TRANSFER_SLOT_WORDS = [isa.SMEM.word]
+
+
+def _form_multipliers(slot_words: list[int]) -> np.ndarray:
+    """The hash's multipliers for one form: zero for the dependency-bit words and the tile-slot words,
+    which are compared apart (:func:`_bits_repeat`, :func:`_derive_loop`)."""
+    m = _MULTIPLIERS.astype(np.uint32)
+    m[[*isa.DEPENDENCY_BIT_WORDS, *slot_words]] = 0
+    return m
+
+
+_HASH_COMPUTE, _HASH_TRANSFER = _form_multipliers(_COMPUTE_SLOT_WORDS), _form_multipliers(_TRANSFER_SLOT_WORDS)
 
 
 def _row_hashes(records: np.ndarray) -> np.ndarray:
@@ -44,8 +54,9 @@ def _row_hashes(records: np.ndarray) -> np.ndarray:
     converse can fail (a collision), which :func:`reroll_queue` rules out by
     checking each loop it makes.
     """
+    compute = (isa.OPCODE.column(records) == isa.OP_COMPUTE)[:, None]
     # uint32 arithmetic wraps mod 2^32, which is the hash's modulus
-    return (records.astype(np.uint32) * _HASH_MULTIPLIERS_32).sum(axis=1, dtype=np.uint32)
+    return (records * np.where(compute, _HASH_COMPUTE, _HASH_TRANSFER)).sum(axis=1, dtype=np.uint32)
 
 
 def _runs(ok: np.ndarray) -> np.ndarray:
@@ -124,11 +135,11 @@ def _bit_words(records: np.ndarray, field: isa.Field) -> np.ndarray:
 
 
 def _bits_repeat(bits: _BitWords, first: int, count: int) -> np.ndarray:
-    """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = first + i``) may follow the XOR
-    steps of ``isa.Loop.expand`` in the dependency-bit words: the masks equal two copies on, and so does
-    the parity in the bits the wait mask does not step (a pair's bits, which may flip every other use,
-    :func:`_loop_records` checks exactly). A parity bit outside its wait mask fails (the loop's parity
-    is masked)."""
+    """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = first + i``) may follow the
+    pairs and flips of ``isa.Loop.expand`` in the dependency-bit words: the masks equal two copies on, and
+    so does the parity in the bits awaited in both copies between (a pair's bits may flip every other
+    use: :func:`_loop_records` checks exactly). A parity bit outside its wait mask fails (the loop's
+    parity is masked)."""
     mask, parity, signal = bits.wait_mask, bits.wait_parity, bits.signal_mask
     out = (_ahead(mask, first, count, 2) == mask[None]) & (_ahead(signal, first, count, 2) == signal[None])
     masked = (parity & ~mask) == 0
@@ -144,68 +155,123 @@ def _packed_ids(records: np.ndarray) -> np.ndarray:
     return np.unique(records[:, list(isa.PACKED_WORDS)], axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _base_and_steps(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """The base and step records of a loop of ``t`` copies of the ``k`` records at ``pos``
-    (``isa.Loop.expand``): the first copy and the difference of the first two, their XOR in the
-    dependency-bit words. A pair's parity bits (those the wait mask steps) first awaited in the second
-    copy take its parity into the base (outside the first copy's mask, so the first copy is unchanged),
-    and their step is the XOR of the two copies that wait on each, two apart."""
-    base, second = records[pos : pos + k].copy(), records[pos + k : pos + 2 * k]
-    step = second - base
-    xor = list(isa.XOR_STEP_WORDS)
-    step[:, xor] = second[:, xor] ^ base[:, xor]
-    mask0, mask1 = _bit_words(base, isa.WAIT_MASK), _bit_words(second, isa.WAIT_MASK)
-    pair = mask0 ^ mask1
-    par = [_bit_words(records[pos + m * k : pos + (m + 1) * k], isa.WAIT_PARITY) for m in range(min(t, 4))]
-    flips = (par[0] ^ par[1]) & ~pair
-    if t > 2:
-        flips |= (par[2] ^ par[0]) & mask0 & pair
-    if t > 3:
-        flips |= (par[3] ^ par[1]) & mask1 & pair
-    _set_bit_words(step, isa.WAIT_PARITY, flips)
-    _set_bit_words(base, isa.WAIT_PARITY, par[0] | (par[1] & mask1 & pair))
-    return base, step
+def _derive_loop(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | None:
+    """The loop (loop record, bases, step records) that ``t`` copies of the ``k`` records at ``pos``
+    would be, or None where no loop can say them.
+
+    The step of a word is the difference of its first two copies; a word whose
+    differences vary (a tile slot in a ring that does not come back every
+    trip) steps in the loop's ring, which the differences give: ``s`` and
+    ``s - ring_bytes``. The pairs are the bits the first two copies' masks
+    exchange, the flips the parities that change between the copies that
+    wait on the same bit. Equal steps are written once.
+    """
+    copies = records[pos : pos + k * t].reshape(t, k, isa.INSTR_WORDS)
+    base = copies[0].copy()
+    diffs = copies[1:] - copies[:-1]  # uint32: mod 2^32
+    step = diffs[0].copy()
+    moving = ~(diffs == diffs[:1]).all(axis=0)
+    moving[:, [0, *isa.DEPENDENCY_BIT_WORDS]] = False
+    ring = _ring_of(copies, moving) if moving.any() else (0, 0)
+    if ring is None:
+        return None
+    ring_base, ring_bytes = ring
+    ring_words = np.zeros(k, dtype=np.uint32)
+    signed = copies[1:].astype(np.int64) - copies[:-1].astype(np.int64)
+    for j, w in zip(*np.nonzero(moving), strict=True):
+        s = int(signed[:, j, w].max())
+        if not (0 <= s < ring_bytes and (int(base[j, w]) - ring_base) % (1 << 32) < ring_bytes):
+            return None
+        step[j, w] = s
+        ring_words[j] |= np.uint32(1 << int(w))
+    step[:, isa.DEPENDENCY_BIT_WORDS] = 0
+    step[:, isa.STEP_RING_WORDS.word] = ring_words
+    pairs, flips = _pairs_and_flips(copies)
+    table, first, inverse = np.unique(step, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # the step records in the order of first use
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    record = isa.make_loop_record(k, t, rank[inverse.reshape(-1)], pairs=pairs, flips=flips,
+                                  ring_base=ring_base, ring_bytes=ring_bytes)
+    return np.concatenate([record[None], base, table[order]])
 
 
-def _set_bit_words(records: np.ndarray, field: isa.Field, values: np.ndarray) -> None:
-    """Write a 64-bit dependency-bit field of each record (the inverse of :func:`_bit_words`)."""
-    lo, hi = field.word_indices
-    records[:, lo] = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    records[:, hi] = (values >> np.uint64(32)).astype(np.uint32)
+def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
+    """(first byte, bytes) of the ring the ``moving`` words of ``copies`` step in: its bytes from the first
+    such word's differences (``s`` and ``s - bytes``), its first byte the least value they take."""
+    js, ws = np.nonzero(moving)
+    col = copies[:, js[0], ws[0]].astype(np.int64)
+    d = col[1:] - col[:-1]
+    ring_bytes = int(d.max() - d.min())
+    if not 0 < ring_bytes <= isa.LOOP_RING_BYTES.max_value:
+        return None
+    return int(copies[:, js, ws].min()), ring_bytes
+
+
+def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
+    """The loop record's pairs and flips (``isa.Loop.expand``) for ``copies`` (trips x body x words)."""
+    n = min(len(copies), 4)
+    mask = [_bit_words(copies[m], isa.WAIT_MASK) for m in range(n)]
+    signal = [_bit_words(copies[m], isa.SIGNAL_MASK) for m in range(n)]
+    parity = [_bit_words(copies[m], isa.WAIT_PARITY) for m in range(n)]
+    moved = int(np.bitwise_or.reduce(mask[0] ^ mask[1])) | int(np.bitwise_or.reduce(signal[0] ^ signal[1]))
+    pairs = int(moved | isa.swap_pairs(moved, _ALL_BITS))  # each moved bit with its partner
+
+    def changed(a: int, b: int) -> int:
+        return int(np.bitwise_or.reduce((parity[a] ^ parity[b]) & mask[a] & mask[b]))
+
+    flips = changed(0, 1) & ~pairs
+    if n > 2:
+        flips |= changed(0, 2) & pairs
+    if n > 3:
+        flips |= int(isa.swap_pairs(changed(1, 3) & pairs, pairs))
+    return pairs, flips & _ALL_BITS
+
+
+_ALL_BITS = (1 << 64) - 1
 
 
 def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, int] | None:
-    """The loop for the ``k`` records at ``pos`` (loop record, bases, steps) and its trips: the most of
-    the ``t`` copies found that it runs exactly (fewer where a copy breaks the XOR steps, or a hash
-    collision made the copies look affine), or None if that is fewer than pays for a loop."""
-    base, step = _base_and_steps(records, pos, k, t)
-    expanded = isa.expand_queue(np.concatenate([isa.make_loop_record(k, t)[None], base, step]))
-    equal = (expanded == records[pos : pos + k * t]).reshape(t, -1).all(axis=1)
-    trips = t if equal.all() else int(np.argmin(equal))
-    if _records_saved(k, trips) <= 0:
+    """The loop for the ``k`` records at ``pos`` (loop record, bases, step records) and its trips: the
+    most of the ``t`` copies found that it runs exactly (fewer where a copy breaks the loop's rules,
+    or a hash collision made the copies look alike; derived again from the copies it runs), or None
+    if that is fewer than pays for a loop."""
+    for _attempt in range(2):
+        rolled = _derive_loop(records, pos, k, t)
+        if rolled is None:
+            return None
+        loop = isa.Loop(0, k, t, len(rolled) - 1 - k)
+        equal = (loop.expand(rolled) == records[pos : pos + k * t]).reshape(t, -1).all(axis=1)
+        runs = t if equal.all() else int(np.argmin(equal))
+        if runs == t or runs < 3:
+            break
+        t = runs  # derive again from the copies that repeat: a later one may have set the ring wrong
+    if _records_saved(k, runs, loop.step_count) <= 0:
         return None
-    return np.concatenate([isa.make_loop_record(k, trips)[None], base, step]), trips
+    isa.LOOP_TRIPS.set(rolled[0], runs)
+    return rolled, runs
 
 
-def _records_saved(body: int, trips: int) -> int:
+def _records_saved(body: int, trips: int, steps: int) -> int:
     """What a loop of ``trips`` runs of a ``body``-instruction body saves: its instructions less its
-    records (the loop record, the bases, the steps)."""
-    return trips * body - 1 - 2 * body
+    records (the loop record, the bases, the ``steps`` step records)."""
+    return trips * body - 1 - body - steps
 
 
 def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndarray,
                saved: np.ndarray) -> tuple[np.ndarray, int] | None:
     """The loop at ``pos`` that saves the most records, trying the body lengths by the records they
     would save (``saved``, from ``trips`` copies) until none left could beat the best one found: a body
-    whose copies break the XOR steps of the dependency-bit words part-way saves less than it promised."""
+    whose copies break the loop's rules part-way, or that needs more than one step record, saves less
+    than it promised."""
     best, best_saved = None, 0
     for i in np.argsort(-saved, kind="stable").tolist():
         if saved[i] <= best_saved:
             break
         k = int(bodies[i])
         loop = _loop_records(records, pos, k, int(trips[i]))
-        if loop is not None and _records_saved(k, loop[1]) > best_saved:
-            best, best_saved = loop, _records_saved(k, loop[1])
+        if loop is not None and _records_saved(k, loop[1], len(loop[0]) - 1 - k) > best_saved:
+            best, best_saved = loop, _records_saved(k, loop[1], len(loop[0]) - 1 - k)
     return best
 
 
@@ -220,14 +286,15 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     if n < 4:
         return records
     records = np.ascontiguousarray(records)
-    # a loop pays for itself from three trips on (k bases, k steps, one loop record)
-    bodies = np.arange(1, min(max_body, n // 3) + 1)
+    # loops of three trips or more are searched for (a loop record, k bases, at least one step record)
+    bodies = np.arange(1, min(max_body, isa.MAX_LOOP_BODY, n // 3) + 1)
     per_block = max(1, _BLOCK_ELEMENTS // n)
     h, bits = _row_hashes(records), _BitWords.of(records)
     trips = np.concatenate([_trips(records, h, bits, bodies[i : i + per_block])
                             for i in range(0, len(bodies), per_block)])
     sizes = bodies[:, None]
-    saved = np.where(trips >= 2, _records_saved(sizes, trips), 0)  # type: ignore[arg-type]
+    # what each would save at best (one step record): the search tries the best first
+    saved = np.where(trips >= 3, _records_saved(sizes, trips, 1), 0)  # type: ignore[arg-type]
     best_k = saved.argmax(axis=0)
     best_saved = saved[best_k, np.arange(n)]
     profitable = np.flatnonzero(best_saved > 0)  # the positions where a loop may start

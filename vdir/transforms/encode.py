@@ -210,6 +210,23 @@ def _check_fast_layout() -> None:
 
 _check_fast_layout()
 
+def _first_trip_counts(graph: Graph) -> dict[int, int]:
+    """Node id -> the wait count to encode for a first-trip micro-op of the layer loop that waits on no
+    counter where its second-trip counterpart does (the first layer reads the program's input, the
+    others the layer before): the count of its counterpart. A count without a counter
+    (``wait_counter`` 0) is never read, so the first trip's record steps into the second's as the
+    loop's do, and the encoder can fold it in (``docs/isa.md``, Loops)."""
+    if not graph.trips_kept:
+        return {}
+    second = {(n.sm, n.template): n for n in graph.nodes if n.trip == 1}
+    out: dict[int, int] = {}
+    for n in graph.nodes:
+        m = second.get((n.sm, n.template)) if n.trip == 0 and not n.wait_counters else None
+        if m is not None and m.wait_counters:
+            out[n.id] = m.wait_counters[0][1]
+    return out
+
+
 class _NodeEncoder:
     """:func:`encode_node`'s words, appended to one 32-bit array, with the words fixed by a micro-op's
     template computed once.
@@ -235,6 +252,7 @@ class _NodeEncoder:
         self.args = [(a.row_bytes, DTYPE_BYTES[a.dtype]) for a in graph.args]
         #: the records encoded so far, word after word
         self.words = array.array(_U32_TYPE)
+        self.first_trip_counts = _first_trip_counts(graph)
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
@@ -333,6 +351,8 @@ class _NodeEncoder:
         if waits:
             counter, count = waits[0]
             row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter + 1, count
+        elif uid in self.first_trip_counts:  # no counter: the count is the loop's (see _first_trip_counts)
+            row[_W_WAIT_COUNT] = self.first_trip_counts[uid]
         if releases:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
         if node.guard is not None:

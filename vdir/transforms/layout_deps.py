@@ -27,9 +27,19 @@ Both are checked on the vector clocks, so reuse is safe by construction; the
 property tests and the simulator's race detector check it again. The first
 bit that satisfies both is taken, except on a graph whose layer loop's
 trips are placed alike (``Graph.trips_kept``, ``vdir-place``'s
-``keep-trips``): there a producer first tries the bit its template took in
-the trip before, so that the bits repeat from layer to layer and the encoder
-can write the layers as one loop.
+``keep-trips``): there a producer first tries the bits its template took in
+the trips before (:class:`_TripBits`), so that the bits repeat from layer to
+layer and the encoder can write the layers as one loop; the first trip
+waits, and the last trip signals and releases, as the others do.
+
+Memory-model note on those added synchronisations: a first-trip wait on a
+bit that nothing has toggled yet, with parity 0, is met at once; it is only
+added where every toggle of the bit starts after the waiter finished (the
+toggler's start clock covers the waiter), so no toggle can race it and it
+orders nothing. A last-trip toggle that nothing awaits is recorded in the
+bit's state like any other, so a later producer reuses the bit only under
+the two conditions above; a counter released that nothing waits on is
+never read.
 """
 
 from __future__ import annotations
@@ -75,8 +85,29 @@ def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
                     p.release_counters = [*p.release_counters, cid]
             cid = counter_of[id(g)]
             n.wait_counters = [*n.wait_counters, (cid, counts[cid])]
-    graph.num_counters = len(counter_of)
+    if graph.trips_kept:
+        _release_alike(graph, counts)
+    graph.num_counters = len(counts)
     graph.counter_counts = counts
+
+
+def _release_alike(graph: Graph, counts: dict[int, int]) -> None:
+    """The last trip of the layer loop releases counters as the trips before it do, though nothing
+    waits on them (nothing follows the loop): a micro-op whose counterpart of the trip before
+    releases counter ``c`` releases a new counter made for ``c``, numbered after all others in the
+    order of ``c``, so that its counters step from trip to trip as the loop's do."""
+    last = graph.loop_trips - 1
+    before = {(n.sm, n.template): n for n in graph.nodes if n.trip == last - 1}
+    made: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        m = before.get((n.sm, n.template)) if n.trip == last and not n.release_counters else None
+        if m is not None and m.release_counters:
+            made.setdefault(m.release_counters[0], []).append(n)
+    for c in sorted(made):
+        cid = len(counts)
+        counts[cid] = len(made[c])
+        for n in made[c]:
+            n.release_counters = [cid]
 
 
 def releasers(g: tuple[Node, ...]) -> list[Node]:
@@ -295,7 +326,9 @@ class _TripBits:
     A producer first tries the bit its template took in the trip before, then
     the one of the trip before that (a bit still awaited from the trip before,
     its waiters running alongside, makes the two alternate: a bit pair, which
-    a loop's XOR steps fold, ``isa.Loop.expand``). Failing both, it takes the
+    the loop record's pairs fold, ``isa.Loop.expand``, where the two are bits
+    2k and 2k + 1: so the second trip first tries the first trip's bit's
+    partner). Failing those, it takes the
     lowest bit that no other template holds in reserve, a never-used one
     included: so one template's bits are not taken by another in between and
     the pattern repeats from the first trips on.
@@ -304,24 +337,63 @@ class _TripBits:
     def __init__(self, width: int):
         self.last: dict[int, tuple[int, ...]] = {}  # template -> its bits in its last two trips, the last first
         self.reserved: list[int | None] = [None] * width  # bit -> the template holding it
+        self.togglers: list[list[Node]] = [[] for _ in range(width)]  # bit -> the producers that toggle it
+        self.producer_of: dict[tuple[int, int], Node] = {}  # (waiter id, bit) -> the producer it awaits
 
     def choose(self, p: Node, state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
         """``p``'s bit by the rules of the class, or None (then the lowest reusable one)."""
-        for bit in self.last.get(p.template, ()):
+        kept = self.last.get(p.template, ())
+        for bit in kept:
             if _may_reuse(state[bit], start, known_by_all):
                 return bit
+        if len(kept) == 1:  # the pair's other bit: pairs are bits 2k and 2k + 1 (``isa.Loop.expand``)
+            partner = kept[0] ^ 1
+            if self.reserved[partner] in (None, p.template) and _may_reuse(state[partner], start, known_by_all):
+                return partner
         for bit, st in enumerate(state):
             if self.reserved[bit] in (None, p.template) and _may_reuse(st, start, known_by_all):
                 return bit
         return None
 
-    def took(self, p: Node, bit: int) -> None:
-        """``p`` took ``bit``: its template holds it, and gives up its bit of three trips ago."""
+    def took(self, p: Node, bit: int, waiters: list[Node]) -> None:
+        """``p`` took ``bit`` for ``waiters``: its template holds it, and gives up its bit of three trips ago."""
         kept = self.last.get(p.template, ())
         if len(kept) == 2 and kept[1] != bit and self.reserved[kept[1]] == p.template:
             self.reserved[kept[1]] = None
         self.last[p.template] = (bit, *kept[:1])
         self.reserved[bit] = p.template
+        self.togglers[bit].append(p)
+        for w in waiters:
+            self.producer_of[w.id, bit] = p
+
+    def signal_alike(self, p: Node, state: list[_BitState | None], toggles: list[int], start: VClock,
+                     index: dict[str, int], unseen: list[int]) -> None:
+        """``p``, which nothing waits on (the last trip's producers: nothing follows them), toggles the bit
+        its template took in the trip before, as the other trips do, where that bit may be reused: a toggle
+        no one awaits, recorded like any other (the reuse conditions of a later producer see it)."""
+        for bit in self.last.get(p.template, ())[:1]:
+            if _may_reuse(state[bit], start, _KNOWN_BY_NONE):
+                toggles[bit] += 1
+                state[bit] = (*unseen, index[p.engine], p.pos)
+                p.signal_bits.append(bit)
+                self.togglers[bit].append(p)
+
+    def wait_alike(self, clocks: _Clocks, index: dict[str, int]) -> None:
+        """A first-trip micro-op waits, as its second-trip counterpart does, on the bits that the trip
+        before toggled, with parity 0: where every toggle of the bit comes after the micro-op (its start
+        clock says so), the bit still holds 0 then, so the wait is met at once and orders nothing. The
+        bits a pair uses in turn are left out (the first trip's would be the pair's other bit)."""
+        second = {n.template: n for n in clocks.order if n.trip == 1}
+        for n in clocks.order:
+            n1 = second.get(n.template) if n.trip == 0 else None
+            if n1 is None:
+                continue
+            e = index[n.engine]
+            for bit in n1.wait_bits:
+                p = self.producer_of.get((n1.id, bit))
+                if (p is not None and p.trip == 0 and bit not in n.wait_bits and self.last[p.template][-1] == bit
+                        and all(clocks.start[q.id][e] >= n.pos for q in self.togglers[bit])):
+                    n.wait_bits[bit] = 0
 
 
 def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Node | None:
@@ -338,6 +410,8 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
+            if trips is not None and p.trip >= 0:
+                trips.signal_alike(p, state, toggles, start_of[p.id], index, unseen)
             continue
         if len(ws) == 1:
             known_by_all = pre_of[ws[0].id]
@@ -361,9 +435,14 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
         state[bit] = (*last, index[p.engine], p.pos)
         p.signal_bits.append(bit)
         if loop_trips:
-            loop_trips.took(p, bit)
+            loop_trips.took(p, bit, ws)
+    if trips is not None:
+        trips.wait_alike(clocks, index)
     return None
 
+
+#: the ``known_by_all`` of a producer that nothing waits on: condition 2 of :func:`_may_reuse` holds
+_KNOWN_BY_NONE: VClock = [1 << 62] * 8
 
 #: what a bit's reuse must know (:func:`assign_bits`): the last queue position among the waiters
 #: of its previous toggle, one per engine, then the previous producer's engine and position

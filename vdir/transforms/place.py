@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import heapq
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -59,7 +60,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
-from vdir.analysis.queues import waits_on_nothing
+from vdir.analysis.queues import free_load_test, waits_on_nothing
 from vdir.analysis.stages import require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
 from vdir.target import MIN_SMS, EngineKind, TargetDescription
@@ -156,7 +157,7 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: 
     unsorted = [*graph.nodes, *copier.copies.values()]  # every placed node (some unplaced), in memory order
     _rewrite_groups(unsorted, copier.clones_of)
     if stream_loads:
-        move_to_stream_engine(unsorted, graph.target)
+        move_to_stream_engine(unsorted, graph.target, free_load_test(unsorted, graph.trips_kept))
     graph.nodes = _numbered(by_sm)
     graph.num_sms = num_sms
 
@@ -275,13 +276,15 @@ def _time_key(n: Node) -> tuple:
     return (n.kind, id(n.tile))
 
 
-def move_to_stream_engine(nodes: list[Node], target: TargetDescription) -> None:
-    """Put the loads of the load engine that wait on nothing on the target's stream engine, if it has one."""
+def move_to_stream_engine(nodes: list[Node], target: TargetDescription,
+                          is_free: Callable[[Node], bool] = waits_on_nothing) -> None:
+    """Put the loads of the load engine that wait on nothing (``is_free``: :func:`free_load_test`) on the
+    target's stream engine, if it has one."""
     if target.engine(EngineKind.STREAM) is None:
         return
     load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
     for n in nodes:
-        if n.engine == load and waits_on_nothing(n):
+        if n.engine == load and is_free(n):
             n.engine = stream
 
 

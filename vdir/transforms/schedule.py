@@ -29,6 +29,7 @@ longer fits, ``vdir-pipeline`` schedules again with ``prefetch=0``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -40,6 +41,7 @@ from vdir.analysis.liveness import LiveBytes, TileLife, tiles_of_sm
 from vdir.analysis.queues import (
     QUEUE_ORDER,
     check_dependencies_point_forward,
+    free_load_test,
     sm_shares,
     waits_on_nothing,
     waits_on_other_sms,
@@ -64,7 +66,8 @@ SMALL_LOAD_FRACTION = 8
 MAX_LEAD_TILES = 2
 
 
-def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None = None, budget: int = 0) -> None:
+def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None = None, budget: int = 0,
+                        is_free: Callable[[Node], bool] = waits_on_nothing) -> None:
     """Move ``prefetch`` independent loads ahead of each group of cross-SM waiting loads.
 
     A group is a run of waiting loads with nothing else between them (an
@@ -79,7 +82,8 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
     past it would carry the small loads of later layers (norm weights,
     RoPE tables) far ahead: measured on the decode step's trace, such a
     load waits for its bytes to be freed at the head of the in-order queue,
-    and every load behind it waits too.
+    and every load behind it waits too. ``is_free`` (:func:`free_load_test`)
+    says which loads wait on nothing.
     """
     largest = _largest_load(queue)
     for i, blocked in enumerate(queue):
@@ -92,7 +96,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
         for later in queue[i + 1 : i + 1 + HOIST_WINDOW]:
             if counted == prefetch:
                 break
-            if waits_on_nothing(later) and not later.hoist:
+            if is_free(later) and not later.hoist:
                 if live is not None:
                     if not live.fits_earlier(later, blocked, budget):
                         break  # the loads after it stay behind it (see the docstring)
@@ -128,9 +132,10 @@ def schedule_within_budget(graph: Graph, nodes: list[Node], queues: list[tuple[s
     if prefetch == 0:
         return tiles
     live = LiveBytes(sorted(nodes, key=QUEUE_ORDER), tiles)
+    is_free = free_load_test(nodes, graph.trips_kept)
     for engine, queue in queues:
         if _is_pipelined(graph, engine):
-            hoist_past_barriers(queue, prefetch, live, budget)
+            hoist_past_barriers(queue, prefetch, live, budget, is_free)
     _number(queues)
     for t in tiles:
         if not t.consumers:
@@ -176,12 +181,13 @@ def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: in
 
     A queue is sorted before hoisting only where loads are hoisted in it; :func:`_number` sorts them all.
     """
+    is_free = free_load_test([n for _engine, queue in queues for n in queue], graph.trips_kept)
     for engine, queue in queues:
         if _is_pipelined(graph, engine):
             queue.sort(key=QUEUE_ORDER)
             lead_with_large_load(queue, queues)
             if prefetch > 0:
-                hoist_past_barriers(queue, prefetch)
+                hoist_past_barriers(queue, prefetch, is_free=is_free)
     _number(queues)
 
 
