@@ -521,15 +521,13 @@ def _step_bits(out: np.ndarray, bases: np.ndarray, pairs: int, flips: int) -> No
                                for f in (WAIT_MASK, SIGNAL_MASK, WAIT_PARITY))
     mask = np.where(odd, swap_pairs(mask0, pairs), mask0)
     signal = np.where(odd, swap_pairs(signal0, pairs), signal0)
-    steady, paired = np.uint64(flips & ~pairs & _ALL_BITS), np.uint64(flips & pairs)
+    steady, paired = np.uint64(flips & ~pairs & WAIT_MASK.max_value), np.uint64(flips & pairs)
     parity = parity0 ^ np.where(odd, steady, np.uint64(0)) ^ np.where(second, paired, np.uint64(0))
     parity = np.where(odd, swap_pairs(parity, pairs), parity) & mask
     for f, v in ((WAIT_MASK, mask), (SIGNAL_MASK, signal), (WAIT_PARITY, parity)):
         out[:, :, f.word] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         out[:, :, f.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
 
-
-_ALL_BITS = (1 << 64) - 1
 
 
 def loop_step_indices(rec: np.ndarray) -> np.ndarray:
@@ -633,6 +631,8 @@ def make_loop_record(body: int, trips: int, step_indices=None, *, pairs: int = 0
                      ring_base: int = 0, ring_bytes: int = 0) -> np.ndarray:
     """The words of a loop record for ``trips`` runs of a ``body``-instruction body whose instruction j
     steps by step record ``step_indices[j]`` (default: its own, ``body`` step records)."""
+    if body > MAX_LOOP_BODY:
+        raise ValueError(f"a loop body holds at most {MAX_LOOP_BODY} instructions, not {body}")
     indices = np.arange(body) if step_indices is None else np.asarray(step_indices)
     rec = np.zeros(INSTR_WORDS, dtype=np.uint32)
     OPCODE.set(rec, OP_LOOP)
@@ -640,8 +640,6 @@ def make_loop_record(body: int, trips: int, step_indices=None, *, pairs: int = 0
                  (LOOP_RING_BYTES, ring_bytes), (LOOP_BODY, body), (LOOP_TRIPS, trips),
                  (LOOP_STEPS, int(indices.max(initial=-1)) + 1)):
         f.set(rec, v)
-    if body > MAX_LOOP_BODY:
-        raise ValueError(f"a loop body holds at most {MAX_LOOP_BODY} instructions, not {body}")
     index_bytes = np.zeros(MAX_LOOP_BODY, dtype=np.uint8)
     index_bytes[:body] = indices
     rec[LOOP_STEP_INDEX_WORD:] = index_bytes.view("<u4")

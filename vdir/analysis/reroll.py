@@ -228,7 +228,7 @@ def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
     return pairs, flips & _ALL_BITS
 
 
-_ALL_BITS = (1 << 64) - 1
+_ALL_BITS = isa.WAIT_MASK.max_value  # every dependency bit
 
 
 def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, int] | None:

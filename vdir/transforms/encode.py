@@ -210,6 +210,7 @@ def _check_fast_layout() -> None:
 
 _check_fast_layout()
 
+
 def _first_trip_counts(graph: Graph) -> dict[int, int]:
     """Node id -> the wait count to encode for a first-trip micro-op of the layer loop that waits on no
     counter where its second-trip counterpart does (the first layer reads the program's input, the

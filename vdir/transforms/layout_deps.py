@@ -372,7 +372,7 @@ class _TripBits:
         its template took in the trip before, as the other trips do, where that bit may be reused: a toggle
         no one awaits, recorded like any other (the reuse conditions of a later producer see it)."""
         for bit in self.last.get(p.template, ())[:1]:
-            if _may_reuse(state[bit], start, _KNOWN_BY_NONE):
+            if _may_reuse(state[bit], start, [_KNOWN_BY_NONE] * len(start)):
                 toggles[bit] += 1
                 state[bit] = (*unseen, index[p.engine], p.pos)
                 p.signal_bits.append(bit)
@@ -441,8 +441,9 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
     return None
 
 
-#: the ``known_by_all`` of a producer that nothing waits on: condition 2 of :func:`_may_reuse` holds
-_KNOWN_BY_NONE: VClock = [1 << 62] * 8
+#: an entry of the ``known_by_all`` of a producer that nothing waits on: condition 2 of
+#: :func:`_may_reuse` holds whatever the previous producer's position
+_KNOWN_BY_NONE = 1 << 62
 
 #: what a bit's reuse must know (:func:`assign_bits`): the last queue position among the waiters
 #: of its previous toggle, one per engine, then the previous producer's engine and position
