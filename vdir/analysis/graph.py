@@ -804,6 +804,12 @@ class _Expander:
 MIN_LAYER_TRIPS = 3
 
 
+def counterparts(nodes: list[Node], trip: int) -> dict[tuple[int, int], Node]:
+    """The layer loop's nodes of trip ``trip`` by (SM, template): where the trips are kept alike
+    (``Graph.trips_kept``) each node of another trip finds its counterpart there on its own SM."""
+    return {(n.sm, n.template): n for n in nodes if n.trip == trip}
+
+
 def _constant_bounds(op: RepeatOp) -> tuple[int, int, int]:
     """(lower, upper, step) of a repeat."""
     return op.lower.value.data, op.upper.value.data, op.step.value.data

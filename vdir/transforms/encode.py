@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vdir import isa
-from vdir.analysis.graph import Graph, Node, build_graph, single_program
+from vdir.analysis.graph import Graph, Node, build_graph, counterparts, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
 from vdir.analysis.queues import QUEUE_ORDER, check_queue_positions_follow_program_order, queues_of
 from vdir.analysis.reroll import reroll_queue
@@ -219,7 +219,7 @@ def _first_trip_counts(graph: Graph) -> dict[int, int]:
     loop's do, and the encoder can fold it in (``docs/isa.md``, Loops)."""
     if not graph.trips_kept:
         return {}
-    second = {(n.sm, n.template): n for n in graph.nodes if n.trip == 1}
+    second = counterparts(graph.nodes, 1)
     out: dict[int, int] = {}
     for n in graph.nodes:
         m = second.get((n.sm, n.template)) if n.trip == 0 and not n.wait_counters else None

@@ -51,7 +51,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node
+from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node, counterparts
 from vdir.analysis.queues import SCHEDULED_QUEUE_ORDER, SmShare, scheduled_shares
 from vdir.analysis.stages import run_stage
 from vdir.diagnostics import PassFailure
@@ -97,7 +97,7 @@ def _release_alike(graph: Graph, counts: dict[int, int]) -> None:
     releases counter ``c`` releases a new counter made for ``c``, numbered after all others in the
     order of ``c``, so that its counters step from trip to trip as the loop's do."""
     last = graph.loop_trips - 1
-    before = {(n.sm, n.template): n for n in graph.nodes if n.trip == last - 1}
+    before = counterparts(graph.nodes, last - 1)
     made: dict[int, list[Node]] = {}
     for n in graph.nodes:
         m = before.get((n.sm, n.template)) if n.trip == last and not n.release_counters else None
@@ -337,7 +337,6 @@ class _TripBits:
     def __init__(self, width: int):
         self.last: dict[int, tuple[int, ...]] = {}  # template -> its bits in its last two trips, the last first
         self.reserved: list[int | None] = [None] * width  # bit -> the template holding it
-        self.togglers: list[list[Node]] = [[] for _ in range(width)]  # bit -> the producers that toggle it
         self.producer_of: dict[tuple[int, int], Node] = {}  # (waiter id, bit) -> the producer it awaits
 
     def choose(self, p: Node, state: list[_BitState | None], start: VClock, known_by_all: VClock) -> int | None:
@@ -346,12 +345,10 @@ class _TripBits:
         for bit in kept:
             if _may_reuse(state[bit], start, known_by_all):
                 return bit
-        if len(kept) == 1:  # the pair's other bit: pairs are bits 2k and 2k + 1 (``isa.Loop.expand``)
-            partner = kept[0] ^ 1
-            if self.reserved[partner] in (None, p.template) and _may_reuse(state[partner], start, known_by_all):
-                return partner
-        for bit, st in enumerate(state):
-            if self.reserved[bit] in (None, p.template) and _may_reuse(st, start, known_by_all):
+        # then the pair's other bit (pairs are bits 2k and 2k + 1, ``isa.Loop.expand``), then the lowest
+        candidates = [kept[0] ^ 1] if len(kept) == 1 else []
+        for bit in [*candidates, *range(len(state))]:
+            if self.reserved[bit] in (None, p.template) and _may_reuse(state[bit], start, known_by_all):
                 return bit
         return None
 
@@ -362,12 +359,11 @@ class _TripBits:
             self.reserved[kept[1]] = None
         self.last[p.template] = (bit, *kept[:1])
         self.reserved[bit] = p.template
-        self.togglers[bit].append(p)
         for w in waiters:
             self.producer_of[w.id, bit] = p
 
     def signal_alike(self, p: Node, state: list[_BitState | None], toggles: list[int], start: VClock,
-                     index: dict[str, int], unseen: list[int]) -> None:
+                     index: dict[str, int], unseen: list[int], togglers: list[list[Node]]) -> None:
         """``p``, which nothing waits on (the last trip's producers: nothing follows them), toggles the bit
         its template took in the trip before, as the other trips do, where that bit may be reused: a toggle
         no one awaits, recorded like any other (the reuse conditions of a later producer see it)."""
@@ -376,23 +372,24 @@ class _TripBits:
                 toggles[bit] += 1
                 state[bit] = (*unseen, index[p.engine], p.pos)
                 p.signal_bits.append(bit)
-                self.togglers[bit].append(p)
+                togglers[bit].append(p)
 
-    def wait_alike(self, clocks: _Clocks, index: dict[str, int]) -> None:
+    def wait_alike(self, clocks: _Clocks, index: dict[str, int], togglers: list[list[Node]]) -> None:
         """A first-trip micro-op waits, as its second-trip counterpart does, on the bits that the trip
-        before toggled, with parity 0: where every toggle of the bit comes after the micro-op (its start
-        clock says so), the bit still holds 0 then, so the wait is met at once and orders nothing. The
-        bits a pair uses in turn are left out (the first trip's would be the pair's other bit)."""
-        second = {n.template: n for n in clocks.order if n.trip == 1}
+        before toggled, with parity 0: where every toggle of the bit (``togglers``: every producer of the
+        SM that toggles it, in the loop or not) comes after the micro-op (its start clock says so), the
+        bit still holds 0 then, so the wait is met at once and orders nothing. The bits a pair uses in
+        turn are left out (the first trip's would be the pair's other bit)."""
+        second = counterparts(clocks.order, 1)
         for n in clocks.order:
-            n1 = second.get(n.template) if n.trip == 0 else None
+            n1 = second.get((n.sm, n.template)) if n.trip == 0 else None
             if n1 is None:
                 continue
             e = index[n.engine]
             for bit in n1.wait_bits:
                 p = self.producer_of.get((n1.id, bit))
-                if (p is not None and p.trip == 0 and bit not in n.wait_bits and self.last[p.template][-1] == bit
-                        and all(clocks.start[q.id][e] >= n.pos for q in self.togglers[bit])):
+                if (p is not None and p.trip == 0 and bit not in n.wait_bits and set(self.last[p.template]) == {bit}
+                        and all(clocks.start[q.id][e] >= n.pos for q in togglers[bit])):
                     n.wait_bits[bit] = 0
 
 
@@ -405,13 +402,14 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
     index = {name: i for i, name in enumerate(graph.target.engine_names)}
     state: list[_BitState | None] = [None] * width
     toggles = [0] * width
+    togglers: list[list[Node]] = [[] for _ in range(width)]  # bit -> the producers that toggle it, in order
     first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
     unseen = [-1] * num_engines
     for p in clocks.order:
         ws = waiters.get(p.id)
         if ws is None:
             if trips is not None and p.trip >= 0:
-                trips.signal_alike(p, state, toggles, start_of[p.id], index, unseen)
+                trips.signal_alike(p, state, toggles, start_of[p.id], index, unseen, togglers)
             continue
         if len(ws) == 1:
             known_by_all = pre_of[ws[0].id]
@@ -434,10 +432,11 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
             w.wait_bits[bit] = parity
         state[bit] = (*last, index[p.engine], p.pos)
         p.signal_bits.append(bit)
+        togglers[bit].append(p)
         if loop_trips:
             loop_trips.took(p, bit, ws)
     if trips is not None:
-        trips.wait_alike(clocks, index)
+        trips.wait_alike(clocks, index, togglers)
     return None
 
 
