@@ -396,8 +396,9 @@ class CudaPlatform(Platform):
             isa.check_regions(program)
         except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
-        # the kernel walks plain queues: loop records are expanded here
-        program = program.without_loops()
+        # the engines run loop records (the lsu load path walks plain queues: expanded for it)
+        if options.lsu_loads:
+            program = program.without_loops()
         lowered = lower(program, self._target, options)
         loaded = load_module(lowered.ptx, self._dev)
         module = loaded.module
@@ -415,9 +416,9 @@ class CudaPlatform(Platform):
         art = CudaArtifact(
             program=program, lowered=lowered, module=module, function=fn,
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
-            queues=self._upload(program.queue_table()), error=error, tmap_specs=specs,
+            queues=self._upload(L.kernel_queue_table(program)), error=error, tmap_specs=specs,
             cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
-            trace=self.allocate(8 * L.TRACE_STAMPS * max(len(program.instrs), 1)) if options.trace else None,
+            trace=self.allocate(8 * L.TRACE_STAMPS * max(program.executed_count(), 1)) if options.trace else None,
         )
         self._artifacts.append(art)
         return art
@@ -583,8 +584,9 @@ class CudaPlatform(Platform):
         if self._trace is None and art is not None and art.trace is not None and not self._closed:
             raw = np.zeros(art.trace.nbytes // 8, dtype=np.uint64)
             _check(_driver().cuMemcpyDtoH(raw.ctypes.data, int(art.trace.handle), raw.nbytes), "cuMemcpyDtoH")
-            stamps = raw.reshape(-1, L.TRACE_STAMPS)[: len(art.program.instrs)]
-            self._trace = Trace.from_stamps(art.program, stamps[:, L.TRACE_START], stamps[:, L.TRACE_END],
+            executed = art.program.without_loops()  # the stamps' order
+            stamps = raw.reshape(-1, L.TRACE_STAMPS)[: len(executed.instrs)]
+            self._trace = Trace.from_stamps(executed, stamps[:, L.TRACE_START], stamps[:, L.TRACE_END],
                                             TRACE_CLOCK)
         return self._trace
 

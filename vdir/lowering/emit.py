@@ -1,10 +1,9 @@
 """Entry points: an :class:`~vdir.isa.EncodedProgram` to a PTX module and text.
 
 The kernel is specialised to the program only in which op families it emits
-(the ones the program's compute instructions use); shapes, offsets and the
-queues are read from the instruction stream at run time. The kernel walks
-plain queues: a program with loop records runs as its executed stream
-(``EncodedProgram.without_loops``, which the CUDA backend uploads).
+(the ones the program's compute instructions use) and in whether it runs loop
+records; shapes, offsets and the queues are read from the instruction stream
+at run time (and the queue table, ``layout.kernel_queue_table``).
 """
 
 from __future__ import annotations
@@ -61,7 +60,9 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     # CTAs of this size on an SM, and spilled with 352 threads
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t), minnctapersm=1)
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams, opts, program.scalars)
+    if program.has_loops and opts.lsu_loads:
+        raise ValueError("the lsu load path walks plain queues: lower program.without_loops() with lsu_loads")
+    build_kernel(kernel, t, fams, opts, program.scalars, loops=program.has_loops)
     return mod
 
 

@@ -6,6 +6,8 @@ warp roles and the watchdog's error record. ``docs/lowering.md`` explains them.
 
 from __future__ import annotations
 
+import numpy as np
+
 from vdir import isa
 from vdir.target import EngineKind, TargetDescription
 
@@ -145,3 +147,75 @@ def block_threads(target: TargetDescription) -> int:
 def dynamic_smem_bytes(tile_bytes: int) -> int:
     """Dynamic shared memory of a launch: the header plus the program's tile arena."""
     return HEADER_BYTES + ((tile_bytes + 127) // 128) * 128
+
+# ---- the kernel's queue table (p_queues) -----------------------------------
+# One row per (SM, engine), row sm * engines + engine, then the loop entries:
+# each queue's loops in order and a closing sentinel entry. The kernel maps an
+# executed position p of a queue to its records with them (``kernel.fetch``):
+# before an entry's loop, p is record p + delta; inside it, p - begin = t * body
+# + j runs base record ``record + 1 + j`` of trip t, stepped by step record
+# ``record + 1 + body + index[j]``. Built from the loop records by
+# :func:`kernel_queue_table`; the loop records stay the program's truth.
+QUEUE_ROW_WORDS = 4
+Q_RECORDS = 0  # the queue's first record (an index into p_instrs)
+Q_COUNT = 1  # instructions the queue executes (its loops' trips counted)
+Q_EXEC_START = 2  # its first instruction's index in the executed order (the trace buffer's)
+Q_LOOPS = 3  # byte offset from p_queues of its first loop entry
+LOOP_ENTRY_WORDS = isa.INSTR_WORDS
+LOOP_ENTRY_BYTES = LOOP_ENTRY_WORDS * isa.WORD_BYTES
+LE_BEGIN = 0  # executed position of the body's first run (the sentinel: all ones)
+LE_END = 1  # one past its last run (the sentinel: all ones)
+LE_DELTA = 2  # record - position, mod 2**32, of the instructions before the loop
+LE_RECORD = 3  # the loop record (an index into p_instrs)
+LE_BODY = 4  # instructions in the body
+LE_PAIRS = 8  # lo, hi: the loop record's pairs (16-byte aligned: read with the flips as one vector)
+LE_FLIPS = 10  # lo, hi: its flips
+LE_RING_BASE = 12
+LE_RING_BYTES = 13
+LE_STEP_INDEX = isa.LOOP_STEP_INDEX_WORD  # its step-index words, as in the loop record
+#: instructions a window holds in a kernel that runs loops: each slot holds a base record and its step
+LOOP_FETCH_DEPTH = FETCH_DEPTH // 2
+#: bytes of one such slot
+LOOP_SLOT_BYTES = 2 * isa.INSTR_BYTES
+_ALL_ONES = 0xFFFFFFFF
+
+
+def kernel_queue_table(program: isa.EncodedProgram) -> np.ndarray:
+    """The flat uint32 table the kernel reads through ``p_queues`` (layout above).
+
+    Raises LoopFormError on a malformed loop record (check the program first).
+    """
+    engines = program.num_engines
+    rows = np.zeros((program.num_sms * engines, QUEUE_ROW_WORDS), dtype=np.uint32)
+    entries: list[np.ndarray] = []
+    executed = 0
+    for sm, qs in enumerate(program.queues):
+        for e, (first, records) in enumerate(qs):
+            loops = isa.queue_loops(program.instrs[first : first + records])
+            count = records + sum(loop.body * loop.trips - (loop.end - loop.record) for loop in loops)
+            rows[sm * engines + e] = (first, count, executed, rows.nbytes + len(entries) * LOOP_ENTRY_BYTES)
+            entries += _loop_entries(program.instrs, first, loops)
+            executed += count
+    return np.concatenate([rows.reshape(-1), *entries]) if entries else rows.reshape(-1)
+
+
+def _loop_entries(instrs: np.ndarray, first: int, loops: list[isa.Loop]) -> list[np.ndarray]:
+    """One queue's loop entries and its sentinel."""
+    out, position, record = [], 0, 0  # executed position and record just after the previous loop
+    for loop in loops:
+        entry = np.zeros(LOOP_ENTRY_WORDS, dtype=np.uint32)
+        rec = instrs[first + loop.record]
+        begin = position + loop.record - record
+        entry[[LE_BEGIN, LE_END, LE_DELTA, LE_RECORD, LE_BODY]] = (
+            begin, begin + loop.body * loop.trips, (first + record - position) % (1 << 32), first + loop.record,
+            loop.body)
+        entry[LE_PAIRS : LE_PAIRS + 2] = rec[isa.LOOP_PAIRS.word_indices]
+        entry[LE_FLIPS : LE_FLIPS + 2] = rec[isa.LOOP_FLIPS.word_indices]
+        entry[LE_RING_BASE], entry[LE_RING_BYTES] = isa.LOOP_RING_BASE.get(rec), isa.LOOP_RING_BYTES.get(rec)
+        entry[LE_STEP_INDEX:] = rec[isa.LOOP_STEP_INDEX_WORD:]
+        out.append(entry)
+        position, record = begin + loop.body * loop.trips, loop.end
+    sentinel = np.zeros(LOOP_ENTRY_WORDS, dtype=np.uint32)
+    sentinel[[LE_BEGIN, LE_END, LE_DELTA]] = (_ALL_ONES, _ALL_ONES, (first + record - position) % (1 << 32))
+    out.append(sentinel)
+    return out

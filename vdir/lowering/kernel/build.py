@@ -17,7 +17,7 @@ from vdir.target import EngineKind, TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None) -> None:
+                 options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
@@ -26,6 +26,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
 
     ``scalars`` are the program's launch-time scalars, whose ranges the
     prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
+    ``loops``: the program has loop records, which the engines then run
+    (:mod:`vdir.lowering.kernel.fetch`); without, they walk plain queues.
     """
     L.check_engines(target)
     b = PtxBuilder(kernel)
@@ -43,7 +45,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
-        trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None,
+        trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)

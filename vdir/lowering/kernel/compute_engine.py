@@ -25,7 +25,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b = c.b
     nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
-    start, count = queue_of(c, engine)
+    q = queue_of(c, engine)
     ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
     cw = b.i("shr.u32", "u32", ct, 5)
     leader = b.setp("eq.u32", ct, 0)
@@ -33,7 +33,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     pos = b.var("u32", 0)
     # the waiting (first) warp prefetches instructions into the window; the
     # group reads the current one from there after the barrier
-    fe = SmemFetcher(c, start, count, engine)
+    fe = SmemFetcher(c, q, engine)
     prime_skip = b.new_label("cp_prime_skip")
     b.bra(prime_skip, first_warp, neg=True)
     fe.prime(pos)
@@ -43,11 +43,11 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
 
     b.place(top)
-    b.bra(done, b.setp("ge.u32", pos, count))
+    b.bra(done, b.setp("ge.u32", pos, q.count))
     b.bra(sync, first_warp, neg=True)
     fw = fe.fields_at(pos)
     spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
-    stamp(c, start, pos, L.TRACE_START, leader)
+    stamp(c, q.exec_start, pos, L.TRACE_START, leader)
     b.bra(sync)
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
@@ -65,7 +65,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     # every compute thread's shared-memory writes precede the leader's release
     b.raw("barrier.sync", bar_txt)
     signal(c, f.signal, f.rel, leader)
-    stamp(c, start, pos, L.TRACE_END, leader)
+    stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top, first_warp, neg=True)
     fe.advance(pos)

@@ -44,3 +44,4 @@ class Ctx:
     zero: SSAValue  # u32 register holding 0 (a tensor copy's innermost coordinate)
     exit_label: str  # every role leaves through here: kernel.launch.finish
     trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
+    loops: bool = False  # the program has loop records: the engines run them (``kernel.fetch``)

@@ -26,15 +26,25 @@ from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.kernel.context import FULL, Ctx
 
 
-def queue_of(c: Ctx, engine: int) -> tuple[SSAValue, SSAValue]:
-    """(first instruction, count) of this SM's queue for ``engine``."""
+@dataclass
+class Queue:
+    """This SM's queue for one engine, from the kernel's queue table (``layout.kernel_queue_table``)."""
+
+    records: SSAValue  # u32: its first record (an index into p_instrs)
+    count: SSAValue  # u32: the instructions it executes
+    exec_start: SSAValue  # u32: its first instruction's index in the executed order (trace stamps)
+    loops: SSAValue  # u64: global address of its first loop entry
+
+
+def queue_of(c: Ctx, engine: int) -> Queue:
+    """This SM's queue for ``engine``."""
     b = c.b
     row = b.i("mad.lo.u32", "u32", c.sm, c.target.num_engines, engine)
-    off = b.i("mul.wide.u32", "u64", row, isa.QUEUE_ENTRY_BYTES)
+    off = b.i("mul.wide.u32", "u64", row, L.QUEUE_ROW_WORDS * isa.WORD_BYTES)
     a = b.i("add.u64", "u64", c.queues, off)
-    start = b.ld("ld.global.nc.u32", "u32", a, isa.QUEUE_START.byte_offset)
-    count = b.ld("ld.global.nc.u32", "u32", a, isa.QUEUE_COUNT.byte_offset)
-    return start, count
+    words = b.ld_v4("ld.global.nc.v4.u32", "u32", a)
+    loops = b.i("cvt.u64.u32", "u64", words[L.Q_LOOPS])
+    return Queue(words[L.Q_RECORDS], words[L.Q_COUNT], words[L.Q_EXEC_START], b.i("add.u64", "u64", c.queues, loops))
 
 
 @dataclass
@@ -118,20 +128,215 @@ def vector_loader(ld_v4: Callable[[int], list[SSAValue]]) -> Callable[[int], SSA
     return load
 
 
-def instr_address(c: Ctx, start: SSAValue, pos: SSAValue) -> SSAValue:
-    """Global address of instruction ``start + pos``."""
+def record_address(c: Ctx, record: SSAValue) -> SSAValue:
+    """Global address of record ``record`` of p_instrs."""
     b = c.b
-    idx = b.i("add.u32", "u32", start, pos)
-    off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
+    off = b.i("mul.wide.u32", "u64", record, isa.INSTR_BYTES)
     return b.i("add.u64", "u64", c.instrs, off)
 
 
-def fetch(c: Ctx, start: SSAValue, pos: SSAValue) -> Fields:
-    """Load instruction ``start + pos`` with vector loads (slow paths: reports)."""
+def instr_address(c: Ctx, q: Queue, pos: SSAValue) -> SSAValue:
+    """Global address of record ``pos`` of queue ``q`` (its executed position ``pos`` when it has no loops)."""
+    return record_address(c, c.b.i("add.u32", "u32", q.records, pos))
+
+
+def fetch(c: Ctx, q: Queue, pos: SSAValue) -> Fields:
+    """The instruction queue ``q`` executes at ``pos``, loaded from global memory (slow paths: reports)."""
     b = c.b
-    a = instr_address(c, start, pos)
+    if c.loops:
+        return _fetch_in_loop(c, q, pos)
+    a = instr_address(c, q, pos)
     return fields_from(c, vector_loader(lambda off: b.ld_v4("ld.global.nc.v4.u32", "u32", a, off)),
                        lambda off: b.ld("ld.global.nc.u32", "u32", a, off))
+
+
+def _fetch_in_loop(c: Ctx, q: Queue, pos: SSAValue) -> Fields:
+    """:func:`fetch` in a kernel that runs loops: each lane loads its word of the base and step
+    records that ``pos`` runs (a cursor walked from the queue's first loop entry) and steps it."""
+    b = c.b
+    at = LoopCursor(c, q, with_params=True).locate(pos)
+    lane4 = b.i("mul.wide.u32", "u64", c.lane, isa.WORD_BYTES)
+    base = b.ld("ld.global.nc.u32", "u32", b.i("add.u64", "u64", record_address(c, at.base), lane4))
+    step = b.var("u32", 0)
+    b.ld("ld.global.nc.u32", "u32", b.i("add.u64", "u64", record_address(c, at.step), lane4), dst=step,
+         guard=at.in_loop)
+    word = b.i("selp.b32", "b32", loop_word(c, at, base, step), base, at.in_loop)
+    return _lane_fields(c, word)
+
+
+def _lane_fields(c: Ctx, word: SSAValue) -> Fields:
+    """The fields of an instruction whose word k lane k holds (read with ``shfl.sync.idx``)."""
+    def word_at(offset: int) -> SSAValue:
+        return c.b.i("shfl.sync.idx.b32", "u32", word, offset // isa.WORD_BYTES, 31, FULL)
+
+    cache: dict[int, SSAValue] = {}
+
+    def load(offset: int) -> SSAValue:
+        if offset not in cache:
+            cache[offset] = word_at(offset)
+        return cache[offset]
+
+    return fields_from(c, load, word_at)
+
+
+@dataclass
+class LoopPosition:
+    """Where an executed position lies: the records it runs and its trip, with its loop's parameters."""
+
+    in_loop: SSAValue  # pred: inside a loop (else ``base`` is a plain record and the rest is unused)
+    base: SSAValue  # u32: the base record (an index into p_instrs)
+    step: SSAValue  # u32: its step record
+    trip: SSAValue  # u32
+    cursor: "LoopCursor"
+
+
+class LoopCursor:
+    """Walks a queue's loop entries (``layout.kernel_queue_table``) to map executed positions to records.
+
+    The positions it is asked for never decrease: it moves to the next entry
+    once a position is past the current entry's loop (a load of the entry's
+    words, once per loop). ``sequential``: it is asked for every position in
+    turn, and counts the body index and the trip up instead of dividing.
+    Lane k (k < 16) holds the entry's step-index word k; ``with_params`` also
+    keeps what :func:`loop_word` needs: the ring, and in lane k the half
+    (k odd: low, even: high) of the pairs and flips that its dependency-bit
+    word holds.
+    """
+
+    def __init__(self, c: Ctx, q: Queue, with_params: bool = False, sequential: bool = False):
+        b = self.b = c.b
+        self.c, self.with_params, self.sequential = c, with_params, sequential
+        self.entry = b.var("u64", q.loops)
+        lane_word = b.i("and.b32", "u32", c.lane, isa.INSTR_WORDS - L.LE_STEP_INDEX - 1)
+        self.lane_off = b.i("mul.wide.u32", "u64", lane_word, isa.WORD_BYTES)
+        self.begin, self.end, self.delta, self.record, self.body, self.index = (b.var("u32", 0) for _ in range(6))
+        self.j, self.trip = b.var("u32", 0), b.var("u32", 0)
+        if with_params:
+            self.low_half = b.setp("ne.u32", b.i("and.b32", "u32", c.lane, 1), 0)
+            self.pairs, self.steady, self.paired = b.var("u32", 0), b.var("u32", 0), b.var("u32", 0)
+            self.ring_base, self.ring_bytes = b.var("u32", 0), b.var("u32", 0)
+        self._load()
+
+    def _load(self) -> None:
+        """Read the current entry's words into the cursor's registers."""
+        b, e = self.b, self.entry
+        first = b.ld_v4("ld.global.nc.v4.u32", "u32", e, 0)
+        for reg, word in ((self.begin, L.LE_BEGIN), (self.end, L.LE_END), (self.delta, L.LE_DELTA),
+                          (self.record, L.LE_RECORD)):
+            b.set(reg, first[word])
+        b.ld("ld.global.nc.u32", "u32", e, L.LE_BODY * isa.WORD_BYTES, dst=self.body)
+        b.ld("ld.global.nc.u32", "u32", b.i("add.u64", "u64", e, self.lane_off), L.LE_STEP_INDEX * isa.WORD_BYTES,
+             dst=self.index)
+        if self.with_params:
+            pairs_lo, pairs_hi, flips_lo, flips_hi = b.ld_v4("ld.global.nc.v4.u32", "u32", e,
+                                                             L.LE_PAIRS * isa.WORD_BYTES)
+            b.i("selp.b32", "b32", pairs_lo, pairs_hi, self.low_half, dst=self.pairs)
+            flips = b.i("selp.b32", "b32", flips_lo, flips_hi, self.low_half)
+            b.i("and.b32", "b32", flips, self.pairs, dst=self.paired)
+            b.i("xor.b32", "b32", flips, self.paired, dst=self.steady)
+            b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BASE * isa.WORD_BYTES, dst=self.ring_base)
+            b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BYTES * isa.WORD_BYTES, dst=self.ring_bytes)
+
+    def locate(self, pos: SSAValue) -> LoopPosition:
+        """Where ``pos`` lies (every lane of the warp, converged: the step index is a shuffle)."""
+        b = self.b
+        scan, found, straight = b.new_label("loop_scan"), b.new_label("loop_found"), b.new_label("loop_straight")
+        b.place(scan)
+        b.bra(found, b.setp("lt.u32", pos, self.end))
+        b.i("add.u64", "u64", self.entry, L.LOOP_ENTRY_BYTES, dst=self.entry)
+        self._load()
+        b.bra(scan)
+        b.place(found)
+        in_loop = b.setp("ge.u32", pos, self.begin)
+        base, step = b.var("u32", 0), b.var("u32", 0)
+        b.i("add.u32", "u32", pos, self.delta, dst=base)
+        b.bra(straight, in_loop, neg=True)
+        self._count(pos)
+        first_base = b.i("add.u32", "u32", self.record, 1)
+        b.i("add.u32", "u32", first_base, self.j, dst=base)
+        word = b.i("shfl.sync.idx.b32", "u32", self.index, b.i("shr.u32", "u32", self.j, 2), 31, FULL)
+        shift = b.i("shl.b32", "u32", b.i("and.b32", "u32", self.j, 3), 3)
+        index = b.i("and.b32", "u32", b.i("shr.u32", "u32", word, shift), 0xFF)
+        first_step = b.i("add.u32", "u32", first_base, self.body)
+        b.i("add.u32", "u32", first_step, index, dst=step)
+        b.place(straight)
+        return LoopPosition(in_loop, base, step, self.trip, self)
+
+    def _count(self, pos: SSAValue) -> None:
+        """Set the body index ``j`` and the trip of ``pos`` (inside the current loop)."""
+        b = self.b
+        run = b.i("sub.u32", "u32", pos, self.begin)
+        if not self.sequential:
+            b.i("div.u32", "u32", run, self.body, dst=self.trip)
+            b.i("sub.u32", "u32", run, b.i("mul.lo.u32", "u32", self.trip, self.body), dst=self.j)
+            return
+        # the position after the previous one: j + 1, wrapping into the next trip (or the loop's first)
+        first = b.setp("eq.u32", run, 0)
+        nxt = b.i("add.u32", "u32", self.j, 1)
+        wrap = b.setp("eq.u32", nxt, self.body)
+        b.i("add.u32", "u32", self.trip, b.i("selp.u32", "u32", 1, 0, wrap), dst=self.trip)
+        b.i("selp.u32", "u32", 0, nxt, wrap, dst=self.j)
+        b.i("selp.u32", "u32", 0, self.trip, first, dst=self.trip)
+        b.i("selp.u32", "u32", 0, self.j, first, dst=self.j)
+
+
+#: the low bit of every pair (2k, 2k + 1) of a 32-bit half of a mask, and the high one (pairs never
+#: straddle the halves: ``isa.swap_pairs``)
+_EVEN_BITS, _ODD_BITS = 0x5555_5555, 0xAAAA_AAAA
+
+
+def loop_word(c: Ctx, at: LoopPosition, base: SSAValue, step: SSAValue) -> SSAValue:
+    """Lane k's word k of the instruction that base word ``base`` and step word ``step`` (lane k's)
+    make on trip ``at.trip``, as :meth:`vdir.isa.Loop.expand` says: word 0 as it is, a ring word in
+    the loop's ring, the dependency-bit words by the loop's pairs and flips, the rest stepped.
+
+    Every lane of the warp takes part (shuffles); ``at.cursor`` holds the loop's parameters. A pair
+    of bits lies within one 32-bit word, so each dependency-bit word is worked out in its own lane.
+    """
+    b, cur, t = c.b, at.cursor, at.trip
+    word = b.var("u32", 0)
+    b.i("mad.lo.u32", "u32", t, step, base, dst=word)
+    _step_in_ring(c, cur, t, base, step, word)
+    odd = b.setp("ne.u32", b.i("and.b32", "u32", t, 1), 0)
+    second = b.setp("ne.u32", b.i("and.b32", "u32", t, 2), 0)
+
+    def swapped_on_odd(bits: SSAValue) -> SSAValue:
+        moving = b.i("and.b32", "b32", bits, cur.pairs)
+        kept = b.i("xor.b32", "b32", bits, moving)
+        up = b.i("shl.b32", "b32", b.i("and.b32", "b32", moving, _EVEN_BITS), 1)
+        down = b.i("shr.b32", "b32", b.i("and.b32", "b32", moving, _ODD_BITS), 1)
+        swapped = b.i("or.b32", "b32", kept, b.i("or.b32", "b32", up, down))
+        return b.i("selp.b32", "b32", swapped, bits, odd)
+
+    # the wait mask (lanes 1, 2) and the signal mask (5, 6) swap their pairs on the odd trips; the
+    # parity (3, 4) flips, swaps and keeps the trip's mask bits (lane k - 2's word)
+    mask_of_parity = swapped_on_odd(b.i("shfl.sync.up.b32", "u32", base, 2, 0, FULL))
+    flipped = b.i("xor.b32", "b32", base, b.i("selp.b32", "b32", cur.steady, 0, odd))
+    flipped = b.i("xor.b32", "b32", flipped, b.i("selp.b32", "b32", cur.paired, 0, second))
+    parity = b.i("and.b32", "b32", swapped_on_odd(flipped), mask_of_parity)
+    lane = c.lane
+    in_parity = b.setp("eq.u32", b.i("shr.u32", "u32", b.i("sub.u32", "u32", lane, isa.WAIT_PARITY.word), 1), 0)
+    bits = b.i("selp.b32", "b32", parity, swapped_on_odd(base), in_parity)
+    first_bit, last_bit = min(isa.DEPENDENCY_BIT_WORDS), max(isa.DEPENDENCY_BIT_WORDS)
+    in_bits = b.setp("le.u32", b.i("sub.u32", "u32", lane, first_bit), last_bit - first_bit)
+    b.i("selp.b32", "b32", bits, word, in_bits, dst=word)
+    return b.i("selp.b32", "b32", base, word, b.setp("eq.u32", lane, isa.OPCODE.word))
+
+
+def _step_in_ring(c: Ctx, cur: LoopCursor, t: SSAValue, base: SSAValue, step: SSAValue, word: SSAValue) -> None:
+    """Where the instruction's step record names ring words (a uniform test), lane k's word k is
+    ``ring_base + (base - ring_base + t * step) mod ring_bytes`` if k is one of them."""
+    b = c.b
+    ring_mask = b.i("shfl.sync.idx.b32", "u32", step, isa.STEP_RING_WORDS.word, 31, FULL)
+    done = b.new_label("ring_done")
+    b.bra(done, b.setp("eq.u32", ring_mask, 0))
+    in_ring = b.setp("ne.u32", b.i("and.b32", "u32", b.i("shr.u32", "u32", ring_mask, c.lane), 1), 0)
+    offset = b.i("cvt.u64.u32", "u64", b.i("sub.u32", "u32", base, cur.ring_base))
+    moved = b.i("add.u64", "u64", offset, b.i("mul.wide.u32", "u64", t, step))
+    ring = b.i("cvt.u64.u32", "u64", b.i("max.u32", "u32", cur.ring_bytes, 1))
+    in_slot = b.i("cvt.u32.u64", "u32", b.i("rem.u64", "u64", moved, ring))
+    b.i("add.u32", "u32", cur.ring_base, in_slot, dst=word, guard=in_ring)
+    b.place(done)
 
 
 class WarpFetcher:
@@ -146,17 +351,17 @@ class WarpFetcher:
     prefetched into L2 with one ``cp.async.bulk.prefetch.L2``.
     """
 
-    def __init__(self, c: Ctx, start: SSAValue, count: SSAValue):
+    def __init__(self, c: Ctx, q: Queue):
         b = self.b = c.b
-        self.c, self.start, self.count = c, start, count
+        self.c, self.start, self.count = c, q.records, q.count
         lane4 = b.i("mul.wide.u32", "u64", c.lane, 4)
         self.base = b.i("add.u64", "u64", c.instrs, lane4)
         depth = c.options.fetch_depth
         self.regs = [b.var("u32", 0) for _ in range(depth)]
         self.cur = self.regs[0]
         # warm L2 with this queue's instructions (lane 0, non-empty queue)
-        qa = instr_address(c, start, b.mov("u32", 0))
-        qbytes = b.i("mul.lo.u32", "u32", count, isa.INSTR_BYTES)
+        qa = instr_address(c, q, b.mov("u32", 0))
+        qbytes = b.i("mul.lo.u32", "u32", q.count, isa.INSTR_BYTES)
         p = b.setp("ne.u32", qbytes, 0)
         p = b.i("and.pred", "pred", p, b.setp("eq.u32", c.lane, 0))
         b.raw("cp.async.bulk.prefetch.L2.global", "[{0}], {1}", ins=[qa, qbytes], guard=p)
@@ -198,57 +403,103 @@ class WarpFetcher:
 
 
 class SmemFetcher:
-    """Instructions prefetched ``FETCH_DEPTH`` ahead into a shared-memory window (``layout.fetch_window``).
+    """Instructions prefetched into a shared-memory window (``layout.fetch_window``), several ahead.
 
     Lanes 0..7 copy an instruction's 128 bytes with ``cp.async.ca`` (one
-    commit group per instruction) into slot ``pos % FETCH_DEPTH`` of this
-    engine's window; ``cp.async.wait_group`` plus a warp barrier make the
-    oldest one readable. Unlike prefetches into registers, these copies are
-    not outstanding loads of the thread, so a later release (signalling the
+    commit group per instruction) into slot ``pos % depth`` of this engine's
+    window; ``cp.async.wait_group`` plus a warp barrier make the oldest one
+    readable. Unlike prefetches into registers, these copies are not
+    outstanding loads of the thread, so a later release (signalling the
     dependency bits) does not wait for them.
+
+    In a kernel that runs loops (``Ctx.loops``) a slot holds two records,
+    :data:`~vdir.lowering.layout.LOOP_FETCH_DEPTH` slots a window: the base
+    record that the position runs and, inside a loop, its step record, which
+    lanes 8..15 copy. An issue cursor (:class:`LoopCursor`) finds the records
+    of the position being prefetched, a second one the trip of the position
+    being read, and :func:`loop_word` writes the trip's words over the base
+    in the slot, once per position, before the engine reads it.
     """
 
-    def __init__(self, c: Ctx, start: SSAValue, count: SSAValue, engine: int):
+    def __init__(self, c: Ctx, q: Queue, engine: int):
         b = self.b = c.b
-        self.c, self.start, self.count = c, start, count
+        self.c, self.q = c, q
+        self.depth = L.LOOP_FETCH_DEPTH if c.loops else L.FETCH_DEPTH
+        self.slot_bytes = L.LOOP_SLOT_BYTES if c.loops else isa.INSTR_BYTES
         self.win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
         lane16 = b.i("shl.b32", "u32", c.lane, 4)
         self.lane_dst = b.i("add.u32", "u32", self.win, lane16)
-        lane16_64 = b.i("cvt.u64.u32", "u64", lane16)
-        self.lane_src = b.i("add.u64", "u64", c.instrs, lane16_64)
         self.copier = b.setp("lt.u32", c.lane, isa.INSTR_BYTES // 16)
+        if c.loops:
+            chunk = b.i("and.b32", "u32", lane16, isa.INSTR_BYTES - 1)
+            self.lane_chunk = b.i("cvt.u64.u32", "u64", chunk)
+            self.step_copier = b.setp("lt.u32", c.lane, 2 * isa.INSTR_BYTES // 16)
+            self.issuing = LoopCursor(c, q, sequential=True)
+            self.reading = LoopCursor(c, q, with_params=True, sequential=True)
+            self.ready = b.var("u32", 0xFFFFFFFF)  # the position whose slot holds its trip's words
+        else:
+            self.lane_src = b.i("add.u64", "u64", c.instrs, b.i("cvt.u64.u32", "u64", lane16))
 
     def _issue(self, pos: SSAValue) -> None:
-        b = self.b
-        ok = b.i("and.pred", "pred", b.setp("lt.u32", pos, self.count), self.copier)
-        idx = b.i("add.u32", "u32", self.start, pos)
-        off = b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES)
-        src = b.i("add.u64", "u64", self.lane_src, off)
-        slot = b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
-        dst = b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.lane_dst)
+        b, c = self.b, self.c
+        ok = b.setp("lt.u32", pos, self.q.count)
+        slot = b.i("and.b32", "u32", pos, self.depth - 1)
+        dst = b.i("mad.lo.u32", "u32", slot, self.slot_bytes, self.lane_dst)
+        if c.loops:
+            at = self.issuing.locate(pos)
+            copies = b.i("and.pred", "pred", at.in_loop, self.step_copier)
+            copies = b.i("or.pred", "pred", copies, self.copier)
+            record = b.i("selp.b32", "b32", at.base, at.step, self.copier)
+            src = b.i("add.u64", "u64", record_address(c, record), self.lane_chunk)
+            ok = b.i("and.pred", "pred", ok, copies)
+        else:
+            idx = b.i("add.u32", "u32", self.q.records, pos)
+            src = b.i("add.u64", "u64", self.lane_src, b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES))
+            ok = b.i("and.pred", "pred", ok, self.copier)
         b.raw("cp.async.ca.shared.global", "[{0}], [{1}], 16", ins=[dst, src], guard=ok)
         b.raw("cp.async.commit_group", "")
 
     def prime(self, pos: SSAValue) -> None:
-        """Start copying instructions ``pos .. pos + FETCH_DEPTH - 1``."""
-        for k in range(L.FETCH_DEPTH):
+        """Start copying instructions ``pos .. pos + depth - 1``."""
+        for k in range(self.depth):
             self._issue(self.b.i("add.u32", "u32", pos, k) if k else pos)
 
     def slot_address(self, pos: SSAValue) -> SSAValue:
         """Shared address of instruction ``pos`` in the window."""
-        slot = self.b.i("and.b32", "u32", pos, L.FETCH_DEPTH - 1)
-        return self.b.i("mad.lo.u32", "u32", slot, isa.INSTR_BYTES, self.win)
+        slot = self.b.i("and.b32", "u32", pos, self.depth - 1)
+        return self.b.i("mad.lo.u32", "u32", slot, self.slot_bytes, self.win)
 
     def fields_at(self, pos: SSAValue) -> Fields:
         """Wait for instruction ``pos`` (the oldest pending) and decode it."""
         b = self.b
-        b.raw("cp.async.wait_group", "%d" % (L.FETCH_DEPTH - 1))
+        b.raw("cp.async.wait_group", "%d" % (self.depth - 1))
         b.raw("bar.warp.sync", "%d" % FULL)
-        return smem_fields(self.c, self.slot_address(pos))
+        addr = self.slot_address(pos)
+        if self.c.loops:
+            self._step_in_place(pos, addr)
+        return smem_fields(self.c, addr)
+
+    def _step_in_place(self, pos: SSAValue, addr: SSAValue) -> None:
+        """Write trip t's words over the base record in ``pos``'s slot (once: an engine may read a
+        position again after an idle spin)."""
+        b, c = self.b, self.c
+        done = b.new_label("fetch_stepped")
+        b.bra(done, b.setp("eq.u32", pos, self.ready))
+        b.set(self.ready, pos)
+        at = self.reading.locate(pos)
+        b.bra(done, at.in_loop, neg=True)
+        lane_addr = b.i("mad.lo.u32", "u32", c.lane, isa.WORD_BYTES, addr)
+        base = b.ld("ld.shared.u32", "u32", lane_addr)
+        step = b.ld("ld.shared.u32", "u32", lane_addr, isa.INSTR_BYTES)
+        word = loop_word(c, at, base, step)
+        b.raw("bar.warp.sync", "%d" % FULL)  # every lane has read the base before any overwrites it
+        b.st("st.shared.u32", lane_addr, 0, word)
+        b.raw("bar.warp.sync", "%d" % FULL)
+        b.place(done)
 
     def advance(self, new_pos: SSAValue) -> None:
-        """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + FETCH_DEPTH - 1``."""
-        self._issue(self.b.i("add.u32", "u32", new_pos, L.FETCH_DEPTH - 1))
+        """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + depth - 1``."""
+        self._issue(self.b.i("add.u32", "u32", new_pos, self.depth - 1))
 
 
 def smem_fields(c: Ctx, addr: SSAValue) -> Fields:

@@ -38,7 +38,7 @@ from vdir.lowering.kernel.copies import (
     ring_landed,
     tensor_load,
 )
-from vdir.lowering.kernel.fetch import Fields, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
+from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
 from vdir.lowering.kernel.trace import stamp
@@ -53,8 +53,7 @@ class LoadLoop:
     engine: int
     ring: int  # which of the header's load rings (layout.load_ring_index)
     depth: int  # the loads it keeps in flight (LoweringOptions.ring_depth)
-    start: SSAValue
-    count: SSAValue
+    q: Queue
     lane0: SSAValue
     pos: SSAValue  # next queue position to issue
     ret: SSAValue  # oldest queue position still in flight
@@ -83,7 +82,7 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     """The engine's registers, the primed fetcher and the loop's labels."""
     b = c.b
     engine = c.target.engine_index(kind)
-    start, count = queue_of(c, engine)
+    q = queue_of(c, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
     ret = b.var("u32", 0)
@@ -91,14 +90,14 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     t0 = b.var("u64", 0)
     tclk = b.var("u64", 0)
     # (the lsu path's own cp.async would join the fetcher's commit groups)
-    fe = WarpFetcher(c, start, count) if c.options.lsu_loads else SmemFetcher(c, start, count, engine)
+    fe = WarpFetcher(c, q) if c.options.lsu_loads else SmemFetcher(c, q, engine)
     fe.prime(pos)
     prefix = "ld" if kind == EngineKind.LOAD else f"ld_{kind}"
     top, issue, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_issue"), b.new_label(f"{prefix}_idle")
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
-    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), start, count,
+    return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
                     lane0, pos, ret, phases, t0, tclk, fe, top, issue, idle, done, abort, policy)
 
 
@@ -106,13 +105,13 @@ def _issue_next(s: LoadLoop) -> None:
     """Issue the next load if a ring slot is free and its wait is satisfied, else go idle."""
     c, b = s.c, s.c.b
     b.place(s.issue)
-    b.bra(s.idle, b.setp("ge.u32", s.pos, s.count))
+    b.bra(s.idle, b.setp("ge.u32", s.pos, s.q.count))
     inflight = b.i("sub.u32", "u32", s.pos, s.ret)
     b.bra(s.idle, b.setp("ge.u32", inflight, s.depth))
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
-    stamp(c, s.start, s.pos, L.TRACE_START, s.lane0)
+    stamp(c, s.q.exec_start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
     # async-proxy read: fence.proxy.async.global, by each lane that issues a
@@ -213,7 +212,7 @@ def _retire_oldest(s: LoadLoop) -> None:
     rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
     slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.ring_info(s.ring))
     signal(c, b.pack64(slo, shi), srel, s.lane0)
-    stamp(c, s.start, s.ret, L.TRACE_END, s.lane0)
+    stamp(c, s.q.exec_start, s.ret, L.TRACE_END, s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("add.u32", "u32", s.ret, 1, dst=s.ret)
     _progress(s)
@@ -223,15 +222,15 @@ def _idle(s: LoadLoop) -> None:
     """Nothing to do right now: finish, abort, keep polling, or report a stall."""
     c, b = s.c, s.c.b
     b.place(s.idle)
-    fin = b.setp("ge.u32", s.pos, s.count)
+    fin = b.setp("ge.u32", s.pos, s.q.count)
     empty = b.setp("eq.u32", s.ret, s.pos)
     b.bra(s.done, b.i("and.pred", "pred", fin, empty))
     stall_poll(c, s.tclk, s.t0, True, s.top, s.abort)
     # report the instruction the engine is stuck on: the next to issue if any
     # remain (its wait is unsatisfied), else the oldest in flight
-    has_next = b.setp("lt.u32", s.pos, s.count)
+    has_next = b.setp("lt.u32", s.pos, s.q.count)
     which = b.i("selp.u32", "u32", s.pos, s.ret, has_next)
-    sf = fetch(c, s.start, which)
+    sf = fetch(c, s.q, which)
     _r, sbm, scv, swt = ready_check(c, sf, warp_uniform=True)
     report(c, L.ERR_WATCHDOG, s.engine, which, sf, sbm, scv, swt)
 

@@ -2,8 +2,8 @@
 
 A kernel lowered with ``trace`` takes one more parameter, the trace buffer
 (``layout.TRACE_PARAM``): ``layout.TRACE_STAMPS`` u64 words per instruction
-of the program, at its index in the instruction array (queue start + queue
-position). The engine that runs an instruction writes ``%globaltimer`` (ns)
+the program executes, at its index in the executed order (queue after queue,
+loops unrolled: ``layout.Q_EXEC_START`` + queue position). The engine that runs an instruction writes ``%globaltimer`` (ns)
 into word ``layout.TRACE_START`` once the instruction's waits are satisfied
 and it begins, and into ``layout.TRACE_END`` once it has signalled its
 completion (the load engine: at retirement, when its bytes have landed). One
@@ -22,13 +22,14 @@ from vdir.lowering.kernel.context import Ctx
 STAMP_BYTES = 8 * L.TRACE_STAMPS
 
 
-def stamp(c: Ctx, start: SSAValue, pos: SSAValue, which: int, writer: SSAValue) -> None:
-    """``writer`` stores ``%globaltimer`` as stamp ``which`` of instruction ``start + pos`` (no trace: nothing)."""
+def stamp(c: Ctx, exec_start: SSAValue, pos: SSAValue, which: int, writer: SSAValue) -> None:
+    """``writer`` stores ``%globaltimer`` as stamp ``which`` of executed instruction ``exec_start + pos``
+    (no trace: nothing)."""
     if c.trace is None:
         return
     b = c.b
     now = b.special("u64", "%globaltimer")
-    index = b.i("add.u32", "u32", start, pos)
+    index = b.i("add.u32", "u32", exec_start, pos)
     offset = b.i("mul.wide.u32", "u64", index, STAMP_BYTES)
     address = b.i("add.u64", "u64", c.trace, offset)
     b.st("st.global.u64", address, 8 * which, now, guard=writer)

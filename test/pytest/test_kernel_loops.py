@@ -1,0 +1,171 @@
+"""The GPU kernel runs loop records: its queue table and the engines' loop walk.
+
+The CUDA backend uploads a program's records as they are, loops included,
+with a queue table (``vdir.lowering.layout.kernel_queue_table``) from which
+the engines map an executed position to the base and step records it runs
+and its trip (``vdir.lowering.kernel.fetch``). The table is checked here on
+the host by walking it as the kernel does, against the unrolled queues on
+random rerolled programs; on the H200, looped programs give the bytes of
+their unrolled form, their traces have an event per executed instruction,
+and a watchdog report names the executed position in a loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ml_dtypes import bfloat16
+
+import vdir
+from vdir import isa
+from vdir.analysis.reroll import reroll_queue
+from vdir.frontend import examples
+from vdir.lowering import layout as L
+from vdir.lowering.emit import lower_to_ptx
+from vdir.target import get_target
+from vdir.testing.gpu import gpu
+from vdir.transforms.pipeline import compile_to_encoded
+
+from test_isa_loops import queues  # noqa: E402  (the random queue strategy)
+
+ENGINES = get_target("h200").num_engines
+
+
+def _program(queue_list: list[np.ndarray]) -> isa.EncodedProgram:
+    """An encoded program of one SM per ``ENGINES`` queues (no buffers: its table is all that is read)."""
+    qs = queue_list + [np.zeros((0, isa.INSTR_WORDS), np.uint32)] * (-len(queue_list) % ENGINES)
+    starts = np.cumsum([0] + [len(q) for q in qs])
+    table = [[(int(starts[sm * ENGINES + e]), len(qs[sm * ENGINES + e])) for e in range(ENGINES)]
+             for sm in range(len(qs) // ENGINES)]
+    return isa.EncodedProgram(num_sms=len(table), smem_bytes=0, num_counters=0, bitmap_bits=64, buffers=[],
+                              instrs=np.concatenate(qs), queues=table)
+
+
+def _entry_loop_instruction(entry: np.ndarray, base: np.ndarray, step: np.ndarray, trip: int) -> np.ndarray:
+    """Trip ``trip`` of a one-instruction loop with the entry's pairs, flips and ring (``isa.Loop.expand``)."""
+    rec = isa.make_loop_record(1, trip + 1, [0], pairs=isa.join_u64(*entry[L.LE_PAIRS : L.LE_PAIRS + 2]),
+                               flips=isa.join_u64(*entry[L.LE_FLIPS : L.LE_FLIPS + 2]),
+                               ring_base=int(entry[L.LE_RING_BASE]), ring_bytes=int(entry[L.LE_RING_BYTES]))
+    return isa.expand_queue(np.stack([rec, base, step]))[-1]
+
+
+def _walk(program: isa.EncodedProgram, table: np.ndarray, sm: int, engine: int) -> tuple[np.ndarray, int]:
+    """(the instructions, the first executed index) that a queue's row of ``table`` leads the kernel to:
+    a cursor over the loop entries, as ``fetch.LoopCursor.locate`` and ``fetch.loop_word`` do."""
+    row = table[(sm * ENGINES + engine) * L.QUEUE_ROW_WORDS :][: L.QUEUE_ROW_WORDS]
+    count, entry_at = int(row[L.Q_COUNT]), int(row[L.Q_LOOPS]) // isa.WORD_BYTES
+    out = []
+    for pos in range(count):
+        entry = table[entry_at : entry_at + L.LOOP_ENTRY_WORDS]
+        while pos >= entry[L.LE_END]:
+            entry_at += L.LOOP_ENTRY_WORDS
+            entry = table[entry_at : entry_at + L.LOOP_ENTRY_WORDS]
+        if pos < entry[L.LE_BEGIN]:
+            out.append(program.instrs[(pos + int(entry[L.LE_DELTA])) % (1 << 32)])
+            continue
+        trip, j = divmod(pos - int(entry[L.LE_BEGIN]), int(entry[L.LE_BODY]))
+        record, body = int(entry[L.LE_RECORD]), int(entry[L.LE_BODY])
+        index = int(np.ascontiguousarray(entry[L.LE_STEP_INDEX:]).view(np.uint8)[j])
+        out.append(_entry_loop_instruction(entry, program.instrs[record + 1 + j],
+                                           program.instrs[record + 1 + body + index], trip))
+    return np.array(out, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS), int(row[L.Q_EXEC_START])
+
+
+def _check_table(program: isa.EncodedProgram) -> None:
+    table = L.kernel_queue_table(program)
+    executed = program.without_loops()
+    for sm in range(program.num_sms):
+        for e in range(ENGINES):
+            walked, exec_start = _walk(program, table, sm, e)
+            assert np.array_equal(walked, program.executed_queue(sm, e)), (sm, e)
+            assert exec_start == executed.queues[sm][e][0]  # the trace buffer's order
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(queues(), min_size=1, max_size=6), st.integers(1, 16))
+def test_walking_the_queue_table_runs_every_queue_as_unrolled(queue_list, max_body):
+    """Random queues, rerolled: the table leads every position to its executed instruction."""
+    _check_table(_program([reroll_queue(q, max_body) for q in queue_list]))
+
+
+def test_walking_the_queue_table_of_a_compiled_stack():
+    """The same on a compiled stack whose every queue is one loop of its layers (``keep_trips``)."""
+    program = compile_to_encoded(examples.build_mlp_stack(8, 256, 1024), num_sms=8, keep_trips=True)
+    assert program.has_loops
+    _check_table(program)
+
+
+def test_a_program_without_loops_has_a_sentinel_per_queue():
+    """Without loops every row points at one sentinel entry, whose delta is the queue's first record."""
+    program = compile_to_encoded(examples.build_gemv(), num_sms=2, reroll=False)
+    table = L.kernel_queue_table(program)
+    for sm in range(program.num_sms):
+        for e in range(ENGINES):
+            row = table[(sm * ENGINES + e) * L.QUEUE_ROW_WORDS :][: L.QUEUE_ROW_WORDS]
+            entry = table[int(row[L.Q_LOOPS]) // isa.WORD_BYTES :][: L.LOOP_ENTRY_WORDS]
+            assert (row[L.Q_RECORDS], row[L.Q_COUNT]) == program.queues[sm][e]
+            assert entry[L.LE_BEGIN] == entry[L.LE_END] == 0xFFFFFFFF and entry[L.LE_DELTA] == row[L.Q_RECORDS]
+
+
+def test_the_loop_kernel_walks_entries_and_the_plain_one_does_not():
+    """A looped program's kernel prefetches base and step records (half as many slots) and steps them;
+    the same program unrolled gets the plain fetcher, and the lsu load path asks for it."""
+    looped = compile_to_encoded(examples.build_gemv(), num_sms=1)
+    assert looped.has_loops
+    loop_ptx, plain_ptx = lower_to_ptx(looped), lower_to_ptx(looped.without_loops())
+    assert "rem.u64" in loop_ptx and "div.u32" in loop_ptx and "$L_loop_scan" in loop_ptx
+    assert "cp.async.wait_group 3" in loop_ptx and "cp.async.wait_group 7" not in loop_ptx
+    assert "$L_loop_scan" not in plain_ptx and "cp.async.wait_group 7" in plain_ptx
+    with pytest.raises(ValueError, match="lsu load path walks plain queues"):
+        lower_to_ptx(looped, options={"load_path": "lsu"})
+
+
+# ---------------------------------------------------------------------------
+# on the H200
+# ---------------------------------------------------------------------------
+
+LOOPED = [
+    ("gemv on 1 SM", examples.build_gemv, 1),
+    ("4-layer stack on 1 SM", lambda: examples.build_mlp_stack(4, 256, 512), 1),
+    ("8-layer stack on 8 SMs, kept", lambda: examples.build_mlp_stack(8, 256, 1024), 8),
+]
+
+
+def _run(program: isa.EncodedProgram, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The program's outputs on the cuda backend, in argument order."""
+    with vdir.compile(program, backend="cuda") as exe:
+        out = exe(**inputs)
+        names = [b.name for b in program.buffers if b.is_output]
+        return [np.asarray(out[n]) for n in names] if isinstance(out, dict) else [np.asarray(out)]
+
+
+@gpu
+@pytest.mark.parametrize("name,build,sms", LOOPED, ids=[e[0] for e in LOOPED])
+def test_looped_programs_give_the_bytes_of_their_unrolled_form(name, build, sms):
+    """Each example, rerolled (the stack also with its layers kept alike), run by the engines' loop
+    walk, against the same program unrolled on the host: bit for bit, on fresh random inputs."""
+    rolled = compile_to_encoded(build(), num_sms=sms, keep_trips="kept" in name)
+    assert rolled.has_loops
+    rng = np.random.default_rng()
+    inputs = {b.name: (rng.standard_normal(b.shape, dtype=np.float32) / 8).astype(
+        bfloat16 if b.dtype == "bf16" else np.float32) for b in rolled.buffers if b.is_input}
+    looped, plain = _run(rolled, inputs), _run(rolled.without_loops(), inputs)
+    assert looped
+    for a, b in zip(looped, plain, strict=True):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@gpu
+def test_a_traced_looped_program_has_an_event_per_executed_instruction():
+    """Trace stamps land at executed indices: every executed instruction of every queue has its event."""
+    rolled = compile_to_encoded(examples.build_gemv(), num_sms=1)
+    rng = np.random.default_rng()
+    with vdir.compile(rolled, backend="cuda", options={"trace": True}) as exe:
+        exe(**{b.name: rng.standard_normal(b.shape).astype(bfloat16) for b in rolled.buffers if b.is_input})
+        events = exe.platform.last_trace().events
+    assert len(events) == rolled.executed_count()
+    for e in range(ENGINES):
+        got = sorted(ev.pos for ev in events if ev.engine == e)
+        assert got == list(range(len(rolled.executed_queue(0, e))))
