@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ml_dtypes import bfloat16
+from test_isa_loops import queues  # the random queue strategy
 
 import vdir
 from vdir import isa
@@ -27,8 +28,6 @@ from vdir.lowering.emit import lower_to_ptx
 from vdir.target import get_target
 from vdir.testing.gpu import gpu
 from vdir.transforms.pipeline import compile_to_encoded
-
-from test_isa_loops import queues  # noqa: E402  (the random queue strategy)
 
 ENGINES = get_target("h200").num_engines
 
