@@ -163,7 +163,9 @@ def test_a_traced_looped_program_has_an_event_per_executed_instruction():
     rng = np.random.default_rng()
     with vdir.compile(rolled, backend="cuda", options={"trace": True}) as exe:
         exe(**{b.name: rng.standard_normal(b.shape).astype(bfloat16) for b in rolled.buffers if b.is_input})
-        events = exe.platform.last_trace().events
+        trace = exe.platform.last_trace()
+    assert trace is not None
+    events = trace.events
     assert len(events) == rolled.executed_count()
     for e in range(ENGINES):
         got = sorted(ev.pos for ev in events if ev.engine == e)
