@@ -639,8 +639,9 @@ def gpu_main(opts) -> int:
         for n in (0, 1, 3, 4):  # the scheduler's prefetch (the table uses its default, 2)
             vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=n)
             exps.append((f"scheduler prefetch={n}", vp, {}))
-        exps.append(("keep_trips (every layer placed as the first)",
-                     compile_mlp(*layers_hidden_inter, plat.target().num_sms, keep_trips=True), {}))
+        kept = compile_mlp(*layers_hidden_inter, plat.target().num_sms, keep_trips=True)
+        exps.append(("keep_trips (every layer placed as the first; its loops unrolled on the host)", kept, {}))
+        exps.append(("keep_trips, the engines run its loops (run_loops=1)", kept, {"run_loops": True}))
         exps += [(f"lowering {o}", prog, o) for o in SWEEP]
         for rows, chunks, pf in STACK_TILINGS:  # other tilings of the down projection
             vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=pf,

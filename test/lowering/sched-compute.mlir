@@ -24,7 +24,11 @@
 
 // CHECK-LABEL: $L_role_compute_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 1;
-// CHECK:      ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
+// CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
+// CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
+// CHECK-NEXT: cvt.u64.u32
+// CHECK-NEXT: add.u64
 // CHECK-NEXT: sub.u32 [[CT:%r[0-9]+]], [[TID]], 64;
 // CHECK-NEXT: shr.u32 [[CW:%r[0-9]+]], [[CT]], 5;
 // CHECK-NEXT: setp.eq.u32 [[LEADER:%p[0-9]+]], [[CT]], 0;

@@ -28,10 +28,13 @@
 // CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
 // CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
 
-// Queue row sm * 4 + 0: (first, count).
+// Queue row sm * 4 + 0 (16 bytes): first record, count, first executed index, loop entries.
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 0;
-// CHECK:      ld.global.nc.u32 [[START:%r[0-9]+]], [{{%rd[0-9]+}}];
-// CHECK-NEXT: ld.global.nc.u32 [[COUNT:%r[0-9]+]], [{{%rd[0-9]+}}+4];
+// CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
+// CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
+// CHECK-NEXT: cvt.u64.u32
+// CHECK-NEXT: add.u64
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: mov.u32 [[RET:%r[0-9]+]], 0;

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import numpy as np
+import pytest
 from ml_dtypes import bfloat16
 
 import vdir
@@ -158,7 +159,8 @@ def test_every_queue_is_one_loop_of_every_layer():
                 assert (loop.record, loop.end, loop.trips) == (0, len(records), 8)
 
 
-def _outputs_with_and_without(layers: int, hidden: int, inter: int, sms: int, backend: str) -> list[np.ndarray]:
+def _outputs_with_and_without(layers: int, hidden: int, inter: int, sms: int, backend: str,
+                              **options) -> list[np.ndarray]:
     """The stack's output row block compiled without and with ``keep_trips``, on fresh random inputs."""
     rng = np.random.default_rng()
     r = lambda shape, s=1.0, o=0.0: (rng.standard_normal(shape) * s + o).astype(bfloat16)  # noqa: E731
@@ -171,7 +173,7 @@ def _outputs_with_and_without(layers: int, hidden: int, inter: int, sms: int, ba
         assert program.has_loops or not keep_trips
         hs = inputs["hs"].copy()
         hs[1:] = np.nan
-        with vdir.compile(program, backend=backend) as exe:
+        with vdir.compile(program, backend=backend, **options) as exe:
             outs.append(np.asarray(exe(**{**inputs, "hs": hs})["hs"]))
     assert not np.isnan(outs[1].astype(np.float32)).any()
     return outs
@@ -186,8 +188,11 @@ def test_a_stack_placed_with_keep_trips_computes_the_same_bits():
 
 
 @gpu
-def test_a_stack_placed_with_keep_trips_computes_the_same_bits_on_the_gpu():
+@pytest.mark.parametrize("run_loops", [False, True])
+def test_a_stack_placed_with_keep_trips_computes_the_same_bits_on_the_gpu(run_loops):
     """The same on the H200, every SM: the first trip's waits met at once and the last trip's
-    signals and releases that nothing awaits change no result, and nothing hangs."""
-    plain, kept = _outputs_with_and_without(8, 1024, 4096, get_target("h200").num_sms, "cuda")
+    signals and releases that nothing awaits change no result, and nothing hangs; whether the loops
+    are unrolled on the host or the engines run them (lowering option ``run_loops``)."""
+    plain, kept = _outputs_with_and_without(8, 1024, 4096, get_target("h200").num_sms, "cuda",
+                                            options={"run_loops": run_loops})
     assert np.array_equal(plain.view(np.uint16), kept.view(np.uint16))

@@ -1,7 +1,7 @@
-"""The GPU kernel runs loop records: its queue table and the engines' loop walk.
+"""The GPU kernel runs loop records (lowering option ``run_loops``): its queue table and the engines' loop walk.
 
-The CUDA backend uploads a program's records as they are, loops included,
-with a queue table (``vdir.lowering.layout.kernel_queue_table``) from which
+With ``run_loops`` the CUDA backend uploads a program's records as they are,
+loops included, with a queue table (``vdir.lowering.layout.kernel_queue_table``) from which
 the engines map an executed position to the base and step records it runs
 and its trip (``vdir.lowering.kernel.fetch``). The table is checked here on
 the host by walking it as the kernel does, against the unrolled queues on
@@ -110,15 +110,17 @@ def test_a_program_without_loops_has_a_sentinel_per_queue():
 
 def test_the_loop_kernel_walks_entries_and_the_plain_one_does_not():
     """A looped program's kernel prefetches base and step records (half as many slots) and steps them;
-    the same program unrolled gets the plain fetcher, and the lsu load path asks for it."""
+    the same program unrolled gets the plain fetcher, as it does with the lsu load path or without
+    run_loops (the default: the CUDA backend then uploads the executed stream)."""
     looped = compile_to_encoded(examples.build_gemv(), num_sms=1)
     assert looped.has_loops
-    loop_ptx, plain_ptx = lower_to_ptx(looped), lower_to_ptx(looped.without_loops())
+    loop_ptx = lower_to_ptx(looped, options={"run_loops": True})
+    plain_ptx = lower_to_ptx(looped.without_loops(), options={"run_loops": True})
     assert "rem.u64" in loop_ptx and "div.u32" in loop_ptx and "$L_loop_scan" in loop_ptx
     assert "cp.async.wait_group 3" in loop_ptx and "cp.async.wait_group 7" not in loop_ptx
     assert "$L_loop_scan" not in plain_ptx and "cp.async.wait_group 7" in plain_ptx
-    with pytest.raises(ValueError, match="lsu load path walks plain queues"):
-        lower_to_ptx(looped, options={"load_path": "lsu"})
+    for expanding in ({"load_path": "lsu", "run_loops": True}, {}):
+        assert "$L_loop_scan" not in lower_to_ptx(looped, options=expanding)
 
 
 # ---------------------------------------------------------------------------
@@ -134,7 +136,7 @@ LOOPED = [
 
 def _run(program: isa.EncodedProgram, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The program's outputs on the cuda backend, in argument order."""
-    with vdir.compile(program, backend="cuda") as exe:
+    with vdir.compile(program, backend="cuda", options={"run_loops": True}) as exe:
         out = exe(**inputs)
         names = [b.name for b in program.buffers if b.is_output]
         return [np.asarray(out[n]) for n in names] if isinstance(out, dict) else [np.asarray(out)]
@@ -144,7 +146,8 @@ def _run(program: isa.EncodedProgram, inputs: dict[str, np.ndarray]) -> list[np.
 @pytest.mark.parametrize("name,build,sms", LOOPED, ids=[e[0] for e in LOOPED])
 def test_looped_programs_give_the_bytes_of_their_unrolled_form(name, build, sms):
     """Each example, rerolled (the stack also with its layers kept alike), run by the engines' loop
-    walk, against the same program unrolled on the host: bit for bit, on fresh random inputs."""
+    walk, against the same program unrolled on the host (its kernel the plain walk): bit for bit, on
+    fresh random inputs."""
     rolled = compile_to_encoded(build(), num_sms=sms, keep_trips="kept" in name)
     assert rolled.has_loops
     rng = np.random.default_rng()
@@ -161,7 +164,7 @@ def test_a_traced_looped_program_has_an_event_per_executed_instruction():
     """Trace stamps land at executed indices: every executed instruction of every queue has its event."""
     rolled = compile_to_encoded(examples.build_gemv(), num_sms=1)
     rng = np.random.default_rng()
-    with vdir.compile(rolled, backend="cuda", options={"trace": True}) as exe:
+    with vdir.compile(rolled, backend="cuda", options={"trace": True, "run_loops": True}) as exe:
         exe(**{b.name: rng.standard_normal(b.shape).astype(bfloat16) for b in rolled.buffers if b.is_input})
         trace = exe.platform.last_trace()
     assert trace is not None

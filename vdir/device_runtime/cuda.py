@@ -396,8 +396,8 @@ class CudaPlatform(Platform):
             isa.check_regions(program)
         except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
-        # the engines run loop records (the lsu load path walks plain queues: expanded for it)
-        if options.lsu_loads:
+        # the engines run loop records, unless the options say to expand them here
+        if options.expands_loops:
             program = program.without_loops()
         lowered = lower(program, self._target, options)
         loaded = load_module(lowered.ptx, self._dev)

@@ -60,9 +60,9 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     # CTAs of this size on an SM, and spilled with 352 threads
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t), minnctapersm=1)
     mod.body.block.add_op(kernel)
-    if program.has_loops and opts.lsu_loads:
-        raise ValueError("the lsu load path walks plain queues: lower program.without_loops() with lsu_loads")
-    build_kernel(kernel, t, fams, opts, program.scalars, loops=program.has_loops)
+    # with the lsu load path or run_loops off, the kernel walks the executed stream (uploaded unrolled)
+    loops = program.has_loops and not opts.expands_loops
+    build_kernel(kernel, t, fams, opts, program.scalars, loops=loops)
     return mod
 
 

@@ -76,6 +76,7 @@ LOAD_WARP = 0
 STORE_WARP = 1
 COMPUTE_FIRST_WARP = 2
 COMPUTE_BARRIER = 1  # named barrier id of the compute group
+FETCH_BARRIER = 2  # named barrier id of the compute group's first two warps (kernel.compute_engine)
 #: the engine kinds the kernel has a warp role for: the load, store and compute
 #: engines always; the stream engine where the target has one (its warp
 #: follows the compute group, :func:`stream_warp`)

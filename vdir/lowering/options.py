@@ -100,6 +100,14 @@ class LoweringOptions:
     release_fence: bool = False
     """Put a (redundant) ``fence.acq_rel.gpu`` before each ``red.release.gpu`` counter release."""
 
+    run_loops: bool = False
+    """The engines run the program's loop records: each fetches a body instruction's base and step
+    records and works out its trip's words (``vdir.lowering.kernel.fetch``), from a window of half as
+    many instructions. False: the CUDA backend uploads the executed stream, loops unrolled on the
+    host: more instruction memory, no loop walk per instruction; measured faster on every program
+    so far (docs/performance.md), hence the default. The ``lsu`` load path always runs the executed
+    stream."""
+
     trace: bool = False
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
 
@@ -133,6 +141,12 @@ class LoweringOptions:
     def lsu_loads(self) -> bool:
         """Whether the load engines copy with per-lane ``cp.async`` (the ``lsu`` path)."""
         return self.load_path == "lsu"
+
+    @property
+    def expands_loops(self) -> bool:
+        """Whether a program's loops are unrolled on the host before the kernel sees them (``run_loops``
+        off, or the ``lsu`` path, whose register fetcher walks plain queues)."""
+        return not self.run_loops or self.lsu_loads
 
     def ring_depth(self, kind: EngineKind) -> int:
         """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``)."""

@@ -3,6 +3,12 @@
 The first compute warp waits for the instruction, a named barrier releases
 the group, the family body (``vdir/lowering/families``) runs on every thread,
 a second barrier, and the leader thread signals.
+
+In a kernel that runs loops, the second compute warp owns the instruction
+window: it works out the next instruction's trip words while the first warp
+signals the last one, and hands it over with a two-warp named barrier
+(``layout.FETCH_BARRIER``: its writes to the window are ordered before the
+first warp's reads by the barrier, ``bar.arrive`` to ``bar.sync``).
 """
 
 from __future__ import annotations
@@ -31,11 +37,14 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     leader = b.setp("eq.u32", ct, 0)
     first_warp = b.setp("eq.u32", cw, 0)
     pos = b.var("u32", 0)
-    # the waiting (first) warp prefetches instructions into the window; the
-    # group reads the current one from there after the barrier
+    # the waiting (first) warp prefetches instructions into the window (in a
+    # kernel that runs loops, the second warp: see the module); the group
+    # reads the current one from there after the barrier
     fe = SmemFetcher(c, q, engine)
+    handed = c.loops and nthreads >= 64
+    fetch_warp = b.setp("eq.u32", cw, 1) if handed else first_warp
     prime_skip = b.new_label("cp_prime_skip")
-    b.bra(prime_skip, first_warp, neg=True)
+    b.bra(prime_skip, fetch_warp, neg=True)
     fe.prime(pos)
     b.place(prime_skip)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
@@ -44,8 +53,19 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
 
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count))
+    if handed:
+        waiter = b.new_label("cp_waiter")
+        b.bra(waiter, fetch_warp, neg=True)
+        fe.prepare(pos)
+        b.raw("bar.arrive", "%d, 64" % L.FETCH_BARRIER)
+        b.bra(sync)
+        b.place(waiter)
     b.bra(sync, first_warp, neg=True)
-    fw = fe.fields_at(pos)
+    if handed:
+        b.raw("bar.sync", "%d, 64" % L.FETCH_BARRIER)
+        fw = smem_fields(c, fe.slot_address(pos))
+    else:
+        fw = fe.fields_at(pos)
     spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
     stamp(c, q.exec_start, pos, L.TRACE_START, leader)
     b.bra(sync)
@@ -67,7 +87,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
-    b.bra(top, first_warp, neg=True)
+    b.bra(top, fetch_warp, neg=True)
     fe.advance(pos)
     b.bra(top)
     b.place(done)

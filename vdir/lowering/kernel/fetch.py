@@ -237,8 +237,9 @@ class LoopCursor:
             b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BASE * isa.WORD_BYTES, dst=self.ring_base)
             b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BYTES * isa.WORD_BYTES, dst=self.ring_bytes)
 
-    def locate(self, pos: SSAValue) -> LoopPosition:
-        """Where ``pos`` lies (every lane of the warp, converged: the step index is a shuffle)."""
+    def locate(self, pos: SSAValue, records: bool = True) -> LoopPosition:
+        """Where ``pos`` lies (every lane of the warp, converged: the step index is a shuffle);
+        ``records`` False: only whether it is in a loop, and its trip (the records are left 0)."""
         b = self.b
         scan, found, straight = b.new_label("loop_scan"), b.new_label("loop_found"), b.new_label("loop_straight")
         b.place(scan)
@@ -252,6 +253,9 @@ class LoopCursor:
         b.i("add.u32", "u32", pos, self.delta, dst=base)
         b.bra(straight, in_loop, neg=True)
         self._count(pos)
+        if not records:
+            b.place(straight)
+            return LoopPosition(in_loop, base, step, self.trip, self)
         first_base = b.i("add.u32", "u32", self.record, 1)
         b.i("add.u32", "u32", first_base, self.j, dst=base)
         word = b.i("shfl.sync.idx.b32", "u32", self.index, b.i("shr.u32", "u32", self.j, 2), 31, FULL)
@@ -324,11 +328,12 @@ def loop_word(c: Ctx, at: LoopPosition, base: SSAValue, step: SSAValue) -> SSAVa
 
 
 def _step_in_ring(c: Ctx, cur: LoopCursor, t: SSAValue, base: SSAValue, step: SSAValue, word: SSAValue) -> None:
-    """Where the instruction's step record names ring words (a uniform test), lane k's word k is
-    ``ring_base + (base - ring_base + t * step) mod ring_bytes`` if k is one of them."""
+    """Where the loop has a ring and the instruction's step record names ring words (uniform tests),
+    lane k's word k is ``ring_base + (base - ring_base + t * step) mod ring_bytes`` if k is one of them."""
     b = c.b
-    ring_mask = b.i("shfl.sync.idx.b32", "u32", step, isa.STEP_RING_WORDS.word, 31, FULL)
     done = b.new_label("ring_done")
+    b.bra(done, b.setp("eq.u32", cur.ring_bytes, 0))  # the loop has no ring
+    ring_mask = b.i("shfl.sync.idx.b32", "u32", step, isa.STEP_RING_WORDS.word, 31, FULL)
     b.bra(done, b.setp("eq.u32", ring_mask, 0))
     in_ring = b.setp("ne.u32", b.i("and.b32", "u32", b.i("shr.u32", "u32", ring_mask, c.lane), 1), 0)
     offset = b.i("cvt.u64.u32", "u64", b.i("sub.u32", "u32", base, cur.ring_base))
@@ -442,20 +447,20 @@ class SmemFetcher:
 
     def _issue(self, pos: SSAValue) -> None:
         b, c = self.b, self.c
-        ok = b.setp("lt.u32", pos, self.q.count)
-        slot = b.i("and.b32", "u32", pos, self.depth - 1)
-        dst = b.i("mad.lo.u32", "u32", slot, self.slot_bytes, self.lane_dst)
+        in_queue = b.setp("lt.u32", pos, self.q.count)
         if c.loops:
             at = self.issuing.locate(pos)
             copies = b.i("and.pred", "pred", at.in_loop, self.step_copier)
             copies = b.i("or.pred", "pred", copies, self.copier)
             record = b.i("selp.b32", "b32", at.base, at.step, self.copier)
             src = b.i("add.u64", "u64", record_address(c, record), self.lane_chunk)
-            ok = b.i("and.pred", "pred", ok, copies)
+            ok = b.i("and.pred", "pred", in_queue, copies)
         else:
+            ok = b.i("and.pred", "pred", in_queue, self.copier)
             idx = b.i("add.u32", "u32", self.q.records, pos)
             src = b.i("add.u64", "u64", self.lane_src, b.i("mul.wide.u32", "u64", idx, isa.INSTR_BYTES))
-            ok = b.i("and.pred", "pred", ok, self.copier)
+        slot = b.i("and.b32", "u32", pos, self.depth - 1)
+        dst = b.i("mad.lo.u32", "u32", slot, self.slot_bytes, self.lane_dst)
         b.raw("cp.async.ca.shared.global", "[{0}], [{1}], 16", ins=[dst, src], guard=ok)
         b.raw("cp.async.commit_group", "")
 
@@ -471,30 +476,44 @@ class SmemFetcher:
 
     def fields_at(self, pos: SSAValue) -> Fields:
         """Wait for instruction ``pos`` (the oldest pending) and decode it."""
-        b = self.b
-        b.raw("cp.async.wait_group", "%d" % (self.depth - 1))
-        b.raw("bar.warp.sync", "%d" % FULL)
+        if not self.c.loops:
+            self._wait()
+            return smem_fields(self.c, self.slot_address(pos))
         addr = self.slot_address(pos)
-        if self.c.loops:
-            self._step_in_place(pos, addr)
+        self._wait_and_step(pos, addr)
         return smem_fields(self.c, addr)
 
-    def _step_in_place(self, pos: SSAValue, addr: SSAValue) -> None:
-        """Write trip t's words over the base record in ``pos``'s slot (once: an engine may read a
-        position again after an idle spin)."""
+    def prepare(self, pos: SSAValue) -> None:
+        """In a kernel that runs loops, work out instruction ``pos``'s words now (waiting for its
+        copies), so that a later :meth:`fields_at` only decodes them; else nothing."""
+        if self.c.loops:
+            self._wait_and_step(pos, self.slot_address(pos))
+
+    def _wait(self) -> None:
+        """Wait for the oldest pending instruction's copies."""
+        self.b.raw("cp.async.wait_group", "%d" % (self.depth - 1))
+        self.b.raw("bar.warp.sync", "%d" % FULL)
+
+    def _wait_and_step(self, pos: SSAValue, addr: SSAValue) -> None:
+        """Wait for ``pos``'s records and write its trip's words over the base record in its slot;
+        once (an engine may read a position again after an idle spin). Where ``pos`` lies is worked
+        out before the wait, while the copies land."""
         b, c = self.b, self.c
-        done = b.new_label("fetch_stepped")
-        b.bra(done, b.setp("eq.u32", pos, self.ready))
+        again, done = b.new_label("fetch_again"), b.new_label("fetch_stepped")
+        b.bra(again, b.setp("eq.u32", pos, self.ready))
         b.set(self.ready, pos)
-        at = self.reading.locate(pos)
+        at = self.reading.locate(pos, records=False)
+        self._wait()
         b.bra(done, at.in_loop, neg=True)
+        # lane k reads and writes word k only (the other words it needs come by shuffles)
         lane_addr = b.i("mad.lo.u32", "u32", c.lane, isa.WORD_BYTES, addr)
         base = b.ld("ld.shared.u32", "u32", lane_addr)
         step = b.ld("ld.shared.u32", "u32", lane_addr, isa.INSTR_BYTES)
-        word = loop_word(c, at, base, step)
-        b.raw("bar.warp.sync", "%d" % FULL)  # every lane has read the base before any overwrites it
-        b.st("st.shared.u32", lane_addr, 0, word)
+        b.st("st.shared.u32", lane_addr, 0, loop_word(c, at, base, step))
         b.raw("bar.warp.sync", "%d" % FULL)
+        b.bra(done)
+        b.place(again)
+        self._wait()
         b.place(done)
 
     def advance(self, new_pos: SSAValue) -> None:

@@ -1,0 +1,79 @@
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{run-loops=true}' | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=PLAIN
+
+// A program whose queues are loops (vdir-encode rerolls the 32 rows): the
+// engines run the loop records with the lowering option run_loops (off by
+// default: the CUDA backend then uploads the executed stream).
+// Checked on the store engine (warp 1); every engine fetches the same way.
+//
+// Its queue row is 16 bytes: first record, executed count, first executed
+// index (the trace's), and the byte offset of its first loop entry in the
+// same table (layout.kernel_queue_table).
+
+// CHECK-LABEL: $L_role_store_0:
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4, 2;
+// CHECK-NEXT: mul.wide.u32 [[ROWOFF:%rd[0-9]+]], {{%r[0-9]+}}, 16;
+// CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], [[QUEUES:%rd[0-9]+]], [[ROWOFF]];
+// CHECK-NEXT: ld.global.nc.v4.u32 {{{%r[0-9]+}}, [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, [[LOOPS:%r[0-9]+]]}, {{\[}}[[ROW]]];
+// CHECK-NEXT: cvt.u64.u32 [[LOFF:%rd[0-9]+]], [[LOOPS]];
+// CHECK-NEXT: add.u64 [[ENTRY:%rd[0-9]+]], [[QUEUES]], [[LOFF]];
+
+// The window (base + 3072, the store engine's) holds 4 slots of 256 bytes:
+// lanes 0..7 copy the base record, lanes 8..15 the step record (offset
+// lane * 16 mod 128 in it).
+// CHECK:      add.u32 [[WIN:%r[0-9]+]], {{%r[0-9]+}}, 3072;
+// CHECK:      setp.lt.u32 [[BASE_COPIER:%p[0-9]+]], [[LANE:%r[0-9]+]], 8;
+// CHECK-NEXT: and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 127;
+// CHECK-NEXT: cvt.u64.u32 {{%rd[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: setp.lt.u32 [[STEP_COPIER:%p[0-9]+]], [[LANE]], 16;
+
+// Two cursors over the loop entries, each loading the first: the one that
+// issues the copies, and the one that reads (it also keeps the loop's pairs,
+// flips and ring: the vector at entry + 32).
+// CHECK:      ld.global.nc.v4.u32 {{{.*}}}, {{\[}}[[ISSUING:%rd[0-9]+]]];
+// CHECK:      ld.global.nc.v4.u32 {{{.*}}}, {{\[}}{{%rd[0-9]+}}+32];
+
+// Priming: each position is located (the cursor moves past entries whose
+// loop has ended), in a loop at trip t, body index j (counted, not divided),
+// its step record found by the step-index byte j (a shuffle from lane j / 4).
+// CHECK:      $L_loop_scan_[[N:[0-9]+]]:
+// CHECK-NEXT: setp.lt.u32 [[BEFORE_END:%p[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
+// CHECK-NEXT: @[[BEFORE_END]] bra $L_loop_found_[[N]];
+// CHECK-NEXT: add.u64 [[ISSUING]], [[ISSUING]], 128;
+// CHECK:      $L_loop_found_[[N]]:
+// CHECK-NOT:  div.u32
+// CHECK:      shfl.sync.idx.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 31, 4294967295;
+// CHECK:      $L_loop_straight_[[N]]:
+// CHECK:      mad.lo.u32 [[DST:%r[0-9]+]], {{%r[0-9]+}}, 256, {{%r[0-9]+}};
+// CHECK-NEXT: @{{%p[0-9]+}} cp.async.ca.shared.global {{\[}}[[DST]]], [{{%rd[0-9]+}}], 16;
+// CHECK-NEXT: cp.async.commit_group;
+
+// Reading a position: the reading cursor locates it while the copies land,
+// then (in a loop, once per position) each lane writes its word of the trip
+// over the base: word + t * step, the dependency-bit words by the loop's
+// pairs and flips (the parity lanes take the wait mask from two lanes down).
+// CHECK-LABEL: $L_st_top_0:
+// CHECK:      $L_loop_scan_{{[0-9]+}}:
+// CHECK:      cp.async.wait_group 3;
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK:      ld.shared.u32 [[BASEW:%r[0-9]+]], {{\[}}[[WORD:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.u32 [[STEPW:%r[0-9]+]], {{\[}}[[WORD]]+128];
+// CHECK:      mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[STEPW]], [[BASEW]];
+// CHECK:      $L_ring_done_{{[0-9]+}}:
+// CHECK:      shfl.sync.up.b32 {{%r[0-9]+}}, [[BASEW]], 2, 0, 4294967295;
+// CHECK:      st.shared.u32 {{\[}}[[WORD]]], {{%r[0-9]+}};
+// CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK:      $L_st_done_0:
+
+// Without run_loops: the plain walk of the executed stream (which the CUDA
+// backend then uploads), 8 slots of one record.
+// PLAIN-NOT:  $L_loop_scan
+// PLAIN:      cp.async.wait_group 7;
+
+vdir.program @rows(%x: !vdir.buffer<32x64xbf16>, %y: !vdir.buffer<32x64xbf16>) {
+  vdir.repeat %i = 0 to 32 {
+    %t = vdir.load %x[%i, 0] : !vdir.buffer<32x64xbf16> -> !vdir.tile<1x64xbf16>
+    %s = vdir.compute add(%t, %t) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
+    %d = vdir.store %s, %y[%i, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<32x64xbf16>
+  }
+}
