@@ -177,9 +177,9 @@ def _derive_loop(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | 
         return None
     ring_base, ring_bytes = ring
     ring_words = np.zeros(k, dtype=np.uint32)
-    signed = copies[1:].astype(np.int64) - copies[:-1].astype(np.int64)
     for j, w in zip(*np.nonzero(moving), strict=True):
-        s = int(signed[:, j, w].max())
+        column = copies[:, j, w].astype(np.int64)
+        s = int((column[1:] - column[:-1]).max())
         if not (0 <= s < ring_bytes and (int(base[j, w]) - ring_base) % (1 << 32) < ring_bytes):
             return None
         step[j, w] = s
@@ -187,13 +187,25 @@ def _derive_loop(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | 
     step[:, isa.DEPENDENCY_BIT_WORDS] = 0
     step[:, isa.STEP_RING_WORDS.word] = ring_words
     pairs, flips = _pairs_and_flips(copies)
-    table, first, inverse = np.unique(step, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # the step records in the order of first use
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    record = isa.make_loop_record(k, t, rank[inverse.reshape(-1)], pairs=pairs, flips=flips,
-                                  ring_base=ring_base, ring_bytes=ring_bytes)
-    return np.concatenate([record[None], base, table[order]])
+    index, first = _first_uses(step)
+    record = isa.make_loop_record(k, t, index, pairs=pairs, flips=flips, ring_base=ring_base,
+                                  ring_bytes=ring_bytes)
+    return np.concatenate([record[None], base, step[first]])
+
+
+def _first_uses(rows: np.ndarray) -> tuple[list[int], list[int]]:
+    """(for each row, the number of the distinct row it equals, numbered in order of first use; the
+    position of each distinct row's first use). A body has at most ``isa.MAX_LOOP_BODY`` rows: a dict
+    of their bytes is quicker than a sort."""
+    number: dict[bytes, int] = {}
+    index, first = [], []
+    for j, row in enumerate(rows):
+        key = row.tobytes()
+        if key not in number:
+            number[key] = len(first)
+            first.append(j)
+        index.append(number[key])
+    return index, first
 
 
 def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
