@@ -610,6 +610,11 @@ def queue_loops(records: np.ndarray) -> list[Loop]:
     return loops
 
 
+def executed_length(records: int, loops: list[Loop]) -> int:
+    """How many instructions a queue of ``records`` records whose loops are ``loops`` executes."""
+    return records + sum(loop.body * loop.trips - (loop.end - loop.record) for loop in loops)
+
+
 def expand_queue(records: np.ndarray) -> np.ndarray:
     """The ``(N, 32)`` instruction stream a queue of records executes, loops unrolled.
 
@@ -1229,7 +1234,7 @@ class EncodedProgram:
                     loops = queue_loops(records)
                 except LoopFormError:
                     loops = []
-                total += len(records) + sum(loop.body * loop.trips - (loop.end - loop.record) for loop in loops)
+                total += executed_length(len(records), loops)
         return total
 
     def instruction(self, sm: int, engine: int, pos: int) -> Instruction:

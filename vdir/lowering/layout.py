@@ -193,7 +193,7 @@ def kernel_queue_table(program: isa.EncodedProgram) -> np.ndarray:
     for sm, qs in enumerate(program.queues):
         for e, (first, records) in enumerate(qs):
             loops = isa.queue_loops(program.instrs[first : first + records])
-            count = records + sum(loop.body * loop.trips - (loop.end - loop.record) for loop in loops)
+            count = isa.executed_length(records, loops)
             rows[sm * engines + e] = (first, count, executed, rows.nbytes + len(entries) * LOOP_ENTRY_BYTES)
             entries += _loop_entries(program.instrs, first, loops)
             executed += count

@@ -161,10 +161,10 @@ def _fetch_in_loop(c: Ctx, q: Queue, pos: SSAValue) -> Fields:
     b.ld("ld.global.nc.u32", "u32", b.i("add.u64", "u64", record_address(c, at.step), lane4), dst=step,
          guard=at.in_loop)
     word = b.i("selp.b32", "b32", loop_word(c, at, base, step), base, at.in_loop)
-    return _lane_fields(c, word)
+    return lane_fields(c, word)
 
 
-def _lane_fields(c: Ctx, word: SSAValue) -> Fields:
+def lane_fields(c: Ctx, word: SSAValue) -> Fields:
     """The fields of an instruction whose word k lane k holds (read with ``shfl.sync.idx``)."""
     def word_at(offset: int) -> SSAValue:
         return c.b.i("shfl.sync.idx.b32", "u32", word, offset // isa.WORD_BYTES, 31, FULL)
@@ -391,20 +391,9 @@ class WarpFetcher:
         pk = self.b.i("add.u32", "u32", new_pos, len(self.regs) - 1)
         self._load(self.regs[-1], pk)
 
-    def word_at(self, offset: int) -> SSAValue:
-        """The word at byte ``offset`` of the current instruction, in every lane."""
-        return self.b.i("shfl.sync.idx.b32", "u32", self.cur, offset // isa.WORD_BYTES, 31, FULL)
-
     def fields(self) -> Fields:
         """The current instruction's fields."""
-        cache: dict[int, SSAValue] = {}
-
-        def load(offset: int) -> SSAValue:
-            if offset not in cache:
-                cache[offset] = self.word_at(offset)
-            return cache[offset]
-
-        return fields_from(self.c, load, self.word_at)
+        return lane_fields(self.c, self.cur)
 
 
 class SmemFetcher:
