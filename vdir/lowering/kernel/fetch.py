@@ -5,12 +5,18 @@ Each role walks its own queue of 128-byte instructions (``vdir/isa.py``).
 window, :class:`WarpFetcher` (the ``lsu`` load path) into registers, one word
 per lane; :func:`fetch` loads one directly (slow paths: reports).
 :class:`Fields` decodes an instruction's fields (``isa.Field``) into registers.
+In a kernel that runs loops (lowering option ``run_loops``), a
+:class:`LoopCursor` maps each executed position to its base and step records
+and :func:`loop_word` works out its trip's words (``docs/lowering.md``, Loops).
 
 Memory-model note: a release waits for the releasing thread's outstanding
 loads (measured: register prefetches of the next instructions made every
 signal wait for a global round trip), so the engines prefetch their
 instructions with ``cp.async`` into shared memory (:class:`SmemFetcher`),
-never with plain loads still in flight at a signal.
+never with plain loads still in flight at a signal. A cursor's loads of a
+loop entry (``ld.global.nc``, once per loop) are used at once, to choose the
+records: none is outstanding at the next release. The entries and records
+are written by the host before the launch and never change during it.
 """
 
 from __future__ import annotations
