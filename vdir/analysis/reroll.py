@@ -223,9 +223,9 @@ def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
 def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
     """The loop record's pairs and flips (``isa.Loop.expand``) for ``copies`` (trips x body x words)."""
     n = min(len(copies), 4)
-    mask = [_bit_words(copies[m], isa.WAIT_MASK) for m in range(n)]
-    signal = [_bit_words(copies[m], isa.SIGNAL_MASK) for m in range(n)]
-    parity = [_bit_words(copies[m], isa.WAIT_PARITY) for m in range(n)]
+    first = copies[:n].reshape(-1, isa.INSTR_WORDS)  # the first n copies' records, one field read for all
+    mask, signal, parity = (_bit_words(first, f).reshape(n, -1)
+                            for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY))
     moved = int(np.bitwise_or.reduce(mask[0] ^ mask[1])) | int(np.bitwise_or.reduce(signal[0] ^ signal[1]))
     pairs = int(moved | isa.swap_pairs(moved, _ALL_BITS))  # each moved bit with its partner
 
