@@ -346,8 +346,8 @@ def test_listing_shows_a_loop_as_a_block(looped):
 
 
 def test_without_loops_is_the_executed_stream(looped):
-    """What the CUDA backend uploads for the lsu load path: every queue expanded, the table rebuilt,
-    nothing else changed."""
+    """What the CUDA backend uploads unless the engines run the loops (``run_loops`` off, the default,
+    or the lsu load path): every queue expanded, the table rebuilt, nothing else changed."""
     flat = looped.without_loops()
     assert looped.has_loops and not flat.has_loops
     for sm in range(looped.num_sms):
@@ -414,7 +414,9 @@ def test_looped_runtime_values_ptx_assembles(runtime_bounded, tmp_path):
     rolled = runtime_bounded[1]
     for load_path, program in (("bulk", rolled), ("lsu", rolled.without_loops())):
         src = tmp_path / f"{load_path}.ptx"
-        src.write_text(lower_to_ptx(program, options={"load_path": load_path}))
+        ptx = lower_to_ptx(program, options={"load_path": load_path, "run_loops": True})
+        assert ("$L_loop_scan" in ptx) == (load_path == "bulk")  # the loop walk, where the kernel runs loops
+        src.write_text(ptx)
         r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr

@@ -396,7 +396,7 @@ class CudaPlatform(Platform):
             isa.check_regions(program)
         except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
-        # the engines run loop records, unless the options say to expand them here
+        # loops are unrolled here unless the engines run them (lowering option run_loops)
         if options.expands_loops:
             program = program.without_loops()
         lowered = lower(program, self._target, options)

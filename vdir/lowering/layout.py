@@ -174,10 +174,10 @@ LE_FLIPS = 10  # lo, hi: its flips
 LE_RING_BASE = 12
 LE_RING_BYTES = 13
 LE_STEP_INDEX = isa.LOOP_STEP_INDEX_WORD  # its step-index words, as in the loop record
-#: instructions a window holds in a kernel that runs loops: each slot holds a base record and its step
-LOOP_FETCH_DEPTH = FETCH_DEPTH // 2
-#: bytes of one such slot
+#: bytes of a window slot in a kernel that runs loops: a base record and its step record
 LOOP_SLOT_BYTES = 2 * isa.INSTR_BYTES
+#: instructions such a window holds: as many as fill the same bytes as a plain window
+LOOP_FETCH_DEPTH = FETCH_DEPTH * isa.INSTR_BYTES // LOOP_SLOT_BYTES
 _ALL_ONES = 0xFFFFFFFF
 
 
