@@ -513,21 +513,29 @@ def _step_in_ring(out: np.ndarray, bases: np.ndarray, steps: np.ndarray, ring_ba
 
 def _step_bits(out: np.ndarray, bases: np.ndarray, pairs: int, flips: int) -> None:
     """Overwrite the dependency-bit words of ``out`` (trips x body x words) as :meth:`Loop.expand` says."""
-    trips = out.shape[0]
+    mask0, signal0, parity0 = (join_u64(bases[:, f.word], bases[:, f.word + 1])
+                               for f in (WAIT_MASK, SIGNAL_MASK, WAIT_PARITY))
+    words = loop_bit_words(mask0, signal0, parity0, out.shape[0], pairs, flips)
+    for f, v in zip((WAIT_MASK, SIGNAL_MASK, WAIT_PARITY), words, strict=True):
+        out[:, :, f.word] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        out[:, :, f.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
+
+
+def loop_bit_words(mask0: np.ndarray, signal0: np.ndarray, parity0: np.ndarray, trips: int, pairs: int,
+                   flips: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wait mask, signal mask, wait parity) of each trip of a body whose bases hold ``mask0``,
+    ``signal0`` and ``parity0`` (uint64, one per body instruction): ``trips x body`` arrays, by the
+    rule of :meth:`Loop.expand` (its one owner: the encoder's reroll checks candidate loops with it)."""
     t = np.arange(trips, dtype=np.uint64)[:, None]
     odd = (t & np.uint64(1)).astype(bool)
     second = ((t >> np.uint64(1)) & np.uint64(1)).astype(bool)
-    mask0, signal0, parity0 = (join_u64(bases[:, f.word], bases[:, f.word + 1])[None]
-                               for f in (WAIT_MASK, SIGNAL_MASK, WAIT_PARITY))
+    mask0, signal0, parity0 = mask0[None], signal0[None], parity0[None]
     mask = np.where(odd, swap_pairs(mask0, pairs), mask0)
     signal = np.where(odd, swap_pairs(signal0, pairs), signal0)
     steady, paired = np.uint64(flips & ~pairs & WAIT_MASK.max_value), np.uint64(flips & pairs)
     parity = parity0 ^ np.where(odd, steady, np.uint64(0)) ^ np.where(second, paired, np.uint64(0))
     parity = np.where(odd, swap_pairs(parity, pairs), parity) & mask
-    for f, v in ((WAIT_MASK, mask), (SIGNAL_MASK, signal), (WAIT_PARITY, parity)):
-        out[:, :, f.word] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        out[:, :, f.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
-
+    return mask, signal, parity
 
 
 def loop_step_indices(rec: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from ml_dtypes import bfloat16
 
 from vdir import isa
+from vdir.analysis import reroll
 from vdir.analysis.reroll import reroll_queue
 from vdir.device_runtime.sim import SimProgramError, simulate
 from vdir.frontend import examples
@@ -97,6 +98,49 @@ def test_expanding_a_rerolled_queue_gives_the_queue_back(queue, max_body):
     assert len(rolled) <= len(queue)
     for loop in isa.queue_loops(rolled):
         assert 1 <= loop.body <= max_body and loop.trips * loop.body > 1 + loop.body + loop.step_count
+
+
+def _copies_run(records: np.ndarray, pos: int, k: int, t: int) -> int:
+    """How many leading copies of the ``t`` copies of the ``k`` records at ``pos`` the loop derived
+    from them runs exactly (0 where no loop can say them)."""
+    rolled = reroll._derive_loop(records, pos, k, t)
+    if rolled is None:
+        return 0
+    equal = (isa.Loop(0, k, t, len(rolled) - 1 - k).expand(rolled) == records[pos : pos + k * t])
+    equal = equal.reshape(t, -1).all(axis=1)
+    return t if equal.all() else int(np.argmin(equal))
+
+
+@settings(max_examples=60, deadline=None)
+@given(queues(), st.data())
+def test_the_reroll_bit_test_rejects_only_loops_of_one_copy(queue, data):
+    """The reroll's cheap test on the bit words (``_second_copy_follows``) turns a candidate away only
+    where the loop derived from its copies runs at most one of them: it saves time, never a loop."""
+    if len(queue) < 3:
+        return
+    bits = reroll._BitWords.of(queue)
+    for _ in range(20):
+        k = data.draw(st.integers(1, len(queue) // 3))
+        t = data.draw(st.integers(3, len(queue) // k))
+        pos = data.draw(st.integers(0, len(queue) - k * t))
+        if not reroll._second_copy_follows(bits, pos, k, t):
+            assert _copies_run(queue, pos, k, t) <= 1
+
+
+def test_the_reroll_bit_test_rejects_a_body_that_disagrees_on_a_pair():
+    """Two instructions a trip: the first waits on bits 4 and 5 in turn (a pair), the second on bit 4
+    every trip. One loop record's pairs cannot say both: the bit test turns the body away, and no
+    two-instruction loop is made."""
+    first = _pair_waits(4, 5)
+    second = _waits([1, 0, 1, 0, 1, 0, 1, 0])
+    isa.WAIT_MASK.set_column(second, 1 << 4)
+    isa.WAIT_PARITY.set_column(second, np.array([1, 0] * 4, np.uint64) << np.uint64(4))
+    rows = np.stack([first, second], axis=1).reshape(-1, isa.INSTR_WORDS)
+    assert not reroll._second_copy_follows(reroll._BitWords.of(rows), 0, 2, 8)
+    assert _copies_run(rows, 0, 2, 8) == 1
+    rolled = reroll_queue(rows)
+    assert all(loop.body != 2 for loop in isa.queue_loops(rolled))
+    assert np.array_equal(isa.expand_queue(rolled), rows)
 
 
 def test_an_affine_run_becomes_one_loop():

@@ -222,10 +222,16 @@ def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
 
 def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
     """The loop record's pairs and flips (``isa.Loop.expand``) for ``copies`` (trips x body x words)."""
+    first = copies[:4].reshape(-1, isa.INSTR_WORDS)  # the first copies' records, one field read for all
     n = min(len(copies), 4)
-    first = copies[:n].reshape(-1, isa.INSTR_WORDS)  # the first n copies' records, one field read for all
-    mask, signal, parity = (_bit_words(first, f).reshape(n, -1)
-                            for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY))
+    return _pairs_and_flips_of(*(_bit_words(first, f).reshape(n, -1)
+                                 for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY)))
+
+
+def _pairs_and_flips_of(mask: np.ndarray, signal: np.ndarray, parity: np.ndarray) -> tuple[int, int]:
+    """The loop record's pairs and flips for the bit words (copies x body, uint64) of a loop's first
+    copies (up to four are read)."""
+    n = min(len(mask), 4)
     moved = int(np.bitwise_or.reduce(mask[0] ^ mask[1])) | int(np.bitwise_or.reduce(signal[0] ^ signal[1]))
     pairs = int(moved | isa.swap_pairs(moved, _ALL_BITS))  # each moved bit with its partner
 
@@ -240,14 +246,32 @@ def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
     return pairs, flips & _ALL_BITS
 
 
+def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
+    """Whether the second of ``t`` copies of the ``k`` records at ``pos`` has the dependency bits that
+    a loop derived from the copies would give it (``isa.loop_bit_words``).
+
+    A cheap exact test on the bit words alone: where it fails, the loop
+    would run one copy, which never pays, so :func:`_loop_records` need
+    not derive and expand it (most candidates that the hashes let through
+    fail here, on a pair or a flip that the body's records disagree on).
+    """
+    mask, signal, parity = (w[pos : pos + k * min(t, 4)].reshape(-1, k) for w in bits)
+    pairs, flips = _pairs_and_flips_of(mask, signal, parity)
+    want = isa.loop_bit_words(mask[0], signal[0], parity[0], 2, pairs, flips)
+    return all(bool((w[1] == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
+
+
 _ALL_BITS = isa.WAIT_MASK.max_value  # every dependency bit
 
 
-def _loop_records(records: np.ndarray, pos: int, k: int, t: int) -> tuple[np.ndarray, int] | None:
+def _loop_records(records: np.ndarray, bits: _BitWords, pos: int, k: int,
+                  t: int) -> tuple[np.ndarray, int] | None:
     """The loop for the ``k`` records at ``pos`` (loop record, bases, step records) and its trips: the
     most of the ``t`` copies found that it runs exactly (fewer where a copy breaks the loop's rules,
     or a hash collision made the copies look alike; derived again from the copies it runs), or None
-    if that is fewer than pays for a loop."""
+    if that is fewer than pays for a loop. ``bits`` are the queue's bit words."""
+    if not _second_copy_follows(bits, pos, k, t):
+        return None
     for _attempt in range(2):
         rolled = _derive_loop(records, pos, k, t)
         if rolled is None:
@@ -270,7 +294,7 @@ def _records_saved(body: int, trips: int, steps: int) -> int:
     return trips * body - 1 - body - steps
 
 
-def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndarray,
+def _best_loop(records: np.ndarray, bits: _BitWords, pos: int, bodies: np.ndarray, trips: np.ndarray,
                saved: np.ndarray) -> tuple[np.ndarray, int] | None:
     """The loop at ``pos`` that saves the most records, trying the body lengths by the records they
     would save (``saved``, from ``trips`` copies) until none left could beat the best one found: a body
@@ -281,7 +305,7 @@ def _best_loop(records: np.ndarray, pos: int, bodies: np.ndarray, trips: np.ndar
         if saved[i] <= best_saved:
             break
         k = int(bodies[i])
-        loop = _loop_records(records, pos, k, int(trips[i]))
+        loop = _loop_records(records, bits, pos, k, int(trips[i]))
         if loop is not None and _records_saved(k, loop[1], len(loop[0]) - 1 - k) > best_saved:
             best, best_saved = loop, _records_saved(k, loop[1], len(loop[0]) - 1 - k)
     return best
@@ -319,7 +343,7 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
             out.append(records[pos:nxt])
             pos = nxt
             continue
-        loop = _best_loop(records, pos, bodies, trips[:, pos], saved[:, pos])
+        loop = _best_loop(records, bits, pos, bodies, trips[:, pos], saved[:, pos])
         if loop is None:
             out.append(records[pos : pos + 1])
             pos += 1
