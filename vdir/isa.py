@@ -525,17 +525,29 @@ def loop_bit_words(mask0: np.ndarray, signal0: np.ndarray, parity0: np.ndarray, 
                    flips: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(wait mask, signal mask, wait parity) of each trip of a body whose bases hold ``mask0``,
     ``signal0`` and ``parity0`` (uint64, one per body instruction): ``trips x body`` arrays, by the
-    rule of :meth:`Loop.expand` (its one owner: the encoder's reroll checks candidate loops with it)."""
-    t = np.arange(trips, dtype=np.uint64)[:, None]
-    odd = (t & np.uint64(1)).astype(bool)
-    second = ((t >> np.uint64(1)) & np.uint64(1)).astype(bool)
-    mask0, signal0, parity0 = mask0[None], signal0[None], parity0[None]
-    mask = np.where(odd, swap_pairs(mask0, pairs), mask0)
-    signal = np.where(odd, swap_pairs(signal0, pairs), signal0)
-    steady, paired = np.uint64(flips & ~pairs & WAIT_MASK.max_value), np.uint64(flips & pairs)
-    parity = parity0 ^ np.where(odd, steady, np.uint64(0)) ^ np.where(second, paired, np.uint64(0))
-    parity = np.where(odd, swap_pairs(parity, pairs), parity) & mask
-    return mask, signal, parity
+    rule of :meth:`Loop.expand` (:func:`trip_bit_words`, whose words repeat every four trips)."""
+    phases = [trip_bit_words(mask0, signal0, parity0, t, pairs, flips) for t in range(min(max(trips, 1), 4))]
+    t = np.arange(trips) % 4
+    return tuple(np.stack([phase[k] for phase in phases])[t] for k in range(3))  # type: ignore[return-value]
+
+
+def trip_bit_words(mask0, signal0, parity0, trip: int, pairs: int, flips: int):
+    """(wait mask, signal mask, wait parity) of trip ``trip`` of a loop instruction whose base holds
+    ``mask0``, ``signal0`` and ``parity0`` (ints, or uint64 arrays elementwise), as :meth:`Loop.expand`
+    says; the one owner of that rule (the encoder's reroll checks candidate loops with it).
+
+    On the odd trips each pair's two bits swap in the masks; the parity flips in the ``flips`` bits
+    outside the pairs on the odd trips and in the pairs' ``flips`` bits on trips 2 and 3 mod 4, then
+    swaps like the masks on the odd trips, and keeps only the trip's wait-mask bits.
+    """
+    as_word = np.uint64 if isinstance(mask0, np.ndarray) else int
+    odd, second = trip & 1, trip & 2
+    steady, paired = flips & ~pairs & WAIT_MASK.max_value, flips & pairs
+    parity = parity0 ^ as_word(steady if odd else 0) ^ as_word(paired if second else 0)
+    if not odd:
+        return mask0, signal0, parity & mask0
+    mask = swap_pairs(mask0, pairs)
+    return mask, swap_pairs(signal0, pairs), swap_pairs(parity, pairs) & mask
 
 
 def loop_step_indices(rec: np.ndarray) -> np.ndarray:

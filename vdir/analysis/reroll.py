@@ -248,7 +248,7 @@ def _pairs_and_flips_of(mask: np.ndarray, signal: np.ndarray, parity: np.ndarray
 
 def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
     """Whether the second of ``t`` copies of the ``k`` records at ``pos`` has the dependency bits that
-    a loop derived from the copies would give it (``isa.loop_bit_words``).
+    a loop derived from the copies would give it (``isa.trip_bit_words``).
 
     A cheap exact test on the bit words alone: where it fails, the loop
     would run one copy, which never pays, so :func:`_loop_records` need
@@ -257,8 +257,8 @@ def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
     """
     mask, signal, parity = (w[pos : pos + k * min(t, 4)].reshape(-1, k) for w in bits)
     pairs, flips = _pairs_and_flips_of(mask, signal, parity)
-    want = isa.loop_bit_words(mask[0], signal[0], parity[0], 2, pairs, flips)
-    return all(bool((w[1] == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
+    want = isa.trip_bit_words(mask[0], signal[0], parity[0], 1, pairs, flips)
+    return all(bool((w == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
 
 
 _ALL_BITS = isa.WAIT_MASK.max_value  # every dependency bit
