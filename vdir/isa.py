@@ -531,7 +531,8 @@ def loop_bit_words(mask0: np.ndarray, signal0: np.ndarray, parity0: np.ndarray, 
     return tuple(np.stack([phase[k] for phase in phases])[t] for k in range(3))  # type: ignore[return-value]
 
 
-def trip_bit_words(mask0, signal0, parity0, trip: int, pairs: int, flips: int):
+def trip_bit_words(mask0: int | np.ndarray, signal0: int | np.ndarray, parity0: int | np.ndarray, trip: int,
+                   pairs: int, flips: int) -> tuple:
     """(wait mask, signal mask, wait parity) of trip ``trip`` of a loop instruction whose base holds
     ``mask0``, ``signal0`` and ``parity0`` (ints, or uint64 arrays elementwise), as :meth:`Loop.expand`
     says; the one owner of that rule (the encoder's reroll checks candidate loops with it).
