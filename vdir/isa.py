@@ -287,6 +287,9 @@ LOOP_FIELDS = (LOOP_PAIRS, LOOP_FLIPS, LOOP_RING_BASE, LOOP_RING_BYTES, LOOP_BOD
 LOOP_STEP_INDEX_WORD = 16
 #: the longest body a loop record can index
 MAX_LOOP_BODY = (INSTR_WORDS - LOOP_STEP_INDEX_WORD) * WORD_BYTES
+#: the largest ring a loop may step words in: a ring lies in shared memory, and the kernel works out
+#: ``(base - ring_base + (t mod ring_bytes) * step)`` below ``ring_bytes^2``, exact in an f64 below 2^53
+MAX_LOOP_RING_BYTES = 1 << 24
 #: a step record's word 0 (an instruction's packed word, never stepped): bit w set makes word w step in
 #: the loop's ring (``ring_base + (base - ring_base + t * step) mod ring_bytes``) instead of mod 2^32
 STEP_RING_WORDS = Field("ring_words", 0)
@@ -606,6 +609,9 @@ def _check_steps(loop: Loop, records: np.ndarray, rec: np.ndarray) -> None:
         raise LoopFormError(loop.record, f"step record {int(wrong[0])} steps word 0 or a dependency-bit word in "
                                          "the ring")
     ring_base, ring_bytes = LOOP_RING_BASE.get(rec), LOOP_RING_BYTES.get(rec)
+    if ring_bytes > MAX_LOOP_RING_BYTES:
+        raise LoopFormError(loop.record, f"its ring of {ring_bytes} bytes is larger than the "
+                                         f"{MAX_LOOP_RING_BYTES} a loop may step words in")
     for j, (base, step) in enumerate(zip(loop.bases(records), loop.steps(records), strict=True)):
         ring_words = int(STEP_RING_WORDS.get(step))
         if not ring_words:

@@ -59,6 +59,16 @@
 // CHECK:      ld.shared.u32 [[BASEW:%r[0-9]+]], {{\[}}[[WORD:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.u32 [[STEPW:%r[0-9]+]], {{\[}}[[WORD]]+128];
 // CHECK:      mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[STEPW]], [[BASEW]];
+// A word in the loop's ring: (base - ring base + (t mod ring) * step) mod
+// ring, the quotient from an f64 product with the loop's 1 / ring (worked
+// out once per loop entry), no 64-bit division.
+// CHECK-NOT:  rem.u64
+// CHECK:      mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, [[STEPW]];
+// CHECK-NEXT: add.u64
+// CHECK-NEXT: cvt.rn.f64.u64
+// CHECK-NEXT: mul.rn.f64
+// CHECK-NEXT: cvt.rzi.u64.f64
+// CHECK-NOT:  rem.u64
 // CHECK:      $L_ring_done_{{[0-9]+}}:
 // CHECK:      shfl.sync.up.b32 {{%r[0-9]+}}, [[BASEW]], 2, 0, 4294967295;
 // CHECK:      st.shared.u32 {{\[}}[[WORD]]], {{%r[0-9]+}};

@@ -361,6 +361,9 @@ FORGERIES = {
                       r"loop record \d+: pairs 0x80 hold a bit without its partner"),
     "stray word": (lambda r, lp: r[lp.record].__setitem__(isa.W_UOP_ID, 5),
                    r"loop record \d+: word 10 is not zero"),
+    "ring too large": (lambda r, lp: isa.LOOP_RING_BYTES.set(r[lp.record], isa.MAX_LOOP_RING_BYTES + 1),
+                       r"loop record \d+: its ring of 16777217 bytes is larger than the 16777216 a loop may "
+                       r"step words in"),
 }
 
 

@@ -109,14 +109,16 @@ def test_a_program_without_loops_has_a_sentinel_per_queue():
 
 
 def test_the_loop_kernel_walks_entries_and_the_plain_one_does_not():
-    """A looped program's kernel prefetches base and step records (half as many slots) and steps them;
-    the same program unrolled gets the plain fetcher, as it does with the lsu load path or without
-    run_loops (the default: the CUDA backend then uploads the executed stream)."""
+    """A looped program's kernel prefetches base and step records (half as many slots) and steps them
+    (ring words by an f64 quotient, no 64-bit division; the report path's cursor divides); the same
+    program unrolled gets the plain fetcher, as it does with the lsu load path or without run_loops
+    (the default: the CUDA backend then uploads the executed stream)."""
     looped = compile_to_encoded(examples.build_gemv(), num_sms=1)
     assert looped.has_loops
     loop_ptx = lower_to_ptx(looped, options={"run_loops": True})
     plain_ptx = lower_to_ptx(looped.without_loops(), options={"run_loops": True})
-    assert "rem.u64" in loop_ptx and "div.u32" in loop_ptx and "$L_loop_scan" in loop_ptx
+    assert "cvt.rzi.u64.f64" in loop_ptx and "rem.u64" not in loop_ptx
+    assert "div.u32" in loop_ptx and "$L_loop_scan" in loop_ptx
     assert "cp.async.wait_group 3" in loop_ptx and "cp.async.wait_group 7" not in loop_ptx
     assert "$L_loop_scan" not in plain_ptx and "cp.async.wait_group 7" in plain_ptx
     for expanding in ({"load_path": "lsu", "run_loops": True}, {}):

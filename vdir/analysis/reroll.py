@@ -215,7 +215,7 @@ def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
     col = copies[:, js[0], ws[0]].astype(np.int64)
     d = col[1:] - col[:-1]
     ring_bytes = int(d.max() - d.min())
-    if not 0 < ring_bytes <= isa.LOOP_RING_BYTES.max_value:
+    if not 0 < ring_bytes <= isa.MAX_LOOP_RING_BYTES:
         return None
     return int(copies[:, js, ws].min()), ring_bytes
 

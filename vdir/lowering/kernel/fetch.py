@@ -221,6 +221,10 @@ class LoopCursor:
             self.low_half = b.setp("ne.u32", b.i("and.b32", "u32", c.lane, 1), 0)
             self.pairs, self.steady, self.paired = b.var("u32", 0), b.var("u32", 0), b.var("u32", 0)
             self.ring_base, self.ring_bytes = b.var("u32", 0), b.var("u32", 0)
+            self.ring_trip = b.var("u32", 0)  # the trip mod ring_bytes (0 without a ring)
+            # 1 / ring_bytes, rounded (1 without a ring): a register made by a conversion (an f64 mov
+            # would need an f64 literal)
+            self.ring_inverse = b.i("cvt.rn.f64.u32", "f64", b.mov("u32", 1))
         self._load()
 
     def _load(self) -> None:
@@ -242,6 +246,8 @@ class LoopCursor:
             b.i("xor.b32", "b32", flips, self.paired, dst=self.steady)
             b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BASE * isa.WORD_BYTES, dst=self.ring_base)
             b.ld("ld.global.nc.u32", "u32", e, L.LE_RING_BYTES * isa.WORD_BYTES, dst=self.ring_bytes)
+            ring = b.i("cvt.rn.f64.u32", "f64", b.i("max.u32", "u32", self.ring_bytes, 1))
+            b.i("rcp.rn.f64", "f64", ring, dst=self.ring_inverse)
 
     def locate(self, pos: SSAValue, records: bool = True) -> LoopPosition:
         """Where ``pos`` lies (every lane of the warp, converged: the step index is a shuffle);
@@ -279,6 +285,9 @@ class LoopCursor:
         if not self.sequential:
             b.i("div.u32", "u32", run, self.body, dst=self.trip)
             b.i("sub.u32", "u32", run, b.i("mul.lo.u32", "u32", self.trip, self.body), dst=self.j)
+            if self.with_params:
+                ring = b.i("max.u32", "u32", self.ring_bytes, 1)
+                b.i("rem.u32", "u32", self.trip, ring, dst=self.ring_trip)
             return
         # the position after the previous one: j + 1, wrapping into the next trip (or the loop's first)
         first = b.setp("eq.u32", run, 0)
@@ -288,6 +297,10 @@ class LoopCursor:
         b.i("selp.u32", "u32", 0, nxt, wrap, dst=self.j)
         b.i("selp.u32", "u32", 0, self.trip, first, dst=self.trip)
         b.i("selp.u32", "u32", 0, self.j, first, dst=self.j)
+        if self.with_params:  # the trip mod ring_bytes, counted the same way (0 where there is no ring)
+            ring_next = b.i("add.u32", "u32", self.ring_trip, b.i("selp.u32", "u32", 1, 0, wrap))
+            around = b.i("or.pred", "pred", b.setp("ge.u32", ring_next, self.ring_bytes), first)
+            b.i("selp.u32", "u32", 0, ring_next, around, dst=self.ring_trip)
 
 
 #: the low bit of every pair (2k, 2k + 1) of a 32-bit half of a mask, and the high one (pairs never
@@ -306,7 +319,7 @@ def loop_word(c: Ctx, at: LoopPosition, base: SSAValue, step: SSAValue) -> SSAVa
     b, cur, t = c.b, at.cursor, at.trip
     word = b.var("u32", 0)
     b.i("mad.lo.u32", "u32", t, step, base, dst=word)
-    _step_in_ring(c, cur, t, base, step, word)
+    _step_in_ring(c, cur, base, step, word)
     odd = b.setp("ne.u32", b.i("and.b32", "u32", t, 1), 0)
     second = b.setp("ne.u32", b.i("and.b32", "u32", t, 2), 0)
 
@@ -333,9 +346,16 @@ def loop_word(c: Ctx, at: LoopPosition, base: SSAValue, step: SSAValue) -> SSAVa
     return b.i("selp.b32", "b32", base, word, b.setp("eq.u32", lane, isa.OPCODE.word))
 
 
-def _step_in_ring(c: Ctx, cur: LoopCursor, t: SSAValue, base: SSAValue, step: SSAValue, word: SSAValue) -> None:
+def _step_in_ring(c: Ctx, cur: LoopCursor, base: SSAValue, step: SSAValue, word: SSAValue) -> None:
     """Where the loop has a ring and the instruction's step record names ring words (uniform tests),
-    lane k's word k is ``ring_base + (base - ring_base + t * step) mod ring_bytes`` if k is one of them."""
+    lane k's word k is ``ring_base + (base - ring_base + t * step) mod ring_bytes`` on trip ``t`` if k
+    is one of them.
+
+    Worked out from the cursor's trip mod ring_bytes (``ring_trip``, so the same value), without a
+    64-bit division: ``x = (base - ring_base) + ring_trip * step`` is below ``ring_bytes^2 <= 2^48``
+    (``isa.MAX_LOOP_RING_BYTES``), so its f64 conversion is exact and ``x * (1 / ring_bytes)``
+    truncates to the quotient or one off it; the remainder is then set right by one add or subtract.
+    """
     b = c.b
     done = b.new_label("ring_done")
     b.bra(done, b.setp("eq.u32", cur.ring_bytes, 0))  # the loop has no ring
@@ -343,10 +363,14 @@ def _step_in_ring(c: Ctx, cur: LoopCursor, t: SSAValue, base: SSAValue, step: SS
     b.bra(done, b.setp("eq.u32", ring_mask, 0))
     in_ring = b.setp("ne.u32", b.i("and.b32", "u32", b.i("shr.u32", "u32", ring_mask, c.lane), 1), 0)
     offset = b.i("cvt.u64.u32", "u64", b.i("sub.u32", "u32", base, cur.ring_base))
-    moved = b.i("add.u64", "u64", offset, b.i("mul.wide.u32", "u64", t, step))
-    ring = b.i("cvt.u64.u32", "u64", b.i("max.u32", "u32", cur.ring_bytes, 1))
-    in_slot = b.i("cvt.u32.u64", "u32", b.i("rem.u64", "u64", moved, ring))
-    b.i("add.u32", "u32", cur.ring_base, in_slot, dst=word, guard=in_ring)
+    x = b.i("add.u64", "u64", offset, b.i("mul.wide.u32", "u64", cur.ring_trip, step))
+    quotient = b.i("cvt.rzi.u64.f64", "u64", b.i("mul.rn.f64", "f64", b.i("cvt.rn.f64.u64", "f64", x), cur.ring_inverse))
+    ring = b.i("cvt.u64.u32", "u64", cur.ring_bytes)
+    rest = b.var("s64", 0)
+    b.i("sub.s64", "s64", x, b.i("mul.lo.u64", "u64", quotient, ring), dst=rest)
+    b.i("add.s64", "s64", rest, ring, dst=rest, guard=b.setp("lt.s64", rest, 0))
+    b.i("sub.s64", "s64", rest, ring, dst=rest, guard=b.setp("ge.s64", rest, ring))
+    b.i("add.u32", "u32", cur.ring_base, b.i("cvt.u32.u64", "u32", rest), dst=word, guard=in_ring)
     b.place(done)
 
 
