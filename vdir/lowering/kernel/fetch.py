@@ -204,9 +204,10 @@ class LoopCursor:
     words, once per loop). ``sequential``: it is asked for every position in
     turn, and counts the body index and the trip up instead of dividing.
     Lane k (k < 16) holds the entry's step-index word k; ``with_params`` also
-    keeps what :func:`loop_word` needs: the ring, and in lane k the half
-    (k odd: low, even: high) of the pairs and flips that its dependency-bit
-    word holds.
+    keeps what :func:`loop_word` needs: the ring (its base, its bytes, their
+    reciprocal and the trip modulo them), and in lane k the half (k odd:
+    low, even: high) of the pairs and flips that its dependency-bit word
+    holds.
     """
 
     def __init__(self, c: Ctx, q: Queue, with_params: bool = False, sequential: bool = False):
