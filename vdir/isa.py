@@ -515,39 +515,34 @@ def _step_in_ring(out: np.ndarray, bases: np.ndarray, steps: np.ndarray, ring_ba
 
 
 def _step_bits(out: np.ndarray, bases: np.ndarray, pairs: int, flips: int) -> None:
-    """Overwrite the dependency-bit words of ``out`` (trips x body x words) as :meth:`Loop.expand` says."""
+    """Overwrite the dependency-bit words of ``out`` (trips x body x words) as :meth:`Loop.expand` says
+    (:func:`trip_bit_words`, whose words repeat every four trips)."""
     mask0, signal0, parity0 = (join_u64(bases[:, f.word], bases[:, f.word + 1])
                                for f in (WAIT_MASK, SIGNAL_MASK, WAIT_PARITY))
-    words = loop_bit_words(mask0, signal0, parity0, out.shape[0], pairs, flips)
-    for f, v in zip((WAIT_MASK, SIGNAL_MASK, WAIT_PARITY), words, strict=True):
+    trips = out.shape[0]
+    if not trips:
+        return
+    phases = [trip_bit_words(mask0, signal0, parity0, t, pairs, flips) for t in range(min(trips, 4))]
+    phase_of_trip = np.arange(trips) % 4
+    for k, f in enumerate((WAIT_MASK, SIGNAL_MASK, WAIT_PARITY)):
+        v = np.stack([phase[k] for phase in phases])[phase_of_trip]
         out[:, :, f.word] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         out[:, :, f.word + 1] = (v >> np.uint64(32)).astype(np.uint32)
 
 
-def loop_bit_words(mask0: np.ndarray, signal0: np.ndarray, parity0: np.ndarray, trips: int, pairs: int,
+def trip_bit_words(mask0: np.ndarray, signal0: np.ndarray, parity0: np.ndarray, trip: int, pairs: int,
                    flips: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(wait mask, signal mask, wait parity) of each trip of a body whose bases hold ``mask0``,
-    ``signal0`` and ``parity0`` (uint64, one per body instruction): ``trips x body`` arrays, by the
-    rule of :meth:`Loop.expand` (:func:`trip_bit_words`, whose words repeat every four trips)."""
-    phases = [trip_bit_words(mask0, signal0, parity0, t, pairs, flips) for t in range(min(max(trips, 1), 4))]
-    t = np.arange(trips) % 4
-    return tuple(np.stack([phase[k] for phase in phases])[t] for k in range(3))  # type: ignore[return-value]
-
-
-def trip_bit_words(mask0: int | np.ndarray, signal0: int | np.ndarray, parity0: int | np.ndarray, trip: int,
-                   pairs: int, flips: int) -> tuple:
-    """(wait mask, signal mask, wait parity) of trip ``trip`` of a loop instruction whose base holds
-    ``mask0``, ``signal0`` and ``parity0`` (ints, or uint64 arrays elementwise), as :meth:`Loop.expand`
-    says; the one owner of that rule (the encoder's reroll checks candidate loops with it).
+    """(wait mask, signal mask, wait parity) on trip ``trip`` of loop instructions whose bases hold
+    ``mask0``, ``signal0`` and ``parity0`` (uint64 arrays, elementwise), as :meth:`Loop.expand` says;
+    the one owner of that rule (the encoder's reroll checks candidate loops with it).
 
     On the odd trips each pair's two bits swap in the masks; the parity flips in the ``flips`` bits
     outside the pairs on the odd trips and in the pairs' ``flips`` bits on trips 2 and 3 mod 4, then
     swaps like the masks on the odd trips, and keeps only the trip's wait-mask bits.
     """
-    as_word = np.uint64 if isinstance(mask0, np.ndarray) else int
     odd, second = trip & 1, trip & 2
     steady, paired = flips & ~pairs & WAIT_MASK.max_value, flips & pairs
-    parity = parity0 ^ as_word(steady if odd else 0) ^ as_word(paired if second else 0)
+    parity = parity0 ^ np.uint64(steady if odd else 0) ^ np.uint64(paired if second else 0)
     if not odd:
         return mask0, signal0, parity & mask0
     mask = swap_pairs(mask0, pairs)

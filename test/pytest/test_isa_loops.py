@@ -103,7 +103,7 @@ def test_expanding_a_rerolled_queue_gives_the_queue_back(queue, max_body):
 def _copies_run(records: np.ndarray, pos: int, k: int, t: int) -> int:
     """How many leading copies of the ``t`` copies of the ``k`` records at ``pos`` the loop derived
     from them runs exactly (0 where no loop can say them)."""
-    rolled = reroll._derive_loop(records, pos, k, t)
+    rolled = reroll._derive_loop(records, reroll._BitWords.of(records), pos, k, t)
     if rolled is None:
         return 0
     equal = (isa.Loop(0, k, t, len(rolled) - 1 - k).expand(rolled) == records[pos : pos + k * t])

@@ -108,6 +108,32 @@ def test_a_program_without_loops_has_a_sentinel_per_queue():
             assert entry[L.LE_BEGIN] == entry[L.LE_END] == 0xFFFFFFFF and entry[L.LE_DELTA] == row[L.Q_RECORDS]
 
 
+def _ring_remainder(offset: np.ndarray, ring_trip: np.ndarray, step: np.ndarray, ring: np.ndarray) -> np.ndarray:
+    """``(offset + ring_trip * step) mod ring`` the way ``fetch._step_in_ring``'s instructions work it
+    out: the u64 sum converted to f64 (``cvt.rn.f64.u64``), times the rounded reciprocal
+    (``rcp.rn.f64``, ``mul.rn.f64``), truncated (``cvt.rzi.u64.f64``), the remainder in s64, then one
+    add or subtract of the ring."""
+    x = offset + ring_trip * step
+    quotient = np.trunc(x.astype(np.float64) * (1.0 / ring.astype(np.float64))).astype(np.int64)
+    rest = x - quotient * ring
+    rest = np.where(rest < 0, rest + ring, rest)
+    return np.where(rest >= ring, rest - ring, rest)
+
+
+def test_the_kernels_ring_arithmetic_is_exact_for_every_allowed_ring():
+    """For every ring up to isa.MAX_LOOP_RING_BYTES and operands in it (a ring word's offset and step
+    are below the ring, the cursor's trip is kept below it), the f64 quotient is exact or one off and
+    the fixed remainder is the true one: the largest values, and random ones at every power of two."""
+    rng = np.random.default_rng(7)
+    for bits in range(isa.MAX_LOOP_RING_BYTES.bit_length()):
+        top = 1 << bits
+        ring = rng.integers(max(1, top // 2), top + 1, size=20_000, dtype=np.int64)
+        ring[:3] = top
+        offset, ring_trip, step = ((rng.random(ring.size) * ring).astype(np.int64) for _ in range(3))
+        offset[:3], ring_trip[:3], step[:3] = ring[:3] - 1, ring[:3] - 1, [ring[0] - 1, 1, 0]
+        assert np.array_equal(_ring_remainder(offset, ring_trip, step, ring), (offset + ring_trip * step) % ring)
+
+
 def test_the_loop_kernel_walks_entries_and_the_plain_one_does_not():
     """A looped program's kernel prefetches base and step records (half as many slots) and steps them
     (ring words by an f64 quotient, no 64-bit division; the report path's cursor divides); the same

@@ -155,9 +155,9 @@ def _packed_ids(records: np.ndarray) -> np.ndarray:
     return np.unique(records[:, list(isa.PACKED_WORDS)], axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _derive_loop(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | None:
+def _derive_loop(records: np.ndarray, bits: _BitWords, pos: int, k: int, t: int) -> np.ndarray | None:
     """The loop (loop record, bases, step records) that ``t`` copies of the ``k`` records at ``pos``
-    would be, or None where no loop can say them.
+    would be, or None where no loop can say them (``bits``: the queue's bit words).
 
     The step of a word is the difference of its first two copies; a word whose
     differences vary (a tile slot in a ring that does not come back every
@@ -186,7 +186,7 @@ def _derive_loop(records: np.ndarray, pos: int, k: int, t: int) -> np.ndarray | 
         ring_words[j] |= np.uint32(1 << int(w))
     step[:, isa.DEPENDENCY_BIT_WORDS] = 0
     step[:, isa.STEP_RING_WORDS.word] = ring_words
-    pairs, flips = _pairs_and_flips(copies)
+    pairs, flips = _pairs_and_flips(*_first_copies(bits, pos, k, t))
     index, first = _first_uses(step)
     record = isa.make_loop_record(k, t, index, pairs=pairs, flips=flips, ring_base=ring_base,
                                   ring_bytes=ring_bytes)
@@ -220,18 +220,18 @@ def _ring_of(copies: np.ndarray, moving: np.ndarray) -> tuple[int, int] | None:
     return int(copies[:, js, ws].min()), ring_bytes
 
 
-def _pairs_and_flips(copies: np.ndarray) -> tuple[int, int]:
-    """The loop record's pairs and flips (``isa.Loop.expand``) for ``copies`` (trips x body x words)."""
-    first = copies[:4].reshape(-1, isa.INSTR_WORDS)  # the first copies' records, one field read for all
-    n = min(len(copies), 4)
-    return _pairs_and_flips_of(*(_bit_words(first, f).reshape(n, -1)
-                                 for f in (isa.WAIT_MASK, isa.SIGNAL_MASK, isa.WAIT_PARITY)))
+def _first_copies(bits: _BitWords, pos: int, k: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The wait masks, signal masks and wait parities (copies x body, uint64) of the first (up to four)
+    of ``t`` copies of the ``k`` records at ``pos``: what a loop's pairs and flips are read from."""
+    span = slice(pos, pos + k * min(t, 4))
+    mask, signal, parity = (w[span].reshape(-1, k) for w in bits)
+    return mask, signal, parity
 
 
-def _pairs_and_flips_of(mask: np.ndarray, signal: np.ndarray, parity: np.ndarray) -> tuple[int, int]:
-    """The loop record's pairs and flips for the bit words (copies x body, uint64) of a loop's first
-    copies (up to four are read)."""
-    n = min(len(mask), 4)
+def _pairs_and_flips(mask: np.ndarray, signal: np.ndarray, parity: np.ndarray) -> tuple[int, int]:
+    """The loop record's pairs and flips (``isa.Loop.expand``) for the bit words of a loop's first
+    copies (:func:`_first_copies`)."""
+    n = len(mask)
     moved = int(np.bitwise_or.reduce(mask[0] ^ mask[1])) | int(np.bitwise_or.reduce(signal[0] ^ signal[1]))
     pairs = int(moved | isa.swap_pairs(moved, _ALL_BITS))  # each moved bit with its partner
 
@@ -255,8 +255,8 @@ def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
     not derive and expand it (most candidates that the hashes let through
     fail here, on a pair or a flip that the body's records disagree on).
     """
-    mask, signal, parity = (w[pos : pos + k * min(t, 4)].reshape(-1, k) for w in bits)
-    pairs, flips = _pairs_and_flips_of(mask, signal, parity)
+    mask, signal, parity = _first_copies(bits, pos, k, t)
+    pairs, flips = _pairs_and_flips(mask, signal, parity)
     want = isa.trip_bit_words(mask[0], signal[0], parity[0], 1, pairs, flips)
     return all(bool((w == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
 
@@ -273,7 +273,7 @@ def _loop_records(records: np.ndarray, bits: _BitWords, pos: int, k: int,
     if not _second_copy_follows(bits, pos, k, t):
         return None
     for _attempt in range(2):
-        rolled = _derive_loop(records, pos, k, t)
+        rolled = _derive_loop(records, bits, pos, k, t)
         if rolled is None:
             return None
         loop = isa.Loop(0, k, t, len(rolled) - 1 - k)
