@@ -20,6 +20,8 @@
 #   sweep    - bench/bench_sweep.py: gemvs, MLP blocks and stacks over shapes, against
 #              torch eager, CUDA graph, cuBLAS and torch.compile ($SWEEP_ARGS)
 #   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine ($UOP_ARGS)
+#   loops    - bench/diag_loops.py: the 16-layer stack with keep_trips, unrolled against
+#              run_loops, and run_loops with one engine's queues unrolled at a time
 #   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
 #              1024-token context against torch ($DECODE_ARGS)
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
@@ -39,7 +41,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -71,6 +73,8 @@ for what in $steps; do
         | tee "$OUT/sweep.log" ;;
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
+    loops)
+      timeout ${LOOPS_TIMEOUT:-180} python3 bench/diag_loops.py 2>&1 | tee "$OUT/loops.log" ;;
     decode)
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;

@@ -1221,8 +1221,9 @@ class EncodedProgram:
     def without_loops(self) -> "EncodedProgram":
         """The same program with every loop record expanded: the executed stream, queue by queue.
 
-        What the GPU kernel runs: it walks plain queues (running loop
-        records in the kernel is not implemented).
+        What the CUDA backend uploads by default (the kernel then walks plain
+        queues); with the lowering option ``run_loops`` the engines run the
+        loop records themselves.
         """
         if not self.has_loops:
             return self

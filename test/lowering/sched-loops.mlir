@@ -70,10 +70,30 @@
 // CHECK-NEXT: cvt.rzi.u64.f64
 // CHECK-NOT:  rem.u64
 // CHECK:      $L_ring_done_{{[0-9]+}}:
-// CHECK:      shfl.sync.up.b32 {{%r[0-9]+}}, [[BASEW]], 2, 0, 4294967295;
+// The dependency-bit words: each lane swaps the pairs of one word on an odd
+// trip, the parity lanes (3, 4) their flipped parity, the others their base
+// word; then the parity lanes keep the bits of the swapped wait mask that
+// lanes 1 and 2 worked out (one shuffle up by two lanes, one swap per lane).
+// CHECK:      selp.b32 [[BITS_IN:%r[0-9]+]], {{%r[0-9]+}}, [[BASEW]], [[IN_PARITY:%p[0-9]+]];
+// CHECK:      selp.b32 [[SWAPPED:%r[0-9]+]], {{%r[0-9]+}}, [[BITS_IN]], {{%p[0-9]+}};
+// CHECK-NEXT: shfl.sync.up.b32 [[MASK:%r[0-9]+]], [[SWAPPED]], 2, 0, 4294967295;
+// CHECK-NEXT: and.b32 [[PARITY:%r[0-9]+]], [[SWAPPED]], [[MASK]];
+// CHECK-NEXT: selp.b32 {{%r[0-9]+}}, [[PARITY]], [[SWAPPED]], [[IN_PARITY]];
+// CHECK-NOT:  shfl.sync.up.b32
 // CHECK:      st.shared.u32 {{\[}}[[WORD]]], {{%r[0-9]+}};
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK:      $L_st_done_0:
+
+// The compute group's second warp hands a position over, then works out the
+// next one at once (its copies: one commit group later) while the first warp
+// waits for the handed one's dependencies.
+// CHECK:      $L_cp_top_0:
+// CHECK:      cp.async.wait_group 3;
+// CHECK:      bar.arrive 2, 64;
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1;
+// CHECK:      cp.async.wait_group 2;
+// CHECK:      shfl.sync.up.b32
+// CHECK:      barrier.sync 1, 256;
 
 // Without run_loops: the plain walk of the executed stream (which the CUDA
 // backend then uploads), 8 slots of one record.

@@ -5,10 +5,11 @@ the group, the family body (``vdir/lowering/families``) runs on every thread,
 a second barrier, and the leader thread signals.
 
 In a kernel that runs loops, the second compute warp owns the instruction
-window: it works out the next instruction's trip words while the first warp
-signals the last one, and hands it over with a two-warp named barrier
+window: it hands the current instruction over with a two-warp named barrier
 (``layout.FETCH_BARRIER``: its writes to the window are ordered before the
-first warp's reads by the barrier, ``bar.arrive`` to ``bar.sync``).
+first warp's reads by the barrier, ``bar.arrive`` to ``bar.sync``), then
+works out the next one's trip words at once, while the first warp waits for
+the handed one's dependencies; at the next trip the hand-off only waits.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         b.bra(waiter, fetch_warp, neg=True)
         fe.prepare(pos)
         b.raw("bar.arrive", "%d, 64" % L.FETCH_BARRIER)
+        fe.prepare_next(pos)  # while the first warp waits for pos's dependencies
         b.bra(sync)
         b.place(waiter)
     b.bra(sync, first_warp, neg=True)

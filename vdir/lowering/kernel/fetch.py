@@ -333,14 +333,15 @@ def loop_word(c: Ctx, at: LoopPosition, base: SSAValue, step: SSAValue) -> SSAVa
         return b.i("selp.b32", "b32", swapped, bits, odd)
 
     # the wait mask (lanes 1, 2) and the signal mask (5, 6) swap their pairs on the odd trips; the
-    # parity (3, 4) flips, swaps and keeps the trip's mask bits (lane k - 2's word)
-    mask_of_parity = swapped_on_odd(b.i("shfl.sync.up.b32", "u32", base, 2, 0, FULL))
-    flipped = b.i("xor.b32", "b32", base, b.i("selp.b32", "b32", cur.steady, 0, odd))
-    flipped = b.i("xor.b32", "b32", flipped, b.i("selp.b32", "b32", cur.paired, 0, second))
-    parity = b.i("and.b32", "b32", swapped_on_odd(flipped), mask_of_parity)
+    # parity (3, 4) flips, swaps and keeps the trip's mask bits: the swapped wait mask that lane k - 2
+    # works out for itself
     lane = c.lane
     in_parity = b.setp("eq.u32", b.i("shr.u32", "u32", b.i("sub.u32", "u32", lane, isa.WAIT_PARITY.word), 1), 0)
-    bits = b.i("selp.b32", "b32", parity, swapped_on_odd(base), in_parity)
+    flipped = b.i("xor.b32", "b32", base, b.i("selp.b32", "b32", cur.steady, 0, odd))
+    flipped = b.i("xor.b32", "b32", flipped, b.i("selp.b32", "b32", cur.paired, 0, second))
+    swapped = swapped_on_odd(b.i("selp.b32", "b32", flipped, base, in_parity))
+    mask_of_parity = b.i("shfl.sync.up.b32", "u32", swapped, isa.WAIT_PARITY.word - isa.WAIT_MASK.word, 0, FULL)
+    bits = b.i("selp.b32", "b32", b.i("and.b32", "b32", swapped, mask_of_parity), swapped, in_parity)
     first_bit, last_bit = min(isa.DEPENDENCY_BIT_WORDS), max(isa.DEPENDENCY_BIT_WORDS)
     in_bits = b.setp("le.u32", b.i("sub.u32", "u32", lane, first_bit), last_bit - first_bit)
     b.i("selp.b32", "b32", bits, word, in_bits, dst=word)
@@ -509,12 +510,21 @@ class SmemFetcher:
         if self.c.loops:
             self._wait_and_step(pos, self.slot_address(pos))
 
-    def _wait(self) -> None:
-        """Wait for the oldest pending instruction's copies."""
-        self.b.raw("cp.async.wait_group", "%d" % (self.depth - 1))
+    def prepare_next(self, pos: SSAValue) -> None:
+        """In a kernel that runs loops, once ``pos`` is prepared, work out ``pos + 1``'s words too
+        (its copies were issued with ``pos``'s window, so they are waited for one group later); a
+        later :meth:`prepare` of ``pos + 1`` then only waits. Else nothing."""
+        if self.c.loops:
+            nxt = self.b.i("add.u32", "u32", pos, 1)
+            self._wait_and_step(nxt, self.slot_address(nxt), pending=self.depth - 2)
+
+    def _wait(self, pending: int | None = None) -> None:
+        """Wait until at most ``pending`` copies are in flight (default ``depth - 1``: the oldest
+        pending instruction has landed)."""
+        self.b.raw("cp.async.wait_group", "%d" % (self.depth - 1 if pending is None else pending))
         self.b.raw("bar.warp.sync", "%d" % FULL)
 
-    def _wait_and_step(self, pos: SSAValue, addr: SSAValue) -> None:
+    def _wait_and_step(self, pos: SSAValue, addr: SSAValue, pending: int | None = None) -> None:
         """Wait for ``pos``'s records and write its trip's words over the base record in its slot;
         once (an engine may read a position again after an idle spin). Where ``pos`` lies is worked
         out before the wait, while the copies land."""
@@ -523,7 +533,7 @@ class SmemFetcher:
         b.bra(again, b.setp("eq.u32", pos, self.ready))
         b.set(self.ready, pos)
         at = self.reading.locate(pos, records=False)
-        self._wait()
+        self._wait(pending)
         b.bra(done, at.in_loop, neg=True)
         # lane k reads and writes word k only (the other words it needs come by shuffles)
         lane_addr = b.i("mad.lo.u32", "u32", c.lane, isa.WORD_BYTES, addr)
@@ -533,7 +543,7 @@ class SmemFetcher:
         b.raw("bar.warp.sync", "%d" % FULL)
         b.bra(done)
         b.place(again)
-        self._wait()
+        self._wait(pending)
         b.place(done)
 
     def advance(self, new_pos: SSAValue) -> None:

@@ -149,8 +149,6 @@ def _issue_next(s: LoadLoop) -> None:
     b.place(issued)
     b.i("add.u32", "u32", s.pos, 1, dst=s.pos)
     s.fe.advance(s.pos)
-    if isinstance(s.fe, SmemFetcher):
-        s.fe.prepare(s.pos)  # a loop's next instruction is worked out now, while this load is in flight
     _progress(s)
 
 

@@ -1,0 +1,113 @@
+"""Where the engines' loop walk (lowering option ``run_loops``) costs time, engine by engine.
+
+The 16-layer MLP stack compiled with ``keep_trips`` (every layer placed as
+the first, so its queues reroll into loops) is timed three ways on the GPU,
+all from the same encoded program and the same inputs:
+
+* ``unrolled``: the CUDA backend uploads the executed stream (the default);
+* ``run_loops``: the engines run the loop records;
+* ``run_loops, <engine> unrolled``: the same kernel, with that engine's
+  queues expanded on the host (their records are the executed stream, so
+  that engine walks straight positions only): how much of the gap that
+  engine's walk costs.
+
+Every variant's output is checked against torch's bf16 math (max relative
+error over all output rows, as ``bench_gpu.py`` reports it). The variants
+run in turn, ``--rounds`` times, each a median of ``--iters`` launches::
+
+    python3 bench/diag_loops.py [--layers 16] [--rounds 2] [--iters 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np  # noqa: E402
+
+from vdir import isa  # noqa: E402
+
+#: the stack's shape (bench_gpu.py's): hidden, intermediate
+HIDDEN, INTER = 2048, 8192
+
+
+def with_engines_unrolled(program: isa.EncodedProgram, engines: set[str]) -> isa.EncodedProgram:
+    """``program`` with the queues of the named engines expanded to their executed stream (the
+    others keep their loop records)."""
+    parts, table, start = [], [], 0
+    for sm in range(len(program.queues)):
+        row = []
+        for e in range(len(program.queues[sm])):
+            records = program.executed_queue(sm, e) if program.engine_name(e) in engines else program.queue(sm, e)
+            parts.append(np.asarray(records))
+            row.append((start, len(records)))
+            start += len(records)
+        table.append(row)
+    return dataclasses.replace(program, instrs=np.concatenate(parts), queues=table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=100)
+    opts = ap.parse_args(argv)
+
+    from vdir.device_runtime.cuda import CudaPlatform
+
+    ok, why = CudaPlatform.is_available()
+    if not ok:
+        print(f"no GPU: {why}")
+        return 1
+    import bench_gpu as bg
+    import torch
+
+    from vdir.lowering.options import LoweringOptions
+
+    plat = CudaPlatform()
+    n = opts.layers
+    program = bg.compile_mlp(n, HIDDEN, INTER, plat.target().num_sms, keep_trips=True)
+    print(f"MLP stack x{n}, keep_trips: {len(program.instrs)} records, {program.executed_count()} executed")
+    torch.manual_seed(0)
+
+    def r(*shape, s=1.0, o=0.0):
+        return torch.randn(*shape, dtype=torch.bfloat16, device="cuda") * s + o
+
+    data = {"hs": r(n + 1, HIDDEN), "g": r(n, HIDDEN, s=0.1, o=1.0), "wg": r(n * INTER, HIDDEN, s=HIDDEN ** -0.5),
+            "wu": r(n * INTER, HIDDEN, s=HIDDEN ** -0.5), "wd": r(n * HIDDEN, INTER, s=INTER ** -0.5),
+            "act": torch.empty(n, INTER, dtype=torch.bfloat16, device="cuda")}
+    data["h"], data["out"] = data["hs"][0:1], data["hs"][1:2]
+    ref = torch.cat(bg.torch_mlp_stack(data, n))
+    plain, looped = LoweringOptions(), LoweringOptions().with_overrides({"run_loops": True})
+    variants = [("unrolled", program, plain), ("run_loops", program, looped)]
+    variants += [(f"run_loops, {e} unrolled", with_engines_unrolled(program, {e}), looped)
+                 for e in map(program.engine_name, range(program.num_engines))]
+    cases = []
+    for label, prog, lowering in variants:
+        data["hs"][1:].fill_(float("nan"))  # poisoned: every output row must be written
+        torch.cuda.synchronize()
+        case = bg.VdirCase(plat, prog, [data], lowering)
+        case.run_all()
+        err = bg.relerr(data["hs"][1:], ref)
+        case.time(4)
+        cases.append((label, case, err))
+    times: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+    for _ in range(opts.rounds):
+        for label, case, _err in cases:
+            times[label].append(case.time(opts.iters))
+    base = float(np.median(times["unrolled"]))
+    for label, _case, err in cases:
+        t = times[label]
+        print(f"{label:<28} {' '.join(f'{x:7.1f}' for x in t)} us  {100 * (np.median(t) / base - 1):+5.1f}%  "
+              f"max rel err {err:.2e}")
+    plat.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
