@@ -512,15 +512,15 @@ class SmemFetcher:
 
     def prepare_next(self, pos: SSAValue) -> None:
         """In a kernel that runs loops, once ``pos`` is prepared, work out ``pos + 1``'s words too
-        (its copies were issued with ``pos``'s window, so they are waited for one group later); a
-        later :meth:`prepare` of ``pos + 1`` then only waits. Else nothing."""
+        (its copies are the second oldest commit group in flight: the wait leaves one group fewer
+        pending); a later :meth:`prepare` of ``pos + 1`` then only waits. Else nothing."""
         if self.c.loops:
             nxt = self.b.i("add.u32", "u32", pos, 1)
             self._wait_and_step(nxt, self.slot_address(nxt), pending=self.depth - 2)
 
     def _wait(self, pending: int | None = None) -> None:
-        """Wait until at most ``pending`` copies are in flight (default ``depth - 1``: the oldest
-        pending instruction has landed)."""
+        """Wait until at most ``pending`` commit groups (one per instruction) are in flight (default
+        ``depth - 1``: the oldest pending instruction has landed)."""
         self.b.raw("cp.async.wait_group", "%d" % (self.depth - 1 if pending is None else pending))
         self.b.raw("bar.warp.sync", "%d" % FULL)
 
