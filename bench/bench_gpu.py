@@ -381,6 +381,24 @@ def copy_time_us(nbytes: int) -> float:
     return copy_us
 
 
+def mlp_torch_sets(layers: int, hidden: int, inter: int, n: int, device="cuda") -> list[dict]:
+    """``n`` sets of fresh random bf16 tensors for ``build_mlp_block`` / ``build_mlp_stack`` (their
+    names), weights scaled as a trained model's; ``h`` and ``out`` are views of rows 0 and 1 of
+    ``hs``, whose rows 1.. the program writes."""
+    import torch
+
+    def r(*shape, s=1.0, o=0.0):
+        return torch.randn(*shape, dtype=torch.bfloat16, device=device) * s + o
+
+    sets = [{"hs": r(layers + 1, hidden), "g": r(layers, hidden, s=0.1, o=1.0),
+             "wg": r(layers * inter, hidden, s=hidden ** -0.5), "wu": r(layers * inter, hidden, s=hidden ** -0.5),
+             "wd": r(layers * hidden, inter, s=inter ** -0.5),
+             "act": torch.empty(layers, inter, dtype=torch.bfloat16, device=device)} for _ in range(n)]
+    for s in sets:
+        s["h"], s["out"] = s["hs"][0:1], s["hs"][1:2]
+    return sets
+
+
 def torch_mlp_layer(h, g, wg, wu, wd):
     """One MLP block in torch: ``h + Wd . (silu(Wg . xn) * (Wu . xn))``, ``xn = rmsnorm(h) * g``."""
     import torch.nn.functional as Fn
@@ -521,22 +539,13 @@ def gpu_main(opts) -> int:
     # ---- MLP: the torch baselines ---------------------------------------------
     H, I = 2048, 8192  # noqa: E741 -- I: the MLP's intermediate size, as in its formulas
 
-    def mlp_sets(layers, n):
-        r = lambda *shape, s=1.0, o=0.0: torch.randn(*shape, dtype=torch.bfloat16, device=dev) * s + o  # noqa: E731
-        return [{"hs": r(layers + 1, H), "g": r(layers, H, s=0.1, o=1.0),
-                 "wg": r(layers * I, H, s=H ** -0.5), "wu": r(layers * I, H, s=H ** -0.5),
-                 "wd": r(layers * H, I, s=I ** -0.5), "act": torch.empty(layers, I, dtype=torch.bfloat16, device=dev)}
-                for _ in range(n)]
-
     mlp_cases = [("MLP block", None, 3), ("MLP stack x16", 16, 1)]
     if opts.quick:
         mlp_cases = [("MLP block", None, 3), ("MLP stack x4", 4, 1)]
     diag = None
     for name, layers, nsets in mlp_cases:
         L = layers or 1
-        sets = mlp_sets(L, nsets)
-        for s in sets:  # names of build_mlp_block: h, g, out are views of hs rows
-            s["h"], s["out"] = s["hs"][0:1], s["hs"][1:2]
+        sets = mlp_torch_sets(L, H, I, nsets, dev)
         wbytes = 3 * L * H * I * 2
         moved = wbytes + L * H * 2 + 2 * H * 2
         # torch eager and graphs (weights counted once: the graph replays the same math)

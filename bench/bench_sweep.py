@@ -73,6 +73,7 @@ from bench.bench_gpu import (  # noqa: E402
     graph_of,
     lowering_options,
     mlp_inputs,
+    mlp_torch_sets,
     relerr,
     run_mlp,
     torch_mlp_stack,
@@ -432,17 +433,6 @@ def gpu_main(opts, cases: list[Case]) -> int:
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
     state = {"plat": plat}  # None once the platform closed (a watchdog report)
 
-    def mlp_tensors(case: Case, n: int) -> list[dict]:
-        H, I, L = case.a, case.b, case.layers  # noqa: E741
-        r = lambda *shape, s=1.0, o=0.0: torch.randn(*shape, dtype=torch.bfloat16, device=dev) * s + o  # noqa: E731
-        sets = [{"hs": r(L + 1, H), "g": r(L, H, s=0.1, o=1.0),
-                 "wg": r(L * I, H, s=H ** -0.5), "wu": r(L * I, H, s=H ** -0.5),
-                 "wd": r(L * H, I, s=I ** -0.5), "act": torch.empty(L, I, dtype=torch.bfloat16, device=dev)}
-                for _ in range(n)]
-        for s in sets:  # names of build_mlp_block: h, out are views of hs rows
-            s["h"], s["out"] = s["hs"][0:1], s["hs"][1:2]
-        return sets
-
     def as_out(o):
         return torch.cat(list(o)) if isinstance(o, (list, tuple)) else o
 
@@ -465,7 +455,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
             cfn_src = lambda x, w: Fn.linear(x, w)  # noqa: E731
             cargs = lambda s: (s["x"], s["w"])  # noqa: E731
         else:
-            sets = mlp_tensors(case, nsets)
+            sets = mlp_torch_sets(case.layers, case.a, case.b, nsets, dev)
             refs = [torch.cat(torch_mlp_stack(s, L)) for s in sets]
             refs32 = [torch.cat(torch_mlp_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
             err_t32 = max(relerr(r, r32) for r, r32 in zip(refs, refs32, strict=True))

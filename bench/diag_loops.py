@@ -74,14 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     program = bg.compile_mlp(n, HIDDEN, INTER, plat.target().num_sms, keep_trips=True)
     print(f"MLP stack x{n}, keep_trips: {len(program.instrs)} records, {program.executed_count()} executed")
     torch.manual_seed(0)
-
-    def r(*shape, s=1.0, o=0.0):
-        return torch.randn(*shape, dtype=torch.bfloat16, device="cuda") * s + o
-
-    data = {"hs": r(n + 1, HIDDEN), "g": r(n, HIDDEN, s=0.1, o=1.0), "wg": r(n * INTER, HIDDEN, s=HIDDEN ** -0.5),
-            "wu": r(n * INTER, HIDDEN, s=HIDDEN ** -0.5), "wd": r(n * HIDDEN, INTER, s=INTER ** -0.5),
-            "act": torch.empty(n, INTER, dtype=torch.bfloat16, device="cuda")}
-    data["h"], data["out"] = data["hs"][0:1], data["hs"][1:2]
+    (data,) = bg.mlp_torch_sets(n, HIDDEN, INTER, 1)
     ref = torch.cat(bg.torch_mlp_stack(data, n))
     plain, looped = LoweringOptions(), LoweringOptions().with_overrides({"run_loops": True})
     variants = [("unrolled", program, plain), ("run_loops", program, looped)]
