@@ -53,9 +53,9 @@ def with_engines_unrolled(program: isa.EncodedProgram, engines: set[str]) -> isa
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--layers", type=int, default=16, help="the stack's layers (default 16)")
+    ap.add_argument("--rounds", type=int, default=2, help="times each variant is timed, in turn (default 2)")
+    ap.add_argument("--iters", type=int, default=100, help="launches per timing, their median reported")
     opts = ap.parse_args(argv)
 
     from vdir.device_runtime.cuda import CudaPlatform
