@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="times each variant is timed, in turn (default 2)")
     ap.add_argument("--iters", type=int, default=100, help="launches per timing, their median reported")
     opts = ap.parse_args(argv)
+    for name in ("layers", "rounds", "iters"):
+        if getattr(opts, name) < 1:
+            ap.error(f"--{name} must be at least 1, got {getattr(opts, name)}")
 
     from vdir.device_runtime.cuda import CudaPlatform
 
