@@ -103,7 +103,8 @@ def test_expanding_a_rerolled_queue_gives_the_queue_back(queue, max_body):
 def _copies_run(records: np.ndarray, pos: int, k: int, t: int) -> int:
     """How many leading copies of the ``t`` copies of the ``k`` records at ``pos`` the loop derived
     from them runs exactly (0 where no loop can say them)."""
-    rolled = reroll._derive_loop(records, reroll._BitWords.of(records), pos, k, t)
+    rule = reroll._pairs_and_flips(*reroll._first_copies(reroll._BitWords.of(records), pos, k, t))
+    rolled = reroll._derive_loop(records, pos, k, t, rule)
     if rolled is None:
         return 0
     equal = (isa.Loop(0, k, t, len(rolled) - 1 - k).expand(rolled) == records[pos : pos + k * t])
@@ -114,7 +115,7 @@ def _copies_run(records: np.ndarray, pos: int, k: int, t: int) -> int:
 @settings(max_examples=60, deadline=None)
 @given(queues(), st.data())
 def test_the_reroll_bit_test_rejects_only_loops_of_one_copy(queue, data):
-    """The reroll's cheap test on the bit words (``_second_copy_follows``) turns a candidate away only
+    """The reroll's cheap test on the bit words (``_bit_rule``) turns a candidate away only
     where the loop derived from its copies runs at most one of them: it saves time, never a loop."""
     if len(queue) < 3:
         return
@@ -123,7 +124,7 @@ def test_the_reroll_bit_test_rejects_only_loops_of_one_copy(queue, data):
         k = data.draw(st.integers(1, len(queue) // 3))
         t = data.draw(st.integers(3, len(queue) // k))
         pos = data.draw(st.integers(0, len(queue) - k * t))
-        if not reroll._second_copy_follows(bits, pos, k, t):
+        if reroll._bit_rule(bits, pos, k, t) is None:
             assert _copies_run(queue, pos, k, t) <= 1
 
 
@@ -136,7 +137,7 @@ def test_the_reroll_bit_test_rejects_a_body_that_disagrees_on_a_pair():
     isa.WAIT_MASK.set_column(second, 1 << 4)
     isa.WAIT_PARITY.set_column(second, np.array([1, 0] * 4, np.uint64) << np.uint64(4))
     rows = np.stack([first, second], axis=1).reshape(-1, isa.INSTR_WORDS)
-    assert not reroll._second_copy_follows(reroll._BitWords.of(rows), 0, 2, 8)
+    assert reroll._bit_rule(reroll._BitWords.of(rows), 0, 2, 8) is None
     assert _copies_run(rows, 0, 2, 8) == 1
     rolled = reroll_queue(rows)
     assert all(loop.body != 2 for loop in isa.queue_loops(rolled))

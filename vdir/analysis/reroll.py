@@ -155,9 +155,9 @@ def _packed_ids(records: np.ndarray) -> np.ndarray:
     return np.unique(records[:, list(isa.PACKED_WORDS)], axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _derive_loop(records: np.ndarray, bits: _BitWords, pos: int, k: int, t: int) -> np.ndarray | None:
+def _derive_loop(records: np.ndarray, pos: int, k: int, t: int, bit_rule: tuple[int, int]) -> np.ndarray | None:
     """The loop (loop record, bases, step records) that ``t`` copies of the ``k`` records at ``pos``
-    would be, or None where no loop can say them (``bits``: the queue's bit words).
+    would be, or None where no loop can say them (``bit_rule``: its pairs and flips, :func:`_bit_rule`).
 
     The step of a word is the difference of its first two copies; a word whose
     differences vary (a tile slot in a ring that does not come back every
@@ -186,7 +186,7 @@ def _derive_loop(records: np.ndarray, bits: _BitWords, pos: int, k: int, t: int)
         ring_words[j] |= np.uint32(1 << int(w))
     step[:, isa.DEPENDENCY_BIT_WORDS] = 0
     step[:, isa.STEP_RING_WORDS.word] = ring_words
-    pairs, flips = _pairs_and_flips(*_first_copies(bits, pos, k, t))
+    pairs, flips = bit_rule
     index, first = _first_uses(step)
     record = isa.make_loop_record(k, t, index, pairs=pairs, flips=flips, ring_base=ring_base,
                                   ring_bytes=ring_bytes)
@@ -246,9 +246,10 @@ def _pairs_and_flips(mask: np.ndarray, signal: np.ndarray, parity: np.ndarray) -
     return pairs, flips & _ALL_BITS
 
 
-def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
-    """Whether the second of ``t`` copies of the ``k`` records at ``pos`` has the dependency bits that
-    a loop derived from the copies would give it (``isa.trip_bit_words``).
+def _bit_rule(bits: _BitWords, pos: int, k: int, t: int) -> tuple[int, int] | None:
+    """The pairs and flips of a loop of ``t`` copies of the ``k`` records at ``pos`` (read from its
+    first copies), or None where its second copy does not have the dependency bits they would give
+    it (``isa.trip_bit_words``).
 
     A cheap exact test on the bit words alone: where it fails, the loop
     would run one copy, which never pays, so :func:`_loop_records` need
@@ -258,7 +259,8 @@ def _second_copy_follows(bits: _BitWords, pos: int, k: int, t: int) -> bool:
     mask, signal, parity = _first_copies(bits, pos, k, t)
     pairs, flips = _pairs_and_flips(mask, signal, parity)
     want = isa.trip_bit_words(mask[0], signal[0], parity[0], 1, pairs, flips)
-    return all(bool((w == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
+    follows = all(bool((w == have[1]).all()) for w, have in zip(want, (mask, signal, parity), strict=True))
+    return (pairs, flips) if follows else None
 
 
 _ALL_BITS = isa.WAIT_MASK.max_value  # every dependency bit
@@ -270,10 +272,9 @@ def _loop_records(records: np.ndarray, bits: _BitWords, pos: int, k: int,
     most of the ``t`` copies found that it runs exactly (fewer where a copy breaks the loop's rules,
     or a hash collision made the copies look alike; derived again from the copies it runs), or None
     if that is fewer than pays for a loop. ``bits`` are the queue's bit words."""
-    if not _second_copy_follows(bits, pos, k, t):
-        return None
     for _attempt in range(2):
-        rolled = _derive_loop(records, bits, pos, k, t)
+        rule = _bit_rule(bits, pos, k, t)
+        rolled = _derive_loop(records, pos, k, t, rule) if rule is not None else None
         if rolled is None:
             return None
         loop = isa.Loop(0, k, t, len(rolled) - 1 - k)
