@@ -21,7 +21,6 @@ run in turn, ``--rounds`` times, each a median of ``--iters`` launches::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 
@@ -30,25 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
 
-from vdir import isa  # noqa: E402
-
 #: the stack's shape (bench_gpu.py's): hidden, intermediate
 HIDDEN, INTER = 2048, 8192
-
-
-def with_engines_unrolled(program: isa.EncodedProgram, engines: set[str]) -> isa.EncodedProgram:
-    """``program`` with the queues of the named engines expanded to their executed stream (the
-    others keep their loop records)."""
-    parts, table, start = [], [], 0
-    for sm in range(len(program.queues)):
-        row = []
-        for e in range(len(program.queues[sm])):
-            records = program.executed_queue(sm, e) if program.engine_name(e) in engines else program.queue(sm, e)
-            parts.append(np.asarray(records))
-            row.append((start, len(records)))
-            start += len(records)
-        table.append(row)
-    return dataclasses.replace(program, instrs=np.concatenate(parts), queues=table)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = torch.cat(bg.torch_mlp_stack(data, n))
     plain, looped = LoweringOptions(), LoweringOptions().with_overrides({"run_loops": True})
     variants = [("unrolled", program, plain), ("run_loops", program, looped)]
-    variants += [(f"run_loops, {e} unrolled", with_engines_unrolled(program, {e}), looped)
+    variants += [(f"run_loops, {e} unrolled", program.without_loops({e}), looped)
                  for e in map(program.engine_name, range(program.num_engines))]
     cases = []
     for label, prog, lowering in variants:

@@ -21,6 +21,7 @@ import functools
 import math
 import sys
 import zlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -1218,24 +1219,29 @@ class EncodedProgram:
         """Bytes of the program's sync block (launch state and counters; :func:`sync_block_words`)."""
         return WORD_BYTES * sync_block_words(self.num_counters)
 
-    def without_loops(self) -> "EncodedProgram":
-        """The same program with every loop record expanded: the executed stream, queue by queue.
+    def without_loops(self, engines: Collection[str] | None = None) -> "EncodedProgram":
+        """The same program with every loop record expanded: the executed stream, queue by queue
+        (``engines``: only the queues of the engines so named, the others' records kept as they are).
 
         What the CUDA backend uploads by default (the kernel then walks plain
         queues); with the lowering option ``run_loops`` the engines run the
-        loop records themselves.
+        loop records themselves (``bench/diag_loops.py`` expands one engine's
+        queues to see what that engine's walk costs).
         """
         if not self.has_loops:
             return self
-        table, start = [], 0
+        parts, table, start = [], [], 0
         for sm in range(len(self.queues)):
             row = []
             for e in range(len(self.queues[sm])):
-                count = len(self.executed_queue(sm, e))
-                row.append((start, count))
-                start += count
+                expand = engines is None or self.engine_name(e) in engines
+                records = self.executed_queue(sm, e) if expand else self.queue(sm, e)
+                parts.append(records)
+                row.append((start, len(records)))
+                start += len(records)
             table.append(row)
-        return dataclasses.replace(self, instrs=self.executed_instrs(), queues=table)
+        instrs = np.concatenate(parts) if parts else self.instrs[:0]
+        return dataclasses.replace(self, instrs=instrs, queues=table)
 
     def check_loops(self) -> None:
         """Check every queue's loop records; LoopFormError names the queue (``SM 0 load queue``) and record."""

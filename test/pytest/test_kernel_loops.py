@@ -152,15 +152,13 @@ def test_the_loop_kernel_walks_entries_and_the_plain_one_does_not():
 
 
 def test_one_engines_queues_unrolled_keep_every_executed_stream():
-    """bench/diag_loops.py times the loop kernel with one engine's queues expanded on the host: that
-    engine's queues hold their executed stream (no loop record left), the others their records as
-    they were, and every queue still executes the same instructions."""
-    from bench.diag_loops import with_engines_unrolled
-
+    """``without_loops`` for one engine (what bench/diag_loops.py times): that engine's queues hold
+    their executed stream (no loop record left), the others their records as they were, and every
+    queue still executes the same instructions; for every engine, the executed stream itself."""
     looped = compile_to_encoded(examples.build_mlp_stack(4, 256, 512), num_sms=2)
     for e in range(looped.num_engines):
         name = looped.engine_name(e)
-        partly = with_engines_unrolled(looped, {name})
+        partly = looped.without_loops({name})
         partly.check_loops()
         for sm in range(looped.num_sms):
             for other in range(looped.num_engines):
@@ -172,6 +170,7 @@ def test_one_engines_queues_unrolled_keep_every_executed_stream():
                 else:
                     assert np.array_equal(kept, looped.queue(sm, other))
     assert any(isa.queue_loops(looped.queue(sm, e)) for sm in range(looped.num_sms) for e in range(looped.num_engines))
+    assert np.array_equal(looped.without_loops().instrs, looped.executed_instrs())
 
 
 # ---------------------------------------------------------------------------
