@@ -34,6 +34,7 @@
 // CHECK-NEXT:       weight-ring=0
 // CHECK-NEXT:       phase-balance=true
 // CHECK-NEXT:       keep-trips=false
+// CHECK-NEXT:       stamp-trips=true
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

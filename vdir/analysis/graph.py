@@ -460,13 +460,13 @@ class _Expander:
         """
         total = 0
         for op in block.ops:
-            total += _expanded_micro_ops(op)
+            total += expanded_micro_ops(op)
             if total > self.max_micro_ops:
                 at = op if isinstance(op, RepeatOp) else where
                 raise PassFailure(
                     f"the program expands to more than {self.max_micro_ops:,} micro-ops (the limit; "
                     f"{OPTIONS['max_micro_ops']} raises it): this {'repeat' if at is op else 'program'} "
-                    f"alone reaches {_expanded_micro_ops(op) if at is op else total:,}",
+                    f"alone reaches {expanded_micro_ops(op) if at is op else total:,}",
                     at,
                 )
 
@@ -831,18 +831,18 @@ def layer_loop(program: ProgramOp) -> RepeatOp | None:
             continue
         if len(range(*_constant_bounds(op))) < MIN_LAYER_TRIPS:
             continue
-        count = _expanded_micro_ops(op)
+        count = expanded_micro_ops(op)
         if count > most:
             best, most = op, count
     return best
 
 
-def _expanded_micro_ops(op: Operation) -> int:
-    """How many micro-ops ``op`` expands to (a repeat: its iterations times its body's)."""
+def expanded_micro_ops(op: Operation) -> int:
+    """How many micro-ops ``op`` expands to, counted on its text (a repeat: its iterations times its body's)."""
     if isinstance(op, LoadOp | StoreOp | ComputeOp):
         return 1
     if isinstance(op, RepeatOp):
-        body = sum(_expanded_micro_ops(inner) for inner in op.body.block.ops)
+        body = sum(expanded_micro_ops(inner) for inner in op.body.block.ops)
         return op.trip_count * body
     return 0
 

@@ -507,12 +507,17 @@ def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True, l2
                          queues: dict[tuple[int, str], list[Node]] | None = None) -> isa.EncodedProgram:
     """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
     program = encode(graph, reroll, l2_prefetch, queues)
+    replace_program(module, graph.name, program)
+    return program
+
+
+def replace_program(module: ModuleOp, name: str, program: isa.EncodedProgram) -> None:
+    """Swap the module's program for ``vdir.encoded_program`` ``name`` holding ``program``."""
     old = single_program(module)
-    new = encoded_op(graph.name, program)
+    new = encoded_op(name, program)
     new.location = old.location
     module.body.block.insert_op_before(new, old)
     module.body.block.erase_op(old, safe_erase=False)
-    return program
 
 
 @dataclass(frozen=True)

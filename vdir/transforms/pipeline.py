@@ -10,6 +10,7 @@ the same pipeline for embedders: a module in, an
 from __future__ import annotations
 
 import gc
+import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -18,16 +19,26 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir import isa
-from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph
+from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expanded_micro_ops, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
+from vdir.analysis.trip_stamp import (
+    SHORT_TRIPS,
+    StampRefused,
+    folding_refusal,
+    footprint_refusal,
+    layer_loop_form,
+    stamp_refusal,
+    stamped_program,
+    with_trips,
+)
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
 from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, STREAM_RUN_AHEAD, StreamRoom, allocate_sm
-from vdir.transforms.encode import encode, replace_with_encoded
+from vdir.transforms.encode import encode, replace_program
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
@@ -40,6 +51,8 @@ from vdir.transforms.schedule import (
     schedule_within_budget,
 )
 from vdir.transforms.verify_deps import verify_dependencies
+
+log = logging.getLogger(__name__)
 
 #: the shares of an SM's tile arena that memory-aware hoisting tries, most first, SM by SM: the
 #: liveness allocator may not pack a schedule whose live bytes just fit (fragmentation)
@@ -175,12 +188,15 @@ def run_pipeline(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
-    weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False,
+    weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
     ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance`` and
     ``keep_trips``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
+    ``stamp_trips`` (with ``keep_trips``): compile the layer loop at two short trip counts and
+    stamp the encoding to the full count where the trips allow it (``vdir.analysis.trip_stamp``;
+    false: compile every trip).
 
     ``num_sms`` None places on every SM of the target; a count outside
     ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
@@ -193,9 +209,15 @@ def run_pipeline(
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
+    opts = _Stages(target, num_sms, prefetch, reroll, l2_prefetch, limit, stream_loads, room, phase_balance,
+                   keep_trips)
     with _no_cyclic_gc():
-        return _run_stages(module, target, num_sms, prefetch, encode_in_ir, reroll, l2_prefetch, limit, stream_loads,
-                           room, phase_balance, keep_trips)
+        program = _stamped(module, opts) if keep_trips and stamp_trips else None
+        if program is None:
+            _, program = _run_stages(module, opts)
+        if encode_in_ir:
+            replace_program(module, single_program(module).sym_name.data, program)
+        return program
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
@@ -211,28 +233,69 @@ def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_pr
     room.check(owner)
 
 
-def _run_stages(module: ModuleOp, target: str, num_sms: int | None, prefetch: int, encode_in_ir: bool,
-                reroll: bool, l2_prefetch: int, max_micro_ops: int, stream_loads: bool,
-                room: StreamRoom, phase_balance: bool, keep_trips: bool) -> isa.EncodedProgram:
-    graph = build_graph(module, max_micro_ops=max_micro_ops)
+@dataclass(frozen=True)
+class _Stages:
+    """The options of the stages after fusion, as :func:`run_pipeline` was given them."""
+
+    target: str
+    num_sms: int | None
+    prefetch: int
+    reroll: bool
+    l2_prefetch: int
+    max_micro_ops: int
+    stream_loads: bool
+    room: StreamRoom
+    phase_balance: bool
+    keep_trips: bool
+
+
+def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProgram]:
+    """Expand, place, schedule, allocate, lay out and encode the (fused) module's program."""
+    graph = build_graph(module, max_micro_ops=opts.max_micro_ops)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
-    graph.target = resolve_target(target, num_sms, graph.target)
+    graph.target = resolve_target(opts.target, opts.num_sms, graph.target)
     verify_dependencies(graph)
-    place(graph, graph.target.num_sms, stream_loads, phase_balance, keep_trips)
-    shares = schedule_and_allocate(graph, prefetch, room)  # laying out and encoding read its queues
+    place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips)
+    shares = schedule_and_allocate(graph, opts.prefetch, opts.room)  # laying out and encoding read its queues
     layout_dependencies(graph, shares)
-    queues = queues_of_shares(shares)
-    if encode_in_ir:
-        return replace_with_encoded(module, graph, reroll, l2_prefetch, queues)
-    return encode(graph, reroll, l2_prefetch, queues)
+    return graph, encode(graph, opts.reroll, opts.l2_prefetch, queues_of_shares(shares))
+
+
+def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
+    """The program compiled from two short trip counts of its layer loop and stamped to the full count
+    (``vdir.analysis.trip_stamp``); None, with the reason logged, where that does not apply."""
+    program = single_program(module)
+    form = layer_loop_form(program)
+    if form is None or form.trips <= sum(SHORT_TRIPS):
+        return None  # as fast to compile every trip
+    reason = stamp_refusal(program)
+    if reason is None and expanded_micro_ops(program) > opts.max_micro_ops:
+        reason = "the program is over the micro-op limit"  # compiling every trip says where
+    try:
+        if reason is None:
+            _, short = _run_stages(with_trips(module, SHORT_TRIPS[0]), opts)
+            reason = folding_refusal(short)  # known before the second compile: refused at the cost of one
+        if reason is None:
+            graph, longer = _run_stages(with_trips(module, SHORT_TRIPS[1]), opts)
+            reason = footprint_refusal(graph, form.trips)
+        if reason is None:
+            stamped = stamped_program(short, longer, graph, form)
+            log.debug("layer loop of %d trips stamped from %d and %d", form.trips, *SHORT_TRIPS)
+            return stamped
+    except StampRefused as e:
+        reason = str(e)
+    except PassFailure as e:  # compiling every trip reports it, located in the program itself
+        reason = f"a short compile failed: {e}"
+    log.debug("layer loop of %d trips compiled trip by trip: %s", form.trips, reason)
+    return None
 
 
 def compile_to_encoded(
     module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
     stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
-    phase_balance: bool = True, keep_trips: bool = False,
+    phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -244,7 +307,7 @@ def compile_to_encoded(
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
                         reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
                         stream_loads=stream_loads, run_ahead=run_ahead, weight_ring=weight_ring,
-                        phase_balance=phase_balance, keep_trips=keep_trips)
+                        phase_balance=phase_balance, keep_trips=keep_trips, stamp_trips=stamp_trips)
 
 
 @dataclass(frozen=True)
@@ -256,7 +319,9 @@ class PipelinePass(ModulePass):
     ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` and
     ``phase-balance`` (default true each) and ``keep-trips`` (default false),
     see vdir-place; ``run-ahead``
-    (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem.
+    (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem;
+    ``stamp-trips`` (default true; with ``keep-trips``): compile the layer loop at two short trip
+    counts and stamp the encoding to the full count where the trips allow it.
     """
 
     name = "vdir-pipeline"
@@ -272,6 +337,7 @@ class PipelinePass(ModulePass):
     weight_ring: int = 0
     phase_balance: bool = True
     keep_trips: bool = False
+    stamp_trips: bool = True
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
@@ -280,4 +346,5 @@ class PipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
                      l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead,
-                     weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips)
+                     weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips,
+                     stamp_trips=self.stamp_trips)
