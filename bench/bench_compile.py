@@ -24,6 +24,15 @@ large files").
 
     python bench/bench_compile.py --parsing [--sizes 20000,100000]
 
+``--trips`` reports compile time against the layer loop's trip count: the
+16-layer MLP stack's shape (2048/8192, every SM) at ``--layers`` layers
+(default 16,32,64), compiled with ``keep_trips``, once stamped from two short
+trip counts (the default, ``vdir.analysis.trip_stamp``) and once trip by trip
+(``stamp_trips=False``), the median CPU seconds of ``--repeat`` runs, and the
+records each encodes to (the same either way: the bytes are checked equal).
+
+    python bench/bench_compile.py --trips [--layers 16,32,64] [--repeat 3]
+
 ``--decode CONFIG`` times the Llama-family decode step instead (``llama-1b``,
 ``llama-8b`` or a config of ``bench/bench_decode.py``): the stages of one
 compilation, then ``compile_to_encoded`` of the built module (targets on a
@@ -134,6 +143,29 @@ def report_scaling(sizes: list[int]) -> None:
                   f"{total:>8.2f} {1000 * total / n:>7.3f}")
 
 
+def report_trips(layer_counts: list[int], repeat: int) -> None:
+    """Print the CPU seconds of compiling the stack with ``keep_trips``, stamped and trip by trip."""
+    import numpy as np
+
+    from vdir.frontend.examples import build_mlp_stack
+
+    print(f"{'layers':>6} {'executed':>9} {'records':>8} {'stamped':>8} {'every trip':>10}  (CPU s, median of {repeat})")
+    for layers in layer_counts:
+        module = build_mlp_stack(layers)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        programs = {}
+        for _ in range(repeat):
+            for stamp in (True, False):
+                gc.collect()
+                t0 = time.process_time()
+                programs[stamp] = compile_to_encoded(module, keep_trips=True, stamp_trips=stamp)
+                times[stamp].append(time.process_time() - t0)
+        if not np.array_equal(programs[True].instrs, programs[False].instrs):
+            raise SystemExit(f"bench_compile: the stamped {layers}-layer stack differs from its trip-by-trip compile")
+        print(f"{layers:>6} {len(programs[True].executed_instrs()):>9} {len(programs[True].instrs):>8} "
+              f"{statistics.median(times[True]):>8.2f} {statistics.median(times[False]):>10.2f}")
+
+
 def report_parsing(sizes: list[int]) -> None:
     """Print the CPU seconds of printing, parsing and verifying each flat scaling program."""
     print(f"{'micro-ops':>9} {'MB':>6} {'print':>7} {'parse':>7} {'verify':>7} {'parse per 1k':>13}  (CPU s)")
@@ -160,6 +192,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="report compile time against program size instead")
     ap.add_argument("--parsing", action="store_true", help="report the time of printing and parsing flat programs")
+    ap.add_argument("--trips", action="store_true", help="report the stack's compile time against its layer count, "
+                                                         "stamped and trip by trip (with keep_trips)")
+    ap.add_argument("--layers", default="16,32,64", help="layer counts of --trips, comma-separated")
     ap.add_argument("--decode", metavar="CONFIG", help="time the decode step of a bench_decode config "
                                                        "(llama-1b, llama-8b, ...) instead of --file")
     ap.add_argument("--sizes", help="micro-op counts of --scaling (default 1000,10000,100000) "
@@ -167,6 +202,9 @@ def main() -> int:
     opts = ap.parse_args()
     if opts.scaling:
         report_scaling([int(n) for n in (opts.sizes or "1000,10000,100000").split(",")])
+        return 0
+    if opts.trips:
+        report_trips([int(n) for n in opts.layers.split(",")], opts.repeat)
         return 0
     if opts.parsing:
         report_parsing([int(n) for n in (opts.sizes or "20000,100000").split(",")])
