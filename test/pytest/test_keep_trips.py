@@ -3,6 +3,7 @@ dependency bits as the one before, so that the encoder writes the layers as one 
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -184,6 +185,36 @@ def test_a_stack_placed_with_keep_trips_computes_the_same_bits():
     arithmetic: the stack's output is the same with and without the option, bit for bit, on the
     simulator (race-checked), which runs the loops the option lets the encoder write."""
     plain, kept = _outputs_with_and_without(8, HIDDEN, INTER, LOOP_SMS, "sim")  # 8 layers: loops form
+    assert np.array_equal(plain.view(np.uint16), kept.view(np.uint16))
+
+
+#: a stack whose layer loop ``vdir-pipeline`` stamps from two short compiles (more layers than the two
+#: together, every queue one loop of the layers on these SMs): (layers, hidden, intermediate, SMs)
+STAMPED_STACK = (12, HIDDEN, INTER, 8)
+#: the same on the GPU, a larger one
+STAMPED_GPU_STACK = (12, 512, 2048, 32)
+
+
+def _stamped_log(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "vdir.transforms.pipeline"]
+
+
+def test_a_stamped_stack_computes_the_same_bits(caplog):
+    """A stack whose layer loop is stamped (``vdir.analysis.trip_stamp``) runs on the simulator, race
+    checked, to the bits of the same stack compiled without ``keep_trips``."""
+    with caplog.at_level(logging.DEBUG, logger="vdir.transforms.pipeline"):
+        plain, kept = _outputs_with_and_without(*STAMPED_STACK, "sim")
+    assert _stamped_log(caplog) == ["layer loop of 12 trips stamped from 4 and 5"]
+    assert np.array_equal(plain.view(np.uint16), kept.view(np.uint16))
+
+
+@gpu
+@pytest.mark.parametrize("run_loops", [False, True])
+def test_a_stamped_stack_computes_the_same_bits_on_the_gpu(caplog, run_loops):
+    """The same on the H200, the loops unrolled on the host or run by the engines."""
+    with caplog.at_level(logging.DEBUG, logger="vdir.transforms.pipeline"):
+        plain, kept = _outputs_with_and_without(*STAMPED_GPU_STACK, "cuda", options={"run_loops": run_loops})
+    assert _stamped_log(caplog) == ["layer loop of 12 trips stamped from 4 and 5"]
     assert np.array_equal(plain.view(np.uint16), kept.view(np.uint16))
 
 
