@@ -214,7 +214,9 @@ def run_pipeline(
     with _no_cyclic_gc():
         program = _stamped(module, opts) if keep_trips and stamp_trips else None
         if program is None:
-            _, program = _run_stages(module, opts)
+            # the graph is dropped here, not at the return: freed by reference counting while the
+            # collector is paused, rather than scanned whole by the first collection after it
+            program = _run_stages(module, opts)[1]
         if encode_in_ir:
             replace_program(module, single_program(module).sym_name.data, program)
         return program
