@@ -82,12 +82,16 @@ class _BitWords(NamedTuple):
 
 
 def _trips(records: np.ndarray, h: np.ndarray, bits: _BitWords, bodies: np.ndarray) -> np.ndarray:
-    """``trips[i, s]``: how often the block of ``bodies[i]`` records at ``s`` (likely) repeats affinely (0 if < 2).
+    """``trips[i, s]``: how often the block of ``bodies[i]`` records at ``s`` (likely) repeats affinely
+    (0 where it cannot repeat three times).
 
     Copy m of the block is base + m * step when the difference of each
     record's hash ``h`` to the one a body later (``d1``) is the same as the next
     such difference (``d2``); words holding packed fields may not change.
-    ``bodies`` are consecutive lengths.
+    ``bodies`` are consecutive lengths. Only the body lengths whose hashes
+    repeat three times somewhere (:func:`_rows_with_run`, usually a few) are
+    checked further; the others' trips, at most 2, are left 0: a loop pays
+    from three trips on (:func:`reroll_queue` reads no fewer).
     """
     n = len(records)
     first, count = int(bodies[0]), len(bodies)
@@ -97,25 +101,31 @@ def _trips(records: np.ndarray, h: np.ndarray, bits: _BitWords, bodies: np.ndarr
     d1 = h_one - h[None]  # uint32: differences mod 2^32
     d2 = _ahead(h, first, count, 2) - h_one
     same = (x < n - 2 * k) & (d1 == d2)
-    if not _has_run(same, k):  # no block repeats three times: none pays (see reroll_queue), the rest is moot
-        return np.zeros((count, n), dtype=np.int32)
-    same &= _bits_repeat(bits, first, count)
+    trips = np.zeros((count, n), dtype=np.int32)
+    rows = _rows_with_run(same, k)
+    if rows.size == 0:  # no block repeats three times: none pays, the rest is moot
+        return trips
+    k = k[rows]
+    same = same[rows] & _bits_repeat(bits, k)
     packed = _packed_ids(records)
-    fixed_ok = _ahead(packed, first, count, 1) == packed[None]
+    fixed_ok = _ahead_by(packed, k, 1) == packed[None]
     step_ok = (x < n - k) & fixed_ok & (isa.OPCODE.column(records) != isa.OP_LOOP)[None]
     legal = (_runs(step_ok) >= k) & (x <= n - 2 * k)
-    return np.where(legal, 2 + _runs(same) // k, 0)
+    trips[rows] = np.where(legal, 2 + _runs(same) // k, 0)
+    return trips
 
 
-def _has_run(same: np.ndarray, k: np.ndarray) -> bool:
-    """Whether some row of ``same`` holds ``k`` (that row's body length, a column) True values in a row.
+def _rows_with_run(same: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The rows of ``same`` that hold ``k`` (that row's body length, a column) True values in a row.
 
-    Without one, every trip count :func:`_trips` finds is at most 2, and a
-    loop pays for itself from three on. Only the rows with ``k`` True values
+    In the other rows every trip count :func:`_trips` finds is at most 2, and
+    a loop pays for itself from three on. Only the rows with ``k`` True values
     at all are searched for a run (usually few: a queue rarely repeats).
     """
     rows = np.flatnonzero(same.sum(axis=1) >= k[:, 0])
-    return rows.size > 0 and bool((_runs(same[rows]) >= k[rows]).any())
+    if rows.size == 0:
+        return rows
+    return rows[(_runs(same[rows]) >= k[rows]).any(axis=1)]
 
 
 def _ahead(values: np.ndarray, first: int, count: int, factor: int) -> np.ndarray:
@@ -128,23 +138,30 @@ def _ahead(values: np.ndarray, first: int, count: int, factor: int) -> np.ndarra
     return as_strided(padded[factor * first :], shape=(count, n), strides=(factor * step, step), writeable=False)
 
 
+def _ahead_by(values: np.ndarray, k: np.ndarray, factor: int) -> np.ndarray:
+    """``out[i, x] = values[min(x + factor * k[i], n - 1)]``: :func:`_ahead` for any body lengths ``k``
+    (a column), gathered."""
+    n = len(values)
+    return values[np.minimum(np.arange(n, dtype=np.int32)[None, :] + factor * k, n - 1)]
+
+
 def _bit_words(records: np.ndarray, field: isa.Field) -> np.ndarray:
     """A 64-bit dependency-bit field of each record as one integer."""
     lo, hi = field.word_indices
     return records[:, lo].astype(np.uint64) | (records[:, hi].astype(np.uint64) << np.uint64(32))
 
 
-def _bits_repeat(bits: _BitWords, first: int, count: int) -> np.ndarray:
-    """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = first + i``) may follow the
+def _bits_repeat(bits: _BitWords, k: np.ndarray) -> np.ndarray:
+    """``out[i, x]``: whether copies ``x``, ``x + k``, ``x + 2k`` (``k = k[i]``, a column) may follow the
     pairs and flips of ``isa.Loop.expand`` in the dependency-bit words: the masks equal two copies on, and
     so does the parity in the bits awaited in both copies between (a pair's bits may flip every other
     use: :func:`_loop_records` checks exactly). A parity bit outside its wait mask fails (the loop's
     parity is masked)."""
     mask, parity, signal = bits.wait_mask, bits.wait_parity, bits.signal_mask
-    out = (_ahead(mask, first, count, 2) == mask[None]) & (_ahead(signal, first, count, 2) == signal[None])
+    out = (_ahead_by(mask, k, 2) == mask[None]) & (_ahead_by(signal, k, 2) == signal[None])
     masked = (parity & ~mask) == 0
-    steady = mask[None] & _ahead(mask, first, count, 1)
-    same = ((_ahead(parity, first, count, 2) ^ parity[None]) & steady) == 0
+    steady = mask[None] & _ahead_by(mask, k, 1)
+    same = ((_ahead_by(parity, k, 2) ^ parity[None]) & steady) == 0
     return out & masked[None] & same  # type: ignore[operator]
 
 
