@@ -19,6 +19,7 @@ simulator execute exactly these words.
 from __future__ import annotations
 
 import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,7 +192,6 @@ _W_OUT_SMEM = isa.W_OUT_SMEM
 _W_IN_SMEM = isa.W_IN_SMEM
 _W_SMEM = isa.W_SMEM
 _W_GLOBAL_OFFSET = isa.W_GLOBAL_OFFSET
-_W_OPCODE = isa.W_OPCODE
 _W_WAIT_MASK = isa.W_WAIT_MASK
 _W_WAIT_PARITY = isa.W_WAIT_PARITY
 _W_SIGNAL_MASK = isa.W_SIGNAL_MASK
@@ -233,9 +233,10 @@ class _NodeEncoder:
     template computed once.
 
     A 16-layer program repeats each micro-op of a layer in every layer and on
-    every SM: the region words of a load or store (buffer, rows, row bytes,
-    stride) depend only on its buffer and tile, and a compute's family and
-    parameter words only on its family, parameters and tiles. Those words come
+    every SM: the opcode and region words of a load or store (buffer, rows,
+    row bytes, stride) depend only on its kind, buffer and tile, and a
+    compute's family and parameter words only on its family, parameters and
+    tiles. Those words come
     from a template record, made by the field-by-field encoder, per distinct
     key; the instance's own words (id, synchronisation, shared-memory
     offsets, global offset) are written directly into a copy of it, a 32-bit
@@ -257,12 +258,18 @@ class _NodeEncoder:
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
-        start = len(self.words)
-        try:
-            self._encode(node)
-        except Exception:
-            del self.words[start:]  # the records of the fast path's attempt
-            self.append(encode_node(node, self.graph))
+        self.encode_all((node,))
+
+    def encode_all(self, nodes: Iterable[Node]) -> None:
+        """Append the records of each of ``nodes``, in order (one call for a whole queue)."""
+        words, fast = self.words, self._encode
+        for node in nodes:
+            start = len(words)
+            try:
+                fast(node)
+            except Exception:
+                del words[start:]  # the records of the fast path's attempt
+                self.append(encode_node(node, self.graph))
 
     def append(self, records: list[list[int]]) -> None:
         """Append records made field by field (their words already range-checked) to :attr:`words`."""
@@ -279,10 +286,11 @@ class _NodeEncoder:
         return np.frombuffer(self.words, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
 
     def _region_template(self, node: Node) -> array.array:
-        key = (node.buffer, id(node.tile))  # ids: tile signatures hash in Python, and the nodes keep them alive
+        # ids: tile signatures hash in Python, and the nodes keep them alive
+        key = (node.buffer, id(node.tile), node.kind)
         record = self.regions.get(key)
         if record is None:
-            row = [0] * isa.INSTR_WORDS
+            row = _row(_OPCODE_OF_CLASS[node.kind], 0)
             arg = self.graph.args[node.buffer]
             rows, cols = node.tile.shape  # type: ignore[union-attr]
             isa.BUFFER.set(row, node.buffer)
@@ -297,7 +305,7 @@ class _NodeEncoder:
         record = self.computes.get(key)
         if record is None:
             inputs = tuple(i.tile for i in node.inputs)
-            row = [0] * isa.INSTR_WORDS
+            row = _row(isa.OP_COMPUTE, 0)
             family = get_family(node.family)
             isa.FAMILY.set(row, family.opcode)
             isa.NUM_INPUTS.set(row, len(inputs))
@@ -329,12 +337,11 @@ class _NodeEncoder:
         else:
             if node.dyn is not None:
                 raise _Unhandled
-            row = (self.regions.get((node.buffer, id(node.tile))) or self._region_template(node))[:]
+            row = (self.regions.get((node.buffer, id(node.tile), kind)) or self._region_template(node))[:]
             row[_W_SMEM] = node.smem if kind == "load" else node.inputs[0].smem
             row_bytes, es = self.args[node.buffer]
             offset = (node.row * row_bytes + node.col * es) % 2**64
             row[_W_GLOBAL_OFFSET], row[_W_GLOBAL_OFFSET + 1] = offset & _U32_MAX, offset >> 32
-        row[_W_OPCODE] |= _OPCODE_OF_CLASS[kind]
         row[_W_UOP_ID] = uid
         wait_bits = node.wait_bits
         if wait_bits:
@@ -352,7 +359,7 @@ class _NodeEncoder:
         if waits:
             counter, count = waits[0]
             row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter + 1, count
-        elif uid in self.first_trip_counts:  # no counter: the count is the loop's (see _first_trip_counts)
+        elif self.first_trip_counts and uid in self.first_trip_counts:  # no counter: the count is the loop's (see _first_trip_counts)
             row[_W_WAIT_COUNT] = self.first_trip_counts[uid]
         if releases:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
@@ -380,8 +387,7 @@ def encode_queue(queue: list[Node], graph: Graph, encoder: _NodeEncoder,
     ``encoder``: one shared by the queues of a program (its templates are kept).
     """
     if not prefetches:
-        for node in queue:
-            encoder(node)
+        encoder.encode_all(queue)
         return
     for node in queue:
         encoder.append([prefetch_record(p, graph) for p in prefetches.get(node.id, ())])
