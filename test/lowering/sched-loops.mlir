@@ -1,5 +1,6 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{run-loops=true}' | filecheck %s
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=PLAIN
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{run-loops=true compute-warps=29}' | filecheck %s --check-prefix=FULL
 
 // A program whose queues are loops (vdir-encode rerolls the 32 rows): the
 // engines run the loop records with the lowering option run_loops (off by
@@ -9,6 +10,16 @@
 // Its queue row is 16 bytes: first record, executed count, first executed
 // index (the trace's), and the byte offset of its first loop entry in the
 // same table (layout.kernel_queue_table).
+
+// The kernel runs loops: one more warp than the engines' roles (12 on the H200,
+// 384 threads), the compute fetch warp, last (after the stream warp, 10).
+// CHECK:      .maxntid 384, 1, 1
+// CHECK:      setp.eq.u32 [[STREAM:%p[0-9]+]], {{%r[0-9]+}}, 10;
+// CHECK-NEXT: @[[STREAM]] bra $L_role_stream_0;
+// CHECK-NEXT: setp.eq.u32 [[FETCHER:%p[0-9]+]], {{%r[0-9]+}}, 11;
+// CHECK-NEXT: @[[FETCHER]] bra $L_role_compute_fetch_0;
+// CHECK-NEXT: setp.ge.u32 [[GROUP:%p[0-9]+]], {{%r[0-9]+}}, 2;
+// CHECK-NEXT: @[[GROUP]] bra $L_role_compute_0;
 
 // CHECK-LABEL: $L_role_store_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4, 2;
@@ -84,16 +95,81 @@
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK:      $L_st_done_0:
 
-// The compute group's second warp hands a position over, then works out the
-// next one at once (its copies: one commit group later) while the first warp
-// waits for the handed one's dependencies.
-// CHECK:      $L_cp_top_0:
+// The compute fetch warp owns the compute engine's window (base + 2048): it
+// primes it, steps position 0 (the oldest of 4 commit groups), then per
+// position hands it over (bar.arrive on barrier 2, 64 threads: it and the
+// first compute warp), refills the slot handed back the trip before, steps
+// the next position (one commit group lower) while the group runs this one,
+// and waits on barrier 3 for the slot (bar.red.or.pred: the group's abort
+// flag, its own false), leaving on an abort.
+// CHECK-LABEL: $L_role_compute_fetch_0:
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2048;
+// CHECK:      rcp.rn.f64
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 4294967295;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: setp.ne.u32 [[NO_ABORT:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK:      cp.async.commit_group;
 // CHECK:      cp.async.wait_group 3;
-// CHECK:      bar.arrive 2, 64;
-// CHECK-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1;
+// CHECK:      $L_cf_top_0:
+// CHECK-NEXT: bar.arrive 2, 64;
+// CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: @[[FIRST]] bra $L_cf_refilled_0;
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[POS]], 3;
+// CHECK:      cp.async.commit_group;
+// CHECK-NEXT: $L_cf_refilled_0:
+// CHECK-NEXT: add.u32 [[NEXT:%r[0-9]+]], [[POS]], 1;
 // CHECK:      cp.async.wait_group 2;
-// CHECK:      shfl.sync.up.b32
+// CHECK:      st.shared.u32
+// CHECK:      bar.red.or.pred [[ABORTED:%p[0-9]+]], 3, 64, [[NO_ABORT]];
+// CHECK-NEXT: @[[ABORTED]] bra $L_cf_done_0;
+// CHECK-NEXT: mov.u32 [[POS]], [[NEXT]];
+
+// The compute group neither copies nor steps: its first warp takes the
+// position (bar.sync 2, 64) and reads the slot; after the body's barrier it
+// hands the slot back (the flag false) before the leader signals; leaving on
+// an abort, it hands it back with the flag true.
+// CHECK-LABEL: $L_role_compute_0:
+// CHECK-NOT:  cp.async
+// CHECK:      $L_cp_top_0:
+// CHECK-NOT:  cp.async
+// CHECK:      bar.sync 2, 64;
+// CHECK-NEXT: ld.shared.v4.b32
+// CHECK-NOT:  cp.async
 // CHECK:      barrier.sync 1, 256;
+// CHECK-NOT:  cp.async
+// CHECK:      $L_cp_body_done_0:
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK-NEXT: @!{{%p[0-9]+}} bra $L_cp_handed_back_0;
+// CHECK-NEXT: setp.ne.u32 [[DONE:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK-NEXT: bar.red.or.pred {{%p[0-9]+}}, 3, 64, [[DONE]];
+// CHECK-NEXT: $L_cp_handed_back_0:
+// CHECK:      atom.release.cta.shared.xor.b64
+// CHECK:      $L_cp_leave_0:
+// CHECK-NEXT: @!{{%p[0-9]+}} bra $L_cp_handed_back_1;
+// CHECK-NEXT: setp.eq.u32 [[ABORT:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// CHECK-NEXT: bar.red.or.pred {{%p[0-9]+}}, 3, 64, [[ABORT]];
+// CHECK-NEXT: $L_cp_handed_back_1:
+// CHECK-NEXT: $L_cp_done_0:
+// Every warp counts itself out: the last is the twelfth.
+// CHECK:      $L_kernel_exit_0:
+// CHECK:      setp.eq.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, 11;
+
+// A compute group with no room for one more warp (29 warps: 32 with the load,
+// store and stream warps) keeps the window in the group: its second warp
+// hands a position over, then works out the next one at once (its copies:
+// one commit group later) while the first warp waits for the handed one's
+// dependencies.
+// FULL:       .maxntid 1024, 1, 1
+// FULL-NOT:   $L_role_compute_fetch
+// FULL-NOT:   bar.red
+// FULL:       $L_cp_top_0:
+// FULL:       cp.async.wait_group 3;
+// FULL:       bar.arrive 2, 64;
+// FULL-NEXT:  add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1;
+// FULL:       cp.async.wait_group 2;
+// FULL:       shfl.sync.up.b32
+// FULL:       barrier.sync 1, 928;
+// FULL-NOT:   bar.red
 
 // Without run_loops: the plain walk of the executed stream (which the CUDA
 // backend then uploads), 8 slots of one record.

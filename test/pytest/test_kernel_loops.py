@@ -7,7 +7,10 @@ and its trip (``vdir.lowering.kernel.fetch``). The table is checked here on
 the host by walking it as the kernel does, against the unrolled queues on
 random rerolled programs; on the H200, looped programs give the bytes of
 their unrolled form, their traces have an event per executed instruction,
-and a watchdog report names the executed position in a loop.
+and a watchdog report names the executed position in a loop. The compute
+engine's window has a warp of its own where the CTA has room for one
+(``layout.compute_fetch_warp``); both that kernel and the fallback without it
+run here, and a watchdog abort in a loop stops both sides of its hand-off.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from test_isa_loops import queues  # the random queue strategy
 import vdir
 from vdir import isa
 from vdir.analysis.reroll import reroll_queue
+from vdir.device_runtime.platform import PlatformError
 from vdir.frontend import examples
 from vdir.lowering import layout as L
-from vdir.lowering.emit import lower_to_ptx
-from vdir.target import get_target
+from vdir.lowering.emit import lower, lower_to_ptx
+from vdir.lowering.options import MAX_COMPUTE_WARPS
+from vdir.target import EngineKind, get_target
 from vdir.testing.gpu import gpu
 from vdir.transforms.pipeline import compile_to_encoded
 
@@ -173,6 +178,45 @@ def test_one_engines_queues_unrolled_keep_every_executed_stream():
     assert np.array_equal(looped.without_loops().instrs, looped.executed_instrs())
 
 
+H200 = get_target("h200")
+
+
+def _group(warps: int):
+    """The H200 with a compute group of ``warps`` warps."""
+    import dataclasses
+
+    return dataclasses.replace(H200, compute_threads=32 * warps)
+
+
+def test_a_kernel_that_runs_loops_has_a_compute_fetch_warp_where_there_is_room():
+    """The fetch warp follows every engine's role (the stream warp, 10 on the H200: 12 warps); a
+    group that leaves no room (29 warps: 32 with the load, store and stream warps) keeps the window;
+    without loops nothing changes."""
+    assert L.compute_fetch_warp(H200, loops=False) is None
+    assert L.compute_fetch_warp(H200, loops=True) == L.stream_warp(H200) + 1 == 11
+    assert (L.block_threads(H200), L.block_threads(H200, loops=True)) == (352, 384)
+    assert L.compute_fetch_warp(_group(MAX_COMPUTE_WARPS - 1), loops=True) == L.MAX_CTA_WARPS - 1
+    assert L.block_threads(_group(MAX_COMPUTE_WARPS - 1), loops=True) == 32 * L.MAX_CTA_WARPS
+    assert L.compute_fetch_warp(_group(MAX_COMPUTE_WARPS), loops=True) is None
+    assert L.block_threads(_group(MAX_COMPUTE_WARPS), loops=True) == 32 * L.MAX_CTA_WARPS
+
+
+def test_the_lowered_kernel_launches_the_fetch_warp_only_when_it_runs_loops():
+    """``lower``'s block size and the PTX's role follow the kernel's loop mode, not the option alone."""
+    looped = compile_to_encoded(examples.build_gemv(), num_sms=1)
+    assert lower(looped, options={"run_loops": True}).block_threads == 384
+    for program, options in ((looped, {}), (looped.without_loops(), {"run_loops": True}),
+                             (looped, {"run_loops": True, "load_path": "lsu"})):
+        assert lower(program, options=options).block_threads == 352
+        assert "$L_role_compute_fetch" not in lower_to_ptx(program, options=options)
+    full = {"run_loops": True, "compute_warps": MAX_COMPUTE_WARPS}
+    assert lower(looped, options=full).block_threads == 32 * L.MAX_CTA_WARPS
+    full_ptx = lower_to_ptx(looped, options=full)
+    assert "$L_role_compute_fetch" not in full_ptx and "bar.red" not in full_ptx
+    fed_ptx = lower_to_ptx(looped, options={"run_loops": True})
+    assert fed_ptx.count("bar.red.or.pred") == 3  # the fetch warp's wait, the group's hand-back and its abort
+
+
 # ---------------------------------------------------------------------------
 # on the H200
 # ---------------------------------------------------------------------------
@@ -184,9 +228,9 @@ LOOPED = [
 ]
 
 
-def _run(program: isa.EncodedProgram, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The program's outputs on the cuda backend, in argument order."""
-    with vdir.compile(program, backend="cuda", options={"run_loops": True}) as exe:
+def _run(program: isa.EncodedProgram, inputs: dict[str, np.ndarray], **options: object) -> list[np.ndarray]:
+    """The program's outputs on the cuda backend (``run_loops`` and ``options``), in argument order."""
+    with vdir.compile(program, backend="cuda", options={"run_loops": True, **options}) as exe:
         out = exe(**inputs)
         names = [b.name for b in program.buffers if b.is_output]
         return [np.asarray(out[n]) for n in names] if isinstance(out, dict) else [np.asarray(out)]
@@ -207,6 +251,73 @@ def test_looped_programs_give_the_bytes_of_their_unrolled_form(name, build, sms)
     assert looped
     for a, b in zip(looped, plain, strict=True):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _random_inputs(program: isa.EncodedProgram) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng()
+    return {b.name: (rng.standard_normal(b.shape, dtype=np.float32) / 8).astype(
+        bfloat16 if b.dtype == "bf16" else np.float32) for b in program.buffers if b.is_input}
+
+
+@gpu
+@pytest.mark.parametrize("warps", [1, MAX_COMPUTE_WARPS - 1, MAX_COMPUTE_WARPS])
+def test_looped_programs_on_any_compute_group_give_the_bytes_of_their_unrolled_form(warps):
+    """A one-warp group with the fetch warp, the largest group that leaves room for it (32 warps in
+    all) and one that leaves none (the group's second warp owns the window): bit for bit the stack
+    unrolled on the host."""
+    rolled = compile_to_encoded(examples.build_mlp_stack(4, 256, 512), num_sms=2)
+    assert rolled.has_loops
+    inputs = _random_inputs(rolled)
+    looped = _run(rolled, inputs, compute_warps=warps)
+    plain = _run(rolled.without_loops(), inputs, compute_warps=warps)
+    for a, b in zip(looped, plain, strict=True):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _stuck_in_a_loop(program: isa.EncodedProgram) -> tuple[isa.EncodedProgram, int]:
+    """``program`` with the first base record of SM 0's first compute loop waiting on a bit that never
+    toggles (so every trip would, and the first never starts), and the executed position it hangs at."""
+    engine = get_target(program.target).engine_index(EngineKind.COMPUTE)
+    first, count = program.queues[0][engine]
+    records = program.instrs[first : first + count]
+    loop = isa.queue_loops(records)[0]
+    toggled = 0
+    for e in range(program.num_engines):
+        for ins in program.executed_queue(0, e):
+            toggled |= isa.SIGNAL_MASK.get(ins)
+    bit = 1 << (isa.WAIT_MASK.max_value.bit_length() - 1)  # the bitmap's last bit
+    assert not toggled & bit
+    instrs = program.instrs.copy()
+    base = instrs[first + loop.record + 1]
+    isa.WAIT_MASK.set(base, isa.WAIT_MASK.get(base) | bit)
+    isa.WAIT_PARITY.set(base, isa.WAIT_PARITY.get(base) | bit)
+    import dataclasses
+
+    return dataclasses.replace(program, instrs=instrs), loop.record  # the records before it run once each
+
+
+@gpu
+def test_a_watchdog_abort_in_a_loop_stops_the_kernel_and_the_executable_stays_usable():
+    """The compute engine stalls inside a loop (the fetch warp waiting for the slot's hand-back): the
+    watchdog reports (the compute engine at the executed position, or an engine waiting on it), the
+    group leaves through the hand-back with the abort flag (so the fetch warp leaves too: the launch
+    ends), twice in a row on one executable; the program then still computes the bytes of its
+    unrolled form."""
+    import time
+
+    rolled = compile_to_encoded(examples.build_mlp_stack(4, 256, 512), num_sms=1)
+    stuck, position = _stuck_in_a_loop(rolled)
+    inputs = _random_inputs(rolled)
+    with vdir.compile(stuck, backend="cuda", options={"run_loops": True}, watchdog_ms=200) as exe:
+        for _ in range(2):
+            t = time.monotonic()
+            with pytest.raises(PlatformError, match=r"watchdog: .* engine, queue position \d+\)") as raised:
+                exe(**inputs)
+            if "compute engine" in str(raised.value):  # else an engine that waits on it timed out first
+                assert f"queue position {position})" in str(raised.value)
+            assert time.monotonic() - t < 5.0
+    assert all(np.array_equal(a.view(np.uint8), b.view(np.uint8))
+               for a, b in zip(_run(rolled, inputs), _run(rolled.without_loops(), inputs), strict=True))
 
 
 @gpu

@@ -898,11 +898,12 @@ class MembarOp(InstructionOp):
 
 @irdl_op_definition
 class BarOp(InstructionOp):
-    """``bar``: a CTA barrier (``bar.sync id{, count}``) or ``bar.warp.sync mask``."""
+    """``bar``: a CTA barrier (``bar.sync id{, count}``), ``bar.warp.sync mask``, or a barrier that
+    reduces a predicate over its threads (``bar.red.or.pred p, id, count, q``)."""
 
     name = "ptx.bar"
-    MODIFIERS: ClassVar = _mods("sync", "arrive", "red", "warp", "aligned")
-    SIGNATURES: ClassVar = (("", "U U?"),)
+    MODIFIERS: ClassVar = _mods("sync", "arrive", "red", "warp", "aligned", "or", "and", "pred")
+    SIGNATURES: ClassVar = (("red", "P U U P"), ("", "U U?"))
 
 
 @irdl_op_definition

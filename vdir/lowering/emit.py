@@ -40,6 +40,12 @@ def _kernel_target(t: TargetDescription, opts: LoweringOptions) -> TargetDescrip
     return dataclasses.replace(t, compute_threads=32 * warps) if warps else t
 
 
+def _runs_loops(program: isa.EncodedProgram, opts: LoweringOptions) -> bool:
+    """Whether the kernel runs ``program``'s loop records; with the lsu load path or run_loops off it
+    walks the executed stream (uploaded unrolled)."""
+    return program.has_loops and not opts.expands_loops
+
+
 def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
                options: OptionsLike = None) -> ptx.ModuleOp:
     """The ``ptx.module`` of the persistent kernel for ``program``, built as ``options`` say."""
@@ -58,10 +64,9 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     mod.body.block.add_op(ptx.GlobalOp("vdir_smem", "shared", "b8", 1024, -1))
     # one CTA per SM (persistent): without saying so, ptxas caps the registers to fit several
     # CTAs of this size on an SM, and spilled with 352 threads
-    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t), minnctapersm=1)
+    loops = _runs_loops(program, opts)
+    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops), minnctapersm=1)
     mod.body.block.add_op(kernel)
-    # with the lsu load path or run_loops off, the kernel walks the executed stream (uploaded unrolled)
-    loops = program.has_loops and not opts.expands_loops
     build_kernel(kernel, t, fams, opts, program.scalars, loops=loops)
     return mod
 
@@ -96,6 +101,6 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
             f"of shared memory; target '{t.name}' allows {t.smem_per_block}"
         )
     return LoweredKernel(
-        ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t),
+        ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t, _runs_loops(program, options)),
         grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
     )

@@ -75,8 +75,20 @@ MAX_LOAD_RING = min((SMEM_SCRATCH - SMEM_MBARRIERS) // (8 * MAX_LOAD_RINGS),
 LOAD_WARP = 0
 STORE_WARP = 1
 COMPUTE_FIRST_WARP = 2
-COMPUTE_BARRIER = 1  # named barrier id of the compute group
-FETCH_BARRIER = 2  # named barrier id of the compute group's first two warps (kernel.compute_engine)
+#: the most warps a CTA has (1024 threads)
+MAX_CTA_WARPS = 32
+
+# ---- named barriers (id 0: the whole CTA, once, after the header's init) -----
+COMPUTE_BARRIER = 1  # the compute group: ``target.compute_threads`` threads
+#: the compute engine's hand-over of an instruction in a kernel that runs loops: the warp that
+#: owns its window arrives (``bar.arrive``), the first compute warp waits (``bar.sync``). The owner
+#: is the compute fetch warp (:func:`compute_fetch_warp`), else the compute group's second warp
+FETCH_BARRIER = 2
+#: the compute fetch warp's slot handed back by the first compute warp, with an abort flag
+#: (``bar.red.or.pred``): the instruction is done, or the group is leaving
+RETURN_BARRIER = 3
+#: threads on ``FETCH_BARRIER`` and ``RETURN_BARRIER``: the window's owner and the first compute warp
+HANDOFF_THREADS = 64
 #: the engine kinds the kernel has a warp role for: the load, store and compute
 #: engines always; the stream engine where the target has one (its warp
 #: follows the compute group, :func:`stream_warp`)
@@ -92,6 +104,24 @@ def has_stream_engine(target: TargetDescription) -> bool:
 def stream_warp(target: TargetDescription) -> int:
     """The warp that runs the stream engine: the one after the compute group."""
     return COMPUTE_FIRST_WARP + target.compute_threads // 32
+
+
+def _engine_warps(target: TargetDescription) -> int:
+    """Warps of the engines' roles: the load and store warps, the compute group, the stream warp."""
+    return COMPUTE_FIRST_WARP + target.compute_threads // 32 + (1 if has_stream_engine(target) else 0)
+
+
+def compute_fetch_warp(target: TargetDescription, loops: bool) -> int | None:
+    """The warp that owns the compute engine's instruction window in a kernel that runs loops: the
+    one after every engine's role, where the CTA has room for it (``kernel.compute_engine``).
+
+    It walks the loop positions ahead of the compute group and hands each over on
+    ``FETCH_BARRIER``; the first compute warp hands its slot back on ``RETURN_BARRIER``. None
+    without loops, or with a compute group too large for one more warp: the group's second warp
+    owns the window then (or, in a one-warp group, the first).
+    """
+    warp = _engine_warps(target)
+    return warp if loops and warp < MAX_CTA_WARPS else None
 
 
 def load_ring_index(target: TargetDescription, engine: int) -> int:
@@ -140,9 +170,10 @@ ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ER
                ERR_BOUNDS: "runtime offset out of range", ERR_SCALAR_RANGE: "launch-time scalar out of range"}
 
 
-def block_threads(target: TargetDescription) -> int:
-    """Threads per CTA: one load warp, one store warp, the compute group, and a stream warp if the target has one."""
-    return 32 * COMPUTE_FIRST_WARP + target.compute_threads + (32 if has_stream_engine(target) else 0)
+def block_threads(target: TargetDescription, loops: bool = False) -> int:
+    """Threads per CTA: one load warp, one store warp, the compute group, a stream warp if the target
+    has one, and in a kernel that runs loops the compute fetch warp where there is room for it."""
+    return 32 * (_engine_warps(target) + (compute_fetch_warp(target, loops) is not None))
 
 
 def dynamic_smem_bytes(tile_bytes: int) -> int:
@@ -179,6 +210,12 @@ LOOP_SLOT_BYTES = 2 * isa.INSTR_BYTES
 #: instructions such a window holds: as many as fill the same bytes as a plain window
 LOOP_FETCH_DEPTH = FETCH_DEPTH * isa.INSTR_BYTES // LOOP_SLOT_BYTES
 _ALL_ONES = 0xFFFFFFFF
+
+
+def window_shape(loops: bool) -> tuple[int, int]:
+    """(slots, bytes per slot) of an engine's instruction window: :data:`LOOP_FETCH_DEPTH` slots of
+    :data:`LOOP_SLOT_BYTES` in a kernel that runs loops, else :data:`FETCH_DEPTH` of one instruction."""
+    return (LOOP_FETCH_DEPTH, LOOP_SLOT_BYTES) if loops else (FETCH_DEPTH, isa.INSTR_BYTES)
 
 
 def kernel_queue_table(program: isa.EncodedProgram) -> np.ndarray:

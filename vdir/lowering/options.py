@@ -48,7 +48,7 @@ MAX_SPLIT_COPIES = 32
 MAX_FETCH_DEPTH = 32
 
 #: the most compute warps: a CTA has at most 32 warps, three are the load, store and stream engines
-MAX_COMPUTE_WARPS = 32 - L.COMPUTE_FIRST_WARP - 1
+MAX_COMPUTE_WARPS = L.MAX_CTA_WARPS - L.COMPUTE_FIRST_WARP - 1
 
 
 class LoweringOptionError(VdirError, ValueError):

@@ -6,7 +6,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
-from vdir.lowering.kernel.compute_engine import compute_engine
+from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.launch import check_scalars, finish, read_epoch
@@ -21,8 +21,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
-    engine, the compute group from ``COMPUTE_FIRST_WARP``, and after it the
-    stream engine's warp where the target has one.
+    engine, the compute group from ``COMPUTE_FIRST_WARP``, after it the
+    stream engine's warp where the target has one, and in a kernel that runs
+    loops, last, the compute fetch warp where the CTA has room for it
+    (``layout.compute_fetch_warp``).
 
     ``scalars`` are the program's launch-time scalars, whose ranges the
     prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
@@ -66,6 +68,11 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     lab_stream = b.new_label("role_stream") if L.has_stream_engine(target) else None
     if lab_stream is not None:
         b.bra(lab_stream, b.setp("eq.u32", c.warp, L.stream_warp(target)))
+    fetch_warp = L.compute_fetch_warp(target, loops)
+    lab_fetch = None
+    if fetch_warp is not None:
+        lab_fetch = b.new_label("role_compute_fetch")
+        b.bra(lab_fetch, b.setp("eq.u32", c.warp, fetch_warp))
     b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
     load_engine(c)
     b.place(lab_store)
@@ -73,7 +80,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     if lab_stream is not None:
         b.place(lab_stream)
         load_engine(c, EngineKind.STREAM)
+    if lab_fetch is not None:
+        b.place(lab_fetch)
+        compute_fetch(c)
     b.place(lab_compute)
     compute_engine(c, families)
     b.place(c.exit_label)
-    finish(c, L.block_threads(target) // 32)
+    finish(c, L.block_threads(target, loops) // 32)

@@ -4,12 +4,16 @@ The first compute warp waits for the instruction, a named barrier releases
 the group, the family body (``vdir/lowering/families``) runs on every thread,
 a second barrier, and the leader thread signals.
 
-In a kernel that runs loops, the second compute warp owns the instruction
-window: it hands the current instruction over with a two-warp named barrier
-(``layout.FETCH_BARRIER``: its writes to the window are ordered before the
-first warp's reads by the barrier, ``bar.arrive`` to ``bar.sync``), then
-works out the next one's trip words at once, while the first warp waits for
-the handed one's dependencies; at the next trip the hand-off only waits.
+In a kernel that runs loops, one warp owns the instruction window and hands
+each instruction over to the first compute warp with a two-warp named
+barrier (``layout.FETCH_BARRIER``: its writes to the window are ordered
+before the first warp's reads by the barrier, ``bar.arrive`` to
+``bar.sync``), then works out the next one's trip words at once, while the
+first warp waits for the handed one's dependencies. That warp is the
+compute fetch warp (:func:`compute_fetch`, ``layout.compute_fetch_warp``),
+which the first compute warp hands each slot back to on
+``layout.RETURN_BARRIER`` (:func:`_fed_group`); where the CTA has no room
+for it, the group's second warp (:func:`compute_engine`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
-from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, smem_fields
+from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, smem_fields, window_slot
 from vdir.lowering.kernel.runtime_values import condition_holds
 from vdir.lowering.kernel.sync import report, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
@@ -29,6 +33,9 @@ from vdir.target import EngineKind
 def compute_engine(c: Ctx, families: list[int]) -> None:
     """Warps 2..: the first compute warp waits, a named barrier releases the
     group, the family body runs, a barrier, and the leader thread signals."""
+    if L.compute_fetch_warp(c.target, c.loops) is not None:
+        _fed_group(c, families)
+        return
     b = c.b
     nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
@@ -51,20 +58,21 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
+    handoff_txt = "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS)
 
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count))
     if handed:
         waiter = b.new_label("cp_waiter")
         b.bra(waiter, fetch_warp, neg=True)
-        fe.prepare(pos)
-        b.raw("bar.arrive", "%d, 64" % L.FETCH_BARRIER)
-        fe.prepare_next(pos)  # while the first warp waits for pos's dependencies
+        fe.step(pos)
+        b.raw("bar.arrive", handoff_txt)
+        fe.step(b.i("add.u32", "u32", pos, 1), ahead=True)  # while the first warp waits for pos's dependencies
         b.bra(sync)
         b.place(waiter)
     b.bra(sync, first_warp, neg=True)
     if handed:
-        b.raw("bar.sync", "%d, 64" % L.FETCH_BARRIER)
+        b.raw("bar.sync", handoff_txt)
         fw = smem_fields(c, fe.slot_address(pos))
     else:
         fw = fe.fields_at(pos)
@@ -92,6 +100,134 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.bra(top, fetch_warp, neg=True)
     fe.advance(pos)
     b.bra(top)
+    b.place(done)
+    b.bra(c.exit_label)
+
+
+def _fed_group(c: Ctx, families: list[int]) -> None:
+    """The compute group of a kernel with a compute fetch warp (``layout.compute_fetch_warp``).
+
+    As :func:`compute_engine`, but the group never touches the window's
+    copies or the loop walk: the first warp takes position ``pos`` from the
+    fetch warp (``bar.sync`` on ``FETCH_BARRIER``, pairing with its
+    ``bar.arrive``), and once the group is done with it (after the group's
+    second barrier, before the leader signals, so that the fetch warp hands
+    the next position over while the leader releases) hands the slot back
+    with ``bar.red.or.pred`` on ``RETURN_BARRIER``, the predicate false. On
+    an abort the group leaves through one hand-back with the predicate
+    true, which takes the fetch warp out of its loop too.
+    """
+    b = c.b
+    nthreads = c.target.compute_threads
+    engine = c.target.engine_index(EngineKind.COMPUTE)
+    q = queue_of(c, engine)
+    ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
+    cw = b.i("shr.u32", "u32", ct, 5)
+    leader = b.setp("eq.u32", ct, 0)
+    first_warp = b.setp("eq.u32", cw, 0)
+    win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
+    pos = b.var("u32", 0)
+    top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
+    body_done, abort_w, leave = b.new_label("cp_body_done"), b.new_label("cp_abort"), b.new_label("cp_leave")
+    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
+
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", pos, q.count))
+    addr = window_slot(c, win, pos)
+    b.bra(sync, first_warp, neg=True)
+    # acquire: pairs with the fetch warp's bar.arrive after its words of pos are in the slot
+    b.raw("bar.sync", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
+    fw = smem_fields(c, addr)
+    spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
+    stamp(c, q.exec_start, pos, L.TRACE_START, leader)
+    b.bra(sync)
+    b.place(abort_w)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
+    b.place(sync)
+    # the first warp's acquires (the bits, the fetch warp's words) reach the group through the barrier
+    b.raw("barrier.sync", bar_txt)
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(leave, b.setp("ne.u32", ab, 0))
+    f = smem_fields(c, addr)
+    opcode = f.read(isa.OPCODE)
+    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
+    b.bra(body_done, condition_holds(c, f), neg=True)  # skipped: no result, same signals
+    _run_family_body(c, f, families, ct, cw, engine, pos, leave, body_done)
+    b.place(body_done)
+    # every compute thread's shared-memory writes precede the leader's release, and its reads of
+    # the slot precede the hand-back
+    b.raw("barrier.sync", bar_txt)
+    _hand_back(c, first_warp, aborting=False)
+    signal(c, f.signal, f.rel, leader)
+    stamp(c, q.exec_start, pos, L.TRACE_END, leader)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.bra(top)
+    b.place(leave)
+    _hand_back(c, first_warp, aborting=True)
+    b.place(done)
+    b.bra(c.exit_label)
+
+
+def _hand_back(c: Ctx, first_warp: SSAValue, aborting: bool) -> None:
+    """The first compute warp hands the current slot back to the fetch warp (``RETURN_BARRIER``),
+    with the abort flag ``aborting``; the other compute warps go on.
+
+    Memory-model note: the group's reads of the slot precede its second
+    barrier (or, leaving, the first), which the first warp passed before this
+    ``bar.red``; it synchronizes with the fetch warp's ``bar.red`` on the
+    same barrier, so the refill copies the fetch warp issues after it cannot
+    overwrite words still to be read.
+    """
+    b = c.b
+    skip = b.new_label("cp_handed_back")
+    b.bra(skip, first_warp, neg=True)
+    flag = b.setp("eq.u32" if aborting else "ne.u32", c.zero, 0)
+    b.raw("bar.red.or.pred", "{0}, %d, %d, {1}" % (L.RETURN_BARRIER, L.HANDOFF_THREADS), outs=["pred"], ins=[flag])
+    b.place(skip)
+
+
+def compute_fetch(c: Ctx) -> None:
+    """The compute fetch warp (``layout.compute_fetch_warp``): it owns the compute engine's window.
+
+    It walks the queue's positions ahead of the compute group: it hands
+    position ``p`` over (``bar.arrive`` on ``FETCH_BARRIER``), refills the
+    slot that ``p - 1`` held (handed back at the end of the previous trip),
+    works out ``p + 1``'s trip words while the group runs ``p``, and waits on
+    ``RETURN_BARRIER`` for ``p``'s slot, which the first compute warp hands
+    back with the group's abort flag: on an abort it leaves.
+
+    Memory-model note: each lane waits for its own copies
+    (``cp.async.wait_group``), the lanes' copies and words reach each other
+    through ``bar.warp.sync`` (``fetch.SmemFetcher``), and the words of ``p``
+    are written before this warp's ``bar.arrive``, which synchronizes with
+    the first compute warp's ``bar.sync`` on the same barrier: its reads of
+    the slot see them, and the group's through its barrier after. The next
+    arrive comes only after ``p``'s hand-back, so the barrier never counts
+    two of this warp's arrivals as one hand-over.
+    """
+    b = c.b
+    engine = c.target.engine_index(EngineKind.COMPUTE)
+    q = queue_of(c, engine)
+    fe = SmemFetcher(c, q, engine)
+    pos = b.var("u32", 0)
+    no_abort = b.setp("ne.u32", c.zero, 0)  # this warp never aborts: its flag is false
+    top, done, refilled = b.new_label("cf_top"), b.new_label("cf_done"), b.new_label("cf_refilled")
+    fe.prime(pos)
+    b.bra(done, b.setp("ge.u32", pos, q.count))
+    fe.step(pos)
+    b.place(top)
+    # release: pos's words are in its slot
+    b.raw("bar.arrive", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
+    b.bra(refilled, b.setp("eq.u32", pos, 0))
+    fe.advance(pos)  # pos - 1's slot, handed back
+    b.place(refilled)
+    nxt = b.i("add.u32", "u32", pos, 1)
+    fe.step(nxt, ahead=True)
+    aborted = b.raw("bar.red.or.pred", "{0}, %d, %d, {1}" % (L.RETURN_BARRIER, L.HANDOFF_THREADS),
+                    outs=["pred"], ins=[no_abort])[0]
+    b.bra(done, aborted)
+    b.set(pos, nxt)
+    b.bra(top, b.setp("lt.u32", pos, q.count))
     b.place(done)
     b.bra(c.exit_label)
 

@@ -450,8 +450,7 @@ class SmemFetcher:
     def __init__(self, c: Ctx, q: Queue, engine: int):
         b = self.b = c.b
         self.c, self.q = c, q
-        self.depth = L.LOOP_FETCH_DEPTH if c.loops else L.FETCH_DEPTH
-        self.slot_bytes = L.LOOP_SLOT_BYTES if c.loops else isa.INSTR_BYTES
+        self.depth, self.slot_bytes = L.window_shape(c.loops)
         self.win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
         lane16 = b.i("shl.b32", "u32", c.lane, 4)
         self.lane_dst = b.i("add.u32", "u32", self.win, lane16)
@@ -492,8 +491,7 @@ class SmemFetcher:
 
     def slot_address(self, pos: SSAValue) -> SSAValue:
         """Shared address of instruction ``pos`` in the window."""
-        slot = self.b.i("and.b32", "u32", pos, self.depth - 1)
-        return self.b.i("mad.lo.u32", "u32", slot, self.slot_bytes, self.win)
+        return window_slot(self.c, self.win, pos)
 
     def fields_at(self, pos: SSAValue) -> Fields:
         """Wait for instruction ``pos`` (the oldest pending) and decode it."""
@@ -504,19 +502,16 @@ class SmemFetcher:
         self._wait_and_step(pos, addr)
         return smem_fields(self.c, addr)
 
-    def prepare(self, pos: SSAValue) -> None:
-        """In a kernel that runs loops, work out instruction ``pos``'s words now (waiting for its
-        copies), so that a later :meth:`fields_at` only decodes them; else nothing."""
-        if self.c.loops:
-            self._wait_and_step(pos, self.slot_address(pos))
+    def step(self, pos: SSAValue, ahead: bool = False) -> None:
+        """In a kernel that runs loops, work out instruction ``pos``'s words in its slot now (waiting
+        for its copies), so that a later read only decodes them; else nothing.
 
-    def prepare_next(self, pos: SSAValue) -> None:
-        """In a kernel that runs loops, once ``pos`` is prepared, work out ``pos + 1``'s words too
-        (its copies are the second oldest commit group in flight: the wait leaves one group fewer
-        pending); a later :meth:`prepare` of ``pos + 1`` then only waits. Else nothing."""
+        ``pos`` is the oldest instruction whose copies are pending, or with ``ahead`` the second
+        oldest (the one after a position stepped and not yet handed back: the wait leaves one commit
+        group fewer pending). A position is stepped once; stepping it again only waits.
+        """
         if self.c.loops:
-            nxt = self.b.i("add.u32", "u32", pos, 1)
-            self._wait_and_step(nxt, self.slot_address(nxt), pending=self.depth - 2)
+            self._wait_and_step(pos, self.slot_address(pos), pending=self.depth - 2 if ahead else None)
 
     def _wait(self, pending: int | None = None) -> None:
         """Wait until at most ``pending`` commit groups (one per instruction) are in flight (default
@@ -549,6 +544,14 @@ class SmemFetcher:
     def advance(self, new_pos: SSAValue) -> None:
         """Instruction ``new_pos - 1`` is done: reuse its slot for ``new_pos + depth - 1``."""
         self._issue(self.b.i("add.u32", "u32", new_pos, self.depth - 1))
+
+
+def window_slot(c: Ctx, win: SSAValue, pos: SSAValue) -> SSAValue:
+    """Shared address of instruction ``pos``'s slot in the instruction window at ``win`` (its depth and
+    slot size: those of a kernel that runs loops, or of the plain walk)."""
+    depth, slot_bytes = L.window_shape(c.loops)
+    slot = c.b.i("and.b32", "u32", pos, depth - 1)
+    return c.b.i("mad.lo.u32", "u32", slot, slot_bytes, win)
 
 
 def smem_fields(c: Ctx, addr: SSAValue) -> Fields:
