@@ -258,7 +258,11 @@ DYN_SCALE = Field("dyn_scale", 28, signed=True)  # bytes per unit of v
 DYN_MIN = Field("dyn_min", 29, signed=True)
 DYN_MAX = Field("dyn_max", 30, signed=True)
 DYNAMIC_FIELDS = (DYN_INDEX, DYN_SCALE, DYN_MIN, DYN_MAX)
-TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS
+# a store's reduction: REDUCE_NONE overwrites the region, REDUCE_ADD adds the tile into it (f32 regions
+# only). Word 31 is zero in every other instruction, and in every store without one, so programs
+# encoded before it existed read as plain stores.
+REDUCE = Field("reduce", 31)
+TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS + (REDUCE,)
 
 # compute: tile offsets, then the family's parameters
 MAX_INPUTS = 4  # input tiles one compute instruction can name
@@ -294,6 +298,14 @@ MAX_LOOP_RING_BYTES = 1 << 24
 #: a step record's word 0 (an instruction's packed word, never stepped): bit w set makes word w step in
 #: the loop's ring (``ring_base + (base - ring_base + t * step) mod ring_bytes``) instead of mod 2^32
 STEP_RING_WORDS = Field("ring_words", 0)
+
+# reductions of a store (the REDUCE field)
+REDUCE_NONE = 0
+REDUCE_ADD = 1  # f32 add, element by element, in the order the stores complete
+#: each reduction's name (``reduce add`` in the IR and the listing)
+REDUCE_NAMES = {REDUCE_ADD: "add"}
+#: the buffer element types each reduction combines
+REDUCE_DTYPES = {REDUCE_ADD: ("f32",)}
 
 # gemv flags in P2
 GEMV_HAS_ACC = 1
@@ -334,6 +346,7 @@ W_TBOX_ROWS = TBOX_ROWS.word
 W_TCHUNK = TCHUNK.word
 W_TROW = TROW.word
 W_TVIEW = TVIEW.word
+W_REDUCE = REDUCE.word
 W_OUT_SMEM = OUT_SMEM.word
 W_IN_SMEM = IN_SMEM[0].word
 W_NUM_INPUTS = NUM_INPUTS.word
@@ -890,7 +903,9 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     row = np.where(stride > 0, offset // np.maximum(stride, np.uint64(1)), np.uint64(0))
     # a tensor copy needs a compile-time offset (a runtime one only the engine knows) and a row
     # within its signed 32-bit coordinates; the others are plain copies
-    eligible = (DYN_SOURCE.column(words) == 0) & (row + ROWS.column(words) <= TMA_MAX_COORD)
+    # a reducing store is a plain bulk reduction (a map's element view may not be f32)
+    eligible = ((DYN_SOURCE.column(words) == 0) & (row + ROWS.column(words) <= TMA_MAX_COORD)
+                & (REDUCE.column(words) == REDUCE_NONE))
     # maps are numbered in instruction order: by the first eligible region that needs each
     rows_in_order = np.nonzero(eligible)[0]
     seen, first = np.unique(inverse[rows_in_order], return_index=True)
@@ -1109,6 +1124,47 @@ def check_opcodes(program: "EncodedProgram") -> None:
                 name = OPCODE_NAMES.get(int(opcodes[pos]), f"opcode {int(opcodes[pos])}")
                 raise ValueError(f"{program.describe(sm, engine, pos)}: a {name} instruction cannot run on the "
                                  f"{spec.name} engine")
+
+
+def check_reductions(program: "EncodedProgram") -> None:
+    """Every executed instruction with a reduction (the REDUCE field) is a store of a known reduction
+    whose buffer holds an element type it combines (``REDUCE_DTYPES``); ValueError naming the
+    micro-op otherwise.
+
+    The kernel adds f32 values where a store names ``REDUCE_ADD``: a forged flag on another
+    instruction, or on a bf16 or i32 region, would be read as plain data or add the wrong bits. A
+    program with malformed loop records is left to the readers that name the queue and the record
+    (:meth:`EncodedProgram.check_loops`).
+    """
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    for sm in range(len(program.queues)):
+        for engine in range(len(program.queues[sm])):
+            words = program.executed_queue(sm, engine)
+            for pos in np.nonzero(REDUCE.column(words))[0].tolist():
+                why = reduction_error(words[pos], program.buffers)
+                if why is not None:
+                    raise ValueError(f"{program.describe(sm, engine, pos)}: {why}")
+
+
+def reduction_error(words, buffers: list["BufferInfo"]) -> str | None:
+    """Why one instruction's reduction field is invalid (None when it is valid or 0)."""
+    reduce = REDUCE.get(words)
+    if reduce == REDUCE_NONE:
+        return None
+    opcode = OPCODE.get(words)
+    if opcode != OP_STORE:
+        name = OPCODE_NAMES.get(opcode, f"opcode {opcode}")
+        return f"a {name} instruction has reduction {reduce}; only a store may reduce"
+    if reduce not in REDUCE_NAMES:
+        return f"unknown reduction {reduce} (known: {', '.join(f'{k} {v}' for k, v in REDUCE_NAMES.items())})"
+    b = BUFFER.get(words)
+    if b < len(buffers) and buffers[b].dtype not in REDUCE_DTYPES[reduce]:
+        return (f"'reduce {REDUCE_NAMES[reduce]}' store to '{buffers[b].name}', a {buffers[b].dtype} buffer "
+                f"(it combines {' or '.join(REDUCE_DTYPES[reduce])} only)")
+    return None
 
 
 def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[str]) -> tuple[int, str] | None:
@@ -1413,11 +1469,13 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     In order: the code its loops unroll to (:func:`check_unrolled_size`, with ``code_limit`` and
     ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
     runtime allocates by (:meth:`EncodedProgram.check_counts`), each instruction's opcode against its
-    engine (:func:`check_opcodes`) and the regions against their buffers (:func:`check_regions`).
+    engine (:func:`check_opcodes`), each reduction against its instruction and buffer
+    (:func:`check_reductions`) and the regions against their buffers (:func:`check_regions`).
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
     check_opcodes(program)
+    check_reductions(program)
     check_regions(program)
 
 
@@ -1524,6 +1582,8 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         region = f"@{buf}{_offset_text(ins, program)} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
         smem = f"smem[{g(SMEM)}]"
         text = f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
+        if g(REDUCE):
+            text += f" reduce {REDUCE_NAMES.get(g(REDUCE), g(REDUCE))}"
         if g(TMAP):
             boxes = f" x{g(TBOXES)}" if g(TBOXES) > 1 else ""
             text += f" tmap{g(TMAP) - 1}({g(TROW)}, {g(TCHUNK)}){boxes}"

@@ -76,6 +76,7 @@ from vdir.dialects.vdir import (
     LoadOp,
     ProgramOp,
     ReadOp,
+    ReduceKind,
     RepeatOp,
     StoreOp,
     TileType,
@@ -134,6 +135,8 @@ class Node:
     dyn_range: tuple[int, int] = (0, 0)
     #: the micro-op runs only when this holds (it still waits and signals)
     guard: Condition | None = None
+    #: a store's reduction (``reduce add``): it reads its region as well as writing it
+    reduce: ReduceKind | None = None
     #: the trip of the program's layer loop (:func:`layer_loop`) this micro-op belongs to, -1 outside it;
     #: ``template``: its index among the micro-ops of that trip, the same in every trip
     trip: int = -1
@@ -384,6 +387,8 @@ class _OpTemplate:
     guard: SSAValue | None = None
     guard_kind: str = ""
     guard_bound: int = 0
+    #: a store's reduction (None: a plain store)
+    reduce: ReduceKind | None = None
     # ---- the same values as keys of the expander's environment (their ids)
     result_key: int = 0
     buffer_key: int = 0
@@ -630,6 +635,7 @@ class _Expander:
             t.buffer = op.dest
             t.tile = op.value.type.sig  # type: ignore[attr-defined]
             t.inputs = (op.value,)
+            t.reduce = op.reduce_kind
             t.name = f"store to @{self.args[self.env[id(op.dest)]].name}"  # type: ignore[index]
         else:
             t.family = op.family.data
@@ -693,6 +699,8 @@ class _Expander:
             env[t.result_key] = node
         elif kind == "store":
             node.inputs = [env[t.input_keys[0]]]  # type: ignore[list-item]
+            if t.reduce is not None:
+                node.reduce = t.reduce
             self.args[node.buffer].is_output = True
             env[t.result_key] = [node]
         else:
@@ -1023,8 +1031,9 @@ def address_reads(node: Node) -> list[tuple[int, int]]:
 
 
 def covers_exactly(node: Node) -> bool:
-    """Whether a store surely writes its whole region: unconditional, at a compile-time offset."""
-    return node.dyn is None and node.guard is None
+    """Whether a store surely writes its whole region: unconditional, at a compile-time offset, and no
+    reduction (a reducing store's result depends on what was there)."""
+    return node.dyn is None and node.guard is None and node.reduce is None
 
 
 def derive_memory_dependencies(graph: Graph) -> None:
@@ -1036,6 +1045,13 @@ def derive_memory_dependencies(graph: Graph) -> None:
     (hiding) earlier writes: it may not happen, or land elsewhere. A load
     of a buffer no store writes, or of bytes no earlier store surely wrote,
     marks the buffer as an input.
+
+    A reducing store (``reduce add``) reads its region and then writes it:
+    it waits for the earlier accesses, counts as a read for the input role,
+    and never covers earlier writes. Two reducing
+    stores to one region are ordered like any two writes (in program order),
+    although their adds would commute: simple, and what the race check
+    expects.
     """
     args = graph.args
     written = {n.buffer for n in graph.nodes if n.kind == "store"}
@@ -1057,7 +1073,10 @@ def derive_memory_dependencies(graph: Graph) -> None:
             if kind == "load":
                 args[node.buffer].is_input = True
         elif kind == "store":
-            producers += _write_region(reads, writes, node, region_of(args[node.buffer], node))
+            region = region_of(args[node.buffer], node)
+            if node.reduce is not None:
+                producers += _read_region(graph, reads, writes, node, node.buffer, region)
+            producers += _write_region(reads, writes, node, region)
         else:
             producers += _read_region(graph, reads, writes, node, node.buffer, region_of(args[node.buffer], node))
         if producers:
@@ -1225,7 +1244,8 @@ def _node_op(node: Node, block: Block, values: dict[int, SSAValue], runtime: _Ru
     if node.kind == "load":
         op: Operation = LoadOp(args[node.buffer], offsets, tile, engine, node.flow, guard=guard)  # type: ignore[arg-type]
     elif node.kind == "store":
-        op = StoreOp(values[node.inputs[0].id], args[node.buffer], offsets, engine, node.flow, guard=guard)
+        op = StoreOp(values[node.inputs[0].id], args[node.buffer], offsets, engine, node.flow, guard=guard,
+                     reduce=node.reduce)
     elif node.kind == "compute":
         op = ComputeOp(
             node.family, [values[i.id] for i in node.inputs], tile,  # type: ignore[arg-type]

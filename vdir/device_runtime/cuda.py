@@ -394,6 +394,7 @@ class CudaPlatform(Platform):
             # the kernel copies what the words say: never outside a buffer (vdir.compile checked a program
             # handed over already; an Executable built directly, or from the compiler, is checked here)
             isa.check_regions(program)
+            isa.check_reductions(program)
         except ValueError as e:  # a LoopFormError too
             raise PlatformError(f"malformed program: {e}") from None
         # loops are unrolled here unless the engines run them (lowering option run_loops)

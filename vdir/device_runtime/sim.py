@@ -165,6 +165,7 @@ class Op:
         "latency_us", "busy_us",
         "guard", "dyn",  # runtime values: (source, index, coeff, const), (source, index, scale, min, max)
         "sources",  # per shared-memory tile read: the writers it reads in program order (see SlotSources)
+        "reduce",  # a store's reduction (isa.REDUCE_*)
     )
     # set by the decoder only for the kinds that have them: region and tile
     # for loads and stores, family and out for computes
@@ -196,6 +197,7 @@ class Op:
                                                       isa.GUARD_CONST))
         self.dyn = None
         self.sources = None
+        self.reduce = isa.REDUCE.get(words)
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
@@ -352,6 +354,8 @@ def _decode_op(
             raise ValueError(f"counter {counter} is out of range ({program.num_counters} counters)")
     if op.guard is not None:
         _check_source(op.guard[0], op.guard[1], program, buffer_bytes, "its condition")
+    if (why := isa.reduction_error(words, program.buffers)) is not None:
+        raise ValueError(why)
     if op.opcode == isa.OP_PREFETCH:
         return _decode_prefetch(op, words, program, buffer_bytes)
     if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
@@ -1001,7 +1005,14 @@ class Simulation:
             self._check_global_write(g, op, region)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
         src = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
-        _global_view(self.buffers[op.buffer], region)[...] = src.reshape(region.rows, region.row_bytes)
+        dst = _global_view(self.buffers[op.buffer], region)
+        if op.reduce == isa.REDUCE_ADD:
+            # f32 adds, element by element, in the order this run completes the stores (the GPU's
+            # order across SMs is not fixed: see docs/runtime.md); the race check above holds the
+            # stores to the order the dependencies give them
+            dst.view(np.float32)[...] += src.view(np.float32).reshape(region.rows, region.row_bytes // 4)
+        else:
+            dst[...] = src.reshape(region.rows, region.row_bytes)
 
     # ---- runtime values -----------------------------------------------
     def _value(self, g: int, sm: int, op: Op, source: int, index: int) -> int:

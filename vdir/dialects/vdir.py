@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import ClassVar, cast
 
 from xdsl.dialects.affine import ApplyOp
@@ -284,6 +285,32 @@ class EngineKindAttr(EnumAttribute[EngineKind]):  # pyright: ignore[reportInvali
             return parser.parse_str_enum(EngineKind)  # pyright: ignore[reportArgumentType] -- see the class
 
 
+class ReduceKind(StrEnum):
+    """How a reducing ``vdir.store`` combines its tile with the destination."""
+
+    #: add the tile into the destination, element by element (f32 only)
+    ADD = "add"
+
+
+#: the element types a reducing store may combine, per reduction
+REDUCE_DTYPES = {ReduceKind.ADD: ("f32",)}
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind]):  # pyright: ignore[reportInvalidTypeArguments]
+    """``#vdir.reduce<add>``: the reduction of a reducing store (``vdir.store ... reduce add``)."""
+
+    name = "vdir.reduce"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> ReduceKind:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(ReduceKind)  # pyright: ignore[reportArgumentType] -- see EngineKindAttr
+
+
 # --------------------------------------------------------------------------
 # Shared helpers for micro-ops
 # --------------------------------------------------------------------------
@@ -533,6 +560,32 @@ class Flow(CustomDirective):
 
 
 @irdl_custom_directive
+class Reduce(CustomDirective):
+    """``reduce add``: a store that combines its tile with the destination (printed only when present)."""
+
+    reduce: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("reduce") is None:
+            return
+        pos = parser.pos
+        word = parser.parse_identifier(" (a reduction)")
+        try:
+            kind = ReduceKind(word)
+        except ValueError:
+            choices = ", ".join(k.value for k in ReduceKind)
+            parser.raise_error(f"unknown reduction '{word}' (expected {choices})", pos, parser.pos)
+        self.reduce.set(state, ReduceKindAttr(kind))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        reduce = self.reduce.get(op)
+        if not isinstance(reduce, ReduceKindAttr):
+            return
+        state.print_whitespace(printer)
+        printer.print_string(f"reduce {reduce.data.value}")
+
+
+@irdl_custom_directive
 class RegionOffsets(CustomDirective):
     """``[%row, 0]``: the offsets of a buffer region, constants or index values.
 
@@ -736,6 +789,11 @@ class StoreOp(MicroOp):
     """Copy a tile to a region of a global buffer; yields a token.
 
     ``%tok = vdir.store %t, %buf[%row, 0] on store : !vdir.tile<..>, !vdir.buffer<..>``
+
+    With ``reduce add`` (f32 tiles only) the store adds the tile into the
+    region instead of overwriting it. Reducing stores from several SMs add
+    in the order they happen to run, so their result may differ in the last
+    bits from run to run: the option is off by default and no pass chooses it.
     """
 
     name = "vdir.store"
@@ -752,15 +810,17 @@ class StoreOp(MicroOp):
     static_offsets = prop_def(DenseArrayBase[I64])
     engine = prop_def(EngineKindAttr, default_value=EngineKindAttr(EngineKind.STORE))
     flow = opt_prop_def(IntegerAttr[I64])
+    #: ``reduce add``: add the tile into the region (absent: overwrite it)
+    reduce = opt_prop_def(ReduceKindAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$value `,` $dest `` custom<RegionOffsets>($dynamic_offsets, $static_offsets) "
+        "$value `,` $dest `` custom<RegionOffsets>($dynamic_offsets, $static_offsets) custom<Reduce>($reduce) "
         + _SCHEDULING_FORMAT
         + " `:` type($value) `,` type($dest)"
     )
-    custom_directives = (RegionOffsets, Guard, OnEngine, Flow)
+    custom_directives = (RegionOffsets, Reduce, Guard, OnEngine, Flow)
 
     def __init__(
         self,
@@ -771,6 +831,7 @@ class StoreOp(MicroOp):
         flow: int | None = None,
         deps: Sequence[SSAValue] = (),
         guard: "tuple[SSAValue, str, int] | None" = None,
+        reduce: ReduceKind | None = None,
     ):
         static = [DYNAMIC if isinstance(o, SSAValue) else o for o in offsets]
         dynamic = [o for o in offsets if isinstance(o, SSAValue)]
@@ -781,9 +842,15 @@ class StoreOp(MicroOp):
                 "static_offsets": DenseArrayBase.from_list(i64, static),
                 "engine": EngineKindAttr(engine),
                 "flow": IntegerAttr(flow, i64) if flow is not None else None,
+                "reduce": ReduceKindAttr(reduce) if reduce is not None else None,
                 **_guard_properties(guard),
             },
         )
+
+    @property
+    def reduce_kind(self) -> ReduceKind | None:
+        """The reduction of a reducing store, None for a plain one."""
+        return self.reduce.data if self.reduce is not None else None
 
     def verify_(self) -> None:
         _check_engine(self, "store")
@@ -796,6 +863,14 @@ class StoreOp(MicroOp):
             len(self.dynamic_offsets),
             "store",
         )
+        kind = self.reduce_kind
+        if kind is not None:
+            dtype = self.value.type.dtype  # type: ignore[attr-defined]
+            allowed = REDUCE_DTYPES[kind]
+            if dtype not in allowed:
+                raise VerifyException(
+                    f"store: 'reduce {kind.value}' needs an {' or '.join(allowed)} tile, got {dtype}"
+                )
 
 
 def family_params(attr: DictionaryAttr) -> dict:
@@ -1638,5 +1713,5 @@ def _target_memory_bytes(name: str) -> int | None:
 VDIR = Dialect(
     "vdir",
     [ProgramOp, LoadOp, ComputeOp, StoreOp, JoinOp, RepeatOp, ReadOp, EncodedProgramOp],
-    [BufferType, TileType, TokenType, EngineKindAttr, StageAttr, LayoutAttr, ScheduleAttr],
+    [BufferType, TileType, TokenType, EngineKindAttr, ReduceKindAttr, StageAttr, LayoutAttr, ScheduleAttr],
 )

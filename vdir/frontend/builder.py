@@ -55,6 +55,7 @@ from vdir.dialects.vdir import (
     INT64_MAX,
     INT64_MIN,
     MAX_REPEAT_NESTING,
+    REDUCE_DTYPES,
     BufferType,
     ComputeOp,
     EngineKind,
@@ -62,6 +63,7 @@ from vdir.dialects.vdir import (
     LoadOp,
     ProgramOp,
     ReadOp,
+    ReduceKind,
     RepeatOp,
     StoreOp,
     TileType,
@@ -97,6 +99,18 @@ def _flow(flow: int | None, what: str) -> int | None:
     if not INT64_MIN <= flow <= INT64_MAX:
         raise ValueError(f"{what}: flow id {flow} does not fit in a signed 64-bit integer")
     return int(flow)
+
+
+def _reduce(reduce: str | None) -> ReduceKind | None:
+    """A store's ``reduce`` argument as its kind (None: a plain store)."""
+    if reduce is None:
+        return None
+    try:
+        return ReduceKind(reduce)
+    except ValueError:
+        raise ValueError(
+            f"store: unknown reduction {reduce!r} (expected {', '.join(repr(k.value) for k in ReduceKind)})"
+        ) from None
 
 
 def _shape(shape: Sequence[int], what: str) -> tuple[int, int]:
@@ -332,17 +346,26 @@ class ProgramBuilder:
         flow: int | None = None,
         after: Sequence[SSAValue] = (),
         when: Condition | None = None,
+        reduce: str | None = None,
     ) -> SSAValue:
-        """``vdir.store``: copy ``tile`` to ``buffer[offsets]``; returns its token."""
+        """``vdir.store``: copy ``tile`` to ``buffer[offsets]``; returns its token.
+
+        ``reduce="add"`` adds the tile into the region instead (``reduce add``, f32 only):
+        order-dependent across SMs, so never the default.
+        """
         self._check_open()
         if not isinstance(tile, SSAValue) or not isinstance(tile.type, TileType):
             raise ValueError(f"store: the stored value must be a tile, got {tile!r}")
         btype = self._buffer_type(buffer, "store")
         offs = self._offsets(offsets, "store")
         self._region(btype, tile.type, offs, "store")
+        kind = _reduce(reduce)
+        if kind is not None and tile.type.dtype not in REDUCE_DTYPES[kind]:
+            raise ValueError(f"store: reduce={reduce!r} needs an {' or '.join(REDUCE_DTYPES[kind])} tile, "
+                             f"got {tile.type.dtype}")
         op = StoreOp(
             tile, buffer, offs, _engine(engine, EngineKind.STORE), _flow(flow, "store"), self._tokens(after),
-            _condition(when, "store"),
+            _condition(when, "store"), kind,
         )
         return self._append(op, name)
 

@@ -159,6 +159,7 @@ def build_split_k_gemv(
     rows_per_tile: int = 32,
     combine_cols: int = 256,
     target: str = "h200",
+    reduce: bool = False,
 ) -> ModuleOp:
     """y[1, M] = W[M, K] . x[1, K] with K split across SMs (``examples/split_k_gemv.mlir``).
 
@@ -171,7 +172,19 @@ def build_split_k_gemv(
     through a cross-SM counter) and ``sum_rows`` adds the rows in order
     0, 1, ..., splits-1 in f32, rounding once to bf16. ``partials`` is an
     output too: the per-chunk sums can be inspected.
+
+    With ``reduce`` (``examples/split_k_gemv_reduce.mlir``) there is no
+    second phase: each f32 partial is added straight into the f32 output
+    ``y`` (``1 x M``) by a reducing store (``reduce add``), so the caller
+    passes ``y`` zeroed (it is an ``inout`` buffer). The result is the f32
+    sum of the partials in the order the stores run; this program orders
+    them in program order (the dependency analysis treats two reducing
+    stores to one region like any two writes), but in general the order of
+    reducing stores is not fixed, which is why this form is an option and
+    not the default.
     """
+    if reduce:
+        return _split_k_gemv_reduce(M, K, splits=splits, rows_per_tile=rows_per_tile, target=target)
     b = ProgramBuilder("split_k_gemv", target=target)
     kc = split_evenly(K, splits, "K")
     w = b.buffer("w", (M, K), "bf16")
@@ -191,6 +204,24 @@ def build_split_k_gemv(
         parts = b.load(partials, (0, c), (splits, combine_cols), name="parts")
         yt = b.compute("sum_rows", [parts], out_dtype="bf16", name="yt")
         b.store(yt, y, (0, c), name="done")
+    return b.finish()
+
+
+def _split_k_gemv_reduce(M: int, K: int, *, splits: int, rows_per_tile: int, target: str) -> ModuleOp:
+    """The split-K gemv whose partials are reduce-added into an f32 ``y`` (:func:`build_split_k_gemv`)."""
+    b = ProgramBuilder("split_k_gemv_reduce", target=target)
+    kc = split_evenly(K, splits, "K")
+    w = b.buffer("w", (M, K), "bf16")
+    x = b.buffer("x", (1, K), "bf16")
+    y = b.buffer("y", (1, M), "f32")
+    with b.repeat(0, splits, name="s") as s:
+        k = b.affine(s, scale=kc, name="k")
+        xs = b.load(x, (0, k), (1, kc), name="xs")
+        with b.repeat(0, tile_count(M, rows_per_tile, "M"), name="i") as i:
+            r = b.affine(i, scale=rows_per_tile, name="r")
+            wt = b.load(w, (r, k), (rows_per_tile, kc), name="wt")
+            pt = b.compute("gemv", [wt, xs], out_dtype="f32", name="pt")
+            b.store(pt, y, (0, r), name="added", reduce="add")
     return b.finish()
 
 

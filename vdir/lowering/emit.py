@@ -26,6 +26,14 @@ def used_families(program: isa.EncodedProgram) -> list[int]:
     return sorted({int(f) for f in isa.FAMILY.column(instrs)[compute]})
 
 
+def uses_reductions(program: isa.EncodedProgram) -> bool:
+    """Whether some store of the program reduces (``isa.REDUCE``): only then does the store engine
+    carry the bulk-reduction path, so every other program lowers to the same text as before."""
+    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
+    stores = isa.OPCODE.column(instrs) == isa.OP_STORE
+    return bool((isa.REDUCE.column(instrs)[stores] != isa.REDUCE_NONE).any())
+
+
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:
     if target is None:
         target = program.target
@@ -67,7 +75,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     loops = _runs_loops(program, opts)
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops), minnctapersm=1)
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams, opts, program.scalars, loops=loops)
+    build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program))
     return mod
 
 

@@ -84,7 +84,10 @@ def evaluate_graph(
             tiles[node.id] = fam.run(ins, node.params, node.tile.dtype)  # type: ignore[union-attr]
         elif node.kind == "store":
             row, col = _origin(node, buffers, scalars)
-            buffers[node.buffer][row : row + r, col : col + c] = tiles[node.inputs[0].id]
+            if node.reduce is not None:  # reduce add: f32, in program order
+                buffers[node.buffer][row : row + r, col : col + c] += tiles[node.inputs[0].id]
+            else:
+                buffers[node.buffer][row : row + r, col : col + c] = tiles[node.inputs[0].id]
     return {a.name: b for a, b in zip(graph.args, buffers, strict=True)}
 
 

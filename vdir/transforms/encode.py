@@ -35,7 +35,7 @@ from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
 from vdir.diagnostics import PassFailure, VdirError
-from vdir.dialects.vdir import EncodedProgramOp
+from vdir.dialects.vdir import EncodedProgramOp, ReduceKind
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 
 
@@ -79,6 +79,10 @@ def _source_code(source: RuntimeSource, node: Node) -> int:
             loc=node.loc,
         )
     return isa.SOURCE_BUFFER0 + source.buffer
+
+
+#: the REDUCE code of each store reduction
+REDUCE_CODES = {ReduceKind.ADD: isa.REDUCE_ADD}
 
 
 def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
@@ -163,6 +167,8 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
         _memory_fields(row, node, graph, node.smem)
     elif node.kind == "store":
         _memory_fields(row, node, graph, node.inputs[0].smem)
+        if node.reduce is not None:
+            isa.REDUCE.set(row, REDUCE_CODES[node.reduce])
     else:
         _check_input_count(node)
         _compute_fields(row, node)
@@ -335,7 +341,7 @@ class _NodeEncoder:
                 row[w] = i.smem
                 w += 1
         else:
-            if node.dyn is not None:
+            if node.dyn is not None or node.reduce is not None:
                 raise _Unhandled
             row = (self.regions.get((node.buffer, id(node.tile), kind)) or self._region_template(node))[:]
             row[_W_SMEM] = node.smem if kind == "load" else node.inputs[0].smem

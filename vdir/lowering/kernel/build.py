@@ -17,7 +17,8 @@ from vdir.target import EngineKind, TargetDescription
 
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
-                 options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False) -> None:
+                 options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False,
+                 reduces: bool = False) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
@@ -30,6 +31,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
     ``loops``: the program has loop records, which the engines then run
     (:mod:`vdir.lowering.kernel.fetch`); without, they walk plain queues.
+    ``reduces``: some store reduces (``isa.REDUCE``): the store engine then
+    carries the bulk-reduction path (:func:`vdir.lowering.kernel.copies.reduce_rows`).
     """
     L.check_engines(target)
     b = PtxBuilder(kernel)
@@ -48,6 +51,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
+        reduces=reduces,
     )
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)

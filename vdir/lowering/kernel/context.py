@@ -45,3 +45,4 @@ class Ctx:
     exit_label: str  # every role leaves through here: kernel.launch.finish
     trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
     loops: bool = False  # the program has loop records: the engines run them (``kernel.fetch``)
+    reduces: bool = False  # some store reduces (``isa.REDUCE``): the store engine has the reduction path

@@ -5,7 +5,8 @@ The load engine copies a region into a tile slot as tensor copies
 copies (``cp.async.bulk``, where a region has no tensor form) or, on the
 ``lsu`` path, as 16-byte ``cp.async`` per lane; each load completes on the
 mbarrier of its slot in the load ring. The store engine copies a result tile
-out with tensor stores or ``st.global``.
+out with tensor stores or ``st.global``, and adds a reducing store's f32 tile
+into its region with bulk reductions (``cp.reduce.async.bulk``).
 
 Memory-model notes, written where the instructions are emitted:
 
@@ -135,6 +136,66 @@ def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None
     b.raw("cp.async.bulk.commit_group", "")
     b.raw("cp.async.bulk.wait_group", "0")
     b.raw("fence.proxy.async.global", "")
+    b.raw("bar.warp.sync", "%d" % FULL)
+
+
+#: the bulk reduction of an f32 row: ``[global], [shared], bytes`` (a ``bulk_group`` completion)
+BULK_REDUCE_ADD_F32 = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32"
+#: bytes of one f32 element (the unit of the unaligned fallback's ``red.global.add.f32``)
+F32_BYTES = 4
+
+
+def reduce_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
+                stride: SSAValue) -> None:
+    """Add an f32 tile at shared ``src0`` into global ``gptr`` (a reducing store, ``isa.REDUCE_ADD``).
+
+    One bulk reduction (:data:`BULK_REDUCE_ADD_F32`) per row, lane i taking
+    rows ``i, i + 32, ..``, when the global rows are 16-byte aligned (a bulk
+    copy's rule; rows are whole 16-byte units and tiles start on 128 bytes);
+    else ``red.global.add.f32`` per element, the lanes splitting each row.
+    Each add is atomic per element; the order of the adds of different SMs
+    is whatever order they reach L2 in. The protocol is the tensor store's
+    (:func:`tensor_store`): ``fence.proxy.async.shared::cta`` orders the
+    compute threads' writes of the tile before the copy engine reads it,
+    each lane commits and waits for its own bulk group, then the async-proxy
+    writes are fenced against the generic proxy, so that the store engine's
+    release (bits, counter) covers them.
+    """
+    b = c.b
+    g64 = b.i("cvt.u64.u32", "u64", stride)
+    al = b.i("or.b64", "b64", gptr, g64)
+    al = b.i("and.b64", "b64", al, 15)
+    aligned = b.setp("eq.b64", al, 0)
+    unaligned, done = b.new_label("red_unaligned"), b.new_label("red_done")
+    b.bra(unaligned, aligned, neg=True)
+    b.raw("fence.proxy.async.shared::cta", "")
+
+    def bulk_row(r: SSAValue) -> None:
+        srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
+        grow = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", r, stride))
+        b.raw(BULK_REDUCE_ADD_F32, "[{0}], [{1}], {2}", ins=[grow, srow, row_bytes])
+
+    b.for_range(c.lane, rows, 32, bulk_row, "red_rows")
+    b.raw("cp.async.bulk.commit_group", "")
+    b.raw("cp.async.bulk.wait_group", "0")
+    b.raw("fence.proxy.async.global", "")
+    b.bra(done)
+    b.place(unaligned)
+    units = b.i("shr.u32", "u32", row_bytes, F32_BYTES.bit_length() - 1)
+
+    def element_row(r: SSAValue) -> None:
+        srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
+        grow = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", r, stride))
+
+        def element(j: SSAValue) -> None:
+            v = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", j, F32_BYTES, srow), 0)
+            ga = b.i("add.u64", "u64", grow, b.i("mul.wide.u32", "u64", j, F32_BYTES))
+            b.raw("red.global.add.f32", "[{0}], {1}", ins=[ga, v])
+
+        b.for_range(c.lane, units, 32, element, "red_col")
+
+    b.for_range(0, rows, 1, element_row, "red_row")
+    b.place(done)
     b.raw("bar.warp.sync", "%d" % FULL)
 
 

@@ -7,7 +7,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
-from vdir.lowering.kernel.copies import buffer_address, store_rows, tensor_store
+from vdir.lowering.kernel.copies import buffer_address, reduce_rows, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import signal, spin_wait
@@ -20,7 +20,10 @@ def store_engine(c: Ctx) -> None:
 
     Tensor stores where the region has a tensor map, else 16-byte
     ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
-    16-byte aligned, else 2-byte copies. Then a warp barrier, and lane 0
+    16-byte aligned, else 2-byte copies; a reducing store (``isa.REDUCE``,
+    in a kernel whose program has one: ``Ctx.reduces``) adds its f32 tile
+    into the region with bulk reductions instead (:func:`reduce_rows`),
+    never through a tensor map. Then a warp barrier, and lane 0
     signals (cta scope: enough for this CTA's engines, including a later load
     of the same global data) and, with a release counter, fences at gpu scope
     and releases the counter.
@@ -53,21 +56,32 @@ def store_engine(c: Ctx) -> None:
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:
-    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows.
+    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows; a
+    reducing store's bulk reductions (then branch to ``nxt``).
 
     A runtime offset out of its range is reported and ends the engine (``on_error``).
     """
     b = c.b
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     src0 = b.i("add.u32", "u32", c.arena, smem)
+    # the checks (isa.check_reductions) let only REDUCE_ADD, on an f32 region, reach the kernel
+    reduces = b.setp("ne.u32", f.read(isa.REDUCE), isa.REDUCE_NONE) if c.reduces else None
     if c.options.tensor_copies_enabled:
         plain = b.new_label("st_plain")
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
+        if reduces is not None:  # never through a tensor map (its element view may not be f32)
+            b.bra(plain, reduces)
         tensor_store(c, f, src0, row_bytes)
         b.bra(nxt)
         b.place(plain)
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, engine, pos, on_error)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
+    if reduces is not None:
+        overwrite = b.new_label("st_overwrite")
+        b.bra(overwrite, reduces, neg=True)
+        reduce_rows(c, gptr, src0, rows, row_bytes, stride)
+        b.bra(nxt)
+        b.place(overwrite)
     store_rows(c, gptr, src0, rows, row_bytes, stride)
 
 
