@@ -60,17 +60,17 @@ from vdir.target import TargetDescription
 VClock = list[int]
 
 
-def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
+def assign_counters(graph: Graph, waiting: dict[int, Node] | None = None) -> None:
     """Give every group with a producer on another SM than a consumer a counter, in graph order.
 
-    ``waiting``: the ids of the nodes that wait on another SM's producers,
+    ``waiting``: the nodes that wait on another SM's producers, by ``id()``,
     where the caller knows them (:func:`vector_clocks` collects them): the
     other nodes are then not read.
     """
     counter_of: dict[int, int] = {}
     counts: dict[int, int] = {}
     cache: dict[int, int] = {}
-    nodes = graph.nodes if waiting is None else [n for n in graph.nodes if id(n) in waiting]
+    nodes = graph.nodes if waiting is None else _in_graph_order(graph.nodes, waiting)
     for n in nodes:
         sm = n.sm
         for g in n.deps:
@@ -89,6 +89,23 @@ def assign_counters(graph: Graph, waiting: set[int] | None = None) -> None:
         _release_alike(graph, counts)
     graph.num_counters = len(counts)
     graph.counter_counts = counts
+
+
+def _in_graph_order(nodes: list[Node], some: dict[int, Node]) -> list[Node]:
+    """The nodes of ``some`` (by ``id()``) in the order of ``nodes``.
+
+    A placed graph numbers its nodes in graph order (``Node.id`` is the
+    index), so they are sorted by id where every one is at its index;
+    otherwise ``nodes`` is filtered.
+    """
+    picked = sorted(some.values(), key=_NODE_ID)
+    count = len(nodes)
+    if all(0 <= n.id < count and nodes[n.id] is n for n in picked):
+        return picked
+    return [n for n in nodes if id(n) in some]
+
+
+_NODE_ID = operator.attrgetter("id")
 
 
 def _release_alike(graph: Graph, counts: dict[int, int]) -> None:
@@ -210,18 +227,18 @@ def _meet4(clocks: list[VClock]) -> VClock:
 
 def vector_clocks(
     nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription,
-    waiting: set[int] | None = None,
+    waiting: dict[int, Node] | None = None,
 ) -> _Clocks:
     """Per node: knowledge before waiting and at start; and, per producer, the nodes that must wait on it.
 
     A clock has one entry per engine of ``target`` (its queue index); a
     pipelined engine's micro-op may start before its predecessor completed.
     Clocks are never changed once made, so a node's clock may be its queue
-    predecessor's own list. ``waiting``, where given, receives the ids of
-    the nodes that wait on another SM's producers (for :func:`assign_counters`).
+    predecessor's own list. ``waiting``, where given, receives the nodes
+    that wait on another SM's producers, by ``id()`` (for :func:`assign_counters`).
     """
     if waiting is None:
-        waiting = set()
+        waiting = {}
     prev = _queue_predecessors(queues)
     order = sorted(nodes, key=SCHEDULE_ORDER)
     pre_of: dict[int, VClock] = {}
@@ -274,9 +291,9 @@ def _queue_predecessors(queues: dict[str, list[Node]]) -> dict[int, Node | None]
 
 
 def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int],
-                       waiting: set[int]) -> list[Node]:
+                       waiting: dict[int, Node]) -> list[Node]:
     """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe
-    repeated; ``n``'s id goes into ``waiting`` if it waits on another SM's."""
+    repeated; ``n`` goes into ``waiting`` if it waits on another SM's."""
     sm = n.sm
     inputs = n.inputs
     needed = [d for d in inputs if pre[index[d.engine]] < d.pos] if inputs else []
@@ -284,13 +301,13 @@ def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[
         if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
             d = g[0]
             if d.sm != sm:
-                waiting.add(id(n))
+                waiting[id(n)] = n
             elif pre[index[d.engine]] < d.pos:
                 needed.append(d)
         elif group_is_local(g, sm, cache):
             needed += [d for d in g if pre[index[d.engine]] < d.pos]
         else:
-            waiting.add(id(n))
+            waiting[id(n)] = n
     return needed
 
 
@@ -510,7 +527,7 @@ def layout_dependencies(graph: Graph, shares: list[SmShare] | None = None) -> No
     if shares is None:
         shares = scheduled_shares(graph)
     cache: dict[int, int] = {}
-    waiting: set[int] = set()
+    waiting: dict[int, Node] = {}
     for sm, nodes, queues in shares:
         assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target, waiting))
     assign_counters(graph, waiting)
