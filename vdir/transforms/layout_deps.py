@@ -226,7 +226,7 @@ def _meet4(clocks: list[VClock]) -> VClock:
 
 
 def vector_clocks(
-    nodes: list[Node], queues: dict[str, list[Node]], cache: dict[int, int], target: TargetDescription,
+    nodes: list[Node], cache: dict[int, int], target: TargetDescription,
     waiting: dict[int, Node] | None = None,
 ) -> _Clocks:
     """Per node: knowledge before waiting and at start; and, per producer, the nodes that must wait on it.
@@ -234,12 +234,14 @@ def vector_clocks(
     A clock has one entry per engine of ``target`` (its queue index); a
     pipelined engine's micro-op may start before its predecessor completed.
     Clocks are never changed once made, so a node's clock may be its queue
-    predecessor's own list. ``waiting``, where given, receives the nodes
+    predecessor's own list. The schedule order lists each queue in queue
+    order (a node's queue predecessor is the last node of its engine before
+    it), so the clocks of the queues' last nodes are kept per engine.
+    ``waiting``, where given, receives the nodes
     that wait on another SM's producers, by ``id()`` (for :func:`assign_counters`).
     """
     if waiting is None:
         waiting = {}
-    prev = _queue_predecessors(queues)
     order = sorted(nodes, key=SCHEDULE_ORDER)
     pre_of: dict[int, VClock] = {}
     start_of: dict[int, VClock] = {}
@@ -249,12 +251,15 @@ def vector_clocks(
     empty = [-1] * target.num_engines
     index = {name: i for i, name in enumerate(target.engine_names)}
     pipelined_at = [engine.pipelined for engine in target.engines]  # by engine index
+    # by engine index: the start and end clocks of its queue's last node so far (None before the first)
+    last_start: list[VClock] = [empty] * target.num_engines
+    last_end: list[VClock | None] = [None] * target.num_engines
     for n in order:
         nid = n.id
         e = index[n.engine]
         pipelined = pipelined_at[e]
-        p = prev[nid]
-        pre = empty if p is None else start_of[p.id] if pipelined else end_of[p.id]
+        before = last_end[e]
+        pre = empty if before is None else last_start[e] if pipelined else before
         needed = _unknown_producers(n, pre, index, cache, waiting)
         start = pre
         if needed:
@@ -268,26 +273,17 @@ def vector_clocks(
                     waiters[did] = [n]
                 else:
                     ws.append(n)
-        if pipelined and p is not None:  # completes after its predecessor too
-            before = end_of[p.id]
-            end = join(start, before)
+        if pipelined and before is not None:  # completes after its predecessor too
+            # with nothing joined, the start is the predecessor's start, which its end covers
+            end = join(start, before) if needed else before[:]
             pos = n.pos
             end[e] = pos if pos >= before[e] else before[e]
         else:
             end = start[:]
             end[e] = n.pos
         pre_of[nid], start_of[nid], end_of[nid] = pre, start, end
+        last_start[e], last_end[e] = start, end
     return _Clocks(pre_of, start_of, waiters, order)
-
-
-def _queue_predecessors(queues: dict[str, list[Node]]) -> dict[int, Node | None]:
-    """Each node's predecessor in its queue (None for a queue's first), by node id."""
-    prev: dict[int, Node | None] = {}
-    for q in queues.values():
-        if q:
-            prev[q[0].id] = None
-            prev.update(zip([n.id for n in q[1:]], q, strict=False))  # q[i - 1] before q[i]
-    return prev
 
 
 def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int],
@@ -528,8 +524,8 @@ def layout_dependencies(graph: Graph, shares: list[SmShare] | None = None) -> No
         shares = scheduled_shares(graph)
     cache: dict[int, int] = {}
     waiting: dict[int, Node] = {}
-    for sm, nodes, queues in shares:
-        assign_bits(graph, sm, vector_clocks(nodes, dict(queues), cache, graph.target, waiting))
+    for sm, nodes, _queues in shares:
+        assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target, waiting))
     assign_counters(graph, waiting)
 
 
