@@ -14,7 +14,10 @@ program structure at a size that tests and the simulator handle quickly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import (
@@ -184,21 +187,17 @@ def build_split_k_gemv(
     not the default.
     """
     if reduce:
-        return _split_k_gemv_reduce(M, K, splits=splits, rows_per_tile=rows_per_tile, target=target)
+        b = ProgramBuilder("split_k_gemv_reduce", target=target)
+        w, x = b.buffer("w", (M, K), "bf16"), b.buffer("x", (1, K), "bf16")
+        y = b.buffer("y", (1, M), "f32")
+        _split_k_partials(b, w, x, M, K, splits, rows_per_tile,
+                          lambda pt, s, r: b.store(pt, y, (0, r), name="added", reduce="add"))
+        return b.finish()
     b = ProgramBuilder("split_k_gemv", target=target)
-    kc = split_evenly(K, splits, "K")
-    w = b.buffer("w", (M, K), "bf16")
-    x = b.buffer("x", (1, K), "bf16")
+    w, x = b.buffer("w", (M, K), "bf16"), b.buffer("x", (1, K), "bf16")
     partials = b.buffer("partials", (splits, M), "f32")
     y = b.buffer("y", (1, M), "bf16")
-    with b.repeat(0, splits, name="s") as s:
-        k = b.affine(s, scale=kc, name="k")
-        xs = b.load(x, (0, k), (1, kc), name="xs")
-        with b.repeat(0, tile_count(M, rows_per_tile, "M"), name="i") as i:
-            r = b.affine(i, scale=rows_per_tile, name="r")
-            wt = b.load(w, (r, k), (rows_per_tile, kc), name="wt")
-            pt = b.compute("gemv", [wt, xs], out_dtype="f32", name="pt")
-            b.store(pt, partials, (s, r), name="stored")
+    _split_k_partials(b, w, x, M, K, splits, rows_per_tile, lambda pt, s, r: b.store(pt, partials, (s, r), name="stored"))
     with b.repeat(0, tile_count(M, combine_cols, "M"), name="j") as j:
         c = b.affine(j, scale=combine_cols, name="c")
         parts = b.load(partials, (0, c), (splits, combine_cols), name="parts")
@@ -207,13 +206,11 @@ def build_split_k_gemv(
     return b.finish()
 
 
-def _split_k_gemv_reduce(M: int, K: int, *, splits: int, rows_per_tile: int, target: str) -> ModuleOp:
-    """The split-K gemv whose partials are reduce-added into an f32 ``y`` (:func:`build_split_k_gemv`)."""
-    b = ProgramBuilder("split_k_gemv_reduce", target=target)
+def _split_k_partials(b: ProgramBuilder, w: SSAValue, x: SSAValue, M: int, K: int, splits: int,
+                      rows_per_tile: int, store: Callable[[SSAValue, SSAValue, SSAValue], object]) -> None:
+    """Phase 1 of :func:`build_split_k_gemv`: for each K chunk ``s`` and row block at ``r`` of
+    ``W[M, K] . x[1, K]``, the chunk's f32 gemv ``pt``, handed to ``store(pt, s, r)``."""
     kc = split_evenly(K, splits, "K")
-    w = b.buffer("w", (M, K), "bf16")
-    x = b.buffer("x", (1, K), "bf16")
-    y = b.buffer("y", (1, M), "f32")
     with b.repeat(0, splits, name="s") as s:
         k = b.affine(s, scale=kc, name="k")
         xs = b.load(x, (0, k), (1, kc), name="xs")
@@ -221,8 +218,7 @@ def _split_k_gemv_reduce(M: int, K: int, *, splits: int, rows_per_tile: int, tar
             r = b.affine(i, scale=rows_per_tile, name="r")
             wt = b.load(w, (r, k), (rows_per_tile, kc), name="wt")
             pt = b.compute("gemv", [wt, xs], out_dtype="f32", name="pt")
-            b.store(pt, y, (0, r), name="added", reduce="add")
-    return b.finish()
+            store(pt, s, r)
 
 
 def build_argmax(vocab: int = 1000, hidden: int = 256, *, slice_rows: int = 128, target: str = "h200") -> ModuleOp:
