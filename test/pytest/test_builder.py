@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from vdir.diagnostics import UserError
 from vdir.dialects.vdir import ComputeOp, LoadOp, RepeatOp, StoreOp
 from vdir.frontend import ProgramBuilder, verify
 from vdir.frontend.examples import (
+    build_argmax,
     build_gemv,
     build_mlp_block,
     build_mlp_stack,
@@ -46,6 +48,8 @@ def parse(text: str):
         ("mlp", build_mlp_block),
         ("mlp_stack", build_mlp_stack),
         ("split_k_gemv", build_split_k_gemv),
+        ("split_k_gemv_reduce", functools.partial(build_split_k_gemv, reduce=True)),
+        ("argmax", build_argmax),
     ],
 )
 def test_builder_matches_example_file(name, build):
