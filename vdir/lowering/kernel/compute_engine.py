@@ -18,6 +18,8 @@ for it, the group's second warp (:func:`compute_engine`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -57,7 +59,6 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.place(prime_skip)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
-    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
     handoff_txt = "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS)
 
     b.place(top)
@@ -82,18 +83,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
     b.place(sync)
-    # the waiting warp's acquire is passed on to the group by the barrier
-    b.raw("barrier.sync", bar_txt)
-    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(done, b.setp("ne.u32", ab, 0))
-    f = smem_fields(c, fe.slot_address(pos))
-    opcode = f.read(isa.OPCODE)
-    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
-    b.bra(body_done, condition_holds(c, f), neg=True)  # skipped: no result, same signals
-    _run_family_body(c, f, families, ct, cw, engine, pos, done, body_done)
-    b.place(body_done)
-    # every compute thread's shared-memory writes precede the leader's release
-    b.raw("barrier.sync", bar_txt)
+    f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
@@ -118,7 +108,6 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     true, which takes the fetch warp out of its loop too.
     """
     b = c.b
-    nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = queue_of(c, engine)
     ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
@@ -129,7 +118,6 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     pos = b.var("u32", 0)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w, leave = b.new_label("cp_body_done"), b.new_label("cp_abort"), b.new_label("cp_leave")
-    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, nthreads)
 
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count))
@@ -144,19 +132,8 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     b.place(abort_w)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
     b.place(sync)
-    # the first warp's acquires (the bits, the fetch warp's words) reach the group through the barrier
-    b.raw("barrier.sync", bar_txt)
-    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(leave, b.setp("ne.u32", ab, 0))
-    f = smem_fields(c, addr)
-    opcode = f.read(isa.OPCODE)
-    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
-    b.bra(body_done, condition_holds(c, f), neg=True)  # skipped: no result, same signals
-    _run_family_body(c, f, families, ct, cw, engine, pos, leave, body_done)
-    b.place(body_done)
-    # every compute thread's shared-memory writes precede the leader's release, and its reads of
-    # the slot precede the hand-back
-    b.raw("barrier.sync", bar_txt)
+    # the group's reads of the slot precede its second barrier, and so the hand-back
+    f = _group_step(c, lambda: addr, families, ct, cw, engine, pos, leave, body_done)
     _hand_back(c, first_warp, aborting=False)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
@@ -166,6 +143,37 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     _hand_back(c, first_warp, aborting=True)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: SSAValue, cw: SSAValue,
+                engine: int, pos: SSAValue, out: str, body_done: str) -> Fields:
+    """One position's work for the whole compute group, from its first barrier to its second.
+
+    The group leaves to ``out`` when the first warp has raised the abort
+    flag; otherwise it reads the instruction from the window slot at
+    ``slot()`` (worked out after the first barrier), runs its family body
+    unless it is not a compute or its condition does not hold (skipped: no
+    result, the same signals), and meets at the second barrier. Returns the
+    instruction's fields, for the leader's signal.
+
+    Memory-model note: the first warp's acquires (the dependency bits, and
+    in a fed group the fetch warp's words) reach the group through the first
+    barrier; every thread's shared-memory writes precede the leader's
+    release through the second.
+    """
+    b = c.b
+    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, c.target.compute_threads)
+    b.raw("barrier.sync", bar_txt)
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(out, b.setp("ne.u32", ab, 0))
+    f = smem_fields(c, slot())
+    opcode = f.read(isa.OPCODE)
+    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
+    b.bra(body_done, condition_holds(c, f), neg=True)
+    _run_family_body(c, f, families, ct, cw, engine, pos, out, body_done)
+    b.place(body_done)
+    b.raw("barrier.sync", bar_txt)
+    return f
 
 
 def _hand_back(c: Ctx, first_warp: SSAValue, aborting: bool) -> None:
