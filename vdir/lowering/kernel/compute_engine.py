@@ -42,10 +42,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = queue_of(c, engine)
-    ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
-    cw = b.i("shr.u32", "u32", ct, 5)
-    leader = b.setp("eq.u32", ct, 0)
-    first_warp = b.setp("eq.u32", cw, 0)
+    ct, cw, leader, first_warp = _group_lanes(c)
     pos = b.var("u32", 0)
     # the waiting (first) warp prefetches instructions into the window (in a
     # kernel that runs loops, the second warp: see the module); the group
@@ -110,10 +107,7 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = queue_of(c, engine)
-    ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
-    cw = b.i("shr.u32", "u32", ct, 5)
-    leader = b.setp("eq.u32", ct, 0)
-    first_warp = b.setp("eq.u32", cw, 0)
+    ct, cw, leader, first_warp = _group_lanes(c)
     win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
     pos = b.var("u32", 0)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
@@ -143,6 +137,14 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     _hand_back(c, first_warp, aborting=True)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _group_lanes(c: Ctx) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+    """The compute group's thread index, warp index, leader thread and first warp (predicates)."""
+    b = c.b
+    ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
+    cw = b.i("shr.u32", "u32", ct, 5)
+    return ct, cw, b.setp("eq.u32", ct, 0), b.setp("eq.u32", cw, 0)
 
 
 def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: SSAValue, cw: SSAValue,
