@@ -74,12 +74,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         fw = smem_fields(c, fe.slot_address(pos))
     else:
         fw = fe.fields_at(pos)
-    spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
-    stamp(c, q.exec_start, pos, L.TRACE_START, leader)
-    b.bra(sync)
-    b.place(abort_w)
-    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
-    b.place(sync)
+    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
@@ -120,12 +115,7 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     # acquire: pairs with the fetch warp's bar.arrive after its words of pos are in the slot
     b.raw("bar.sync", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
     fw = smem_fields(c, addr)
-    spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
-    stamp(c, q.exec_start, pos, L.TRACE_START, leader)
-    b.bra(sync)
-    b.place(abort_w)
-    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
-    b.place(sync)
+    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     # the group's reads of the slot precede its second barrier, and so the hand-back
     f = _group_step(c, lambda: addr, families, ct, cw, engine, pos, leave, body_done)
     _hand_back(c, first_warp, aborting=False)
@@ -145,6 +135,20 @@ def _group_lanes(c: Ctx) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
     ct = b.i("sub.u32", "u32", c.tid, 32 * L.COMPUTE_FIRST_WARP)
     cw = b.i("shr.u32", "u32", ct, 5)
     return ct, cw, b.setp("eq.u32", ct, 0), b.setp("eq.u32", cw, 0)
+
+
+def _first_warp_wait(c: Ctx, fw: Fields, engine: int, exec_start: SSAValue, pos: SSAValue, leader: SSAValue,
+                     abort_w: str, sync: str) -> None:
+    """The first compute warp waits for instruction ``fw``'s dependencies and stamps its start; on a
+    watchdog report (``abort_w``) the leader raises the group's abort flag. Both end at ``sync``,
+    where the other warps wait."""
+    b = c.b
+    spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
+    stamp(c, exec_start, pos, L.TRACE_START, leader)
+    b.bra(sync)
+    b.place(abort_w)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
+    b.place(sync)
 
 
 def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: SSAValue, cw: SSAValue,
