@@ -79,6 +79,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from vdir import isa
 from vdir.diagnostics import OpVerifyException, location_of
 from vdir.dialects.vdir_sched import (
     LAYOUT_FACT_STAGE,
@@ -292,8 +293,10 @@ class ReduceKind(StrEnum):
     ADD = "add"
 
 
-#: the element types a reducing store may combine, per reduction
-REDUCE_DTYPES = {ReduceKind.ADD: ("f32",)}
+#: each reduction's code in the ISA's REDUCE field, and the element types it combines: both read
+#: from the ISA's tables (``isa.REDUCE_NAMES``, ``isa.REDUCE_DTYPES``), their one owner
+REDUCE_CODES = {ReduceKind(name): code for code, name in isa.REDUCE_NAMES.items()}
+REDUCE_DTYPES = {kind: isa.REDUCE_DTYPES[code] for kind, code in REDUCE_CODES.items()}
 
 
 @irdl_attr_definition

@@ -35,7 +35,7 @@ from vdir.analysis.reroll import reroll_queue
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
 from vdir.diagnostics import PassFailure, VdirError
-from vdir.dialects.vdir import EncodedProgramOp, ReduceKind
+from vdir.dialects.vdir import REDUCE_CODES, EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 
 
@@ -81,8 +81,6 @@ def _source_code(source: RuntimeSource, node: Node) -> int:
     return isa.SOURCE_BUFFER0 + source.buffer
 
 
-#: the REDUCE code of each store reduction
-REDUCE_CODES = {ReduceKind.ADD: isa.REDUCE_ADD}
 
 
 def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
