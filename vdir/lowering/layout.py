@@ -108,7 +108,7 @@ def stream_warp(target: TargetDescription) -> int:
 
 def _engine_warps(target: TargetDescription) -> int:
     """Warps of the engines' roles: the load and store warps, the compute group, the stream warp."""
-    return COMPUTE_FIRST_WARP + target.compute_threads // 32 + (1 if has_stream_engine(target) else 0)
+    return stream_warp(target) + (1 if has_stream_engine(target) else 0)
 
 
 def compute_fetch_warp(target: TargetDescription, loops: bool) -> int | None:
