@@ -4,7 +4,12 @@ Runs on the CPU (no GPU needed). Prints the CPU time of each stage of
 ``vdir-pipeline`` on ``examples/mlp_stack.mlir`` (about 78k micro-ops before
 placement, 84k instructions after), the median over ``--repeat`` runs, and the
 end-to-end time of ``compile_to_encoded``. The stages run as
-``vdir.transforms.pipeline`` runs them, with the cyclic GC paused.
+``vdir.transforms.pipeline`` runs them, with the cyclic GC paused, in one
+process. ``compile_to_encoded`` is timed twice: with the per-SM stages split
+over the processes in effect (``vdir.analysis.parallel``: ``VDIR_JOBS``, by
+default the CPUs, at most 4), and in one process (``VDIR_JOBS=1``); each
+gives its wall seconds, what a user waits, and its CPU seconds, this
+process's and its children's together.
 
     python bench/bench_compile.py [--repeat 3] [--file examples/mlp_stack.mlir]
 
@@ -47,14 +52,18 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import os
+import resource
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from xdsl.printer import Printer
 
 from vdir.analysis.graph import build_graph
+from vdir.analysis.parallel import JOBS_VARIABLE, jobs_in_effect
 from vdir.analysis.queues import queues_of_shares
 from vdir.frontend import ProgramBuilder
 from vdir.tools.common import default_context, parse_module_file, parse_text, verify_module
@@ -232,9 +241,12 @@ def _decode_module(config: str):
 
 
 def report_stages(make_module, name: str, repeat: int, max_micro_ops: int | None) -> None:
-    """Print the median CPU time of each stage, then of ``compile_to_encoded``, over ``repeat`` runs."""
-    runs = [stage_times(make_module, max_micro_ops) for _ in range(repeat)]
-    print(f"{name}: {int(runs[0]['instructions'])} instructions; median of {repeat} runs (CPU s)")
+    """Print the median CPU time of each stage (in one process), then the median wall and CPU time of
+    ``compile_to_encoded`` with the processes in effect (``vdir.analysis.parallel``) and in one
+    process, over ``repeat`` runs."""
+    with _jobs(1):
+        runs = [stage_times(make_module, max_micro_ops) for _ in range(repeat)]
+    print(f"{name}: {int(runs[0]['instructions'])} instructions; median of {repeat} runs (CPU s, one process)")
     total = 0.0
     for stage in runs[0]:
         if stage == "instructions":
@@ -244,14 +256,39 @@ def report_stages(make_module, name: str, repeat: int, max_micro_ops: int | None
         print(f"  {stage:<24} {median:6.2f}")
     print(f"  {'sum of stages':<24} {total:6.2f}")
     module = make_module()
-    ends = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.process_time()
-        compile_to_encoded(module, max_micro_ops=max_micro_ops)
-        ends.append(time.process_time() - t0)
-    print(f"compile_to_encoded: median {statistics.median(ends):.2f} CPU s")
+    jobs = jobs_in_effect()
+    for label, count in ((f"{jobs} processes", jobs), ("one process", 1)):
+        with _jobs(count):
+            times = [_compile_seconds(module, max_micro_ops) for _ in range(repeat)]
+        wall = statistics.median(t[0] for t in times)
+        cpu = statistics.median(t[1] for t in times)
+        print(f"compile_to_encoded, {label}: median {wall:.2f} s wall, {cpu:.2f} CPU s")
 
+
+def _compile_seconds(module, max_micro_ops: int | None) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (this process and its children) of one ``compile_to_encoded``,
+    from a collected heap."""
+    gc.collect()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, wall = time.process_time(), time.perf_counter()
+    compile_to_encoded(module, max_micro_ops=max_micro_ops)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, cpu + (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+
+
+@contextmanager
+def _jobs(count: int):
+    """``VDIR_JOBS`` set to ``count`` for a stretch of work."""
+    before = os.environ.get(JOBS_VARIABLE)
+    os.environ[JOBS_VARIABLE] = str(count)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[JOBS_VARIABLE]
+        else:
+            os.environ[JOBS_VARIABLE] = before
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -336,9 +336,32 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     result executes exactly the same instructions (``isa.expand_queue`` of it
     equals ``records``).
     """
+    return with_loops(records, find_loops(records, max_body))
+
+
+#: a loop :func:`find_loops` found: the first and past-the-last record it replaces, and its records
+#: (loop record, bases, step records)
+FoundLoop = tuple[int, int, np.ndarray]
+
+
+def with_loops(records: np.ndarray, loops: list[FoundLoop]) -> np.ndarray:
+    """``records`` with each of ``loops`` (in order, disjoint) in place of the records it replaces."""
+    if not loops:
+        return records
+    parts: list[np.ndarray] = []
+    pos = 0
+    for start, stop, rolled in loops:
+        parts += [records[pos:start], rolled]
+        pos = stop
+    parts.append(records[pos:])
+    return np.concatenate(parts)
+
+
+def find_loops(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> list[FoundLoop]:
+    """The loops :func:`reroll_queue` writes for ``records``, in order (see the module)."""
     n = len(records)
     if n < 4:
-        return records
+        return []
     records = np.ascontiguousarray(records)
     # loops of three trips or more are searched for (a loop record, k bases, at least one step record)
     bodies = np.arange(1, min(max_body, isa.MAX_LOOP_BODY, n // 3) + 1)
@@ -352,21 +375,19 @@ def reroll_queue(records: np.ndarray, max_body: int = DEFAULT_MAX_BODY) -> np.nd
     best_k = saved.argmax(axis=0)
     best_saved = saved[best_k, np.arange(n)]
     profitable = np.flatnonzero(best_saved > 0)  # the positions where a loop may start
-    out: list[np.ndarray] = []
+    loops: list[FoundLoop] = []
     pos = 0
     while pos < n:
         if best_saved[pos] <= 0:
             later = int(np.searchsorted(profitable, pos))  # the first profitable position after ``pos``
-            nxt = int(profitable[later]) if later < len(profitable) else n
-            out.append(records[pos:nxt])
-            pos = nxt
+            pos = int(profitable[later]) if later < len(profitable) else n
             continue
         loop = _best_loop(records, bits, pos, bodies, trips[:, pos], saved[:, pos])
         if loop is None:
-            out.append(records[pos : pos + 1])
             pos += 1
             continue
         rolled, runs = loop
-        out.append(rolled)
-        pos += isa.LOOP_BODY.get(rolled[0]) * runs
-    return np.concatenate(out)
+        stop = pos + isa.LOOP_BODY.get(rolled[0]) * runs
+        loops.append((pos, stop, rolled))
+        pos = stop
+    return loops

@@ -30,8 +30,9 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, Node, build_graph, counterparts, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
+from vdir.analysis.parallel import run_in_children
 from vdir.analysis.queues import QUEUE_ORDER, check_queue_positions_follow_program_order, queues_of
-from vdir.analysis.reroll import reroll_queue
+from vdir.analysis.reroll import FoundLoop, find_loops, with_loops
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
 from vdir.diagnostics import PassFailure, VdirError
@@ -215,7 +216,7 @@ def _check_fast_layout() -> None:
 _check_fast_layout()
 
 
-def _first_trip_counts(graph: Graph) -> dict[int, int]:
+def first_trip_counts(graph: Graph) -> dict[int, int]:
     """Node id -> the wait count to encode for a first-trip micro-op of the layer loop that waits on no
     counter where its second-trip counterpart does (the first layer reads the program's input, the
     others the layer before): the count of its counterpart. A count without a counter
@@ -251,14 +252,14 @@ class _NodeEncoder:
     field (:func:`encode_node`), which also reports errors.
     """
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, first_trips: dict[int, int] | None = None) -> None:
         self.graph = graph
         self.regions: dict[tuple, array.array] = {}
         self.computes: dict[tuple, array.array] = {}
         self.args = [(a.row_bytes, DTYPE_BYTES[a.dtype]) for a in graph.args]
         #: the records encoded so far, word after word
         self.words = array.array(_U32_TYPE)
-        self.first_trip_counts = _first_trip_counts(graph)
+        self.first_trip_counts = first_trip_counts(graph) if first_trips is None else first_trips
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
@@ -363,7 +364,7 @@ class _NodeEncoder:
         if waits:
             counter, count = waits[0]
             row[_W_WAIT_COUNTER], row[_W_WAIT_COUNT] = counter + 1, count
-        elif self.first_trip_counts and uid in self.first_trip_counts:  # no counter: the count is the loop's (see _first_trip_counts)
+        elif self.first_trip_counts and uid in self.first_trip_counts:  # no counter: the count is the loop's (see first_trip_counts)
             row[_W_WAIT_COUNT] = self.first_trip_counts[uid]
         if releases:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
@@ -416,23 +417,76 @@ def prefetches_of_sm(graph: Graph, queues: dict[tuple[int, str], list[Node]], sm
 def reroll_queues(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """Each queue of ``instrs`` rerolled into loops (``vdir.analysis.reroll``), and the new queue table.
 
-    Checks that every queue still executes exactly its instructions.
+    Checks that every queue still executes exactly its instructions. Where
+    the program is large the search is split over processes by SM
+    (``vdir.analysis.parallel``), which send back only the loops they found.
     """
-    parts: list[np.ndarray] = []
+    def job(sms: list[int]) -> list[list[list[FoundLoop]]]:
+        return _loops_of_sms(instrs, [table[sm] for sm in sms])
+
+    parts = run_in_children(range(len(table)), job, lambda sm: sum(c for _f, c in table[sm]), len(instrs))
+    loops = _loops_of_sms(instrs, table) if parts is None else [sm for part in parts for sm in part]
+    pieces: list[np.ndarray] = []
     new_table: list[list[tuple[int, int]]] = []
     start = 0
-    for sm_queues in table:
+    for sm_queues, sm_loops in zip(table, loops, strict=True):
         new_table.append([])
-        for first, count in sm_queues:
-            queue = instrs[first : first + count]
-            records = reroll_queue(queue)
-            if not np.array_equal(isa.expand_queue(records), queue):
-                raise AssertionError("rerolled queue does not execute its instructions")
-            parts.append(records)
+        for (first, count), queue_loops in zip(sm_queues, sm_loops, strict=True):
+            records = with_loops(instrs[first : first + count], queue_loops)
+            pieces.append(records)
             new_table[-1].append((start, len(records)))
             start += len(records)
-    rows = np.concatenate(parts) if parts else instrs
+    rows = np.concatenate(pieces) if pieces else instrs
     return rows.reshape(-1, isa.INSTR_WORDS), new_table
+
+
+def _loops_of_sms(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> list[list[list[FoundLoop]]]:
+    """The loops of each queue of the SMs of ``table`` (some of the program's), each queue checked to
+    execute exactly its instructions once rerolled."""
+    loops = []
+    for sm_queues in table:
+        loops.append([])
+        for first, count in sm_queues:
+            queue = instrs[first : first + count]
+            found = find_loops(queue)
+            if not np.array_equal(isa.expand_queue(with_loops(queue, found)), queue):
+                raise AssertionError("rerolled queue does not execute its instructions")
+            loops[-1].append(found)
+    return loops
+
+
+def join_chunks(parts: list[tuple[np.ndarray, list[list[tuple[int, int]]]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+    """The records and queue table of consecutive chunks of SMs, each counted from its own first record."""
+    rows: list[np.ndarray] = []
+    table: list[list[tuple[int, int]]] = []
+    base = 0
+    for records, chunk_table in parts:
+        rows.append(records.reshape(-1, isa.INSTR_WORDS))
+        table += [[(first + base, count) for first, count in sm] for sm in chunk_table]
+        base += len(rows[-1])
+    return np.concatenate(rows), table
+
+
+def encode_sms(graph: Graph, sms: Iterable[int], queues: dict[tuple[int, str], list[Node]],
+               l2_prefetch: int = DEFAULT_BUDGET, first_trips: dict[int, int] | None = None,
+               ) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+    """The records of the queues of ``sms`` (SM after SM, in the target's engine order) and their
+    table (per SM, each engine's first record and count), counted from the first record.
+
+    ``first_trips``: :func:`first_trip_counts` of the graph, where the caller has it already.
+    """
+    engines = graph.target.engine_names
+    encoder = _NodeEncoder(graph, first_trips)
+    table = []
+    for sm in sms:
+        prefetches = prefetches_of_sm(graph, queues, sm, l2_prefetch)
+        row = []
+        for engine in engines:
+            start = encoder.count
+            encode_queue(queues.get((sm, engine), []), graph, encoder, prefetches)
+            row.append((start, encoder.count - start))
+        table.append(row)
+    return encoder.instrs(), table
 
 
 def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
@@ -447,16 +501,19 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     """
     if queues is None:
         queues = queues_of(graph)
-    engines = graph.target.engine_names
-    table = [[(0, 0)] * len(engines) for _ in range(graph.num_sms)]
-    encoder = _NodeEncoder(graph)
-    for sm in range(graph.num_sms):
-        prefetches = prefetches_of_sm(graph, queues, sm, l2_prefetch)
-        for e, engine in enumerate(engines):
-            start = encoder.count
-            encode_queue(queues.get((sm, engine), []), graph, encoder, prefetches)
-            table[sm][e] = (start, encoder.count - start)
-    instrs = encoder.instrs()
+    instrs, table = encode_sms(graph, range(graph.num_sms), queues, l2_prefetch)
+    return encoded_program(graph, instrs, table, reroll, uop_names(graph))
+
+
+def uop_names(graph: Graph) -> dict[int, str]:
+    """Each micro-op's name and location, by id: what diagnostics name an instruction by."""
+    return {n.id: f"{n.name} ({n.loc})" for n in graph.nodes}
+
+
+def encoded_program(graph: Graph, instrs: np.ndarray, table: list[list[tuple[int, int]]], reroll: bool,
+                    names: dict[int, str]) -> isa.EncodedProgram:
+    """The program of the graph's records ``instrs`` (every SM's, as :func:`encode_sms` gives them)
+    and their ``table``: the tensor-copy words filled in, rerolled where ``reroll`` says."""
     buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
     isa.assign_tensor_maps(instrs, buffers)
     if reroll:
@@ -469,7 +526,7 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
         buffers=buffers,
         instrs=instrs,
         queues=table,
-        uop_names={n.id: f"{n.name} ({n.loc})" for n in graph.nodes},
+        uop_names=names,
         target=graph.target.name,
         scalars=[isa.ScalarInfo(s.name, s.lo, s.hi) for s in graph.scalars],
     )

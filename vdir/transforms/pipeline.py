@@ -14,6 +14,7 @@ import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -21,6 +22,7 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expanded_micro_ops, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
+from vdir.analysis.parallel import run_in_children
 from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
 from vdir.analysis.stages import require_option_in_range, resolve_target
 from vdir.analysis.trip_stamp import (
@@ -38,9 +40,16 @@ from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
 from vdir.target import MIN_SMS
 from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, STREAM_RUN_AHEAD, StreamRoom, allocate_sm
-from vdir.transforms.encode import encode, replace_program
+from vdir.transforms.encode import (
+    encode_sms,
+    encoded_program,
+    first_trip_counts,
+    join_chunks,
+    replace_program,
+    uop_names,
+)
 from vdir.transforms.fuse import FusePass
-from vdir.transforms.layout_deps import layout_dependencies
+from vdir.transforms.layout_deps import assign_bits, assign_counters, vector_clocks
 from vdir.transforms.place import place
 from vdir.transforms.schedule import (
     MAX_PREFETCH,
@@ -102,28 +111,39 @@ def schedule_and_allocate(graph: Graph, prefetch: int, room: StreamRoom = DEFAUL
     Returns each SM's share of the graph (:func:`~vdir.analysis.queues.sm_shares`),
     its queues now in queue order, for the stages after to reuse.
     """
+    per_sm, by_liveness = schedule_for_allocation(graph, prefetch, room)
+    if by_liveness:
+        graph.smem_bytes = allocate_by_liveness(graph, per_sm, room)
+    return per_sm
+
+
+def schedule_for_allocation(graph: Graph, prefetch: int, room: StreamRoom = DEFAULT_STREAM_ROOM,
+                            ) -> tuple[list[SmShare], bool]:
+    """:func:`schedule_and_allocate` up to its last attempt: where that is needed, every SM is
+    scheduled without hoisting and left to :func:`allocate_by_liveness` (the second value is then
+    True), which the pipeline runs SM by SM with the stages after it (:func:`_lay_out_and_encode`)."""
     per_sm = sm_shares(graph)
     if per_sm is None:
         schedule(graph, 0, check=False)  # refuses the first node without an SM
-        return []
+        return [], False
     if not any(can_hoist(graph, queues) for _sm, _nodes, queues in per_sm):
         prefetch = 0  # every depth schedules alike: try rings, then liveness, once each
     for attempt in _attempts(prefetch)[:-1]:
         if _try_schedule_and_allocate(graph, per_sm, attempt, room):
-            return per_sm
-    _schedule_and_allocate_by_liveness(graph, per_sm, room)
-    return per_sm
+            return per_sm, False
+    for _sm, _nodes, queues in per_sm:
+        schedule_sm(graph, queues, 0)
+    return per_sm, True
 
 
-def _schedule_and_allocate_by_liveness(graph: Graph, per_sm: list[SmShare], room: StreamRoom) -> None:
-    """The last attempt of :func:`schedule_and_allocate`: no hoisting, by liveness, SM by SM, on the
-    shares the other attempts used; an SM that does not fit is a located error."""
+def allocate_by_liveness(graph: Graph, shares: list[SmShare], room: StreamRoom) -> int:
+    """The last attempt of :func:`schedule_and_allocate` on scheduled ``shares`` (no hoisting): each SM
+    by liveness, in SM order; the most bytes an arena uses. An SM that does not fit is a located error."""
     intern = GroupInterner()
     smem = 0
-    for sm, nodes, queues in per_sm:
-        schedule_sm(graph, queues, 0)
+    for sm, nodes, _queues in shares:
         smem = max(smem, allocate_sm(graph, sm, nodes, intern, by_liveness=True, room=room))
-    graph.smem_bytes = smem
+    return smem
 
 
 def _try_schedule_and_allocate(graph: Graph, per_sm: list[SmShare], attempt: _Attempt, room: StreamRoom) -> bool:
@@ -259,9 +279,52 @@ def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProg
     graph.target = resolve_target(opts.target, opts.num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips)
-    shares = schedule_and_allocate(graph, opts.prefetch, opts.room)  # laying out and encoding read its queues
-    layout_dependencies(graph, shares)
-    return graph, encode(graph, opts.reroll, opts.l2_prefetch, queues_of_shares(shares))
+    shares, by_liveness = schedule_for_allocation(graph, opts.prefetch, opts.room)
+    return graph, _lay_out_and_encode(graph, shares, by_liveness, opts)
+
+
+def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, opts: _Stages) -> isa.EncodedProgram:
+    """Allocate (where ``by_liveness`` says it is left to do), lay out and encode the scheduled graph.
+
+    The global counters come first (they read only the schedule and the
+    groups between SMs); then every SM is allocated, gets its dependency
+    bits and is encoded on its own (:func:`_finish_sms`), the SMs split over
+    processes where the graph is large (``vdir.analysis.parallel``); the
+    micro-op names are gathered meanwhile. The result, and any error, is
+    that of one process doing the stages in turn.
+    """
+    assign_counters(graph)
+    first_trips = first_trip_counts(graph)
+    queues = queues_of_shares(shares)
+    share_of = {share[0]: share for share in shares}
+
+    def job(sms: list[int]) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
+        return _finish_sms(graph, sms, [share_of[sm] for sm in sms if sm in share_of], by_liveness, opts, queues,
+                           first_trips)
+
+    names: dict[int, str] = {}
+    parts = run_in_children(range(graph.num_sms), job, lambda sm: len(share_of[sm][1]) if sm in share_of else 0,
+                            len(graph.nodes), meanwhile=lambda: names.update(uop_names(graph)))
+    if parts is None:
+        parts = [job(list(range(graph.num_sms)))]
+    if by_liveness:
+        graph.smem_bytes = max(smem for _instrs, _table, smem in parts)
+    instrs, table = join_chunks([(instrs, table) for instrs, table, _smem in parts])
+    return encoded_program(graph, instrs, table, opts.reroll, names)
+
+
+def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness: bool, opts: _Stages,
+                queues: dict[tuple[int, str], list[Node]], first_trips: dict[int, int],
+                ) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
+    """Of the SMs ``sms`` (``shares``: theirs that hold micro-ops), in turn: the allocation by
+    liveness (where ``by_liveness``), the dependency bits, the records; the records, their queue
+    table and the most bytes an arena allocated here uses (0 where nothing was)."""
+    smem = allocate_by_liveness(graph, shares, opts.room) if by_liveness else 0
+    cache: dict[int, int] = {}
+    for sm, nodes, _queues in shares:
+        assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target))
+    instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips)
+    return instrs, table, smem
 
 
 def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
