@@ -63,24 +63,21 @@ def can_fork() -> bool:
 
 
 def run_in_children(items: Sequence[Item], job: Callable[[list[Item]], Result], weight: Callable[[Item], int],
-                    total_weight: int, meanwhile: Callable[[], None] | None = None) -> list[Result] | None:
+                    total_weight: int) -> list[Result] | None:
     """``job`` on ``items`` split into chunks of about equal ``weight``, each chunk in a forked child;
     the chunks' results, in order. None where the work is not split (fewer than
     :data:`MIN_SPLIT_NODES` micro-ops in ``total_weight``, one job, fewer than two items, no fork)
     or a child did not answer: the caller then runs ``job`` itself (see the module).
 
-    ``meanwhile``, where given, runs in this process while the children work (and runs whatever
-    the answer): work of its own that the caller needs in any case.
+    This process only waits meanwhile: work of its own on the graph would write to pages the
+    children share with it (its reference counts), and the copies on write of both sides
+    contend (measured: the children's system time doubles).
     """
     jobs = jobs_in_effect() if total_weight >= MIN_SPLIT_NODES else 1
     if jobs < 2 or len(items) < 2 or not can_fork():
-        if meanwhile is not None:
-            meanwhile()
         return None
     children = [_Child.start(chunk, job) for chunk in _split(list(items), weight, jobs)]
     try:
-        if meanwhile is not None:
-            meanwhile()
         results = [child.collect() for child in children]
     finally:
         for child in children:

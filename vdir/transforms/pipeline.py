@@ -289,9 +289,8 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
     The global counters come first (they read only the schedule and the
     groups between SMs); then every SM is allocated, gets its dependency
     bits and is encoded on its own (:func:`_finish_sms`), the SMs split over
-    processes where the graph is large (``vdir.analysis.parallel``); the
-    micro-op names are gathered meanwhile. The result, and any error, is
-    that of one process doing the stages in turn.
+    processes where the graph is large (``vdir.analysis.parallel``). The
+    result, and any error, is that of one process doing the stages in turn.
     """
     assign_counters(graph)
     first_trips = first_trip_counts(graph)
@@ -302,9 +301,9 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
         return _finish_sms(graph, sms, [share_of[sm] for sm in sms if sm in share_of], by_liveness, opts, queues,
                            first_trips)
 
-    names: dict[int, str] = {}
+    names = uop_names(graph)  # before the children start (see run_in_children)
     parts = run_in_children(range(graph.num_sms), job, lambda sm: len(share_of[sm][1]) if sm in share_of else 0,
-                            len(graph.nodes), meanwhile=lambda: names.update(uop_names(graph)))
+                            len(graph.nodes))
     if parts is None:
         parts = [job(list(range(graph.num_sms)))]
     if by_liveness:
