@@ -14,8 +14,11 @@
 // complete_tx into it; a non-load completes through the
 // ring with a plain arrive. Loads retire in order when test_wait.parity
 // reports the oldest slot landed, first thing in each trip of the loop: the
-// slot's saved signal mask is toggled with atom.release.cta and its counter
-// released with red.release.gpu (a release: no separate fence).
+// slot's signal mask, held in the registers of the lane whose index is the
+// slot, is toggled by that lane with atom.release.cta and its counter
+// released with red.release.gpu (a release: no separate fence). An issue
+// goes straight on to the oldest load's test, a retirement to the next
+// oldest's test or, with nothing in flight, to the issue.
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
@@ -50,6 +53,7 @@
 // CHECK-LABEL: $L_ld_top_0:
 // CHECK-NEXT: setp.eq.u32 [[NONE:%p[0-9]+]], [[RET]], [[POS]];
 // CHECK-NEXT: @[[NONE]] bra $L_ld_issue_0;
+// CHECK-NEXT: $L_ld_test_0:
 // CHECK-NEXT: and.b32 [[RS:%r[0-9]+]], [[RET]], 7;
 // CHECK-NEXT: mad.lo.u32 [[RB8:%r[0-9]+]], [[RS]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 [[RBAR:%r[0-9]+]], [[RB8]], 16;
@@ -60,24 +64,29 @@
 // CHECK-NEXT: @![[LALL]] bra $L_ld_issue_0;
 // CHECK-NEXT: shl.b32 [[FLIP:%r[0-9]+]], 1, [[RS]];
 // CHECK-NEXT: xor.b32 [[PHASES]], [[PHASES]], [[FLIP]];
-// CHECK-NEXT: mad.lo.u32 [[RI:%r[0-9]+]], [[RS]], 16, [[BASE]];
-// CHECK-NEXT: ld.shared.v4.b32 {[[SLO:%r[0-9]+]], [[SHI:%r[0-9]+]], [[SREL:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[RI]]+768];
-// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[SLO]], [[SHI]]};
+// CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[SLO:%r[0-9]+]], [[SHI:%r[0-9]+]]};
+// CHECK-NEXT: setp.eq.u32 [[HOLDS:%p[0-9]+]], [[LANE]], [[RS]];
 // CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
-// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LANE0]];
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[HOLDS]];
 // CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
-// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL]], 0;
-// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];
+// CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[SREL:%r[0-9]+]], 0;
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[HOLDS]];
 // CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[SREL]], -1;
 // CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK-NEXT: add.u32 [[RET]], [[RET]], 1;
-// CHECK:      bra.uni $L_ld_top_0;
+// CHECK-NEXT: mov.u64 {{%rd[0-9]+}}, 0;
+// CHECK-NEXT: mov.u64 {{%rd[0-9]+}}, 0;
+// CHECK-NEXT: setp.eq.u32 [[NOMORE:%p[0-9]+]], [[RET]], [[POS]];
+// CHECK-NEXT: @[[NOMORE]] bra $L_ld_issue_0;
+// CHECK-NEXT: bra.uni $L_ld_test_0;
 
 
-// Then the next load, if a ring slot is free and its wait is satisfied.
+// Then the next load, if a ring slot is free and its wait is satisfied. The
+// words it reads (0..23: sync, region, tensor map) are loaded at once, ahead
+// of the wait's test.
 // CHECK-LABEL: $L_ld_issue_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
 // CHECK-NEXT: @[[END]] bra $L_ld_idle_0;
@@ -94,6 +103,9 @@
 // CHECK-NEXT: mov.b64 [[MASK:%rd[0-9]+]], {[[W1]], [[W2]]};
 // CHECK-NEXT: mov.b64 [[PAR:%rd[0-9]+]], {[[W3]], [[W4]]};
 // CHECK-NEXT: mov.b64 {{%rd[0-9]+}}, {[[W5]], [[W6]]};
+// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
+// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+64];
+// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+80];
 
 // The wait: bitmap with parity, then the counter.
 // CHECK-NEXT: ld.acquire.cta.shared.b64 [[BM:%rd[0-9]+]], {{\[}}[[BASE]]];
@@ -116,21 +128,19 @@
 
 // Issue: a load that waited on a counter is issued by the lanes counting
 // down from 31 (FIRST = 31 - lane, else the lane), which fence the async
-// proxy first; slot = pos & 7, its mbarrier at base + 16 + 8 * slot, its
-// retirement info at base + 768 + 16 * slot.
+// proxy first; slot = pos & 7, its mbarrier at base + 16 + 8 * slot; the
+// lane whose index is the slot keeps what to signal at retirement.
 // CHECK-NEXT: setp.ne.u32 [[HASCTR:%p[0-9]+]], [[W7]], 0;
 // CHECK-NEXT: sub.u32 [[TOP:%r[0-9]+]], 31, [[LANE]];
 // CHECK-NEXT: selp.u32 [[FIRST:%r[0-9]+]], [[TOP]], [[LANE]], [[HASCTR]];
 // CHECK-NEXT: and.b32 [[SLOT:%r[0-9]+]], [[POS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[B8:%r[0-9]+]], [[SLOT]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 [[BAR:%r[0-9]+]], [[B8]], 16;
-// CHECK-NEXT: mad.lo.u32 [[INFO:%r[0-9]+]], [[SLOT]], 16, [[BASE]];
-// CHECK-NEXT: @[[LANE0]] st.shared.v4.b32 {{\[}}[[INFO]]+768], {[[W5]], [[W6]], [[W9]], 0};
+// CHECK-NEXT: setp.eq.u32 [[HOLDER:%p[0-9]+]], [[LANE]], [[SLOT]];
+// CHECK-NEXT: @[[HOLDER]] mov.u32 [[SLO]], [[W5]];
+// CHECK-NEXT: @[[HOLDER]] mov.u32 [[SHI]], [[W6]];
+// CHECK-NEXT: @[[HOLDER]] mov.u32 [[SREL]], [[W9]];
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
-// The region's words (12..19) are read before the load and nop/prefetch paths
-// part, so that both use registers defined on every path.
-// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
-// CHECK-NEXT: ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+64];
 // CHECK-NEXT: setp.eq.u32 [[ISOPLD:%p[0-9]+]], [[OPC]], 1;
 // A load whose runtime condition fails takes the nop path: the condition's
 // source (word 0, bits 16-23) is tested first, and only a load with one
@@ -186,7 +196,7 @@
 // CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
 // CHECK:      cp.async.ca.shared.global
 // CHECK-NEXT: cp.async.commit_group;
-// CHECK:      bra.uni $L_ld_top_0;
+// CHECK:      bra.uni $L_ld_test_0;
 
 // Done once every load was issued and retired; on abort, drain the copies
 // still in flight before exiting.
@@ -207,8 +217,7 @@
 // own 8-deep instruction window (base + 4096, after the load, compute and
 // store windows: 1024 + 3 * 8 * 128) and its own ring: 2 slots (lowering
 // option stream_ring) whose mbarriers follow the load engine's ring
-// (base + 80 + 8 * slot) and whose retirement info follows the load
-// engine's (base + 896 + 16 * slot). Its copies carry an L2 evict_first
+// (base + 80 + 8 * slot). Its copies carry an L2 evict_first
 // policy, made once before its loop (lowering option stream_evict_first).
 // CHECK:      $L_role_stream_0:
 // CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
@@ -219,12 +228,12 @@
 // CHECK-NEXT: $L_ld_stream_top_0:
 // CHECK-NEXT: setp.eq.u32 [[SNONE:%p[0-9]+]], [[SRET:%r[0-9]+]], [[SPOS:%r[0-9]+]];
 // CHECK-NEXT: @[[SNONE]] bra $L_ld_stream_issue_0;
+// CHECK-NEXT: $L_ld_stream_test_0:
 // CHECK-NEXT: and.b32 [[SRS:%r[0-9]+]], [[SRET]], 1;
 // CHECK-NEXT: mad.lo.u32 [[SRB8:%r[0-9]+]], [[SRS]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[SRB8]], 80;
 // CHECK:      mbarrier.test_wait.parity.shared::cta.b64
-// CHECK:      {{\[}}{{%r[0-9]+}}+896];
-// CHECK:      bra.uni $L_ld_stream_top_0;
+// CHECK:      bra.uni $L_ld_stream_test_0;
 // CHECK-NEXT: $L_ld_stream_issue_0:
 // CHECK-NEXT: setp.ge.u32 [[SEND:%p[0-9]+]], [[SPOS]], {{%r[0-9]+}};
 // CHECK-NEXT: @[[SEND]] bra $L_ld_stream_idle_0;
@@ -238,8 +247,7 @@
 // CHECK:      and.b32 [[SSLOT:%r[0-9]+]], [[SPOS]], 1;
 // CHECK-NEXT: mad.lo.u32 [[SB8:%r[0-9]+]], [[SSLOT]], 8, [[BASE]];
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[SB8]], 80;
-// CHECK-NEXT: mad.lo.u32 [[SINFO:%r[0-9]+]], [[SSLOT]], 16, [[BASE]];
-// CHECK-NEXT: @{{%p[0-9]+}} st.shared.v4.b32 {{\[}}[[SINFO]]+896], {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 0};
+// CHECK-NEXT: setp.eq.u32 {{%p[0-9]+}}, [[LANE]], [[SSLOT]];
 // CHECK:      $L_ld_stream_done_0:
 // CHECK-NEXT: bra.uni $L_kernel_exit_0;
 // CHECK-NEXT: $L_role_compute_0:

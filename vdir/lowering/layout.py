@@ -53,7 +53,7 @@ SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.f
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
-SMEM_RING_INFO = 768  # per ring slot, 16 bytes: signal mask lo, hi, release counter; one ring per load engine
+SMEM_UNUSED = 768  # 256 bytes, free (a load ring slot's retirement info is held in registers: kernel/load_engine.py)
 SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
 #: the tile arena starts here (1024-aligned): the header is what the ISA reserves in front of the tiles
@@ -66,10 +66,10 @@ DEFAULT_LOAD_RING = 8
 DEFAULT_STREAM_RING = 2
 #: load engines an SM may have (each has its own ring: the load and the stream engine)
 MAX_LOAD_RINGS = 2
-#: the most one ring may hold: the header holds a u64 mbarrier and a 16-byte ring-info record per
-#: slot of every ring
-MAX_LOAD_RING = min((SMEM_SCRATCH - SMEM_MBARRIERS) // (8 * MAX_LOAD_RINGS),
-                    (SMEM_IWINDOW - SMEM_RING_INFO) // (16 * MAX_LOAD_RINGS))
+#: the most one ring may hold: a power of two whose u64 mbarriers, one per slot of every ring, fit
+#: the header in front of the scratch (and at most a warp's lanes: lane s holds slot s's signal)
+MAX_LOAD_RING = 8
+assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_SCRATCH - SMEM_MBARRIERS
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -132,11 +132,6 @@ def load_ring_index(target: TargetDescription, engine: int) -> int:
 def ring_mbarriers(ring: int) -> int:
     """Header offset of load ring ``ring``'s mbarriers: the rings follow each other from ``SMEM_MBARRIERS``."""
     return SMEM_MBARRIERS + ring * MAX_LOAD_RING * 8
-
-
-def ring_info(ring: int) -> int:
-    """Header offset of load ring ``ring``'s ring-info records: the rings follow each other from ``SMEM_RING_INFO``."""
-    return SMEM_RING_INFO + ring * MAX_LOAD_RING * 16
 
 
 def fetch_window(engine: int) -> int:

@@ -58,10 +58,12 @@ class LoadLoop:
     pos: SSAValue  # next queue position to issue
     ret: SSAValue  # oldest queue position still in flight
     phases: SSAValue  # bit s: the parity of slot s's current phase
+    held: tuple[SSAValue, SSAValue, SSAValue]  # lane s: slot s's signal mask (lo, hi) and release counter
     t0: SSAValue  # start of the current stall (0: not stalled)
     tclk: SSAValue
     fe: WarpFetcher | SmemFetcher
     top: str
+    test: str  # the oldest in-flight load's test (something is in flight)
     issue: str
     idle: str
     done: str
@@ -87,18 +89,20 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     pos = b.var("u32", 0)
     ret = b.var("u32", 0)
     phases = b.var("u32", 0)
+    held = (b.var("u32", 0), b.var("u32", 0), b.var("u32", 0))
     t0 = b.var("u64", 0)
     tclk = b.var("u64", 0)
     # (the lsu path's own cp.async would join the fetcher's commit groups)
     fe = WarpFetcher(c, q) if c.options.lsu_loads else SmemFetcher(c, q, engine)
     fe.prime(pos)
     prefix = "ld" if kind == EngineKind.LOAD else f"ld_{kind}"
-    top, issue, idle = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_issue"), b.new_label(f"{prefix}_idle")
+    top, test = b.new_label(f"{prefix}_top"), b.new_label(f"{prefix}_test")
+    issue, idle = b.new_label(f"{prefix}_issue"), b.new_label(f"{prefix}_idle")
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
-                    lane0, pos, ret, phases, t0, tclk, fe, top, issue, idle, done, abort, policy)
+                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -109,6 +113,9 @@ def _issue_next(s: LoadLoop) -> None:
     inflight = b.i("sub.u32", "u32", s.pos, s.ret)
     b.bra(s.idle, b.setp("ge.u32", inflight, s.depth))
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
+    # every word the issue reads, loaded at once ahead of the wait's test (their latencies overlap,
+    # and every path after the test uses registers defined on all of them)
+    f.prefetch(_issue_fields(c))
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
     stamp(c, s.q.exec_start, s.pos, L.TRACE_START, s.lane0)
@@ -126,14 +133,12 @@ def _issue_next(s: LoadLoop) -> None:
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
-    # remember what to signal at retirement (retired in order, from the ring)
-    info = b.i("mad.lo.u32", "u32", slot, 16, c.base)
-    b.raw("st.shared.v4.b32", "[{0}+%d], {{{1}, {2}, {3}, 0}}" % L.ring_info(s.ring),
-          ins=[info, *f.halves(isa.SIGNAL_MASK), f.rel], guard=s.lane0)
+    # what to signal at retirement (in order, from the ring), kept in the registers of the lane
+    # whose index is the slot: the retirement needs no round trip through shared memory
+    holder = b.setp("eq.u32", c.lane, slot)
+    for reg, word in zip(s.held, (*f.halves(isa.SIGNAL_MASK), f.rel), strict=True):
+        b.i("mov.u32", None, word, dst=reg, guard=holder)
     opcode = f.read(isa.OPCODE)
-    # the region's words are read here, before the paths part: the fetcher
-    # caches each word's register, and a load and a prefetch both use them
-    region_fields(f)
     # a load whose condition fails completes like a nop: no bytes, same signals
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
@@ -150,6 +155,14 @@ def _issue_next(s: LoadLoop) -> None:
     b.i("add.u32", "u32", s.pos, 1, dst=s.pos)
     s.fe.advance(s.pos)
     _progress(s)
+    s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
+
+
+def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
+    """The fields the issue path reads from every instruction: the region's and, where tensor copies
+    are emitted, the tensor map's (the sync fields are decoded with the instruction)."""
+    tensor = (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW) if c.options.tensor_copies_enabled else ()
+    return (*isa.REGION_FIELDS, *tensor)
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str) -> None:
@@ -192,11 +205,10 @@ def _prefetch(s: LoadLoop, f: Fields, is_prefetch: SSAValue) -> None:
 
 
 def _progress(s: LoadLoop) -> None:
-    """The engine made progress: clear the stall timers and loop."""
+    """The engine made progress: clear the stall timers."""
     b = s.c.b
     b.set(s.t0, 0)
     b.set(s.tclk, 0)
-    b.bra(s.top)
 
 
 def _retire_oldest(s: LoadLoop) -> None:
@@ -205,17 +217,23 @@ def _retire_oldest(s: LoadLoop) -> None:
     c, b = s.c, s.c.b
     b.place(s.top)
     b.bra(s.issue, b.setp("eq.u32", s.ret, s.pos))
+    b.place(s.test)
     rslot, landed = ring_landed(c, s.ring, s.depth, s.ret, s.phases, "test_wait")
     b.bra(s.issue, landed, neg=True)
     bit = b.i("shl.b32", "u32", 1, rslot)
     b.i("xor.b32", "u32", s.phases, bit, dst=s.phases)
-    rinfo = b.i("mad.lo.u32", "u32", rslot, 16, c.base)
-    slo, shi, srel, _ = b.ld_v4("ld.shared.v4.b32", "b32", rinfo, L.ring_info(s.ring))
-    signal(c, b.pack64(slo, shi), srel, s.lane0)
+    # The lane that holds the slot's signal signals: like every lane, it observed the phase's
+    # completion itself (test_wait has acquire semantics at CTA scope; the vote only makes the
+    # warp agree), so the copied bytes are visible to it, and its releases (the bits'
+    # atom.release.cta, the counter's red.release.gpu) pass them on to the consumers.
+    signal(c, b.pack64(*s.held[:2]), s.held[2], b.setp("eq.u32", c.lane, rslot))
     stamp(c, s.q.exec_start, s.ret, L.TRACE_END, s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("add.u32", "u32", s.ret, 1, dst=s.ret)
     _progress(s)
+    # the next oldest's test if another load is in flight, else straight to the issue
+    b.bra(s.issue, b.setp("eq.u32", s.ret, s.pos))
+    b.bra(s.test)
 
 
 def _idle(s: LoadLoop) -> None:
