@@ -73,7 +73,9 @@ def run_in_children(items: Sequence[Item], job: Callable[[list[Item]], Result], 
     children share with it (its reference counts), and the copies on write of both sides
     contend (measured: the children's system time doubles).
     """
-    jobs = jobs_in_effect() if total_weight >= MIN_SPLIT_NODES else 1
+    jobs = jobs_in_effect()  # read whatever the size, so that a bad value is refused alike
+    if total_weight < MIN_SPLIT_NODES:
+        jobs = 1
     if jobs < 2 or len(items) < 2 or not can_fork():
         return None
     children = [_Child.start(chunk, job) for chunk in _split(list(items), weight, jobs)]
