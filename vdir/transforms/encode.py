@@ -457,6 +457,8 @@ def _loops_of_sms(instrs: np.ndarray, table: list[list[tuple[int, int]]]) -> lis
 
 def join_chunks(parts: list[tuple[np.ndarray, list[list[tuple[int, int]]]]]) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """The records and queue table of consecutive chunks of SMs, each counted from its own first record."""
+    if len(parts) == 1:  # one chunk: its records as they are, not copied
+        return parts[0][0].reshape(-1, isa.INSTR_WORDS), parts[0][1]
     rows: list[np.ndarray] = []
     table: list[list[tuple[int, int]]] = []
     base = 0
