@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -124,6 +125,35 @@ def test_small_graphs_and_threaded_processes_are_not_split(monkeypatch):
     finally:
         stop.set()
         other.join()
+
+
+def test_a_failed_fork_leaves_the_work_to_the_caller(split, monkeypatch):
+    split(3)
+    real_fork, forks = os.fork, []
+
+    def fork():  # the first child starts, the second cannot
+        if forks:
+            raise OSError("no memory")
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    assert parallel.run_in_children(list(range(9)), _sum_chunk, lambda i: 1, 9) is None
+
+
+def test_the_warning_of_a_fork_beside_native_threads_is_not_an_error(split, monkeypatch):
+    split(2)
+    real_fork = os.fork
+
+    def fork():  # what Python 3.12 does in a process with native threads
+        warnings.warn("This process is multi-threaded, use of fork() may lead to deadlocks", DeprecationWarning,
+                      stacklevel=2)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert parallel.run_in_children([1, 2], _sum_chunk, lambda i: 1, 2) == [1, 2]
 
 
 def test_chunks_are_contiguous_and_balanced_by_weight():

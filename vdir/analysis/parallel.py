@@ -16,8 +16,11 @@ its message, its location and its order (the lowest SM first).
 
 The work is split only for a graph of at least :data:`MIN_SPLIT_NODES`
 micro-ops (below it, starting processes costs about what they save), only
-where ``os.fork`` exists and only while this process runs no other thread
-(the child of a threaded process could find a lock held forever). How many
+where ``os.fork`` exists and only while this process runs no other Python
+thread (the child of a threaded process could find a lock held forever; the
+native threads of a CUDA driver or a thread pool hold none the child needs:
+it runs only vdir's Python and numpy code and leaves with ``os._exit``).
+Where a process cannot be forked, the caller does the work. How many
 processes: :func:`jobs_in_effect` (``VDIR_JOBS`` in the environment, by
 default the CPUs this process may run on, at most :data:`MAX_DEFAULT_JOBS`).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import os
 import pickle
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
@@ -78,13 +82,33 @@ def run_in_children(items: Sequence[Item], job: Callable[[list[Item]], Result], 
         jobs = 1
     if jobs < 2 or len(items) < 2 or not can_fork():
         return None
-    children = [_Child.start(chunk, job) for chunk in _split(list(items), weight, jobs)]
+    children = _start_children(_split(list(items), weight, jobs), job)
+    if children is None:
+        return None
     try:
         results = [child.collect() for child in children]
     finally:
         for child in children:
             child.stop()
     return None if any(r is _FAILED for r in results) else cast("list[Result]", results)
+
+
+def _start_children(chunks: list[list[Item]], job: Callable[[list[Item]], Result]) -> list[_Child] | None:
+    """A child for each chunk, or None (none left running) where one cannot be made (``fork`` failed)."""
+    children: list[_Child] = []
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12 warns of a fork in a process with native threads (a CUDA driver's, a
+            # thread pool's): the child only runs vdir's own Python and numpy code and leaves
+            # with os._exit, needing no lock another thread may hold
+            warnings.simplefilter("ignore", DeprecationWarning)
+            for chunk in chunks:
+                children.append(_Child.start(chunk, job))
+    except Exception:  # no process to be had (memory, a limit): the caller does the work
+        for child in children:
+            child.stop()
+        return None
+    return children
 
 
 def _split(items: list[Item], weight: Callable[[Item], int], jobs: int) -> list[list[Item]]:
@@ -118,7 +142,12 @@ class _Child:
     def start(cls, chunk: list, job: Callable) -> _Child:
         """Fork a child that runs ``job`` on ``chunk`` and writes the pickled result to a pipe."""
         read, write = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:
+            os.close(read)
+            os.close(write)
+            raise
         if pid == 0:  # the child: never returns
             os.close(read)
             _answer(write, chunk, job)
