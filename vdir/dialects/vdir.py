@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import ClassVar, cast
+from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.dialects.affine import ApplyOp
 from xdsl.dialects.builtin import (
@@ -269,21 +269,35 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "vdir.token"
 
 
-# xDSL types EnumAttribute and parse_str_enum against its own StrEnum class;
-# EngineKind is the standard library's enum.StrEnum, which behaves the same.
-@irdl_attr_definition
-class EngineKindAttr(EnumAttribute[EngineKind]):  # pyright: ignore[reportInvalidTypeArguments]
-    """``#vdir<engine compute>``: which engine kind runs a micro-op."""
+_E = TypeVar("_E", bound=StrEnum)
 
-    name = "vdir.engine"
+
+class _AngleBracketedEnum(Generic[_E]):
+    """The syntax of vdir's enum attributes: the value in angle brackets (``#vdir.engine<compute>``).
+
+    Mixed in before ``EnumAttribute[E]`` (which must stay a direct base), whose ``enum_type`` it reads.
+    """
+
+    data: _E
+    enum_type: ClassVar[type[StrEnum]]
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string(f"<{self.data.value}>")
 
     @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> EngineKind:
+    def parse_parameter(cls, parser: AttrParser) -> _E:
         with parser.in_angle_brackets():
-            return parser.parse_str_enum(EngineKind)  # pyright: ignore[reportArgumentType] -- see the class
+            # xDSL types parse_str_enum against its own StrEnum class; the standard library's behaves the same
+            return cast(_E, parser.parse_str_enum(cls.enum_type))  # pyright: ignore[reportArgumentType]
+
+
+# xDSL types EnumAttribute against its own StrEnum class; EngineKind is the
+# standard library's enum.StrEnum, which behaves the same.
+@irdl_attr_definition
+class EngineKindAttr(_AngleBracketedEnum[EngineKind], EnumAttribute[EngineKind]):  # pyright: ignore[reportInvalidTypeArguments]
+    """``#vdir<engine compute>``: which engine kind runs a micro-op."""
+
+    name = "vdir.engine"
 
 
 class ReduceKind(StrEnum):
@@ -300,18 +314,10 @@ REDUCE_DTYPES = {kind: isa.REDUCE_DTYPES[code] for kind, code in REDUCE_CODES.it
 
 
 @irdl_attr_definition
-class ReduceKindAttr(EnumAttribute[ReduceKind]):  # pyright: ignore[reportInvalidTypeArguments]
+class ReduceKindAttr(_AngleBracketedEnum[ReduceKind], EnumAttribute[ReduceKind]):  # pyright: ignore[reportInvalidTypeArguments]
     """``#vdir.reduce<add>``: the reduction of a reducing store (``vdir.store ... reduce add``)."""
 
     name = "vdir.reduce"
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> ReduceKind:
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(ReduceKind)  # pyright: ignore[reportArgumentType] -- see EngineKindAttr
 
 
 # --------------------------------------------------------------------------
