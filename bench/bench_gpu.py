@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
+from vdir.target import get_target  # noqa: E402
 from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
@@ -169,15 +170,20 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
     ``load_only``: computes and stores are nops (the load engine, the
     hand-offs and the cross-SM counters remain). ``loads_free``: only the load
     queues run, with no waits: how fast this program's loads stream.
+    ``only=ENGINE`` (``compute``, ``store``, ...): only that engine's queues
+    run, with no waits, on whatever the shared memory holds (timing only: the
+    results are garbage): that engine's own cost per micro-op.
     """
     prog = prog.without_loops()  # the records changed below are executed instructions
     instrs = prog.instrs.copy()
     ops = instrs[:, isa.W_OPCODE] & 0xFF
     queues = prog.queues
-    if kind == "loads_free":  # the load and stream queues run; the compute and store queues are emptied
+    if kind == "loads_free" or kind.startswith("only="):  # some queues run, with no waits; the rest are emptied
+        target = get_target(prog.target)
+        kept = set(target.load_engines) if kind == "loads_free" else {_engine_index(target, kind[len("only="):])}
         instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2] = 0
         instrs[:, isa.W_WAIT_COUNTER] = 0
-        queues = [[q[0], (q[1][0], 0), (q[2][0], 0), *q[3:]] for q in prog.queues]
+        queues = [[q if e in kept else (q[0], 0) for e, q in enumerate(sm)] for sm in prog.queues]
     elif kind == "no_counter_waits":  # racy: only to time what the cross-SM waits cost
         instrs[:, isa.W_WAIT_COUNTER] = 0
     elif kind.startswith("box_rows="):  # tensor copies of at most that many rows per box
@@ -190,6 +196,13 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
         instrs[nop, isa.TMAP.word] = 0  # a nop copies nothing: the stores' maps go, the rest renumbered densely
         isa.assign_tensor_maps(instrs, prog.buffers)
     return dataclasses.replace(prog, instrs=instrs, queues=queues)
+
+
+def _engine_index(target, name: str) -> int:
+    try:
+        return target.engine_index(name)
+    except KeyError:
+        raise SystemExit(f"variant only={name}: the target's engines are {', '.join(target.engine_names)}") from None
 
 
 def _u64(w: np.ndarray, at: int) -> int:

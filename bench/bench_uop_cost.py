@@ -11,11 +11,19 @@ nops (same waits and signals) to see each engine's share:
 * ``load_only``: computes and stores are nops (the load engine issues, lands
   and retires its tiny copies, and the hand-offs remain);
 * ``loads_free``: only the load queues run, with no waits at all (the load
-  engine's issue and retire cost alone).
+  engine's issue and retire cost alone);
+* ``only=compute``, ``only=store``: only that engine's queues run, with no
+  waits (its own cost per micro-op; the data is garbage, so only ``full`` is
+  checked).
+
+``--gemv RxK`` times triples of a larger kind instead: load an ``R x K``
+weight tile, ``gemv`` it with a ``1 x K`` row loaded once per SM, store the
+``1 x R`` result: the gemv body's cost per micro-op on the compute engine.
 
 Run on the GPU (compiles in a few seconds)::
 
     python3 bench/bench_uop_cost.py [--sms 1,132] [--sizes 128,512] [--json FILE]
+    python3 bench/bench_uop_cost.py --gemv 16x1024 --sms 1 --sizes 32,128 --variants full,only=compute
     python3 bench/bench_uop_cost.py --sim      # the programs on the simulator, checked, no timing
 """
 
@@ -35,7 +43,9 @@ from ml_dtypes import bfloat16  # noqa: E402
 #: elements of one row (16 bytes of bf16: one bulk-copy unit)
 ROW = 8
 #: the variants timed (see the module docstring)
-VARIANTS = ("full", "load_only", "loads_free")
+VARIANTS = ("full", "load_only", "loads_free", "only=compute", "only=store")
+#: the variants timed when --variants is not given
+DEFAULT_VARIANTS = ("full", "load_only", "loads_free")
 
 
 def build(n: int, sms: int):
@@ -51,10 +61,71 @@ def build(n: int, sms: int):
     return b.finish()
 
 
-def compile_program(n: int, sms: int):
+def build_gemv(n: int, sms: int, rows: int, k: int):
+    """``n * sms`` independent (load, gemv, store) triples of ``R x K`` weight tiles against a ``1 x K``
+    row (loaded with each tile: a small load beside a large one, as in a gemv's first tile)."""
+    from vdir.frontend.builder import ProgramBuilder
+
+    b = ProgramBuilder(f"gemv_uops_{n}x{sms}_{rows}x{k}")
+    w = b.buffer("w", (n * sms * rows, k))
+    x = b.buffer("x", (1, k))
+    y = b.buffer("y", (1, n * sms * rows))
+    with b.repeat(0, n * sms * rows, rows, name="r") as r:
+        t = b.load(w, (r, 0), (rows, k), name="t")
+        xt = b.load(x, (0, 0), (1, k), name="xt")
+        b.store(b.compute("gemv", [t, xt], name="u"), y, (0, r), name="u_saved")
+    return b.finish()
+
+
+def compile_program(n: int, sms: int, gemv: tuple[int, int] | None = None):
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(build(n, sms), num_sms=sms, fuse=False)
+    module = build(n, sms) if gemv is None else build_gemv(n, sms, *gemv)
+    return compile_to_encoded(module, num_sms=sms, fuse=False)
+
+
+def inputs(rng, n: int, sms: int, gemv: tuple[int, int] | None) -> dict[str, np.ndarray]:
+    def bf(*shape):
+        return rng.standard_normal(shape, dtype=np.float32).astype(bfloat16)
+
+    if gemv is None:
+        return {"x": bf(n * sms, ROW)}
+    rows, k = gemv
+    return {"w": bf(n * sms * rows, k), "x": bf(1, k)}
+
+
+def _reference(inp: dict[str, np.ndarray], n: int, sms: int, gemv: tuple[int, int] | None) -> np.ndarray:
+    """The exact result for ``add`` (x + x); for gemv the f64 product, compared with a tolerance."""
+    x = inp["x"].astype(np.float64)
+    if gemv is None:
+        return 2 * x
+    rows, k = gemv
+    return inp["w"].astype(np.float64) @ x[0]
+
+
+def _check(out: np.ndarray, inp, n: int, sms: int, gemv) -> None:
+    """``add``: exactly ``x + x``. gemv: within the f32 summation bound ``K * 2^-24 * sum |w x|`` of the
+    f64 product (the bf16 products are exact in f32) plus the bf16 rounding of the result."""
+    ref = _reference(inp, n, sms, gemv)
+    out = out.astype(np.float64).reshape(ref.shape)
+    if gemv is None:
+        ok = np.array_equal(out, ref)
+    else:
+        scale = np.abs(inp["w"].astype(np.float64) * inp["x"].astype(np.float64)).sum(axis=-1)
+        ok = bool(np.all(np.abs(out - ref) <= gemv[1] * 2.0 ** -24 * scale + 2.0 ** -8 * np.abs(ref)))
+    if not ok:
+        raise SystemExit(f"the result of {n} triples on {sms} SMs differs from the reference")
+
+
+def parse_tile(text: str, parser: argparse.ArgumentParser) -> tuple[int, int]:
+    """``--gemv RxK`` as ``(R, K)``; anything else is a usage error."""
+    try:
+        rows, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        rows = k = 0
+    if min(rows, k) <= 0:
+        parser.error(f"--gemv takes RxK, two positive integers (e.g. 16x1024), not {text!r}")
+    return rows, k
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="128,512", help="two triple counts per SM: the slope is between them")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                    help="also time the programs lowered with these options (e.g. load_ring=16); repeatable")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="the variants timed (comma-separated)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help=f"the variants timed (comma-separated; some of {', '.join(VARIANTS)})")
+    p.add_argument("--gemv", metavar="RxK", help="gemv triples of R x K weight tiles instead of 16-byte adds")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--sim", action="store_true", help="run small programs on the simulator and check them")
     opts = p.parse_args(argv)
@@ -71,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in opts.sizes.split(",")]
     if len(sizes) != 2 or sizes[0] >= sizes[1] or min(sizes) <= 0:
         p.error("--sizes takes two increasing positive counts")
+    gemv = parse_tile(opts.gemv, p) if opts.gemv else None
     if opts.sim:
-        return _check_on_the_simulator()
+        return _check_on_the_simulator(gemv)
     import vdir
     from bench.bench_gpu import variant
 
@@ -86,18 +160,18 @@ def main(argv: list[str] | None = None) -> int:
             options = " ".join(x for x in lowering.split(",") if x) or None
             times: dict[str, list[float]] = {v: [] for v in variants}
             for n in sizes:
-                program = compile_program(n, sms)
-                x = rng.standard_normal((n * sms, ROW), dtype=np.float32).astype(bfloat16)
+                program = compile_program(n, sms, gemv)
+                inp = inputs(rng, n, sms, gemv)
                 for v in variants:
                     prog = program if v == "full" else variant(program, v)
                     with vdir.compile(prog, backend="cuda", options=options) as exe:
-                        if v == "full":  # the result first: y = x + x, exactly
-                            assert np.array_equal(exe(x=x).astype(np.float32), 2 * x.astype(np.float32))
-                        times[v].append(float(np.median(exe.time(x=x, iterations=30))))
+                        if v == "full":  # the result first
+                            _check(exe(**inp), inp, n, sms, gemv)
+                        times[v].append(float(np.median(exe.time(**inp, iterations=30))))
             for v in variants:
                 t1, t2 = times[v]
                 per_uop_ns = 1000 * (t2 - t1) / (sizes[1] - sizes[0])
-                rows.append({"sms": sms, "variant": v, "lowering": lowering,
+                rows.append({"sms": sms, "variant": v, "lowering": lowering, "gemv": opts.gemv,
                              "us": dict(zip(map(str, sizes), (t1, t2), strict=True)), "ns_per_triple": per_uop_ns})
                 print(f"{sms:4d} SMs  {v:<11} {lowering or 'defaults':<14} {t1:9.1f} us ({sizes[0]}/SM)  "
                       f"{t2:9.1f} us ({sizes[1]}/SM)  -> {per_uop_ns:7.1f} ns per micro-op on the slowest engine",
@@ -107,16 +181,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _check_on_the_simulator() -> int:
-    """The programs (small) on the simulator: y = x + x exactly."""
+def _check_on_the_simulator(gemv: tuple[int, int] | None) -> int:
+    """The programs (small) on the simulator, checked against the reference."""
     import vdir
 
     rng = np.random.default_rng(0)
     for n, sms in ((16, 1), (8, 4)):
-        x = rng.standard_normal((n * sms, ROW), dtype=np.float32).astype(bfloat16)
-        with vdir.compile(compile_program(n, sms)) as exe:
-            assert np.array_equal(exe(x=x).astype(np.float32), 2 * x.astype(np.float32))
-        print(f"{n} triples on each of {sms} SMs: y = x + x on the simulator")
+        inp = inputs(rng, n, sms, gemv)
+        with vdir.compile(compile_program(n, sms, gemv)) as exe:
+            _check(exe(**inp), inp, n, sms, gemv)
+        print(f"{n} triples on each of {sms} SMs on the simulator: as the reference")
     return 0
 
 

@@ -8,10 +8,10 @@
 // a tensor map. After the runtime offset, with 16-byte aligned rows, the
 // lanes issue one bulk reduction per row (lane i: rows i, i + 32, ..), after
 // fence.proxy.async.shared::cta (the compute threads' tile writes before the
-// copy engine reads them); then each lane commits and waits for its bulk
-// group and fences the async proxy's global writes against the generic
-// proxy, as a tensor store does, so that the release that follows covers
-// them. Unaligned rows fall back to red.global.add.f32 per element.
+// copy engine reads them); then, as after a tensor store, each lane commits
+// and waits for its bulk group, and fences the async proxy's global writes
+// against the generic proxy before the release (sched-store.mlir).
+// Unaligned rows fall back to red.global.add.f32 per element.
 
 // CHECK-LABEL: $L_role_store_0:
 // CHECK:       ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, [[REDUCE:%r[0-9]+]]}, [{{%r[0-9]+}}+112];
@@ -25,9 +25,6 @@
 // CHECK:       $L_red_rows_0:
 // CHECK:       cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{{%rd[0-9]+}}], [{{%r[0-9]+}}], {{%r[0-9]+}};
 // CHECK:       $L_red_rows_end_0:
-// CHECK-NEXT:  cp.async.bulk.commit_group;
-// CHECK-NEXT:  cp.async.bulk.wait_group 0;
-// CHECK-NEXT:  fence.proxy.async.global;
 // CHECK-NEXT:  bra.uni $L_red_done_0;
 // CHECK-NEXT:  $L_red_unaligned_0:
 // CHECK:       ld.shared.f32 [[V:%f[0-9]+]], [{{%r[0-9]+}}];
@@ -36,6 +33,10 @@
 // CHECK-NEXT:  bar.warp.sync 4294967295;
 // CHECK-NEXT:  bra.uni $L_st_next_0;
 // CHECK-NEXT:  $L_st_overwrite_0:
+// CHECK:       $L_st_next_0:
+// CHECK-NEXT:  cp.async.bulk.commit_group;
+// CHECK-NEXT:  cp.async.bulk.wait_group 0;
+// CHECK-NEXT:  fence.proxy.async.global;
 
 // PLAIN-LABEL: $L_role_store_0:
 // PLAIN-NOT:   cp.reduce

@@ -2,16 +2,17 @@
 
 // The store engine (warp 1). It walks queue row sm * 4 + 2 with its own
 // 8-deep instruction window (base + 3072, after the load and compute
-// windows), spins until the warp agrees the
-// wait is satisfied (bitmap with parity through ld.acquire.cta, the counter
-// through ld.acquire.gpu), then copies the result tile to global memory: as
-// tensor copies when the region has a tensor map, else 16-byte ld.shared.v4 /
-// st.global.v4 when the global address and row stride are 16-byte aligned,
-// else 2-byte copies. When it signals bits it first
-// executes fence.proxy.async.global (a later bulk load on this SM may read
-// the bytes); after a warp barrier lane 0 toggles the bits with
-// atom.release.cta and releases its counter (red.release.gpu (a
-// release: no separate fence)).
+// windows), spins until the warp agrees the wait is satisfied (bitmap with
+// parity through ld.acquire.cta, the counter through ld.acquire.gpu), then
+// copies the result tile to global memory: as tensor copies when the region
+// has a tensor map, else 16-byte ld.shared.v4 / st.global.v4 when the global
+// address and row stride are 16-byte aligned, else 2-byte copies. Then every
+// lane commits its bulk group (empty unless it issued tensor copies) and
+// waits for it, fences the async proxy's global writes against the generic
+// proxy (a later bulk load on this SM may read the bytes), and after a warp
+// barrier lane 0 toggles the bits with atom.release.cta and releases its
+// counter (red.release.gpu: a release, no separate fence). The store
+// completes before the next instruction is read.
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
@@ -51,7 +52,8 @@
 // CHECK-NEXT: mov.b64 [[PAR:%rd[0-9]+]], {[[W3]], [[W4]]};
 // CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
 
-// The spin: ready when the bits and the counter are.
+// The spin: ready when the bits and the counter are (on a watchdog report or
+// an abort, to the exit).
 // CHECK:      $L_spin_0:
 // CHECK-NEXT: ld.acquire.cta.shared.b64 [[BM:%rd[0-9]+]], {{\[}}[[BASE]]];
 // CHECK-NEXT: xor.b64 [[X:%rd[0-9]+]], [[BM]], [[PAR]];
@@ -75,18 +77,13 @@
 
 // A region with a tensor map (word 19 non-zero) goes out as tensor copies,
 // after a proxy fence orders the compute threads' generic writes of the tile
-// (acquired through the bits) before the copy engine's reads; each lane
-// waits for its bulk group, then the async-proxy writes are fenced
-// against the generic proxy before the release below.
+// (acquired through the bits) before the copy engine's reads.
 // CHECK-NEXT: setp.eq.u32 [[NOTM:%p[0-9]+]], {{%r[0-9]+}}, 0;
 // CHECK-NEXT: @[[NOTM]] bra $L_st_plain_0;
 // CHECK-NEXT: fence.proxy.async.shared::cta;
 // CHECK:      cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}];
-// CHECK:      cp.async.bulk.commit_group;
-// CHECK-NEXT: cp.async.bulk.wait_group 0;
-// CHECK-NEXT: fence.proxy.async.global;
-// CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: bra.uni $L_st_next_0;
+// CHECK-NOT:  wait_group
+// CHECK:      bra.uni $L_st_next_0;
 
 // Otherwise the buffer's address comes from the pointer table, and the
 // wide path needs it, the stride and the row size 16-byte aligned.
@@ -109,13 +106,15 @@
 // CHECK-NEXT: st.global.b16 [{{%rd[0-9]+}}], [[H]];
 // CHECK:      $L_st_skip_1:
 
-// Completion: proxy fence when signalling, warp barrier, lane 0 releases.
+// Completion: the bulk group committed and waited for, the proxy fence,
+// a warp barrier, lane 0 releases.
 // CHECK-NEXT: $L_st_next_0:
-// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
-// CHECK-NEXT: @[[HS]] fence.proxy.async.global;
+// CHECK-NEXT: cp.async.bulk.commit_group;
+// CHECK-NEXT: cp.async.bulk.wait_group 0;
+// CHECK-NEXT: fence.proxy.async.global;
 // CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: setp.ne.b64 [[HS2:%p[0-9]+]], [[SIG]], 0;
-// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS2]], [[LANE0]];
+// CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LANE0]];
 // CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
 // CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
 // CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LANE0]];

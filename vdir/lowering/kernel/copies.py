@@ -116,14 +116,15 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
 
 
 def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None:
-    """Store a tile with tensor copies and wait until their writes are performed.
+    """Issue a tile's tensor stores (``bulk_group`` completion; the store engine commits and waits).
 
     The compute threads wrote the tile with generic stores, which reach this
     warp through the bits' release/acquire; ``fence.proxy.async.shared::cta``
-    then orders them before the copy engine's reads. Each issuing lane
-    commits and waits for its own bulk group; then the async-proxy writes
-    are fenced against the generic proxy, so the store engine's release
-    (bits, counter) covers them as it covers ``st.global``.
+    then orders them before the copy engine's reads. The store engine
+    commits each lane's copies as one bulk group, waits for it, and fences
+    the async-proxy writes against the generic proxy, so that its release
+    of the bits and the counter covers them as it covers ``st.global``
+    (``store_engine._complete``).
     """
     b = c.b
     b.raw("fence.proxy.async.shared::cta", "")
@@ -133,10 +134,6 @@ def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None
               "[{0}, {{{1}, {2}, {3}}}], [{4}]", ins=[tmap, c.zero, chunk, r, sa])
 
     tensor_boxes(c, f, src0, row_bytes, issue)
-    b.raw("cp.async.bulk.commit_group", "")
-    b.raw("cp.async.bulk.wait_group", "0")
-    b.raw("fence.proxy.async.global", "")
-    b.raw("bar.warp.sync", "%d" % FULL)
 
 
 #: the bulk reduction of an f32 row: ``[global], [shared], bytes`` (a ``bulk_group`` completion)
@@ -156,10 +153,9 @@ def reduce_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_byte
     Each add is atomic per element; the order of the adds of different SMs
     is whatever order they reach L2 in. The protocol is the tensor store's
     (:func:`tensor_store`): ``fence.proxy.async.shared::cta`` orders the
-    compute threads' writes of the tile before the copy engine reads it,
-    each lane commits and waits for its own bulk group, then the async-proxy
-    writes are fenced against the generic proxy, so that the store engine's
-    release (bits, counter) covers them.
+    compute threads' writes of the tile before the copy engine reads it; the
+    store engine commits, waits for and fences the bulk reductions as it does
+    a tensor store's copies.
     """
     b = c.b
     g64 = b.i("cvt.u64.u32", "u64", stride)
@@ -176,9 +172,6 @@ def reduce_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_byte
         b.raw(BULK_REDUCE_ADD_F32, "[{0}], [{1}], {2}", ins=[grow, srow, row_bytes])
 
     b.for_range(c.lane, rows, 32, bulk_row, "red_rows")
-    b.raw("cp.async.bulk.commit_group", "")
-    b.raw("cp.async.bulk.wait_group", "0")
-    b.raw("fence.proxy.async.global", "")
     b.bra(done)
     b.place(unaligned)
     units = b.i("shr.u32", "u32", row_bytes, F32_BYTES.bit_length() - 1)

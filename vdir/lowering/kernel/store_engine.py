@@ -23,10 +23,14 @@ def store_engine(c: Ctx) -> None:
     16-byte aligned, else 2-byte copies; a reducing store (``isa.REDUCE``,
     in a kernel whose program has one: ``Ctx.reduces``) adds its f32 tile
     into the region with bulk reductions instead (:func:`reduce_rows`),
-    never through a tensor map. Then a warp barrier, and lane 0
-    signals (cta scope: enough for this CTA's engines, including a later load
-    of the same global data) and, with a release counter, fences at gpu scope
-    and releases the counter.
+    never through a tensor map. Every lane commits the store's bulk copies
+    as one group (empty where it issued none), and the store completes
+    before the engine reads the next instruction (:func:`_complete`).
+
+    Each store completes before the next one starts: the dependency bits are
+    allocated on that order (a later instruction's wait may reuse a bit an
+    earlier one toggles), so a store engine that signalled late would make
+    such a wait look satisfied too early (``docs/performance.md``, round 20).
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.STORE)
@@ -56,8 +60,8 @@ def store_engine(c: Ctx) -> None:
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:
-    """Copy store ``f``'s tile out: tensor stores (then branch to ``nxt``) or ``st.global`` rows; a
-    reducing store's bulk reductions (then branch to ``nxt``).
+    """Issue store ``f``'s copies: tensor stores, a reducing store's bulk reductions (both then branch to
+    ``nxt``) or ``st.global`` rows.
 
     A runtime offset out of its range is reported and ends the engine (``on_error``).
     """
@@ -86,16 +90,21 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
 
 
 def _complete(c: Ctx, f: Fields, lane0: SSAValue) -> None:
-    """Make the stores visible, then lane 0 signals the bits and releases the counter."""
+    """Wait for the store's bulk copies, make every write visible, then lane 0 signals the bits and
+    releases the counter.
+
+    Memory-model note: each lane commits and waits for its own bulk group
+    (the writes are performed), then fences the async proxy's global writes
+    against the generic proxy, which also orders the lanes' ``st.global``
+    before a later bulk load on this SM that reads the bytes after waiting
+    on the bits. The warp barrier orders every lane's writes before lane 0's
+    releases (the bits' ``atom.release.cta``, the counter's
+    ``red.release.gpu``: cumulative), which pass them on to the consumers.
+    """
     b = c.b
-    # make every lane's global stores visible at gpu scope before lane 0's
-    # release of the counter (and the WAR bit on the tile it read)
-    # a load on this SM may read these bytes through the async proxy after
-    # waiting on our signal bits: order the generic stores before it
-    has_sig = b.setp("ne.b64", f.signal, 0)
-    b.raw("fence.proxy.async.global", "", guard=has_sig)
-    # the warp barrier orders every lane's global stores before lane 0's
-    # gpu-scope release of the counter (signal(): red.release.gpu)
+    b.raw("cp.async.bulk.commit_group", "")
+    b.raw("cp.async.bulk.wait_group", "0")
+    b.raw("fence.proxy.async.global", "")
     b.raw("bar.warp.sync", "%d" % FULL)
     signal(c, f.signal, f.rel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
