@@ -3,9 +3,8 @@
 // The compute engine (warps 2..9, 256 threads). Only its first warp
 // prefetches instructions (window at base + 2048) and spins on the wait;
 // named barrier 1 over the 256 compute threads then passes its acquire on to
-// the group. On abort the first warp sets its aborting register, and the
-// barrier (barrier.red.or.pred) hands every thread the OR of the group's
-// flags: no shared-memory round trip on the way in. The group decodes the
+// the group. On abort the leader raises the shared abort flag (base + 8),
+// which every thread reads after the barrier. The group decodes the
 // instruction, checks opcode 2, dispatches on the family (word 0 bits
 // 8..15), runs the body, meets at the barrier again, and the leader
 // (compute thread 0) toggles the signal bits and releases the counter.
@@ -34,7 +33,6 @@
 // CHECK-NEXT: shr.u32 [[CW:%r[0-9]+]], [[CT]], 5;
 // CHECK-NEXT: setp.eq.u32 [[LEADER:%p[0-9]+]], [[CT]], 0;
 // CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[CW]], 0;
-// CHECK-NEXT: mov.u32 [[ABORTING:%r[0-9]+]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 2048;
 // CHECK:      @![[FIRST]] bra $L_cp_prime_skip_0;
@@ -57,10 +55,11 @@
 // CHECK-NEXT: $L_go_[[GO]]:
 // CHECK-NEXT: bra.uni $L_cp_sync_0;
 // CHECK-NEXT: $L_cp_abort_0:
-// CHECK-NEXT: mov.u32 [[ABORTING]], 1;
+// CHECK-NEXT: @[[LEADER]] st.shared.u32 {{\[}}[[BASE]]+8], 1;
 // CHECK-NEXT: $L_cp_sync_0:
-// CHECK-NEXT: setp.ne.u32 [[RAISED:%p[0-9]+]], [[ABORTING]], 0;
-// CHECK-NEXT: barrier.red.or.pred [[ABP:%p[0-9]+]], 1, 256, [[RAISED]];
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
+// CHECK-NEXT: setp.ne.u32 [[ABP:%p[0-9]+]], [[AB]], 0;
 // CHECK-NEXT: @[[ABP]] bra $L_cp_done_0;
 
 // Decode: the group reads the instruction from the window after the barrier.

@@ -135,7 +135,7 @@
 // CHECK:      bar.sync 2, 64;
 // CHECK-NEXT: ld.shared.v4.b32
 // CHECK-NOT:  cp.async
-// CHECK:      barrier.red.or.pred {{%p[0-9]+}}, 1, 256, {{%p[0-9]+}};
+// CHECK:      barrier.sync 1, 256;
 // CHECK-NOT:  cp.async
 // CHECK:      $L_cp_body_done_0:
 // CHECK-NEXT: barrier.sync 1, 256;

@@ -908,13 +908,11 @@ class BarOp(InstructionOp):
 
 @irdl_op_definition
 class BarrierOp(InstructionOp):
-    """``barrier``: a named CTA barrier (``barrier.sync id{, count}``), or one that reduces a predicate
-    over its threads (``barrier.red.or.pred p, id, count, q``); unlike ``bar``, not ``.aligned``:
-    the threads of a warp may reach it from different branches."""
+    """``barrier``: a named CTA barrier (``barrier.sync id{, count}``)."""
 
     name = "ptx.barrier"
-    MODIFIERS: ClassVar = _mods("sync", "arrive", "red", "aligned", "cluster", "or", "and", "pred")
-    SIGNATURES: ClassVar = (("red", "P U U P"), ("", "U U?"))
+    MODIFIERS: ClassVar = _mods("sync", "arrive", "red", "aligned", "cluster")
+    SIGNATURES: ClassVar = (("", "U U?"),)
 
 
 @irdl_op_definition

@@ -48,6 +48,7 @@ TMAP_BYTES = 128
 
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap
+SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.finish)
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)

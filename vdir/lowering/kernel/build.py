@@ -56,6 +56,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
+    b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
     for ring, engine in enumerate(target.load_engines):
         for s in range(c.options.ring_depth(target.engines[engine].kind)):

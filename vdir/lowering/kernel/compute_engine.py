@@ -43,7 +43,6 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = queue_of(c, engine)
     ct, cw, leader, first_warp = _group_lanes(c)
-    aborting = b.var("u32", 0)
     pos = b.var("u32", 0)
     # the waiting (first) warp prefetches instructions into the window (in a
     # kernel that runs loops, the second warp: see the module); the group
@@ -75,8 +74,8 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         fw = smem_fields(c, fe.slot_address(pos))
     else:
         fw = fe.fields_at(pos)
-    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, aborting, abort_w, sync)
-    f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, aborting, done, body_done)
+    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
+    f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
@@ -104,7 +103,6 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = queue_of(c, engine)
     ct, cw, leader, first_warp = _group_lanes(c)
-    aborting = b.var("u32", 0)
     win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
     pos = b.var("u32", 0)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
@@ -117,9 +115,9 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     # acquire: pairs with the fetch warp's bar.arrive after its words of pos are in the slot
     b.raw("bar.sync", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
     fw = smem_fields(c, addr)
-    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, aborting, abort_w, sync)
+    _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     # the group's reads of the slot precede its second barrier, and so the hand-back
-    f = _group_step(c, lambda: addr, families, ct, cw, engine, pos, aborting, leave, body_done)
+    f = _group_step(c, lambda: addr, families, ct, cw, engine, pos, leave, body_done)
     _hand_back(c, first_warp, aborting=False)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
@@ -140,27 +138,25 @@ def _group_lanes(c: Ctx) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
 
 
 def _first_warp_wait(c: Ctx, fw: Fields, engine: int, exec_start: SSAValue, pos: SSAValue, leader: SSAValue,
-                     aborting: SSAValue, abort_w: str, sync: str) -> None:
+                     abort_w: str, sync: str) -> None:
     """The first compute warp waits for instruction ``fw``'s dependencies and stamps its start; on a
-    watchdog report or an abort (``abort_w``) it sets its ``aborting`` register, which the group's
-    first barrier passes on (:func:`_group_step`). Both end at ``sync``, where the other warps wait."""
+    watchdog report (``abort_w``) the leader raises the group's abort flag. Both end at ``sync``,
+    where the other warps wait."""
     b = c.b
     spin_wait(c, fw, engine, pos, abort_w, warp_uniform=True)
     stamp(c, exec_start, pos, L.TRACE_START, leader)
     b.bra(sync)
     b.place(abort_w)
-    b.set(aborting, 1)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
     b.place(sync)
 
 
 def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: SSAValue, cw: SSAValue,
-                engine: int, pos: SSAValue, aborting: SSAValue, out: str, body_done: str) -> Fields:
+                engine: int, pos: SSAValue, out: str, body_done: str) -> Fields:
     """One position's work for the whole compute group, from its first barrier to its second.
 
-    The first barrier is a ``barrier.red.or.pred`` over the threads'
-    ``aborting`` registers (set only by the first warp): the group leaves to
-    ``out`` when the first warp is aborting, with no shared-memory round trip
-    on the way in. Otherwise it reads the instruction from the window slot at
+    The group leaves to ``out`` when the first warp has raised the abort
+    flag; otherwise it reads the instruction from the window slot at
     ``slot()`` (worked out after the first barrier), runs its family body
     unless it is not a compute or its condition does not hold (skipped: no
     result, the same signals), and meets at the second barrier. Returns the
@@ -173,9 +169,9 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: S
     """
     b = c.b
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, c.target.compute_threads)
-    raised = b.setp("ne.u32", aborting, 0)
-    ab = b.raw("barrier.red.or.pred", "{0}, %s, {1}" % bar_txt, outs=["pred"], ins=[raised])[0]
-    b.bra(out, ab)
+    b.raw("barrier.sync", bar_txt)
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(out, b.setp("ne.u32", ab, 0))
     f = smem_fields(c, slot())
     opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
