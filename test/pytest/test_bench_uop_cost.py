@@ -1,0 +1,60 @@
+"""The micro-op cost bench's programs and variants, without a GPU.
+
+``bench/bench_uop_cost.py`` times each engine alone through
+``bench_gpu.variant``; these tests keep its programs correct on the
+simulator, its result check able to fail, and the variants honest about
+which queues they keep.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import bench_uop_cost as uop
+from bench.bench_gpu import variant
+from vdir import isa
+from vdir.target import get_target
+
+
+@pytest.mark.parametrize("argv", [["--sim"], ["--sim", "--gemv", "16x256"], ["--sim", "--gemv", "8x64"]])
+def test_the_programs_match_their_reference_on_the_simulator(argv):
+    assert uop.main(argv) == 0
+
+
+@pytest.mark.parametrize("gemv", [None, (16, 256)])
+def test_the_result_check_rejects_a_wrong_element(gemv):
+    rng = np.random.default_rng(1)
+    inp = uop.inputs(rng, 4, 2, gemv)
+    good = uop._reference(inp, 4, 2, gemv).astype(np.float32)
+    uop._check(good, inp, 4, 2, gemv)  # the exact answer passes
+    bad = good.copy()
+    bad.flat[3] += 1.0 + abs(bad.flat[3])
+    with pytest.raises(SystemExit, match="differs from the reference"):
+        uop._check(bad, inp, 4, 2, gemv)
+
+
+def test_a_bad_tile_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        uop.main(["--sim", "--gemv", "16x"])
+    assert "--gemv takes RxK" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["only=compute", "only=store", "loads_free"])
+def test_a_variant_keeps_the_queues_it_names_and_drops_every_wait(kind):
+    prog = uop.compile_program(8, 2)
+    target = get_target(prog.target)
+    kept = set(target.load_engines) if kind == "loads_free" else {target.engine_index(kind.split("=")[1])}
+    v = variant(prog, kind)
+    full = prog.without_loops()
+    for sm, engines in enumerate(v.queues):
+        for e, (_start, count) in enumerate(engines):
+            assert count == (full.queues[sm][e][1] if e in kept else 0), (sm, e)
+    assert not v.instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2].any()
+    assert not v.instrs[:, isa.W_WAIT_COUNTER].any()
+    assert any(count for engines in v.queues for _s, count in engines)
+
+
+def test_a_variant_for_an_unknown_engine_names_the_engines():
+    with pytest.raises(SystemExit, match="only=nosuch: the target's engines are load, compute, store, stream"):
+        variant(uop.compile_program(2, 1), "only=nosuch")
