@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.families import FAMILIES  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
-from vdir.target import get_target  # noqa: E402
+from vdir.target import TargetDescription, get_target  # noqa: E402
 from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
@@ -198,7 +198,8 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
     return dataclasses.replace(prog, instrs=instrs, queues=queues)
 
 
-def _engine_index(target, name: str) -> int:
+def _engine_index(target: TargetDescription, name: str) -> int:
+    """The queue index of ``name`` on ``target``; a one-line exit naming the engines where it has none."""
     try:
         return target.engine_index(name)
     except KeyError:

@@ -24,13 +24,12 @@ def store_engine(c: Ctx) -> None:
     in a kernel whose program has one: ``Ctx.reduces``) adds its f32 tile
     into the region with bulk reductions instead (:func:`reduce_rows`),
     never through a tensor map. Every lane commits the store's bulk copies
-    as one group (empty where it issued none), and the store completes
-    before the engine reads the next instruction (:func:`_complete`).
-
-    Each store completes before the next one starts: the dependency bits are
-    allocated on that order (a later instruction's wait may reuse a bit an
-    earlier one toggles), so a store engine that signalled late would make
-    such a wait look satisfied too early (``docs/performance.md``, round 20).
+    as one group (empty where it issued none), and the store completes and
+    signals (:func:`_complete`) before the engine reads the next
+    instruction. It must: ``vdir-layout-deps`` allocates the dependency bits
+    on that order, and a later instruction whose wait reuses a bit an
+    earlier store toggles would see that wait met too early while the
+    toggle was held back (``docs/performance.md``, round 20).
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.STORE)
