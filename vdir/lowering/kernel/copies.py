@@ -14,8 +14,9 @@ Memory-model notes, written where the instructions are emitted:
   SM's writes into the source) the lanes that issue the load execute
   ``fence.proxy.async.global`` (:func:`cross_sm_fence`); the store engine
   fences the async proxy against the compute threads' tile writes before a
-  tensor store (``fence.proxy.async.shared::cta``) and its stores against
-  later loads when it signals bits (``fence.proxy.async.global``); the WAR
+  tensor store (``fence.proxy.async.shared::cta``) and, once each store's
+  copies are performed, its writes against the generic proxy and later
+  loads (``fence.proxy.async.global``, ``store_engine._complete``); the WAR
   on a tile slot (compute threads' ``ld.shared``, then a copy into the slot)
   is ordered by the bits' release/acquire, as in an mbarrier-based pipeline;
 * a load completes when its mbarrier phase completes, which makes the copied
