@@ -17,8 +17,8 @@ nops (same waits and signals) to see each engine's share:
   checked).
 
 ``--gemv RxK`` times triples of a larger kind instead: load an ``R x K``
-weight tile, ``gemv`` it with a ``1 x K`` row loaded once per SM, store the
-``1 x R`` result: the gemv body's cost per micro-op on the compute engine.
+weight tile and a ``1 x K`` row, ``gemv`` them, store the ``1 x R`` result:
+the gemv body's cost per micro-op on the compute engine.
 
 Run on the GPU (compiles in a few seconds)::
 
@@ -92,19 +92,16 @@ def inputs(rng, n: int, sms: int, gemv: tuple[int, int] | None) -> dict[str, np.
     return {"w": bf(n * sms * rows, k), "x": bf(1, k)}
 
 
-def _reference(inp: dict[str, np.ndarray], n: int, sms: int, gemv: tuple[int, int] | None) -> np.ndarray:
+def _reference(inp: dict[str, np.ndarray], gemv: tuple[int, int] | None) -> np.ndarray:
     """The exact result for ``add`` (x + x); for gemv the f64 product, compared with a tolerance."""
     x = inp["x"].astype(np.float64)
-    if gemv is None:
-        return 2 * x
-    rows, k = gemv
-    return inp["w"].astype(np.float64) @ x[0]
+    return 2 * x if gemv is None else inp["w"].astype(np.float64) @ x[0]
 
 
 def _check(out: np.ndarray, inp, n: int, sms: int, gemv) -> None:
     """``add``: exactly ``x + x``. gemv: within the f32 summation bound ``K * 2^-24 * sum |w x|`` of the
     f64 product (the bf16 products are exact in f32) plus the bf16 rounding of the result."""
-    ref = _reference(inp, n, sms, gemv)
+    ref = _reference(inp, gemv)
     out = out.astype(np.float64).reshape(ref.shape)
     if gemv is None:
         ok = np.array_equal(out, ref)

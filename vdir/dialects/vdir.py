@@ -295,7 +295,7 @@ class _AngleBracketedEnum(Generic[_E]):
 # standard library's enum.StrEnum, which behaves the same.
 @irdl_attr_definition
 class EngineKindAttr(_AngleBracketedEnum[EngineKind], EnumAttribute[EngineKind]):  # pyright: ignore[reportInvalidTypeArguments]
-    """``#vdir<engine compute>``: which engine kind runs a micro-op."""
+    """``#vdir.engine<compute>``: which engine kind runs a micro-op."""
 
     name = "vdir.engine"
 
