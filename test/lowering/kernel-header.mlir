@@ -49,25 +49,40 @@
 // CHECK-NEXT: ld.param.u64 [[TMAPS:%rd[0-9]+]], [p_tmaps];
 // CHECK-NEXT: ld.param.u64 [[SCALARS:%rd[0-9]+]], [p_scalars];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[INSTRS]];
-// CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[QUEUES]];
+// CHECK-NEXT: cvta.to.global.u64 [[GQUEUES:%rd[0-9]+]], [[QUEUES]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[BUFS]];
 // CHECK-NEXT: cvta.to.global.u64 [[GSYNC:%rd[0-9]+]], [[SYNC]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[ERR]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[TMAPS]];
 // CHECK-NEXT: cvta.to.global.u64 %rd{{[0-9]+}}, [[SCALARS]];
 
-// Thread ids, the shared base, the counters 8 bytes into the sync block, the
-// epoch (launches done + 1, read by every thread before the first barrier),
-// the tile arena 4 KiB above the shared base, and a zero register (the
-// innermost coordinate of every tensor copy).
+// Thread ids, the shared base; each warp's engine (warp 0 the load engine's,
+// 1 the store engine's, 10 the stream engine's, the others the compute
+// engine's) and its queue's row of the queue table (row sm * 4 + engine, 16
+// bytes), loaded before the first barrier; the counters 8 bytes into the sync
+// block and the launches done (the epoch less one), read by every thread
+// before the first barrier and used only by a wait's counter target, so that
+// neither round trip stalls the prologue; the tile arena 4 KiB above the
+// shared base, and a zero register (the innermost coordinate of every tensor
+// copy).
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
+// CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
+// CHECK-NEXT: mov.u32 [[CTA_ID:%r[0-9]+]], %ctaid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
+// CHECK-NEXT: mov.u32 [[E_COMPUTE:%r[0-9]+]], 1;
+// CHECK-NEXT: setp.eq.u32 [[W0:%p[0-9]+]], [[WARP]], 0;
+// CHECK-NEXT: selp.u32 [[E0:%r[0-9]+]], 0, [[E_COMPUTE]], [[W0]];
+// CHECK-NEXT: setp.eq.u32 [[W1:%p[0-9]+]], [[WARP]], 1;
+// CHECK-NEXT: selp.u32 [[E1:%r[0-9]+]], 2, [[E0]], [[W1]];
+// CHECK-NEXT: setp.eq.u32 [[W10:%p[0-9]+]], [[WARP]], 10;
+// CHECK-NEXT: selp.u32 [[ENGINE:%r[0-9]+]], 3, [[E1]], [[W10]];
+// CHECK-NEXT: mad.lo.u32 [[ROW:%r[0-9]+]], [[CTA_ID]], 4, [[ENGINE]];
+// CHECK-NEXT: mul.wide.u32 [[OFF:%rd[0-9]+]], [[ROW]], 16;
+// CHECK-NEXT: add.u64 [[QROW:%rd[0-9]+]], [[GQUEUES]], [[OFF]];
+// CHECK-NEXT: ld.global.nc.v4.u32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {{\[}}[[QROW]]];
 // CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 8;
 // CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE:%r[0-9]+]], {{\[}}[[GSYNC]]];
-// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE]], 1;
-// CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
-// CHECK-NEXT: mov.u32 %r{{[0-9]+}}, %ctaid.x;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
@@ -113,7 +128,7 @@
 // Every role branches to the one exit. Lane 0 of each warp counts it out in
 // shared memory; the CTA's last warp (the eleventh of 352 threads) counts the
 // CTA out in the sync block; the last CTA zeroes that count and writes the
-// epoch as the launches done.
+// epoch (launches done + 1) as the launches done.
 // CHECK:      $L_kernel_exit_0:
 // CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
 // CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
@@ -125,6 +140,7 @@
 // CHECK-NEXT: setp.eq.u32 [[ALL:%p[0-9]+]], [[N]], [[GRID]];
 // CHECK-NEXT: and.pred [[LAST:%p[0-9]+]], [[CTA]], [[ALL]];
 // CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]+4], 0;
+// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE]], 1;
 // CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]], [[EPOCH]];
 // CHECK-NEXT: ret;
 // CHECK-NEXT: }

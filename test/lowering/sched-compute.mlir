@@ -17,18 +17,19 @@
 // CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: cvta.to.global.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[TID]], 5;
+// CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
 // CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
-// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
-// CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
-// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
 
-// CHECK-LABEL: $L_role_compute_0:
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 1;
+// The warp's queue (a compute warp's: engine 1), loaded in the prologue.
+// CHECK:      mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, {{%r[0-9]+}};
 // CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
-// CHECK-NEXT: cvt.u64.u32
-// CHECK-NEXT: add.u64
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK:      add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
+
+// CHECK-LABEL: $L_role_compute_0:
 // CHECK-NEXT: sub.u32 [[CT:%r[0-9]+]], [[TID]], 64;
 // CHECK-NEXT: shr.u32 [[CW:%r[0-9]+]], [[CT]], 5;
 // CHECK-NEXT: setp.eq.u32 [[LEADER:%p[0-9]+]], [[CT]], 0;

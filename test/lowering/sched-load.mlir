@@ -6,8 +6,8 @@
 // mbarrier ring, and issues a load only when the whole warp agrees
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
 // read with ld.acquire.cta, and with a counter ld.acquire.gpu reaching epoch *
-// count (modulo 2^32: the difference as an s32 is >= 0; the epoch comes from
-// the sync block). After a counter wait the lanes that issue the copy (counting down
+// count (modulo 2^32: the difference as an s32 is >= 0; the epoch is the sync
+// block's launches done + 1, so the target is one mad: done * count + count). After a counter wait the lanes that issue the copy (counting down
 // from lane 31, which no other load keeps busy) run fence.proxy.async.global
 // first. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
 // cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
@@ -22,22 +22,20 @@
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
-// CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
-// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
-// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE_L]], 1;
-// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
-// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
-// CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
-// CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
+// CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
+// CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 
-// Queue row sm * 4 + 0 (16 bytes): first record, count, first executed index, loop entries.
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 0;
+// The warp's queue, loaded in the prologue: row sm * 4 + engine (16 bytes;
+// warp 0's engine is 0): first record, count, first executed index, loop
+// entries.
+// CHECK:      mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, {{%r[0-9]+}};
 // CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
-// CHECK-NEXT: cvt.u64.u32
-// CHECK-NEXT: add.u64
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
+// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
+// CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: mov.u32 [[RET:%r[0-9]+]], 0;
@@ -118,7 +116,7 @@
 // CHECK-NEXT: add.u64 [[CA:%rd[0-9]+]], [[CTR]], [[CO]];
 // CHECK-NEXT: mov.u32 [[CV:%r[0-9]+]], 0;
 // CHECK-NEXT: @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV]], {{\[}}[[CA]]];
-// CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
+// CHECK-NEXT: mad.lo.u32 [[WANT:%r[0-9]+]], [[DONE_L]], [[W8]], [[W8]];
 // CHECK-NEXT: sub.u32 [[DIFF:%r[0-9]+]], [[CV]], [[WANT]];
 // CHECK-NEXT: setp.ge.s32 [[CGE:%p[0-9]+]], [[DIFF]], 0;
 // CHECK-NEXT: or.pred [[COK:%p[0-9]+]], [[CGE]], [[NOCTR]];
@@ -213,14 +211,14 @@
 // CHECK-NEXT: $L_role_store_0:
 
 // The stream engine (warp 10, after the compute group) is a second load
-// engine lowered from the same code with its own queue (row sm * 4 + 3), its
+// engine lowered from the same code with its own queue (row sm * 4 + 3: the
+// prologue's queue row of warp 10), its
 // own 8-deep instruction window (base + 4096, after the load, compute and
 // store windows: 1024 + 3 * 8 * 128) and its own ring: 2 slots (lowering
 // option stream_ring) whose mbarriers follow the load engine's ring
 // (base + 80 + 8 * slot). Its copies carry an L2 evict_first
 // policy, made once before its loop (lowering option stream_evict_first).
 // CHECK:      $L_role_stream_0:
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 3;
 // CHECK:      add.u32 [[SWIN:%r[0-9]+]], [[BASE]], 4096;
 // CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;

@@ -14,6 +14,9 @@
 // The kernel runs loops: one more warp than the engines' roles (12 on the H200,
 // 384 threads), the compute fetch warp, last (after the stream warp, 10).
 // CHECK:      .maxntid 384, 1, 1
+// The store warp's queue row (engine 2), loaded in the prologue: its count
+// and its loops' byte offset.
+// CHECK:      ld.global.nc.v4.u32 {{{%r[0-9]+}}, [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, [[LOOPS:%r[0-9]+]]}, {{\[}}{{%rd[0-9]+}}];
 // CHECK:      setp.eq.u32 [[STREAM:%p[0-9]+]], {{%r[0-9]+}}, 10;
 // CHECK-NEXT: @[[STREAM]] bra $L_role_stream_0;
 // CHECK-NEXT: setp.eq.u32 [[FETCHER:%p[0-9]+]], {{%r[0-9]+}}, 11;
@@ -22,12 +25,6 @@
 // CHECK-NEXT: @[[GROUP]] bra $L_role_compute_0;
 
 // CHECK-LABEL: $L_role_store_0:
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4, 2;
-// CHECK-NEXT: mul.wide.u32 [[ROWOFF:%rd[0-9]+]], {{%r[0-9]+}}, 16;
-// CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], [[QUEUES:%rd[0-9]+]], [[ROWOFF]];
-// CHECK-NEXT: ld.global.nc.v4.u32 {{{%r[0-9]+}}, [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, [[LOOPS:%r[0-9]+]]}, {{\[}}[[ROW]]];
-// CHECK-NEXT: cvt.u64.u32 [[LOFF:%rd[0-9]+]], [[LOOPS]];
-// CHECK-NEXT: add.u64 [[ENTRY:%rd[0-9]+]], [[QUEUES]], [[LOFF]];
 
 // The window (base + 3072, the store engine's) holds 4 slots of 256 bytes:
 // lanes 0..7 copy the base record, lanes 8..15 the step record (offset
@@ -37,6 +34,10 @@
 // CHECK-NEXT: and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 127;
 // CHECK-NEXT: cvt.u64.u32 {{%rd[0-9]+}}, {{%r[0-9]+}};
 // CHECK-NEXT: setp.lt.u32 [[STEP_COPIER:%p[0-9]+]], [[LANE]], 16;
+
+// The cursors' first loop entry: the queue table plus the row's offset.
+// CHECK-NEXT: cvt.u64.u32 [[LOFF:%rd[0-9]+]], [[LOOPS]];
+// CHECK-NEXT: add.u64 {{%rd[0-9]+}}, {{%rd[0-9]+}}, [[LOFF]];
 
 // Two cursors over the loop entries, each loading the first: the one that
 // issues the copies, and the one that reads (it also keeps the loop's pairs,

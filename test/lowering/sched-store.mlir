@@ -1,6 +1,6 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
 
-// The store engine (warp 1). It walks queue row sm * 4 + 2 with its own
+// The store engine (warp 1). It walks its queue (row sm * 4 + 2) with its own
 // 8-deep instruction window (base + 3072, after the load and compute
 // windows), spins until the warp agrees the wait is satisfied (bitmap with
 // parity through ld.acquire.cta, the counter through ld.acquire.gpu), then
@@ -16,22 +16,21 @@
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
-// CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
-// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
-// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE_L]], 1;
-// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;
-// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
-// CHECK-NEXT: mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
-// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
+// CHECK:      mov.u32 [[SM:%r[0-9]+]], %ctaid.x;
+// CHECK-NEXT: mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 
-// CHECK-LABEL: $L_role_store_0:
-// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, 2;
+// The warp's queue row sm * 4 + engine (warp 1's engine is 2), loaded in the
+// prologue.
+// CHECK:      mad.lo.u32 {{%r[0-9]+}}, [[SM]], 4, {{%r[0-9]+}};
 // CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
-// CHECK-NEXT: cvt.u64.u32
-// CHECK-NEXT: add.u64
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
+// CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
+// CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
+
+// CHECK-LABEL: $L_role_store_0:
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 3072;
@@ -61,7 +60,7 @@
 // CHECK-NEXT: setp.eq.b64 [[BITS:%p[0-9]+]], [[XM]], 0;
 // CHECK-NEXT: setp.eq.u32 [[NOCTR:%p[0-9]+]], [[W7]], 0;
 // CHECK:      @![[NOCTR]] ld.acquire.gpu.global.u32 [[CV:%r[0-9]+]], [{{%rd[0-9]+}}];
-// CHECK-NEXT: mul.lo.u32 [[WANT:%r[0-9]+]], [[EPOCH]], [[W8]];
+// CHECK-NEXT: mad.lo.u32 [[WANT:%r[0-9]+]], [[DONE_L]], [[W8]], [[W8]];
 // CHECK-NEXT: sub.u32 [[DIFF:%r[0-9]+]], [[CV]], [[WANT]];
 // CHECK-NEXT: setp.ge.s32 {{%p[0-9]+}}, [[DIFF]], 0;
 // CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from xdsl.ir import SSAValue
+
 from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
@@ -9,7 +11,8 @@ from vdir.lowering.builder import PtxBuilder
 from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
-from vdir.lowering.kernel.launch import check_scalars, finish, read_epoch
+from vdir.lowering.kernel.fetch import load_queue
+from vdir.lowering.kernel.launch import check_scalars, finish, read_launches_done
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
@@ -40,15 +43,18 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
           for k in ("p_instrs", "p_queues", "p_buffers", "p_sync", "p_error", "p_tmaps", "p_scalars")}
     tid = b.special("u32", "%tid.x")
+    warp = b.i("shr.u32", "u32", tid, 5)
+    sm = b.special("u32", "%ctaid.x")
     base = b.mov("u32", "vdir_smem")
     sync = gl["p_sync"]
+    queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target, loops))
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
         sync=sync, counters=b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS),
-        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], epoch=read_epoch(b, sync), err=gl["p_error"],
-        bound=p["p_watchdog_ns"],
-        tid=tid, warp=b.i("shr.u32", "u32", tid, 5), lane=b.i("and.b32", "u32", tid, 31),
-        sm=b.special("u32", "%ctaid.x"), base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
+        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], queue=queue, launches_done=read_launches_done(b, sync),
+        err=gl["p_error"], bound=p["p_watchdog_ns"],
+        tid=tid, warp=warp, lane=b.i("and.b32", "u32", tid, 31),
+        sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
         reduces=reduces,
@@ -91,3 +97,16 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     compute_engine(c, families)
     b.place(c.exit_label)
     finish(c, L.block_threads(target, loops) // 32)
+
+
+def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription, loops: bool) -> SSAValue:
+    """The engine index of ``warp``'s role (the roles of :func:`build_kernel`): the load, store and
+    stream warps their engines', every other warp (the compute group, the compute fetch warp) the
+    compute engine's."""
+    engine = b.mov("u32", target.engine_index(EngineKind.COMPUTE))
+    roles = [(L.LOAD_WARP, EngineKind.LOAD), (L.STORE_WARP, EngineKind.STORE)]
+    if L.has_stream_engine(target):
+        roles.append((L.stream_warp(target), EngineKind.STREAM))
+    for role_warp, kind in roles:
+        engine = b.i("selp.u32", "u32", target.engine_index(kind), engine, b.setp("eq.u32", warp, role_warp))
+    return engine

@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
-from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, smem_fields, window_slot
+from vdir.lowering.kernel.fetch import Fields, SmemFetcher, smem_fields, window_slot
 from vdir.lowering.kernel.runtime_values import condition_holds
 from vdir.lowering.kernel.sync import report, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
@@ -41,7 +41,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     b = c.b
     nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
-    q = queue_of(c, engine)
+    q = c.queue
     ct, cw, leader, first_warp = _group_lanes(c)
     pos = b.var("u32", 0)
     # the waiting (first) warp prefetches instructions into the window (in a
@@ -101,7 +101,7 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
-    q = queue_of(c, engine)
+    q = c.queue
     ct, cw, leader, first_warp = _group_lanes(c)
     win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
     pos = b.var("u32", 0)
@@ -221,7 +221,7 @@ def compute_fetch(c: Ctx) -> None:
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
-    q = queue_of(c, engine)
+    q = c.queue
     fe = SmemFetcher(c, q, engine)
     pos = b.var("u32", 0)
     no_abort = b.setp("ne.u32", c.zero, 0)  # this warp never aborts: its flag is false

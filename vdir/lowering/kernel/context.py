@@ -19,6 +19,17 @@ FULL = 0xFFFFFFFF
 
 
 @dataclass
+class Queue:
+    """This SM's queue for the calling warp's engine, from the kernel's queue table
+    (``layout.kernel_queue_table``)."""
+
+    records: SSAValue  # u32: its first record (an index into p_instrs)
+    count: SSAValue  # u32: the instructions it executes
+    exec_start: SSAValue  # u32: its first instruction's index in the executed order (trace stamps)
+    loops: SSAValue  # u32: byte offset from the queue table of its first loop entry
+
+
+@dataclass
 class Ctx:
     """Registers every role shares (parameters, ids, shared addresses)."""
 
@@ -31,7 +42,8 @@ class Ctx:
     counters: SSAValue  # u64 global address of the first global counter (in the sync block)
     tmaps: SSAValue  # u64 global address of the tensor maps
     scalars: SSAValue  # u64 global address of the launch-time scalars (s32 each)
-    epoch: SSAValue  # u32: this launch's epoch (read from the sync block in the prologue)
+    queue: Queue  # the calling warp's engine's queue on this SM (``kernel.fetch.load_queue``, prologue)
+    launches_done: SSAValue  # u32: the sync block's launches done, this launch's epoch less one (prologue)
     err: SSAValue
     bound: SSAValue
     tid: SSAValue

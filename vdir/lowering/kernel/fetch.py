@@ -29,28 +29,24 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
-from vdir.lowering.kernel.context import FULL, Ctx
+from vdir.lowering.kernel.context import FULL, Ctx, Queue
 
 
-@dataclass
-class Queue:
-    """This SM's queue for one engine, from the kernel's queue table (``layout.kernel_queue_table``)."""
+def load_queue(b: PtxBuilder, queues: SSAValue, sm: SSAValue, engines: int, engine: SSAValue) -> Queue:
+    """SM ``sm``'s queue for ``engine`` (a register: the calling warp's own engine) from the queue table
+    at ``queues``.
 
-    records: SSAValue  # u32: its first record (an index into p_instrs)
-    count: SSAValue  # u32: the instructions it executes
-    exec_start: SSAValue  # u32: its first instruction's index in the executed order (trace stamps)
-    loops: SSAValue  # u64: global address of its first loop entry
-
-
-def queue_of(c: Ctx, engine: int) -> Queue:
-    """This SM's queue for ``engine``."""
-    b = c.b
-    row = b.i("mad.lo.u32", "u32", c.sm, c.target.num_engines, engine)
+    The prologue loads each warp's queue before the CTA's first barrier
+    (``Ctx.queue``), so that the table's round trip overlaps the header's
+    initialisation and the barrier instead of following them. The words
+    are used at once after the barrier: no load of the table is outstanding
+    at a release (see the module's memory-model note).
+    """
+    row = b.i("mad.lo.u32", "u32", sm, engines, engine)
     off = b.i("mul.wide.u32", "u64", row, L.QUEUE_ROW_WORDS * isa.WORD_BYTES)
-    a = b.i("add.u64", "u64", c.queues, off)
+    a = b.i("add.u64", "u64", queues, off)
     words = b.ld_v4("ld.global.nc.v4.u32", "u32", a)
-    loops = b.i("cvt.u64.u32", "u64", words[L.Q_LOOPS])
-    return Queue(words[L.Q_RECORDS], words[L.Q_COUNT], words[L.Q_EXEC_START], b.i("add.u64", "u64", c.queues, loops))
+    return Queue(words[L.Q_RECORDS], words[L.Q_COUNT], words[L.Q_EXEC_START], words[L.Q_LOOPS])
 
 
 @dataclass
@@ -213,7 +209,7 @@ class LoopCursor:
     def __init__(self, c: Ctx, q: Queue, with_params: bool = False, sequential: bool = False):
         b = self.b = c.b
         self.c, self.with_params, self.sequential = c, with_params, sequential
-        self.entry = b.var("u64", q.loops)
+        self.entry = b.var("u64", b.i("add.u64", "u64", c.queues, b.i("cvt.u64.u32", "u64", q.loops)))
         lane_word = b.i("and.b32", "u32", c.lane, isa.INSTR_WORDS - L.LE_STEP_INDEX - 1)
         self.lane_off = b.i("mul.wide.u32", "u64", lane_word, isa.WORD_BYTES)
         self.begin, self.end, self.delta, self.record, self.body, self.index = (b.var("u32", 0) for _ in range(6))

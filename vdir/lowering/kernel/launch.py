@@ -8,7 +8,10 @@ advances it:
 
 * every thread reads ``launches done`` before the CTA's first ``bar.sync``;
   nothing writes that word until every warp of every CTA has finished, so
-  every thread of the launch reads the same value;
+  every thread of the launch reads the same value. The value is first used
+  by a wait's counter target (:func:`counter_target`), not in the
+  prologue, so that no thread stalls on the load's round trip before the
+  barrier and its queue's load (measured: docs/performance.md, round 21);
 * each warp's lane 0 counts its warp out in shared memory; the CTA's last
   warp adds one to ``SYNC_CTAS_DONE`` with ``atom.acq_rel.gpu``; the CTA that
   completes the count zeroes it and writes the new ``launches done``. The
@@ -30,10 +33,15 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 
 
-def read_epoch(b, sync: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
-    """The launch's epoch: the sync block's ``launches done`` + 1 (u32, wrapping)."""
-    done = b.ld("ld.relaxed.gpu.global.u32", "u32", sync, 4 * isa.SYNC_LAUNCHES_DONE)
-    return b.i("add.u32", "u32", done, 1)
+def read_launches_done(b, sync: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """The sync block's ``launches done``: the launch's epoch less one (u32, wrapping)."""
+    return b.ld("ld.relaxed.gpu.global.u32", "u32", sync, 4 * isa.SYNC_LAUNCHES_DONE)
+
+
+def counter_target(c: Ctx, count: SSAValue) -> SSAValue:
+    """The value a counter of ``count`` releases per launch reaches in this launch: ``epoch * count``,
+    worked out as ``launches done * count + count`` (one ``mad``, modulo 2**32)."""
+    return c.b.i("mad.lo.u32", "u32", c.launches_done, count, count)
 
 
 def check_scalars(c: Ctx, scalars: list[isa.ScalarInfo]) -> None:
@@ -81,5 +89,6 @@ def finish(c: Ctx, warps_per_cta: int) -> None:
     grid = b.special("u32", "%nctaid.x")
     last = b.i("and.pred", "pred", cta_done, b.setp("eq.u32", b.i("add.u32", "u32", ctas, 1), grid))
     b.st("st.relaxed.gpu.global.u32", c.sync, 4 * isa.SYNC_CTAS_DONE, 0, guard=last)
-    b.st("st.relaxed.gpu.global.u32", c.sync, 4 * isa.SYNC_LAUNCHES_DONE, c.epoch, guard=last)
+    epoch = b.i("add.u32", "u32", c.launches_done, 1)
+    b.st("st.relaxed.gpu.global.u32", c.sync, 4 * isa.SYNC_LAUNCHES_DONE, epoch, guard=last)
     b.raw("ret", "")

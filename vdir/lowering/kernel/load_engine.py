@@ -38,7 +38,7 @@ from vdir.lowering.kernel.copies import (
     ring_landed,
     tensor_load,
 )
-from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, queue_of, region_fields
+from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
 from vdir.lowering.kernel.trace import stamp
@@ -84,7 +84,7 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     """The engine's registers, the primed fetcher and the loop's labels."""
     b = c.b
     engine = c.target.engine_index(kind)
-    q = queue_of(c, engine)
+    q = c.queue
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
     ret = b.var("u32", 0)

@@ -8,7 +8,7 @@ from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.copies import buffer_address, reduce_rows, store_rows, tensor_store
-from vdir.lowering.kernel.fetch import Fields, SmemFetcher, queue_of, region_fields
+from vdir.lowering.kernel.fetch import Fields, SmemFetcher, region_fields
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
@@ -33,7 +33,7 @@ def store_engine(c: Ctx) -> None:
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.STORE)
-    q = queue_of(c, engine)
+    q = c.queue
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
     fe = SmemFetcher(c, q, engine)

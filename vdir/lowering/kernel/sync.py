@@ -34,6 +34,7 @@ from xdsl.ir import SSAValue
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.fetch import Fields
+from vdir.lowering.kernel.launch import counter_target
 
 
 def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
@@ -61,7 +62,7 @@ def ready_check(c: Ctx, f: Fields, warp_uniform: bool) -> tuple[SSAValue, SSAVal
     cval = b.var("u32", 0)
     # acquire at gpu scope: pairs with the producer SM's red.release.gpu
     b.ld("ld.acquire.gpu.global.u32", "u32", caddr, dst=cval, guard=p_noctr, neg=True)
-    wanted = b.i("mul.lo.u32", "u32", c.epoch, f.wcount)
+    wanted = counter_target(c, f.wcount)
     # wrap-safe (isa.counter_reached): the epoch advances on the device for ever
     p_ctr = b.setp("ge.s32", b.i("sub.u32", "u32", cval, wanted), 0)
     p_ctr = b.i("or.pred", "pred", p_ctr, p_noctr)
