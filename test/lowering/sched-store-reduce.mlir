@@ -9,8 +9,9 @@
 // lanes issue one bulk reduction per row (lane i: rows i, i + 32, ..), after
 // fence.proxy.async.shared::cta (the compute threads' tile writes before the
 // copy engine reads them); then, as after a tensor store, each lane commits
-// and waits for its bulk group, and fences the async proxy's global writes
-// against the generic proxy before the release (sched-store.mlir).
+// its bulk group and, unless the store is quiet, waits for it and fences the
+// async proxy's global writes against the generic proxy before the release
+// (sched-store.mlir).
 // Unaligned rows fall back to red.global.add.f32 per element.
 
 // CHECK-LABEL: $L_role_store_0:
@@ -35,6 +36,7 @@
 // CHECK-NEXT:  $L_st_overwrite_0:
 // CHECK:       $L_st_next_0:
 // CHECK-NEXT:  cp.async.bulk.commit_group;
+// CHECK:       $L_st_complete_0:
 // CHECK-NEXT:  cp.async.bulk.wait_group 0;
 // CHECK-NEXT:  fence.proxy.async.global;
 

@@ -12,7 +12,8 @@
 // proxy (a later bulk load on this SM may read the bytes), and after a warp
 // barrier lane 0 toggles the bits with atom.release.cta and releases its
 // counter (red.release.gpu: a release, no separate fence). The store
-// completes before the next instruction is read.
+// completes before the next instruction is read; a quiet one (nothing
+// waits on it) only until its copies have read their source.
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
 // CHECK:      cvta.to.global.u64 [[SYNC:%rd[0-9]+]], [[PSYNC]];
@@ -33,6 +34,7 @@
 // CHECK-LABEL: $L_role_store_0:
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: mov.u32 [[UNSETTLED:%r[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 3072;
 // CHECK-COUNT-8: cp.async.ca.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16;
 // CHECK-NEXT: cp.async.commit_group;
@@ -68,10 +70,18 @@
 // CHECK:      bra.uni $L_st_done_0;
 
 // Only a store (opcode 3) copies; the aligned path moves 16 bytes a lane.
+// Before its copies, a store waits for the writes a quiet store before it
+// left in flight (UNSETTLED, below) and fences the async proxy.
 // CHECK-LABEL: $L_go_0:
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
 // CHECK-NEXT: setp.ne.u32 [[NOTST:%p[0-9]+]], [[OPC]], 3;
 // CHECK-NEXT: @[[NOTST]] bra $L_st_next_0;
+// CHECK:      setp.eq.u32 [[SETTLED:%p[0-9]+]], [[UNSETTLED]], 0;
+// CHECK-NEXT: @[[SETTLED]] bra $L_st_settled_0;
+// CHECK-NEXT: cp.async.bulk.wait_group 0;
+// CHECK-NEXT: fence.proxy.async.global;
+// CHECK-NEXT: mov.u32 [[UNSETTLED]], 0;
+// CHECK-NEXT: $L_st_settled_0:
 // CHECK:      add.u32 [[SRC:%r[0-9]+]], [[ARENA]], {{%r[0-9]+}};
 
 // A region with a tensor map (word 19 non-zero) goes out as tensor copies,
@@ -105,10 +115,21 @@
 // CHECK-NEXT: st.global.b16 [{{%rd[0-9]+}}], [[H]];
 // CHECK:      $L_st_skip_1:
 
-// Completion: the bulk group committed and waited for, the proxy fence,
-// a warp barrier, lane 0 releases.
+// Completion: the bulk group committed. A quiet store (no signal bits, no
+// counter: nothing in the launch waits on it) waits only until its copies
+// have read their source, and leaves its writes unsettled. Any other waits
+// for the group (and every earlier one), fences the async proxy, meets a
+// warp barrier, and lane 0 releases.
 // CHECK-NEXT: $L_st_next_0:
 // CHECK-NEXT: cp.async.bulk.commit_group;
+// CHECK-NEXT: setp.eq.b64 [[NOSIG:%p[0-9]+]], [[SIG]], 0;
+// CHECK-NEXT: setp.eq.u32 [[NOREL:%p[0-9]+]], [[W9]], 0;
+// CHECK-NEXT: and.pred [[QUIET:%p[0-9]+]], [[NOSIG]], [[NOREL]];
+// CHECK-NEXT: @![[QUIET]] bra $L_st_complete_0;
+// CHECK-NEXT: cp.async.bulk.wait_group.read 0;
+// CHECK-NEXT: mov.u32 [[UNSETTLED]], 1;
+// CHECK-NEXT: bra.uni $L_st_completed_0;
+// CHECK-NEXT: $L_st_complete_0:
 // CHECK-NEXT: cp.async.bulk.wait_group 0;
 // CHECK-NEXT: fence.proxy.async.global;
 // CHECK-NEXT: bar.warp.sync 4294967295;
@@ -122,6 +143,8 @@
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
 // CHECK-NEXT: bar.warp.sync 4294967295;
+// CHECK-NEXT: mov.u32 [[UNSETTLED]], 0;
+// CHECK-NEXT: $L_st_completed_0:
 // CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
 // CHECK:      cp.async.commit_group;
 // CHECK-NEXT: bra.uni $L_st_top_0;

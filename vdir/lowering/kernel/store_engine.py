@@ -29,13 +29,17 @@ def store_engine(c: Ctx) -> None:
     instruction. It must: ``vdir-layout-deps`` allocates the dependency bits
     on that order, and a later instruction whose wait reuses a bit an
     earlier store toggles would see that wait met too early while the
-    toggle was held back (``docs/performance.md``, round 20).
+    toggle was held back (``docs/performance.md``, round 20). A store that
+    nothing waits on (no bits, no counter: a result of the launch) completes
+    once its copies have read their source (:func:`_complete`); the next
+    store's copies wait for its writes first (:func:`_settle_writes`).
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.STORE)
     q = c.queue
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
+    unsettled = b.var("u32", 0)  # 1 while a quiet store's writes may be in flight (_complete)
     fe = SmemFetcher(c, q, engine)
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
@@ -47,9 +51,10 @@ def store_engine(c: Ctx) -> None:
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
     b.bra(nxt, condition_holds(c, f), neg=True)  # skipped: no bytes, same signals
+    _settle_writes(c, unsettled)
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
-    _complete(c, f, lane0)
+    _complete(c, f, lane0, unsettled)
     stamp(c, q.exec_start, pos, L.TRACE_END, lane0)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     fe.advance(pos)
@@ -88,9 +93,10 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     store_rows(c, gptr, src0, rows, row_bytes, stride)
 
 
-def _complete(c: Ctx, f: Fields, lane0: SSAValue) -> None:
+def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
     """Wait for the store's bulk copies, make every write visible, then lane 0 signals the bits and
-    releases the counter.
+    releases the counter; a quiet store (no bits, no counter) only waits until its copies have read
+    their source, and leaves ``unsettled`` set.
 
     Memory-model note: each lane commits and waits for its own bulk group
     (the writes are performed), then fences the async proxy's global writes
@@ -99,11 +105,46 @@ def _complete(c: Ctx, f: Fields, lane0: SSAValue) -> None:
     on the bits. The warp barrier orders every lane's writes before lane 0's
     releases (the bits' ``atom.release.cta``, the counter's
     ``red.release.gpu``: cumulative), which pass them on to the consumers.
+    ``cp.async.bulk.wait_group 0`` waits for every earlier group too, so a
+    signalling store also completes the quiet stores before it: whatever
+    is ordered after a quiet store reaches it through a later store's
+    signal (nothing waits on the quiet one), and sees its writes. A quiet
+    store's writes become visible when the launch ends, as any kernel's;
+    its ``cp.async.bulk.wait_group.read 0`` only frees its source tile
+    (measured: docs/performance.md, round 21).
     """
     b = c.b
     b.raw("cp.async.bulk.commit_group", "")
+    quiet = b.i("and.pred", "pred", b.setp("eq.b64", f.signal, 0), b.setp("eq.u32", f.rel, 0))
+    full, done = b.new_label("st_complete"), b.new_label("st_completed")
+    b.bra(full, quiet, neg=True)
+    b.raw("cp.async.bulk.wait_group.read", "0")
+    b.i("mov.u32", None, 1, dst=unsettled)
+    b.bra(done)
+    b.place(full)
     b.raw("cp.async.bulk.wait_group", "0")
     b.raw("fence.proxy.async.global", "")
     b.raw("bar.warp.sync", "%d" % FULL)
     signal(c, f.signal, f.rel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
+    b.i("mov.u32", None, 0, dst=unsettled)
+    b.place(done)
+
+
+def _settle_writes(c: Ctx, unsettled: SSAValue) -> None:
+    """Before a store's copies: where a quiet store before it left its writes in flight
+    (``unsettled``), wait for them and fence the async proxy against the generic one.
+
+    Memory-model note: the async proxy does not order two bulk groups'
+    writes to the same bytes, nor a lane's ``st.global`` before a later bulk
+    copy without the proxy fence; so a store that may overwrite a quiet
+    store's bytes (its region is not compared) issues its copies only after
+    those writes are performed. Stores far enough apart find them done.
+    """
+    b = c.b
+    settled = b.new_label("st_settled")
+    b.bra(settled, b.setp("eq.u32", unsettled, 0))
+    b.raw("cp.async.bulk.wait_group", "0")
+    b.raw("fence.proxy.async.global", "")
+    b.i("mov.u32", None, 0, dst=unsettled)
+    b.place(settled)
