@@ -374,10 +374,12 @@ H_BITMAP_BITS = HDR_BITMAP_BITS.word
 # One device block per executable holds what launches share: it is zeroed
 # once, and every launch advances it on the device, so that a launch replayed
 # from a captured CUDA graph sees a fresh epoch without a host write.
-#: launches completed since the block was zeroed (a launch's epoch is this + 1)
-SYNC_LAUNCHES_DONE = 0
-#: CTAs of the current launch that have finished (the last one advances the epoch)
-SYNC_CTAS_DONE = 1
+#: CTAs finished since the block was zeroed: a u64 over the first two words
+#: (low word first). Every CTA adds one as it leaves, so before a launch on
+#: ``n`` SMs it holds ``n`` times the launches done, and the launch's epoch is
+#: ``count // n + 1`` (:func:`launch_epoch`): the CTAs of the launch that
+#: finish before another reads it add fewer than ``n``
+SYNC_CTAS_FINISHED = 0
 #: the words in front of the global counters
 SYNC_HEADER_WORDS = 2
 #: counter values are compared modulo 2**32: a wait for ``wanted`` is met while
@@ -388,6 +390,29 @@ COUNTER_MODULUS = 1 << 32
 def sync_block_words(num_counters: int) -> int:
     """u32 words of the sync block of a program with ``num_counters`` global counters."""
     return SYNC_HEADER_WORDS + num_counters
+
+
+def ctas_finished(sync: np.ndarray) -> int:
+    """The sync block's count of finished CTAs (:data:`SYNC_CTAS_FINISHED`, a u64 over two u32 words)."""
+    return int(sync[SYNC_CTAS_FINISHED]) | int(sync[SYNC_CTAS_FINISHED + 1]) << 32
+
+
+def set_ctas_finished(sync: np.ndarray, count: int) -> None:
+    """Write the sync block's count of finished CTAs (modulo 2**64)."""
+    count %= 1 << 64
+    sync[SYNC_CTAS_FINISHED] = count & 0xFFFFFFFF
+    sync[SYNC_CTAS_FINISHED + 1] = count >> 32
+
+
+def launches_done(sync: np.ndarray, num_sms: int) -> int:
+    """Launches of a program on ``num_sms`` SMs completed since the sync block was zeroed."""
+    return ctas_finished(sync) // num_sms
+
+
+def launch_epoch(sync: np.ndarray, num_sms: int) -> int:
+    """The epoch of the next launch of a program on ``num_sms`` SMs: launches done + 1, modulo
+    :data:`COUNTER_MODULUS` (the counters' arithmetic)."""
+    return (launches_done(sync, num_sms) + 1) % COUNTER_MODULUS
 
 
 def counter_reached(value: int, wanted: int) -> bool:

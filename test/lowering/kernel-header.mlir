@@ -8,8 +8,8 @@
 // to fit several), the epoch read from the sync block, thread 0 clearing the
 // shared header and initialising the two 8-slot mbarrier rings, one per load
 // engine (fenced for the async proxy), the branch to the warp roles, and the
-// one exit where the warps count themselves out and the launch's last CTA
-// advances the epoch.
+// one exit where the warps count themselves out and each CTA adds itself to
+// the count of finished CTAs (the epoch is that count over the grid, + 1).
 // H100 and H200 share the kernel.
 
 // CHECK:      //
@@ -60,9 +60,8 @@
 // 1 the store engine's, 10 the stream engine's, the others the compute
 // engine's) and its queue's row of the queue table (row sm * 4 + engine, 16
 // bytes), loaded before the first barrier; the counters 8 bytes into the sync
-// block and the launches done (the epoch less one), read by every thread
-// before the first barrier and used only by a wait's counter target, so that
-// neither round trip stalls the prologue; the tile arena 4 KiB above the
+// block and its u64 count of finished CTAs, read by every thread before the
+// first barrier (neither round trip stalls the prologue); the tile arena 4 KiB above the
 // shared base, and a zero register (the innermost coordinate of every tensor
 // copy).
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
@@ -81,7 +80,7 @@
 // CHECK-NEXT: add.u64 [[QROW:%rd[0-9]+]], [[GQUEUES]], [[OFF]];
 // CHECK-NEXT: ld.global.nc.v4.u32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {{\[}}[[QROW]]];
 // CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE:%r[0-9]+]], {{\[}}[[GSYNC]]];
+// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[FINISHED:%rd[0-9]+]], {{\[}}[[GSYNC]]];
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
@@ -108,6 +107,13 @@
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;
 
+// After the barrier: the launches done (the epoch less one), the count of
+// finished CTAs over the grid.
+// CHECK-NEXT: mov.u32 [[NCTA:%r[0-9]+]], %nctaid.x;
+// CHECK-NEXT: cvt.u64.u32 [[GRID64:%rd[0-9]+]], [[NCTA]];
+// CHECK-NEXT: div.u64 [[DONE64:%rd[0-9]+]], [[FINISHED]], [[GRID64]];
+// CHECK-NEXT: cvt.u32.u64 {{%r[0-9]+}}, [[DONE64]];
+
 // Warp 1 is the store engine, warp 10 (the one after the compute group) the
 // stream engine, warps 2..9 the compute engine, warp 0 falls through into the
 // load engine.
@@ -126,22 +132,15 @@
 // CHECK:      $L_cp_top_0:
 
 // Every role branches to the one exit. Lane 0 of each warp counts it out in
-// shared memory; the CTA's last warp (the eleventh of 352 threads) counts the
-// CTA out in the sync block; the last CTA zeroes that count and writes the
-// epoch (launches done + 1) as the launches done.
+// shared memory; the CTA's last warp (the eleventh of 352 threads) adds the
+// CTA to the sync block's count of finished CTAs, relaxed and without a
+// result: no fence, no round trip.
 // CHECK:      $L_kernel_exit_0:
 // CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
 // CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
 // CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 10;
 // CHECK-NEXT: and.pred [[CTA:%p[0-9]+]], [[L0]], [[LASTW]];
-// CHECK-NEXT: @[[CTA]] atom.acq_rel.gpu.global.add.u32 [[CTAS:%r[0-9]+]], {{\[}}[[GSYNC]]+4], 1;
-// CHECK-NEXT: mov.u32 [[GRID:%r[0-9]+]], %nctaid.x;
-// CHECK-NEXT: add.u32 [[N:%r[0-9]+]], [[CTAS]], 1;
-// CHECK-NEXT: setp.eq.u32 [[ALL:%p[0-9]+]], [[N]], [[GRID]];
-// CHECK-NEXT: and.pred [[LAST:%p[0-9]+]], [[CTA]], [[ALL]];
-// CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]+4], 0;
-// CHECK-NEXT: add.u32 [[EPOCH:%r[0-9]+]], [[DONE]], 1;
-// CHECK-NEXT: @[[LAST]] st.relaxed.gpu.global.u32 {{\[}}[[GSYNC]]], [[EPOCH]];
+// CHECK-NEXT: @[[CTA]] red.relaxed.gpu.global.add.u64 {{\[}}[[GSYNC]]], 1;
 // CHECK-NEXT: ret;
 // CHECK-NEXT: }
 // CHECK-NOT:  .entry

@@ -6,8 +6,9 @@
 // mbarrier ring, and issues a load only when the whole warp agrees
 // (vote.sync.all) that its wait is satisfied: ((bitmap ^ parity) & mask) == 0
 // read with ld.acquire.cta, and with a counter ld.acquire.gpu reaching epoch *
-// count (modulo 2^32: the difference as an s32 is >= 0; the epoch is the sync
-// block's launches done + 1, so the target is one mad: done * count + count). After a counter wait the lanes that issue the copy (counting down
+// count (modulo 2^32: the difference as an s32 is >= 0; the epoch is the
+// launches done + 1, worked out after the prologue's barrier from the sync
+// block, so the target is one mad: done * count + count). After a counter wait the lanes that issue the copy (counting down
 // from lane 31, which no other load keeps busy) run fence.proxy.async.global
 // first. Lane 0 arms the slot's mbarrier with expect_tx, the lanes issue
 // cp.async.bulk.tensor (the region has a tensor map) or cp.async.bulk ...
@@ -33,8 +34,10 @@
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
 // CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u32 [[DONE_L:%r[0-9]+]], {{\[}}[[SYNC]]];
+// CHECK-NEXT: ld.relaxed.gpu.global.u64 {{%rd[0-9]+}}, {{\[}}[[SYNC]]];
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
+// CHECK:      div.u64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK-NEXT: cvt.u32.u64 [[DONE_L:%r[0-9]+]], [[DONE64]];
 // CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;

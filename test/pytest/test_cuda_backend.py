@@ -151,8 +151,8 @@ def test_two_sms_with_a_counter(platform):
             platform.copy_out(dev[4], z)
             words = np.zeros(isa.sync_block_words(1), np.uint32)
             platform.copy_out(sync, words)
-            assert int(words[isa.SYNC_LAUNCHES_DONE]) == epoch
-            assert int(words[isa.SYNC_CTAS_DONE]) == 0
+            assert isa.ctas_finished(words) == epoch * prog.num_sms
+            assert isa.launches_done(words, prog.num_sms) == epoch
             assert int(words[isa.SYNC_HEADER_WORDS]) == epoch
     finally:
         for d in dev + [sync]:

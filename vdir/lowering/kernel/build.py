@@ -12,7 +12,7 @@ from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.fetch import load_queue
-from vdir.lowering.kernel.launch import check_scalars, finish, read_launches_done
+from vdir.lowering.kernel.launch import check_scalars, finish, launches_done, read_ctas_finished
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
@@ -51,7 +51,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
         sync=sync, counters=b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS),
-        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], queue=queue, launches_done=read_launches_done(b, sync),
+        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], queue=queue, finished=read_ctas_finished(b, sync),
         err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=warp, lane=b.i("and.b32", "u32", tid, 31),
         sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
@@ -72,6 +72,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
     b.raw("bar.sync", "0")
+    c.launches_done = launches_done(b, c.finished)
     check_scalars(c, list(scalars or ()))
     lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
     b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))

@@ -43,7 +43,7 @@ class Ctx:
     tmaps: SSAValue  # u64 global address of the tensor maps
     scalars: SSAValue  # u64 global address of the launch-time scalars (s32 each)
     queue: Queue  # the calling warp's engine's queue on this SM (``kernel.fetch.load_queue``, prologue)
-    launches_done: SSAValue  # u32: the sync block's launches done, this launch's epoch less one (prologue)
+    finished: SSAValue  # u64: the sync block's count of finished CTAs (loaded in the prologue)
     err: SSAValue
     bound: SSAValue
     tid: SSAValue
@@ -58,3 +58,6 @@ class Ctx:
     trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
     loops: bool = False  # the program has loop records: the engines run them (``kernel.fetch``)
     reduces: bool = False  # some store reduces (``isa.REDUCE``): the store engine has the reduction path
+    #: u32: the launches done, this launch's epoch less one (``kernel.launch.launches_done``: worked out
+    #: after the prologue's barrier)
+    launches_done: SSAValue | None = None

@@ -1,22 +1,25 @@
 """The launch's prologue and epilogue on the sync block: the epoch, the scalar checks, the finish count.
 
-The epoch lives in device memory (``isa.SYNC_LAUNCHES_DONE`` of the sync
+The epoch lives in device memory (``isa.SYNC_CTAS_FINISHED`` of the sync
 block), not in a kernel argument, so that a launch captured once in a CUDA
 graph and replayed many times waits for the right counter values on every
-replay. Each launch reads it in its prologue and the last warp to finish
-advances it:
+replay. Each launch reads it in its prologue and every CTA advances it as
+it leaves:
 
-* every thread reads ``launches done`` before the CTA's first ``bar.sync``;
-  nothing writes that word until every warp of every CTA has finished, so
-  every thread of the launch reads the same value. The value is first used
-  by a wait's counter target (:func:`counter_target`), not in the
-  prologue, so that no thread stalls on the load's round trip before the
-  barrier and its queue's load (measured: docs/performance.md, round 21);
-* each warp's lane 0 counts its warp out in shared memory; the CTA's last
-  warp adds one to ``SYNC_CTAS_DONE`` with ``atom.acq_rel.gpu``; the CTA that
-  completes the count zeroes it and writes the new ``launches done``. The
-  next launch on the stream starts after this one has ended, which orders
-  these writes before its reads.
+* every thread reads the count of finished CTAs before the CTA's first
+  ``bar.sync`` and divides it by the grid after it (:func:`read_ctas_finished`,
+  :func:`launches_done`), so no thread stalls on the load's round trip
+  before the barrier and its queue's load; the quotient's only use is a
+  wait's counter target (:func:`counter_target`). The launches before this one
+  ended before it began, so the count holds the grid times the launches
+  done, plus the CTAs of this launch that have already left: fewer than the
+  grid, so every thread finds the same quotient;
+* each warp's lane 0 counts its warp out in shared memory, and the CTA's
+  last warp adds one to the count with ``red.relaxed.gpu``: no fence and no
+  round trip before the CTA leaves (measured: docs/performance.md, round
+  21). Relaxed suffices: the count orders no other memory, a later launch
+  reads it after this one has ended, and this launch's readers only divide
+  it.
 
 Launch-time scalars may be written into the scalar block by the device (a
 replayed graph), so the host's range check is not enough: the prologue
@@ -33,14 +36,25 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 
 
-def read_launches_done(b, sync: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
-    """The sync block's ``launches done``: the launch's epoch less one (u32, wrapping)."""
-    return b.ld("ld.relaxed.gpu.global.u32", "u32", sync, 4 * isa.SYNC_LAUNCHES_DONE)
+def read_ctas_finished(b, sync: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """The sync block's count of finished CTAs (u64), loaded in the prologue."""
+    return b.ld("ld.relaxed.gpu.global.u64", "u64", sync, 4 * isa.SYNC_CTAS_FINISHED)
+
+
+def launches_done(b, finished: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """The launches done before this one (u32, wrapping): the count of finished CTAs over the grid.
+
+    Emitted after the CTA's first barrier, where the count's load has had
+    the header's initialisation and the barrier to land.
+    """
+    grid = b.i("cvt.u64.u32", "u64", b.special("u32", "%nctaid.x"))
+    return b.i("cvt.u32.u64", "u32", b.i("div.u64", "u64", finished, grid))
 
 
 def counter_target(c: Ctx, count: SSAValue) -> SSAValue:
     """The value a counter of ``count`` releases per launch reaches in this launch: ``epoch * count``,
     worked out as ``launches done * count + count`` (one ``mad``, modulo 2**32)."""
+    assert c.launches_done is not None, "the launches done are worked out after the prologue's barrier"
     return c.b.i("mad.lo.u32", "u32", c.launches_done, count, count)
 
 
@@ -76,19 +90,15 @@ def check_scalars(c: Ctx, scalars: list[isa.ScalarInfo]) -> None:
 
 
 def finish(c: Ctx, warps_per_cta: int) -> None:
-    """Count this warp out; the launch's last warp advances the epoch (then every thread returns)."""
+    """Count this warp out; the CTA's last warp adds the CTA to the finished count (then every thread
+    returns)."""
     b = c.b
     lane0 = b.setp("eq.u32", c.lane, 0)
     # (a result is read only under the predicate that guarded its atom)
     out = b.raw("atom.shared.add.u32", "{0}, [{1}+%d], 1" % L.SMEM_WARPS_DONE, outs=["u32"], ins=[c.base],
                 guard=lane0)[0]
     cta_done = b.i("and.pred", "pred", lane0, b.setp("eq.u32", out, warps_per_cta - 1))
-    # acq_rel: the last CTA to arrive has seen every other CTA's arrival
-    ctas = b.raw("atom.acq_rel.gpu.global.add.u32", "{0}, [{1}+%d], 1" % (4 * isa.SYNC_CTAS_DONE),
-                 outs=["u32"], ins=[c.sync], guard=cta_done)[0]
-    grid = b.special("u32", "%nctaid.x")
-    last = b.i("and.pred", "pred", cta_done, b.setp("eq.u32", b.i("add.u32", "u32", ctas, 1), grid))
-    b.st("st.relaxed.gpu.global.u32", c.sync, 4 * isa.SYNC_CTAS_DONE, 0, guard=last)
-    epoch = b.i("add.u32", "u32", c.launches_done, 1)
-    b.st("st.relaxed.gpu.global.u32", c.sync, 4 * isa.SYNC_LAUNCHES_DONE, epoch, guard=last)
+    # relaxed, no result: see the module's note
+    b.raw("red.relaxed.gpu.global.add.u64", "[{0}+%d], 1" % (4 * isa.SYNC_CTAS_FINISHED), ins=[c.sync],
+          guard=cta_done)
     b.raw("ret", "")
