@@ -47,11 +47,13 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     sm = b.special("u32", "%ctaid.x")
     base = b.mov("u32", "vdir_smem")
     sync = gl["p_sync"]
-    queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target, loops))
+    queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target))
+    counters = b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS)
+    finished = read_ctas_finished(b, sync)  # divided after the first barrier
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
-        sync=sync, counters=b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS),
-        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], queue=queue, finished=read_ctas_finished(b, sync),
+        sync=sync, counters=counters,
+        tmaps=gl["p_tmaps"], scalars=gl["p_scalars"], queue=queue,
         err=gl["p_error"], bound=p["p_watchdog_ns"],
         tid=tid, warp=warp, lane=b.i("and.b32", "u32", tid, 31),
         sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
@@ -72,7 +74,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
     b.raw("bar.sync", "0")
-    c.launches_done = launches_done(b, c.finished)
+    c.launches_done = launches_done(b, finished)
     check_scalars(c, list(scalars or ()))
     lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
     b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
@@ -100,7 +102,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     finish(c, L.block_threads(target, loops) // 32)
 
 
-def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription, loops: bool) -> SSAValue:
+def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:
     """The engine index of ``warp``'s role (the roles of :func:`build_kernel`): the load, store and
     stream warps their engines', every other warp (the compute group, the compute fetch warp) the
     compute engine's."""

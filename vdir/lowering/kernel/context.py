@@ -43,7 +43,6 @@ class Ctx:
     tmaps: SSAValue  # u64 global address of the tensor maps
     scalars: SSAValue  # u64 global address of the launch-time scalars (s32 each)
     queue: Queue  # the calling warp's engine's queue on this SM (``kernel.fetch.load_queue``, prologue)
-    finished: SSAValue  # u64: the sync block's count of finished CTAs (loaded in the prologue)
     err: SSAValue
     bound: SSAValue
     tid: SSAValue
