@@ -374,12 +374,18 @@ H_BITMAP_BITS = HDR_BITMAP_BITS.word
 # One device block per executable holds what launches share: it is zeroed
 # once, and every launch advances it on the device, so that a launch replayed
 # from a captured CUDA graph sees a fresh epoch without a host write.
-#: CTAs finished since the block was zeroed: a u64 over the first two words
-#: (low word first). Every CTA adds one as it leaves, so before a launch on
-#: ``n`` SMs it holds ``n`` times the launches done, and the launch's epoch is
-#: ``count // n + 1`` (:func:`launch_epoch`): the CTAs of the launch that
-#: finish before another reads it add fewer than ``n``
-SYNC_CTAS_FINISHED = 0
+#: the launches' finish count: a u64 over the first two words (low word
+#: first). Every CTA adds one as it leaves, except the grid's last (by index),
+#: which adds ``2**LAUNCH_SHIFT - n + 1`` on ``n`` SMs: a launch adds
+#: ``2**LAUNCH_SHIFT`` in all, so the launches done are the count shifted right
+#: by :data:`LAUNCH_SHIFT` (:func:`launches_done`). The CTAs of a launch that
+#: leave before another reads the count add less than that (``n - 1`` CTAs at
+#: most, the last one's share among them), so every CTA of the launch reads
+#: the same launches done
+SYNC_FINISH_COUNT = 0
+#: a launch adds ``2**LAUNCH_SHIFT`` to the finish count: the most SMs a launch may have (the u64
+#: count then lasts 2**48 launches)
+LAUNCH_SHIFT = 16
 #: the words in front of the global counters
 SYNC_HEADER_WORDS = 2
 #: counter values are compared modulo 2**32: a wait for ``wanted`` is met while
@@ -392,27 +398,32 @@ def sync_block_words(num_counters: int) -> int:
     return SYNC_HEADER_WORDS + num_counters
 
 
-def ctas_finished(sync: np.ndarray) -> int:
-    """The sync block's count of finished CTAs (:data:`SYNC_CTAS_FINISHED`, a u64 over two u32 words)."""
-    return int(sync[SYNC_CTAS_FINISHED]) | int(sync[SYNC_CTAS_FINISHED + 1]) << 32
+def finish_count(sync: np.ndarray) -> int:
+    """The sync block's finish count (:data:`SYNC_FINISH_COUNT`, a u64 over two u32 words)."""
+    return int(sync[SYNC_FINISH_COUNT]) | int(sync[SYNC_FINISH_COUNT + 1]) << 32
 
 
-def set_ctas_finished(sync: np.ndarray, count: int) -> None:
-    """Write the sync block's count of finished CTAs (modulo 2**64)."""
+def set_finish_count(sync: np.ndarray, count: int) -> None:
+    """Write the sync block's finish count (modulo 2**64)."""
     count %= 1 << 64
-    sync[SYNC_CTAS_FINISHED] = count & 0xFFFFFFFF
-    sync[SYNC_CTAS_FINISHED + 1] = count >> 32
+    sync[SYNC_FINISH_COUNT] = count & 0xFFFFFFFF
+    sync[SYNC_FINISH_COUNT + 1] = count >> 32
 
 
-def launches_done(sync: np.ndarray, num_sms: int) -> int:
-    """Launches of a program on ``num_sms`` SMs completed since the sync block was zeroed."""
-    return ctas_finished(sync) // num_sms
+def launches_done(sync: np.ndarray) -> int:
+    """Launches completed since the sync block was zeroed."""
+    return finish_count(sync) >> LAUNCH_SHIFT
 
 
-def launch_epoch(sync: np.ndarray, num_sms: int) -> int:
-    """The epoch of the next launch of a program on ``num_sms`` SMs: launches done + 1, modulo
-    :data:`COUNTER_MODULUS` (the counters' arithmetic)."""
-    return (launches_done(sync, num_sms) + 1) % COUNTER_MODULUS
+def set_launches_done(sync: np.ndarray, launches: int) -> None:
+    """Write the finish count that ``launches`` completed launches leave."""
+    set_finish_count(sync, launches << LAUNCH_SHIFT)
+
+
+def launch_epoch(sync: np.ndarray) -> int:
+    """The epoch of the next launch: launches done + 1, modulo :data:`COUNTER_MODULUS` (the counters'
+    arithmetic)."""
+    return (launches_done(sync) + 1) % COUNTER_MODULUS
 
 
 def counter_reached(value: int, wanted: int) -> bool:

@@ -8,8 +8,8 @@
 // to fit several), the epoch read from the sync block, thread 0 clearing the
 // shared header and initialising the two 8-slot mbarrier rings, one per load
 // engine (fenced for the async proxy), the branch to the warp roles, and the
-// one exit where the warps count themselves out and each CTA adds itself to
-// the count of finished CTAs (the epoch is that count over the grid, + 1).
+// one exit where the warps count themselves out and each CTA adds its share
+// to the finish count (the epoch is that count shifted right by 16, + 1).
 // H100 and H200 share the kernel.
 
 // CHECK:      //
@@ -60,8 +60,8 @@
 // 1 the store engine's, 10 the stream engine's, the others the compute
 // engine's) and its queue's row of the queue table (row sm * 4 + engine, 16
 // bytes), loaded before the first barrier; the counters 8 bytes into the sync
-// block and its u64 count of finished CTAs, read by every thread before the
-// first barrier (neither round trip stalls the prologue); the tile arena 4 KiB above the
+// block and its u64 finish count, read by every thread before the first
+// barrier (neither round trip stalls the prologue); the tile arena 4 KiB above the
 // shared base, and a zero register (the innermost coordinate of every tensor
 // copy).
 // CHECK-NEXT: mov.u32 [[TID:%r[0-9]+]], %tid.x;
@@ -80,7 +80,7 @@
 // CHECK-NEXT: add.u64 [[QROW:%rd[0-9]+]], [[GQUEUES]], [[OFF]];
 // CHECK-NEXT: ld.global.nc.v4.u32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {{\[}}[[QROW]]];
 // CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[FINISHED:%rd[0-9]+]], {{\[}}[[GSYNC]]];
+// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[FINISH_COUNT:%rd[0-9]+]], {{\[}}[[GSYNC]]];
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
@@ -107,11 +107,9 @@
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;
 
-// After the barrier: the launches done (the epoch less one), the count of
-// finished CTAs over the grid.
-// CHECK-NEXT: mov.u32 [[NCTA:%r[0-9]+]], %nctaid.x;
-// CHECK-NEXT: cvt.u64.u32 [[GRID64:%rd[0-9]+]], [[NCTA]];
-// CHECK-NEXT: div.u64 [[DONE64:%rd[0-9]+]], [[FINISHED]], [[GRID64]];
+// After the barrier: the launches done (the epoch less one), the finish
+// count shifted right by isa.LAUNCH_SHIFT (a launch adds 2^16 in all).
+// CHECK-NEXT: shr.b64 [[DONE64:%rd[0-9]+]], [[FINISH_COUNT]], 16;
 // CHECK-NEXT: cvt.u32.u64 {{%r[0-9]+}}, [[DONE64]];
 
 // Warp 1 is the store engine, warp 10 (the one after the compute group) the
@@ -133,14 +131,22 @@
 
 // Every role branches to the one exit. Lane 0 of each warp counts it out in
 // shared memory; the CTA's last warp (the eleventh of 352 threads) adds the
-// CTA to the sync block's count of finished CTAs, relaxed and without a
-// result: no fence, no round trip.
+// CTA's share to the sync block's finish count, relaxed and without a
+// result (no fence, no round trip): 1, or 2^16 - grid + 1 for the grid's
+// last CTA, so that a launch adds 2^16.
 // CHECK:      $L_kernel_exit_0:
 // CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
 // CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
 // CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 10;
 // CHECK-NEXT: and.pred [[CTA:%p[0-9]+]], [[L0]], [[LASTW]];
-// CHECK-NEXT: @[[CTA]] red.relaxed.gpu.global.add.u64 {{\[}}[[GSYNC]]], 1;
+// CHECK-NEXT: mov.u32 [[GRID:%r[0-9]+]], %nctaid.x;
+// CHECK-NEXT: add.u32 [[NEXT:%r[0-9]+]], [[CTA_ID]], 1;
+// CHECK-NEXT: setp.eq.u32 [[LASTC:%p[0-9]+]], [[NEXT]], [[GRID]];
+// CHECK-NEXT: sub.u32 [[REST:%r[0-9]+]], 65536, [[GRID]];
+// CHECK-NEXT: selp.u32 [[EXTRA:%r[0-9]+]], [[REST]], 0, [[LASTC]];
+// CHECK-NEXT: add.u32 [[SHARE:%r[0-9]+]], [[EXTRA]], 1;
+// CHECK-NEXT: cvt.u64.u32 [[SHARE64:%rd[0-9]+]], [[SHARE]];
+// CHECK-NEXT: @[[CTA]] red.relaxed.gpu.global.add.u64 {{\[}}[[GSYNC]]], [[SHARE64]];
 // CHECK-NEXT: ret;
 // CHECK-NEXT: }
 // CHECK-NOT:  .entry

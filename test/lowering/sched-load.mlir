@@ -36,7 +36,7 @@
 // CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
 // CHECK-NEXT: ld.relaxed.gpu.global.u64 {{%rd[0-9]+}}, {{\[}}[[SYNC]]];
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
-// CHECK:      div.u64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK:      shr.b64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, 16;
 // CHECK-NEXT: cvt.u32.u64 [[DONE_L:%r[0-9]+]], [[DONE64]];
 // CHECK:      @{{%p[0-9]+}} bra $L_role_compute_0;
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;

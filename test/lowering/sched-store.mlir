@@ -30,7 +30,7 @@
 // CHECK-NEXT: ld.relaxed.gpu.global.u64 {{%rd[0-9]+}}, {{\[}}[[SYNC]]];
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
 // CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
-// CHECK:      div.u64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
+// CHECK:      shr.b64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, 16;
 // CHECK-NEXT: cvt.u32.u64 [[DONE_L:%r[0-9]+]], [[DONE64]];
 
 // CHECK-LABEL: $L_role_store_0:

@@ -692,9 +692,9 @@ class Simulation:
 
     ``buffers`` are the program's arguments as uint8 arrays (modified in
     place), ``sync`` the program's sync block (u32, modified in place): the
-    launch state (``isa.SYNC_*``: the count of finished CTAs, whose
-    quotient by the SM count is the launches done; the epoch is that + 1, and
-    a launch that completes adds one per SM) and the global counters.
+    launch state (``isa.SYNC_*``: the finish count, which gives the
+    launches done; the epoch is that + 1, and a launch that completes adds
+    ``2**isa.LAUNCH_SHIFT``) and the global counters.
     """
 
     def __init__(
@@ -721,7 +721,7 @@ class Simulation:
                                 f"{isa.sync_block_words(prog.num_counters)}")
         self.sync = sync
         self.counters = sync[isa.SYNC_HEADER_WORDS:]
-        self.epoch = isa.launch_epoch(sync, prog.num_sms)
+        self.epoch = isa.launch_epoch(sync)
         self.rng = random.Random(seed)
         self.load_window = max(int(load_window), 1)
         self.check_races = check_races
@@ -799,7 +799,7 @@ class Simulation:
                 f"{self._name(g, pos)} reads shared memory [{tile.smem}, {tile.smem + tile.nbytes}) "
                 f"of SM {sm}, which no micro-op wrote before it"
             )
-        isa.set_ctas_finished(self.sync, isa.ctas_finished(self.sync) + self.decoded.program.num_sms)
+        isa.set_finish_count(self.sync, isa.finish_count(self.sync) + (1 << isa.LAUNCH_SHIFT))
         return SimTrace(self.decoded.program, self.events)
 
     def _set_ready(self, action: int, ready: bool) -> None:

@@ -12,7 +12,7 @@ from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.fetch import load_queue
-from vdir.lowering.kernel.launch import check_scalars, finish, launches_done, read_ctas_finished
+from vdir.lowering.kernel.launch import check_scalars, finish, launches_done, read_finish_count
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
@@ -38,6 +38,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carries the bulk-reduction path (:func:`vdir.lowering.kernel.copies.reduce_rows`).
     """
     L.check_engines(target)
+    assert target.num_sms <= 1 << isa.LAUNCH_SHIFT, "a launch's share of the finish count holds its SMs"
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.kernel_params(options.trace)}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
@@ -49,7 +50,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     sync = gl["p_sync"]
     queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target))
     counters = b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS)
-    finished = read_ctas_finished(b, sync)  # divided after the first barrier
+    finish_count = read_finish_count(b, sync)  # shifted after the first barrier
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
         sync=sync, counters=counters,
@@ -74,7 +75,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
     b.raw("bar.sync", "0")
-    c.launches_done = launches_done(b, finished)
+    c.launches_done = launches_done(b, finish_count)
     check_scalars(c, list(scalars or ()))
     lab_store, lab_compute = b.new_label("role_store"), b.new_label("role_compute")
     b.bra(lab_store, b.setp("eq.u32", c.warp, L.STORE_WARP))
