@@ -122,8 +122,7 @@ def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
     b.i("mov.u32", None, 1, dst=unsettled)
     b.bra(done)
     b.place(full)
-    b.raw("cp.async.bulk.wait_group", "0")
-    b.raw("fence.proxy.async.global", "")
+    _perform_writes(c)
     b.raw("bar.warp.sync", "%d" % FULL)
     signal(c, f.signal, f.rel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
@@ -144,7 +143,14 @@ def _settle_writes(c: Ctx, unsettled: SSAValue) -> None:
     b = c.b
     settled = b.new_label("st_settled")
     b.bra(settled, b.setp("eq.u32", unsettled, 0))
-    b.raw("cp.async.bulk.wait_group", "0")
-    b.raw("fence.proxy.async.global", "")
+    _perform_writes(c)
     b.i("mov.u32", None, 0, dst=unsettled)
     b.place(settled)
+
+
+def _perform_writes(c: Ctx) -> None:
+    """Wait until every bulk group this lane committed has performed its writes, then fence the async
+    proxy's global writes against the generic proxy (the memory-model notes of :func:`_complete` and
+    :func:`_settle_writes`)."""
+    c.b.raw("cp.async.bulk.wait_group", "0")
+    c.b.raw("fence.proxy.async.global", "")
