@@ -2,7 +2,7 @@
 
 Run on a machine with an H100/H200 and PyTorch:
 
-    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--case NAME] [--torch-compile MODE] [--json FILE]
+    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--case NAME] [--torch-compile MODE] [--tile-bytes N] [--json FILE]
     python3 bench/bench_sweep.py --sim      # no GPU: the same cases, 32 times smaller, on the simulator
 
 Cases: gemvs y = W x (W bf16, M x K) over M, K in {1024, ..., 28672} in both
@@ -409,9 +409,9 @@ def gpu_main(opts, cases: list[Case]) -> int:
     plat = CudaPlatform()
     nsm = plat.target().num_sms
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
-    programs = Programs(cases, nsm, WEIGHT_TILE_BYTES, jobs)  # compiling while the GPU measures
-    print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es); "
-          f"torch.compile mode: {opts.torch_compile}", flush=True)
+    programs = Programs(cases, nsm, opts.tile_bytes, jobs)  # compiling while the GPU measures
+    print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es), weight tiles of "
+          f"at most {opts.tile_bytes} bytes; torch.compile mode: {opts.torch_compile}", flush=True)
     lowering: LoweringOptions = opts.lowering
     iters = 50 if opts.quick else opts.iters
     mode = opts.torch_compile
@@ -633,8 +633,13 @@ def main() -> int:
                     help="cases not started S seconds into the run are skipped, so that the table still "
                          "prints under a time limit (default %(default)s)")
     ap.add_argument("--json", help="also write every figure to this file (rewritten after each case)")
+    ap.add_argument("--tile-bytes", type=int, default=WEIGHT_TILE_BYTES, metavar="N",
+                    help="the weight-tile limit the library's tiling chooses within, on the GPU "
+                         "(default %(default)s)")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args()
+    if opts.tile_bytes <= 0:
+        ap.error(f"--tile-bytes must be positive, not {opts.tile_bytes}")
     opts.lowering = lowering_options(ap, opts.lowering)
     cases = select_cases(opts)
     return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)
