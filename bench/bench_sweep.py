@@ -354,7 +354,8 @@ def print_table(doc: dict) -> None:
     rows, mode = doc["rows"], doc["torch_compile_mode"]
     print()
     print(f"device: {doc['device']}  SMs: {doc['sms']}  date: {doc['date']}  launches per figure: {doc['iters']} "
-          f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}")
+          f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
+          f"weight tiles of at most {doc['tile_bytes']} bytes")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
     x = lambda v, w: f"{v:>{w - 1}.2f}x" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -429,7 +430,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
+           "tile_bytes": opts.tile_bytes, "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
     state = {"plat": plat}  # None once the platform closed (a watchdog report)
 
