@@ -616,8 +616,8 @@ def gpu_main(opts, cases: list[Case]) -> int:
     return 0 if not failed else 1
 
 
-def main() -> int:
-    """Parse arguments; run on the GPU (default) or the simulator (``--sim``)."""
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: the command line); run on the GPU (default) or the simulator (``--sim``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few cases (4 gemvs, 1 MLP layer, 1 stack), fewer launches")
     ap.add_argument("--sim", action="store_true", help="no GPU: the cases, 32 times smaller, on the simulator")
@@ -638,7 +638,7 @@ def main() -> int:
                     help="the weight-tile limit the library's tiling chooses within, on the GPU "
                          "(default %(default)s)")
     add_lowering_argument(ap, "the sweep")
-    opts = ap.parse_args()
+    opts = ap.parse_args(argv)
     if opts.tile_bytes <= 0:
         ap.error(f"--tile-bytes must be positive, not {opts.tile_bytes}")
     opts.lowering = lowering_options(ap, opts.lowering)
