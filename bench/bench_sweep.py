@@ -430,7 +430,8 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "tile_bytes": opts.tile_bytes, "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
+           "tile_bytes": opts.tile_bytes, "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps},
+           "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
     state = {"plat": plat}  # None once the platform closed (a watchdog report)
 
@@ -634,12 +635,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="cases not started S seconds into the run are skipped, so that the table still "
                          "prints under a time limit (default %(default)s)")
     ap.add_argument("--json", help="also write every figure to this file (rewritten after each case)")
-    ap.add_argument("--tile-bytes", type=int, default=WEIGHT_TILE_BYTES, metavar="N",
+    ap.add_argument("--tile-bytes", type=int, default=None, metavar="N",
                     help="the weight-tile limit the library's tiling chooses within, on the GPU "
-                         "(default %(default)s)")
+                         f"(default {WEIGHT_TILE_BYTES}; --sim scales the default down with the shapes)")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
-    if opts.tile_bytes <= 0:
+    if opts.tile_bytes is not None and opts.sim:
+        ap.error("--tile-bytes applies on the GPU; --sim scales the default limit down with the shapes")
+    if opts.tile_bytes is None:
+        opts.tile_bytes = WEIGHT_TILE_BYTES
+    elif opts.tile_bytes <= 0:
         ap.error(f"--tile-bytes must be positive, not {opts.tile_bytes}")
     opts.lowering = lowering_options(ap, opts.lowering)
     cases = select_cases(opts)

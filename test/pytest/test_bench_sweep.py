@@ -16,6 +16,14 @@ def test_a_tile_limit_that_is_not_positive_is_a_usage_error(value, capsys):
     assert f"--tile-bytes must be positive, not {value}" in capsys.readouterr().err
 
 
+def test_a_tile_limit_with_the_simulator_is_a_usage_error(capsys):
+    """``--sim`` scales the limit down with its shapes: a limit given with it is refused, not ignored."""
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(["--sim", "--tile-bytes", "4096"])
+    assert stop.value.code == 2
+    assert "--tile-bytes applies on the GPU" in capsys.readouterr().err
+
+
 def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
     """The limit reaches the library's choice: a smaller one splits a gemv's tiles."""
     case = sweep.Case("gemv", 2048, 2048)
