@@ -25,7 +25,8 @@ def test_a_tile_limit_with_the_simulator_is_a_usage_error(capsys):
 
 
 def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
-    """The limit reaches the library's choice: a smaller one splits a gemv's tiles."""
+    """``tiling``, which the sweep's compile pool calls with the run's limit, follows it: a smaller
+    limit splits a gemv's tiles (that ``gpu_main`` hands ``--tile-bytes`` to the pool needs a GPU)."""
     case = sweep.Case("gemv", 2048, 2048)
     assert sweep.tiling(case, WEIGHT_TILE_BYTES) == {"rows": 16, "k_chunks": 1}
     assert sweep.tiling(case, WEIGHT_TILE_BYTES // 2) == {"rows": 8, "k_chunks": 1}
