@@ -3,6 +3,8 @@
 Run on a machine with an H100/H200 and PyTorch:
 
     python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--case NAME] [--torch-compile MODE] [--tile-bytes N] [--json FILE]
+    python3 bench/bench_sweep.py --only gemv --tile-rows N [--tile-bytes N]   # a tiling other than the library's
+    python3 bench/bench_sweep.py --only gemv --gemv 1024x6144 [--gemv MxK]...  # other gemv shapes
     python3 bench/bench_sweep.py --sim      # no GPU: the same cases, 32 times smaller, on the simulator
 
 Cases: gemvs y = W x (W bf16, M x K) over M, K in {1024, ..., 28672} in both
@@ -157,8 +159,9 @@ class Case:
 
 
 def select_cases(opts) -> list[Case]:
-    """The cases of the run (``--quick``, ``--only``, ``--case``)."""
+    """The cases of the run (``--quick``, ``--only``, ``--gemv``, ``--case``)."""
     gemv, mlp, stack = (QUICK_GEMV, QUICK_MLP, QUICK_STACK) if opts.quick else (GEMV_SHAPES, MLP_SHAPES, STACK_SHAPES)
+    gemv = opts.gemv or gemv
     cases = []
     if opts.only in (None, "gemv"):
         cases += [Case("gemv", m, k) for m, k in gemv]
@@ -174,11 +177,13 @@ def select_cases(opts) -> list[Case]:
     return cases
 
 
-def tiling(case: Case, tile_bytes: int = WEIGHT_TILE_BYTES) -> dict[str, int]:
-    """The builders' tile arguments for ``case``: the library's choice (``gemv_tiling``,
-    ``mlp_tiling``) for weight tiles within ``tile_bytes``."""
+def tiling(case: Case, tile_bytes: int = WEIGHT_TILE_BYTES, gemv_rows: int | None = None,
+           sms: int = SIM_REAL_SMS) -> dict[str, int]:
+    """The builders' tile arguments for ``case`` on ``sms`` SMs: the library's choice (``gemv_tiling``,
+    ``mlp_tiling``) for weight tiles within ``tile_bytes``; a gemv's tiles of ``gemv_rows`` rows
+    where given (its K chunks still the library's choice for that many rows)."""
     if case.kind == "gemv":
-        rows, k_chunks = gemv_tiling(case.a, case.b, tile_bytes=tile_bytes)
+        rows, k_chunks = gemv_tiling(case.a, case.b, rows=gemv_rows, tile_bytes=tile_bytes, sms=sms)
         return {"rows": rows, "k_chunks": k_chunks}
     up, down, down_chunks = mlp_tiling(case.a, case.b, tile_bytes=tile_bytes)
     return {"up_rows": up, "down_rows": down, "down_chunks": down_chunks}
@@ -190,12 +195,12 @@ def one_line(e: BaseException, n: int = 200) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def compile_case(case: Case, num_sms: int, tile_bytes: int) -> dict:
+def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None) -> dict:
     """The case's program, compiled: {prog, seconds, error, tiling}; ``error`` one line, ``prog`` None then."""
     t0 = time.time()
     t = None
     try:
-        t = tiling(case, tile_bytes)
+        t = tiling(case, tile_bytes, gemv_rows, num_sms)
         if case.kind == "gemv":
             prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms)
         else:
@@ -215,15 +220,15 @@ def _worker_init() -> None:
 class Programs:
     """The cases' programs: compiled ahead, in worker processes (``jobs`` > 1), or when asked for."""
 
-    def __init__(self, cases: list[Case], num_sms: int, tile_bytes: int, jobs: int):
-        self.num_sms, self.tile_bytes = num_sms, tile_bytes
+    def __init__(self, cases: list[Case], num_sms: int, tile_bytes: int, jobs: int, gemv_rows: int | None = None):
+        self.num_sms, self.tile_bytes, self.gemv_rows = num_sms, tile_bytes, gemv_rows
         self.pool = None
         self.futures: dict[Case, concurrent.futures.Future] = {}
         if jobs > 1 and len(cases) > 1:
             self.pool = concurrent.futures.ProcessPoolExecutor(
                 min(jobs, len(cases)), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
             for c in cases:  # in the order they are needed
-                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes)
+                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes, gemv_rows)
 
     def get(self, case: Case) -> dict:
         fut = self.futures.pop(case, None)
@@ -232,7 +237,7 @@ class Programs:
                 return fut.result()
             except Exception:  # noqa: BLE001  (a worker lost: compile here instead)
                 pass
-        return compile_case(case, self.num_sms, self.tile_bytes)
+        return compile_case(case, self.num_sms, self.tile_bytes, self.gemv_rows)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -355,7 +360,7 @@ def print_table(doc: dict) -> None:
     print()
     print(f"device: {doc['device']}  SMs: {doc['sms']}  date: {doc['date']}  launches per figure: {doc['iters']} "
           f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
-          f"weight tiles of at most {doc['tile_bytes']} bytes")
+          f"weight tiles of at most {doc['tile_bytes']} bytes, gemv tile rows: {doc['gemv_tile_rows']}")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
     x = lambda v, w: f"{v:>{w - 1}.2f}x" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -410,7 +415,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     plat = CudaPlatform()
     nsm = plat.target().num_sms
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
-    programs = Programs(cases, nsm, opts.tile_bytes, jobs)  # compiling while the GPU measures
+    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows)  # compiling while the GPU measures
     print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es), weight tiles of "
           f"at most {opts.tile_bytes} bytes; torch.compile mode: {opts.torch_compile}", flush=True)
     lowering: LoweringOptions = opts.lowering
@@ -430,7 +435,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "tile_bytes": opts.tile_bytes, "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps},
+           "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's", "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps},
            "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
     state = {"plat": plat}  # None once the platform closed (a watchdog report)
@@ -617,6 +622,14 @@ def gpu_main(opts, cases: list[Case]) -> int:
     return 0 if not failed else 1
 
 
+def gemv_shape(text: str) -> tuple[int, int]:
+    """``--gemv``'s ``MxK``: two positive integers (an :class:`argparse.ArgumentTypeError` otherwise)."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not MxK with M and K positive integers")
+    return int(parts[0]), int(parts[1])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: the command line); run on the GPU (default) or the simulator (``--sim``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -638,8 +651,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tile-bytes", type=int, default=None, metavar="N",
                     help="the weight-tile limit the library's tiling chooses within, on the GPU "
                          f"(default {WEIGHT_TILE_BYTES}; --sim scales the default down with the shapes)")
+    ap.add_argument("--gemv", action="append", default=[], type=gemv_shape, metavar="MxK",
+                    help="a gemv of this shape in place of the table's gemvs (repeatable), e.g. 1024x6144")
+    ap.add_argument("--tile-rows", type=int, default=None, metavar="N",
+                    help="the gemvs' weight-tile rows, on the GPU with --only gemv (default: the library's "
+                         "choice; the K chunks are chosen for these rows within the tile limit)")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
+    if opts.gemv and opts.only == "mlp":
+        ap.error("--gemv adds gemvs: it cannot be given with --only mlp")
+    if opts.tile_rows is not None:
+        if opts.sim or opts.only != "gemv":
+            ap.error("--tile-rows applies to the gemvs on the GPU: give it with --only gemv, without --sim")
+        if opts.tile_rows <= 0:
+            ap.error(f"--tile-rows must be positive, not {opts.tile_rows}")
     if opts.tile_bytes is not None and opts.sim:
         ap.error("--tile-bytes applies on the GPU; --sim scales the default limit down with the shapes")
     if opts.tile_bytes is None:

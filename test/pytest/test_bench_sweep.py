@@ -31,3 +31,49 @@ def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
     assert sweep.tiling(case, WEIGHT_TILE_BYTES) == {"rows": 16, "k_chunks": 1}
     assert sweep.tiling(case, WEIGHT_TILE_BYTES // 2) == {"rows": 8, "k_chunks": 1}
     assert sweep.tiling(case, WEIGHT_TILE_BYTES // 4) == {"rows": 8, "k_chunks": 2}
+
+
+@pytest.mark.parametrize("argv", [["--tile-rows", "32"], ["--only", "mlp", "--tile-rows", "32"],
+                                  ["--sim", "--only", "gemv", "--tile-rows", "32"]])
+def test_tile_rows_outside_the_gpu_gemvs_is_a_usage_error(argv, capsys):
+    """The rows override reaches only the gemvs' builder: with MLPs in the run or on the simulator it is refused."""
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(argv)
+    assert stop.value.code == 2
+    assert "--tile-rows applies to the gemvs on the GPU" in capsys.readouterr().err
+
+
+def test_tile_rows_that_are_not_positive_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(["--only", "gemv", "--tile-rows", "0"])
+    assert stop.value.code == 2
+    assert "--tile-rows must be positive, not 0" in capsys.readouterr().err
+
+
+def test_tile_rows_set_the_gemv_rows_and_the_k_chunks_follow_them():
+    """Given rows replace the library's; the K chunks are the fewest that fit those rows within the limit."""
+    case = sweep.Case("gemv", 2048, 8192)
+    assert sweep.tiling(case, WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 2}
+    assert sweep.tiling(case, 2 * WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 1}
+    assert sweep.tiling(case, 2 * WEIGHT_TILE_BYTES, gemv_rows=32) == {"rows": 32, "k_chunks": 4}
+    assert sweep.compile_case(sweep.Case("gemv", 1000, 8192), 4, WEIGHT_TILE_BYTES, gemv_rows=16)["error"]
+
+
+def test_gemv_shapes_replace_the_tables_gemvs():
+    opts = sweep.argparse.Namespace(quick=False, only="gemv", gemv=[(1024, 6144), (512, 8192)], case=[])
+    assert [c.name for c in sweep.select_cases(opts)] == ["gemv 1024x6144", "gemv 512x8192"]
+
+
+@pytest.mark.parametrize("shape", ["1024", "1024x", "0x64", "ax8", "8x8x8", "x8"])
+def test_a_gemv_shape_that_is_not_m_by_k_is_a_usage_error(shape, capsys):
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(["--only", "gemv", "--gemv", shape])
+    assert stop.value.code == 2
+    assert "is not MxK with M and K positive integers" in capsys.readouterr().err
+
+
+def test_gemv_shapes_with_only_mlps_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(["--only", "mlp", "--gemv", "64x64"])
+    assert stop.value.code == 2
+    assert "--gemv adds gemvs" in capsys.readouterr().err

@@ -6,6 +6,7 @@ import pytest
 
 from vdir.frontend import examples
 from vdir.frontend.layers import (
+    LONE_TILE_FACTOR,
     NARROW_TILE_ROWS,
     WEIGHT_TILE_BYTES,
     WIDE_TILE_ROWS,
@@ -29,6 +30,25 @@ def test_gemv_tiles_fit_the_limit(M, K):
     assert chunks == fewest
 
 
+@pytest.mark.parametrize("M", SIZES)
+@pytest.mark.parametrize("K", SIZES)
+def test_lone_tiles_take_the_whole_k(M, K):
+    """On ``sms`` SMs the tiling differs from the limit's only where every SM has at most one tile: then
+    the K is whole if such a tile is within LONE_TILE_FACTOR times the limit, else split as before."""
+    sms = 132
+    rows, chunks = gemv_tiling(M, K)
+    lone = M <= rows * sms and rows * K * 2 <= LONE_TILE_FACTOR * WEIGHT_TILE_BYTES
+    assert gemv_tiling(M, K, sms=sms) == ((rows, 1) if lone else (rows, chunks))
+
+
+def test_the_lone_tile_rule_at_its_edges():
+    assert gemv_tiling(1024, 8192, sms=132) == (8, 1)  # 128 tiles of 128 KiB on 132 SMs
+    assert gemv_tiling(1024, 8192, sms=127) == (8, 2)  # two tiles on some SM: the chunks overlap their loads
+    assert gemv_tiling(2048, 8192, sms=132) == (8, 2)
+    assert gemv_tiling(1024, 14336, sms=132) == (8, 4)  # a whole-K tile of 224 KiB would not fit beside x
+    assert gemv_tiling(1024, 8192, k_chunks=4, sms=132) == (8, 4)  # given chunks are kept
+
+
 def test_given_arguments_are_kept():
     assert gemv_tiling(8192, 8192, rows=16) == (16, 4)  # the chunks follow the rows given
     assert gemv_tiling(8192, 8192, k_chunks=8) == (8, 8)
@@ -39,6 +59,8 @@ def test_given_arguments_are_kept():
 def test_the_examples_keep_their_tiling():
     """Left out, the builders' tiling is what their defaults used to be written as."""
     assert str(examples.build_gemv()) == str(examples.build_gemv(rows_per_tile=8, k_chunks=2))
+    # a lone tile per SM of the target (an H200's 132): the whole K
+    assert str(examples.build_gemv(1024, 8192)) == str(examples.build_gemv(1024, 8192, rows_per_tile=8, k_chunks=1))
     assert str(examples.build_mlp_block()) == str(examples.build_mlp_block(up_rows=16, down_rows=8, down_chunks=2))
     assert str(examples.build_mlp_stack(2)) == str(examples.build_mlp_stack(2, up_rows=16, down_rows=8,
                                                                             down_chunks=2))

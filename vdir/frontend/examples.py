@@ -29,6 +29,7 @@ from vdir.frontend.layers import (
     split_evenly,
     tile_count,
 )
+from vdir.target import get_target
 
 
 def build_gemv(
@@ -43,9 +44,10 @@ def build_gemv(
 
     Row blocks of ``rows_per_tile`` rows, K in ``k_chunks`` chunks with f32
     partial sums; x is loaded once, before the repeat over row blocks. Left
-    out, the tiling is :func:`~vdir.frontend.layers.gemv_tiling`'s.
+    out, the tiling is :func:`~vdir.frontend.layers.gemv_tiling`'s for all
+    of the target's SMs.
     """
-    rows_per_tile, k_chunks = gemv_tiling(M, K, rows_per_tile, k_chunks)
+    rows_per_tile, k_chunks = gemv_tiling(M, K, rows_per_tile, k_chunks, sms=get_target(target).num_sms)
     b = ProgramBuilder("gemv", target=target)
     w = b.buffer("w", (M, K), "bf16")
     x = b.buffer("x", (1, K), "bf16")

@@ -65,16 +65,29 @@ def tile_rows_for(M: int, K: int, tile_bytes: int = WEIGHT_TILE_BYTES) -> int:
     return NARROW_TILE_ROWS
 
 
+#: where a gemv's tiles number at most one per SM, its K chunks are merged into one tile of up to this many
+#: times ``tile_bytes`` (:func:`gemv_tiling`): with nothing to overlap on an SM, one micro-op per tile
+#: beats chained K chunks (1024 x 8192, 8 x 8192 tiles of 128 KiB: 12.4 against 13.2-13.3 us on the
+#: H200, docs/performance.md round 23)
+LONE_TILE_FACTOR = 2
+
+
 def gemv_tiling(M: int, K: int, rows: int | None = None, k_chunks: int | None = None,
-                tile_bytes: int = WEIGHT_TILE_BYTES) -> tuple[int, int]:
+                tile_bytes: int = WEIGHT_TILE_BYTES, sms: int | None = None) -> tuple[int, int]:
     """(tile rows, K chunks) of a gemv ``y = W x`` with ``W`` of ``M x K``, each chosen unless given.
 
     Rows: :func:`tile_rows_for`; K: the fewest chunks that keep a tile
-    within ``tile_bytes`` (:func:`chunks_for`). Measured on the H200 at 13
-    shapes (docs/performance.md, shape sweep).
+    within ``tile_bytes`` (:func:`chunks_for`), or the whole K where the
+    gemv spreads over ``sms`` SMs at most one tile each and such a tile is
+    within :data:`LONE_TILE_FACTOR` times ``tile_bytes``. Measured on the
+    H200 at 13 shapes (docs/performance.md, shape sweep and round 23).
     """
     rows = tile_rows_for(M, K, tile_bytes) if rows is None else rows
-    return rows, chunks_for(rows, K, f"gemv {M}x{K}", tile_bytes) if k_chunks is None else k_chunks
+    if k_chunks is not None:
+        return rows, k_chunks
+    if sms is not None and M <= rows * sms and rows * K * _BF16 <= LONE_TILE_FACTOR * tile_bytes:
+        return rows, chunks_for(rows, K, f"gemv {M}x{K}", LONE_TILE_FACTOR * tile_bytes)
+    return rows, chunks_for(rows, K, f"gemv {M}x{K}", tile_bytes)
 
 
 #: a gate or up tile of the whole hidden size at least this many times ``tile_bytes`` is split along K
