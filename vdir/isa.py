@@ -374,20 +374,18 @@ H_BITMAP_BITS = HDR_BITMAP_BITS.word
 # One device block per executable holds what launches share: it is zeroed
 # once, and every launch advances it on the device, so that a launch replayed
 # from a captured CUDA graph sees a fresh epoch without a host write.
-#: the launches' finish count: a u64 over the first two words (low word
-#: first). Every CTA adds one as it leaves, except the grid's last (by index),
-#: which adds ``2**LAUNCH_SHIFT - n + 1`` on ``n`` SMs: a launch adds
-#: ``2**LAUNCH_SHIFT`` in all, so the launches done are the count shifted right
-#: by :data:`LAUNCH_SHIFT` (:func:`launches_done`). The CTAs of a launch that
-#: leave before another reads the count add less than that (``n - 1`` CTAs at
-#: most, the last one's share among them), so every CTA of the launch reads
-#: the same launches done
-SYNC_FINISH_COUNT = 0
-#: a launch adds ``2**LAUNCH_SHIFT`` to the finish count: the most SMs a launch may have (the u64
-#: count then lasts 2**48 launches)
-LAUNCH_SHIFT = 16
+#: the most SMs a launch may have: the sync block opens with a finish count for each
+SYNC_MAX_SMS = 256
+#: u32 words of one CTA's finish count: a u64, low word first
+SYNC_FINISH_WORDS = 2
+#: the launches' finish counts, one u64 per CTA (CTA ``i`` at word ``SYNC_FINISH_WORDS * i``): the
+#: launches that CTA has finished. A CTA reads its own in its prologue (a launch begins after the
+#: one before it ended, so every CTA of a launch reads the same launches done) and writes it plus one
+#: as it leaves: no CTA writes a word that another reads, so nothing is atomic and nothing contends
+#: (``lowering/kernel/launch.py``)
+SYNC_FINISH_COUNTS = 0
 #: the words in front of the global counters
-SYNC_HEADER_WORDS = 2
+SYNC_HEADER_WORDS = SYNC_FINISH_WORDS * SYNC_MAX_SMS
 #: counter values are compared modulo 2**32: a wait for ``wanted`` is met while
 #: ``(value - wanted) mod 2**32`` reads as a non-negative s32, so epochs may wrap
 COUNTER_MODULUS = 1 << 32
@@ -398,26 +396,34 @@ def sync_block_words(num_counters: int) -> int:
     return SYNC_HEADER_WORDS + num_counters
 
 
-def finish_count(sync: np.ndarray) -> int:
-    """The sync block's finish count (:data:`SYNC_FINISH_COUNT`, a u64 over two u32 words)."""
-    return int(sync[SYNC_FINISH_COUNT]) | int(sync[SYNC_FINISH_COUNT + 1]) << 32
-
-
-def set_finish_count(sync: np.ndarray, count: int) -> None:
-    """Write the sync block's finish count (modulo 2**64)."""
-    count %= 1 << 64
-    sync[SYNC_FINISH_COUNT] = count & 0xFFFFFFFF
-    sync[SYNC_FINISH_COUNT + 1] = count >> 32
+def finish_counts(sync: np.ndarray, num_sms: int) -> list[int]:
+    """The finish counts of CTAs ``0 .. num_sms - 1``: the launches each has finished."""
+    w = SYNC_FINISH_COUNTS + SYNC_FINISH_WORDS * np.arange(num_sms)
+    return [int(lo) | int(hi) << 32 for lo, hi in zip(sync[w], sync[w + 1], strict=True)]
 
 
 def launches_done(sync: np.ndarray) -> int:
-    """Launches completed since the sync block was zeroed."""
-    return finish_count(sync) >> LAUNCH_SHIFT
+    """Launches completed since the sync block was zeroed (CTA 0's finish count: after a whole
+    launch every CTA's is the same)."""
+    return finish_counts(sync, 1)[0]
 
 
 def set_launches_done(sync: np.ndarray, launches: int) -> None:
-    """Write the finish count that ``launches`` completed launches leave."""
-    set_finish_count(sync, launches << LAUNCH_SHIFT)
+    """Write every CTA's finish count as ``launches`` completed launches leave it (modulo 2**64)."""
+    launches %= 1 << 64
+    counts = sync[SYNC_FINISH_COUNTS:SYNC_FINISH_COUNTS + SYNC_HEADER_WORDS]
+    counts[0::SYNC_FINISH_WORDS] = launches & 0xFFFFFFFF
+    counts[1::SYNC_FINISH_WORDS] = launches >> 32
+
+
+def finish_launch(sync: np.ndarray, num_sms: int) -> None:
+    """What a launch on ``num_sms`` SMs leaves in the sync block: each of its CTAs' finish counts plus
+    one, modulo 2**64 (the device's ``lowering/kernel/launch.py`` ``finish``; the simulator's end of
+    a launch)."""
+    for sm, count in enumerate(finish_counts(sync, num_sms)):
+        w = SYNC_FINISH_COUNTS + SYNC_FINISH_WORDS * sm
+        count = (count + 1) % (1 << 64)
+        sync[w], sync[w + 1] = count & 0xFFFFFFFF, count >> 32
 
 
 def launch_epoch(sync: np.ndarray) -> int:

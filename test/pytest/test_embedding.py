@@ -113,9 +113,12 @@ def test_the_launch_state_advances_on_the_device(exe):
         exe(x, pos=k, n=2)
     words = np.empty(isa.sync_block_words(exe.program.num_counters), np.uint32)
     exe.platform.copy_out(exe._sync, words)
-    # each launch's CTAs add 2**LAUNCH_SHIFT in all, whatever order they leave in
-    assert isa.finish_count(words) == 3 << isa.LAUNCH_SHIFT
+    # each CTA counts the launches it finished in a word of its own; the words of SMs the program
+    # does not use stay as they were
+    n = exe.program.num_sms
+    assert isa.finish_counts(words, n) == [3] * n
     assert isa.launches_done(words) == 3
+    assert not words[isa.SYNC_FINISH_WORDS * n:isa.SYNC_HEADER_WORDS].any()
 
 
 def test_counters_compare_modulo_2_32():
@@ -430,3 +433,16 @@ def test_words_written_into_a_buffer(exe):
     x = random_x(np.random.default_rng(15))
     exe.launch(x)
     assert same_bits(exe.buffer("y").numpy(), reference(x, 9, 2))
+
+
+def test_finish_counts_are_per_cta_and_wrap_at_2_64():
+    """A launch on n SMs adds one to each of its CTAs' counts and leaves the others; the counts are
+    u64s that wrap, and the launches done are CTA 0's."""
+    sync = np.zeros(isa.sync_block_words(0), np.uint32)
+    isa.set_launches_done(sync, 2**64 - 1)
+    isa.finish_launch(sync, 3)
+    assert isa.finish_counts(sync, 4) == [0, 0, 0, 2**64 - 1]
+    assert isa.launches_done(sync) == 0
+    isa.set_launches_done(sync, 2**32 - 1)  # the carry into the high word
+    isa.finish_launch(sync, isa.SYNC_MAX_SMS)
+    assert isa.finish_counts(sync, isa.SYNC_MAX_SMS) == [2**32] * isa.SYNC_MAX_SMS

@@ -799,7 +799,7 @@ class Simulation:
                 f"{self._name(g, pos)} reads shared memory [{tile.smem}, {tile.smem + tile.nbytes}) "
                 f"of SM {sm}, which no micro-op wrote before it"
             )
-        isa.set_finish_count(self.sync, isa.finish_count(self.sync) + (1 << isa.LAUNCH_SHIFT))
+        isa.finish_launch(self.sync, self.decoded.program.num_sms)
         return SimTrace(self.decoded.program, self.events)
 
     def _set_ready(self, action: int, ready: bool) -> None:

@@ -18,7 +18,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_instrs"),  # u32[num_instrs * 32]
     ("u64", "p_queues"),  # the queue table: (first, count) per (SM, engine), row sm*engines+engine
     ("u64", "p_buffers"),  # u64[num_buffers]: device pointers in argument order
-    ("u64", "p_sync"),  # the sync block: u32[isa.SYNC_HEADER_WORDS] launch state, then u32[num_counters]
+    ("u64", "p_sync"),  # the sync block: u32[isa.SYNC_HEADER_WORDS] finish counts, then u32[num_counters]
     ("u64", "p_error"),  # u32[ERROR_WORDS]
     ("u64", "p_watchdog_ns"),
     ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
@@ -49,7 +49,7 @@ TMAP_BYTES = 128
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
-SMEM_WARPS_DONE = 12  # u32: the CTA's warps that have finished (kernel.launch.finish)
+# bytes 12..15: free
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp

@@ -38,7 +38,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carries the bulk-reduction path (:func:`vdir.lowering.kernel.copies.reduce_rows`).
     """
     L.check_engines(target)
-    assert target.num_sms <= 1 << isa.LAUNCH_SHIFT, "a launch's share of the finish count holds its SMs"
+    assert target.num_sms <= isa.SYNC_MAX_SMS, "the sync block holds a finish count per SM"
     b = PtxBuilder(kernel)
     p = {name: b.param(t, name) for t, name in L.kernel_params(options.trace)}
     gl = {k: b.i("cvta.to.global.u64", "u64", p[k])
@@ -50,7 +50,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     sync = gl["p_sync"]
     queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target))
     counters = b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS)
-    finish_count = read_finish_count(b, sync)  # shifted after the first barrier
+    finish_count = read_finish_count(b, sync, sm)  # used after the first barrier
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
         sync=sync, counters=counters,
@@ -66,7 +66,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
-    b.st("st.shared.u32", base, L.SMEM_WARPS_DONE, 0, guard=t0)
     for ring, engine in enumerate(target.load_engines):
         for s in range(c.options.ring_depth(target.engines[engine].kind)):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
@@ -100,7 +99,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.place(lab_compute)
     compute_engine(c, families)
     b.place(c.exit_label)
-    finish(c, L.block_threads(target, loops) // 32)
+    finish(c, finish_count, sm)
 
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:

@@ -1,27 +1,27 @@
-"""The launch's prologue and epilogue on the sync block: the epoch, the scalar checks, the finish count.
+"""The launch's prologue and epilogue on the sync block: the epoch, the scalar checks, the finish counts.
 
-The epoch lives in device memory (``isa.SYNC_FINISH_COUNT`` of the sync
+The epoch lives in device memory (``isa.SYNC_FINISH_COUNTS`` of the sync
 block), not in a kernel argument, so that a launch captured once in a CUDA
 graph and replayed many times waits for the right counter values on every
-replay. Each launch reads it in its prologue and every CTA advances it as
-it leaves:
+replay. Each CTA keeps its own finish count there, the launches it has
+finished:
 
-* every thread reads the finish count before the CTA's first ``bar.sync``
-  and shifts it right by ``isa.LAUNCH_SHIFT`` after it
-  (:func:`read_finish_count`, :func:`launches_done`), so no thread stalls
-  on the load's round trip before the barrier and its queue's load; the
-  launches done are used only by a wait's counter target
-  (:func:`counter_target`). The launches before this one ended before it
-  began, each having added ``2**LAUNCH_SHIFT``; the CTAs of this launch
-  that have already left add less (``isa.SYNC_FINISH_COUNT``), so every
-  thread finds the same launches done;
-* each warp's lane 0 counts its warp out in shared memory, and the CTA's
-  last warp adds the CTA's share to the count with ``red.relaxed.gpu``:
-  one, or ``2**LAUNCH_SHIFT - grid + 1`` for the grid's last CTA. No fence
-  and no round trip before the CTA leaves (measured: docs/performance.md,
-  round 21). Relaxed suffices: the count orders no other memory, a later
-  launch reads it after this one has ended, and this launch's readers only
-  shift it.
+* every thread reads its CTA's count before the CTA's first ``bar.sync``
+  and uses it only after it (:func:`read_finish_count`,
+  :func:`launches_done`), so no thread stalls on the load's round trip
+  before the barrier and its queue's load; the launches done are used only
+  by a wait's counter target (:func:`counter_target`). A launch begins
+  after the one before it ended, and every CTA of every launch runs, so
+  every CTA of a launch reads the same launches done;
+* thread 0 writes the count plus one as it leaves (:func:`finish`), with
+  ``st.relaxed.gpu``: after the CTA's first barrier, so after every thread
+  of the CTA read it, and before the launch ends, so before the next one
+  reads it. Relaxed suffices: the count orders no other memory, and kernel
+  boundaries order this launch's writes before the next launch's reads.
+  One plain store per CTA to a word of its own: the single count that every
+  CTA added to (``red.relaxed.gpu`` on one address) cost each launch about
+  0.35 us, the reductions serialising at the end of the launch
+  (docs/performance.md, round 23).
 
 Launch-time scalars may be written into the scalar block by the device (a
 replayed graph), so the host's range check is not enough: the prologue
@@ -38,19 +38,20 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 
 
-def read_finish_count(b, sync: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
-    """The sync block's finish count (u64), loaded in the prologue."""
-    return b.ld("ld.relaxed.gpu.global.u64", "u64", sync, 4 * isa.SYNC_FINISH_COUNT)
+def read_finish_count(b, sync: SSAValue, sm: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """CTA ``sm``'s finish count (u64), loaded in the prologue."""
+    offset = b.i("mul.wide.u32", "u64", sm, isa.WORD_BYTES * isa.SYNC_FINISH_WORDS)
+    return b.ld("ld.relaxed.gpu.global.u64", "u64", b.i("add.u64", "u64", sync, offset),
+                isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS)
 
 
 def launches_done(b, count: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
-    """The launches done before this one (u32, wrapping): the finish count shifted right by
-    ``isa.LAUNCH_SHIFT``.
+    """The launches done before this one (u32, wrapping): the CTA's finish count's low word.
 
     Emitted after the CTA's first barrier, where the count's load has had
     the header's initialisation and the barrier to land.
     """
-    return b.i("cvt.u32.u64", "u32", b.i("shr.b64", "u64", count, isa.LAUNCH_SHIFT))
+    return b.i("cvt.u32.u64", "u32", count)
 
 
 def counter_target(c: Ctx, count: SSAValue) -> SSAValue:
@@ -91,21 +92,13 @@ def check_scalars(c: Ctx, scalars: list[isa.ScalarInfo]) -> None:
     b.place(ok)
 
 
-def finish(c: Ctx, warps_per_cta: int) -> None:
-    """Count this warp out; the CTA's last warp adds the CTA's share to the finish count (then every
-    thread returns)."""
+def finish(c: Ctx, count: SSAValue, sm: SSAValue) -> None:
+    """Thread 0 writes its CTA's finish count, ``count`` (read in the prologue) plus one; then every
+    thread returns."""
     b = c.b
-    lane0 = b.setp("eq.u32", c.lane, 0)
-    # (a result is read only under the predicate that guarded its atom)
-    out = b.raw("atom.shared.add.u32", "{0}, [{1}+%d], 1" % L.SMEM_WARPS_DONE, outs=["u32"], ins=[c.base],
-                guard=lane0)[0]
-    cta_done = b.i("and.pred", "pred", lane0, b.setp("eq.u32", out, warps_per_cta - 1))
-    # the CTA's share: 1, or 2**LAUNCH_SHIFT - grid + 1 for the grid's last CTA (a launch adds 2**LAUNCH_SHIFT)
-    grid = b.special("u32", "%nctaid.x")
-    last = b.setp("eq.u32", b.i("add.u32", "u32", c.sm, 1), grid)
-    rest = b.i("sub.u32", "u32", 1 << isa.LAUNCH_SHIFT, grid)
-    share = b.i("cvt.u64.u32", "u64", b.i("add.u32", "u32", b.i("selp.u32", "u32", rest, 0, last), 1))
-    # relaxed, no result: see the module's note
-    b.raw("red.relaxed.gpu.global.add.u64", "[{0}+%d], {1}" % (4 * isa.SYNC_FINISH_COUNT), ins=[c.sync, share],
-          guard=cta_done)
+    t0 = b.setp("eq.u32", c.tid, 0)
+    offset = b.i("mul.wide.u32", "u64", sm, isa.WORD_BYTES * isa.SYNC_FINISH_WORDS)
+    # relaxed, after the CTA's first barrier: see the module's note
+    b.st("st.relaxed.gpu.global.u64", b.i("add.u64", "u64", c.sync, offset), isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS,
+         b.i("add.u64", "u64", count, 1), guard=t0)
     b.raw("ret", "")
