@@ -18,9 +18,11 @@ finished:
   of the CTA read it, and before the launch ends, so before the next one
   reads it. Relaxed suffices: the count orders no other memory, and kernel
   boundaries order this launch's writes before the next launch's reads.
-  One plain store per CTA to a word of its own: the single count that every
-  CTA added to (``red.relaxed.gpu`` on one address) cost each launch about
-  0.35 us, the reductions serialising at the end of the launch
+  One plain store per CTA to a word of its own: a single count that every
+  CTA added to (``red.relaxed.gpu`` on one address) made an empty kernel on
+  132 CTAs 0.35-0.4 us longer, the reductions serialising at the end of the
+  launch, and a one-triple program 0.3-0.4 us longer; where the CTAs leave
+  at different times (the gemvs) it cost nothing measurable
   (docs/performance.md, round 23).
 
 Launch-time scalars may be written into the scalar block by the device (a
