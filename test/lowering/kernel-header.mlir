@@ -59,8 +59,9 @@
 // Thread ids, the shared base; each warp's engine (warp 0 the load engine's,
 // 1 the store engine's, 10 the stream engine's, the others the compute
 // engine's) and its queue's row of the queue table (row sm * 4 + engine, 16
-// bytes), loaded before the first barrier; the counters 8 bytes into the sync
-// block and its u64 finish count, read by every thread before the first
+// bytes), loaded before the first barrier; the counters 2048 bytes into the
+// sync block (behind a u64 finish count for each of up to 256 CTAs) and this
+// CTA's finish count (8 bytes per CTA), read by every thread before the first
 // barrier (neither round trip stalls the prologue); the tile arena 4 KiB above the
 // shared base, and a zero register (the innermost coordinate of every tensor
 // copy).
@@ -79,20 +80,21 @@
 // CHECK-NEXT: mul.wide.u32 [[OFF:%rd[0-9]+]], [[ROW]], 16;
 // CHECK-NEXT: add.u64 [[QROW:%rd[0-9]+]], [[GQUEUES]], [[OFF]];
 // CHECK-NEXT: ld.global.nc.v4.u32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {{\[}}[[QROW]]];
-// CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[FINISH_COUNT:%rd[0-9]+]], {{\[}}[[GSYNC]]];
+// CHECK-NEXT: add.u64 %rd{{[0-9]+}}, [[GSYNC]], 2048;
+// CHECK-NEXT: mul.wide.u32 [[FOFF:%rd[0-9]+]], [[CTA_ID]], 8;
+// CHECK-NEXT: add.u64 [[FINISH:%rd[0-9]+]], [[GSYNC]], [[FOFF]];
+// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[FINISH_COUNT:%rd[0-9]+]], {{\[}}[[FINISH]]];
 // CHECK-NEXT: and.b32 %r{{[0-9]+}}, [[TID]], 31;
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
-// Thread 0: bitmap, abort flag and warps-done count cleared, 8 mbarriers
+// Thread 0: bitmap and abort flag cleared, 8 mbarriers
 // (count 1) at 16..72 for the load engine's ring (load_ring) and 2 at 80, 88
 // for the stream engine's (stream_ring; the rings are MAX_LOAD_RING = 8
 // apart; the header's reduction scratch starts at 256).
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
-// CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+12], 0;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+16], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+24], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+32], 1;
@@ -108,9 +110,8 @@
 // CHECK-NEXT: bar.sync 0;
 
 // After the barrier: the launches done (the epoch less one), the finish
-// count shifted right by isa.LAUNCH_SHIFT (a launch adds 2^16 in all).
-// CHECK-NEXT: shr.b64 [[DONE64:%rd[0-9]+]], [[FINISH_COUNT]], 16;
-// CHECK-NEXT: cvt.u32.u64 {{%r[0-9]+}}, [[DONE64]];
+// count's low word.
+// CHECK-NEXT: cvt.u32.u64 {{%r[0-9]+}}, [[FINISH_COUNT]];
 
 // Warp 1 is the store engine, warp 10 (the one after the compute group) the
 // stream engine, warps 2..9 the compute engine, warp 0 falls through into the
@@ -129,24 +130,13 @@
 // CHECK:      $L_role_compute_0:
 // CHECK:      $L_cp_top_0:
 
-// Every role branches to the one exit. Lane 0 of each warp counts it out in
-// shared memory; the CTA's last warp (the eleventh of 352 threads) adds the
-// CTA's share to the sync block's finish count, relaxed and without a
-// result (no fence, no round trip): 1, or 2^16 - grid + 1 for the grid's
-// last CTA, so that a launch adds 2^16.
+// Every role branches to the one exit. Thread 0 writes its CTA's finish
+// count plus one, a relaxed plain store to a word no other CTA touches (no
+// atomic, no fence, no round trip).
 // CHECK:      $L_kernel_exit_0:
-// CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], %r{{[0-9]+}}, 0;
-// CHECK-NEXT: @[[L0]] atom.shared.add.u32 [[OUT:%r[0-9]+]], {{\[}}[[BASE]]+12], 1;
-// CHECK-NEXT: setp.eq.u32 [[LASTW:%p[0-9]+]], [[OUT]], 10;
-// CHECK-NEXT: and.pred [[CTA:%p[0-9]+]], [[L0]], [[LASTW]];
-// CHECK-NEXT: mov.u32 [[GRID:%r[0-9]+]], %nctaid.x;
-// CHECK-NEXT: add.u32 [[NEXT:%r[0-9]+]], [[CTA_ID]], 1;
-// CHECK-NEXT: setp.eq.u32 [[LASTC:%p[0-9]+]], [[NEXT]], [[GRID]];
-// CHECK-NEXT: sub.u32 [[REST:%r[0-9]+]], 65536, [[GRID]];
-// CHECK-NEXT: selp.u32 [[EXTRA:%r[0-9]+]], [[REST]], 0, [[LASTC]];
-// CHECK-NEXT: add.u32 [[SHARE:%r[0-9]+]], [[EXTRA]], 1;
-// CHECK-NEXT: cvt.u64.u32 [[SHARE64:%rd[0-9]+]], [[SHARE]];
-// CHECK-NEXT: @[[CTA]] red.relaxed.gpu.global.add.u64 {{\[}}[[GSYNC]]], [[SHARE64]];
+// CHECK-NEXT: setp.eq.u32 [[T0X:%p[0-9]+]], [[TID]], 0;
+// CHECK-NEXT: add.u64 [[NEXT:%rd[0-9]+]], [[FINISH_COUNT]], 1;
+// CHECK-NEXT: @[[T0X]] st.relaxed.gpu.global.u64 {{\[}}[[FINISH]]], [[NEXT]];
 // CHECK-NEXT: ret;
 // CHECK-NEXT: }
 // CHECK-NOT:  .entry

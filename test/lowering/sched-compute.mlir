@@ -26,7 +26,7 @@
 // CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
-// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 2048;
 // CHECK:      add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
 
 // CHECK-LABEL: $L_role_compute_0:

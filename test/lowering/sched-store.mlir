@@ -26,12 +26,13 @@
 // CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, {{%r[0-9]+}}, 16;
 // CHECK-NEXT: add.u64 [[ROW:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: ld.global.nc.v4.u32 {[[START:%r[0-9]+]], [[COUNT:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[ROW]]];
-// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 8;
-// CHECK-NEXT: ld.relaxed.gpu.global.u64 {{%rd[0-9]+}}, {{\[}}[[SYNC]]];
+// CHECK-NEXT: add.u64 [[CTR:%rd[0-9]+]], [[SYNC]], 2048;
+// CHECK-NEXT: mul.wide.u32 {{%rd[0-9]+}}, [[SM]], 8;
+// CHECK-NEXT: add.u64 [[FINISH:%rd[0-9]+]], [[SYNC]], {{%rd[0-9]+}};
+// CHECK-NEXT: ld.relaxed.gpu.global.u64 [[COUNT64:%rd[0-9]+]], {{\[}}[[FINISH]]];
 // CHECK-NEXT: and.b32 [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31;
 // CHECK-NEXT: add.u32 [[ARENA:%r[0-9]+]], [[BASE]], 5120;
-// CHECK:      shr.b64 [[DONE64:%rd[0-9]+]], {{%rd[0-9]+}}, 16;
-// CHECK-NEXT: cvt.u32.u64 [[DONE_L:%r[0-9]+]], [[DONE64]];
+// CHECK:      cvt.u32.u64 [[DONE_L:%r[0-9]+]], [[COUNT64]];
 
 // CHECK-LABEL: $L_role_store_0:
 // CHECK-NEXT: setp.eq.u32 [[LANE0:%p[0-9]+]], [[LANE]], 0;

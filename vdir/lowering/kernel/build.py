@@ -12,7 +12,13 @@ from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.fetch import load_queue
-from vdir.lowering.kernel.launch import check_scalars, finish, launches_done, read_finish_count
+from vdir.lowering.kernel.launch import (
+    check_scalars,
+    finish,
+    finish_count_address,
+    launches_done,
+    read_finish_count,
+)
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.options import LoweringOptions
@@ -50,7 +56,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     sync = gl["p_sync"]
     queue = load_queue(b, gl["p_queues"], sm, target.num_engines, _warp_engine(b, warp, target))
     counters = b.i("add.u64", "u64", sync, isa.WORD_BYTES * isa.SYNC_HEADER_WORDS)
-    finish_count = read_finish_count(b, sync, sm)  # used after the first barrier
+    finish_address = finish_count_address(b, sync, sm)
+    finish_count = read_finish_count(b, finish_address)  # used after the first barrier
     c = Ctx(
         b=b, target=target, instrs=gl["p_instrs"], queues=gl["p_queues"], buffers=gl["p_buffers"],
         sync=sync, counters=counters,
@@ -99,7 +106,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     b.place(lab_compute)
     compute_engine(c, families)
     b.place(c.exit_label)
-    finish(c, finish_count, sm)
+    finish(c, finish_address, finish_count)
 
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:

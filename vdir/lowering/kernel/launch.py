@@ -40,11 +40,15 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 
 
-def read_finish_count(b, sync: SSAValue, sm: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
-    """CTA ``sm``'s finish count (u64), loaded in the prologue."""
+def finish_count_address(b, sync: SSAValue, sm: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """The global address of CTA ``sm``'s finish count (``isa.SYNC_FINISH_COUNTS``)."""
     offset = b.i("mul.wide.u32", "u64", sm, isa.WORD_BYTES * isa.SYNC_FINISH_WORDS)
-    return b.ld("ld.relaxed.gpu.global.u64", "u64", b.i("add.u64", "u64", sync, offset),
-                isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS)
+    return b.i("add.u64", "u64", sync, offset)
+
+
+def read_finish_count(b, address: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
+    """The CTA's finish count (u64) at ``address`` (:func:`finish_count_address`), loaded in the prologue."""
+    return b.ld("ld.relaxed.gpu.global.u64", "u64", address, isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS)
 
 
 def launches_done(b, count: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
@@ -94,13 +98,12 @@ def check_scalars(c: Ctx, scalars: list[isa.ScalarInfo]) -> None:
     b.place(ok)
 
 
-def finish(c: Ctx, count: SSAValue, sm: SSAValue) -> None:
-    """Thread 0 writes its CTA's finish count, ``count`` (read in the prologue) plus one; then every
-    thread returns."""
+def finish(c: Ctx, address: SSAValue, count: SSAValue) -> None:
+    """Thread 0 writes its CTA's finish count at ``address``: ``count`` (read in the prologue) plus
+    one; then every thread returns."""
     b = c.b
     t0 = b.setp("eq.u32", c.tid, 0)
-    offset = b.i("mul.wide.u32", "u64", sm, isa.WORD_BYTES * isa.SYNC_FINISH_WORDS)
     # relaxed, after the CTA's first barrier: see the module's note
-    b.st("st.relaxed.gpu.global.u64", b.i("add.u64", "u64", c.sync, offset), isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS,
+    b.st("st.relaxed.gpu.global.u64", address, isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS,
          b.i("add.u64", "u64", count, 1), guard=t0)
     b.raw("ret", "")
