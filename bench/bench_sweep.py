@@ -43,7 +43,9 @@ measured) holds per case: the us and the checked error of each contender,
 the tolerance, vdir's GB/s, %copy and speed-ups, the tiling, the vdir
 compile and load seconds, the torch.compile seconds and any failure.
 ``--deadline`` skips the cases not started by then, so that the table still
-prints within a time limit.
+prints within a time limit. Runs of two versions of the code, taken
+alternately, compare with ``bench/compare_runs.py before.json after.json
+[before2.json after2.json ...]``.
 """
 
 from __future__ import annotations

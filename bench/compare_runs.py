@@ -1,4 +1,4 @@
-"""Compare two or more runs of ``bench/bench_gpu.py --json``, figure by figure.
+"""Compare two or more runs of ``bench/bench_gpu.py --json`` or ``bench/bench_sweep.py --json``, figure by figure.
 
     python3 bench/compare_runs.py before.json after.json [before2.json after2.json ...]
 
@@ -47,6 +47,11 @@ def figures(run: dict, log_path: str | None = None) -> dict[str, float]:
     if not isinstance(rows, list):  # an older bench wrote only the row count; read its printed table
         rows = table_rows(open(log_path).read()) if log_path else []
     for row in rows:
+        if isinstance(row.get("us"), dict):  # a bench_sweep row: every contender's time under "us"
+            for column, us in row["us"].items():
+                if us is not None:
+                    out[f"{row['case']} [{column}]"] = float(us)
+            continue
         for column in ("vdir", "torch", "graph"):
             if row.get(column) is not None:
                 out[f"{row['case']} [{column}]"] = float(row[column])
@@ -55,6 +60,17 @@ def figures(run: dict, log_path: str | None = None) -> dict[str, float]:
         if m and "results not meaningful" not in note and "per layer" not in note:
             out[f"note: {m['what']} [vdir]"] = float(m["us"])
     return out
+
+
+def load(ap: argparse.ArgumentParser, path: str) -> dict[str, float]:
+    """The figures of the run at ``path`` (:func:`figures`); a usage error naming the file where it
+    cannot be read or is not a run's JSON."""
+    try:
+        with open(path) as f:
+            return figures(json.load(f), path.removesuffix(".json") + ".log")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        ap.error(f"{path}: not a run's JSON ({type(e).__name__}: {e})")
+        raise  # unreachable: ap.error exits
 
 
 def spread(values: list[float]) -> float:
@@ -69,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.runs) % 2:
         ap.error("give the runs as (before, after) pairs")
-    loaded = [figures(json.load(open(p)), p.removesuffix(".json") + ".log") for p in args.runs]
+    loaded = [load(ap, p) for p in args.runs]
     before, after = loaded[0::2], loaded[1::2]
     names = [n for n in before[0] if all(n in r for r in loaded)]
     flagged = 0
