@@ -8,20 +8,22 @@ from bench import bench_sweep as sweep
 from vdir.frontend.layers import WEIGHT_TILE_BYTES
 
 
+def usage_error(argv: list[str], capsys) -> str:
+    """The sweep's command line ``argv`` is refused as a usage error (exit status 2); its message."""
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(argv)
+    assert stop.value.code == 2
+    return capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value", ["0", "-4096"])
 def test_a_tile_limit_that_is_not_positive_is_a_usage_error(value, capsys):
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(["--tile-bytes", value])
-    assert stop.value.code == 2
-    assert f"--tile-bytes must be positive, not {value}" in capsys.readouterr().err
+    assert f"--tile-bytes must be positive, not {value}" in usage_error(["--tile-bytes", value], capsys)
 
 
 def test_a_tile_limit_with_the_simulator_is_a_usage_error(capsys):
     """``--sim`` scales the limit down with its shapes: a limit given with it is refused, not ignored."""
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(["--sim", "--tile-bytes", "4096"])
-    assert stop.value.code == 2
-    assert "--tile-bytes applies on the GPU" in capsys.readouterr().err
+    assert "--tile-bytes applies on the GPU" in usage_error(["--sim", "--tile-bytes", "4096"], capsys)
 
 
 def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
@@ -37,17 +39,11 @@ def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
                                   ["--sim", "--only", "gemv", "--tile-rows", "32"]])
 def test_tile_rows_outside_the_gpu_gemvs_is_a_usage_error(argv, capsys):
     """The rows override reaches only the gemvs' builder: with MLPs in the run or on the simulator it is refused."""
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(argv)
-    assert stop.value.code == 2
-    assert "--tile-rows applies to the gemvs on the GPU" in capsys.readouterr().err
+    assert "--tile-rows applies to the gemvs on the GPU" in usage_error(argv, capsys)
 
 
 def test_tile_rows_that_are_not_positive_are_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(["--only", "gemv", "--tile-rows", "0"])
-    assert stop.value.code == 2
-    assert "--tile-rows must be positive, not 0" in capsys.readouterr().err
+    assert "--tile-rows must be positive, not 0" in usage_error(["--only", "gemv", "--tile-rows", "0"], capsys)
 
 
 def test_tile_rows_set_the_gemv_rows_and_the_k_chunks_follow_them():
@@ -66,14 +62,8 @@ def test_gemv_shapes_replace_the_tables_gemvs():
 
 @pytest.mark.parametrize("shape", ["1024", "1024x", "0x64", "ax8", "8x8x8", "x8"])
 def test_a_gemv_shape_that_is_not_m_by_k_is_a_usage_error(shape, capsys):
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(["--only", "gemv", "--gemv", shape])
-    assert stop.value.code == 2
-    assert "is not MxK with M and K positive integers" in capsys.readouterr().err
+    assert "is not MxK with M and K positive integers" in usage_error(["--only", "gemv", "--gemv", shape], capsys)
 
 
 def test_gemv_shapes_with_only_mlps_are_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as stop:
-        sweep.main(["--only", "mlp", "--gemv", "64x64"])
-    assert stop.value.code == 2
-    assert "--gemv adds gemvs" in capsys.readouterr().err
+    assert "--gemv adds gemvs" in usage_error(["--only", "mlp", "--gemv", "64x64"], capsys)
