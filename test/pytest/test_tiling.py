@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from ml_dtypes import bfloat16
 
+import vdir
 from vdir.frontend import examples
 from vdir.frontend.layers import (
     LONE_TILE_FACTOR,
@@ -13,6 +16,7 @@ from vdir.frontend.layers import (
     gemv_tiling,
     mlp_tiling,
 )
+from vdir.transforms.pipeline import compile_to_encoded
 
 SIZES = (1024, 2048, 4096, 8192, 14336, 28672)
 
@@ -69,3 +73,24 @@ def test_the_examples_keep_their_tiling():
 def test_a_shape_without_a_fitting_split_is_named():
     with pytest.raises(ValueError, match="gemv 8x24: no equal split of K = 24"):
         gemv_tiling(8, 24, tile_bytes=16)
+
+
+@pytest.mark.parametrize("M, K", [(1056, 8192), (8, 8192), (264, 4104)])
+def test_lone_whole_k_tiles_fit_an_h200_sm(M, K):
+    """The lone-tile rule's largest tiles (8 x 8192, 128 KiB, beside a 16 KiB x) and its smallest
+    (8 x 4104, just over the limit) compile for all 132 SMs: one tile each, one gemv micro-op."""
+    program = compile_to_encoded(examples.build_gemv(M, K), num_sms=132)
+    assert gemv_tiling(M, K, sms=132) == (8, 1)
+    # every SM with a tile: x's load, the tile's load, its gemv and its store; one micro-op for the K
+    assert len(program.instrs) == 4 * (M // 8)
+
+
+def test_a_lone_whole_k_gemv_is_right_on_the_simulator():
+    rng = np.random.default_rng(23)
+    M, K = 264, 4104
+    w = (rng.standard_normal((M, K)) * K ** -0.5).astype(bfloat16)
+    x = rng.standard_normal((1, K)).astype(bfloat16)
+    with vdir.compile(compile_to_encoded(examples.build_gemv(M, K), num_sms=132), backend="sim") as exe:
+        y = np.asarray(exe(w=w, x=x), np.float32).reshape(-1)
+    ref = w.astype(np.float32) @ x.astype(np.float32).reshape(-1)
+    assert np.max(np.abs(y - ref)) <= 1e-2 * np.max(np.abs(ref))
