@@ -179,8 +179,7 @@ def select_cases(opts) -> list[Case]:
     return cases
 
 
-def tiling(case: Case, tile_bytes: int = WEIGHT_TILE_BYTES, gemv_rows: int | None = None,
-           sms: int = SIM_REAL_SMS) -> dict[str, int]:
+def tiling(case: Case, sms: int, tile_bytes: int = WEIGHT_TILE_BYTES, gemv_rows: int | None = None) -> dict[str, int]:
     """The builders' tile arguments for ``case`` on ``sms`` SMs: the library's choice (``gemv_tiling``,
     ``mlp_tiling``) for weight tiles within ``tile_bytes``; a gemv's tiles of ``gemv_rows`` rows
     where given (its K chunks still the library's choice for that many rows)."""
@@ -202,7 +201,7 @@ def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | Non
     t0 = time.time()
     t = None
     try:
-        t = tiling(case, tile_bytes, gemv_rows, num_sms)
+        t = tiling(case, num_sms, tile_bytes, gemv_rows)
         if case.kind == "gemv":
             prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms)
         else:
@@ -437,8 +436,8 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's", "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps},
-           "tol_gemv": TOL_GEMV,
+           "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
+           "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
     state = {"plat": plat}  # None once the platform closed (a watchdog report)
 

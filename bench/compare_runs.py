@@ -70,7 +70,6 @@ def load(ap: argparse.ArgumentParser, path: str) -> dict[str, float]:
             return figures(json.load(f), path.removesuffix(".json") + ".log")
     except (OSError, ValueError, KeyError, TypeError) as e:
         ap.error(f"{path}: not a run's JSON ({type(e).__name__}: {e})")
-        raise  # unreachable: ap.error exits
 
 
 def spread(values: list[float]) -> float:

@@ -396,10 +396,22 @@ def sync_block_words(num_counters: int) -> int:
     return SYNC_HEADER_WORDS + num_counters
 
 
+def _finish_words(num_sms: int) -> np.ndarray:
+    """The first (low) word of each of CTAs ``0 .. num_sms - 1``'s finish counts."""
+    return SYNC_FINISH_COUNTS + SYNC_FINISH_WORDS * np.arange(num_sms)
+
+
 def finish_counts(sync: np.ndarray, num_sms: int) -> list[int]:
     """The finish counts of CTAs ``0 .. num_sms - 1``: the launches each has finished."""
-    w = SYNC_FINISH_COUNTS + SYNC_FINISH_WORDS * np.arange(num_sms)
+    w = _finish_words(num_sms)
     return [int(lo) | int(hi) << 32 for lo, hi in zip(sync[w], sync[w + 1], strict=True)]
+
+
+def _write_finish_counts(sync: np.ndarray, counts: list[int]) -> None:
+    """Write ``counts`` (modulo 2**64) as the finish counts of CTAs ``0 .. len(counts) - 1``."""
+    for w, count in zip(_finish_words(len(counts)), counts, strict=True):
+        count %= 1 << 64
+        sync[w], sync[w + 1] = count & 0xFFFFFFFF, count >> 32
 
 
 def launches_done(sync: np.ndarray) -> int:
@@ -410,20 +422,14 @@ def launches_done(sync: np.ndarray) -> int:
 
 def set_launches_done(sync: np.ndarray, launches: int) -> None:
     """Write every CTA's finish count as ``launches`` completed launches leave it (modulo 2**64)."""
-    launches %= 1 << 64
-    counts = sync[SYNC_FINISH_COUNTS:SYNC_FINISH_COUNTS + SYNC_HEADER_WORDS]
-    counts[0::SYNC_FINISH_WORDS] = launches & 0xFFFFFFFF
-    counts[1::SYNC_FINISH_WORDS] = launches >> 32
+    _write_finish_counts(sync, [launches] * SYNC_MAX_SMS)
 
 
 def finish_launch(sync: np.ndarray, num_sms: int) -> None:
     """What a launch on ``num_sms`` SMs leaves in the sync block: each of its CTAs' finish counts plus
     one, modulo 2**64 (the device's ``lowering/kernel/launch.py`` ``finish``; the simulator's end of
     a launch)."""
-    for sm, count in enumerate(finish_counts(sync, num_sms)):
-        w = SYNC_FINISH_COUNTS + SYNC_FINISH_WORDS * sm
-        count = (count + 1) % (1 << 64)
-        sync[w], sync[w + 1] = count & 0xFFFFFFFF, count >> 32
+    _write_finish_counts(sync, [count + 1 for count in finish_counts(sync, num_sms)])
 
 
 def launch_epoch(sync: np.ndarray) -> int:

@@ -7,6 +7,9 @@ import pytest
 from bench import bench_sweep as sweep
 from vdir.frontend.layers import WEIGHT_TILE_BYTES
 
+#: the SMs the sweep compiles for on an H200
+H200_SMS = 132
+
 
 def usage_error(argv: list[str], capsys) -> str:
     """The sweep's command line ``argv`` is refused as a usage error (exit status 2); its message."""
@@ -30,9 +33,9 @@ def test_the_tile_limit_changes_the_tiling_the_sweep_compiles():
     """``tiling``, which the sweep's compile pool calls with the run's limit, follows it: a smaller
     limit splits a gemv's tiles (that ``gpu_main`` hands ``--tile-bytes`` to the pool needs a GPU)."""
     case = sweep.Case("gemv", 2048, 2048)
-    assert sweep.tiling(case, WEIGHT_TILE_BYTES) == {"rows": 16, "k_chunks": 1}
-    assert sweep.tiling(case, WEIGHT_TILE_BYTES // 2) == {"rows": 8, "k_chunks": 1}
-    assert sweep.tiling(case, WEIGHT_TILE_BYTES // 4) == {"rows": 8, "k_chunks": 2}
+    assert sweep.tiling(case, H200_SMS, WEIGHT_TILE_BYTES) == {"rows": 16, "k_chunks": 1}
+    assert sweep.tiling(case, H200_SMS, WEIGHT_TILE_BYTES // 2) == {"rows": 8, "k_chunks": 1}
+    assert sweep.tiling(case, H200_SMS, WEIGHT_TILE_BYTES // 4) == {"rows": 8, "k_chunks": 2}
 
 
 @pytest.mark.parametrize("argv", [["--tile-rows", "32"], ["--only", "mlp", "--tile-rows", "32"],
@@ -49,9 +52,9 @@ def test_tile_rows_that_are_not_positive_are_a_usage_error(capsys):
 def test_tile_rows_set_the_gemv_rows_and_the_k_chunks_follow_them():
     """Given rows replace the library's; the K chunks are the fewest that fit those rows within the limit."""
     case = sweep.Case("gemv", 2048, 8192)
-    assert sweep.tiling(case, WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 2}
-    assert sweep.tiling(case, 2 * WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 1}
-    assert sweep.tiling(case, 2 * WEIGHT_TILE_BYTES, gemv_rows=32) == {"rows": 32, "k_chunks": 4}
+    assert sweep.tiling(case, H200_SMS, WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 2}
+    assert sweep.tiling(case, H200_SMS, 2 * WEIGHT_TILE_BYTES) == {"rows": 8, "k_chunks": 1}
+    assert sweep.tiling(case, H200_SMS, 2 * WEIGHT_TILE_BYTES, gemv_rows=32) == {"rows": 32, "k_chunks": 4}
     assert sweep.compile_case(sweep.Case("gemv", 1000, 8192), 4, WEIGHT_TILE_BYTES, gemv_rows=16)["error"]
 
 

@@ -692,9 +692,9 @@ class Simulation:
 
     ``buffers`` are the program's arguments as uint8 arrays (modified in
     place), ``sync`` the program's sync block (u32, modified in place): the
-    launch state (``isa.SYNC_*``: the finish count, which gives the
-    launches done; the epoch is that + 1, and a launch that completes adds
-    ``2**isa.LAUNCH_SHIFT``) and the global counters.
+    launch state (``isa.SYNC_*``: each CTA's finish count, the launches
+    done; the epoch is that + 1, and a launch that completes adds one to the
+    count of each of its SMs, ``isa.finish_launch``) and the global counters.
     """
 
     def __init__(
