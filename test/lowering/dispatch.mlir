@@ -12,13 +12,13 @@
 // NOFUSE:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // NOFUSE-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 // NOFUSE:      setp.eq.u32 [[P1:%p[0-9]+]], [[FAM]], 1;
-// NOFUSE-NEXT: @[[P1]] bra $L_fam1_0;
+// NOFUSE-NEXT: @[[P1]] bra.uni $L_fam1_0;
 // NOFUSE-NEXT: setp.eq.u32 [[P2:%p[0-9]+]], [[FAM]], 2;
-// NOFUSE-NEXT: @[[P2]] bra $L_fam2_0;
+// NOFUSE-NEXT: @[[P2]] bra.uni $L_fam2_0;
 // NOFUSE-NEXT: setp.eq.u32 [[P3:%p[0-9]+]], [[FAM]], 3;
-// NOFUSE-NEXT: @[[P3]] bra $L_fam3_0;
+// NOFUSE-NEXT: @[[P3]] bra.uni $L_fam3_0;
 // NOFUSE-NEXT: setp.eq.u32 [[P4:%p[0-9]+]], [[FAM]], 4;
-// NOFUSE-NEXT: @[[P4]] bra $L_fam4_0;
+// NOFUSE-NEXT: @[[P4]] bra.uni $L_fam4_0;
 // NOFUSE-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 // NOFUSE:      bra.uni $L_cp_done_0;
 // NOFUSE-NEXT: $L_fam1_0:
@@ -39,13 +39,13 @@
 // FUSE:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // FUSE-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 // FUSE:      setp.eq.u32 [[P1:%p[0-9]+]], [[FAM]], 1;
-// FUSE-NEXT: @[[P1]] bra $L_fam1_0;
+// FUSE-NEXT: @[[P1]] bra.uni $L_fam1_0;
 // FUSE-NEXT: setp.eq.u32 [[P2:%p[0-9]+]], [[FAM]], 2;
-// FUSE-NEXT: @[[P2]] bra $L_fam2_0;
+// FUSE-NEXT: @[[P2]] bra.uni $L_fam2_0;
 // FUSE-NEXT: setp.eq.u32 [[P6:%p[0-9]+]], [[FAM]], 6;
-// FUSE-NEXT: @[[P6]] bra $L_fam6_0;
+// FUSE-NEXT: @[[P6]] bra.uni $L_fam6_0;
 // FUSE-NEXT: setp.eq.u32 [[P7:%p[0-9]+]], [[FAM]], 7;
-// FUSE-NEXT: @[[P7]] bra $L_fam7_0;
+// FUSE-NEXT: @[[P7]] bra.uni $L_fam7_0;
 // FUSE-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 // FUSE:      $L_fam1_0:
 // FUSE:      $L_fam2_0:

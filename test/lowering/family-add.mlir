@@ -11,7 +11,7 @@
 // CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], [[FAM]], 4;
-// CHECK-NEXT: @[[P]] bra $L_fam4_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam4_0;
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 
 // CHECK-LABEL: $L_fam4_0:

@@ -8,15 +8,18 @@
 // accumulate with fma.rn.f32 into four accumulators (main loop unrolled 4
 // chunks, 512 bytes apart; a one-chunk tail), reduce the warp with a
 // shfl.sync.bfly butterfly, combine split rows through the partials scratch
-// (base + 512) and let lane 0 of the row's first warp run the epilogue,
-// which rounds once with cvt.rn.bf16.f32. Warps with whole rows run two
-// passes' rows at once, reading x once for both.
+// (base + 512) and let the row's first warp run the epilogue, every lane
+// with the same sum, which rounds once with cvt.rn.bf16.f32. Warps with
+// whole rows run two passes' rows at once, reading x once for both. Every
+// branch of the row loop is bra.uni: the chunk loops count the group's first
+// chunk, the same in every lane (lane l reads chunk jb + l), and in the last
+// group a lane past the warp's chunks reads chunk jb and adds zeros.
 
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], [[FAM]], 1;
-// CHECK-NEXT: @[[P]] bra $L_fam1_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam1_0;
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 
 // CHECK-LABEL: $L_fam1_0:
@@ -36,11 +39,15 @@
 
 // Paired passes while each warp has whole rows (G = 1) and two passes' rows
 // remain: the four chunks of both rows, then x once; each row keeps its own
-// accumulators (the same order as one row alone), and lane 0 runs the
+// accumulators (the same order as one row alone), and the warp runs the
 // epilogue for both rows.
 // CHECK:      $L_gemv_pair_0:
-// CHECK-NEXT: @[[SPLIT]] bra $L_gemv_pair_done_0;
-// CHECK:      $L_gemv_main_0:
+// CHECK-NEXT: @[[SPLIT]] bra.uni $L_gemv_pair_done_0;
+// CHECK:      mov.u32 [[JB:%r[0-9]+]], [[SEG_START:%r[0-9]+]];
+// CHECK-NEXT: $L_gemv_main_0:
+// CHECK-NEXT: setp.ge.u32 [[MAIN_DONE:%p[0-9]+]], [[JB]], {{%r[0-9]+}};
+// CHECK-NEXT: @[[MAIN_DONE]] bra.uni $L_gemv_main_end_0;
+// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[JB]], [[LANE:%r[0-9]+]];
 // CHECK:      ld.shared.v4.b32 {[[PW1:%r[0-9]+]], {{.*}}}, {{\[}}[[ROW1:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+512];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+1024];
@@ -68,11 +75,26 @@
 // CHECK-NEXT: fma.rn.f32 [[PA:%f[0-9]+]], [[PF1]], [[PFX]], [[PA]];
 // CHECK-NEXT: fma.rn.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}};
 // CHECK-NEXT: fma.rn.f32 [[PB:%f[0-9]+]], [[PF2]], [[PFX]], [[PB]];
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_pair_epi_skip_0;
+// The last group: a lane past the end (chunk jb + lane >= the warp's end)
+// reads chunk jb, and its weight words and x values become zeros.
+// CHECK:      $L_gemv_tail_0:
+// CHECK-NEXT: setp.ge.u32 [[TAIL_DONE:%p[0-9]+]], [[JB]], [[SEG_END:%r[0-9]+]];
+// CHECK-NEXT: @[[TAIL_DONE]] bra.uni $L_gemv_tail_end_0;
+// CHECK-NEXT: add.u32 [[J:%r[0-9]+]], [[JB]], [[LANE]];
+// CHECK-NEXT: setp.lt.u32 [[KEEP:%p[0-9]+]], [[J]], [[SEG_END]];
+// CHECK-NEXT: selp.u32 {{%r[0-9]+}}, [[J]], [[JB]], [[KEEP]];
+// CHECK:      selp.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0, [[KEEP]];
+// CHECK-NEXT: selp.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0, [[KEEP]];
+// CHECK:      selp.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f00000000, [[KEEP]];
+// CHECK-NEXT: selp.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f00000000, [[KEEP]];
+// CHECK:      $L_gemv_tail_end_0:
+// Both rows' epilogues in every lane, no branch: one rounding each.
+// CHECK-NOT:  bra
 // CHECK:      cvt.rn.bf16.f32
+// CHECK-NOT:  bra
 // CHECK:      cvt.rn.bf16.f32
-// CHECK:      $L_gemv_pair_epi_skip_0:
-// CHECK-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2;
+// CHECK-NOT:  bra
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2;
 // CHECK-NEXT: bra.uni $L_gemv_pair_0;
 // CHECK-NEXT: $L_gemv_pair_done_0:
 
@@ -122,7 +144,7 @@
 // CHECK-NEXT: add.rn.f32 [[S1:%f[0-9]+]], [[S2]], [[O1]];
 
 // Split rows: partials in two alternating buffers, summed in fixed order.
-// CHECK:      @![[SPLIT]] bra $L_gemv_nosplit_0;
+// CHECK:      @![[SPLIT]] bra.uni $L_gemv_nosplit_0;
 // CHECK-NEXT: and.b32 [[BUF:%r[0-9]+]], {{%r[0-9]+}}, 1;
 // CHECK-NEXT: mad.lo.u32 [[BB:%r[0-9]+]], [[BUF]], 32, [[BASE]];
 // CHECK-NEXT: mad.lo.u32 [[SL:%r[0-9]+]], {{%r[0-9]+}}, 4, [[BB]];
@@ -134,7 +156,7 @@
 
 // Epilogue: one rounding to bf16.
 // CHECK:      $L_gemv_nosplit_0:
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK:      cvt.rn.bf16.f32 [[H:%h[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: @!{{%p[0-9]+}} st.shared.b16 [{{%r[0-9]+}}], [[H]];
 // CHECK:      $L_gemv_done_0:

@@ -12,7 +12,7 @@
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      mov.b32 [[EPS:%f[0-9]+]], {{%r[0-9]+}};
 // CHECK-NEXT: setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 2;
-// CHECK-NEXT: @[[P]] bra $L_fam2_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam2_0;
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 
 // CHECK-LABEL: $L_fam2_0:

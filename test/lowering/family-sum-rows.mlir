@@ -8,7 +8,7 @@
 // stored as f32 or rounded once to bf16, as p2's flag (2) says.
 
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 8;
-// CHECK-NEXT: @[[P]] bra $L_fam8_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam8_0;
 
 // CHECK-LABEL: $L_fam8_0:
 // CHECK-NEXT: mul.lo.u32 [[ROWB:%r[0-9]+]], [[C:%r[0-9]+]], 4;

@@ -13,12 +13,12 @@
 // ISA-NOT:    {{^ *[0-9]+: (add|gemv)\(}}
 
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 7;
-// CHECK-NEXT: @[[P]] bra $L_fam7_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam7_0;
 // CHECK-LABEL: $L_fam7_0:
 // CHECK:      $L_gemv_main_0:
 // CHECK:      fma.rn.f32
 // CHECK:      shfl.sync.bfly.b32
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK-NEXT: cvt.rn.bf16.f32 [[YH:%h[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: cvt.f32.bf16 [[Y:%f[0-9]+]], [[YH]];
 // CHECK-NEXT: mad.lo.u32 [[RA:%r[0-9]+]], {{%r[0-9]+}}, 2, {{%r[0-9]+}};
@@ -34,8 +34,8 @@
 // ONLY-NOT:   ex2.approx
 // ONLY-NOT:   sqrt.rn
 
-// NOFUSE:     @{{%p[0-9]+}} bra $L_fam1_0;
-// NOFUSE:     @{{%p[0-9]+}} bra $L_fam4_0;
+// NOFUSE:     @{{%p[0-9]+}} bra.uni $L_fam1_0;
+// NOFUSE:     @{{%p[0-9]+}} bra.uni $L_fam4_0;
 // NOFUSE:     $L_fam1_0:
 // NOFUSE:     $L_fam4_0:
 // NOFUSE-NOT: $L_fam7_

@@ -3,7 +3,7 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=true}' -t ptx | filecheck %s --check-prefix=ONLY
 
 // A gemv whose only user is a silu_mul fuses into gemv_silu_mul (family 6);
-// the kernel holds that body only. Its epilogue (lane 0 of the row's first
+// the kernel holds that body only. Its epilogue (every lane of the row's first
 // warp) first rounds the row sum to bf16 (the intermediate tile of the
 // unfused pair), reads the other operand's element, picks silu's argument
 // by p2 (0: silu(gemv) * other, 1: silu(other) * gemv) with selp, computes
@@ -14,12 +14,12 @@
 // ISA-NOT:    {{^ *[0-9]+: (silu_mul|gemv)\(}}
 
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 6;
-// CHECK-NEXT: @[[P]] bra $L_fam6_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam6_0;
 // CHECK-LABEL: $L_fam6_0:
 // CHECK:      $L_gemv_main_0:
 // CHECK:      fma.rn.f32
 // CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16, 31, 4294967295;
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK-NEXT: cvt.rn.bf16.f32 [[YH:%h[0-9]+]], [[SUM:%f[0-9]+]];
 // CHECK-NEXT: cvt.f32.bf16 [[Y:%f[0-9]+]], [[YH]];
 // CHECK-NEXT: mad.lo.u32 [[OA:%r[0-9]+]], {{%r[0-9]+}}, 2, {{%r[0-9]+}};

@@ -17,7 +17,7 @@
 
 // CHECK-LABEL: $L_role_compute_0:
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], {{%r[0-9]+}}, 5;
-// CHECK-NEXT: @[[P]] bra $L_fam5_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam5_0;
 // CHECK-LABEL: $L_fam5_0:
 // CHECK:      $L_rms_sq_0:
 // CHECK:      barrier.sync 1, 256;
@@ -27,7 +27,8 @@
 // both rows; below, the loop of one row per warp.
 // CHECK:      $L_gemv_pair_0:
 // CHECK:      $L_gemv_main_1:
-// CHECK:      add.u32 [[WA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF:%r[0-9]+]];
+// CHECK:      shl.b32 [[OFF:%r[0-9]+]], {{%r[0-9]+}}, 4;
+// CHECK-NEXT: add.u32 [[WA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];
 // CHECK-NEXT: add.u32 [[XA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];
 // CHECK-NEXT: add.u32 [[GA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];
 // CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], {{.*}}}, {{\[}}[[WA]]];
@@ -49,7 +50,7 @@
 // CHECK:      fma.rn.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, [[XN]], {{%f[0-9]+}};
 // CHECK:      shfl.sync.bfly.b32
 // Epilogue: a single rounding of the row sum to bf16.
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK-NEXT: mad.lo.u32 [[YA:%r[0-9]+]], {{%r[0-9]+}}, 2, {{%r[0-9]+}};
 // CHECK-NEXT: cvt.rn.bf16.f32 [[YH:%h[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: st.shared.b16 {{\[}}[[YA]]], [[YH]];

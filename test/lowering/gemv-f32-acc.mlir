@@ -17,11 +17,11 @@
 // CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 // CHECK:      setp.eq.u32 [[P:%p[0-9]+]], [[FAM]], 1;
-// CHECK-NEXT: @[[P]] bra $L_fam1_0;
+// CHECK-NEXT: @[[P]] bra.uni $L_fam1_0;
 // CHECK-NOT:  $L_fam{{[2-9]}}_
 // CHECK-LABEL: $L_fam1_0:
 // CHECK:      $L_gemv_nosplit_0:
-// CHECK:      @!{{%p[0-9]+}} bra $L_gemv_epi_skip_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK-NEXT: and.b32 [[HASACC:%r[0-9]+]], [[P2:%r[0-9]+]], 1;
 // CHECK-NEXT: setp.ne.u32 [[PACC:%p[0-9]+]], [[HASACC]], 0;
 // CHECK-NEXT: mad.lo.u32 [[AA:%r[0-9]+]], [[ROW:%r[0-9]+]], 4, {{%r[0-9]+}};

@@ -17,6 +17,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-evict-first=false}' | filecheck %s --check-prefix=NO-EVICT
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=EVICT
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{uniform-checks=true}' | filecheck %s --check-prefix=UNI-CHECKED
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=UNI
 
 // -t ptx takes the lowering options (vdir.lowering.options.LoweringOptions)
 // in xDSL's option syntax, names with '-' or '_'. A bad option is one line on
@@ -43,6 +45,28 @@
 // XOR32-NOT:   atom.release.cta.shared.xor.b64
 // XOR-BAD:     error: target 'ptx': lowering option bit_signal must be 'xor64' or 'xor32', got 'or'
 // LSU:         mbarrier.init.shared::cta.b64 [{{.*}}], 32;
+
+// uniform-checks: a branch the kernel declares warp-uniform is a guarded
+// bra.uni (UNI); with the option, a vote.sync.uni over the threads that reach
+// it (activemask) comes first, a disagreement writes the error record (code
+// 6, ERR_DIVERGENT: SM, warp, the check's number), and the branch is a plain
+// bra (UNI-CHECKED).
+// UNI-NOT:             vote.sync.uni
+// UNI:                 $L_role_compute_0:
+// UNI:                 @{{!?%p[0-9]+}} bra.uni $L_
+// UNI-NOT:             vote.sync.uni
+// UNI-CHECKED-NOT:     @{{!?%p[0-9]+}} bra.uni
+// UNI-CHECKED:         activemask.b32 [[ACTIVE:%r[0-9]+]];
+// UNI-CHECKED-NEXT:    vote.sync.uni.pred [[AGREE:%p[0-9]+]], [[CLAIM:%p[0-9]+]], [[ACTIVE]];
+// UNI-CHECKED-NEXT:    @[[AGREE]] bra [[OK:\$L_uniform_ok_0]];
+// UNI-CHECKED-NEXT:    atom.relaxed.gpu.global.cas.b32 [[OLD:%r[0-9]+]], [{{%rd[0-9]+}}], 0, 6;
+// UNI-CHECKED-NEXT:    setp.eq.u32 [[WON:%p[0-9]+]], [[OLD]], 0;
+// UNI-CHECKED-NEXT:    @[[WON]] st.relaxed.gpu.global.u32 [{{%rd[0-9]+}}+4], {{%r[0-9]+}};
+// UNI-CHECKED-NEXT:    @[[WON]] st.relaxed.gpu.global.u32 [{{%rd[0-9]+}}+60], {{%r[0-9]+}};
+// UNI-CHECKED-NEXT:    @[[WON]] st.relaxed.gpu.global.u32 [{{%rd[0-9]+}}+56], 0;
+// UNI-CHECKED-NEXT:    [[OK]]:
+// UNI-CHECKED-NEXT:    @{{!?}}[[CLAIM]] bra $L_
+// UNI-CHECKED-NOT:     @{{!?%p[0-9]+}} bra.uni
 
 // stream-evict-first (on by default): the stream engine makes one L2
 // evict_first policy and its copies carry it; the load engine's do not.
@@ -121,7 +145,7 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, trace)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

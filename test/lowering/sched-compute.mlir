@@ -36,21 +36,21 @@
 // CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[CW]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 2048;
-// CHECK:      @![[FIRST]] bra $L_cp_prime_skip_0;
+// CHECK:      @![[FIRST]] bra.uni $L_cp_prime_skip_0;
 // CHECK-COUNT-8: cp.async.ca.shared.global
 // CHECK:      $L_cp_prime_skip_0:
 
 // CHECK-NEXT: $L_cp_top_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
-// CHECK-NEXT: @[[END]] bra $L_cp_done_0;
-// CHECK-NEXT: @![[FIRST]] bra $L_cp_sync_0;
+// CHECK-NEXT: @[[END]] bra.uni $L_cp_done_0;
+// CHECK-NEXT: @![[FIRST]] bra.uni $L_cp_sync_0;
 // CHECK-NEXT: cp.async.wait_group 7;
 // CHECK:      $L_spin_{{[0-9]+}}:
 // CHECK-NEXT: ld.acquire.cta.shared.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]];
 // CHECK:      ld.acquire.gpu.global.u32
 // CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
-// CHECK-NEXT: @[[ALL]] bra $L_go_[[GO:[0-9]+]];
-// CHECK:      @{{%p[0-9]+}} bra $L_cp_abort_0;
+// CHECK-NEXT: @[[ALL]] bra.uni $L_go_[[GO:[0-9]+]];
+// CHECK:      @{{%p[0-9]+}} bra.uni $L_cp_abort_0;
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
 // CHECK:      bra.uni $L_cp_abort_0;
 // CHECK-NEXT: $L_go_[[GO]]:
@@ -61,7 +61,7 @@
 // CHECK-NEXT: barrier.sync 1, 256;
 // CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
 // CHECK-NEXT: setp.ne.u32 [[ABP:%p[0-9]+]], [[AB]], 0;
-// CHECK-NEXT: @[[ABP]] bra $L_cp_done_0;
+// CHECK-NEXT: @[[ABP]] bra.uni $L_cp_done_0;
 
 // Decode: the group reads the instruction from the window after the barrier.
 // CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
@@ -72,13 +72,13 @@
 // CHECK:      mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
 // CHECK-NEXT: setp.ne.u32 [[NOTCP:%p[0-9]+]], [[OPC]], 2;
-// CHECK-NEXT: @[[NOTCP]] bra $L_cp_body_done_0;
+// CHECK-NEXT: @[[NOTCP]] bra.uni $L_cp_body_done_0;
 // A compute whose runtime condition fails skips its body; it still signals.
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[W0]], 16;
-// CHECK:      @{{%p[0-9]+}} bra [[CD:\$L_cond_done_[0-9]+]];
+// CHECK:      @{{%p[0-9]+}} bra.uni [[CD:\$L_cond_done_[0-9]+]];
 // CHECK:      [[CD]]:
 // CHECK-NEXT: setp.ne.u32 [[RUNS:%p[0-9]+]], {{%r[0-9]+}}, 0;
-// CHECK-NEXT: @![[RUNS]] bra $L_cp_body_done_0;
+// CHECK-NEXT: @![[RUNS]] bra.uni $L_cp_body_done_0;
 // CHECK-NEXT: shr.u32 [[F8:%r[0-9]+]], [[W0]], 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
 
@@ -92,7 +92,7 @@
 // One dispatch per family the program uses (here only gemv = 1), then the
 // unknown-family report (code 2).
 // CHECK-NEXT: setp.eq.u32 [[ISF1:%p[0-9]+]], [[FAM]], 1;
-// CHECK-NEXT: @[[ISF1]] bra $L_fam1_0;
+// CHECK-NEXT: @[[ISF1]] bra.uni $L_fam1_0;
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 [[OLD:%r[0-9]+]], {{\[}}[[ERR]]], 0, 2;
 // CHECK-NEXT: setp.eq.u32 [[WON:%p[0-9]+]], [[OLD]], 0;
 // CHECK-NEXT: @![[WON]] bra $L_report_done_[[RD:[0-9]+]];
@@ -115,7 +115,7 @@
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
 // CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
 // Only the first warp refills the window.
-// CHECK-NEXT: @![[FIRST]] bra $L_cp_top_0;
+// CHECK-NEXT: @![[FIRST]] bra.uni $L_cp_top_0;
 // CHECK:      cp.async.ca.shared.global
 // CHECK-NEXT: cp.async.commit_group;
 // CHECK-NEXT: bra.uni $L_cp_top_0;

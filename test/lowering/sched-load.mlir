@@ -151,7 +151,7 @@
 // CHECK-NEXT: and.b32 [[SRC:%r[0-9]+]], [[SH]], 255;
 // CHECK-NEXT: mov.u32 [[RUNS:%r[0-9]+]], 1;
 // CHECK-NEXT: setp.eq.u32 [[NOCOND:%p[0-9]+]], [[SRC]], 0;
-// CHECK-NEXT: @[[NOCOND]] bra $L_cond_done_0;
+// CHECK-NEXT: @[[NOCOND]] bra.uni $L_cond_done_0;
 // CHECK:      ld.relaxed.gpu.global.s32 [[V:%r[0-9]+]], {{\[}}{{%rd[0-9]+}}];
 // CHECK:      mad.lo.s64 [[T:%rd[0-9]+]], {{%rd[0-9]+}}, {{%rd[0-9]+}}, {{%rd[0-9]+}};
 // CHECK-NEXT: setp.ge.s64 [[HOLDS:%p[0-9]+]], [[T]], 0;

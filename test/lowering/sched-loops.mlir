@@ -114,7 +114,7 @@
 // CHECK:      $L_cf_top_0:
 // CHECK-NEXT: bar.arrive 2, 64;
 // CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[POS:%r[0-9]+]], 0;
-// CHECK-NEXT: @[[FIRST]] bra $L_cf_refilled_0;
+// CHECK-NEXT: @[[FIRST]] bra.uni $L_cf_refilled_0;
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[POS]], 3;
 // CHECK:      cp.async.commit_group;
 // CHECK-NEXT: $L_cf_refilled_0:
@@ -122,7 +122,7 @@
 // CHECK:      cp.async.wait_group 2;
 // CHECK:      st.shared.u32
 // CHECK:      bar.red.or.pred [[ABORTED:%p[0-9]+]], 3, 64, [[NO_ABORT]];
-// CHECK-NEXT: @[[ABORTED]] bra $L_cf_done_0;
+// CHECK-NEXT: @[[ABORTED]] bra.uni $L_cf_done_0;
 // CHECK-NEXT: mov.u32 [[POS]], [[NEXT]];
 
 // The compute group neither copies nor steps: its first warp takes the
@@ -140,13 +140,13 @@
 // CHECK-NOT:  cp.async
 // CHECK:      $L_cp_body_done_0:
 // CHECK-NEXT: barrier.sync 1, 256;
-// CHECK-NEXT: @!{{%p[0-9]+}} bra $L_cp_handed_back_0;
+// CHECK-NEXT: @!{{%p[0-9]+}} bra.uni $L_cp_handed_back_0;
 // CHECK-NEXT: setp.ne.u32 [[DONE:%p[0-9]+]], {{%r[0-9]+}}, 0;
 // CHECK-NEXT: bar.red.or.pred {{%p[0-9]+}}, 3, 64, [[DONE]];
 // CHECK-NEXT: $L_cp_handed_back_0:
 // CHECK:      atom.release.cta.shared.xor.b64
 // CHECK:      $L_cp_leave_0:
-// CHECK-NEXT: @!{{%p[0-9]+}} bra $L_cp_handed_back_1;
+// CHECK-NEXT: @!{{%p[0-9]+}} bra.uni $L_cp_handed_back_1;
 // CHECK-NEXT: setp.eq.u32 [[ABORT:%p[0-9]+]], {{%r[0-9]+}}, 0;
 // CHECK-NEXT: bar.red.or.pred {{%p[0-9]+}}, 3, 64, [[ABORT]];
 // CHECK-NEXT: $L_cp_handed_back_1:

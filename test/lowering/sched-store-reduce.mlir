@@ -17,10 +17,10 @@
 // CHECK-LABEL: $L_role_store_0:
 // CHECK:       ld.shared.v4.b32 {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, [[REDUCE:%r[0-9]+]]}, [{{%r[0-9]+}}+112];
 // CHECK-NEXT:  setp.ne.u32 [[RED:%p[0-9]+]], [[REDUCE]], 0;
-// CHECK:       @[[RED]] bra $L_st_plain_0;
+// CHECK:       @[[RED]] bra.uni $L_st_plain_0;
 // CHECK:       cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group
 // CHECK:       $L_st_plain_0:
-// CHECK:       @![[RED]] bra $L_st_overwrite_0;
+// CHECK:       @![[RED]] bra.uni $L_st_overwrite_0;
 // CHECK:       @!{{%p[0-9]+}} bra $L_red_unaligned_0;
 // CHECK-NEXT:  fence.proxy.async.shared::cta;
 // CHECK:       $L_red_rows_0:

@@ -44,7 +44,7 @@
 
 // CHECK-NEXT: $L_st_top_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
-// CHECK-NEXT: @[[END]] bra $L_st_done_0;
+// CHECK-NEXT: @[[END]] bra.uni $L_st_done_0;
 // CHECK-NEXT: cp.async.wait_group 7;
 // CHECK-NEXT: bar.warp.sync 4294967295;
 // CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
@@ -69,7 +69,7 @@
 // CHECK-NEXT: sub.u32 [[DIFF:%r[0-9]+]], [[CV]], [[WANT]];
 // CHECK-NEXT: setp.ge.s32 {{%p[0-9]+}}, [[DIFF]], 0;
 // CHECK:      vote.sync.all.pred [[ALL:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
-// CHECK-NEXT: @[[ALL]] bra $L_go_0;
+// CHECK-NEXT: @[[ALL]] bra.uni $L_go_0;
 // CHECK:      bra.uni $L_st_done_0;
 
 // Only a store (opcode 3) copies; the aligned path moves 16 bytes a lane.
@@ -78,9 +78,9 @@
 // CHECK-LABEL: $L_go_0:
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
 // CHECK-NEXT: setp.ne.u32 [[NOTST:%p[0-9]+]], [[OPC]], 3;
-// CHECK-NEXT: @[[NOTST]] bra $L_st_next_0;
+// CHECK-NEXT: @[[NOTST]] bra.uni $L_st_next_0;
 // CHECK:      setp.eq.u32 [[SETTLED:%p[0-9]+]], [[UNSETTLED]], 0;
-// CHECK-NEXT: @[[SETTLED]] bra $L_st_settled_0;
+// CHECK-NEXT: @[[SETTLED]] bra.uni $L_st_settled_0;
 // CHECK-NEXT: cp.async.bulk.wait_group 0;
 // CHECK-NEXT: fence.proxy.async.global;
 // CHECK-NEXT: mov.u32 [[UNSETTLED]], 0;
@@ -91,7 +91,7 @@
 // after a proxy fence orders the compute threads' generic writes of the tile
 // (acquired through the bits) before the copy engine's reads.
 // CHECK-NEXT: setp.eq.u32 [[NOTM:%p[0-9]+]], {{%r[0-9]+}}, 0;
-// CHECK-NEXT: @[[NOTM]] bra $L_st_plain_0;
+// CHECK-NEXT: @[[NOTM]] bra.uni $L_st_plain_0;
 // CHECK-NEXT: fence.proxy.async.shared::cta;
 // CHECK:      cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}];
 // CHECK-NOT:  wait_group
@@ -128,7 +128,7 @@
 // CHECK-NEXT: setp.eq.b64 [[NOSIG:%p[0-9]+]], [[SIG]], 0;
 // CHECK-NEXT: setp.eq.u32 [[NOREL:%p[0-9]+]], [[W9]], 0;
 // CHECK-NEXT: and.pred [[QUIET:%p[0-9]+]], [[NOSIG]], [[NOREL]];
-// CHECK-NEXT: @![[QUIET]] bra $L_st_complete_0;
+// CHECK-NEXT: @![[QUIET]] bra.uni $L_st_complete_0;
 // CHECK-NEXT: cp.async.bulk.wait_group.read 0;
 // CHECK-NEXT: mov.u32 [[UNSETTLED]], 1;
 // CHECK-NEXT: bra.uni $L_st_completed_0;

@@ -23,18 +23,18 @@
 // CHECK-NEXT: sub.u64 [[D:%rd[0-9]+]], [[CLK]], [[TCLK]];
 // CHECK-NEXT: setp.ge.u64 [[SLOW:%p[0-9]+]], [[D]], 65536;
 // CHECK-NEXT: vote.sync.any.pred [[SLOWA:%p[0-9]+]], [[SLOW]], 4294967295;
-// CHECK-NEXT: @![[SLOWA]] bra $L_ld_top_0;
+// CHECK-NEXT: @![[SLOWA]] bra.uni $L_ld_top_0;
 // CHECK-NEXT: ld.relaxed.gpu.global.u32 [[CODE:%r[0-9]+]], {{\[}}[[ERR]]];
 // CHECK-NEXT: setp.ne.u32 [[AB:%p[0-9]+]], [[CODE]], 0;
 // CHECK-NEXT: vote.sync.any.pred [[ABA:%p[0-9]+]], [[AB]], 4294967295;
-// CHECK-NEXT: @[[ABA]] bra $L_ld_abort_0;
+// CHECK-NEXT: @[[ABA]] bra.uni $L_ld_abort_0;
 // CHECK-NEXT: mov.u64 [[NOW:%rd[0-9]+]], %globaltimer;
 // CHECK-NEXT: setp.eq.u64 [[T0:%p[0-9]+]], [[TGL:%rd[0-9]+]], 0;
 // CHECK-NEXT: @[[T0]] mov.u64 [[TGL]], [[NOW]];
 // CHECK-NEXT: sub.u64 [[EL:%rd[0-9]+]], [[NOW]], [[TGL]];
 // CHECK-NEXT: setp.gt.u64 [[EXP:%p[0-9]+]], [[EL]], [[BOUND]];
 // CHECK-NEXT: vote.sync.any.pred [[EXPA:%p[0-9]+]], [[EXP]], 4294967295;
-// CHECK-NEXT: @![[EXPA]] bra $L_ld_top_0;
+// CHECK-NEXT: @![[EXPA]] bra.uni $L_ld_top_0;
 // CHECK:      atom.relaxed.gpu.global.cas.b32 [[OLD:%r[0-9]+]], {{\[}}[[ERR]]], 0, 1;
 // CHECK-NEXT: setp.eq.u32 [[WON:%p[0-9]+]], [[OLD]], 0;
 // CHECK-NEXT: @![[WON]] bra [[DONE:\$L_report_done_[0-9]+]];
@@ -59,12 +59,12 @@
 // CHECK:      $L_spin_[[S1:[0-9]+]]:
 // CHECK:      mov.u64 {{%rd[0-9]+}}, %clock64;
 // CHECK:      setp.ge.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, 65536;
-// CHECK:      @!{{%p[0-9]+}} bra $L_spin_[[S1]];
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S1]];
 // CHECK-NEXT: ld.relaxed.gpu.global.u32 {{%r[0-9]+}}, {{\[}}[[ERR]]];
-// CHECK:      @{{%p[0-9]+}} bra $L_st_done_0;
+// CHECK:      @{{%p[0-9]+}} bra.uni $L_st_done_0;
 // CHECK-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
 // CHECK:      setp.gt.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, [[BOUND]];
-// CHECK:      @!{{%p[0-9]+}} bra $L_spin_[[S1]];
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S1]];
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, {{\[}}[[ERR]]], 0, 1;
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 2;
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
@@ -75,12 +75,12 @@
 // CHECK-LABEL: $L_role_compute_0:
 // CHECK:      $L_spin_[[S2:[0-9]+]]:
 // CHECK:      mov.u64 {{%rd[0-9]+}}, %clock64;
-// CHECK:      @!{{%p[0-9]+}} bra $L_spin_[[S2]];
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
 // CHECK-NEXT: ld.relaxed.gpu.global.u32 {{%r[0-9]+}}, {{\[}}[[ERR]]];
-// CHECK:      @{{%p[0-9]+}} bra $L_cp_abort_0;
+// CHECK:      @{{%p[0-9]+}} bra.uni $L_cp_abort_0;
 // CHECK-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
 // CHECK:      setp.gt.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, [[BOUND]];
-// CHECK:      @!{{%p[0-9]+}} bra $L_spin_[[S2]];
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, {{\[}}[[ERR]]], 0, 1;
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};

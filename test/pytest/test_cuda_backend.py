@@ -1,7 +1,8 @@
 """The CUDA backend on a real GPU (skipped, with the reason, without one).
 
 Each family alone on fresh random bf16 (or f32) inputs against the numpy semantics in
-``vdir.families``, with tensor copies and with plain bulk copies; a two-SM program joined by a global counter; an
+``vdir.families``, with tensor copies, with plain bulk copies, and with every warp-uniform branch
+checked; a two-SM program joined by a global counter; an
 unsatisfiable wait that must come back as a watchdog error, not a hang; and
 programs encoded with loop records against their unrolled encoding.
 
@@ -68,6 +69,7 @@ CASES = {
     # name: (family, shapes, dtypes, out_shape, out_dtype, params)
     "gemv": ("gemv", [(24, 2048), (1, 2048)], ["bf16", "bf16"], (1, 24), "bf16", {}),
     "gemv_odd_k": ("gemv", [(8, 2056), (1, 2056)], ["bf16", "bf16"], (1, 8), "bf16", {}),
+    "gemv_split_rows": ("gemv", [(3, 1000), (1, 1000)], ["bf16", "bf16"], (1, 3), "bf16", {}),
     "gemv_acc_f32": ("gemv", [(16, 1024), (1, 1024), (1, 16)], ["bf16", "bf16", "f32"], (1, 16), "f32", {}),
     "gemv_f32_out": ("gemv", [(16, 512), (1, 512)], ["bf16", "bf16"], (1, 16), "f32", {}),
     "rmsnorm": ("rmsnorm", [(1, 4096), (1, 4096)], ["bf16", "bf16"], (1, 4096), "bf16", {"eps": 1e-5}),
@@ -91,10 +93,11 @@ CASES = {
 }
 
 
-@pytest.fixture(params=["tensor", "plain"])
+@pytest.fixture(params=["tensor", "plain", "checked"])
 def copies(request) -> LoweringOptions:
-    """Lower with tensor copies (the default) or with plain bulk copies and st.global."""
-    return LoweringOptions(tensor_copies=request.param == "tensor")
+    """Lower with tensor copies (the default), with plain bulk copies and st.global, or with tensor
+    copies and every branch declared warp-uniform checked (``uniform_checks``: a broken claim raises)."""
+    return LoweringOptions(tensor_copies=request.param != "plain", uniform_checks=request.param == "checked")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -647,6 +647,10 @@ def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: fl
     """A readable message for an error record (``layout.E_*`` words)."""
     code = int(rec[L.E_CODE])
     sm, eng, pos = int(rec[L.E_SM]), int(rec[L.E_ENGINE]), int(rec[L.E_POS])
+    if code == L.ERR_DIVERGENT:
+        return (f"{L.ERROR_NAMES[code]}: warp {int(rec[L.E_WARP])} of SM {sm} at uniform-branch check "
+                f"#{int(rec[L.E_VALUE])} (lowering option uniform_checks; the check's label in the PTX is "
+                f"$L_uniform_ok_{int(rec[L.E_VALUE])})")
     try:
         who = program.describe(sm, eng, pos)
     except Exception:  # noqa: BLE001

@@ -966,6 +966,15 @@ class VoteOp(InstructionOp):
 
 
 @irdl_op_definition
+class ActivemaskOp(InstructionOp):
+    """``activemask.b32``: the mask of the warp's threads executing it."""
+
+    name = "ptx.activemask"
+    MODIFIERS: ClassVar = _mods("b32")
+    SIGNATURES: ClassVar = (("", "T"),)
+
+
+@irdl_op_definition
 class FmaOp(InstructionOp):
     """``fma``: fused multiply-add."""
 
@@ -1057,7 +1066,7 @@ INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
     MovOp, AddOp, SubOp, MulOp, MadOp, DivOp, RemOp, MinOp, MaxOp, NegOp, AbsOp,
     AndOp, OrOp, XorOp, NotOp, ShlOp, ShrOp, SelpOp, SetpOp, CvtOp, CvtaOp,
     LdOp, StOp, AtomOp, RedOp, FenceOp, MembarOp, BarOp, BarrierOp,
-    MbarrierOp, CpOp, CreatepolicyOp, ShflOp, VoteOp, FmaOp, Ex2Op, RcpOp, SqrtOp, RsqrtOp,
+    MbarrierOp, CpOp, CreatepolicyOp, ShflOp, VoteOp, ActivemaskOp, FmaOp, Ex2Op, RcpOp, SqrtOp, RsqrtOp,
     BraOp, RetOp, ExitOp, NanosleepOp, PrmtOp,
 )
 #: mnemonic root -> op class

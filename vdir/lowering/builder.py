@@ -162,6 +162,9 @@ class PtxBuilder:
         self.kernel = kernel
         self.block = kernel.body.block
         self._labels: dict[str, int] = {}
+        #: where set, :meth:`bra` hands it each predicate a caller declares warp-uniform (to emit a
+        #: check of the claim) and branches with a plain ``bra``; unset, such a branch is a ``bra.uni``
+        self.uniform_check: Callable[[SSAValue], None] | None = None
 
     # -- labels ----------------------------------------------------------
     def new_label(self, hint: str) -> str:
@@ -314,20 +317,35 @@ class PtxBuilder:
         assert r is not None
         return r
 
-    def bra(self, label: str, pred: SSAValue | None = None, neg: bool = False) -> None:
-        """Branch to ``label``, guarded by ``pred`` (negated with ``neg``)."""
-        self.emit("bra.uni" if pred is None else "bra", [SymbolRefAttr(label)], guard=pred, neg=neg)
+    def bra(self, label: str, pred: SSAValue | None = None, neg: bool = False, uniform: bool = False) -> None:
+        """Branch to ``label``, guarded by ``pred`` (negated with ``neg``).
+
+        ``uniform``: the caller states that ``pred`` has the same value in
+        every active thread of the warp, and the branch is a ``bra.uni``
+        (ptxas then sets up no reconvergence point: measured in
+        docs/performance.md, round 24). A claim that does not hold is
+        undefined behaviour, so where :attr:`uniform_check` is set the
+        claim is checked there instead, and the branch is a plain ``bra``.
+        """
+        if pred is not None and uniform and self.uniform_check is not None:
+            self.uniform_check(pred)
+            uniform = False
+        mnemonic = "bra.uni" if pred is None or uniform else "bra"
+        self.emit(mnemonic, [SymbolRefAttr(label)], guard=pred, neg=neg)
 
 
-    def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
+    def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str,
+                  uniform: bool = False) -> None:
         """``for (i = start; i < end; i += step) body(i)`` with a u32 counter.
 
         The loop's labels are ``hint`` (the test) and ``hint + "_end"``.
+        ``uniform``: ``start`` and ``end`` are the same in every thread of
+        the warp, and so is the loop's test (:meth:`bra`).
         """
         i = self.var("u32", start)
         top, done = self.new_label(hint), self.new_label(hint + "_end")
         self.place(top)
-        self.bra(done, self.setp("ge.u32", i, end))
+        self.bra(done, self.setp("ge.u32", i, end), uniform=uniform)
         body(i)
         self.i("add.u32", "u32", i, step, dst=i)
         self.bra(top)

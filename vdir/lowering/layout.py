@@ -159,10 +159,14 @@ ERROR_WORDS = 16
 E_CODE, E_SM, E_ENGINE, E_POS, E_UOP = 0, 1, 2, 3, 4
 E_WAIT_MASK, E_WAIT_PARITY, E_BITMAP = 5, 7, 9  # 2 words each (lo, hi)
 E_COUNTER, E_COUNTER_VALUE, E_COUNTER_WANTED = 11, 12, 13
-E_VALUE = 14  # ERR_BOUNDS, ERR_SCALAR_RANGE: the runtime value that was out of range (E_POS: the scalar's slot)
+E_VALUE = 14  # ERR_BOUNDS, ERR_SCALAR_RANGE: the runtime value that was out of range (E_POS: the scalar's slot);
+#              ERR_DIVERGENT: the number of the failed check
+E_WARP = 15  # ERR_DIVERGENT: the warp whose threads disagreed
 ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE, ERR_BOUNDS, ERR_SCALAR_RANGE = 0, 1, 2, 3, 4, 5
+ERR_DIVERGENT = 6  # lowering option uniform_checks: a branch declared warp-uniform was not
 ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode",
-               ERR_BOUNDS: "runtime offset out of range", ERR_SCALAR_RANGE: "launch-time scalar out of range"}
+               ERR_BOUNDS: "runtime offset out of range", ERR_SCALAR_RANGE: "launch-time scalar out of range",
+               ERR_DIVERGENT: "a branch declared warp-uniform diverged"}
 
 
 def block_threads(target: TargetDescription, loops: bool = False) -> int:

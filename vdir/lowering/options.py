@@ -116,6 +116,16 @@ class LoweringOptions:
     it into a trace of the launch. False: neither the parameter nor the
     stamps are emitted."""
 
+    uniform_checks: bool = False
+    """Check every branch the kernel declares warp-uniform (``PtxBuilder.bra``'s ``uniform``).
+
+    Each such branch becomes a plain ``bra`` after a ``vote.sync.uni`` over
+    the threads that reach it; where they disagree on the predicate, the
+    kernel writes the error record ``layout.ERR_DIVERGENT`` (the SM, the
+    warp and the check's number), which the launch raises. For tests and
+    for whoever adds a uniform branch: False, the default, emits
+    ``bra.uni`` and no check."""
+
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             _check_type(f.name, getattr(self, f.name), str(f.type))  # annotations are text here

@@ -4,9 +4,15 @@
 The weight tile is R x K bf16, dense rows of 2K bytes. Each compute warp takes
 rows ``cw, cw + nwarps, ...``; its lanes read 16-byte chunks of the row and of
 x (``ld.shared.v4.b32``), widen the bf16 pairs to f32 exactly (shift / mask),
-and accumulate with ``fma``; a butterfly ``shfl`` reduces the row and lane 0
-applies the family's epilogue and writes the result element. The chunk loop
-is unrolled :data:`UNROLL` times so that several shared loads are in flight.
+and accumulate with ``fma``; a butterfly ``shfl`` reduces the row, leaving the
+same total in every lane, and the warp applies the family's epilogue, every
+lane storing the same result element. The chunk loop is unrolled
+:data:`UNROLL` times so that several shared loads are in flight.
+
+Every branch of the row loop is warp-uniform (``bra.uni``: no reconvergence
+for ptxas to set up): the chunk loops count a group's first chunk, the same
+in every lane, and the last group's lanes past the warp's end add zeros
+instead of branching; the epilogue runs in every lane instead of lane 0.
 
 Where a warp has a whole row to itself and two passes' rows remain, it runs
 them as one pass (:func:`_gemv_core`): each chunk of x is read from shared
@@ -30,7 +36,7 @@ UNROLL = 4
 
 #: x transform: (builder, x f32) -> x' f32, given per-chunk context
 XForm = Callable[[PtxBuilder, SSAValue, SSAValue], SSAValue]
-#: epilogue: (cc, row, row sum f32) -> None (lane 0 only)
+#: epilogue: (cc, row, row sum f32) -> None (every lane of the row's warp, with the same sum)
 Epilogue = Callable[["F.ComputeCtx", SSAValue, SSAValue], None]
 
 
@@ -46,9 +52,9 @@ class _RowSplit:
     split: SSAValue  # predicate: G > 1
     rowb: SSAValue  # bytes of a weight row
     lane0: SSAValue
-    j0: SSAValue  # this lane's first 16-byte chunk
+    seg_start: SSAValue  # this warp's first 16-byte chunk
     seg_end: SSAValue  # end of this warp's chunks
-    main_end: SSAValue  # bound of the unrolled loop
+    main_end: SSAValue  # the unrolled loop runs while its first chunk is below this
 
 
 def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
@@ -68,17 +74,16 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     _paired_passes(cc, rs, p, epilogue, inv)
     top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
     b.place(top)
-    b.bra(done, b.setp("ge.u32", p, npass))
+    b.bra(done, b.setp("ge.u32", p, npass), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     active = b.setp("lt.u32", r, R)
     s = _warp_row_sums(cc, rs, [r], active, inv)[0]
     tot = _combine_partials(cc, rs, p, s)
-    # -- epilogue: lane 0 of the row's first warp ------------------------------
+    # -- epilogue: the row's first warp, every lane with the same total and the same stores ---------
     writer = b.setp("eq.u32", rs.sub, 0)
-    writer = b.i("and.pred", "pred", writer, rs.lane0)
     writer = b.i("and.pred", "pred", writer, active)
     skip = b.new_label("gemv_epi_skip")
-    b.bra(skip, writer, neg=True)
+    b.bra(skip, writer, neg=True, uniform=True)
     epilogue(cc, r, tot)
     b.place(skip)
     b.i("add.u32", "u32", p, 1, dst=p)
@@ -93,18 +98,15 @@ def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epi
     b = cc.b
     top, done = b.new_label("gemv_pair"), b.new_label("gemv_pair_done")
     b.place(top)
-    b.bra(done, rs.split)
+    b.bra(done, rs.split, uniform=True)
     end = b.i("add.u32", "u32", p, 2)
     end = b.i("mul.lo.u32", "u32", end, rs.rpp)
-    b.bra(done, b.setp("gt.u32", end, cc.p0))
+    b.bra(done, b.setp("gt.u32", end, cc.p0), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     r2 = b.i("add.u32", "u32", r, rs.rpp)
     sums = _warp_row_sums(cc, rs, [r, r2], None, inv)
-    skip = b.new_label("gemv_pair_epi_skip")
-    b.bra(skip, rs.lane0, neg=True)
-    for row, s in zip((r, r2), sums, strict=True):
+    for row, s in zip((r, r2), sums, strict=True):  # every lane: see the epilogue of _gemv_core
         epilogue(cc, row, s)
-    b.place(skip)
     b.i("add.u32", "u32", p, 2, dst=p)
     b.bra(top)
     b.place(done)
@@ -184,15 +186,14 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     last = b.setp("eq.u32", last, G)
     seg_end = b.i("add.u32", "u32", seg_start, seg)
     seg_end = b.i("selp.u32", "u32", chunks, seg_end, last)
-    # lanes start at seg_start + lane; byte offset of chunk j from a row base
-    j0 = b.i("add.u32", "u32", seg_start, cc.lane)
-    # main-loop bound: j + 32*(UNROLL-1) < seg_end
-    span = 32 * (UNROLL - 1)
-    has_main = b.setp("gt.u32", seg_end, span)
-    main_end = b.i("sub.u32", "u32", seg_end, span)
+    # the unrolled loop takes 32 * UNROLL chunks from jb while all of them are the warp's:
+    # jb + 32 * UNROLL <= seg_end, that is jb < seg_end - 32 * UNROLL + 1
+    span = 32 * UNROLL
+    has_main = b.setp("ge.u32", seg_end, span)
+    main_end = b.i("sub.u32", "u32", seg_end, span - 1)
     main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
-    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0, j0=j0,
-                     seg_end=seg_end, main_end=main_end)
+    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0,
+                     seg_start=seg_start, seg_end=seg_end, main_end=main_end)
 
 
 def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | None) -> tuple[SSAValue, SSAValue]:
@@ -211,9 +212,9 @@ def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | Non
 
 
 def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n: int, wrows: list[SSAValue],
-                 inv: SSAValue | None) -> None:
+                 inv: SSAValue | None, keep: SSAValue | None = None) -> None:
     """Accumulate chunks ``j, j + 32, .. j + 32 (n - 1)`` of the rows at ``wrows`` into their ``accs``
-    (x read once for all of them)."""
+    (x read once for all of them); where ``keep`` is false in a lane, its products are zeros."""
     b = cc.b
     x, g = cc.ins[1], cc.ins[2]
     # chunk j + 32k is 512k bytes after chunk j
@@ -226,8 +227,13 @@ def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n:
     gs = [b.ld_v4("ld.shared.v4.b32", "b32", ga, 512 * k) if ga is not None else [None] * 4 for k in range(n)]
     for k in range(n):
         for q in range(4):
-            wps = [F.bf16_pair(b, row_ws[k][q]) for row_ws in ws]
+            wws = [row_ws[k][q] for row_ws in ws]
+            if keep is not None:  # a zero word is two +0.0 bf16: finite products whatever x and w hold
+                wws = [b.i("selp.b32", "b32", w, 0, keep) for w in wws]
+            wps = [F.bf16_pair(b, w) for w in wws]
             x0, x1 = _xvals(b, xs[k][q], gs[k][q], inv)
+            if keep is not None:
+                x0, x1 = (b.i("selp.f32", "f32", x, 0.0, keep) for x in (x0, x1))
             for row_accs, (w0, w1) in zip(accs, wps, strict=True):
                 a = row_accs[(2 * q) % len(row_accs)]
                 b.i("fma.rn.f32", "f32", w0, x0, a, dst=a)
@@ -242,22 +248,27 @@ def _warp_row_sums(cc: "F.ComputeCtx", rs: _RowSplit, rows: list[SSAValue], acti
     accs = [[b.var("f32", 0.0) for _ in range(4)] for _ in rows]
     skip_rows = b.new_label("gemv_inactive")
     if active is not None:
-        b.bra(skip_rows, active, neg=True)
+        b.bra(skip_rows, active, neg=True, uniform=True)
     wrows = [b.i("mad.lo.u32", "u32", r, rs.rowb, cc.ins[0]) for r in rows]
-    j = b.var("u32", 0)
-    b.set(j, rs.j0)
+    # jb, the first chunk of the warp's next group, is the same in every lane, and so are both loops'
+    # tests: lane l takes chunk jb + l (+ 32 k)
+    jb = b.var("u32", 0)
+    b.set(jb, rs.seg_start)
     ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
     b.place(ml)
-    b.bra(md, b.setp("ge.u32", j, rs.main_end))
-    _chunk_group(cc, j, accs, UNROLL, wrows, inv)
-    b.i("add.u32", "u32", j, 32 * UNROLL, dst=j)
+    b.bra(md, b.setp("ge.u32", jb, rs.main_end), uniform=True)
+    _chunk_group(cc, b.i("add.u32", "u32", jb, cc.lane), accs, UNROLL, wrows, inv)
+    b.i("add.u32", "u32", jb, 32 * UNROLL, dst=jb)
     b.bra(ml)
     b.place(md)
+    # the last chunks, 32 at a time; a lane past the warp's end reads chunk jb and adds zeros
     tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
     b.place(tl)
-    b.bra(td, b.setp("ge.u32", j, rs.seg_end))
-    _chunk_group(cc, j, accs, 1, wrows, inv)
-    b.i("add.u32", "u32", j, 32, dst=j)
+    b.bra(td, b.setp("ge.u32", jb, rs.seg_end), uniform=True)
+    j = b.i("add.u32", "u32", jb, cc.lane)
+    keep = b.setp("lt.u32", j, rs.seg_end)
+    _chunk_group(cc, b.i("selp.u32", "u32", j, jb, keep), accs, 1, wrows, inv, keep)
+    b.i("add.u32", "u32", jb, 32, dst=jb)
     b.bra(tl)
     b.place(td)
     b.place(skip_rows)
@@ -279,7 +290,7 @@ def _combine_partials(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, s: SSAValu
     b.set(tot, s)
     # -- combine the G partial sums of a row (uniform branch: G is per op) ----
     no_split = b.new_label("gemv_nosplit")
-    b.bra(no_split, rs.split, neg=True)
+    b.bra(no_split, rs.split, neg=True, uniform=True)
     buf = b.i("and.b32", "u32", p, 1)
     buf = b.i("mad.lo.u32", "u32", buf, 4 * W, base)
     slot = b.i("mad.lo.u32", "u32", cc.cw, 4, buf)
@@ -287,12 +298,12 @@ def _combine_partials(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, s: SSAValu
     b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
     first = b.setp("eq.u32", rs.sub, 0)
     skip_sum = b.new_label("gemv_nosum")
-    b.bra(skip_sum, first, neg=True)
+    b.bra(skip_sum, first, neg=True, uniform=True)
     b.set(tot, 0.0)
     gi = b.var("u32", 0)
     sl, sd = b.new_label("gemv_sum"), b.new_label("gemv_sum_end")
     b.place(sl)
-    b.bra(sd, b.setp("ge.u32", gi, rs.G))
+    b.bra(sd, b.setp("ge.u32", gi, rs.G), uniform=True)
     ga = b.i("mad.lo.u32", "u32", gi, 4, slot)
     v = b.ld("ld.shared.f32", "f32", ga, F.L.SMEM_GEMV_PARTIALS)
     b.i("add.rn.f32", "f32", tot, v, dst=tot)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -21,6 +23,7 @@ from vdir.lowering.kernel.launch import (
 )
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
+from vdir.lowering.kernel.sync import check_uniform
 from vdir.lowering.options import LoweringOptions
 from vdir.target import EngineKind, TargetDescription
 
@@ -69,6 +72,9 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
         reduces=reduces,
     )
+    if options.uniform_checks:
+        checks = itertools.count()
+        b.uniform_check = lambda pred: check_uniform(c, pred, next(checks))
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)

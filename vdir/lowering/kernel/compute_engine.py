@@ -51,7 +51,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     handed = c.loops and nthreads >= 64
     fetch_warp = b.setp("eq.u32", cw, 1) if handed else first_warp
     prime_skip = b.new_label("cp_prime_skip")
-    b.bra(prime_skip, fetch_warp, neg=True)
+    b.bra(prime_skip, fetch_warp, neg=True, uniform=True)
     fe.prime(pos)
     b.place(prime_skip)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
@@ -59,16 +59,16 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     handoff_txt = "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS)
 
     b.place(top)
-    b.bra(done, b.setp("ge.u32", pos, q.count))
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     if handed:
         waiter = b.new_label("cp_waiter")
-        b.bra(waiter, fetch_warp, neg=True)
+        b.bra(waiter, fetch_warp, neg=True, uniform=True)
         fe.step(pos)
         b.raw("bar.arrive", handoff_txt)
         fe.step(b.i("add.u32", "u32", pos, 1), ahead=True)  # while the first warp waits for pos's dependencies
         b.bra(sync)
         b.place(waiter)
-    b.bra(sync, first_warp, neg=True)
+    b.bra(sync, first_warp, neg=True, uniform=True)
     if handed:
         b.raw("bar.sync", handoff_txt)
         fw = smem_fields(c, fe.slot_address(pos))
@@ -79,7 +79,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     b.i("add.u32", "u32", pos, 1, dst=pos)
-    b.bra(top, fetch_warp, neg=True)
+    b.bra(top, fetch_warp, neg=True, uniform=True)
     fe.advance(pos)
     b.bra(top)
     b.place(done)
@@ -109,9 +109,9 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     body_done, abort_w, leave = b.new_label("cp_body_done"), b.new_label("cp_abort"), b.new_label("cp_leave")
 
     b.place(top)
-    b.bra(done, b.setp("ge.u32", pos, q.count))
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     addr = window_slot(c, win, pos)
-    b.bra(sync, first_warp, neg=True)
+    b.bra(sync, first_warp, neg=True, uniform=True)
     # acquire: pairs with the fetch warp's bar.arrive after its words of pos are in the slot
     b.raw("bar.sync", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
     fw = smem_fields(c, addr)
@@ -171,11 +171,11 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: S
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, c.target.compute_threads)
     b.raw("barrier.sync", bar_txt)
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(out, b.setp("ne.u32", ab, 0))
+    b.bra(out, b.setp("ne.u32", ab, 0), uniform=True)
     f = smem_fields(c, slot())
     opcode = f.read(isa.OPCODE)
-    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE))
-    b.bra(body_done, condition_holds(c, f), neg=True)
+    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE), uniform=True)
+    b.bra(body_done, condition_holds(c, f), neg=True, uniform=True)
     _run_family_body(c, f, families, ct, cw, engine, pos, out, body_done)
     b.place(body_done)
     b.raw("barrier.sync", bar_txt)
@@ -194,7 +194,7 @@ def _hand_back(c: Ctx, first_warp: SSAValue, aborting: bool) -> None:
     """
     b = c.b
     skip = b.new_label("cp_handed_back")
-    b.bra(skip, first_warp, neg=True)
+    b.bra(skip, first_warp, neg=True, uniform=True)
     flag = b.setp("eq.u32" if aborting else "ne.u32", c.zero, 0)
     b.raw("bar.red.or.pred", "{0}, %d, %d, {1}" % (L.RETURN_BARRIER, L.HANDOFF_THREADS), outs=["pred"], ins=[flag])
     b.place(skip)
@@ -227,21 +227,21 @@ def compute_fetch(c: Ctx) -> None:
     no_abort = b.setp("ne.u32", c.zero, 0)  # this warp never aborts: its flag is false
     top, done, refilled = b.new_label("cf_top"), b.new_label("cf_done"), b.new_label("cf_refilled")
     fe.prime(pos)
-    b.bra(done, b.setp("ge.u32", pos, q.count))
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     fe.step(pos)
     b.place(top)
     # release: pos's words are in its slot
     b.raw("bar.arrive", "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS))
-    b.bra(refilled, b.setp("eq.u32", pos, 0))
+    b.bra(refilled, b.setp("eq.u32", pos, 0), uniform=True)
     fe.advance(pos)  # pos - 1's slot, handed back
     b.place(refilled)
     nxt = b.i("add.u32", "u32", pos, 1)
     fe.step(nxt, ahead=True)
     aborted = b.raw("bar.red.or.pred", "{0}, %d, %d, {1}" % (L.RETURN_BARRIER, L.HANDOFF_THREADS),
                     outs=["pred"], ins=[no_abort])[0]
-    b.bra(done, aborted)
+    b.bra(done, aborted, uniform=True)
     b.set(pos, nxt)
-    b.bra(top, b.setp("lt.u32", pos, q.count))
+    b.bra(top, b.setp("lt.u32", pos, q.count), uniform=True)
     b.place(done)
     b.bra(c.exit_label)
 
@@ -268,7 +268,7 @@ def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: S
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
     for fo, lab in labels.items():
-        b.bra(lab, b.setp("eq.u32", fam, fo))
+        b.bra(lab, b.setp("eq.u32", fam, fo), uniform=True)
     report(c, L.ERR_BAD_FAMILY, engine, pos, f, None, None, None)
     b.bra(done)
     for fo, lab in labels.items():

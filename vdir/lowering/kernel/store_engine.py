@@ -37,6 +37,8 @@ def store_engine(c: Ctx) -> None:
     b = c.b
     engine = c.target.engine_index(EngineKind.STORE)
     q = c.queue
+    # every branch on the instruction's fields, the queue position or ``unsettled`` is warp-uniform:
+    # the lanes read the same words and keep the same counters
     lane0 = b.setp("eq.u32", c.lane, 0)
     pos = b.var("u32", 0)
     unsettled = b.var("u32", 0)  # 1 while a quiet store's writes may be in flight (_complete)
@@ -44,13 +46,13 @@ def store_engine(c: Ctx) -> None:
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
-    b.bra(done, b.setp("ge.u32", pos, q.count))
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     f = fe.fields_at(pos)
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
     stamp(c, q.exec_start, pos, L.TRACE_START, lane0)
     opcode = f.read(isa.OPCODE)
-    b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE))
-    b.bra(nxt, condition_holds(c, f), neg=True)  # skipped: no bytes, same signals
+    b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE), uniform=True)
+    b.bra(nxt, condition_holds(c, f), neg=True, uniform=True)  # skipped: no bytes, same signals
     _settle_writes(c, unsettled)
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
@@ -76,9 +78,9 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     reduces = b.setp("ne.u32", f.read(isa.REDUCE), isa.REDUCE_NONE) if c.reduces else None
     if c.options.tensor_copies_enabled:
         plain = b.new_label("st_plain")
-        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
+        b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0), uniform=True)
         if reduces is not None:  # never through a tensor map (its element view may not be f32)
-            b.bra(plain, reduces)
+            b.bra(plain, reduces, uniform=True)
         tensor_store(c, f, src0, row_bytes)
         b.bra(nxt)
         b.place(plain)
@@ -86,7 +88,7 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     if reduces is not None:
         overwrite = b.new_label("st_overwrite")
-        b.bra(overwrite, reduces, neg=True)
+        b.bra(overwrite, reduces, neg=True, uniform=True)
         reduce_rows(c, gptr, src0, rows, row_bytes, stride)
         b.bra(nxt)
         b.place(overwrite)
@@ -117,7 +119,7 @@ def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
     b.raw("cp.async.bulk.commit_group", "")
     quiet = b.i("and.pred", "pred", b.setp("eq.b64", f.signal, 0), b.setp("eq.u32", f.rel, 0))
     full, done = b.new_label("st_complete"), b.new_label("st_completed")
-    b.bra(full, quiet, neg=True)
+    b.bra(full, quiet, neg=True, uniform=True)
     b.raw("cp.async.bulk.wait_group.read", "0")
     b.i("mov.u32", None, 1, dst=unsettled)
     b.bra(done)
@@ -142,7 +144,7 @@ def _settle_writes(c: Ctx, unsettled: SSAValue) -> None:
     """
     b = c.b
     settled = b.new_label("st_settled")
-    b.bra(settled, b.setp("eq.u32", unsettled, 0))
+    b.bra(settled, b.setp("eq.u32", unsettled, 0), uniform=True)
     _perform_writes(c)
     b.i("mov.u32", None, 0, dst=unsettled)
     b.place(settled)

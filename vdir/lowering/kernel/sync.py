@@ -120,9 +120,32 @@ def stall_poll(c: Ctx, tclk: SSAValue, tgl: SSAValue, warp_uniform: bool, retry:
     slow = b.setp("ge.u64", d, FAST_SPIN_CYCLES)
     if warp_uniform:
         slow = b.i("vote.sync.any.pred", "pred", slow, FULL)
-    b.bra(retry, slow, neg=True)
-    b.bra(on_abort, abort_check(c, warp_uniform))
-    b.bra(retry, watchdog_expired(c, tgl, warp_uniform), neg=True)
+    b.bra(retry, slow, neg=True, uniform=warp_uniform)
+    b.bra(on_abort, abort_check(c, warp_uniform), uniform=warp_uniform)
+    b.bra(retry, watchdog_expired(c, tgl, warp_uniform), neg=True, uniform=warp_uniform)
+
+
+def check_uniform(c: Ctx, pred: SSAValue, number: int) -> None:
+    """Lowering option ``uniform_checks``: check number ``number`` of a predicate declared warp-uniform.
+
+    ``vote.sync.uni`` over the threads that reach it (``activemask``); where
+    they disagree, the error record ``ERR_DIVERGENT`` names the SM, the warp
+    and ``number``. The branch that follows is a plain ``bra``, so the
+    kernel goes on to its end, where the launch raises.
+    """
+    b = c.b
+    threads = b.raw("activemask.b32", "{0}", outs=["b32"])[0]
+    agree = b.i("vote.sync.uni.pred", "pred", pred, threads)
+    ok = b.new_label("uniform_ok")
+    b.bra(ok, agree)
+    old = b.raw("atom.relaxed.gpu.global.cas.b32", "{0}, [{1}], 0, %d" % L.ERR_DIVERGENT, outs=["b32"],
+                ins=[c.err])[0]
+    won = b.setp("eq.u32", old, 0)
+    st = "st.relaxed.gpu.global.u32"
+    b.st(st, c.err, 4 * L.E_SM, c.sm, guard=won)
+    b.st(st, c.err, 4 * L.E_WARP, c.warp, guard=won)
+    b.st(st, c.err, 4 * L.E_VALUE, number, guard=won)
+    b.place(ok)
 
 
 def report(
@@ -167,7 +190,7 @@ def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp
     top, go = b.new_label("spin"), b.new_label("go")
     b.place(top)
     ready, bm, cval, wanted = ready_check(c, f, warp_uniform)
-    b.bra(go, ready)
+    b.bra(go, ready, uniform=warp_uniform)
     stall_poll(c, tclk, t0, warp_uniform, top, on_abort)
     report(c, L.ERR_WATCHDOG, engine, pos, f, bm, cval, wanted)
     b.bra(on_abort)
