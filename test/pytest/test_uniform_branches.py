@@ -121,13 +121,18 @@ def test_gemvs_with_every_claim_checked_give_the_bytes_they_give_unchecked(rows,
     assert np.all(np.abs(got - ref) <= 2 ** -8 * np.abs(ref) + 1e-3 * np.max(np.abs(ref)))
 
 
+STACK_OPTIONS = [{}, {"run_loops": True}, {"load_path": "lsu"}, {"tensor_copies": False}]
+
+
 @gpu
-@pytest.mark.parametrize("run_loops", [False, True])
-def test_a_stack_with_every_claim_checked_gives_the_bytes_it_gives_unchecked(run_loops):
+@pytest.mark.parametrize("options", STACK_OPTIONS, ids=["defaults", "run_loops", "lsu", "plain_copies"])
+def test_a_stack_with_every_claim_checked_gives_the_bytes_it_gives_unchecked(options):
+    """The compute group fed by its fetch warp (loop records), the load engines with their fields in
+    registers (lsu) or copying in bulk without tensor maps."""
     program = compile_to_encoded(examples.build_mlp_stack(4, 256, 512), num_sms=2)
     inputs = _inputs(program)
-    checked = _outputs(program, inputs, run_loops=run_loops, uniform_checks=True)
-    plain = _outputs(program, inputs, run_loops=run_loops)
+    checked = _outputs(program, inputs, uniform_checks=True, **options)
+    plain = _outputs(program, inputs, **options)
     for a, b in zip(checked, plain, strict=True):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
