@@ -334,18 +334,15 @@ class PtxBuilder:
         self.emit(mnemonic, [SymbolRefAttr(label)], guard=pred, neg=neg)
 
 
-    def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str,
-                  uniform: bool = False) -> None:
+    def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
         """``for (i = start; i < end; i += step) body(i)`` with a u32 counter.
 
         The loop's labels are ``hint`` (the test) and ``hint + "_end"``.
-        ``uniform``: ``start`` and ``end`` are the same in every thread of
-        the warp, and so is the loop's test (:meth:`bra`).
         """
         i = self.var("u32", start)
         top, done = self.new_label(hint), self.new_label(hint + "_end")
         self.place(top)
-        self.bra(done, self.setp("ge.u32", i, end), uniform=uniform)
+        self.bra(done, self.setp("ge.u32", i, end))
         body(i)
         self.i("add.u32", "u32", i, step, dst=i)
         self.bra(top)

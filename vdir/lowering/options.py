@@ -15,7 +15,8 @@ tools and ``vdir.compile`` build one from what the user wrote:
 Names may be spelled with ``-`` or ``_``. Values may be given typed or as
 text (``"4"``, ``"true"``/``"false"``/``"1"``/``"0"`` for the flags). Changing an
 option never changes the program's results, only how its copies and
-synchronisation are issued, or whether the kernel records a trace.
+synchronisation are issued, whether the kernel records a trace, or whether
+it checks the branches it declares warp-uniform.
 """
 
 from __future__ import annotations
