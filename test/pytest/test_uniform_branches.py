@@ -46,6 +46,8 @@ def _kernel() -> ptx.KernelOp:
 
 
 def test_a_uniform_branch_is_bra_uni_and_a_checked_one_a_plain_bra_after_its_check():
+    """Only a branch declared uniform becomes ``bra.uni``; with a check installed it is handed to the
+    check and stays a plain ``bra``; an unguarded branch is ``bra.uni`` either way."""
     b = PtxBuilder(_kernel())
     p = b.setp("eq.u32", b.special("u32", "%tid.x"), 0)
     b.bra("$L_a", p, uniform=True)
@@ -61,6 +63,8 @@ def test_a_uniform_branch_is_bra_uni_and_a_checked_one_a_plain_bra_after_its_che
 
 
 def test_every_declared_branch_of_a_kernel_is_checked_under_uniform_checks():
+    """Each guarded ``bra.uni`` of the plain kernel is, under the option, one vote, one report and one
+    plain branch (plus the check's own skip), the report numbered as the label after it."""
     program = compile_to_encoded(examples.build_mlp_stack(2, 256, 512), num_sms=2)
     plain = lower_to_ptx(program, options={"run_loops": True})
     checked = lower_to_ptx(program, options={"run_loops": True, "uniform_checks": True})
@@ -72,9 +76,13 @@ def test_every_declared_branch_of_a_kernel_is_checked_under_uniform_checks():
     assert _guarded_branches(checked)["bra"] == _guarded_branches(plain)["bra"] + 2 * declared  # + its skip
     reports = re.findall(rf"cas\.b32 %r\d+, \[%rd\d+\], 0, {L.ERR_DIVERGENT};", checked)
     assert len(reports) == declared
+    # each record names its check by the number of the label that follows it: 0, 1, 2, ... in order
+    numbered = re.findall(rf"\+{4 * L.E_VALUE}\], (\d+);\n\$L_{L.UNIFORM_CHECK_LABEL}_(\d+):", checked)
+    assert [(int(n), int(m)) for n, m in numbered] == [(k, k) for k in range(declared)]
 
 
 def test_the_error_record_of_a_diverged_branch_names_the_sm_the_warp_and_the_check():
+    """The host's message for an ``ERR_DIVERGENT`` record."""
     program = compile_to_encoded(examples.build_gemv(), num_sms=1)
     rec = np.zeros(L.ERROR_WORDS, np.uint32)
     rec[L.E_CODE], rec[L.E_SM], rec[L.E_WARP], rec[L.E_VALUE] = L.ERR_DIVERGENT, 3, 5, 17

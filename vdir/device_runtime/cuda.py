@@ -650,7 +650,7 @@ def describe_error(program: isa.EncodedProgram, rec: np.ndarray, watchdog_ms: fl
     if code == L.ERR_DIVERGENT:
         return (f"{L.ERROR_NAMES[code]}: warp {int(rec[L.E_WARP])} of SM {sm} at uniform-branch check "
                 f"#{int(rec[L.E_VALUE])} (lowering option uniform_checks; the check's label in the PTX is "
-                f"$L_uniform_ok_{int(rec[L.E_VALUE])})")
+                f"$L_{L.UNIFORM_CHECK_LABEL}_{int(rec[L.E_VALUE])})")
     try:
         who = program.describe(sm, eng, pos)
     except Exception:  # noqa: BLE001

@@ -173,6 +173,10 @@ class PtxBuilder:
         self._labels[hint] = n + 1
         return f"$L_{hint}_{n}"
 
+    def labels_made(self, hint: str) -> int:
+        """How many labels :meth:`new_label` has made from ``hint``: the number the next one gets."""
+        return self._labels.get(hint, 0)
+
     def place(self, label: str) -> None:
         """Put ``label`` at the current position."""
         self.block.add_op(ptx.LabelOp(label))

@@ -164,6 +164,9 @@ E_VALUE = 14  # ERR_BOUNDS, ERR_SCALAR_RANGE: the runtime value that was out of 
 E_WARP = 15  # ERR_DIVERGENT: the warp whose threads disagreed
 ERR_NONE, ERR_WATCHDOG, ERR_BAD_FAMILY, ERR_BAD_OPCODE, ERR_BOUNDS, ERR_SCALAR_RANGE = 0, 1, 2, 3, 4, 5
 ERR_DIVERGENT = 6  # lowering option uniform_checks: a branch declared warp-uniform was not
+#: the label hint after each uniform-branch check (lowering option uniform_checks): check ``n`` is
+#: followed by ``$L_uniform_ok_<n>``, the ``n`` its ERR_DIVERGENT record names
+UNIFORM_CHECK_LABEL = "uniform_ok"
 ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ERR_BAD_OPCODE: "bad opcode",
                ERR_BOUNDS: "runtime offset out of range", ERR_SCALAR_RANGE: "launch-time scalar out of range",
                ERR_DIVERGENT: "a branch declared warp-uniform diverged"}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -73,8 +71,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         reduces=reduces,
     )
     if options.uniform_checks:
-        checks = itertools.count()
-        b.uniform_check = lambda pred: check_uniform(c, pred, next(checks))
+        b.uniform_check = lambda pred: check_uniform(c, pred)
     # thread 0 clears the header and initialises the mbarrier ring
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)

@@ -39,6 +39,10 @@ from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 
+#: byte offset of the finish counts in the sync block (``isa.SYNC_FINISH_COUNTS``), in the address of
+#: the prologue's load and of the exit's store
+_FINISH_COUNTS_BYTE = isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS
+
 
 def finish_count_address(b, sync: SSAValue, sm: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
     """The global address of CTA ``sm``'s finish count (``isa.SYNC_FINISH_COUNTS``)."""
@@ -48,7 +52,7 @@ def finish_count_address(b, sync: SSAValue, sm: SSAValue) -> SSAValue:  # noqa: 
 
 def read_finish_count(b, address: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
     """The CTA's finish count (u64) at ``address`` (:func:`finish_count_address`), loaded in the prologue."""
-    return b.ld("ld.relaxed.gpu.global.u64", "u64", address, isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS)
+    return b.ld("ld.relaxed.gpu.global.u64", "u64", address, _FINISH_COUNTS_BYTE)
 
 
 def launches_done(b, count: SSAValue) -> SSAValue:  # noqa: ANN001 -- a PtxBuilder
@@ -104,6 +108,6 @@ def finish(c: Ctx, address: SSAValue, count: SSAValue) -> None:
     b = c.b
     t0 = b.setp("eq.u32", c.tid, 0)
     # relaxed, after the CTA's first barrier: see the module's note
-    b.st("st.relaxed.gpu.global.u64", address, isa.WORD_BYTES * isa.SYNC_FINISH_COUNTS,
+    b.st("st.relaxed.gpu.global.u64", address, _FINISH_COUNTS_BYTE,
          b.i("add.u64", "u64", count, 1), guard=t0)
     b.raw("ret", "")

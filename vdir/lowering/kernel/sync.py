@@ -125,18 +125,20 @@ def stall_poll(c: Ctx, tclk: SSAValue, tgl: SSAValue, warp_uniform: bool, retry:
     b.bra(retry, watchdog_expired(c, tgl, warp_uniform), neg=True, uniform=warp_uniform)
 
 
-def check_uniform(c: Ctx, pred: SSAValue, number: int) -> None:
-    """Lowering option ``uniform_checks``: check number ``number`` of a predicate declared warp-uniform.
+def check_uniform(c: Ctx, pred: SSAValue) -> None:
+    """Lowering option ``uniform_checks``: check a predicate declared warp-uniform.
 
     ``vote.sync.uni`` over the threads that reach it (``activemask``); where
     they disagree, the error record ``ERR_DIVERGENT`` names the SM, the warp
-    and ``number``. The branch that follows is a plain ``bra``, so the
-    kernel goes on to its end, where the launch raises.
+    and the check's number, which is also its label's
+    (``layout.UNIFORM_CHECK_LABEL``). The branch that follows is a plain
+    ``bra``, so the kernel goes on to its end, where the launch raises.
     """
     b = c.b
     threads = b.raw("activemask.b32", "{0}", outs=["b32"])[0]
     agree = b.i("vote.sync.uni.pred", "pred", pred, threads)
-    ok = b.new_label("uniform_ok")
+    number = b.labels_made(L.UNIFORM_CHECK_LABEL)
+    ok = b.new_label(L.UNIFORM_CHECK_LABEL)
     b.bra(ok, agree)
     old = b.raw("atom.relaxed.gpu.global.cas.b32", "{0}, [{1}], 0, %d" % L.ERR_DIVERGENT, outs=["b32"],
                 ins=[c.err])[0]
