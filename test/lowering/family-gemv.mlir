@@ -13,7 +13,8 @@
 // whole rows run two passes' rows at once, reading x once for both. Every
 // branch of the row loop is bra.uni: the chunk loops count the group's first
 // chunk, the same in every lane (lane l reads chunk jb + l), and in the last
-// group a lane past the warp's chunks reads chunk jb and adds zeros.
+// group a lane past the warp's chunks reads chunk jb and adds zeros. A tile
+// of eight rows (the narrow tiles of long rows) runs as one row block.
 
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
 // CHECK:      shr.u32 [[F8:%r[0-9]+]], {{%r[0-9]+}}, 8;
@@ -23,6 +24,9 @@
 // CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 
 // CHECK-LABEL: $L_fam1_0:
+// A tile of exactly 8 rows runs as one row block (placed after the row loop).
+// CHECK:      setp.eq.u32 [[B8:%p[0-9]+]], {{%r[0-9]+}}, 8;
+// CHECK-NEXT: @[[B8]] bra.uni $L_gemv_block_0;
 // Work split: G = 8 / max(min(R, 8), 1) warps per row, picked among the
 // classes 8, 4, 2, 1 by comparisons; the quantities of each class are shifts
 // (divisions by constants): no division instruction in the kernel.
@@ -159,6 +163,31 @@
 // CHECK:      @!{{%p[0-9]+}} bra.uni $L_gemv_epi_skip_0;
 // CHECK:      cvt.rn.bf16.f32 [[H:%h[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: @!{{%p[0-9]+}} st.shared.b16 [{{%r[0-9]+}}], [[H]];
+// The row block: every warp takes a slice of K for all eight rows, its
+// chunk loop reading two chunks of each of the eight rows, then the same
+// chunks of x once for them all; each warp's eight partials go to the
+// row-block scratch (base + 768, 32 bytes per warp), and after the group
+// barrier the warp of row r adds column r in warp order and runs the
+// epilogue: one rounding.
+// CHECK:      $L_gemv_block_0:
+// CHECK:      $L_gemv_main_2:
+// CHECK-COUNT-16: ld.shared.v4.b32 {{.*}}, {{\[}}{{%r[0-9]+}}{{(\+512)?}}];
+// CHECK-NEXT: ld.shared.v4.b32 {[[BX:%r[0-9]+]], {{.*}}}, {{\[}}[[BXROW:%r[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[BXROW]]+512];
+// CHECK-NEXT: shl.b32
+// CHECK:      $L_gemv_tail_2:
+// CHECK:      $L_gemv_tail_end_2:
+// CHECK:      @[[L0:%p[0-9]+]] st.shared.f32 {{\[}}[[MINE:%r[0-9]+]]+768], {{%f[0-9]+}};
+// CHECK-NEXT: @[[L0]] st.shared.f32 {{\[}}[[MINE]]+772], {{%f[0-9]+}};
+// CHECK:      @[[L0]] st.shared.f32 {{\[}}[[MINE]]+796], {{%f[0-9]+}};
+// CHECK-NEXT: barrier.sync 1, 256;
+// CHECK:      ld.shared.f32 [[P0:%f[0-9]+]], {{\[}}[[COL:%r[0-9]+]]+768];
+// CHECK-NEXT: add.rn.f32 [[T:%f[0-9]+]], [[T]], [[P0]];
+// CHECK-NEXT: ld.shared.f32 [[P1:%f[0-9]+]], {{\[}}[[COL]]+800];
+// CHECK-NEXT: add.rn.f32 [[T]], [[T]], [[P1]];
+// CHECK:      ld.shared.f32 [[P7:%f[0-9]+]], {{\[}}[[COL]]+992];
+// CHECK-NEXT: add.rn.f32 [[T]], [[T]], [[P7]];
+// CHECK:      cvt.rn.bf16.f32
 // CHECK:      $L_gemv_done_0:
 // CHECK-NEXT: bra.uni $L_cp_body_done_0;
 

@@ -7,6 +7,13 @@ bound, and divides by constants with shifts or one multiplication
 (``div_magic``). These tests check the picking and the multiplication
 against plain integer division, and run gemvs of awkward row counts on the
 GPU with compute groups whose G is not a power of two.
+
+A tile of exactly ``BLOCK_ROWS`` rows runs as one row block instead, on a
+group whose partials fit their scratch (``blocked_rows_fit``): K split over
+the warps, each warp's slice read for all the rows. The same GPU cases run
+it with a group of 5 warps (two rounds of epilogues: rows ``cw`` and ``cw +
+5``), of 8, and not at all with 12, at K whose slices leave remainders;
+rows long enough for the block's unrolled loop run alone.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from ml_dtypes import bfloat16
 
 import vdir
 from vdir.frontend import ProgramBuilder
-from vdir.lowering.families.gemv import DIV_EXACT_BELOW, div_magic, share_classes
+from vdir.lowering import layout
+from vdir.lowering.families.gemv import BLOCK_ROWS, DIV_EXACT_BELOW, blocked_rows_fit, div_magic, share_classes
 from vdir.lowering.options import MAX_COMPUTE_WARPS
 from vdir.testing.gpu import gpu
 
@@ -47,6 +55,13 @@ def test_division_by_a_constant_is_exact_below_the_bound(divisor):
     assert np.array_equal(high_word, n // np.uint64(divisor))
 
 
+def test_a_row_block_runs_where_its_partials_fit_their_scratch():
+    fits = [w for w in range(1, MAX_COMPUTE_WARPS + 1) if blocked_rows_fit(w)]
+    assert fits == list(range(2, layout.GEMV_ROW_PARTIALS_BYTES // (4 * BLOCK_ROWS) + 1))
+    assert 8 in fits and 12 not in fits  # the default group runs row blocks
+    assert BLOCK_ROWS in ROW_COUNTS
+
+
 def _gemvs(k: int):
     b = ProgramBuilder("gemv_rows")
     total = sum(ROW_COUNTS)
@@ -61,9 +76,9 @@ def _gemvs(k: int):
 
 
 @gpu
+@pytest.mark.parametrize("k", [512, 2056])
 @pytest.mark.parametrize("warps", [5, 8, 12])
-def test_gemvs_of_any_row_count_on_any_compute_group(warps):
-    k = 512
+def test_gemvs_of_any_row_count_on_any_compute_group(warps, k):
     module, total = _gemvs(k)
     rng = np.random.default_rng(warps)
     w = (rng.standard_normal((total, k)) / np.sqrt(k)).astype(bfloat16)
@@ -72,4 +87,24 @@ def test_gemvs_of_any_row_count_on_any_compute_group(warps):
         got = np.asarray(exe(w=w, x=x), np.float64).reshape(-1)
     want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
     # f32 sums of bf16 products in another order than float64's
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+@gpu
+@pytest.mark.parametrize("warps", [5, 8])
+def test_row_blocks_of_long_rows(warps):
+    """Two 8-row tiles of K = 8200 (1025 chunks: the unrolled loop's trips, then a partial last group)."""
+    k, rows = 8200, 2 * BLOCK_ROWS
+    b = ProgramBuilder("row_blocks")
+    w, x, y = b.buffer("w", (rows, k)), b.buffer("x", (1, k)), b.buffer("y", (1, rows), "f32")
+    xt = b.load(x, (0, 0), (1, k), name="xt")
+    for t in range(2):
+        wt = b.load(w, (t * BLOCK_ROWS, 0), (BLOCK_ROWS, k), name=f"w{t}")
+        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{t}"), y, (0, t * BLOCK_ROWS), name=f"s{t}")
+    rng = np.random.default_rng(100 + warps)
+    wv = (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(bfloat16)
+    xv = rng.standard_normal((1, k)).astype(bfloat16)
+    with vdir.compile(b.finish(), backend="cuda", num_sms=2, options={"compute_warps": warps}) as exe:
+        got = np.asarray(exe(w=wv, x=xv), np.float64).reshape(-1)
+    want = wv.astype(np.float64) @ xv.astype(np.float64).reshape(-1)
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()

@@ -53,9 +53,11 @@ SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
-SMEM_UNUSED = 768  # 256 bytes, free (a load ring slot's retirement info is held in registers: kernel/load_engine.py)
+SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
+GEMV_ROW_PARTIALS_BYTES = 256
 SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
+assert SMEM_GEMV_ROW_PARTIALS + GEMV_ROW_PARTIALS_BYTES <= SMEM_IWINDOW
 #: the tile arena starts here (1024-aligned): the header is what the ISA reserves in front of the tiles
 HEADER_BYTES = isa.KERNEL_RESERVED_SMEM
 

@@ -19,6 +19,11 @@ them as one pass (:func:`_gemv_core`): each chunk of x is read from shared
 memory once for both rows and twice as many loads are in flight. Each row
 keeps its own accumulators in the same order, so the result is the same bit
 for bit.
+
+A tile of :data:`BLOCK_ROWS` rows (the narrow tiles of long rows) runs as
+one row block instead (:func:`_row_block`): every warp takes a slice of K
+for all the rows, so x is read once per tile rather than once per row, and
+the slices' partial sums are added in warp order.
 """
 
 from __future__ import annotations
@@ -41,6 +46,17 @@ Epilogue = Callable[["F.ComputeCtx", SSAValue, SSAValue], None]
 
 
 @dataclass
+class _Segment:
+    """The 16-byte chunks of each of its rows that a warp reads (registers)."""
+
+    rowb: SSAValue  # bytes of a weight row
+    start: SSAValue  # this warp's first 16-byte chunk
+    end: SSAValue  # end of this warp's chunks
+    main_end: SSAValue  # the unrolled loop runs while its first chunk is below this
+    unroll: int  # chunks per lane in one trip of the unrolled loop
+
+
+@dataclass
 class _RowSplit:
     """How the compute warps share the rows of one gemv (registers; see :func:`_gemv_core`)."""
 
@@ -50,11 +66,8 @@ class _RowSplit:
     sub: SSAValue  # this warp's index among the row's G warps
     rw: SSAValue  # this warp's row within a pass
     split: SSAValue  # predicate: G > 1
-    rowb: SSAValue  # bytes of a weight row
     lane0: SSAValue
-    seg_start: SSAValue  # this warp's first 16-byte chunk
-    seg_end: SSAValue  # end of this warp's chunks
-    main_end: SSAValue  # the unrolled loop runs while its first chunk is below this
+    seg: _Segment  # this warp's chunks of each row
 
 
 def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
@@ -68,16 +81,19 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     """
     b = cc.b
     R = cc.p0
+    top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
+    block = b.new_label("gemv_block") if blocked_rows_fit(cc.nwarps) else None
+    if block is not None:
+        b.bra(block, b.setp("eq.u32", R, BLOCK_ROWS), uniform=True)
     rs = _split_rows(cc)
     npass = rs.npass
     p = b.var("u32", 0)
     _paired_passes(cc, rs, p, epilogue, inv)
-    top, done = b.new_label("gemv_pass"), b.new_label("gemv_done")
     b.place(top)
     b.bra(done, b.setp("ge.u32", p, npass), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     active = b.setp("lt.u32", r, R)
-    s = _warp_row_sums(cc, rs, [r], active, inv)[0]
+    s = _warp_row_sums(cc, rs.seg, [r], active, inv)[0]
     tot = _combine_partials(cc, rs, p, s)
     # -- epilogue: the row's first warp, every lane with the same total and the same stores ---------
     writer = b.setp("eq.u32", rs.sub, 0)
@@ -88,7 +104,63 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     b.place(skip)
     b.i("add.u32", "u32", p, 1, dst=p)
     b.bra(top)
+    if block is not None:
+        b.place(block)
+        _row_block(cc, epilogue, inv, done)
     b.place(done)
+
+
+#: rows of the tiles whose gemv runs as one row block (:func:`_row_block`): the library's narrow tiles
+#: (``vdir.frontend.layers.NARROW_TILE_ROWS``), wherever K is too long for 16 rows in a tile
+BLOCK_ROWS = 8
+#: chunks per lane in one trip of a row block's unrolled loop: its rows' weight words in flight per lane
+#: are ``BLOCK_ROWS * BLOCK_UNROLL * 4``
+BLOCK_UNROLL = 2
+
+
+def blocked_rows_fit(warps: int) -> bool:
+    """Whether ``warps`` compute warps run ``BLOCK_ROWS``-row tiles as one row block: their partials,
+    ``BLOCK_ROWS`` words per warp, fit the shared scratch for them."""
+    return 2 <= warps and BLOCK_ROWS * warps * 4 <= F.L.GEMV_ROW_PARTIALS_BYTES
+
+
+def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, done: str) -> None:
+    """A tile of exactly :data:`BLOCK_ROWS` rows as one block (the caller branches here for them),
+    ending at ``done``, placed right after it.
+
+    Each warp takes a contiguous 1/W of K for every row, so each chunk of x
+    is read from shared memory once for all the rows (in the row loop, each
+    row's warp reads the whole x: half of a narrow tile's shared-memory
+    reads). Each warp's partial sums of the rows meet in shared scratch
+    behind the group barrier, and the warp of row r (warps ``r mod W``) adds
+    that row's partials in warp order and runs its epilogue: a fixed order,
+    the same at every run.
+    """
+    b = cc.b
+    W = cc.nwarps
+    chunks = b.i("shr.u32", "u32", cc.p1, 3)
+    per = _div_by_constant(b, chunks, W)
+    start = b.i("mul.lo.u32", "u32", cc.cw, per)
+    end = b.i("add.u32", "u32", start, per)
+    end = b.i("selp.u32", "u32", chunks, end, b.setp("eq.u32", cc.cw, W - 1))
+    seg = _segment(b, b.i("shl.b32", "u32", cc.p1, 1), start, end, BLOCK_UNROLL)
+    sums = _warp_row_sums(cc, seg, [b.var("u32", r) for r in range(BLOCK_ROWS)], None, inv)
+    base = cc.c.base  # type: ignore[attr-defined]
+    mine = b.i("mad.lo.u32", "u32", cc.cw, 4 * BLOCK_ROWS, base)
+    lane0 = b.setp("eq.u32", cc.lane, 0)
+    for r, s in enumerate(sums):
+        b.st("st.shared.f32", mine, F.L.SMEM_GEMV_ROW_PARTIALS + 4 * r, s, guard=lane0)
+    b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
+    for first in range(0, BLOCK_ROWS, W):  # rows first + cw: every lane of the warp alike
+        row = b.i("add.u32", "u32", cc.cw, first) if first else cc.cw
+        if first + W > BLOCK_ROWS:
+            b.bra(done, b.setp("ge.u32", row, BLOCK_ROWS), uniform=True)
+        col = b.i("mad.lo.u32", "u32", row, 4, base)
+        tot = b.var("f32", 0.0)
+        for w in range(W):
+            v = b.ld("ld.shared.f32", "f32", col, F.L.SMEM_GEMV_ROW_PARTIALS + 4 * BLOCK_ROWS * w)
+            b.i("add.rn.f32", "f32", tot, v, dst=tot)
+        epilogue(cc, row, tot)
 
 
 def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epilogue,
@@ -104,7 +176,7 @@ def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epi
     b.bra(done, b.setp("gt.u32", end, cc.p0), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     r2 = b.i("add.u32", "u32", r, rs.rpp)
-    sums = _warp_row_sums(cc, rs, [r, r2], None, inv)
+    sums = _warp_row_sums(cc, rs.seg, [r, r2], None, inv)
     for row, s in zip((r, r2), sums, strict=True):  # every lane: see the epilogue of _gemv_core
         epilogue(cc, row, s)
     b.i("add.u32", "u32", p, 2, dst=p)
@@ -186,14 +258,19 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     last = b.setp("eq.u32", last, G)
     seg_end = b.i("add.u32", "u32", seg_start, seg)
     seg_end = b.i("selp.u32", "u32", chunks, seg_end, last)
-    # the unrolled loop takes 32 * UNROLL chunks from jb while all of them are the warp's:
-    # jb + 32 * UNROLL <= seg_end, that is jb < seg_end - 32 * UNROLL + 1
-    span = 32 * UNROLL
-    has_main = b.setp("ge.u32", seg_end, span)
-    main_end = b.i("sub.u32", "u32", seg_end, span - 1)
+    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, lane0=lane0,
+                     seg=_segment(b, rowb, seg_start, seg_end, UNROLL))
+
+
+def _segment(b: PtxBuilder, rowb: SSAValue, start: SSAValue, end: SSAValue, unroll: int) -> _Segment:
+    """Chunks ``start .. end`` of each row, read ``unroll`` chunks per lane at a time while they last."""
+    # the unrolled loop takes 32 * unroll chunks from jb while all of them are the warp's:
+    # jb + 32 * unroll <= end, that is jb < end - 32 * unroll + 1
+    span = 32 * unroll
+    has_main = b.setp("ge.u32", end, span)
+    main_end = b.i("sub.u32", "u32", end, span - 1)
     main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
-    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, rowb=rowb, lane0=lane0,
-                     seg_start=seg_start, seg_end=seg_end, main_end=main_end)
+    return _Segment(rowb=rowb, start=start, end=end, main_end=main_end, unroll=unroll)
 
 
 def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | None) -> tuple[SSAValue, SSAValue]:
@@ -241,32 +318,33 @@ def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n:
                 b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
 
 
-def _warp_row_sums(cc: "F.ComputeCtx", rs: _RowSplit, rows: list[SSAValue], active: SSAValue | None,
+def _warp_row_sums(cc: "F.ComputeCtx", seg: _Segment, rows: list[SSAValue], active: SSAValue | None,
                    inv: SSAValue | None) -> list[SSAValue]:
-    """This warp's partial dot products of ``rows`` (0 when not ``active``; None: always), in every lane."""
+    """This warp's partial dot products of ``rows`` over its chunks ``seg`` (0 when not ``active``;
+    None: always), in every lane."""
     b = cc.b
     accs = [[b.var("f32", 0.0) for _ in range(4)] for _ in rows]
     skip_rows = b.new_label("gemv_inactive")
     if active is not None:
         b.bra(skip_rows, active, neg=True, uniform=True)
-    wrows = [b.i("mad.lo.u32", "u32", r, rs.rowb, cc.ins[0]) for r in rows]
+    wrows = [b.i("mad.lo.u32", "u32", r, seg.rowb, cc.ins[0]) for r in rows]
     # jb, the first chunk of the warp's next group, is the same in every lane, and so are both loops'
     # tests: lane l takes chunk jb + l (+ 32 k)
     jb = b.var("u32", 0)
-    b.set(jb, rs.seg_start)
+    b.set(jb, seg.start)
     ml, md = b.new_label("gemv_main"), b.new_label("gemv_main_end")
     b.place(ml)
-    b.bra(md, b.setp("ge.u32", jb, rs.main_end), uniform=True)
-    _chunk_group(cc, b.i("add.u32", "u32", jb, cc.lane), accs, UNROLL, wrows, inv)
-    b.i("add.u32", "u32", jb, 32 * UNROLL, dst=jb)
+    b.bra(md, b.setp("ge.u32", jb, seg.main_end), uniform=True)
+    _chunk_group(cc, b.i("add.u32", "u32", jb, cc.lane), accs, seg.unroll, wrows, inv)
+    b.i("add.u32", "u32", jb, 32 * seg.unroll, dst=jb)
     b.bra(ml)
     b.place(md)
     # the last chunks, 32 at a time; a lane past the warp's end reads chunk jb and adds zeros
     tl, td = b.new_label("gemv_tail"), b.new_label("gemv_tail_end")
     b.place(tl)
-    b.bra(td, b.setp("ge.u32", jb, rs.seg_end), uniform=True)
+    b.bra(td, b.setp("ge.u32", jb, seg.end), uniform=True)
     j = b.i("add.u32", "u32", jb, cc.lane)
-    keep = b.setp("lt.u32", j, rs.seg_end)
+    keep = b.setp("lt.u32", j, seg.end)
     _chunk_group(cc, b.i("selp.u32", "u32", j, jb, keep), accs, 1, wrows, inv, keep)
     b.i("add.u32", "u32", jb, 32, dst=jb)
     b.bra(tl)
