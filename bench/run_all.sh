@@ -24,6 +24,10 @@
 #              run_loops, and run_loops with one engine's queues unrolled at a time
 #   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
 #              1024-token context against torch ($DECODE_ARGS)
+#   probe    - bench/stream_probe.cu (nvcc): the streaming ceiling without vdir, bulk
+#              copies from one CTA per SM against plain loads from many CTAs
+#   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
+#              after launch ($PACE_ARGS)
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -41,7 +45,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, pace, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -73,6 +77,11 @@ for what in $steps; do
         | tee "$OUT/sweep.log" ;;
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
+    probe)
+      nvcc -arch=sm_90a -O3 -o "$OUT/stream_probe" bench/stream_probe.cu && timeout ${PROBE_TIMEOUT:-120} "$OUT/stream_probe" 2>&1 \
+        | tee "$OUT/probe.log" ;;
+    pace)
+      timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py $PACE_ARGS 2>&1 | tee "$OUT/pace.log" ;;
     loops)
       timeout ${LOOPS_TIMEOUT:-180} python3 bench/diag_loops.py 2>&1 | tee "$OUT/loops.log" ;;
     decode)

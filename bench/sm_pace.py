@@ -1,0 +1,158 @@
+"""How fast each SM streams its weight tiles in a gemv, launch after launch, from traces.
+
+Compiles ``build_gemv(M, K)`` with the lowering option ``trace``, launches it
+``--launches`` times and, for each launch, takes every SM's *pace*: the
+time between its first and its last load landing on the stream engine
+(its weight tiles, and the chunks of x, which land first), per load after
+the first (the first load's latency left out). It
+prints:
+
+* each engine's milestones over the SMs (first start, last end; least,
+  10th percentile, median, 90th, most) and the stream's bytes landed per µs,
+  from the first launch: where the launch's head and tail go;
+* the correlation of the per-SM paces between the first launch and each
+  other one: near 1, an SM's pace is a property of the SM, not noise;
+* the SMs from fastest to slowest (mean pace), and per SM its tiles and
+  stream loads and its last landing.
+
+On the H200 (``docs/performance.md``, round 25) the paces fall into two
+classes about 9% apart, by SM, the same from launch to launch; the SMs
+with one tile more than the others, or of the slower class, end the
+launch. ``--sim`` runs a small gemv on the simulator (its cost model's
+times, every SM alike): the flow only.
+
+    python3 bench/sm_pace.py [--gemv 28672x8192] [--launches 6]
+    python3 bench/sm_pace.py --sim
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import numpy as np  # noqa: E402
+from ml_dtypes import bfloat16  # noqa: E402
+
+from vdir.device_runtime.trace import Trace, TraceEvent  # noqa: E402
+from vdir.target import EngineKind, get_target  # noqa: E402
+
+#: ``--sim``: the gemv and the SMs it runs on
+SIM_GEMV, SIM_SMS = (512, 1024), 4
+#: percentiles of the milestone table
+PERCENTILES = (0, 10, 50, 90, 100)
+
+
+def landing_pace(events: Sequence[TraceEvent], engine: int, sms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per SM: the µs between two of its loads on ``engine`` landing (first to last, per load after
+    the first; NaN with fewer than two), its loads, and its last landing (µs from the first stamp)."""
+    t0 = min((e.start_us for e in events), default=0.0)
+    ends: list[list[float]] = [[] for _ in range(sms)]
+    for e in events:
+        if e.engine == engine:
+            ends[e.sm].append(e.start_us + e.dur_us - t0)
+    pace = np.array([(max(x) - min(x)) / (len(x) - 1) if len(x) > 1 else np.nan for x in ends])
+    last = np.array([max(x) if x else np.nan for x in ends])
+    return pace, np.array([len(x) for x in ends]), last
+
+
+def milestones(events: Sequence[TraceEvent], engine: int) -> tuple[np.ndarray, np.ndarray]:
+    """The percentiles :data:`PERCENTILES` over the SMs of ``engine``'s first start and last end (µs from
+    the launch's first stamp)."""
+    t0 = min(e.start_us for e in events)
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for e in events:
+        if e.engine == engine:
+            first[e.sm] = min(first.get(e.sm, np.inf), e.start_us - t0)
+            last[e.sm] = max(last.get(e.sm, -np.inf), e.start_us + e.dur_us - t0)
+    return (np.percentile(list(first.values()), PERCENTILES), np.percentile(list(last.values()), PERCENTILES))
+
+
+def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int) -> tuple[list, Trace, int]:
+    """The events of ``launches`` traced launches of the gemv, the first launch's trace and the SMs."""
+    import vdir
+    from vdir.frontend.examples import build_gemv
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(build_gemv(m, k), num_sms=num_sms)
+    rng = np.random.default_rng()
+    runs: list[list[TraceEvent]] = []
+    first: Trace | None = None
+    with vdir.compile(program, backend=backend, options="trace=1") as exe:
+        exe.upload("w", (rng.standard_normal((m, k), dtype=np.float32) / np.sqrt(k)).astype(bfloat16))
+        exe.upload("x", rng.standard_normal((1, k), dtype=np.float32).astype(bfloat16))
+        for _ in range(launches):
+            exe.launch()
+            exe.synchronize()
+            trace = exe.platform.last_trace()
+            if trace is None:
+                raise SystemExit("no trace recorded: the launch was not traced")
+            first = first or trace
+            runs.append(list(trace.events))
+    assert first is not None  # launches >= 1
+    return runs, first, program.num_sms
+
+
+def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[str]) -> None:
+    """Print the milestones of the first launch, then the paces over the launches (module docstring)."""
+    events = first.events
+    for i, name in enumerate(engines):
+        if any(e.engine == i for e in events):
+            starts, ends = milestones(events, i)
+            print(f"{name:>8}: first start {' '.join(f'{v:7.2f}' for v in starts)} | "
+                  f"last end {' '.join(f'{v:7.2f}' for v in ends)}  (µs; least, p10, median, p90, most)")
+    landed = first.bytes_landed(1.0, [stream])
+    print("stream bytes landed per µs (GB/s):", " ".join(f"{v / 1e3:.0f}" for v in landed))
+    paces = [landing_pace(r, stream, sms) for r in runs]
+    pace = np.array([p for p, _n, _l in paces])
+    if len(runs) > 1 and np.all(np.isfinite(pace)) and np.ptp(pace[0]) > 0:
+        corr = [np.corrcoef(pace[0], pace[i])[0, 1] for i in range(1, len(runs))]
+        print("correlation of the per-SM paces, the first launch against each other one:",
+              " ".join(f"{c:.2f}" for c in corr))
+    mean = np.nanmean(pace, axis=0)
+    print("SMs fastest -> slowest (SM:µs per load):",
+          " ".join(f"{s}:{mean[s]:.3f}" for s in np.argsort(mean)))
+    print("stream loads per SM:", " ".join(str(int(n)) for n in paces[0][1]))
+    print("last landing per SM (µs, mean):", " ".join(f"{v:.1f}" for v in np.nanmean([x for _p, _n, x in paces], 0)))
+
+
+def gemv_shape(text: str) -> tuple[int, int]:
+    """``--gemv``'s ``MxK``: two positive integers."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not MxK with M and K positive integers")
+    return int(parts[0]), int(parts[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run on the GPU (default) or the simulator (``--sim``)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--gemv", type=gemv_shape, default=(28672, 8192), metavar="MxK")
+    ap.add_argument("--launches", type=int, default=6)
+    ap.add_argument("--sim", action="store_true", help="a small gemv on the simulator (the flow only)")
+    opts = ap.parse_args(argv)
+    if opts.launches < 1:
+        ap.error(f"--launches must be positive, not {opts.launches}")
+    if opts.sim:
+        (m, k), num_sms, backend = SIM_GEMV, SIM_SMS, "sim"
+    else:
+        from vdir.device_runtime.cuda import CudaPlatform
+
+        ok, why = CudaPlatform.is_available()
+        if not ok:
+            print(f"no GPU: {why}")
+            return 1
+        (m, k), num_sms, backend = opts.gemv, None, "cuda"
+    runs, first, sms = traces(backend, m, k, num_sms, opts.launches)
+    target = get_target()
+    print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
+    report(runs, first, sms, target.engine_index(EngineKind.STREAM.value), target.engine_names)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
