@@ -24,6 +24,7 @@ from ml_dtypes import bfloat16
 
 import vdir
 from vdir.frontend import ProgramBuilder
+from vdir.frontend.layers import NARROW_TILE_ROWS
 from vdir.lowering import layout
 from vdir.lowering.families.gemv import BLOCK_ROWS, DIV_EXACT_BELOW, blocked_rows_fit, div_magic, share_classes
 from vdir.lowering.options import MAX_COMPUTE_WARPS
@@ -60,6 +61,7 @@ def test_a_row_block_runs_where_its_partials_fit_their_scratch():
     assert fits == list(range(2, layout.GEMV_ROW_PARTIALS_BYTES // (4 * BLOCK_ROWS) + 1))
     assert 8 in fits and 12 not in fits  # the default group runs row blocks
     assert BLOCK_ROWS in ROW_COUNTS
+    assert BLOCK_ROWS == NARROW_TILE_ROWS  # the row block serves the library's narrow tiles
 
 
 def _gemvs(k: int):

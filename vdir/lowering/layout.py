@@ -54,7 +54,7 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
-GEMV_ROW_PARTIALS_BYTES = 256
+GEMV_ROW_PARTIALS_BYTES = 256  # its size: up to 8 compute warps run row blocks (gemv.blocked_rows_fit)
 SMEM_IWINDOW = 1024  # per engine, in queue order: FETCH_DEPTH prefetched 128-byte instructions
 FETCH_DEPTH = 8
 assert SMEM_GEMV_ROW_PARTIALS + GEMV_ROW_PARTIALS_BYTES <= SMEM_IWINDOW

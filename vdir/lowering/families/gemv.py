@@ -119,8 +119,10 @@ BLOCK_UNROLL = 2
 
 
 def blocked_rows_fit(warps: int) -> bool:
-    """Whether ``warps`` compute warps run ``BLOCK_ROWS``-row tiles as one row block: their partials,
-    ``BLOCK_ROWS`` words per warp, fit the shared scratch for them."""
+    """Whether ``warps`` compute warps run ``BLOCK_ROWS``-row tiles as one row block: groups of 2 to 8
+    warps, whose partials (``BLOCK_ROWS`` words per warp) fit the shared scratch for them. A group of
+    one warp keeps the row loop, as measured before the row block (a warp alone has no partials to
+    combine, and no measurement said the block is better for it)."""
     return 2 <= warps and BLOCK_ROWS * warps * 4 <= F.L.GEMV_ROW_PARTIALS_BYTES
 
 
@@ -135,6 +137,12 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
     behind the group barrier, and the warp of row r (warps ``r mod W``) adds
     that row's partials in warp order and runs its epilogue: a fixed order,
     the same at every run.
+
+    Memory model: lane 0 of each warp writes its partials with ``st.shared``
+    before the group's ``barrier.sync``, which orders them before every
+    warp's reads after it. The scratch is written again only by the next
+    micro-op, after the compute step's closing barrier, so one buffer does
+    (the row loop's split rows alternate two: several passes in one step).
     """
     b = cc.b
     W = cc.nwarps
