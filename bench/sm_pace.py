@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 from ml_dtypes import bfloat16  # noqa: E402
 
+from bench.bench_sweep import gemv_shape  # noqa: E402
 from vdir.device_runtime.trace import Trace, TraceEvent  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
 
@@ -118,14 +119,6 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
           " ".join(f"{s}:{mean[s]:.3f}" for s in np.argsort(mean)))
     print("stream loads per SM:", " ".join(str(int(n)) for n in paces[0][1]))
     print("last landing per SM (µs, mean):", " ".join(f"{v:.1f}" for v in np.nanmean([x for _p, _n, x in paces], 0)))
-
-
-def gemv_shape(text: str) -> tuple[int, int]:
-    """``--gemv``'s ``MxK``: two positive integers."""
-    parts = text.lower().split("x")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not MxK with M and K positive integers")
-    return int(parts[0]), int(parts[1])
 
 
 def main(argv: list[str] | None = None) -> int:
