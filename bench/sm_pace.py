@@ -18,8 +18,10 @@ prints:
 On the H200 (``docs/performance.md``, round 25) the paces fall into two
 classes about 9% apart, by SM, the same from launch to launch; the SMs
 with one tile more than the others, or of the slower class, end the
-launch. ``--sim`` runs a small gemv on the simulator (its cost model's
-times, every SM alike): the flow only.
+launch. One weight set is launched again and again: the default gemv's
+448 MiB is far beyond the L2, so its tiles come from the HBM (a gemv that
+fits the L2 would time the L2 instead). ``--sim`` runs a small gemv on the
+simulator (its cost model's times, every SM alike): the flow only.
 
     python3 bench/sm_pace.py [--gemv 28672x8192] [--launches 6]
     python3 bench/sm_pace.py --sim
