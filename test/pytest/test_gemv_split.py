@@ -64,6 +64,24 @@ def test_a_row_block_runs_where_its_partials_fit_their_scratch():
     assert BLOCK_ROWS == NARROW_TILE_ROWS  # the row block serves the library's narrow tiles
 
 
+@pytest.mark.parametrize("warps", [0, 2, 5])
+def test_the_gemv_families_assemble_without_spills(warps):
+    """Every gemv family (gemv; an MLP block has gemv_silu_mul and gemv_add; rmsnorm_gemv), the row loop
+    and the row block in each, assembles for groups that run row blocks, with no spills: the block's eight
+    rows of weight words in flight fit the registers (0: the default group)."""
+    from test_ptx_lowering import assemble
+
+    from vdir.frontend.examples import build_mlp_block, build_rmsnorm_gemv
+    from vdir.lowering.emit import lower_to_ptx
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    for module in (_gemvs(512)[0], build_mlp_block(256, 1024, down_rows=BLOCK_ROWS),
+                   build_rmsnorm_gemv(64, 1024, rows_per_tile=BLOCK_ROWS)):
+        program = compile_to_encoded(module, num_sms=4)
+        info = assemble(lower_to_ptx(program, "h200", {"compute_warps": warps}))
+        assert "spill" not in info or "0 bytes spill stores" in info
+
+
 def _gemvs(k: int):
     b = ProgramBuilder("gemv_rows")
     total = sum(ROW_COUNTS)
