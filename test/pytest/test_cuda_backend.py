@@ -90,6 +90,13 @@ CASES = {
     "gemv_silu_mul_1": ("gemv_silu_mul", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16",
                         {"operand": 1}),
     "gemv_add": ("gemv_add", [(16, 1024), (1, 1024), (1, 16)], ["bf16"] * 3, (1, 16), "bf16", {}),
+    # 8-row tiles: each family's row block (K split over the warps, a partial last group)
+    "gemv_rows8": ("gemv", [(8, 2056), (1, 2056)], ["bf16"] * 2, (1, 8), "bf16", {}),
+    "rmsnorm_gemv_rows8": ("rmsnorm_gemv", [(8, 2056), (1, 2056), (1, 2056)], ["bf16"] * 3, (1, 8), "bf16",
+                           {"eps": 1e-5}),
+    "gemv_silu_mul_rows8": ("gemv_silu_mul", [(8, 4104), (1, 4104), (1, 8)], ["bf16"] * 3, (1, 8), "bf16",
+                            {"operand": 1}),
+    "gemv_add_rows8": ("gemv_add", [(8, 8200), (1, 8200), (1, 8)], ["bf16"] * 3, (1, 8), "bf16", {}),
 }
 
 
