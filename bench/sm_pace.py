@@ -94,7 +94,8 @@ def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int) -> 
             trace = exe.platform.last_trace()
             if trace is None:
                 raise SystemExit("no trace recorded: the launch was not traced")
-            first = first or trace
+            if first is None:
+                first = trace
             runs.append(list(trace.events))
     assert first is not None  # launches >= 1
     return runs, first, program.num_sms

@@ -18,6 +18,8 @@ rows long enough for the block's unrolled loop run alone.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
@@ -75,9 +77,12 @@ def test_the_gemv_families_assemble_without_spills(warps):
     from vdir.lowering.emit import lower_to_ptx
     from vdir.transforms.pipeline import compile_to_encoded
 
-    for module in (_gemvs(512)[0], build_mlp_block(256, 1024, down_rows=BLOCK_ROWS), _rmsnorm_gemvs(1024)):
-        program = compile_to_encoded(module, num_sms=4)
-        info = assemble(lower_to_ptx(program, "h200", {"compute_warps": warps}))
+    # (module, its gemv families: each body has a row block)
+    for module, families in ((_gemvs(512)[0], 1), (build_mlp_block(256, 1024, down_rows=BLOCK_ROWS), 3),
+                             (_rmsnorm_gemvs(1024), 1)):
+        ptx = lower_to_ptx(compile_to_encoded(module, num_sms=4), "h200", {"compute_warps": warps})
+        assert len(re.findall(r"^\$L_gemv_block_\d+:", ptx, re.MULTILINE)) == families
+        info = assemble(ptx)
         assert "spill" not in info or "0 bytes spill stores" in info
 
 
