@@ -27,7 +27,7 @@
 #   probe    - bench/stream_probe.cu (nvcc): the streaming ceiling without vdir, bulk
 #              copies from one CTA per SM against plain loads from many CTAs
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
-#              after launch ($PACE_ARGS)
+#              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -81,7 +81,7 @@ for what in $steps; do
       nvcc -arch=sm_90a -O3 -o "$OUT/stream_probe" bench/stream_probe.cu && timeout ${PROBE_TIMEOUT:-120} "$OUT/stream_probe" 2>&1 \
         | tee "$OUT/probe.log" ;;
     pace)
-      timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py $PACE_ARGS 2>&1 | tee "$OUT/pace.log" ;;
+      timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
       timeout ${LOOPS_TIMEOUT:-180} python3 bench/diag_loops.py 2>&1 | tee "$OUT/loops.log" ;;
     decode)

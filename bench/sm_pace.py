@@ -12,8 +12,16 @@ prints:
   from the first launch: where the launch's head and tail go;
 * the correlation of the per-SM paces between the first launch and each
   other one: near 1, an SM's pace is a property of the SM, not noise;
-* the SMs from fastest to slowest (mean pace), and per SM its tiles and
-  stream loads and its last landing.
+* the CTAs from fastest to slowest (mean pace), and per CTA its stream
+  loads and its last landing; the SMs from fastest to slowest;
+* which SM (``%smid``, recorded by the traced kernel) each CTA ran on: how
+  often a CTA kept its SM from launch to launch.
+
+With several ``--gemv`` shapes, each is compiled and traced in turn, and
+the per-SM paces are compared across the programs, keyed both by CTA index
+and by the SM the CTA ran on: a pace that belongs to the hardware agrees
+across programs by SM, not by CTA (round 25 found the CTA-keyed paces
+disagreeing, which sank a placement by measured speeds keyed by CTA).
 
 On the H200 (``docs/performance.md``, round 25) the paces fall into two
 classes about 9% apart, by SM, the same from launch to launch; the SMs
@@ -23,7 +31,7 @@ launch. One weight set is launched again and again: the default gemv's
 fits the L2 would time the L2 instead). ``--sim`` runs a small gemv on the
 simulator (its cost model's times, every SM alike): the flow only.
 
-    python3 bench/sm_pace.py [--gemv 28672x8192] [--launches 6]
+    python3 bench/sm_pace.py [--gemv 28672x8192 [--gemv 8192x28672 ...]] [--launches 6]
     python3 bench/sm_pace.py --sim
 """
 
@@ -45,6 +53,8 @@ from vdir.target import EngineKind, get_target  # noqa: E402
 
 #: ``--sim``: the gemv and the SMs it runs on
 SIM_GEMV, SIM_SMS = (512, 1024), 4
+#: the gemv traced on the GPU unless ``--gemv`` says otherwise: 448 MiB of weights, far beyond the L2
+DEFAULT_GEMV = (28672, 8192)
 #: percentiles of the milestone table
 PERCENTILES = (0, 10, 50, 90, 100)
 
@@ -75,8 +85,10 @@ def milestones(events: Sequence[TraceEvent], engine: int) -> tuple[np.ndarray, n
     return (np.percentile(list(first.values()), PERCENTILES), np.percentile(list(last.values()), PERCENTILES))
 
 
-def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int) -> tuple[list, Trace, int]:
-    """The events of ``launches`` traced launches of the gemv, the first launch's trace and the SMs."""
+def traces(backend: str, m: int, k: int, num_sms: int | None,
+           launches: int) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
+    """The events of ``launches`` traced launches of the gemv, the first launch's trace, the SMs, and
+    per launch the SM each CTA ran on (None where the backend does not record it)."""
     import vdir
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
@@ -84,6 +96,7 @@ def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int) -> 
     program = compile_to_encoded(build_gemv(m, k), num_sms=num_sms)
     rng = np.random.default_rng()
     runs: list[list[TraceEvent]] = []
+    placements: list[tuple[int, ...] | None] = []
     first: Trace | None = None
     with vdir.compile(program, backend=backend, options="trace=1") as exe:
         exe.upload("w", (rng.standard_normal((m, k), dtype=np.float32) / np.sqrt(k)).astype(bfloat16))
@@ -97,8 +110,35 @@ def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int) -> 
             if first is None:
                 first = trace
             runs.append(list(trace.events))
+            placements.append(trace.sm_ids)
     assert first is not None  # launches >= 1
-    return runs, first, program.num_sms
+    return runs, first, program.num_sms, placements
+
+
+def pace_by_sm(paces: Sequence[np.ndarray], placements: Sequence[tuple[int, ...]]) -> dict[int, float]:
+    """The mean pace of each SM over the launches: launch i's per-CTA ``paces[i]`` keyed by the SM each
+    CTA ran on (``placements[i]``; CTAs that did not start, -1, and NaN paces are left out)."""
+    seen: dict[int, list[float]] = {}
+    for pace, sms in zip(paces, placements, strict=True):
+        for cta, sm in enumerate(sms):
+            if sm >= 0 and np.isfinite(pace[cta]):
+                seen.setdefault(sm, []).append(float(pace[cta]))
+    return {sm: float(np.mean(v)) for sm, v in sorted(seen.items())}
+
+
+def kept_sm(placements: Sequence[tuple[int, ...]]) -> float:
+    """The fraction of CTAs that ran on the same SM in every launch as in the first."""
+    first = placements[0]
+    return float(np.mean([all(p[cta] == sm for p in placements) for cta, sm in enumerate(first)]))
+
+
+def correlation(a: dict[int, float], b: dict[int, float]) -> float:
+    """The correlation of two per-key paces over their common keys (NaN with fewer than 3 or no spread)."""
+    keys = sorted(a.keys() & b.keys())
+    x, y = np.array([a[k] for k in keys]), np.array([b[k] for k in keys])
+    if len(keys) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[str]) -> None:
@@ -118,23 +158,37 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
         print("correlation of the per-SM paces, the first launch against each other one:",
               " ".join(f"{c:.2f}" for c in corr))
     mean = np.nanmean(pace, axis=0)
-    print("SMs fastest -> slowest (SM:µs per load):",
+    print("CTAs fastest -> slowest (CTA:µs per load):",
           " ".join(f"{s}:{mean[s]:.3f}" for s in np.argsort(mean)))
-    print("stream loads per SM:", " ".join(str(int(n)) for n in paces[0][1]))
-    print("last landing per SM (µs, mean):", " ".join(f"{v:.1f}" for v in np.nanmean([x for _p, _n, x in paces], 0)))
+    print("stream loads per CTA:", " ".join(str(int(n)) for n in paces[0][1]))
+    print("last landing per CTA (µs, mean):", " ".join(f"{v:.1f}" for v in np.nanmean([x for _p, _n, x in paces], 0)))
+
+
+def compare_programs(shapes: Sequence[tuple[int, int]], by_cta: Sequence[dict[int, float]],
+                     by_sm: Sequence[dict[int, float] | None]) -> None:
+    """Print, for the first program against each other, the correlation of their per-SM paces keyed by
+    CTA index and keyed by the SM the CTA ran on."""
+    (m0, k0), first_sm = shapes[0], by_sm[0]
+    for (m, k), cta, sm in zip(shapes[1:], by_cta[1:], by_sm[1:], strict=True):
+        by_hw = "not recorded" if sm is None or first_sm is None else f"{correlation(first_sm, sm):.2f}"
+        print(f"paces of {m0}x{k0} against {m}x{k}: correlation by CTA index {correlation(by_cta[0], cta):.2f}, "
+              f"by SM {by_hw}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run on the GPU (default) or the simulator (``--sim``)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--gemv", type=gemv_shape, default=(28672, 8192), metavar="MxK")
+    ap.add_argument("--gemv", type=gemv_shape, action="append", default=[], metavar="MxK",
+                    help="a gemv to trace (repeat to compare programs; default 28672x8192)")
     ap.add_argument("--launches", type=int, default=6)
     ap.add_argument("--sim", action="store_true", help="a small gemv on the simulator (the flow only)")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
     if opts.sim:
-        (m, k), num_sms, backend = SIM_GEMV, SIM_SMS, "sim"
+        if opts.gemv:
+            ap.error("--sim traces its own small gemv: leave out --gemv")
+        shapes, num_sms, backend = [SIM_GEMV], SIM_SMS, "sim"
     else:
         from vdir.device_runtime.cuda import CudaPlatform
 
@@ -142,11 +196,28 @@ def main(argv: list[str] | None = None) -> int:
         if not ok:
             print(f"no GPU: {why}")
             return 1
-        (m, k), num_sms, backend = opts.gemv, None, "cuda"
-    runs, first, sms = traces(backend, m, k, num_sms, opts.launches)
+        shapes, num_sms, backend = opts.gemv or [DEFAULT_GEMV], None, "cuda"
     target = get_target()
-    print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
-    report(runs, first, sms, target.engine_index(EngineKind.STREAM.value), target.engine_names)
+    stream = target.engine_index(EngineKind.STREAM.value)
+    by_cta: list[dict[int, float]] = []
+    by_sm: list[dict[int, float] | None] = []
+    for m, k in shapes:
+        runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches)
+        print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
+        report(runs, first, sms, stream, target.engine_names)
+        paces = [landing_pace(r, stream, sms)[0] for r in runs]
+        by_cta.append({cta: float(v) for cta, v in enumerate(np.nanmean(paces, axis=0)) if np.isfinite(v)})
+        if all(p is not None for p in placements):
+            known = [p for p in placements if p is not None]
+            by_sm.append(pace_by_sm(paces, known))
+            fastest = sorted(by_sm[-1].items(), key=lambda kv: kv[1])
+            print("SMs (%smid) fastest -> slowest (SM:µs per load):", " ".join(f"{sm}:{v:.3f}" for sm, v in fastest))
+            print(f"CTAs on the same SM in every launch as in the first: {100 * kept_sm(known):.0f}%")
+        else:
+            by_sm.append(None)
+            print("the SM each CTA ran on: not recorded by this backend")
+    if len(shapes) > 1:
+        compare_programs(shapes, by_cta, by_sm)
     return 0
 
 

@@ -126,24 +126,33 @@
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
 
-// trace: the trace buffer is the last parameter; each engine stamps %globaltimer
-// at an instruction's start (word 0) and end (word 1), 16 bytes per instruction
+// trace: the trace buffer is the last parameter; thread 0 records the CTA's
+// %smid + 1 in the CTA's word at the buffer's head (256 words, 2048 bytes);
+// after them each engine stamps %globaltimer at an instruction's start (word 0)
+// and end (word 1), 16 bytes per instruction
 // TRACE:       .param .u64 p_scalars,
 // TRACE-NEXT:  .param .u64 p_trace
 // TRACE-NEXT:  )
 // TRACE:       ld.param.u64 [[P:%rd[0-9]+]], [p_trace];
 // TRACE:       cvta.to.global.u64 [[BUF:%rd[0-9]+]], [[P]];
+// TRACE:       mov.u32 [[SMID:%r[0-9]+]], %smid;
+// TRACE-NEXT:  add.u32 [[SMID1:%r[0-9]+]], [[SMID]], 1;
+// TRACE-NEXT:  cvt.u64.u32 [[WORD:%rd[0-9]+]], [[SMID1]];
+// TRACE-NEXT:  mul.wide.u32 [[OFF:%rd[0-9]+]], {{%r[0-9]+}}, 8;
+// TRACE-NEXT:  add.u64 [[AT:%rd[0-9]+]], [[BUF]], [[OFF]];
+// TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[AT]]], [[WORD]];
+// TRACE-NEXT:  bar.sync 0;
 // (the load engine's loop head retires first: its end stamp comes first in the text)
 // TRACE:       $L_ld_top_0:
 // TRACE:       red.release.gpu.global.add.u32
 // TRACE-NEXT:  mov.u64 [[T2:%rd[0-9]+]], %globaltimer;
-// TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+8], [[T2]];
+// TRACE:       @{{%p[0-9]+}} st.global.u64 {{\[}}{{%rd[0-9]+}}+2056], [[T2]];
 // TRACE:       $L_ld_issue_0:
 // TRACE:       mov.u64 [[T:%rd[0-9]+]], %globaltimer;
 // TRACE-NEXT:  add.u32 [[I:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}};
 // TRACE-NEXT:  mul.wide.u32 [[O:%rd[0-9]+]], [[I]], 16;
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
-// TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]], [[T]];
+// TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]+2048], [[T]];
 
 // UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}

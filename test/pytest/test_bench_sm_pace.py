@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from bench import sm_pace
@@ -36,10 +37,38 @@ def test_the_script_runs_on_the_simulator(capsys):
     assert sm_pace.main(["--sim", "--launches", "2"]) == 0
     out = capsys.readouterr().out
     assert "gemv 512x1024 on 4 SMs, 2 launches (sim)" in out
-    assert "stream loads per SM: 9 9 9 9" in out
+    assert "stream loads per CTA: 9 9 9 9" in out
 
 
-@pytest.mark.parametrize("argv", [["--gemv", "8192"], ["--gemv", "0x8"], ["--launches", "0"]])
+def test_paces_are_keyed_by_the_sm_each_cta_ran_on():
+    # two launches: CTA 0 and 1 swap SMs; SM 7 is fast in both, SM 3 slow; CTA 2 did not start
+    paces = [np.array([1.0, 2.0, np.nan]), np.array([2.2, 0.8, np.nan])]
+    placements = [(7, 3, -1), (3, 7, -1)]
+    by_sm = sm_pace.pace_by_sm(paces, placements)
+    assert by_sm == pytest.approx({3: 2.1, 7: 0.9})
+    assert sm_pace.kept_sm(placements) == pytest.approx(1 / 3)  # only CTA 2 "kept" its (absent) SM
+    assert sm_pace.kept_sm([(1, 2), (1, 2)]) == 1.0
+
+
+def test_the_correlation_is_over_the_common_keys_and_nan_without_spread():
+    a = {0: 1.0, 1: 2.0, 2: 3.0, 9: 100.0}
+    assert sm_pace.correlation(a, {0: 2.0, 1: 4.0, 2: 6.0}) == pytest.approx(1.0)
+    assert sm_pace.correlation(a, {0: 3.0, 1: 2.0, 2: 1.0}) == pytest.approx(-1.0)
+    assert math.isnan(sm_pace.correlation(a, {0: 1.0, 1: 1.0, 2: 1.0}))  # no spread
+    assert math.isnan(sm_pace.correlation(a, {0: 1.0, 1: 2.0}))  # too few in common
+
+
+def test_several_programs_are_compared_by_cta_and_by_sm(capsys):
+    by_cta = [{0: 1.0, 1: 2.0, 2: 3.0}, {0: 3.0, 1: 2.0, 2: 1.0}]
+    by_sm = [{5: 1.0, 6: 2.0, 7: 3.0}, {5: 1.0, 6: 3.0, 7: 2.0}]
+    sm_pace.compare_programs([(8, 16), (16, 8)], by_cta, by_sm)
+    assert "paces of 8x16 against 16x8: correlation by CTA index -1.00, by SM 0.50" in capsys.readouterr().out
+    sm_pace.compare_programs([(8, 16), (16, 8)], by_cta, [None, None])
+    assert "by SM not recorded" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--gemv", "8192"], ["--gemv", "0x8"], ["--launches", "0"],
+                                  ["--sim", "--gemv", "64x64"]])
 def test_bad_arguments_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as e:
         sm_pace.main(argv)

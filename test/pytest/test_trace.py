@@ -24,6 +24,7 @@ from vdir.device_runtime import backend_status
 from vdir.device_runtime.trace import TICKS_PER_US, Trace, TraceError, TraceEvent, check_tracks
 from vdir.families import DTYPES
 from vdir.isa import index_ranges
+from vdir.lowering import layout as L
 from vdir.lowering import lower_to_ptx
 from vdir.target import EngineKind, get_target
 from vdir.testing.compare import compare_outputs
@@ -178,6 +179,19 @@ def test_stamps_decode_relative_to_the_earliest_start_skipping_unrun_instruction
     assert trace.events == [TraceEvent(1, 2, uop(first), 0, 0.0, 1.5),
                             TraceEvent(1, 2, uop(first + count - 1), count - 1, 2.5, 0.0)]
     assert trace.makespan_us == 2.5
+    assert trace.sm_ids is None  # not given: unknown
+
+
+def test_the_sm_each_cta_ran_on_travels_with_the_trace_and_its_json():
+    program = gemv_program()
+    n = len(program.instrs)
+    starts, ends = np.full(n, 1000, np.uint64), np.full(n, 2000, np.uint64)
+    trace = Trace.from_stamps(program, starts, ends, "measured", (17, -1))
+    assert trace.sm_ids == (17, -1)
+    data = trace.to_json()
+    assert data["otherData"] == {"clock": "measured", "sm_ids": [17, -1]}
+    assert Trace.from_json(program, data).sm_ids == (17, -1)
+    assert Trace.from_json(program, Trace(program, trace.events).to_json()).sm_ids is None
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +203,9 @@ STAMP_LINES = ("mov.u64 %rd, %globaltimer;", "add.u32 %r, %r, %r;", "mul.wide.u3
                "add.u64 %rd, %rd, %rd;")
 #: the trace buffer's parameter, its load and its conversion to a global address
 PARAM_LINES = (".param .u64 p_trace", "ld.param.u64 %rd, [p_trace];", "cvta.to.global.u64 %rd, %rd;")
+#: thread 0 records the SM the CTA runs on (+1) in the CTA's word at the head of the buffer
+SM_LINES = ("mov.u32 %r, %smid;", "add.u32 %r, %r, 1;", "cvt.u64.u32 %rd, %r;", "mul.wide.u32 %rd, %r, 8;",
+            "add.u64 %rd, %rd, %rd;", "@%p st.global.u64 [%rd], %rd;")
 
 
 def instruction_lines(ptx_text: str) -> list[str]:
@@ -205,7 +222,8 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
 
 @pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1"])
 def test_trace_option_only_adds_the_stamps_and_assembles(options):
-    """The traced kernel is the plain one plus the parameter and eight stamps; it assembles."""
+    """The traced kernel is the plain one plus the parameter, the CTA's SM and eight stamps, each after
+    the SM words at the head of the buffer; it assembles."""
     program = compile_module(parse_module_file(EXAMPLES / "mlp.mlir"), num_sms=4)
     plain = lower_to_ptx(program, options=options)
     traced = lower_to_ptx(program, options=f"{options} trace=1")
@@ -213,8 +231,10 @@ def test_trace_option_only_adds_the_stamps_and_assembles(options):
     assert is_subsequence(off, on), "the traced kernel changed or dropped a line of the plain one"
     added = Counter(on) - Counter(off)
     stamps = 2 * 4  # start and end, on each of the four engines (load, compute, store, stream)
-    expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES)
-    expected.update({"@%p st.global.u64 [%rd], %rd;": stamps // 2, "@%p st.global.u64 [%rd+8], %rd;": stamps // 2})
+    expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES) + Counter(SM_LINES)
+    head = L.TRACE_STAMPS_OFFSET
+    expected.update({f"@%p st.global.u64 [%rd+{head}], %rd;": stamps // 2,
+                     f"@%p st.global.u64 [%rd+{head + 8}], %rd;": stamps // 2})
     assert added == expected
     assemble(traced)
 

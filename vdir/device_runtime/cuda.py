@@ -11,9 +11,9 @@ CUDA graph keeps the tables of its capture. The epoch lives in the sync
 block and advances on the device. :meth:`synchronize` reads the error record
 and turns a report into a :class:`~vdir.device_runtime.platform.PlatformError`
 naming the micro-op. A program lowered with the ``trace`` option also gets
-a stamp buffer (``layout.TRACE_STAMPS`` u64 per instruction), zeroed before
-each launch; :meth:`CudaPlatform.last_trace` decodes the last launch's stamps
-into a :class:`~vdir.device_runtime.trace.Trace`.
+a stamp buffer (the SM each CTA ran on, then ``layout.TRACE_STAMPS`` u64 per
+instruction), zeroed before each launch; :meth:`CudaPlatform.last_trace`
+decodes the last launch's stamps into a :class:`~vdir.device_runtime.trace.Trace`.
 
 (``cuda.core`` would wrap the same calls; the raw bindings are kept because
 the launch path is latency-bound, and its objects would add a layer per call.)
@@ -139,7 +139,8 @@ class CudaArtifact:
     arguments: dict[tuple[int, ...], Any] = field(default_factory=dict)
     cache_hit: bool = False  # the kernel's cubin came from the kernel cache
     load_seconds: float = 0.0  # the module load: cache lookup, compilation on a miss, cuModuleLoadData
-    #: the stamp buffer (layout.TRACE_STAMPS u64 per instruction) of a kernel lowered with ``trace``
+    #: the stamp buffer (each CTA's SM, then layout.TRACE_STAMPS u64 per instruction) of a kernel lowered
+    #: with ``trace``
     trace: DeviceBuffer | None = None
 
 
@@ -419,7 +420,8 @@ class CudaPlatform(Platform):
             instrs=self._upload(instrs if instrs.size else np.zeros(isa.INSTR_WORDS, np.uint32)),
             queues=self._upload(L.kernel_queue_table(program)), error=error, tmap_specs=specs,
             cache_hit=loaded.cache_hit, load_seconds=loaded.seconds,
-            trace=self.allocate(8 * L.TRACE_STAMPS * max(program.executed_count(), 1)) if options.trace else None,
+            trace=self.allocate(8 * (L.TRACE_SM_WORDS + L.TRACE_STAMPS * max(program.executed_count(), 1)))
+            if options.trace else None,
         )
         self._artifacts.append(art)
         return art
@@ -586,9 +588,10 @@ class CudaPlatform(Platform):
             raw = np.zeros(art.trace.nbytes // 8, dtype=np.uint64)
             _check(_driver().cuMemcpyDtoH(raw.ctypes.data, int(art.trace.handle), raw.nbytes), "cuMemcpyDtoH")
             executed = art.program.without_loops()  # the stamps' order
-            stamps = raw.reshape(-1, L.TRACE_STAMPS)[: len(executed.instrs)]
+            stamps = raw[L.TRACE_SM_WORDS :].reshape(-1, L.TRACE_STAMPS)[: len(executed.instrs)]
+            sm_ids = tuple(int(w) - 1 for w in raw[: executed.num_sms])  # -1: the CTA did not start
             self._trace = Trace.from_stamps(executed, stamps[:, L.TRACE_START], stamps[:, L.TRACE_END],
-                                            TRACE_CLOCK)
+                                            TRACE_CLOCK, sm_ids)
         return self._trace
 
     def time_launches(self, artifact: CudaArtifact | Sequence[CudaArtifact], spec: LaunchSpec | Sequence[LaunchSpec],

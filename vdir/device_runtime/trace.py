@@ -123,6 +123,10 @@ class Trace:
     program: isa.EncodedProgram
     events: list[TraceEvent]
     clock: str = "measured"
+    #: the SM (``%smid``) each CTA ran on, by CTA index (-1: the CTA did not start); None where the
+    #: trace's source does not say (the simulator). Which CTA lands on which SM is up to the hardware and
+    #: differs from one program to another, so a property of the SM is keyed by these, not by CTA.
+    sm_ids: tuple[int, ...] | None = None
 
     @property
     def makespan_us(self) -> float:
@@ -315,11 +319,16 @@ class Trace:
                                  f"{', '.join(engine_names)} (the program's target)")
             events.append(TraceEvent(int(e["pid"]), engine_names.index(e["cat"]), int(e["args"]["micro-op"]),
                                      int(e["args"]["queue position"]), float(e["ts"]), float(e["dur"])))
-        return cls(program, events, str(data.get("otherData", {}).get("clock", "measured")))
+        other = data.get("otherData", {})
+        sm_ids = other.get("sm_ids")
+        return cls(program, events, str(other.get("clock", "measured")),
+                   None if sm_ids is None else tuple(int(s) for s in sm_ids))
 
     @classmethod
-    def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str) -> Trace:
-        """The trace of nanosecond stamps per instruction (``program.instrs`` order, without loop records).
+    def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str,
+                    sm_ids: tuple[int, ...] | None = None) -> Trace:
+        """The trace of nanosecond stamps per instruction (``program.instrs`` order, without loop records),
+        and the SM each CTA ran on (``sm_ids``, where known).
 
         An instruction with a zero stamp never ran to completion and is left
         out; times are relative to the earliest start stamp.
@@ -335,7 +344,7 @@ class Trace:
                     start, end = int(starts[index]), int(ends[index])
                     events.append(TraceEvent(sm, engine, int(uops[index]), int(index) - first,
                                              (start - origin) / 1e3, (end - start) / 1e3))
-        return cls(program, events, clock)
+        return cls(program, events, clock, sm_ids)
 
     def to_json(self) -> dict[str, Any]:
         """Chrome/Perfetto trace: one process per SM, one track per engine and in-flight slot."""
@@ -365,7 +374,7 @@ class Trace:
                 "name": names.get(e.uop, f"micro-op #{e.uop}"), "cat": engine_names[e.engine],
                 "args": {"micro-op": e.uop, "queue position": e.pos},
             })
-        return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": {"clock": self.clock}}
+        return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": {"clock": self.clock, **({} if self.sm_ids is None else {"sm_ids": list(self.sm_ids)})}}
 
     def write(self, path: str | Path) -> None:
         """Write :meth:`to_json` to ``path``."""

@@ -23,7 +23,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("u64", "p_watchdog_ns"),
     ("u64", "p_tmaps"),  # TMAP_BYTES-byte tensor maps (64-byte aligned), isa.tensor_map_table order
     ("u64", "p_scalars"),  # s32[num_scalars]: the launch-time scalars, written before the launch
-    ("u64", "p_trace"),  # u64[num_instrs * TRACE_STAMPS]; declared only with the lowering option trace
+    ("u64", "p_trace"),  # u64[TRACE_SM_WORDS + executed * TRACE_STAMPS]; declared only with the lowering option trace
 )
 
 #: the parameter only a kernel lowered with the ``trace`` option declares: the last one
@@ -32,6 +32,11 @@ TRACE_PARAM = PARAMS[-1][1]
 #: when its waits were satisfied and it began, and when it had signalled its completion
 TRACE_STAMPS = 2
 TRACE_START, TRACE_END = 0, 1
+#: u64 words at the head of the trace buffer, one per CTA (room for ``isa.SYNC_MAX_SMS``): the SM the CTA
+#: ran on (``%smid``) plus one, so that 0 says the CTA did not start; the stamps follow them
+TRACE_SM_WORDS = isa.SYNC_MAX_SMS
+#: byte offset of the first instruction's stamps in the trace buffer
+TRACE_STAMPS_OFFSET = 8 * TRACE_SM_WORDS
 
 
 def kernel_params(trace: bool) -> tuple[tuple[str, str], ...]:

@@ -113,8 +113,8 @@ class LoweringOptions:
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
 
     The buffer is the extra last kernel parameter ``layout.TRACE_PARAM``
-    (``layout.TRACE_STAMPS`` u64 per instruction); the CUDA backend decodes
-    it into a trace of the launch. False: neither the parameter nor the
+    (the SM each CTA ran on, then ``layout.TRACE_STAMPS`` u64 per
+    instruction); the CUDA backend decodes it into a trace of the launch. False: neither the parameter nor the
     stamps are emitted."""
 
     uniform_checks: bool = False

@@ -22,6 +22,7 @@ from vdir.lowering.kernel.launch import (
 from vdir.lowering.kernel.load_engine import load_engine
 from vdir.lowering.kernel.store_engine import store_engine
 from vdir.lowering.kernel.sync import check_uniform
+from vdir.lowering.kernel.trace import record_sm
 from vdir.lowering.options import LoweringOptions
 from vdir.target import EngineKind, TargetDescription
 
@@ -83,6 +84,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
+    record_sm(c, t0)
     b.raw("bar.sync", "0")
     c.launches_done = launches_done(b, finish_count)
     check_scalars(c, list(scalars or ()))
