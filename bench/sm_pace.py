@@ -165,14 +165,21 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
 
 
 def compare_programs(shapes: Sequence[tuple[int, int]], by_cta: Sequence[dict[int, float]],
-                     by_sm: Sequence[dict[int, float] | None]) -> None:
+                     by_sm: Sequence[dict[int, float] | None],
+                     placements: Sequence[tuple[int, ...] | None] | None = None) -> None:
     """Print, for the first program against each other, the correlation of their per-SM paces keyed by
-    CTA index and keyed by the SM the CTA ran on."""
+    CTA index and keyed by the SM the CTA ran on, and (``placements``: each program's first launch's SM
+    per CTA) how many CTAs ran on the same SM in both."""
     (m0, k0), first_sm = shapes[0], by_sm[0]
-    for (m, k), cta, sm in zip(shapes[1:], by_cta[1:], by_sm[1:], strict=True):
+    first_at = placements[0] if placements else None
+    for i, ((m, k), cta, sm) in enumerate(zip(shapes[1:], by_cta[1:], by_sm[1:], strict=True), start=1):
         by_hw = "not recorded" if sm is None or first_sm is None else f"{correlation(first_sm, sm):.2f}"
-        print(f"paces of {m0}x{k0} against {m}x{k}: correlation by CTA index {correlation(by_cta[0], cta):.2f}, "
-              f"by SM {by_hw}")
+        line = (f"paces of {m0}x{k0} against {m}x{k}: correlation by CTA index {correlation(by_cta[0], cta):.2f}, "
+                f"by SM {by_hw}")
+        at = placements[i] if placements else None
+        if first_at is not None and at is not None:
+            line += f"; CTAs on the same SM in both: {100 * kept_sm([first_at, at]):.0f}%"
+        print(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,23 +208,26 @@ def main(argv: list[str] | None = None) -> int:
     stream = target.engine_index(EngineKind.STREAM.value)
     by_cta: list[dict[int, float]] = []
     by_sm: list[dict[int, float] | None] = []
+    first_placements: list[tuple[int, ...] | None] = []
     for m, k in shapes:
         runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches)
+        first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
         report(runs, first, sms, stream, target.engine_names)
         paces = [landing_pace(r, stream, sms)[0] for r in runs]
         by_cta.append({cta: float(v) for cta, v in enumerate(np.nanmean(paces, axis=0)) if np.isfinite(v)})
         if all(p is not None for p in placements):
             known = [p for p in placements if p is not None]
-            by_sm.append(pace_by_sm(paces, known))
-            fastest = sorted(by_sm[-1].items(), key=lambda kv: kv[1])
+            sm_paces = pace_by_sm(paces, known)
+            by_sm.append(sm_paces)
+            fastest = sorted(sm_paces.items(), key=lambda kv: kv[1])
             print("SMs (%smid) fastest -> slowest (SM:µs per load):", " ".join(f"{sm}:{v:.3f}" for sm, v in fastest))
             print(f"CTAs on the same SM in every launch as in the first: {100 * kept_sm(known):.0f}%")
         else:
             by_sm.append(None)
             print("the SM each CTA ran on: not recorded by this backend")
     if len(shapes) > 1:
-        compare_programs(shapes, by_cta, by_sm)
+        compare_programs(shapes, by_cta, by_sm, first_placements)
     return 0
 
 

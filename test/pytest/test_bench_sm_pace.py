@@ -65,6 +65,8 @@ def test_several_programs_are_compared_by_cta_and_by_sm(capsys):
     assert "paces of 8x16 against 16x8: correlation by CTA index -1.00, by SM 0.50" in capsys.readouterr().out
     sm_pace.compare_programs([(8, 16), (16, 8)], by_cta, [None, None])
     assert "by SM not recorded" in capsys.readouterr().out
+    sm_pace.compare_programs([(8, 16), (16, 8)], by_cta, by_sm, [(5, 6, 7, 8), (5, 7, 6, 8)])
+    assert "by SM 0.50; CTAs on the same SM in both: 50%" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv", [["--gemv", "8192"], ["--gemv", "0x8"], ["--launches", "0"],
