@@ -192,6 +192,10 @@ def test_the_sm_each_cta_ran_on_travels_with_the_trace_and_its_json():
     assert data["otherData"] == {"clock": "measured", "sm_ids": [17, -1]}
     assert Trace.from_json(program, data).sm_ids == (17, -1)
     assert Trace.from_json(program, Trace(program, trace.events).to_json()).sm_ids is None
+    for bad in ([17], [17, "x"], [17, -2], "17,-1", [True, 0]):
+        data["otherData"]["sm_ids"] = bad
+        with pytest.raises(TraceError, match="'sm_ids' must list one SM number"):
+            Trace.from_json(program, data)
 
 
 # ---------------------------------------------------------------------------

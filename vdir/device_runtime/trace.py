@@ -116,6 +116,18 @@ class ReleaseStore(NamedTuple):
     last_landed_us: float | None
 
 
+def _sm_ids_of(value: Any, program: isa.EncodedProgram) -> tuple[int, ...] | None:
+    """A trace file's ``sm_ids`` (None where absent); a :class:`TraceError` unless one integer of at
+    least -1 per SM of ``program``."""
+    if value is None:
+        return None
+    if (not isinstance(value, list) or len(value) != program.num_sms
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= -1 for v in value)):
+        raise TraceError(f"'sm_ids' must list one SM number (or -1) per CTA, {program.num_sms} in all, "
+                         f"not {str(value)[:60]}")
+    return tuple(value)
+
+
 @dataclass
 class Trace:
     """What ran where and when in one launch (µs); ``clock`` says where the times come from."""
@@ -320,9 +332,7 @@ class Trace:
             events.append(TraceEvent(int(e["pid"]), engine_names.index(e["cat"]), int(e["args"]["micro-op"]),
                                      int(e["args"]["queue position"]), float(e["ts"]), float(e["dur"])))
         other = data.get("otherData", {})
-        sm_ids = other.get("sm_ids")
-        return cls(program, events, str(other.get("clock", "measured")),
-                   None if sm_ids is None else tuple(int(s) for s in sm_ids))
+        return cls(program, events, str(other.get("clock", "measured")), _sm_ids_of(other.get("sm_ids"), program))
 
     @classmethod
     def from_stamps(cls, program: isa.EncodedProgram, starts: np.ndarray, ends: np.ndarray, clock: str,
