@@ -384,7 +384,10 @@ class Trace:
                 "name": names.get(e.uop, f"micro-op #{e.uop}"), "cat": engine_names[e.engine],
                 "args": {"micro-op": e.uop, "queue position": e.pos},
             })
-        return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": {"clock": self.clock, **({} if self.sm_ids is None else {"sm_ids": list(self.sm_ids)})}}
+        other: dict[str, Any] = {"clock": self.clock}
+        if self.sm_ids is not None:
+            other["sm_ids"] = list(self.sm_ids)
+        return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": other}
 
     def write(self, path: str | Path) -> None:
         """Write :meth:`to_json` to ``path``."""
