@@ -10,8 +10,9 @@ prints:
 * each engine's milestones over the SMs (first start, last end; least,
   10th percentile, median, 90th, most) and the stream's bytes landed per µs,
   from the first launch: where the launch's head and tail go;
-* the correlation of the per-SM paces between the first launch and each
-  other one: near 1, an SM's pace is a property of the SM, not noise;
+* the correlation of the per-CTA paces between the first launch and each
+  other one (a program's CTAs land on the same SMs every launch): near 1,
+  the pace is a property of where the CTA runs, not noise;
 * the CTAs from fastest to slowest (mean pace), and per CTA its stream
   loads and its last landing; the SMs from fastest to slowest;
 * which SM (``%smid``, recorded by the traced kernel) each CTA ran on: how
@@ -23,10 +24,11 @@ and by the SM the CTA ran on: a pace that belongs to the hardware agrees
 across programs by SM, not by CTA (round 25 found the CTA-keyed paces
 disagreeing, which sank a placement by measured speeds keyed by CTA).
 
-On the H200 (``docs/performance.md``, round 25) the paces fall into two
-classes about 9% apart, by SM, the same from launch to launch; the SMs
-with one tile more than the others, or of the slower class, end the
-launch. One weight set is launched again and again: the default gemv's
+On the H200 (``docs/performance.md``, rounds 25 and 26) the paces fall
+into two classes about 9% apart, by SM, the same from launch to launch,
+and agree across programs by SM (0.64–0.72) but not by CTA; yet placing
+the tiles by them gives at most 1%, since they are shares of a saturated
+HBM rather than speeds an SM keeps. One weight set is launched again and again: the default gemv's
 448 MiB is far beyond the L2, so its tiles come from the HBM (a gemv that
 fits the L2 would time the L2 instead). ``--sim`` runs a small gemv on the
 simulator (its cost model's times, every SM alike): the flow only.
@@ -155,7 +157,7 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
     pace = np.array([p for p, _n, _l in paces])
     if len(runs) > 1 and np.all(np.isfinite(pace)) and np.ptp(pace[0]) > 0:
         corr = [np.corrcoef(pace[0], pace[i])[0, 1] for i in range(1, len(runs))]
-        print("correlation of the per-SM paces, the first launch against each other one:",
+        print("correlation of the per-CTA paces, the first launch against each other one:",
               " ".join(f"{c:.2f}" for c in corr))
     mean = np.nanmean(pace, axis=0)
     print("CTAs fastest -> slowest (CTA:µs per load):",

@@ -8,12 +8,13 @@ be told apart from one that belongs to the SM (which CTA lands on which SM
 differs from one program to another). Then come ``layout.TRACE_STAMPS`` u64
 words per instruction the program executes, at its index in the executed
 order (queue after queue, loops unrolled: ``layout.Q_EXEC_START`` + queue
-position), from byte ``layout.TRACE_STAMPS_OFFSET``. The engine that runs an instruction writes ``%globaltimer`` (ns)
-into word ``layout.TRACE_START`` once the instruction's waits are satisfied
-and it begins, and into ``layout.TRACE_END`` once it has signalled its
-completion (the load engine: at retirement, when its bytes have landed). One
-thread writes each stamp, a plain ``st.global`` that nothing in the launch
-reads. Without the option nothing here is emitted.
+position), from byte ``layout.TRACE_STAMPS_OFFSET``. The engine that runs
+an instruction writes ``%globaltimer`` (ns) into word ``layout.TRACE_START``
+once the instruction's waits are satisfied and it begins, and into
+``layout.TRACE_END`` once it has signalled its completion (the load engine:
+at retirement, when its bytes have landed). One thread writes each stamp, a
+plain ``st.global`` that nothing in the launch reads. Without the option
+nothing here is emitted.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from vdir.lowering.kernel.context import Ctx
 
 #: bytes of one instruction's stamps in the trace buffer
 STAMP_BYTES = 8 * L.TRACE_STAMPS
+#: bytes of one CTA's SM word at the head of the trace buffer
+SM_WORD_BYTES = L.TRACE_STAMPS_OFFSET // L.TRACE_SM_WORDS
 
 
 def stamp(c: Ctx, exec_start: SSAValue, pos: SSAValue, which: int, writer: SSAValue) -> None:
@@ -48,5 +51,5 @@ def record_sm(c: Ctx, writer: SSAValue) -> None:
     b = c.b
     smid = b.special("u32", "%smid")
     word = b.i("cvt.u64.u32", "u64", b.i("add.u32", "u32", smid, 1))
-    offset = b.i("mul.wide.u32", "u64", c.sm, 8)
+    offset = b.i("mul.wide.u32", "u64", c.sm, SM_WORD_BYTES)
     b.st("st.global.u64", b.i("add.u64", "u64", c.trace, offset), 0, word, guard=writer)
