@@ -143,8 +143,9 @@ def correlation(a: dict[int, float], b: dict[int, float]) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[str]) -> None:
-    """Print the milestones of the first launch, then the paces over the launches (module docstring)."""
+def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[str]) -> list[np.ndarray]:
+    """Print the milestones of the first launch, then the paces over the launches (module docstring);
+    return the per-CTA paces, one array per launch."""
     events = first.events
     for i, name in enumerate(engines):
         if any(e.engine == i for e in events):
@@ -164,6 +165,7 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
           " ".join(f"{s}:{mean[s]:.3f}" for s in np.argsort(mean)))
     print("stream loads per CTA:", " ".join(str(int(n)) for n in paces[0][1]))
     print("last landing per CTA (µs, mean):", " ".join(f"{v:.1f}" for v in np.nanmean([x for _p, _n, x in paces], 0)))
+    return list(pace)
 
 
 def compare_programs(shapes: Sequence[tuple[int, int]], by_cta: Sequence[dict[int, float]],
@@ -215,8 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches)
         first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
-        report(runs, first, sms, stream, target.engine_names)
-        paces = [landing_pace(r, stream, sms)[0] for r in runs]
+        paces = report(runs, first, sms, stream, target.engine_names)
         by_cta.append({cta: float(v) for cta, v in enumerate(np.nanmean(paces, axis=0)) if np.isfinite(v)})
         if all(p is not None for p in placements):
             known = [p for p in placements if p is not None]

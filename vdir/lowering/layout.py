@@ -35,8 +35,10 @@ TRACE_START, TRACE_END = 0, 1
 #: u64 words at the head of the trace buffer, one per CTA (room for ``isa.SYNC_MAX_SMS``): the SM the CTA
 #: ran on (``%smid``) plus one, so that 0 says the CTA did not start; the stamps follow them
 TRACE_SM_WORDS = isa.SYNC_MAX_SMS
+#: bytes of one of those words
+TRACE_SM_WORD_BYTES = 8
 #: byte offset of the first instruction's stamps in the trace buffer
-TRACE_STAMPS_OFFSET = 8 * TRACE_SM_WORDS
+TRACE_STAMPS_OFFSET = TRACE_SM_WORD_BYTES * TRACE_SM_WORDS
 
 
 def kernel_params(trace: bool) -> tuple[tuple[str, str], ...]:

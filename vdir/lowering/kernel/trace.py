@@ -26,8 +26,6 @@ from vdir.lowering.kernel.context import Ctx
 
 #: bytes of one instruction's stamps in the trace buffer
 STAMP_BYTES = 8 * L.TRACE_STAMPS
-#: bytes of one CTA's SM word at the head of the trace buffer
-SM_WORD_BYTES = L.TRACE_STAMPS_OFFSET // L.TRACE_SM_WORDS
 
 
 def stamp(c: Ctx, exec_start: SSAValue, pos: SSAValue, which: int, writer: SSAValue) -> None:
@@ -51,5 +49,5 @@ def record_sm(c: Ctx, writer: SSAValue) -> None:
     b = c.b
     smid = b.special("u32", "%smid")
     word = b.i("cvt.u64.u32", "u64", b.i("add.u32", "u32", smid, 1))
-    offset = b.i("mul.wide.u32", "u64", c.sm, SM_WORD_BYTES)
+    offset = b.i("mul.wide.u32", "u64", c.sm, L.TRACE_SM_WORD_BYTES)
     b.st("st.global.u64", b.i("add.u64", "u64", c.trace, offset), 0, word, guard=writer)
