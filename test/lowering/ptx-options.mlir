@@ -122,7 +122,7 @@
 // RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
 
 // compute-warps=4: 2 + 4 + 1 warps (load, store, compute group, stream).
-// FENCE:       .maxntid 224, 1, 1
+// FENCE:       .maxntid 256, 1, 1
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
 
@@ -154,7 +154,7 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]+2048], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, trace, uniform_checks)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33

@@ -1,4 +1,5 @@
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefixes=CHECK,CONTROL
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=false}' | filecheck %s --check-prefixes=CHECK,FIRST
 
 // The watchdog of every spin loop, in role order (load, store, compute).
 // A stalled engine spins on shared memory alone for 2^16 SM cycles
@@ -70,21 +71,50 @@
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
 // CHECK:      bra.uni $L_st_done_0;
 
-// Compute engine: the first warp polls; on abort the group is told through
-// the shared flag.
-// CHECK-LABEL: $L_role_compute_0:
-// CHECK:      $L_spin_[[S2:[0-9]+]]:
-// CHECK:      mov.u64 {{%rd[0-9]+}}, %clock64;
-// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
-// CHECK-NEXT: ld.relaxed.gpu.global.u32 {{%r[0-9]+}}, {{\[}}[[ERR]]];
-// CHECK:      @{{%p[0-9]+}} bra.uni $L_cp_abort_0;
-// CHECK-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
-// CHECK:      setp.gt.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, [[BOUND]];
-// CHECK:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
-// CHECK-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, {{\[}}[[ERR]]], 0, 1;
-// CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
-// CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
-// CHECK:      bra.uni $L_cp_abort_0;
+// Compute engine, with the control warp (the default): it polls in both of
+// its waits, the first instruction's and a later one's that the early test
+// did not pass; on abort it raises the shared flag and hands over once more,
+// so that the group, waiting for a hand-over, reads the flag and leaves.
+// CONTROL-LABEL: $L_role_compute_control_0:
+// CONTROL:      $L_spin_[[S2:[0-9]+]]:
+// CONTROL:      mov.u64 {{%rd[0-9]+}}, %clock64;
+// CONTROL:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
+// CONTROL-NEXT: ld.relaxed.gpu.global.u32 {{%r[0-9]+}}, {{\[}}[[ERR]]];
+// CONTROL:      @{{%p[0-9]+}} bra.uni $L_cc_abort_0;
+// CONTROL-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
+// CONTROL:      setp.gt.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, [[BOUND]];
+// CONTROL:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
+// CONTROL-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, {{\[}}[[ERR]]], 0, 1;
+// CONTROL:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
+// CONTROL:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
+// CONTROL:      bra.uni $L_cc_abort_0;
+// CONTROL:      $L_spin_[[S3:[0-9]+]]:
+// CONTROL:      mov.u64 {{%rd[0-9]+}}, %clock64;
+// CONTROL:      @{{%p[0-9]+}} bra.uni $L_cc_abort_0;
+// CONTROL-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
+// CONTROL:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S3]];
+// CONTROL:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
+// CONTROL:      bra.uni $L_cc_abort_0;
+// CONTROL:      $L_cc_abort_0:
+// CONTROL-NEXT: @{{%p[0-9]+}} st.shared.u32 [{{%r[0-9]+}}+8], 1;
+// CONTROL-NEXT: bar.arrive 4, 288;
+// CONTROL-NEXT: $L_cc_done_0:
+
+// Without it (control_warp=false), the first compute warp polls; on abort the
+// group is told through the shared flag.
+// FIRST-LABEL: $L_role_compute_0:
+// FIRST:      $L_spin_[[S2:[0-9]+]]:
+// FIRST:      mov.u64 {{%rd[0-9]+}}, %clock64;
+// FIRST:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
+// FIRST-NEXT: ld.relaxed.gpu.global.u32 {{%r[0-9]+}}, {{\[}}[[ERR]]];
+// FIRST:      @{{%p[0-9]+}} bra.uni $L_cp_abort_0;
+// FIRST-NEXT: mov.u64 {{%rd[0-9]+}}, %globaltimer;
+// FIRST:      setp.gt.u64 {{%p[0-9]+}}, {{%rd[0-9]+}}, [[BOUND]];
+// FIRST:      @!{{%p[0-9]+}} bra.uni $L_spin_[[S2]];
+// FIRST-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, {{\[}}[[ERR]]], 0, 1;
+// FIRST:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+8], 1;
+// FIRST:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
+// FIRST:      bra.uni $L_cp_abort_0;
 // No other timer reads.
 // CHECK-NOT:  %globaltimer
 

@@ -73,7 +73,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     # one CTA per SM (persistent): without saying so, ptxas caps the registers to fit several
     # CTAs of this size on an SM, and spilled with 352 threads
     loops = _runs_loops(program, opts)
-    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops), minnctapersm=1)
+    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops, opts.control_warp), minnctapersm=1)
     mod.body.block.add_op(kernel)
     build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program))
     return mod
@@ -109,6 +109,6 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
             f"of shared memory; target '{t.name}' allows {t.smem_per_block}"
         )
     return LoweredKernel(
-        ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t, _runs_loops(program, options)),
+        ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t, _runs_loops(program, options), options.control_warp),
         grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
     )

@@ -98,6 +98,12 @@ FETCH_BARRIER = 2
 RETURN_BARRIER = 3
 #: threads on ``FETCH_BARRIER`` and ``RETURN_BARRIER``: the window's owner and the first compute warp
 HANDOFF_THREADS = 64
+#: in a kernel with a compute control warp (:func:`compute_control_warp`): the control warp hands an
+#: instruction to the compute group (it arrives, the group waits) ...
+CONTROL_GO_BARRIER = 4
+#: ... and the group tells it that the instruction is done (the group arrives, the control warp waits);
+#: both barriers count :func:`control_threads`
+CONTROL_DONE_BARRIER = 5
 #: the engine kinds the kernel has a warp role for: the load, store and compute
 #: engines always; the stream engine where the target has one (its warp
 #: follows the compute group, :func:`stream_warp`)
@@ -131,6 +137,21 @@ def compute_fetch_warp(target: TargetDescription, loops: bool) -> int | None:
     """
     warp = _engine_warps(target)
     return warp if loops and warp < MAX_CTA_WARPS else None
+
+
+def compute_control_warp(target: TargetDescription, loops: bool, control: bool) -> int | None:
+    """The warp that waits for and signals the compute engine's instructions while the compute group
+    runs their bodies, in a kernel without loops (lowering option ``control_warp``): the one after
+    every engine's role, where the CTA has room for it (``kernel.compute_engine``). None otherwise:
+    the first compute warp waits and signals between the bodies."""
+    warp = _engine_warps(target)
+    return warp if control and not loops and warp < MAX_CTA_WARPS else None
+
+
+def control_threads(target: TargetDescription) -> int:
+    """Threads on ``CONTROL_GO_BARRIER`` and ``CONTROL_DONE_BARRIER``: the compute group and the
+    control warp."""
+    return target.compute_threads + 32
 
 
 def load_ring_index(target: TargetDescription, engine: int) -> int:
@@ -181,10 +202,12 @@ ERROR_NAMES = {ERR_WATCHDOG: "watchdog", ERR_BAD_FAMILY: "unknown op family", ER
                ERR_DIVERGENT: "a branch declared warp-uniform diverged"}
 
 
-def block_threads(target: TargetDescription, loops: bool = False) -> int:
+def block_threads(target: TargetDescription, loops: bool = False, control: bool = False) -> int:
     """Threads per CTA: one load warp, one store warp, the compute group, a stream warp if the target
-    has one, and in a kernel that runs loops the compute fetch warp where there is room for it."""
-    return 32 * (_engine_warps(target) + (compute_fetch_warp(target, loops) is not None))
+    has one, and where there is room for it, in a kernel that runs loops the compute fetch warp, in
+    one without (and ``control``) the compute control warp."""
+    extra = compute_fetch_warp(target, loops) is not None or compute_control_warp(target, loops, control) is not None
+    return 32 * (_engine_warps(target) + extra)
 
 
 def dynamic_smem_bytes(tile_bytes: int) -> int:

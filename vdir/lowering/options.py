@@ -109,6 +109,14 @@ class LoweringOptions:
     so far (docs/performance.md), hence the default. The ``lsu`` load path always runs the executed
     stream."""
 
+    control_warp: bool = True
+    """In a kernel without loops, a warp of its own waits for each compute instruction's dependencies
+    and signals its completion while the compute group runs the bodies
+    (``layout.compute_control_warp``): it tests the next instruction's dependencies during the
+    current body and hands it over as soon as the group is done, before signalling the current one
+    (``vdir.lowering.kernel.compute_engine``). False: the first compute warp waits and signals
+    between the bodies (one warp fewer per CTA)."""
+
     trace: bool = False
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
 

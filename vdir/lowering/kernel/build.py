@@ -8,7 +8,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
-from vdir.lowering.kernel.compute_engine import compute_engine, compute_fetch
+from vdir.lowering.kernel.compute_engine import compute_control, compute_engine, compute_fetch
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.copies import mbar_count
 from vdir.lowering.kernel.fetch import load_queue
@@ -34,9 +34,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
     engine, the compute group from ``COMPUTE_FIRST_WARP``, after it the
-    stream engine's warp where the target has one, and in a kernel that runs
-    loops, last, the compute fetch warp where the CTA has room for it
-    (``layout.compute_fetch_warp``).
+    stream engine's warp where the target has one, and last, where the CTA
+    has room for it, in a kernel that runs loops the compute fetch warp
+    (``layout.compute_fetch_warp``), in one without the compute control warp
+    (``layout.compute_control_warp``, lowering option ``control_warp``).
 
     ``scalars`` are the program's launch-time scalars, whose ranges the
     prologue checks (:func:`vdir.lowering.kernel.launch.check_scalars`).
@@ -98,6 +99,11 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     if fetch_warp is not None:
         lab_fetch = b.new_label("role_compute_fetch")
         b.bra(lab_fetch, b.setp("eq.u32", c.warp, fetch_warp))
+    control_warp = L.compute_control_warp(target, loops, options.control_warp)
+    lab_control = None
+    if control_warp is not None:
+        lab_control = b.new_label("role_compute_control")
+        b.bra(lab_control, b.setp("eq.u32", c.warp, control_warp))
     b.bra(lab_compute, b.setp("ge.u32", c.warp, L.COMPUTE_FIRST_WARP))
     load_engine(c)
     b.place(lab_store)
@@ -108,6 +114,9 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     if lab_fetch is not None:
         b.place(lab_fetch)
         compute_fetch(c)
+    if lab_control is not None:
+        b.place(lab_control)
+        compute_control(c)
     b.place(lab_compute)
     compute_engine(c, families)
     b.place(c.exit_label)
@@ -116,8 +125,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:
     """The engine index of ``warp``'s role (the roles of :func:`build_kernel`): the load, store and
-    stream warps their engines', every other warp (the compute group, the compute fetch warp) the
-    compute engine's."""
+    stream warps their engines', every other warp (the compute group, the compute fetch or control
+    warp) the compute engine's."""
     engine = b.mov("u32", target.engine_index(EngineKind.COMPUTE))
     roles = [(L.LOAD_WARP, EngineKind.LOAD), (L.STORE_WARP, EngineKind.STORE)]
     if L.has_stream_engine(target):

@@ -18,6 +18,7 @@ for it, the group's second warp (:func:`compute_engine`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from xdsl.ir import SSAValue
@@ -27,7 +28,7 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import Ctx
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, smem_fields, window_slot
 from vdir.lowering.kernel.runtime_values import condition_holds
-from vdir.lowering.kernel.sync import report, signal, spin_wait
+from vdir.lowering.kernel.sync import ready_check, report, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
@@ -37,6 +38,9 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     group, the family body runs, a barrier, and the leader thread signals."""
     if L.compute_fetch_warp(c.target, c.loops) is not None:
         _fed_group(c, families)
+        return
+    if L.compute_control_warp(c.target, c.loops, c.options.control_warp) is not None:
+        _controlled_group(c, families)
         return
     b = c.b
     nthreads = c.target.compute_threads
@@ -129,6 +133,157 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     b.bra(c.exit_label)
 
 
+def _controlled_group(c: Ctx, families: list[int]) -> None:
+    """The compute group of a kernel with a compute control warp (``layout.compute_control_warp``).
+
+    The group only runs bodies: it takes position ``pos`` from the control
+    warp (``bar.sync`` on ``CONTROL_GO_BARRIER``, pairing with its
+    ``bar.arrive``), reads the instruction from the window slot, runs it, and
+    says it is done (``bar.arrive`` on ``CONTROL_DONE_BARRIER``) without
+    waiting for the signal: the next ``bar.sync`` waits for the next
+    hand-over. The abort flag, read after each hand-over, takes the group
+    out (the control warp raised it on a watchdog report or an abort); an
+    unknown family raises it for the control warp, whose read after the
+    done barrier takes it out in turn.
+
+    Memory-model note: the control warp's acquires (the dependency bits, the
+    window's words, the abort flag) reach the group through the go barrier,
+    and the group's shared-memory writes precede the control warp's release
+    of the signal bits through the done barrier (``bar.arrive`` orders a
+    thread's earlier accesses before the barrier's completion, which the
+    waiting ``bar.sync`` observes). No warp starts the next body before
+    every warp has arrived at the done barrier of this one (the go barrier
+    counts the whole group), so a body's scratch is free when the next
+    writes it.
+    """
+    b = c.b
+    engine = c.target.engine_index(EngineKind.COMPUTE)
+    q = c.queue
+    ct, cw, leader, _ = _group_lanes(c)
+    win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
+    go, finished = _control_barriers(c)
+    pos = b.var("u32", 0)
+    top, done, failed = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_failed")
+    body_done = b.new_label("cp_body_done")
+    b.place(top)
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
+    # acquire: pairs with the control warp's bar.arrive once pos may start
+    b.raw("bar.sync", go)
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(done, b.setp("ne.u32", ab, 0), uniform=True)
+    f = smem_fields(c, window_slot(c, win, pos))
+    _run_step(c, f, families, ct, cw, engine, pos, failed, body_done)
+    # release: the body's writes, before the control warp signals
+    b.raw("bar.arrive", finished)
+    b.i("add.u32", "u32", pos, 1, dst=pos)
+    b.bra(top)
+    b.place(failed)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
+    b.raw("bar.arrive", finished)
+    b.place(done)
+    b.bra(c.exit_label)
+
+
+def compute_control(c: Ctx) -> None:
+    """The compute control warp (``layout.compute_control_warp``): the compute engine's waits and
+    signals, while the group runs the bodies (:func:`_controlled_group`).
+
+    It owns the compute engine's window. For each position ``n`` the group
+    runs, it decodes ``n + 1`` and tests once whether its dependencies are
+    met, then waits for the group to finish ``n``. If the test passed and
+    ``n + 1`` waits on none of the bits ``n`` signals, it hands ``n + 1``
+    over at once and signals ``n`` while the group runs it; otherwise it
+    signals ``n`` and then waits for ``n + 1`` as the first compute warp
+    would. The next body thus starts one barrier after the last, with the
+    signal, the refill and the next wait off the group's path.
+
+    Why the early test is sound (the dependency bits are allocated on the
+    vector clocks of a schedule in which every compute instruction completes
+    before the next starts, ``vdir-layout-deps``): ``n + 1`` may count on
+    what ``n``'s completion implies, which is what ``n``'s start implied (and
+    this warp acquired before handing ``n`` over) plus ``n``'s own signals.
+    A counter only grows, so a counter that reads reached stays reached. A
+    bit that ``n`` toggles could read as met before ``n`` toggles it (another
+    engine toggling it again after ``n``): a shared bit sends ``n + 1``
+    through the wait after the signal, as before. Signalling ``n`` after
+    ``n + 1`` started only delays what waits on ``n``.
+
+    Memory-model note: the bit test is an ``ld.acquire`` by every lane (as
+    in every wait), and reaches the group through the go barrier
+    (``bar.arrive`` here, ``bar.sync`` there); the group's writes reach this
+    warp through the done barrier, before lane 0's release of the signal
+    bits (``sync.signal``). The window's copies are this warp's own
+    (``cp.async.wait_group`` and a warp barrier, ``fetch.SmemFetcher``); a
+    slot is refilled only after the done barrier of the instruction it held.
+    """
+    b = c.b
+    engine = c.target.engine_index(EngineKind.COMPUTE)
+    q = c.queue
+    fe = SmemFetcher(c, q, engine)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    go, finished = _control_barriers(c)
+    pos = b.var("u32", 0)
+    top, done, abort_w = b.new_label("cc_top"), b.new_label("cc_done"), b.new_label("cc_abort")
+    fe.prime(pos)
+    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
+    first = fe.fields_at(pos)
+    spin_wait(c, first, engine, pos, abort_w, warp_uniform=True)
+    _hand_over(c, go, pos, lane0)
+    sig, rel = b.var("b64", first.signal), b.var("u32", first.rel)
+    b.place(top)
+    nxt = b.i("add.u32", "u32", pos, 1)
+    has_next = b.setp("lt.u32", nxt, q.count)
+    f = fe.fields_at(nxt, ahead=True)
+    # past the queue's end the slot holds stale words: no counter to read
+    f = dataclasses.replace(f, wctr=b.i("selp.b32", "u32", f.wctr, 0, has_next))
+    ready = ready_check(c, f, warp_uniform=True)[0]
+    apart = b.setp("eq.b64", b.i("and.b64", "b64", sig, f.mask), 0)
+    early = b.i("and.pred", "pred", b.i("and.pred", "pred", ready, apart), has_next)
+    # acquire: pairs with the group's bar.arrive after the body of pos
+    b.raw("bar.sync", finished)
+    failed = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(done, b.setp("ne.u32", failed, 0), uniform=True)
+    later = b.new_label("cc_later")
+    b.bra(later, early, neg=True, uniform=True)
+    _hand_over(c, go, nxt, lane0)
+    b.place(later)
+    signal(c, sig, rel, lane0)
+    stamp(c, q.exec_start, pos, L.TRACE_END, lane0)
+    b.set(pos, nxt)
+    b.bra(done, has_next, neg=True, uniform=True)
+    fe.advance(pos)
+    handed = b.new_label("cc_handed")
+    b.bra(handed, early, uniform=True)
+    spin_wait(c, f, engine, pos, abort_w, warp_uniform=True)
+    _hand_over(c, go, pos, lane0)
+    b.place(handed)
+    b.set(sig, f.signal)
+    b.set(rel, f.rel)
+    b.bra(top)
+    b.place(abort_w)
+    # the group, waiting for a hand-over, reads the flag after it and leaves
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=lane0)
+    b.raw("bar.arrive", go)
+    b.place(done)
+    b.bra(c.exit_label)
+
+
+def _control_barriers(c: Ctx) -> tuple[str, str]:
+    """The operands of the control warp's go and done barriers (``layout.CONTROL_GO_BARRIER``,
+    ``layout.CONTROL_DONE_BARRIER``)."""
+    threads = L.control_threads(c.target)
+    return "%d, %d" % (L.CONTROL_GO_BARRIER, threads), "%d, %d" % (L.CONTROL_DONE_BARRIER, threads)
+
+
+def _hand_over(c: Ctx, go: str, pos: SSAValue, lane0: SSAValue) -> None:
+    """The control warp hands position ``pos`` to the group (its waits are met) and stamps its start.
+
+    Memory-model note: release: this warp's acquires and its writes (the abort flag) reach the
+    group's ``bar.sync`` on the same barrier."""
+    c.b.raw("bar.arrive", go)
+    stamp(c, c.queue.exec_start, pos, L.TRACE_START, lane0)
+
+
 def _group_lanes(c: Ctx) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
     """The compute group's thread index, warp index, leader thread and first warp (predicates)."""
     b = c.b
@@ -157,9 +312,8 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: S
 
     The group leaves to ``out`` when the first warp has raised the abort
     flag; otherwise it reads the instruction from the window slot at
-    ``slot()`` (worked out after the first barrier), runs its family body
-    unless it is not a compute or its condition does not hold (skipped: no
-    result, the same signals), and meets at the second barrier. Returns the
+    ``slot()`` (worked out after the first barrier) and runs it
+    (:func:`_run_step`), and meets at the second barrier. Returns the
     instruction's fields, for the leader's signal.
 
     Memory-model note: the first warp's acquires (the dependency bits, and
@@ -173,13 +327,22 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: S
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(out, b.setp("ne.u32", ab, 0), uniform=True)
     f = smem_fields(c, slot())
+    _run_step(c, f, families, ct, cw, engine, pos, out, body_done)
+    b.raw("barrier.sync", bar_txt)
+    return f
+
+
+def _run_step(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int, pos: SSAValue,
+              out: str, body_done: str) -> None:
+    """Run instruction ``f`` on the whole group, ending at ``body_done`` (placed here): its family body,
+    unless it is not a compute or its condition does not hold (skipped: no result, the same signals).
+    An unknown family reports and leaves to ``out``."""
+    b = c.b
     opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE), uniform=True)
     b.bra(body_done, condition_holds(c, f), neg=True, uniform=True)
     _run_family_body(c, f, families, ct, cw, engine, pos, out, body_done)
     b.place(body_done)
-    b.raw("barrier.sync", bar_txt)
-    return f
 
 
 def _hand_back(c: Ctx, first_warp: SSAValue, aborting: bool) -> None:

@@ -489,11 +489,14 @@ class SmemFetcher:
         """Shared address of instruction ``pos`` in the window."""
         return window_slot(self.c, self.win, pos)
 
-    def fields_at(self, pos: SSAValue) -> Fields:
-        """Wait for instruction ``pos`` (the oldest pending) and decode it."""
+    def fields_at(self, pos: SSAValue, ahead: bool = False) -> Fields:
+        """Wait for instruction ``pos`` (the oldest pending) and decode it; with ``ahead``, ``pos`` is
+        the second oldest (the slot before it not yet refilled: :meth:`advance` comes after), in a
+        kernel without loops."""
         if not self.c.loops:
-            self._wait()
+            self._wait(self.depth - 2 if ahead else None)
             return smem_fields(self.c, self.slot_address(pos))
+        assert not ahead, "fields_at(ahead=True) walks plain queues only"
         addr = self.slot_address(pos)
         self._wait_and_step(pos, addr)
         return smem_fields(self.c, addr)
