@@ -105,6 +105,8 @@
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+72], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+80], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
+// The compute control warp's done barrier: one arrival per compute warp.
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+144], 8;
 // CHECK-NEXT: @[[T0]] fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;

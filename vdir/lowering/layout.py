@@ -58,6 +58,9 @@ SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
 # bytes 12..15: free
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
+#: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
+#: warp polls it (:func:`compute_control_warp`); after the rings
+SMEM_CONTROL_DONE = 144
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
@@ -78,7 +81,8 @@ MAX_LOAD_RINGS = 2
 #: the most one ring may hold: a power of two whose u64 mbarriers, one per slot of every ring, fit
 #: the header in front of the scratch (and at most a warp's lanes: lane s holds slot s's signal)
 MAX_LOAD_RING = 8
-assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_SCRATCH - SMEM_MBARRIERS
+assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_CONTROL_DONE - SMEM_MBARRIERS
+assert SMEM_CONTROL_DONE + 8 <= SMEM_SCRATCH
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -99,11 +103,10 @@ RETURN_BARRIER = 3
 #: threads on ``FETCH_BARRIER`` and ``RETURN_BARRIER``: the window's owner and the first compute warp
 HANDOFF_THREADS = 64
 #: in a kernel with a compute control warp (:func:`compute_control_warp`): the control warp hands an
-#: instruction to the compute group (it arrives, the group waits) ...
+#: instruction to the compute group (it arrives, the group waits), counting :func:`control_threads`.
+#: The group says an instruction is done through the mbarrier ``SMEM_CONTROL_DONE`` instead, which
+#: the control warp can poll while it tests the next instruction's wait
 CONTROL_GO_BARRIER = 4
-#: ... and the group tells it that the instruction is done (the group arrives, the control warp waits);
-#: both barriers count :func:`control_threads`
-CONTROL_DONE_BARRIER = 5
 #: the engine kinds the kernel has a warp role for: the load, store and compute
 #: engines always; the stream engine where the target has one (its warp
 #: follows the compute group, :func:`stream_warp`)
@@ -149,8 +152,7 @@ def compute_control_warp(target: TargetDescription, loops: bool, control: bool) 
 
 
 def control_threads(target: TargetDescription) -> int:
-    """Threads on ``CONTROL_GO_BARRIER`` and ``CONTROL_DONE_BARRIER``: the compute group and the
-    control warp."""
+    """Threads on ``CONTROL_GO_BARRIER``: the compute group and the control warp."""
     return target.compute_threads + 32
 
 

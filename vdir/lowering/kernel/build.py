@@ -82,6 +82,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         for s in range(c.options.ring_depth(target.engines[engine].kind)):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
                   ins=[base], guard=t0)
+    control_warp = L.compute_control_warp(target, loops, options.control_warp)
+    if control_warp is not None:  # each compute warp arrives once per instruction (kernel.compute_engine)
+        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_CONTROL_DONE, target.compute_threads // 32),
+              ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)
@@ -99,7 +103,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     if fetch_warp is not None:
         lab_fetch = b.new_label("role_compute_fetch")
         b.bra(lab_fetch, b.setp("eq.u32", c.warp, fetch_warp))
-    control_warp = L.compute_control_warp(target, loops, options.control_warp)
     lab_control = None
     if control_warp is not None:
         lab_control = b.new_label("role_compute_control")

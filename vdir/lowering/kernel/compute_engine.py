@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 
 from vdir import isa
 from vdir.lowering import layout as L
-from vdir.lowering.kernel.context import Ctx
+from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, smem_fields, window_slot
 from vdir.lowering.kernel.runtime_values import condition_holds
 from vdir.lowering.kernel.sync import ready_check, report, signal, spin_wait
@@ -139,29 +139,28 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     The group only runs bodies: it takes position ``pos`` from the control
     warp (``bar.sync`` on ``CONTROL_GO_BARRIER``, pairing with its
     ``bar.arrive``), reads the instruction from the window slot, runs it, and
-    says it is done (``bar.arrive`` on ``CONTROL_DONE_BARRIER``) without
-    waiting for the signal: the next ``bar.sync`` waits for the next
-    hand-over. The abort flag, read after each hand-over, takes the group
-    out (the control warp raised it on a watchdog report or an abort); an
-    unknown family raises it for the control warp, whose read after the
-    done barrier takes it out in turn.
+    says it is done without waiting for the signal: each warp's lane 0
+    arrives on the mbarrier ``SMEM_CONTROL_DONE``, which the control warp
+    polls. The abort flag, read after each hand-over, takes the group out
+    (the control warp raised it on a watchdog report or an abort); an
+    unknown family raises it for the control warp, which reads it once the
+    group has arrived, and leaves too.
 
     Memory-model note: the control warp's acquires (the dependency bits, the
-    window's words, the abort flag) reach the group through the go barrier,
-    and the group's shared-memory writes precede the control warp's release
-    of the signal bits through the done barrier (``bar.arrive`` orders a
-    thread's earlier accesses before the barrier's completion, which the
-    waiting ``bar.sync`` observes). No warp starts the next body before
-    every warp has arrived at the done barrier of this one (the go barrier
-    counts the whole group), so a body's scratch is free when the next
-    writes it.
+    window's words, the abort flag) reach the group through the go barrier.
+    A warp's lanes reach its lane 0 through ``bar.warp.sync``, whose arrive
+    is a release at CTA scope, and the control warp's ``test_wait`` an
+    acquire, before its lane 0's release of the signal bits. No warp starts
+    the next body before every warp has arrived (the control warp hands the
+    next over only after the phase completes, and the go barrier counts the
+    whole group), so a body's scratch is free when the next writes it.
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = c.queue
     ct, cw, leader, _ = _group_lanes(c)
     win = b.i("add.u32", "u32", c.base, L.fetch_window(engine))
-    go, finished = _control_barriers(c)
+    go = _control_go(c)
     pos = b.var("u32", 0)
     top, done, failed = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_failed")
     body_done = b.new_label("cp_body_done")
@@ -173,29 +172,40 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     b.bra(done, b.setp("ne.u32", ab, 0), uniform=True)
     f = smem_fields(c, window_slot(c, win, pos))
     _run_step(c, f, families, ct, cw, engine, pos, failed, body_done)
-    # release: the body's writes, before the control warp signals
-    b.raw("bar.arrive", finished)
+    _arrive_done(c)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top)
     b.place(failed)
     b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=leader)
-    b.raw("bar.arrive", finished)
+    _arrive_done(c)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _arrive_done(c: Ctx) -> None:
+    """This compute warp is done with the current instruction: its lane 0 arrives on
+    ``SMEM_CONTROL_DONE`` (release at CTA scope, after ``bar.warp.sync``: the lanes' writes too)."""
+    b = c.b
+    b.raw("bar.warp.sync", "%d" % FULL)
+    lane0 = b.setp("eq.u32", c.lane, 0)
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}+%d]" % L.SMEM_CONTROL_DONE, outs=["b64"], ins=[c.base],
+          guard=lane0)
 
 
 def compute_control(c: Ctx) -> None:
     """The compute control warp (``layout.compute_control_warp``): the compute engine's waits and
     signals, while the group runs the bodies (:func:`_controlled_group`).
 
-    It owns the compute engine's window. For each position ``n`` the group
-    runs, it decodes ``n + 1`` and tests once whether its dependencies are
-    met, then waits for the group to finish ``n``. If the test passed and
-    ``n + 1`` waits on none of the bits ``n`` signals, it hands ``n + 1``
-    over at once and signals ``n`` while the group runs it; otherwise it
-    signals ``n`` and then waits for ``n + 1`` as the first compute warp
-    would. The next body thus starts one barrier after the last, with the
-    signal, the refill and the next wait off the group's path.
+    It owns the compute engine's window. While the group runs position
+    ``n``, it decodes ``n + 1`` and polls, in turn, whether ``n + 1``'s
+    dependencies are met and whether the group is done with ``n`` (the
+    mbarrier ``SMEM_CONTROL_DONE``). If ``n + 1`` became ready first and
+    waits on none of the bits ``n`` signals, it hands ``n + 1`` over as soon
+    as the group is done and signals ``n`` while the group runs it;
+    otherwise it signals ``n`` and then waits for ``n + 1`` as the first
+    compute warp would. So the signal, the window's refill and a wait met
+    during the body are off the group's path: the next body starts one
+    barrier after the last.
 
     Why the early test is sound (the dependency bits are allocated on the
     vector clocks of a schedule in which every compute instruction completes
@@ -211,19 +221,22 @@ def compute_control(c: Ctx) -> None:
     Memory-model note: the bit test is an ``ld.acquire`` by every lane (as
     in every wait), and reaches the group through the go barrier
     (``bar.arrive`` here, ``bar.sync`` there); the group's writes reach this
-    warp through the done barrier, before lane 0's release of the signal
-    bits (``sync.signal``). The window's copies are this warp's own
+    warp through the mbarrier (each warp's release arrive, every lane's
+    acquiring ``test_wait``/``try_wait``), before lane 0's release of the
+    signal bits (``sync.signal``). The window's copies are this warp's own
     (``cp.async.wait_group`` and a warp barrier, ``fetch.SmemFetcher``); a
-    slot is refilled only after the done barrier of the instruction it held.
+    slot is refilled only after the group is done with the instruction it
+    held.
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
     q = c.queue
     fe = SmemFetcher(c, q, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
-    go, finished = _control_barriers(c)
-    pos = b.var("u32", 0)
+    go = _control_go(c)
+    pos, phase = b.var("u32", 0), b.var("u32", 0)
     top, done, abort_w = b.new_label("cc_top"), b.new_label("cc_done"), b.new_label("cc_abort")
+    poll, early, late = b.new_label("cc_poll"), b.new_label("cc_early"), b.new_label("cc_late")
     fe.prime(pos)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     first = fe.fields_at(pos)
@@ -236,29 +249,27 @@ def compute_control(c: Ctx) -> None:
     f = fe.fields_at(nxt, ahead=True)
     # past the queue's end the slot holds stale words: no counter to read
     f = dataclasses.replace(f, wctr=b.i("selp.b32", "u32", f.wctr, 0, has_next))
-    ready = ready_check(c, f, warp_uniform=True)[0]
     apart = b.setp("eq.b64", b.i("and.b64", "b64", sig, f.mask), 0)
-    early = b.i("and.pred", "pred", b.i("and.pred", "pred", ready, apart), has_next)
-    # acquire: pairs with the group's bar.arrive after the body of pos
-    b.raw("bar.sync", finished)
-    failed = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(done, b.setp("ne.u32", failed, 0), uniform=True)
-    later = b.new_label("cc_later")
-    b.bra(later, early, neg=True, uniform=True)
+    candidate = b.i("and.pred", "pred", apart, has_next)  # a next instruction that may be tested early
+    b.place(poll)
+    b.bra(late, candidate, neg=True, uniform=True)  # (no candidate: only the done wait, below)
+    ready = ready_check(c, f, warp_uniform=True)[0]
+    b.bra(early, ready, uniform=True)
+    b.bra(poll, _group_done(c, phase, "test_wait"), neg=True, uniform=True)
+    b.bra(late)
+    # n + 1 is ready: wait for the group, hand it over, then signal n
+    b.place(early)
+    _await_group(c, phase, done)
     _hand_over(c, go, nxt, lane0)
-    b.place(later)
-    signal(c, sig, rel, lane0)
-    stamp(c, q.exec_start, pos, L.TRACE_END, lane0)
-    b.set(pos, nxt)
+    _signal_and_refill(c, fe, sig, rel, pos, nxt, f, lane0)
+    b.bra(top)  # (an early candidate has a next)
+    # the group is done (or is waited for here) before n + 1 is ready: signal n, then wait for n + 1
+    b.place(late)
+    _await_group(c, phase, done)
+    _signal_and_refill(c, fe, sig, rel, pos, nxt, f, lane0)
     b.bra(done, has_next, neg=True, uniform=True)
-    fe.advance(pos)
-    handed = b.new_label("cc_handed")
-    b.bra(handed, early, uniform=True)
     spin_wait(c, f, engine, pos, abort_w, warp_uniform=True)
     _hand_over(c, go, pos, lane0)
-    b.place(handed)
-    b.set(sig, f.signal)
-    b.set(rel, f.rel)
     b.bra(top)
     b.place(abort_w)
     # the group, waiting for a hand-over, reads the flag after it and leaves
@@ -268,11 +279,47 @@ def compute_control(c: Ctx) -> None:
     b.bra(c.exit_label)
 
 
-def _control_barriers(c: Ctx) -> tuple[str, str]:
-    """The operands of the control warp's go and done barriers (``layout.CONTROL_GO_BARRIER``,
-    ``layout.CONTROL_DONE_BARRIER``)."""
-    threads = L.control_threads(c.target)
-    return "%d, %d" % (L.CONTROL_GO_BARRIER, threads), "%d, %d" % (L.CONTROL_DONE_BARRIER, threads)
+def _group_done(c: Ctx, phase: SSAValue, wait: str) -> SSAValue:
+    """Whether every compute warp has arrived on ``SMEM_CONTROL_DONE`` in phase ``phase`` (``wait``:
+    ``test_wait``, a poll, or ``try_wait``, which may suspend a while); each lane acquires, the warp
+    agrees."""
+    b = c.b
+    bar = b.i("add.u32", "u32", c.base, L.SMEM_CONTROL_DONE)
+    arrived = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                    ins=[bar, phase])[0]
+    return b.i("vote.sync.all.pred", "pred", arrived, FULL)
+
+
+def _await_group(c: Ctx, phase: SSAValue, leave: str) -> None:
+    """Wait until the group is done with the current instruction (the mbarrier's phase ``phase``
+    completes; the next phase is waited for next), then leave to ``leave`` if it raised the abort
+    flag (an unknown family)."""
+    b = c.b
+    again = b.new_label("cc_await")
+    b.place(again)
+    b.bra(again, _group_done(c, phase, "try_wait"), neg=True, uniform=True)
+    b.i("xor.b32", "u32", phase, 1, dst=phase)
+    failed = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(leave, b.setp("ne.u32", failed, 0), uniform=True)
+
+
+def _signal_and_refill(c: Ctx, fe: SmemFetcher, sig: SSAValue, rel: SSAValue, pos: SSAValue, nxt: SSAValue,
+                       following: Fields, lane0: SSAValue) -> None:
+    """Signal instruction ``pos`` (its bits ``sig``, its counter ``rel``), stamp its end, move to
+    ``nxt`` and refill the slot ``pos`` held; ``sig`` and ``rel`` become those of ``nxt`` (whose
+    fields are ``following``)."""
+    b = c.b
+    signal(c, sig, rel, lane0)
+    stamp(c, c.queue.exec_start, pos, L.TRACE_END, lane0)
+    b.set(pos, nxt)
+    fe.advance(pos)
+    b.set(sig, following.signal)
+    b.set(rel, following.rel)
+
+
+def _control_go(c: Ctx) -> str:
+    """The operands of the control warp's go barrier (``layout.CONTROL_GO_BARRIER``)."""
+    return "%d, %d" % (L.CONTROL_GO_BARRIER, L.control_threads(c.target))
 
 
 def _hand_over(c: Ctx, go: str, pos: SSAValue, lane0: SSAValue) -> None:
