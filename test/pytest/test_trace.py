@@ -236,10 +236,10 @@ def test_trace_option_only_adds_the_stamps_and_assembles(options):
     assert is_subsequence(off, on), "the traced kernel changed or dropped a line of the plain one"
     added = Counter(on) - Counter(off)
     # a start and an end on each of the four engines (load, compute, store, stream); the compute
-    # control warp hands an instruction over (its start) in three places: the first, and the next
-    # before or after the signal of the one before
-    ends = 4
-    starts = ends if "control_warp=0" in options.split() else ends + 2
+    # control warp hands an instruction over (its start) in three places, the first and the next
+    # before or after the signal of the one before, and signals (its end) in two, those two paths
+    control = "control_warp=0" not in options.split()
+    starts, ends = 4 + 2 * control, 4 + control
     stamps = starts + ends
     expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES) + Counter(SM_LINES)
     head = L.TRACE_STAMPS_OFFSET
