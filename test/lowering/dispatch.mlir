@@ -20,7 +20,7 @@
 // NOFUSE-NEXT: setp.eq.u32 [[P4:%p[0-9]+]], [[FAM]], 4;
 // NOFUSE-NEXT: @[[P4]] bra.uni $L_fam4_0;
 // NOFUSE-NEXT: atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
-// NOFUSE:      bra.uni $L_cp_failed_0;
+// NOFUSE:      bra.uni $L_cp_done_0;
 // NOFUSE-NEXT: $L_fam1_0:
 // NOFUSE:      $L_gemv_pass_0:
 // NOFUSE:      bra.uni $L_cp_body_done_0;

@@ -3,8 +3,8 @@
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
 // the dynamic shared-memory declaration, the entry with its eight parameters
-// in launch order, 384 threads (load warp, store warp, 256 compute threads,
-// stream warp, compute control warp) and one CTA per SM (so that ptxas does not cap the registers
+// in launch order, 352 threads (load warp, store warp, 256 compute threads,
+// stream warp) and one CTA per SM (so that ptxas does not cap the registers
 // to fit several), the epoch read from the sync block, thread 0 clearing the
 // shared header and initialising the two 8-slot mbarrier rings, one per load
 // engine (fenced for the async proxy), the branch to the warp roles, and the
@@ -32,7 +32,7 @@
 // CHECK-NEXT:   .param .u64 p_tmaps,
 // CHECK-NEXT:   .param .u64 p_scalars
 // CHECK-NEXT: )
-// CHECK-NEXT: .maxntid 384, 1, 1
+// CHECK-NEXT: .maxntid 352, 1, 1
 // CHECK-NEXT: .minnctapersm 1
 // CHECK-NEXT: {
 // CHECK-NEXT:   .reg .b64 %rd<{{[0-9]+}}>;
@@ -105,8 +105,6 @@
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+72], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+80], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
-// The compute control warp's done barrier: one arrival per compute warp.
-// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+144], 8;
 // CHECK-NEXT: @[[T0]] fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;
@@ -116,14 +114,12 @@
 // CHECK-NEXT: cvt.u32.u64 {{%r[0-9]+}}, [[FINISH_COUNT]];
 
 // Warp 1 is the store engine, warp 10 (the one after the compute group) the
-// stream engine, warp 11 the compute control warp, warps 2..9 the compute
-// group, warp 0 falls through into the load engine.
+// stream engine, warps 2..9 the compute engine, warp 0 falls through into the
+// load engine.
 // CHECK-NEXT: setp.eq.u32 [[ST:%p[0-9]+]], [[WARP]], 1;
 // CHECK-NEXT: @[[ST]] bra $L_role_store_0;
 // CHECK-NEXT: setp.eq.u32 [[SM:%p[0-9]+]], [[WARP]], 10;
 // CHECK-NEXT: @[[SM]] bra $L_role_stream_0;
-// CHECK-NEXT: setp.eq.u32 [[CC:%p[0-9]+]], [[WARP]], 11;
-// CHECK-NEXT: @[[CC]] bra $L_role_compute_control_0;
 // CHECK-NEXT: setp.ge.u32 [[CP:%p[0-9]+]], [[WARP]], 2;
 // CHECK-NEXT: @[[CP]] bra $L_role_compute_0;
 // CHECK:      $L_ld_top_0:
@@ -131,8 +127,6 @@
 // CHECK:      $L_st_top_0:
 // CHECK:      $L_role_stream_0:
 // CHECK:      $L_ld_stream_top_0:
-// CHECK:      $L_role_compute_control_0:
-// CHECK:      $L_cc_top_0:
 // CHECK:      $L_role_compute_0:
 // CHECK:      $L_cp_top_0:
 

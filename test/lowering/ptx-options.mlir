@@ -87,15 +87,13 @@
 // engine's mbarriers are at 16 .. 40, and the stream engine's 2 (its default)
 // at 80 and 88 (its ring starts 8 slots after the load engine's, whatever
 // the depths are); each engine keeps up to its depth in flight and picks its
-// slot as pos & (depth - 1). The compute control warp's done barrier follows
-// the rings, at 144.
+// slot as pos & (depth - 1).
 // RING:          mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+16], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+24], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+32], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+40], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
 // RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+88], 1;
-// RING-NEXT:     mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+144], 8;
 // RING-NEXT:     fence.mbarrier_init.release.cluster;
 // RING:          $L_ld_issue_0:
 // RING:          setp.ge.u32 [[FULL:%p[0-9]+]], {{%r[0-9]+}}, 4;
@@ -115,7 +113,6 @@
 // SRING:         mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+72], 1;
 // SRING-NEXT:    mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
 // SRING-COUNT-7: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+{{8[8-9]|9[0-9]|1[0-3][0-9]}}], 1;
-// SRING-NEXT:    mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+144], 8;
 // SRING-NEXT:    fence.mbarrier_init.release.cluster;
 // SRING:         $L_ld_stream_issue_0:
 // SRING:         setp.ge.u32 [[S8:%p[0-9]+]], {{%r[0-9]+}}, 8;
@@ -125,7 +122,7 @@
 // RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
 
 // compute-warps=4: 2 + 4 + 1 warps (load, store, compute group, stream).
-// FENCE:       .maxntid 256, 1, 1
+// FENCE:       .maxntid 224, 1, 1
 // FENCE:       fence.acq_rel.gpu
 // FENCE:       red.release.gpu
 

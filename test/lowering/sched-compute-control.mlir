@@ -1,9 +1,10 @@
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=false}' | filecheck %s --check-prefix=OFF
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{compute-warps=29}' | filecheck %s --check-prefix=FULL
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=true}' | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefix=OFF
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=true compute-warps=29}' | filecheck %s --check-prefix=FULL
 
-// The compute engine with its control warp (the default in a kernel without
-// loops; sched-compute.mlir is the kernel without it). Warp 11, after the
+// The compute engine with its control warp (lowering option control_warp, in
+// a kernel without loops; sched-compute.mlir is the default kernel, without
+// it). Warp 11, after the
 // stream warp, owns the compute window (base + 2048), waits and signals;
 // warps 2..9 only run the bodies. The control warp hands an instruction over
 // on named barrier 4 over the 288 threads of both (bar.arrive there,
@@ -146,7 +147,7 @@
 // done phase order it.
 // CHECK-NOT:  barrier.sync 1, 256;
 
-// Off: no control warp, 352 threads, the group's own barriers.
+// Off (the default): no control warp, 352 threads, the group's own barriers.
 // OFF:       .maxntid 352, 1, 1
 // OFF-NOT:   +144], 8;
 // OFF-NOT:   $L_role_compute_control

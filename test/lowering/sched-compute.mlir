@@ -1,7 +1,7 @@
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=false}' | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
 
-// The compute engine without a control warp (lowering option control_warp
-// false; the default is in sched-compute-control.mlir): warps 2..9, 256
+// The compute engine without a control warp (the default; the lowering
+// option control_warp is in sched-compute-control.mlir): warps 2..9, 256
 // threads. Only its first warp
 // prefetches instructions (window at base + 2048) and spins on the wait;
 // named barrier 1 over the 256 compute threads then passes its acquire on to

@@ -252,7 +252,7 @@
 // CHECK-NEXT: setp.eq.u32 {{%p[0-9]+}}, [[LANE]], [[SSLOT]];
 // CHECK:      $L_ld_stream_done_0:
 // CHECK-NEXT: bra.uni $L_kernel_exit_0;
-// CHECK-NEXT: $L_role_compute_control_0:
+// CHECK-NEXT: $L_role_compute_0:
 
 vdir.program @loads(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>

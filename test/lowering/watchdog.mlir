@@ -1,5 +1,5 @@
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefixes=CHECK,CONTROL
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=false}' | filecheck %s --check-prefixes=CHECK,FIRST
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{control-warp=true}' | filecheck %s --check-prefixes=CHECK,CONTROL
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefixes=CHECK,FIRST
 
 // The watchdog of every spin loop, in role order (load, store, compute).
 // A stalled engine spins on shared memory alone for 2^16 SM cycles
@@ -71,7 +71,7 @@
 // CHECK:      st.relaxed.gpu.global.u32 {{\[}}[[ERR]]+52], {{%r[0-9]+}};
 // CHECK:      bra.uni $L_st_done_0;
 
-// Compute engine, with the control warp (the default): it polls in both of
+// Compute engine, with the control warp (option control_warp): it polls in both of
 // its waits, the first instruction's and a later one's that the early test
 // did not pass; on abort it raises the shared flag and hands over once more,
 // so that the group, waiting for a hand-over, reads the flag and leaves.
@@ -100,7 +100,7 @@
 // CONTROL-NEXT: bar.arrive 4, 288;
 // CONTROL-NEXT: $L_cc_done_0:
 
-// Without it (control_warp=false), the first compute warp polls; on abort the
+// Without it (the default), the first compute warp polls; on abort the
 // group is told through the shared flag.
 // FIRST-LABEL: $L_role_compute_0:
 // FIRST:      $L_spin_[[S2:[0-9]+]]:

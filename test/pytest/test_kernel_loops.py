@@ -207,11 +207,8 @@ def test_the_lowered_kernel_launches_the_fetch_warp_only_when_it_runs_loops():
     assert lower(looped, options={"run_loops": True}).block_threads == 384
     for program, options in ((looped, {}), (looped.without_loops(), {"run_loops": True}),
                              (looped, {"run_loops": True, "load_path": "lsu"})):
-        # no loops: the compute control warp takes the same place (test_compute_control_warp.py)
-        assert lower(program, options={**options, "control_warp": False}).block_threads == 352
-        assert lower(program, options=options).block_threads == 384
-        text = lower_to_ptx(program, options=options)
-        assert "$L_role_compute_fetch" not in text and "$L_role_compute_control" in text
+        assert lower(program, options=options).block_threads == 352
+        assert "$L_role_compute_fetch" not in lower_to_ptx(program, options=options)
     full = {"run_loops": True, "compute_warps": MAX_COMPUTE_WARPS}
     assert lower(looped, options=full).block_threads == 32 * L.MAX_CTA_WARPS
     full_ptx = lower_to_ptx(looped, options=full)

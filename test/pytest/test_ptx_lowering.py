@@ -99,7 +99,7 @@ def test_scheduler_structure():
         assert needle in text, needle
     assert "fence.acq_rel.gpu" not in text  # red.release.gpu is the release
     assert "fence.acq_rel.gpu;" in lower_to_ptx(gemv_program(), get_target("h200"), LoweringOptions(release_fence=True))
-    assert f".maxntid {L.block_threads(get_target('h200'), control=True)}, 1, 1" in text
+    assert f".maxntid {L.block_threads(get_target('h200'))}, 1, 1" in text
 
 
 def test_only_used_families_emitted():
@@ -204,9 +204,8 @@ def test_all_families_in_one_kernel_assemble_without_spills():
 def test_launch_facts():
     """Block size, grid and dynamic shared memory of a lowered kernel."""
     lk = lower(gemv_program(8, 4096), "h200")
-    # the load and store warps, 8 compute warps, the stream engine's warp, the compute control warp
-    assert lk.block_threads == 384 and lk.grid == 1
-    assert lower(gemv_program(8, 4096), "h200", options="control_warp=0").block_threads == 352
+    # the load and store warps, 8 compute warps, the stream engine's warp
+    assert lk.block_threads == 352 and lk.grid == 1
     assert ".minnctapersm 1" in lk.ptx  # one CTA per SM: ptxas may use the registers that leaves
     assert lk.dynamic_smem % 128 == 0 and lk.dynamic_smem >= L.HEADER_BYTES + 8 * 4096 * 2
 

@@ -224,7 +224,7 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
     return all(line in rest for line in short)
 
 
-@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1", "control_warp=0"])
+@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1", "control_warp=1"])
 def test_trace_option_only_adds_the_stamps_and_assembles(options):
     """The traced kernel is the plain one plus the parameter, the CTA's SM and the stamps (eight without
     the compute control warp, ten with it), each after the SM words at the head of the buffer; it
@@ -238,7 +238,7 @@ def test_trace_option_only_adds_the_stamps_and_assembles(options):
     # a start and an end on each of the four engines (load, compute, store, stream); the compute
     # control warp hands an instruction over (its start) in three places, the first and the next
     # before or after the signal of the one before, and signals (its end) in two, those two paths
-    control = "control_warp=0" not in options.split()
+    control = "control_warp=1" in options.split()
     starts, ends = 4 + 2 * control, 4 + control
     stamps = starts + ends
     expected = Counter({line: stamps for line in STAMP_LINES}) + Counter(PARAM_LINES) + Counter(SM_LINES)

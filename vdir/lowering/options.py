@@ -109,13 +109,15 @@ class LoweringOptions:
     so far (docs/performance.md), hence the default. The ``lsu`` load path always runs the executed
     stream."""
 
-    control_warp: bool = True
+    control_warp: bool = False
     """In a kernel without loops, a warp of its own waits for each compute instruction's dependencies
     and signals its completion while the compute group runs the bodies
-    (``layout.compute_control_warp``): it tests the next instruction's dependencies during the
+    (``layout.compute_control_warp``): it polls the next instruction's dependencies during the
     current body and hands it over as soon as the group is done, before signalling the current one
-    (``vdir.lowering.kernel.compute_engine``). False: the first compute warp waits and signals
-    between the bodies (one warp fewer per CTA)."""
+    (``vdir.lowering.kernel.compute_engine``). Measured: a fifth off the compute engine's cost per
+    micro-op and the large gemvs 1-2% faster, but the 16-layer MLP stack 1% slower
+    (docs/performance.md, round 27), hence off by default. False: the first compute warp waits and
+    signals between the bodies."""
 
     trace: bool = False
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
