@@ -68,13 +68,19 @@ def test_the_kernel_with_the_control_warp_assembles_without_spills(options):
         assert "0 bytes spill stores" in info and "0 bytes stack frame" in info, info
 
 
-def test_the_chain_computes_on_the_simulator():
-    """The GPU test's chain of adds (below) is right as written: the simulator doubles it nine times."""
-    program = _chain(9)
-    a = (np.random.default_rng().standard_normal((1, 64), dtype=np.float32) / 8).astype(bfloat16)
-    with vdir.compile(program) as exe:
-        out = exe(a=a, b=np.zeros((1, 64), bfloat16))
-    np.testing.assert_array_equal(np.asarray(out).astype(np.float32).reshape(1, 64), a.astype(np.float32) * 2 ** 9)
+@pytest.mark.parametrize("case", ["gemv", "stack", "chain"])
+def test_the_gpu_cases_are_repeatable_on_the_simulator(case):
+    """The GPU test's harness (below), checked on the simulator: its inputs are the programs'
+    arguments, one launch and three give the same bytes, and the chain doubles its input nine
+    times."""
+    program = _case(case)
+    inputs = _inputs(program, np.random.default_rng(0))
+    once = _run(program, inputs, backend="sim")
+    thrice = _run(program, inputs, launches=3, backend="sim")
+    for p, q in zip(once, thrice, strict=True):
+        assert np.array_equal(p.view(np.uint8), q.view(np.uint8))
+    if case == "chain":
+        np.testing.assert_array_equal(once[0].astype(np.float32), inputs["a"].astype(np.float32) * 2 ** 9)
 
 
 # ---------------------------------------------------------------------------
@@ -82,22 +88,28 @@ def test_the_chain_computes_on_the_simulator():
 # ---------------------------------------------------------------------------
 
 def _inputs(program, rng) -> dict[str, np.ndarray]:
-    """Random inputs, and zeros for the buffers only written."""
-    def fresh(b):
-        dtype = bfloat16 if b.dtype == "bf16" else np.float32
-        if not b.is_input:
-            return np.zeros(b.shape, dtype)
-        return (rng.standard_normal(b.shape, dtype=np.float32) / 8).astype(dtype)
-
-    return {b.name: fresh(b) for b in program.buffers}
+    """Random values for the program's inputs (a buffer it only writes starts zeroed on its own)."""
+    return {b.name: (rng.standard_normal(b.shape, dtype=np.float32) / 8).astype(
+        bfloat16 if b.dtype == "bf16" else np.float32) for b in program.buffers if b.is_input}
 
 
-def _run(program, inputs, options=None, launches=1) -> list[np.ndarray]:
-    with vdir.compile(program, backend="cuda", options=options) as exe:
+def _run(program, inputs, options=None, launches=1, backend="cuda") -> list[np.ndarray]:
+    """The program's outputs after ``launches`` launches on ``backend``, copied out."""
+    with vdir.compile(program, backend=backend, options=options) as exe:
         for _ in range(launches):
             out = exe(**inputs)
-    names = [b.name for b in program.buffers if b.is_output]
-    return [np.asarray(out[n]) for n in names] if isinstance(out, dict) else [np.asarray(out)]
+        names = [b.name for b in program.buffers if b.is_output]
+        outs = [out[n] for n in names] if isinstance(out, dict) else [out]
+        return [np.array(o) for o in outs]
+
+
+def _case(case: str) -> isa.EncodedProgram:
+    """The programs the GPU test runs with and without the control warp."""
+    if case == "gemv":
+        return compile_to_encoded(examples.build_gemv(2048, 1024), num_sms=8)
+    if case == "stack":
+        return compile_to_encoded(examples.build_mlp_stack(2, 256, 512), num_sms=8)
+    return _chain(9)
 
 
 def _chain(n: int) -> isa.EncodedProgram:
@@ -122,12 +134,7 @@ def test_programs_give_the_same_bytes_with_the_control_warp(case):
     across SMs) and a chain of dependent adds (the same engine's order only), three launches each:
     the bytes of the default kernel."""
     rng = np.random.default_rng()
-    if case == "gemv":
-        program = compile_to_encoded(examples.build_gemv(2048, 1024), num_sms=8)
-    elif case == "stack":
-        program = compile_to_encoded(examples.build_mlp_stack(2, 256, 512), num_sms=8)
-    else:
-        program = _chain(9)
+    program = _case(case)
     inputs = _inputs(program, rng)
     plain = _run(program, inputs)
     controlled = _run(program, inputs, CONTROL, launches=3)
@@ -152,8 +159,9 @@ def test_a_watchdog_report_of_the_control_warp_leaves_the_platform_usable():
     with vdir.compile(hang.finish(), backend="cuda", options=CONTROL, watchdog_ms=200) as exe:
         for _ in range(2):
             with pytest.raises(PlatformError, match=r"watchdog.*never ready.*compute engine"):
-                exe(a=data, b=np.zeros((1, 64), bfloat16))
+                exe(a=data, b=data)
     program = family_program("add", [(1, 64), (1, 64)], ["bf16", "bf16"], (1, 64), "bf16", {})
-    inputs = {"in0": data, "in1": data, "out": np.zeros((1, 64), bfloat16)}
+    inputs = _inputs(program, np.random.default_rng())
     (out,) = _run(program, inputs, CONTROL)
-    np.testing.assert_array_equal(out.astype(np.float32), 2 * data.astype(np.float32))
+    np.testing.assert_array_equal(out.astype(np.float32), (inputs["in0"].astype(np.float32) + inputs["in1"].astype(
+        np.float32)).astype(bfloat16).astype(np.float32))
