@@ -14,6 +14,13 @@ compute fetch warp (:func:`compute_fetch`, ``layout.compute_fetch_warp``),
 which the first compute warp hands each slot back to on
 ``layout.RETURN_BARRIER`` (:func:`_fed_group`); where the CTA has no room
 for it, the group's second warp (:func:`compute_engine`).
+
+With the lowering option ``control_warp``, in a kernel without loops, one
+more warp takes the waits and signals off the group's path: the compute
+control warp (:func:`compute_control`, ``layout.compute_control_warp``)
+owns the window, polls the next instruction's wait while the group runs the
+current body, and hands it over as soon as the group is done; the group
+(:func:`_controlled_group`) only runs bodies.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from vdir.target import EngineKind
 
 def compute_engine(c: Ctx, families: list[int]) -> None:
     """Warps 2..: the first compute warp waits, a named barrier releases the
-    group, the family body runs, a barrier, and the leader thread signals."""
+    group, the family body runs, a barrier, and the leader thread signals (or,
+    with a compute fetch or control warp, the group of :func:`_fed_group` or
+    :func:`_controlled_group`)."""
     if L.compute_fetch_warp(c.target, c.loops) is not None:
         _fed_group(c, families)
         return
