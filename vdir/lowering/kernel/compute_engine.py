@@ -157,9 +157,10 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
 
     Memory-model note: the control warp's acquires (the dependency bits, the
     window's words, the abort flag) reach the group through the go barrier.
-    A warp's lanes reach its lane 0 through ``bar.warp.sync``, whose arrive
-    is a release at CTA scope, and the control warp's ``test_wait`` an
-    acquire, before its lane 0's release of the signal bits. No warp starts
+    The group's writes reach the control warp through the done mbarrier: a
+    warp's lanes reach its lane 0 through ``bar.warp.sync``, lane 0's arrive
+    is a release at CTA scope and the control warp's ``test_wait`` or
+    ``try_wait`` an acquire, before its lane 0's release of the signal bits. No warp starts
     the next body before every warp has arrived (the control warp hands the
     next over only after the phase completes, and the go barrier counts the
     whole group), so a body's scratch is free when the next writes it.
