@@ -14,7 +14,10 @@
 #              written as Chrome/Perfetto JSON to $OUT/traces
 #   ab       - the bench of an earlier checkout (its tree in $BASE_DIR, e.g.
 #              from `git archive`) and of this one, alternately, $AB_ROUNDS
-#              rounds (default 2), compared by bench/compare_runs.py
+#              rounds (default 2), compared by bench/compare_runs.py; the bench is
+#              bench/bench_gpu.py ($BENCH_ARGS), or with AB_BENCH=sweep
+#              bench/bench_sweep.py ($SWEEP_ARGS, e.g. --only gemv --torch-compile none);
+#              the runs' logs come back in one tar, $OUT/ab-runs.tar
 #   kcache   - bench/bench_kernel_cache.py: the kernel's load time in fresh
 #              processes, driver JIT against the kernel cache cold and warm
 #   sweep    - bench/bench_sweep.py: gemvs, MLP blocks and stacks over shapes, against
@@ -63,8 +66,13 @@ for what in $steps; do
       for round in $(seq 1 ${AB_ROUNDS:-2}); do
         for side in before after; do
           dir=$PWD; [ "$side" = before ] && dir=${BASE_DIR:?set BASE_DIR to the earlier checkout}
-          (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout ${BENCH_TIMEOUT:-240} python3 bench/bench_gpu.py \
-             --json "$OUT/$side$round.json" $BENCH_ARGS > "$OUT/$side$round.log" 2>&1) || echo "$side $round: exit $?"
+          if [ "${AB_BENCH:-gpu}" = sweep ]; then
+            bench="bench/bench_sweep.py $SWEEP_ARGS"; limit=${SWEEP_TIMEOUT:-540}
+          else
+            bench="bench/bench_gpu.py $BENCH_ARGS"; limit=${BENCH_TIMEOUT:-240}
+          fi
+          (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout $limit python3 $bench \
+             --json "$OUT/$side$round.json" > "$OUT/$side$round.log" 2>&1) || echo "$side $round: exit $?"
           runs+=("$OUT/$side$round.json")
         done
       done
