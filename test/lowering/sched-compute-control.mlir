@@ -28,6 +28,8 @@
 
 // CHECK-LABEL: $L_role_compute_control_0:
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 2048;
+// The done mbarrier's address, once for every poll and wait.
+// CHECK:      add.u32 [[DONE:%r[0-9]+]], [[BASE]], 144;
 // CHECK-COUNT-8: cp.async.ca.shared.global
 // The first instruction: waited for in full, then handed over.
 // CHECK:      cp.async.wait_group 7;
@@ -60,7 +62,6 @@
 // CHECK-NEXT: ld.acquire.cta.shared.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]];
 // CHECK:      vote.sync.all.pred [[READY:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
 // CHECK-NEXT: @[[READY]] bra.uni $L_cc_early_0;
-// CHECK-NEXT: add.u32 [[DONE:%r[0-9]+]], [[BASE]], 144;
 // CHECK-NEXT: mbarrier.test_wait.parity.shared::cta.b64 {{%p[0-9]+}}, {{\[}}[[DONE]]], [[PHASE:%r[0-9]+]];
 // CHECK-NEXT: vote.sync.all.pred [[ARRIVED:%p[0-9]+]], {{%p[0-9]+}}, 4294967295;
 // CHECK-NEXT: @![[ARRIVED]] bra.uni $L_cc_poll_0;
@@ -70,8 +71,7 @@
 // handed over, then n signalled and its slot refilled.
 // CHECK-NEXT: $L_cc_early_0:
 // CHECK-NEXT: $L_cc_await_0:
-// CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[BASE]], 144;
-// CHECK-NEXT: mbarrier.try_wait.parity.shared::cta.b64 {{%p[0-9]+}}, [{{%r[0-9]+}}], [[PHASE]];
+// CHECK-NEXT: mbarrier.try_wait.parity.shared::cta.b64 {{%p[0-9]+}}, {{\[}}[[DONE]]], [[PHASE]];
 // CHECK-NEXT: vote.sync.all.pred
 // CHECK-NEXT: @!{{%p[0-9]+}} bra.uni $L_cc_await_0;
 // CHECK-NEXT: xor.b32 [[PHASE]], [[PHASE]], 1;
@@ -96,7 +96,7 @@
 // hand-over.
 // CHECK-NEXT: $L_cc_late_0:
 // CHECK-NEXT: $L_cc_await_1:
-// CHECK:      mbarrier.try_wait.parity.shared::cta.b64 {{%p[0-9]+}}, [{{%r[0-9]+}}], [[PHASE]];
+// CHECK-NEXT: mbarrier.try_wait.parity.shared::cta.b64 {{%p[0-9]+}}, {{\[}}[[DONE]]], [[PHASE]];
 // CHECK:      xor.b32 [[PHASE]], [[PHASE]], 1;
 // CHECK:      @{{%p[0-9]+}} bra.uni $L_cc_done_0;
 // CHECK-NEXT: setp.ne.b64 {{%p[0-9]+}}, [[SIG]], 0;

@@ -44,7 +44,7 @@ def test_the_control_warp_follows_the_roles_where_there_is_room_and_only_without
     assert L.compute_control_warp(full, loops=False, control=True) is None
     assert (L.block_threads(H200), L.block_threads(H200, control=True)) == (352, 384)
     assert L.block_threads(full, control=True) == 32 * L.MAX_CTA_WARPS
-    assert L.control_threads(H200) == 288
+    assert (L.control_threads(H200), L.control_done_arrivals(H200)) == (288, 8)
 
 
 def test_the_lowered_kernel_has_the_control_warp_only_with_the_option():

@@ -151,6 +151,11 @@ def compute_control_warp(target: TargetDescription, loops: bool, control: bool) 
     return warp if control and not loops and warp < MAX_CTA_WARPS else None
 
 
+def control_done_arrivals(target: TargetDescription) -> int:
+    """Arrivals that complete a phase of ``SMEM_CONTROL_DONE``: one per compute warp, per instruction."""
+    return target.compute_threads // 32
+
+
 def control_threads(target: TargetDescription) -> int:
     """Threads on ``CONTROL_GO_BARRIER``: the compute group and the control warp."""
     return target.compute_threads + 32

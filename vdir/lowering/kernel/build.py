@@ -83,8 +83,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
                   ins=[base], guard=t0)
     control_warp = L.compute_control_warp(target, loops, options.control_warp)
-    if control_warp is not None:  # each compute warp arrives once per instruction (kernel.compute_engine)
-        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_CONTROL_DONE, target.compute_threads // 32),
+    if control_warp is not None:  # the compute group's done mbarrier (kernel.compute_engine)
+        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_CONTROL_DONE, L.control_done_arrivals(target)),
               ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)

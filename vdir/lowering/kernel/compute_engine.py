@@ -160,10 +160,11 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     The group's writes reach the control warp through the done mbarrier: a
     warp's lanes reach its lane 0 through ``bar.warp.sync``, lane 0's arrive
     is a release at CTA scope and the control warp's ``test_wait`` or
-    ``try_wait`` an acquire, before its lane 0's release of the signal bits. No warp starts
-    the next body before every warp has arrived (the control warp hands the
-    next over only after the phase completes, and the go barrier counts the
-    whole group), so a body's scratch is free when the next writes it.
+    ``try_wait`` an acquire, before its lane 0's release of the signal bits.
+    No warp starts the next body before every warp has arrived (the control
+    warp hands the next over only after the phase completes, and the go
+    barrier counts the whole group), so a body's scratch is free when the
+    next writes it.
     """
     b = c.b
     engine = c.target.engine_index(EngineKind.COMPUTE)
@@ -194,7 +195,8 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
 
 def _arrive_done(c: Ctx) -> None:
     """This compute warp is done with the current instruction: its lane 0 arrives on
-    ``SMEM_CONTROL_DONE`` (release at CTA scope, after ``bar.warp.sync``: the lanes' writes too)."""
+    ``SMEM_CONTROL_DONE`` (release at CTA scope, after ``bar.warp.sync``: the lanes' writes too), one
+    of ``layout.control_done_arrivals``."""
     b = c.b
     b.raw("bar.warp.sync", "%d" % FULL)
     lane0 = b.setp("eq.u32", c.lane, 0)
@@ -244,6 +246,7 @@ def compute_control(c: Ctx) -> None:
     fe = SmemFetcher(c, q, engine)
     lane0 = b.setp("eq.u32", c.lane, 0)
     go = _control_go(c)
+    done_bar = b.i("add.u32", "u32", c.base, L.SMEM_CONTROL_DONE)
     pos, phase = b.var("u32", 0), b.var("u32", 0)
     top, done, abort_w = b.new_label("cc_top"), b.new_label("cc_done"), b.new_label("cc_abort")
     poll, early, late = b.new_label("cc_poll"), b.new_label("cc_early"), b.new_label("cc_late")
@@ -265,17 +268,17 @@ def compute_control(c: Ctx) -> None:
     b.bra(late, candidate, neg=True, uniform=True)  # (no candidate: only the done wait, below)
     ready = ready_check(c, f, warp_uniform=True)[0]
     b.bra(early, ready, uniform=True)
-    b.bra(poll, _group_done(c, phase, "test_wait"), neg=True, uniform=True)
+    b.bra(poll, _group_done(c, done_bar, phase, "test_wait"), neg=True, uniform=True)
     b.bra(late)
     # n + 1 is ready: wait for the group, hand it over, then signal n
     b.place(early)
-    _await_group(c, phase, done)
+    _await_group(c, done_bar, phase, done)
     _hand_over(c, go, nxt, lane0)
     _signal_and_refill(c, fe, sig, rel, pos, nxt, f, lane0)
     b.bra(top)  # (an early candidate has a next)
     # the group is done (or is waited for here) before n + 1 is ready: signal n, then wait for n + 1
     b.place(late)
-    _await_group(c, phase, done)
+    _await_group(c, done_bar, phase, done)
     _signal_and_refill(c, fe, sig, rel, pos, nxt, f, lane0)
     b.bra(done, has_next, neg=True, uniform=True)
     spin_wait(c, f, engine, pos, abort_w, warp_uniform=True)
@@ -289,25 +292,24 @@ def compute_control(c: Ctx) -> None:
     b.bra(c.exit_label)
 
 
-def _group_done(c: Ctx, phase: SSAValue, wait: str) -> SSAValue:
-    """Whether every compute warp has arrived on ``SMEM_CONTROL_DONE`` in phase ``phase`` (``wait``:
-    ``test_wait``, a poll, or ``try_wait``, which may suspend a while); each lane acquires, the warp
-    agrees."""
+def _group_done(c: Ctx, bar: SSAValue, phase: SSAValue, wait: str) -> SSAValue:
+    """Whether every compute warp has arrived on the done mbarrier at ``bar`` in phase ``phase``
+    (``wait``: ``test_wait``, a poll, or ``try_wait``, which may suspend a while); each lane acquires,
+    the warp agrees."""
     b = c.b
-    bar = b.i("add.u32", "u32", c.base, L.SMEM_CONTROL_DONE)
     arrived = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
                     ins=[bar, phase])[0]
     return b.i("vote.sync.all.pred", "pred", arrived, FULL)
 
 
-def _await_group(c: Ctx, phase: SSAValue, leave: str) -> None:
-    """Wait until the group is done with the current instruction (the mbarrier's phase ``phase``
-    completes; the next phase is waited for next), then leave to ``leave`` if it raised the abort
+def _await_group(c: Ctx, bar: SSAValue, phase: SSAValue, leave: str) -> None:
+    """Wait until the group is done with the current instruction (the done mbarrier at ``bar``
+    completes phase ``phase``; the next phase is waited for next), then leave to ``leave`` if it raised the abort
     flag (an unknown family)."""
     b = c.b
     again = b.new_label("cc_await")
     b.place(again)
-    b.bra(again, _group_done(c, phase, "try_wait"), neg=True, uniform=True)
+    b.bra(again, _group_done(c, bar, phase, "try_wait"), neg=True, uniform=True)
     b.i("xor.b32", "u32", phase, 1, dst=phase)
     failed = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(leave, b.setp("ne.u32", failed, 0), uniform=True)
