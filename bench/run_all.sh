@@ -8,7 +8,7 @@
 #   launch   - bench/bench_launch.py (host cost per launch: host call, enqueue,
 #              launch+sync, CUDA-graph replay, against the kernel time)
 #   sanitize - compute-sanitizer memcheck, synccheck, racecheck on a small
-#              pipeline-compiled MLP stack (bench/sanitize_mlp.py)
+#              pipeline-compiled MLP stack (bench/sanitize_mlp.py; $SAN_ARGS, e.g. --lowering control_warp=1)
 #   trace    - bench/bench_trace.py: each program timed with the lowering option
 #              trace off and on (the tracing overhead), the traced launches
 #              written as Chrome/Perfetto JSON to $OUT/traces
@@ -52,7 +52,7 @@ steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, 
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
-SAN="--layers 2 --hidden 512 --inter 1024 --sms 8"
+SAN="--layers 2 --hidden 512 --inter 1024 --sms 8 $SAN_ARGS"
 for what in $steps; do
   t0=$(date +%s)
   case "$what" in

@@ -2,7 +2,7 @@
 
 Small enough to run under compute-sanitizer (memcheck, racecheck, synccheck):
 
-    compute-sanitizer --tool memcheck python3 bench/sanitize_mlp.py [--layers 2 --sms 8]
+    compute-sanitizer --tool memcheck python3 bench/sanitize_mlp.py [--layers 2 --sms 8] [--lowering control_warp=1]
 
 Exits non-zero when the output misses the cuda tolerance of
 ``vdir.testing.compare.TOLERANCES``.
@@ -18,6 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
+from bench.bench_gpu import add_lowering_argument, lowering_options  # noqa: E402
+
 
 def main() -> int:
     """Compile, run twice (the second launch at the next epoch), compare both runs."""
@@ -27,7 +29,9 @@ def main() -> int:
     ap.add_argument("--inter", type=int, default=2048)
     ap.add_argument("--sms", type=int, default=8)
     ap.add_argument("--l2-prefetch", type=int, default=0, help="vdir-encode's l2-prefetch bytes")
+    add_lowering_argument(ap, "the stack")
     opts = ap.parse_args()
+    opts.lowering = lowering_options(ap, opts.lowering)
 
     import vdir
     from bench.bench_gpu import mlp_inputs
@@ -39,7 +43,7 @@ def main() -> int:
     module = build_mlp_stack(opts.layers, opts.hidden, opts.inter)
     program = compile_to_encoded(module, num_sms=opts.sms, l2_prefetch=opts.l2_prefetch)
     # a generous watchdog: instrumented kernels run many times slower
-    exe = vdir.compile(program, backend="cuda", watchdog_ms=120_000.0)
+    exe = vdir.compile(program, backend="cuda", options=opts.lowering, watchdog_ms=120_000.0)
     rng = np.random.default_rng()
     worst = 0
     for run in range(2):

@@ -8,9 +8,9 @@
 // stream warp, owns the compute window (base + 2048), waits and signals;
 // warps 2..9 only run the bodies. The control warp hands an instruction over
 // on named barrier 4 over the 288 threads of both (bar.arrive there,
-// bar.sync in the group); each compute warp says it is done by arriving on
-// the mbarrier at base + 144 (8 arrivals a phase), which the control warp
-// can poll.
+// bar.sync in the group); each compute thread says it is done by arriving
+// on the mbarrier at base + 144 (256 arrivals a phase), which the control
+// warp can poll.
 //
 // While the group runs instruction n, the control warp decodes n + 1 (the
 // window's second oldest: wait_group 6) and, if n + 1 waits on none of n's
@@ -22,7 +22,7 @@
 // CHECK:      mov.u32 [[TID:%r[0-9]+]], %tid.x;
 // CHECK-NEXT: shr.u32 [[WARP:%r[0-9]+]], [[TID]], 5;
 // CHECK:      mov.u32 [[BASE:%r[0-9]+]], vdir_smem;
-// CHECK:      mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+144], 8;
+// CHECK:      mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+144], 256;
 // CHECK:      setp.eq.u32 [[ISCC:%p[0-9]+]], [[WARP]], 11;
 // CHECK-NEXT: @[[ISCC]] bra $L_role_compute_control_0;
 
@@ -132,16 +132,12 @@
 // CHECK:      atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 // CHECK:      bra.uni $L_cp_failed_0;
 // CHECK:      $L_cp_body_done_0:
-// CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], {{%r[0-9]+}}, 0;
-// CHECK-NEXT: @[[L0]] mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]+144];
+// CHECK-NEXT: mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]+144];
 // CHECK-NEXT: add.u32 [[GPOS]], [[GPOS]], 1;
 // CHECK-NEXT: bra.uni $L_cp_top_0;
 // CHECK-NEXT: $L_cp_failed_0:
 // CHECK-NEXT: @{{%p[0-9]+}} st.shared.u32 {{\[}}[[BASE]]+8], 1;
-// CHECK-NEXT: bar.warp.sync 4294967295;
-// CHECK-NEXT: setp.eq.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, 0;
-// CHECK-NEXT: @{{%p[0-9]+}} mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]+144];
+// CHECK-NEXT: mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]+144];
 // CHECK-NEXT: $L_cp_done_0:
 // No group barrier around the body: the control warp's hand-over and the
 // done phase order it.
@@ -149,7 +145,7 @@
 
 // Off (the default): no control warp, 352 threads, the group's own barriers.
 // OFF:       .maxntid 352, 1, 1
-// OFF-NOT:   +144], 8;
+// OFF-NOT:   +144], 256;
 // OFF-NOT:   $L_role_compute_control
 // OFF:       barrier.sync 1, 256;
 

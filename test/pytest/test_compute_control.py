@@ -44,7 +44,7 @@ def test_the_control_warp_follows_the_roles_where_there_is_room_and_only_without
     assert L.compute_control_warp(full, loops=False, control=True) is None
     assert (L.block_threads(H200), L.block_threads(H200, control=True)) == (352, 384)
     assert L.block_threads(full, control=True) == 32 * L.MAX_CTA_WARPS
-    assert (L.control_threads(H200), L.control_done_arrivals(H200)) == (288, 8)
+    assert (L.control_threads(H200), L.control_done_arrivals(H200)) == (288, 256)
 
 
 def test_the_lowered_kernel_has_the_control_warp_only_with_the_option():
@@ -53,7 +53,8 @@ def test_the_lowered_kernel_has_the_control_warp_only_with_the_option():
     assert lower(program, options=CONTROL).block_threads == 384
     assert "$L_role_compute_control" not in lower_to_ptx(program)
     text = lower_to_ptx(program, options=CONTROL)
-    assert "$L_role_compute_control" in text and f"+{L.SMEM_CONTROL_DONE}], 8;" in text
+    assert "$L_role_compute_control" in text and f"+{L.SMEM_CONTROL_DONE}], 256;" in text
+    assert "bar.warp.sync" not in text.split("$L_cp_body_done_0:")[1].split("$L_cp_done_0:")[0]  # every lane arrives
     # with loops the fetch warp takes the place
     looped = lower_to_ptx(program, options={**CONTROL, "run_loops": True})
     assert "$L_role_compute_control" not in looped and "$L_role_compute_fetch" in looped

@@ -152,8 +152,8 @@ def compute_control_warp(target: TargetDescription, loops: bool, control: bool) 
 
 
 def control_done_arrivals(target: TargetDescription) -> int:
-    """Arrivals that complete a phase of ``SMEM_CONTROL_DONE``: one per compute warp, per instruction."""
-    return target.compute_threads // 32
+    """Arrivals that complete a phase of ``SMEM_CONTROL_DONE``: one per compute thread, per instruction."""
+    return target.compute_threads
 
 
 def control_threads(target: TargetDescription) -> int:

@@ -148,8 +148,8 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     The group only runs bodies: it takes position ``pos`` from the control
     warp (``bar.sync`` on ``CONTROL_GO_BARRIER``, pairing with its
     ``bar.arrive``), reads the instruction from the window slot, runs it, and
-    says it is done without waiting for the signal: each warp's lane 0
-    arrives on the mbarrier ``SMEM_CONTROL_DONE``, which the control warp
+    says it is done without waiting for the signal: each thread arrives on
+    the mbarrier ``SMEM_CONTROL_DONE``, which the control warp
     polls. The abort flag, read after each hand-over, takes the group out
     (the control warp raised it on a watchdog report or an abort); an
     unknown family raises it for the control warp, which reads it once the
@@ -157,10 +157,10 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
 
     Memory-model note: the control warp's acquires (the dependency bits, the
     window's words, the abort flag) reach the group through the go barrier.
-    The group's writes reach the control warp through the done mbarrier: a
-    warp's lanes reach its lane 0 through ``bar.warp.sync``, lane 0's arrive
-    is a release at CTA scope and the control warp's ``test_wait`` or
-    ``try_wait`` an acquire, before its lane 0's release of the signal bits.
+    The group's reads and writes reach the control warp through the done
+    mbarrier: each thread's arrive is a release at CTA scope and the control
+    warp's ``test_wait`` or ``try_wait`` an acquire, before its lane 0's
+    release of the signal bits.
     No warp starts the next body before every warp has arrived (the control
     warp hands the next over only after the phase completes, and the go
     barrier counts the whole group), so a body's scratch is free when the
@@ -194,14 +194,14 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
 
 
 def _arrive_done(c: Ctx) -> None:
-    """This compute warp is done with the current instruction: its lane 0 arrives on
-    ``SMEM_CONTROL_DONE`` (release at CTA scope, after ``bar.warp.sync``: the lanes' writes too), one
-    of ``layout.control_done_arrivals``."""
+    """This compute thread is done with the current instruction: it arrives on ``SMEM_CONTROL_DONE``
+    (a release at CTA scope of its own reads and writes), one of ``layout.control_done_arrivals``.
+
+    Every lane arrives, not one lane per warp after a warp barrier: the memory model would accept
+    either, but compute-sanitizer's racecheck orders a thread's accesses before another's only
+    through that thread's own arrival (``bench/racecheck_probe.py``, pattern ``mbar_thread``)."""
     b = c.b
-    b.raw("bar.warp.sync", "%d" % FULL)
-    lane0 = b.setp("eq.u32", c.lane, 0)
-    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}+%d]" % L.SMEM_CONTROL_DONE, outs=["b64"], ins=[c.base],
-          guard=lane0)
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}+%d]" % L.SMEM_CONTROL_DONE, outs=["b64"], ins=[c.base])
 
 
 def compute_control(c: Ctx) -> None:
@@ -233,7 +233,7 @@ def compute_control(c: Ctx) -> None:
     Memory-model note: the bit test is an ``ld.acquire`` by every lane (as
     in every wait), and reaches the group through the go barrier
     (``bar.arrive`` here, ``bar.sync`` there); the group's writes reach this
-    warp through the mbarrier (each warp's release arrive, every lane's
+    warp through the mbarrier (each thread's release arrive, every lane's
     acquiring ``test_wait``/``try_wait``), before lane 0's release of the
     signal bits (``sync.signal``). The window's copies are this warp's own
     (``cp.async.wait_group`` and a warp barrier, ``fetch.SmemFetcher``); a
