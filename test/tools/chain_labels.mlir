@@ -16,17 +16,19 @@ vdir.program @rows(%w: !vdir.buffer<64x1024xbf16>, %x: !vdir.buffer<1x1024xbf16>
   }
 }
 
-// The loads wait on nothing: vdir-place puts them on the stream engine.
-// PLACED:      %xt = vdir.load %x[0, 0] on stream {vdir.sched = #vdir.sched<id = 0, sm = 0>}
+// The loads wait on nothing: vdir-place puts the weight tiles on the stream
+// engine and leaves the small %xt on the otherwise idle load engine.
+// PLACED:      %xt = vdir.load %x[0, 0] on load {vdir.sched = #vdir.sched<id = 0, sm = 0>}
 // PLACED-NEXT: %wt = vdir.load %w[0, 0] on stream {vdir.sched = #vdir.sched<id = 1, sm = 0, label = "%wt[i=0]">}
 // PLACED:      %wt_1 = vdir.load %w[16, 0] on stream {vdir.sched = #vdir.sched<id = 4, sm = 0, label = "%wt[i=1]">}
 // PLACED:      vdir.store %yt_3, %y[0, 48] on store {vdir.sched = #vdir.sched<id = 12, sm = 0, label = "store to @y[i=3]">}
 
+// CHECK: sm 0 load:
+// CHECK: // %xt (
 // CHECK: sm 0 compute:
 // CHECK: // %yt[i=0] (
 // CHECK: sm 0 store:
 // CHECK: // store to @y[i=3] (
 // CHECK: sm 0 stream:
-// CHECK: // %xt (
 // CHECK: // %wt[i=0] (
 // CHECK: // %wt[i=3] (

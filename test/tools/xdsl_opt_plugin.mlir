@@ -13,14 +13,15 @@
 // FUSE:      %y = vdir.compute gemv_add(%wt, %xt, %rt) on compute
 // FUSE-NOT:  vdir.compute add
 
-// The three loads wait on nothing, so vdir-place puts them on the stream
-// engine and SM 0's load queue is empty (not listed); the weight tile, the
-// SM's one large load, is issued first.
-// ISA-NOT:   sm 0 load:
+// The three loads wait on nothing, so vdir-place puts the weight tile on
+// the stream engine and leaves the two rows, small beside it, on the load
+// engine, which has nothing else to issue.
+// ISA:       sm 0 load:
+// ISA-NEXT:    0: load  @x+0
+// ISA-NEXT:    1: load  @r+0
 // ISA:       sm 0 compute:
 // ISA:       sm 0 stream:
 // ISA-NEXT:    0: load  @w+0
-// ISA-NEXT:    1: load  @x+0
 
 // EXAMPLE:   vdir.program @gemv
 

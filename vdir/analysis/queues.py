@@ -81,6 +81,18 @@ def queues_of_shares(shares: list[SmShare]) -> dict[tuple[int, str], list[Node]]
     return {(sm, engine): queue for sm, _nodes, sm_queues in shares for engine, queue in sm_queues}
 
 
+#: a load of less than 1 / SMALL_LOAD_FRACTION of the largest it is weighed against (its queue's, its
+#: SM's) is a small one: a vector or a norm's weights beside weight tiles
+SMALL_LOAD_FRACTION = 8
+
+
+def is_small_load(nbytes: int, largest: int) -> bool:
+    """Whether a load of ``nbytes`` is a small one beside a largest load of ``largest`` bytes
+    (:data:`SMALL_LOAD_FRACTION`): ``vdir-schedule`` hoists such loads along and leads with the large
+    ones. (``vdir-place`` leaves loads of at most that fraction on an idle load engine.)"""
+    return nbytes * SMALL_LOAD_FRACTION < largest
+
+
 def waits_on_nothing(node: Node) -> bool:
     """Whether load ``node`` may run at any time: no dependency and no flow (a weight tile, a table).
 

@@ -42,6 +42,7 @@ from vdir.analysis.queues import (
     QUEUE_ORDER,
     check_dependencies_point_forward,
     free_load_test,
+    is_small_load,
     sm_shares,
     waits_on_nothing,
     waits_on_other_sms,
@@ -53,16 +54,14 @@ from vdir.diagnostics import PassFailure
 HOIST_WINDOW = 64
 
 
-#: a load of less than 1 / SMALL_LOAD_FRACTION of its queue's largest load
-#: is hoisted along without counting towards ``prefetch``
-SMALL_LOAD_FRACTION = 8
 
 #: the most large loads a queue may hold for :func:`lead_with_large_load` to reorder it. Measured on
 #: the H200 (gemv sweep, two rounds each way): SMs with one or two tiles gain (2048 x 2048: 10.7 ->
 #: 10.4 µs; 4096 x 1024: 11.0 -> 10.75), SMs with four lose (8192 x 2048: 16.5 -> 17.3; 8192 x 1024:
 #: 13.2 -> 13.6), those with more are within 0.5%. The stream engine retires its loads in order with
 #: two in flight: ``x`` behind the first tile holds one of the two places until that tile lands, which
-#: delays every tile after it; with one or two tiles the earlier start outweighs that.
+#: delays every tile after it; with one or two tiles the earlier start outweighs that. (A gemv's ``x``
+#: is on the load engine now, ``vdir-place``: the rule orders the stream queues of SMs whose loads wait.)
 MAX_LEAD_TILES = 2
 
 
@@ -102,7 +101,7 @@ def hoist_past_barriers(queue: list[Node], prefetch: int, live: LiveBytes | None
                         break  # the loads after it stay behind it (see the docstring)
                     live.start_earlier(later, blocked)
                 chosen.append(later)
-                if later.tile is None or later.tile.nbytes * SMALL_LOAD_FRACTION >= largest:
+                if later.tile is None or not is_small_load(later.tile.nbytes, largest):
                     counted += 1
         for k, load in enumerate(chosen):
             load.seq, load.hoist = blocked.seq, k - len(chosen)
@@ -194,11 +193,12 @@ def schedule_sm(graph: Graph, queues: list[tuple[str, list[Node]]], prefetch: in
 def lead_with_large_load(queue: list[Node], queues: list[tuple[str, list[Node]]]) -> None:
     """Issue a pipelined queue's first large load ahead of the small loads that open the queue.
 
-    An SM with one or two weight tiles of a small gemv loads its ``x`` (a
-    few KB) and then a tile (32 or 64 KB): the engine spends a micro-op's
+    An SM with one or two weight tiles of a small gemv, and a load that
+    waits (else ``x`` is on the load engine, ``vdir-place``), loads its ``x``
+    (a few KB) and then a tile (32 or 64 KB): the engine spends a micro-op's
     fixed cost (about 0.4 µs on the H200) issuing ``x`` before the load that
     takes longest to land starts. The first large load (at least 1 /
-    :data:`SMALL_LOAD_FRACTION` of the queue's largest) moves to the front
+    :data:`~vdir.analysis.queues.SMALL_LOAD_FRACTION` of the queue's largest) moves to the front
     when it and the small loads before it wait on nothing and no small one
     is needed before it: each small load's first consumer comes no earlier
     than the large one's. Completions stay in queue order, so a small load
@@ -211,14 +211,14 @@ def lead_with_large_load(queue: list[Node], queues: list[tuple[str, list[Node]]]
     """
     largest = _largest_load(queue)
     large = sum(1 for q in queue if q.kind == "load" and q.tile is not None
-                and q.tile.nbytes * SMALL_LOAD_FRACTION >= largest)
+                and not is_small_load(q.tile.nbytes, largest))
     if large > MAX_LEAD_TILES:
         return
     head: list[Node] = []
     for n in queue:
         if not waits_on_nothing(n) or n.tile is None:
             return
-        if n.tile.nbytes * SMALL_LOAD_FRACTION >= largest:
+        if not is_small_load(n.tile.nbytes, largest):
             break
         head.append(n)
     else:
@@ -233,7 +233,7 @@ def lead_with_large_load(queue: list[Node], queues: list[tuple[str, list[Node]]]
 
 def _largest_load(queue: list[Node]) -> int:
     """The bytes of the largest tile a load of ``queue`` brings in (0: none); a load of less than
-    1 / :data:`SMALL_LOAD_FRACTION` of it is a small one."""
+    1 / :data:`~vdir.analysis.queues.SMALL_LOAD_FRACTION` of it is a small one."""
     return max((n.tile.nbytes for n in queue if n.kind == "load" and n.tile is not None), default=0)
 
 
