@@ -3,8 +3,8 @@
 Compiles ``build_gemv(M, K)`` with the lowering option ``trace``, launches it
 ``--launches`` times and, for each launch, takes every SM's *pace*: the
 time between its first and its last load landing on the stream engine
-(its weight tiles, and the chunks of x, which land first), per load after
-the first (the first load's latency left out). It
+(its weight tiles; the chunks of x are the load engine's, ``vdir-place``),
+per load after the first (the first load's latency left out). It
 prints:
 
 * each engine's milestones over the SMs (first start, last end; least,

@@ -1,11 +1,13 @@
 """``vdir-schedule`` issues a queue's first large load ahead of the small loads that open it, where no small
 one is needed sooner (``lead_with_large_load``).
 
-A gemv's SM loads ``x`` and then its first weight tile; with ``x`` first the
-engine spends a micro-op's fixed cost before the load that takes longest to
-land starts. An MLP block's SM needs its RMSNorm weight row before its gate
-tile, and completions stay in queue order, so that queue keeps its order.
-The simulator, with race checking, runs the reordered gemv.
+An SM whose stream queue holds a gemv's ``x`` and then its first weight tile
+(an SM with a load that waits: elsewhere ``vdir-place`` leaves ``x`` on the
+idle load engine) would, with ``x`` first, spend a micro-op's fixed cost
+before the load that takes longest to land starts. An MLP block's SM needs
+its RMSNorm weight row before its gate tile, and completions stay in queue
+order, so that queue keeps its order. The simulator, with race checking,
+runs the gemv as placed and scheduled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from vdir.analysis.graph import Graph, Node, build_graph
+from vdir.analysis.queues import waits_on_nothing
 from vdir.device_runtime.sim import simulate
 from vdir.families import TileSig
 from vdir.frontend.examples import build_gemv, build_mlp_block
@@ -31,16 +34,22 @@ def _queues(graph: Graph, engine: str) -> dict[int, list[Node]]:
     return {sm: sorted(q, key=lambda n: n.pos) for sm, q in by_sm.items()}
 
 
-def _scheduled(module, num_sms: int) -> Graph:
+def _scheduled(module, num_sms: int, x_streams: bool = False) -> Graph:
+    """``module`` placed and scheduled; ``x_streams``: every load that waits on nothing on the stream
+    engine, as on an SM whose loads wait (``vdir-place`` leaves a gemv's ``x`` on the load engine)."""
     graph = build_graph(module)
     place(graph, num_sms, True)
+    if x_streams:
+        for n in graph.nodes:
+            if n.engine == "load" and waits_on_nothing(n):
+                n.engine = "stream"
     schedule(graph, prefetch=0)
     return graph
 
 
 @pytest.mark.parametrize("rows", [64, 128])  # one and two 16-row tiles per SM
 def test_a_small_gemv_streams_its_first_weight_tile_before_x(rows):
-    graph = _scheduled(build_gemv(rows, 2048), num_sms=4)
+    graph = _scheduled(build_gemv(rows, 2048), num_sms=4, x_streams=True)
     for sm, queue in _queues(graph, "stream").items():
         first, second = queue[0], queue[1]
         assert first.name.startswith("%w0[") and second.name == "%x0", (sm, [n.name for n in queue[:3]])
@@ -51,9 +60,19 @@ def test_a_small_gemv_streams_its_first_weight_tile_before_x(rows):
 def test_an_sm_with_more_tiles_keeps_x_first():
     """Four tiles per SM: x behind the first would hold a place in flight until that tile lands (measured
     slower on the H200, MAX_LEAD_TILES)."""
-    graph = _scheduled(build_gemv(256, 2048), num_sms=4)
+    graph = _scheduled(build_gemv(256, 2048), num_sms=4, x_streams=True)
     for sm, queue in _queues(graph, "stream").items():
         assert queue[0].name == "%x0" and len(queue) == 5, (sm, [n.name for n in queue])
+
+
+@pytest.mark.parametrize("rows", [64, 256])
+def test_a_gemv_placed_by_default_issues_x_on_the_load_engine_beside_its_tiles(rows):
+    graph = _scheduled(build_gemv(rows, 2048), num_sms=4)
+    loads, stream = _queues(graph, "load"), _queues(graph, "stream")
+    assert sorted(loads) == sorted(stream) == [0, 1, 2, 3]
+    for sm in range(4):
+        assert [n.name for n in loads[sm]] == ["%x0"], sm
+        assert all(n.name.startswith("%w0[") for n in stream[sm]) and len(stream[sm]) == rows // 64, sm
 
 
 def test_an_mlp_block_keeps_the_norm_weight_its_first_compute_needs_ahead_of_the_gate_tile(monkeypatch):
@@ -93,7 +112,7 @@ def test_a_queue_opened_by_a_waiting_load_is_left_alone():
     assert (w.seq, w.hoist) == (2, 0)
 
 
-def test_the_reordered_gemv_matches_numpy_on_the_simulator():
+def test_the_scheduled_gemv_matches_numpy_on_the_simulator():
     from vdir.transforms.pipeline import compile_to_encoded
 
     program = compile_to_encoded(build_gemv(128, 2048), num_sms=4)

@@ -84,8 +84,8 @@ def test_queue_order_follows_the_target(reordered: str) -> None:
         same = reference_program.queue(0, get_target("h200").engine_index(name))
         assert isa.OPCODE.column(queue).tolist() == isa.OPCODE.column(same).tolist()
     queues = [line for line in isa.disassemble(program).splitlines() if line.startswith("sm ")]
-    # (the load queue is empty: both loads wait on nothing, so they stream; empty queues are not listed)
-    assert queues == ["sm 0 store:", "sm 0 stream:", "sm 0 compute:"]
+    # both loads wait on nothing: the weight tile streams, x (small beside it) keeps the idle load engine
+    assert queues == ["sm 0 store:", "sm 0 stream:", "sm 0 load:", "sm 0 compute:"]
     # the kernel reads each role's queue at the target's index
     ptx = lower_to_ptx(program)
     assert ptx != lower_to_ptx(reference_program)

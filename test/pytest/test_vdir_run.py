@@ -84,8 +84,8 @@ def test_trace_is_written(gemv_file, tmp_path, capsys):
     assert status == 0, err
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    # a track per load in flight (the weight tiles are the stream engine's)
-    assert {"stream #0", "stream #1", "compute", "store"} <= tracks
+    # a track per engine: the weight tile is the stream engine's, x (small beside it) the load engine's
+    assert {"load", "stream", "compute", "store"} <= tracks
     assert sum(e["ph"] == "X" for e in events) >= 4
 
 

@@ -48,7 +48,8 @@ On an SM none of whose loads wait (a gemv's), the load engine would sit
 idle, so the small loads that wait on nothing stay there (a tile of at most
 ``1 / SMALL_LOAD_FRACTION`` of the SM's largest free load,
 ``vdir.analysis.queues``: the x vector, or its chunk beside an 8-row tile
-of the same K chunk), issued beside the weight tiles rather than behind them (measured: 1-6% on 12 of the 13 swept gemvs,
+of the same K chunk), issued beside the weight tiles rather than behind
+them (measured: 1-6% faster on 12 of the 13 swept gemvs,
 docs/performance.md).
 Option ``stream-loads=false`` keeps every load where the program put it.
 """

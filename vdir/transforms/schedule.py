@@ -53,8 +53,6 @@ from vdir.diagnostics import PassFailure
 #: how far past a cross-SM waiting load the scheduler looks for loads to hoist
 HOIST_WINDOW = 64
 
-
-
 #: the most large loads a queue may hold for :func:`lead_with_large_load` to reorder it. Measured on
 #: the H200 (gemv sweep, two rounds each way): SMs with one or two tiles gain (2048 x 2048: 10.7 ->
 #: 10.4 µs; 4096 x 1024: 11.0 -> 10.75), SMs with four lose (8192 x 2048: 16.5 -> 17.3; 8192 x 1024:
