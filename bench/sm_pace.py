@@ -8,8 +8,11 @@ per load after the first (the first load's latency left out). It
 prints:
 
 * each engine's milestones over the SMs (first start, last end; least,
-  10th percentile, median, 90th, most) and the stream's bytes landed per µs,
-  from the first launch: where the launch's head and tail go;
+  10th percentile, median, 90th, most), its step (a micro-op's duration)
+  and the gap between two of its micro-ops (medians over the SMs of each
+  SM's median), and the stream's bytes landed per µs, from the first
+  launch: where the launch's head and tail go, and whether an engine is
+  busy or waiting between them;
 * the correlation of the per-CTA paces between the first launch and each
   other one (a program's CTAs land on the same SMs every launch): near 1,
   the pace is a property of where the CTA runs, not noise;
@@ -29,11 +32,13 @@ into two classes about 9% apart, by SM, the same from launch to launch,
 and agree across programs by SM (0.64–0.72) but not by CTA; yet placing
 the tiles by them gives at most 1%, since they are shares of a saturated
 HBM rather than speeds an SM keeps. One weight set is launched again and again: the default gemv's
-448 MiB is far beyond the L2, so its tiles come from the HBM (a gemv that
-fits the L2 would time the L2 instead). ``--sim`` runs a small gemv on the
-simulator (its cost model's times, every SM alike): the flow only.
+448 MiB is far beyond the L2, so its tiles come from the HBM; a gemv that
+fits the L2 would time the L2 instead, unless ``--flush-l2`` writes
+:data:`FLUSH_BYTES` before every launch (round 28 traced the small gemvs so).
+``--sim`` runs a small gemv on the simulator (its cost model's times, every
+SM alike): the flow only.
 
-    python3 bench/sm_pace.py [--gemv 28672x8192 [--gemv 8192x28672 ...]] [--launches 6]
+    python3 bench/sm_pace.py [--gemv 28672x8192 [--gemv 8192x28672 ...]] [--launches 6] [--flush-l2]
     python3 bench/sm_pace.py --sim
 """
 
@@ -59,6 +64,8 @@ SIM_GEMV, SIM_SMS = (512, 1024), 4
 DEFAULT_GEMV = (28672, 8192)
 #: percentiles of the milestone table
 PERCENTILES = (0, 10, 50, 90, 100)
+#: ``--flush-l2``: the bytes written before each launch, over four times the H200's 60 MiB L2
+FLUSH_BYTES = 256 << 20
 
 
 def landing_pace(events: Sequence[TraceEvent], engine: int, sms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,10 +94,29 @@ def milestones(events: Sequence[TraceEvent], engine: int) -> tuple[np.ndarray, n
     return (np.percentile(list(first.values()), PERCENTILES), np.percentile(list(last.values()), PERCENTILES))
 
 
-def traces(backend: str, m: int, k: int, num_sms: int | None,
-           launches: int) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
+def step_and_gap(events: Sequence[TraceEvent], engine: int) -> tuple[float, float]:
+    """``engine``'s step and gap: over the SMs, the median of each SM's median micro-op duration, and of
+    its median time from one micro-op's end to the next one's start (NaN where no SM ran two; negative
+    where they overlap, several loads in flight)."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.engine == engine:
+            spans.setdefault(e.sm, []).append((e.start_us, e.start_us + e.dur_us))
+    durations, gaps = [], []
+    for run in spans.values():
+        run.sort()
+        durations.append(float(np.median([end - start for start, end in run])))
+        if len(run) > 1:
+            gaps.append(float(np.median([b[0] - a[1] for a, b in zip(run[:-1], run[1:], strict=True)])))
+    return (float(np.median(durations)) if durations else float("nan"),
+            float(np.median(gaps)) if gaps else float("nan"))
+
+
+def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
+           flush_l2: bool = False) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
     """The events of ``launches`` traced launches of the gemv, the first launch's trace, the SMs, and
-    per launch the SM each CTA ran on (None where the backend does not record it)."""
+    per launch the SM each CTA ran on (None where the backend does not record it); with ``flush_l2``,
+    :data:`FLUSH_BYTES` written before each launch."""
     import vdir
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
@@ -103,7 +129,10 @@ def traces(backend: str, m: int, k: int, num_sms: int | None,
     with vdir.compile(program, backend=backend, options="trace=1") as exe:
         exe.upload("w", (rng.standard_normal((m, k), dtype=np.float32) / np.sqrt(k)).astype(bfloat16))
         exe.upload("x", rng.standard_normal((1, k), dtype=np.float32).astype(bfloat16))
+        flush = exe.platform.allocate(FLUSH_BYTES) if flush_l2 else None
         for _ in range(launches):
+            if flush is not None:
+                exe.platform.fill_zero(flush)  # on the launch's stream, before it
             exe.launch()
             exe.synchronize()
             trace = exe.platform.last_trace()
@@ -113,6 +142,8 @@ def traces(backend: str, m: int, k: int, num_sms: int | None,
                 first = trace
             runs.append(list(trace.events))
             placements.append(trace.sm_ids)
+        if flush is not None:
+            exe.platform.free(flush)
     assert first is not None  # launches >= 1
     return runs, first, program.num_sms, placements
 
@@ -150,8 +181,10 @@ def report(runs: list, first: Trace, sms: int, stream: int, engines: Sequence[st
     for i, name in enumerate(engines):
         if any(e.engine == i for e in events):
             starts, ends = milestones(events, i)
+            step, gap = step_and_gap(events, i)
             print(f"{name:>8}: first start {' '.join(f'{v:7.2f}' for v in starts)} | "
-                  f"last end {' '.join(f'{v:7.2f}' for v in ends)}  (µs; least, p10, median, p90, most)")
+                  f"last end {' '.join(f'{v:7.2f}' for v in ends)}  (µs; least, p10, median, p90, most); "
+                  f"step {step:.2f}, gap {gap:.2f}")
     landed = first.bytes_landed(1.0, [stream])
     print("stream bytes landed per µs (GB/s):", " ".join(f"{v / 1e3:.0f}" for v in landed))
     paces = [landing_pace(r, stream, sms) for r in runs]
@@ -193,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a gemv to trace (repeat to compare programs; default 28672x8192)")
     ap.add_argument("--launches", type=int, default=6)
     ap.add_argument("--sim", action="store_true", help="a small gemv on the simulator (the flow only)")
+    ap.add_argument("--flush-l2", action="store_true",
+                    help=f"write {FLUSH_BYTES >> 20} MiB before each launch, so that a gemv that fits the L2 "
+                         "streams from the HBM")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
@@ -214,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     by_sm: list[dict[int, float] | None] = []
     first_placements: list[tuple[int, ...] | None] = []
     for m, k in shapes:
-        runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches)
+        runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches, opts.flush_l2)
         first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
         paces = report(runs, first, sms, stream, target.engine_names)

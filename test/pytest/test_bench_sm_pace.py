@@ -33,8 +33,24 @@ def test_the_milestones_are_per_sm_firsts_and_lasts():
     assert ends[0] == pytest.approx(1.5) and ends[-1] == pytest.approx(3.5)
 
 
-def test_the_script_runs_on_the_simulator(capsys):
-    assert sm_pace.main(["--sim", "--launches", "2"]) == 0
+def _span(sm: int, start: float, dur: float) -> TraceEvent:
+    return TraceEvent(sm=sm, engine=2, uop=0, pos=0, start_us=start, dur_us=dur)
+
+
+def test_step_and_gap_are_medians_over_the_sms_of_each_sms_median():
+    events = [_span(0, 3.0, 3.0), _span(0, 0.0, 1.0), _span(0, 1.5, 1.0),  # SM 0 (any order): step 1, gaps 0.5
+              _span(1, 0.0, 2.0), _span(1, 4.0, 2.0),  # SM 1: step 2, gap 2
+              _span(2, 0.0, 4.0)]  # SM 2: step 4, no gap
+    step, gap = sm_pace.step_and_gap(events, 2)
+    assert step == pytest.approx(2.0) and gap == pytest.approx(1.25)
+    overlapping = [_span(0, 0.0, 2.0), _span(0, 0.5, 2.0)]  # two loads in flight
+    assert sm_pace.step_and_gap(overlapping, 2)[1] == pytest.approx(-1.5)
+    assert all(math.isnan(v) for v in sm_pace.step_and_gap(overlapping, 1))  # another engine: none
+
+
+@pytest.mark.parametrize("flush", [[], ["--flush-l2"]])
+def test_the_script_runs_on_the_simulator(capsys, flush):
+    assert sm_pace.main(["--sim", "--launches", "2", *flush]) == 0
     out = capsys.readouterr().out
     assert "gemv 512x1024 on 4 SMs, 2 launches (sim)" in out
     assert "stream loads per CTA: 8 8 8 8" in out  # the weight tiles (x is the load engine's)
