@@ -43,6 +43,7 @@ from vdir.analysis.l2_prefetch import DEFAULT_BUDGET  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS, LlamaConfig  # noqa: E402
 from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 from vdir.testing.torch_llama import TorchStep  # noqa: E402
+from vdir.transforms.place import SIDE_LOADS  # noqa: E402
 
 LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
@@ -214,11 +215,12 @@ def _flag(value: str) -> bool:
 
 #: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
 PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
-                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag}
+                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag, "side-loads": str}
 
 
 def pipeline_options(text: str) -> dict:
-    """``"prefetch=4,stream-loads=false"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one."""
+    """``"prefetch=4,side-loads=leading"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one
+    (``side-loads`` one of :data:`~vdir.transforms.place.SIDE_LOADS`)."""
     options: dict = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
@@ -230,6 +232,9 @@ def pipeline_options(text: str) -> dict:
             options[key.replace("-", "_")] = PIPELINE_OPTIONS[key](value)
         except ValueError:
             raise _usage_error(f"--pipeline {key} takes an integer, got '{value}'") from None
+    side = options.get("side_loads")
+    if side is not None and side not in SIDE_LOADS:
+        raise _usage_error(f"--pipeline side-loads takes one of {', '.join(SIDE_LOADS)}, got '{side}'")
     return options
 
 

@@ -131,22 +131,23 @@ def build_gemv_program(M: int, K: int, num_sms: int, tile_kib: int = 32, slots: 
 # Programs compiled by the pipeline
 # ---------------------------------------------------------------------------
 
-def compile_gemv(M: int, K: int, rows: int, k_chunks: int, num_sms: int) -> isa.EncodedProgram:
-    """``build_gemv`` through the pass pipeline."""
+def compile_gemv(M: int, K: int, rows: int, k_chunks: int, num_sms: int, **pipeline) -> isa.EncodedProgram:
+    """``build_gemv`` through the pass pipeline (``pipeline``: more of its options, e.g. ``side_loads``)."""
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(build_gemv(M, K, rows_per_tile=rows, k_chunks=k_chunks), num_sms=num_sms)
+    return compile_to_encoded(build_gemv(M, K, rows_per_tile=rows, k_chunks=k_chunks), num_sms=num_sms, **pipeline)
 
 
 def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int, prefetch: int = 2,
-                keep_trips: bool = False, **tiling) -> isa.EncodedProgram:
+                keep_trips: bool = False, pipeline: dict | None = None, **tiling) -> isa.EncodedProgram:
     """``build_mlp_block`` (layers None) or ``build_mlp_stack`` through the pass pipeline.
 
     ``prefetch`` is the scheduler's: independent loads moved ahead of each
     load that waits on other SMs; ``keep_trips``: vdir-place's (every layer
     placed as the first); ``tiling``: the builders' ``up_rows``,
-    ``down_rows``, ``down_chunks``.
+    ``down_rows``, ``down_chunks``; ``pipeline``: more of the pipeline's options (e.g.
+    ``side_loads``).
     """
     from vdir.frontend.examples import build_mlp_block, build_mlp_stack
     from vdir.transforms.pipeline import compile_to_encoded
@@ -155,7 +156,7 @@ def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int, prefe
         mod = build_mlp_block(hidden, inter, eps=EPS, **tiling)
     else:
         mod = build_mlp_stack(layers, hidden, inter, eps=EPS, **tiling)
-    return compile_to_encoded(mod, num_sms=num_sms, prefetch=prefetch, keep_trips=keep_trips)
+    return compile_to_encoded(mod, num_sms=num_sms, prefetch=prefetch, keep_trips=keep_trips, **(pipeline or {}))
 
 
 def uops_per_sm(prog: isa.EncodedProgram) -> tuple[int, int]:

@@ -85,6 +85,7 @@ from bench.bench_gpu import (  # noqa: E402
 )
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, gemv_tiling, mlp_tiling  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
+from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS  # noqa: E402
 
 #: gemv (M, K): y[M] = W[M, K] . x[K]; squares and both orientations of each pair
 GEMV_SHAPES = (
@@ -196,16 +197,19 @@ def one_line(e: BaseException, n: int = 200) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None) -> dict:
-    """The case's program, compiled: {prog, seconds, error, tiling}; ``error`` one line, ``prog`` None then."""
+def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None,
+                 side_loads: str = DEFAULT_SIDE_LOADS) -> dict:
+    """The case's program, compiled (``side_loads``: vdir-place's option): {prog, seconds, error, tiling};
+    ``error`` one line, ``prog`` None then."""
     t0 = time.time()
     t = None
     try:
         t = tiling(case, num_sms, tile_bytes, gemv_rows)
         if case.kind == "gemv":
-            prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms)
+            prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms, side_loads=side_loads)
         else:
-            prog = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, num_sms, **t)
+            prog = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, num_sms,
+                               pipeline={"side_loads": side_loads}, **t)
         return {"prog": prog, "seconds": time.time() - t0, "error": None, "tiling": t}
     except Exception as e:  # noqa: BLE001  (the row says why)
         return {"prog": None, "seconds": time.time() - t0, "error": one_line(e), "tiling": t}
@@ -221,15 +225,16 @@ def _worker_init() -> None:
 class Programs:
     """The cases' programs: compiled ahead, in worker processes (``jobs`` > 1), or when asked for."""
 
-    def __init__(self, cases: list[Case], num_sms: int, tile_bytes: int, jobs: int, gemv_rows: int | None = None):
-        self.num_sms, self.tile_bytes, self.gemv_rows = num_sms, tile_bytes, gemv_rows
+    def __init__(self, cases: list[Case], num_sms: int, tile_bytes: int, jobs: int, gemv_rows: int | None = None,
+                 side_loads: str = DEFAULT_SIDE_LOADS):
+        self.num_sms, self.tile_bytes, self.gemv_rows, self.side_loads = num_sms, tile_bytes, gemv_rows, side_loads
         self.pool = None
         self.futures: dict[Case, concurrent.futures.Future] = {}
         if jobs > 1 and len(cases) > 1:
             self.pool = concurrent.futures.ProcessPoolExecutor(
                 min(jobs, len(cases)), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
             for c in cases:  # in the order they are needed
-                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes, gemv_rows)
+                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes, gemv_rows, side_loads)
 
     def get(self, case: Case) -> dict:
         fut = self.futures.pop(case, None)
@@ -238,7 +243,7 @@ class Programs:
                 return fut.result()
             except Exception:  # noqa: BLE001  (a worker lost: compile here instead)
                 pass
-        return compile_case(case, self.num_sms, self.tile_bytes, self.gemv_rows)
+        return compile_case(case, self.num_sms, self.tile_bytes, self.gemv_rows, self.side_loads)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -268,7 +273,7 @@ def sim_main(opts, cases: list[Case]) -> int:
     t_start = time.time()
     rng = np.random.default_rng()
     small = [c.scaled(SIM_SCALE) for c in cases]
-    programs = Programs(small, SIM_SMS, WEIGHT_TILE_BYTES // SIM_SCALE, opts.jobs or 1)
+    programs = Programs(small, SIM_SMS, WEIGHT_TILE_BYTES // SIM_SCALE, opts.jobs or 1, side_loads=opts.side_loads)
     rows, failed = [], []
     f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
     try:
@@ -333,7 +338,7 @@ def sim_main(opts, cases: list[Case]) -> int:
         print()
         print(f"real sizes, compiled for {SIM_REAL_SMS} SMs (16-layer stacks left out):")
         big = [c for c in cases if c.kind != "stack"]
-        progs = Programs(big, SIM_REAL_SMS, WEIGHT_TILE_BYTES, opts.jobs or 1)
+        progs = Programs(big, SIM_REAL_SMS, WEIGHT_TILE_BYTES, opts.jobs or 1, side_loads=opts.side_loads)
         try:
             for c in big:
                 res = progs.get(c)
@@ -361,6 +366,7 @@ def print_table(doc: dict) -> None:
     print()
     print(f"device: {doc['device']}  SMs: {doc['sms']}  date: {doc['date']}  launches per figure: {doc['iters']} "
           f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
+          f"side-loads: {doc.get('side_loads', DEFAULT_SIDE_LOADS)}  "
           f"weight tiles of at most {doc['tile_bytes']} bytes, gemv tile rows: {doc['gemv_tile_rows']}")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -416,7 +422,8 @@ def gpu_main(opts, cases: list[Case]) -> int:
     plat = CudaPlatform()
     nsm = plat.target().num_sms
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
-    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows)  # compiling while the GPU measures
+    # compiling while the GPU measures
+    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, opts.side_loads)
     print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es), weight tiles of "
           f"at most {opts.tile_bytes} bytes; torch.compile mode: {opts.torch_compile}", flush=True)
     lowering: LoweringOptions = opts.lowering
@@ -436,6 +443,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
+           "side_loads": opts.side_loads,
            "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
            "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
@@ -657,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tile-rows", type=int, default=None, metavar="N",
                     help="the gemvs' weight-tile rows, on the GPU with --only gemv (default: the library's "
                          "choice; the K chunks are chosen for these rows within the tile limit)")
+    ap.add_argument("--side-loads", choices=SIDE_LOADS, default=DEFAULT_SIDE_LOADS,
+                    help="vdir-place's side-loads for every vdir program (default: %(default)s)")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
     if opts.gemv and opts.only == "mlp":

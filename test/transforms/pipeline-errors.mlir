@@ -6,6 +6,8 @@
 // RUN: not vdir-opt %s -p 'vdir-schedule{prefetch=65}' 2>&1 | filecheck %s --check-prefix=SCHEDULE
 // RUN: not vdir-opt %s -p 'vdir-place{num-sms=true}' 2>&1 | filecheck %s --check-prefix=BOOL
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=true}' 2>&1 | filecheck %s --check-prefix=BOOL-PIPE
+// RUN: not vdir-opt %s -p 'vdir-place{side-loads=all}' 2>&1 | filecheck %s --check-prefix=SIDE
+// RUN: not vdir-opt %s -p 'vdir-pipeline{side-loads=some}' 2>&1 | filecheck %s --check-prefix=SIDE-PIPE
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem' | sed 's/smem_bytes = [0-9]*/smem_bytes = 300032/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=ARENA
 // RUN: cat %s %s | not vdir-opt - 2>&1 | filecheck %s --check-prefix=TWO
 
@@ -20,6 +22,8 @@
 // SCHEDULE: error: vdir-schedule: option 'prefetch' must be at most 64, got 65
 // BOOL: error: vdir-place: option 'num-sms' must be an integer, got true
 // BOOL-PIPE: error: vdir-pipeline: option 'num-sms' must be an integer, got true
+// SIDE: error: vdir-place: option 'side-loads' must be one of none, idle, leading, got 'all'
+// SIDE-PIPE: error: vdir-pipeline: option 'side-loads' must be one of none, idle, leading, got 'some'
 
 // A laid-out program whose tiles claim more shared memory than an SM gives them.
 // ARENA: <stdin>:2:3: error: smem_bytes = 300032 exceeds the {{[0-9]+}} bytes of shared memory an SM of target 'h200' gives its tiles

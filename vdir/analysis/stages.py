@@ -24,6 +24,14 @@ def require_option_in_range(pass_name: str, option: str, value: int, minimum: in
         raise UserError(f"error: {pass_name}: option '{option}' must be at most {maximum}, got {value}")
 
 
+def require_option_choice(pass_name: str, option: str, value: str, choices: tuple[str, ...]) -> None:
+    """Reject a pass option that is not one of ``choices``, before the pass runs: one line, naming the
+    option as spelled and the values it takes."""
+    if not isinstance(value, str) or value not in choices:
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise UserError(f"error: {pass_name}: option '{option}' must be one of {', '.join(choices)}, got {shown}")
+
+
 def resolve_target(name: str, num_sms: int | None, graph_target: TargetDescription) -> TargetDescription:
     """The pass's target: its ``target`` option, else the program's; ``num-sms`` (None: all) restricts it."""
     try:

@@ -24,7 +24,7 @@ from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expande
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.parallel import run_in_children
 from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
-from vdir.analysis.stages import require_option_in_range, resolve_target
+from vdir.analysis.stages import require_option_choice, require_option_in_range, resolve_target
 from vdir.analysis.trip_stamp import (
     SHORT_TRIPS,
     StampRefused,
@@ -50,7 +50,7 @@ from vdir.transforms.encode import (
 )
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import assign_bits, assign_counters, vector_clocks
-from vdir.transforms.place import place
+from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS, place
 from vdir.transforms.schedule import (
     MAX_PREFETCH,
     MIN_PREFETCH,
@@ -209,11 +209,12 @@ def run_pipeline(
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
     weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
+    side_loads: str = DEFAULT_SIDE_LOADS,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
-    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance`` and
-    ``keep_trips``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
+    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance``,
+    ``keep_trips`` and ``side_loads``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
     ``stamp_trips`` (with ``keep_trips``): compile the layer loop at two short trip counts and
     stamp the encoding to the full count where the trips allow it (``vdir.analysis.trip_stamp``;
     false: compile every trip).
@@ -225,12 +226,12 @@ def run_pipeline(
     :class:`~vdir.limits.LimitError`.
     """
     room = StreamRoom(run_ahead, weight_ring)
-    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, room)
+    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, room, side_loads)
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
     opts = _Stages(target, num_sms, prefetch, reroll, l2_prefetch, limit, stream_loads, room, phase_balance,
-                   keep_trips)
+                   keep_trips, side_loads)
     with _no_cyclic_gc():
         program = _stamped(module, opts) if keep_trips and stamp_trips else None
         if program is None:
@@ -243,16 +244,18 @@ def run_pipeline(
 
 
 def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
-                           room: StreamRoom = DEFAULT_STREAM_ROOM) -> None:
+                           room: StreamRoom = DEFAULT_STREAM_ROOM, side_loads: str = DEFAULT_SIDE_LOADS) -> None:
     """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
     :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
     ``l2-prefetch``, ``run-ahead`` or ``weight-ring`` out of range (:meth:`StreamRoom.check`), and
-    any of them not an integer (the target checks the upper SM bound)."""
+    any of them not an integer (the target checks the upper SM bound); ``side-loads`` not one of
+    :data:`~vdir.transforms.place.SIDE_LOADS`."""
     if num_sms is not None:
         require_option_in_range(owner, "num-sms", num_sms, MIN_SMS)
     require_option_in_range(owner, "prefetch", prefetch, MIN_PREFETCH, MAX_PREFETCH)
     require_option_in_range(owner, "l2-prefetch", l2_prefetch, 0)
     room.check(owner)
+    require_option_choice(owner, "side-loads", side_loads, SIDE_LOADS)
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,7 @@ class _Stages:
     room: StreamRoom
     phase_balance: bool
     keep_trips: bool
+    side_loads: str
 
 
 def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProgram]:
@@ -278,7 +282,7 @@ def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProg
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(opts.target, opts.num_sms, graph.target)
     verify_dependencies(graph)
-    place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips)
+    place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips, opts.side_loads)
     shares, by_liveness = schedule_for_allocation(graph, opts.prefetch, opts.room)
     return graph, _lay_out_and_encode(graph, shares, by_liveness, opts)
 
@@ -360,6 +364,7 @@ def compile_to_encoded(
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
     stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
     phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
+    side_loads: str = DEFAULT_SIDE_LOADS,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -371,7 +376,8 @@ def compile_to_encoded(
     return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
                         reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
                         stream_loads=stream_loads, run_ahead=run_ahead, weight_ring=weight_ring,
-                        phase_balance=phase_balance, keep_trips=keep_trips, stamp_trips=stamp_trips)
+                        phase_balance=phase_balance, keep_trips=keep_trips, stamp_trips=stamp_trips,
+                        side_loads=side_loads)
 
 
 @dataclass(frozen=True)
@@ -381,8 +387,8 @@ class PipelinePass(ModulePass):
     Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
     (default 2, see vdir-schedule), ``reroll`` (default true) and
     ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` and
-    ``phase-balance`` (default true each) and ``keep-trips`` (default false),
-    see vdir-place; ``run-ahead``
+    ``phase-balance`` (default true each), ``keep-trips`` (default false) and
+    ``side-loads`` (default ``idle``), see vdir-place; ``run-ahead``
     (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem;
     ``stamp-trips`` (default true; with ``keep-trips``): compile the layer loop at two short trip
     counts and stamp the encoding to the full count where the trips allow it.
@@ -402,13 +408,14 @@ class PipelinePass(ModulePass):
     phase_balance: bool = True
     keep_trips: bool = False
     stamp_trips: bool = True
+    side_loads: str = DEFAULT_SIDE_LOADS
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
-                               StreamRoom(self.run_ahead, self.weight_ring))
+                               StreamRoom(self.run_ahead, self.weight_ring), self.side_loads)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
                      l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead,
                      weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips,
-                     stamp_trips=self.stamp_trips)
+                     stamp_trips=self.stamp_trips, side_loads=self.side_loads)

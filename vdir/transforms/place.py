@@ -68,9 +68,17 @@ from xdsl.passes import ModulePass
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
 from vdir.analysis.queues import SMALL_LOAD_FRACTION, free_load_test, waits_on_nothing
-from vdir.analysis.stages import require_option_in_range, resolve_target, run_stage
+from vdir.analysis.stages import require_option_choice, require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
 from vdir.target import MIN_SMS, EngineKind, TargetDescription
+
+#: option ``side-loads``: which small loads that wait on nothing stay on the load engine. ``none``: none
+#: (every one streams); ``idle``: those of an SM none of whose loads wait (its load engine has nothing
+#: else to issue); ``leading``: also those that come, in program order, before every load of their SM
+#: that waits (the load engine issues them before it first waits; an MLP's input and norm rows)
+SIDE_LOADS = ("none", "idle", "leading")
+#: measured: ``idle`` (docs/performance.md, round 28); ``leading`` is there to be measured
+DEFAULT_SIDE_LOADS = "idle"
 
 
 def is_rematerialisable(node: Node, memo: dict[int, bool]) -> bool:
@@ -144,10 +152,11 @@ def _merged(cluster_of: dict[int, list[Node]], a: list[Node], b: list[Node]) -> 
 
 
 def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: bool = True,
-          keep_trips: bool = False) -> None:
+          keep_trips: bool = False, side_loads: str = DEFAULT_SIDE_LOADS) -> None:
     """Assign clusters to SMs (balancing each phase with ``phase_balance``; every trip of the layer loop
     as its first with ``keep_trips``), rematerialise shared cheap producers per SM and, with
-    ``stream_loads``, move the loads that wait on nothing to the stream engine (see the module docstring)."""
+    ``stream_loads``, move the loads that wait on nothing to the stream engine, but the small ones
+    ``side_loads`` keeps (see the module docstring)."""
     remat = rematerialisable_by_id(graph.nodes)
     clusters = clusters_of(graph, remat)
     phases = _cluster_phases(graph.nodes, clusters) if phase_balance else [0] * len(clusters)
@@ -164,7 +173,7 @@ def place(graph: Graph, num_sms: int, stream_loads: bool = True, phase_balance: 
     unsorted = [*graph.nodes, *copier.copies.values()]  # every placed node (some unplaced), in memory order
     _rewrite_groups(unsorted, copier.clones_of)
     if stream_loads:
-        move_to_stream_engine(unsorted, graph.target, free_load_test(unsorted, graph.trips_kept))
+        move_to_stream_engine(unsorted, graph.target, free_load_test(unsorted, graph.trips_kept), side_loads)
     graph.nodes = _numbered(by_sm)
     graph.num_sms = num_sms
 
@@ -284,24 +293,35 @@ def _time_key(n: Node) -> tuple:
 
 
 def move_to_stream_engine(nodes: list[Node], target: TargetDescription,
-                          is_free: Callable[[Node], bool] = waits_on_nothing) -> None:
+                          is_free: Callable[[Node], bool] = waits_on_nothing,
+                          side_loads: str = DEFAULT_SIDE_LOADS) -> None:
     """Put the loads of the load engine that wait on nothing (``is_free``: :func:`free_load_test`) on the
     target's stream engine, if it has one, except the small ones (at most ``1 / SMALL_LOAD_FRACTION``
-    of the SM's largest: a gemv's x chunk is exactly that beside an 8-row tile) of an SM whose loads
-    all wait on nothing: its load engine has nothing else to issue."""
+    of the SM's largest: a gemv's x chunk is exactly that beside an 8-row tile) that ``side_loads``
+    keeps (:data:`SIDE_LOADS`)."""
     if target.engine(EngineKind.STREAM) is None:
         return
     load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
     loads = [n for n in nodes if n.engine == load]
     free = [n for n in loads if is_free(n)]
-    waiting_sms = {n.sm for n in loads if not is_free(n)}
+    first_wait: dict[int, int] = {}  # per SM: the program order of its first load that waits
+    for n in loads:
+        if not is_free(n):
+            first_wait[n.sm] = min(first_wait.get(n.sm, n.seq), n.seq)
     largest: dict[int, int] = {}
     for n in free:
         largest[n.sm] = max(largest.get(n.sm, 0), _tile_bytes(n))
+
+    def stays(n: Node) -> bool:
+        if side_loads == "none" or n.sm < 0 or _tile_bytes(n) * SMALL_LOAD_FRACTION > largest[n.sm]:
+            return False
+        if side_loads == "idle":
+            return n.sm not in first_wait
+        return n.seq < first_wait.get(n.sm, n.seq + 1)
+
     for n in free:
-        if n.sm >= 0 and n.sm not in waiting_sms and _tile_bytes(n) * SMALL_LOAD_FRACTION <= largest[n.sm]:
-            continue
-        n.engine = stream
+        if not stays(n):
+            n.engine = stream
 
 
 def _tile_bytes(n: Node) -> int:
@@ -421,7 +441,8 @@ class PlacePass(ModulePass):
     go to the stream engine), ``phase-balance`` (default true: balance each
     phase's time over the SMs; false: the program's total only),
     ``keep-trips`` (default false: every trip of the layer loop placed as its
-    first).
+    first), ``side-loads`` (default ``idle``: :data:`SIDE_LOADS`, which small
+    loads that wait on nothing stay on the load engine).
     """
 
     name = "vdir-place"
@@ -431,15 +452,17 @@ class PlacePass(ModulePass):
     stream_loads: bool = True
     phase_balance: bool = True
     keep_trips: bool = False
+    side_loads: str = DEFAULT_SIDE_LOADS
 
     def __post_init__(self) -> None:
         if self.num_sms is not None:
             require_option_in_range(self.name, "num-sms", self.num_sms, MIN_SMS)
+        require_option_choice(self.name, "side-loads", self.side_loads, SIDE_LOADS)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         def stage(graph: Graph) -> None:
             target = resolve_target(self.target, self.num_sms, graph.target)
             graph.target = target
-            place(graph, target.num_sms, self.stream_loads, self.phase_balance, self.keep_trips)
+            place(graph, target.num_sms, self.stream_loads, self.phase_balance, self.keep_trips, self.side_loads)
 
         run_stage(op, "source", "placed", stage)

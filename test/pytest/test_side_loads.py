@@ -1,0 +1,66 @@
+"""``vdir-place``'s ``side-loads``: which small loads that wait on nothing stay on the load engine.
+
+``idle`` (the default) keeps them on an SM none of whose loads wait (a
+gemv's x); ``leading`` also where they come, in program order, before every
+load of their SM that waits (an MLP block's input and norm rows, ahead of
+the activation row it waits for); ``none`` streams them all. Each is run
+on the simulator, with race checking, against the reference evaluator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+import vdir
+from vdir.diagnostics import UserError
+from vdir.frontend.examples import build_mlp_block
+from vdir.testing.reference import evaluate
+from vdir.transforms.pipeline import compile_to_encoded
+
+HIDDEN, INTER, SMS = 256, 512, 4
+
+
+def _engines_of(program, names: set[str]) -> dict[str, set[str]]:
+    """The engines whose queues hold a load of each region in ``names`` (from the listing)."""
+    found: dict[str, set[str]] = {n: set() for n in names}
+    engine = ""
+    for line in vdir.isa.disassemble(program).splitlines():
+        if line.startswith("sm "):
+            engine = line.split()[2].rstrip(":")
+        elif ": load  @" in line:
+            region = line.split("@", 1)[1].split("+", 1)[0]
+            if region in found:
+                found[region].add(engine)
+    return found
+
+
+@pytest.mark.parametrize("side_loads, rows_on", [("none", {"stream"}), ("idle", {"stream"}),
+                                                 ("leading", {"load"})])
+def test_an_mlp_blocks_input_and_norm_rows(side_loads, rows_on):
+    program = compile_to_encoded(build_mlp_block(HIDDEN, INTER), num_sms=SMS, side_loads=side_loads)
+    engines = _engines_of(program, {"g", "wg"})
+    assert engines["g"] == rows_on and engines["wg"] == {"stream"}
+
+
+@pytest.mark.parametrize("side_loads", ["none", "idle", "leading"])
+def test_every_choice_runs_exactly(side_loads):
+    module = build_mlp_block(HIDDEN, INTER)
+    program = compile_to_encoded(module, num_sms=SMS, side_loads=side_loads)
+    rng = np.random.default_rng(5)
+    inputs = {b.name: (rng.standard_normal(b.shape) * 0.5).astype(bfloat16)
+              for b in program.buffers if not b.is_output}
+    want = evaluate(module, {**inputs, **{b.name: np.zeros(b.shape, bfloat16) for b in program.buffers
+                                          if b.is_output}})
+    with vdir.compile(program, backend="sim") as exe:
+        got = exe(**inputs)
+    got = got if isinstance(got, dict) else {exe.outputs[0].name: got}
+    assert set(got) == {b.name for b in program.buffers if b.is_output} != set()
+    for name, value in got.items():
+        assert np.array_equal(np.asarray(value).view(np.uint16), want[name].view(np.uint16)), name
+
+
+def test_an_unknown_choice_is_refused_by_name():
+    with pytest.raises(UserError, match="option 'side-loads' must be one of none, idle, leading, got 'most'"):
+        compile_to_encoded(build_mlp_block(HIDDEN, INTER), num_sms=SMS, side_loads="most")
