@@ -17,6 +17,7 @@
 // CHECK-NEXT:       stream-loads=true
 // CHECK-NEXT:       phase-balance=true
 // CHECK-NEXT:       keep-trips=false
+// CHECK-NEXT:       side-loads=idle
 // CHECK-NEXT:   vdir-schedule {{ +}}Order every (SM, engine) queue.
 // CHECK-NEXT:       prefetch=2
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
@@ -35,6 +36,7 @@
 // CHECK-NEXT:       phase-balance=true
 // CHECK-NEXT:       keep-trips=false
 // CHECK-NEXT:       stamp-trips=true
+// CHECK-NEXT:       side-loads=idle
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program
