@@ -131,12 +131,14 @@ def build_gemv_program(M: int, K: int, num_sms: int, tile_kib: int = 32, slots: 
 # Programs compiled by the pipeline
 # ---------------------------------------------------------------------------
 
-def compile_gemv(M: int, K: int, rows: int, k_chunks: int, num_sms: int, **pipeline) -> isa.EncodedProgram:
+def compile_gemv(M: int, K: int, rows: int, k_chunks: int, num_sms: int,
+                 pipeline: dict | None = None) -> isa.EncodedProgram:
     """``build_gemv`` through the pass pipeline (``pipeline``: more of its options, e.g. ``side_loads``)."""
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(build_gemv(M, K, rows_per_tile=rows, k_chunks=k_chunks), num_sms=num_sms, **pipeline)
+    return compile_to_encoded(build_gemv(M, K, rows_per_tile=rows, k_chunks=k_chunks), num_sms=num_sms,
+                              **(pipeline or {}))
 
 
 def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int, prefetch: int = 2,

@@ -203,13 +203,14 @@ def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | Non
     ``error`` one line, ``prog`` None then."""
     t0 = time.time()
     t = None
+    pipeline = {"side_loads": side_loads}
     try:
         t = tiling(case, num_sms, tile_bytes, gemv_rows)
         if case.kind == "gemv":
-            prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms, side_loads=side_loads)
+            prog = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], num_sms, pipeline)
         else:
             prog = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, num_sms,
-                               pipeline={"side_loads": side_loads}, **t)
+                               pipeline=pipeline, **t)
         return {"prog": prog, "seconds": time.time() - t0, "error": None, "tiling": t}
     except Exception as e:  # noqa: BLE001  (the row says why)
         return {"prog": None, "seconds": time.time() - t0, "error": one_line(e), "tiling": t}

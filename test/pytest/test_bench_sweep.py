@@ -75,19 +75,12 @@ def test_gemv_shapes_with_only_mlps_are_a_usage_error(capsys):
 def test_side_loads_reach_the_programs_the_sweep_compiles(capsys):
     """``--side-loads`` goes to vdir-place through the compile pool: a gemv's x streams with ``none``
     and keeps the load engine with the default; a value outside the choices is a usage error."""
-    from vdir import isa
+    from vdir.testing.queues import load_engines
 
     case = sweep.Case("gemv", 1024, 1024)
 
     def x_engines(side_loads: str) -> set[str]:
-        prog = sweep.compile_case(case, 4, WEIGHT_TILE_BYTES, side_loads=side_loads)["prog"]
-        engine, found = "", set()
-        for line in isa.disassemble(prog).splitlines():
-            if line.startswith("sm "):
-                engine = line.split()[2].rstrip(":")
-            elif ": load  @x+" in line:
-                found.add(engine)
-        return found
+        return load_engines(sweep.compile_case(case, 4, WEIGHT_TILE_BYTES, side_loads=side_loads)["prog"])["x"]
 
     assert x_engines("none") == {"stream"} and x_engines(sweep.DEFAULT_SIDE_LOADS) == {"load"}
     assert "invalid choice: 'most'" in usage_error(["--sim", "--side-loads", "most"], capsys)

@@ -17,12 +17,11 @@ import numpy as np
 import pytest
 
 from vdir.analysis.graph import Graph, Node, build_graph
-from vdir.analysis.queues import waits_on_nothing
 from vdir.device_runtime.sim import simulate
 from vdir.families import TileSig
 from vdir.frontend.examples import build_gemv, build_mlp_block
 from vdir.transforms import schedule as schedule_module
-from vdir.transforms.place import place
+from vdir.transforms.place import DEFAULT_SIDE_LOADS, place
 from vdir.transforms.schedule import lead_with_large_load, schedule
 
 
@@ -36,13 +35,10 @@ def _queues(graph: Graph, engine: str) -> dict[int, list[Node]]:
 
 def _scheduled(module, num_sms: int, x_streams: bool = False) -> Graph:
     """``module`` placed and scheduled; ``x_streams``: every load that waits on nothing on the stream
-    engine, as on an SM whose loads wait (``vdir-place`` leaves a gemv's ``x`` on the load engine)."""
+    engine (``side_loads="none"``), as on an SM whose loads wait (by default ``vdir-place`` leaves a
+    gemv's ``x`` on the load engine)."""
     graph = build_graph(module)
-    place(graph, num_sms, True)
-    if x_streams:
-        for n in graph.nodes:
-            if n.engine == "load" and waits_on_nothing(n):
-                n.engine = "stream"
+    place(graph, num_sms, True, side_loads="none" if x_streams else DEFAULT_SIDE_LOADS)
     schedule(graph, prefetch=0)
     return graph
 

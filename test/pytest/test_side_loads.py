@@ -16,31 +16,18 @@ from ml_dtypes import bfloat16
 import vdir
 from vdir.diagnostics import UserError
 from vdir.frontend.examples import build_mlp_block
+from vdir.testing.queues import load_engines
 from vdir.testing.reference import evaluate
 from vdir.transforms.pipeline import compile_to_encoded
 
 HIDDEN, INTER, SMS = 256, 512, 4
 
 
-def _engines_of(program, names: set[str]) -> dict[str, set[str]]:
-    """The engines whose queues hold a load of each region in ``names`` (from the listing)."""
-    found: dict[str, set[str]] = {n: set() for n in names}
-    engine = ""
-    for line in vdir.isa.disassemble(program).splitlines():
-        if line.startswith("sm "):
-            engine = line.split()[2].rstrip(":")
-        elif ": load  @" in line:
-            region = line.split("@", 1)[1].split("+", 1)[0]
-            if region in found:
-                found[region].add(engine)
-    return found
-
-
 @pytest.mark.parametrize("side_loads, rows_on", [("none", {"stream"}), ("idle", {"stream"}),
                                                  ("leading", {"load"})])
 def test_an_mlp_blocks_input_and_norm_rows(side_loads, rows_on):
     program = compile_to_encoded(build_mlp_block(HIDDEN, INTER), num_sms=SMS, side_loads=side_loads)
-    engines = _engines_of(program, {"g", "wg"})
+    engines = load_engines(program)
     assert engines["g"] == rows_on and engines["wg"] == {"stream"}
 
 

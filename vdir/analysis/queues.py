@@ -86,11 +86,12 @@ def queues_of_shares(shares: list[SmShare]) -> dict[tuple[int, str], list[Node]]
 SMALL_LOAD_FRACTION = 8
 
 
-def is_small_load(nbytes: int, largest: int) -> bool:
-    """Whether a load of ``nbytes`` is a small one beside a largest load of ``largest`` bytes
-    (:data:`SMALL_LOAD_FRACTION`): ``vdir-schedule`` hoists such loads along and leads with the large
-    ones. (``vdir-place`` leaves loads of at most that fraction on an idle load engine.)"""
-    return nbytes * SMALL_LOAD_FRACTION < largest
+def is_small_load(nbytes: int, largest: int, *, at_most: bool = False) -> bool:
+    """Whether a load of ``nbytes`` is a small one beside a largest load of ``largest`` bytes: under
+    ``1 / SMALL_LOAD_FRACTION`` of it (``vdir-schedule``: such loads are hoisted along, and the large
+    ones lead), or with ``at_most`` up to that fraction (``vdir-place``: a gemv's x chunk is exactly
+    an eighth of an 8-row tile of the same K chunk, and stays on an idle load engine)."""
+    return nbytes * SMALL_LOAD_FRACTION <= largest if at_most else nbytes * SMALL_LOAD_FRACTION < largest
 
 
 def waits_on_nothing(node: Node) -> bool:

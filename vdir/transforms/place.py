@@ -67,7 +67,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
-from vdir.analysis.queues import SMALL_LOAD_FRACTION, free_load_test, waits_on_nothing
+from vdir.analysis.queues import free_load_test, is_small_load, waits_on_nothing
 from vdir.analysis.stages import require_option_choice, require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
 from vdir.target import MIN_SMS, EngineKind, TargetDescription
@@ -302,18 +302,20 @@ def move_to_stream_engine(nodes: list[Node], target: TargetDescription,
     if target.engine(EngineKind.STREAM) is None:
         return
     load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
-    loads = [n for n in nodes if n.engine == load]
-    free = [n for n in loads if is_free(n)]
+    free: list[Node] = []
     first_wait: dict[int, int] = {}  # per SM: the program order of its first load that waits
-    for n in loads:
-        if not is_free(n):
+    largest: dict[int, int] = {}  # per SM: the bytes of its largest free load
+    for n in nodes:
+        if n.engine != load:
+            continue
+        if is_free(n):
+            free.append(n)
+            largest[n.sm] = max(largest.get(n.sm, 0), _tile_bytes(n))
+        else:
             first_wait[n.sm] = min(first_wait.get(n.sm, n.seq), n.seq)
-    largest: dict[int, int] = {}
-    for n in free:
-        largest[n.sm] = max(largest.get(n.sm, 0), _tile_bytes(n))
 
     def stays(n: Node) -> bool:
-        if side_loads == "none" or n.sm < 0 or _tile_bytes(n) * SMALL_LOAD_FRACTION > largest[n.sm]:
+        if side_loads == "none" or n.sm < 0 or not is_small_load(_tile_bytes(n), largest[n.sm], at_most=True):
             return False
         if side_loads == "idle":
             return n.sm not in first_wait
