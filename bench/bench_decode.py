@@ -219,7 +219,7 @@ PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
 
 
 def pipeline_options(text: str) -> dict:
-    """``"prefetch=4,side-loads=leading"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one
+    """``"prefetch=4,side-loads=none"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one
     (``side-loads`` one of :data:`~vdir.transforms.place.SIDE_LOADS`)."""
     options: dict = {}
     for item in filter(None, text.split(",")):

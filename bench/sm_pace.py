@@ -56,6 +56,7 @@ from ml_dtypes import bfloat16  # noqa: E402
 
 from bench.bench_sweep import gemv_shape  # noqa: E402
 from vdir.device_runtime.trace import Trace, TraceEvent  # noqa: E402
+from vdir.lowering.options import LoweringOptionError, LoweringOptions  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
 
 #: ``--sim``: the gemv and the SMs it runs on
@@ -113,10 +114,11 @@ def step_and_gap(events: Sequence[TraceEvent], engine: int) -> tuple[float, floa
 
 
 def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
-           flush_l2: bool = False) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
+           flush_l2: bool = False, lowering: str = "") -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
     """The events of ``launches`` traced launches of the gemv, the first launch's trace, the SMs, and
     per launch the SM each CTA ran on (None where the backend does not record it); with ``flush_l2``,
-    :data:`FLUSH_BYTES` written before each launch."""
+    :data:`FLUSH_BYTES` written before each launch; ``lowering``: more lowering options
+    (``"key=value ..."``) beside ``trace``."""
     import vdir
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
@@ -126,7 +128,7 @@ def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
     runs: list[list[TraceEvent]] = []
     placements: list[tuple[int, ...] | None] = []
     first: Trace | None = None
-    with vdir.compile(program, backend=backend, options="trace=1") as exe:
+    with vdir.compile(program, backend=backend, options=f"trace=1 {lowering}") as exe:
         exe.upload("w", (rng.standard_normal((m, k), dtype=np.float32) / np.sqrt(k)).astype(bfloat16))
         exe.upload("x", rng.standard_normal((1, k), dtype=np.float32).astype(bfloat16))
         flush = exe.platform.allocate(FLUSH_BYTES) if flush_l2 else None
@@ -229,9 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flush-l2", action="store_true",
                     help=f"write {FLUSH_BYTES >> 20} MiB before each launch, so that a gemv that fits the L2 "
                          "streams from the HBM")
+    ap.add_argument("--lowering", default="", metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="lowering options beside trace=1 (e.g. gemv_mma=1)")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
+    try:
+        LoweringOptions.parse(f"trace=1 {opts.lowering}")
+    except LoweringOptionError as e:
+        ap.error(f"--lowering: {e}")
     if opts.sim:
         if opts.gemv:
             ap.error("--sim traces its own small gemv: leave out --gemv")
@@ -250,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     by_sm: list[dict[int, float] | None] = []
     first_placements: list[tuple[int, ...] | None] = []
     for m, k in shapes:
-        runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches, opts.flush_l2)
+        runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches, opts.flush_l2,
+                                               opts.lowering)
         first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
         paces = report(runs, first, sms, stream, target.engine_names)

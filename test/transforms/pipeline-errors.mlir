@@ -22,8 +22,8 @@
 // SCHEDULE: error: vdir-schedule: option 'prefetch' must be at most 64, got 65
 // BOOL: error: vdir-place: option 'num-sms' must be an integer, got true
 // BOOL-PIPE: error: vdir-pipeline: option 'num-sms' must be an integer, got true
-// SIDE: error: vdir-place: option 'side-loads' must be one of none, idle, leading, got 'all'
-// SIDE-PIPE: error: vdir-pipeline: option 'side-loads' must be one of none, idle, leading, got 'some'
+// SIDE: error: vdir-place: option 'side-loads' must be one of none, idle, got 'all'
+// SIDE-PIPE: error: vdir-pipeline: option 'side-loads' must be one of none, idle, got 'some'
 
 // A laid-out program whose tiles claim more shared memory than an SM gives them.
 // ARENA: <stdin>:2:3: error: smem_bytes = 300032 exceeds the {{[0-9]+}} bytes of shared memory an SM of target 'h200' gives its tiles

@@ -1,7 +1,6 @@
 // RUN: vdir-opt %s --split-input-file -p 'vdir-place{num-sms=2}' | filecheck %s
 // RUN: vdir-opt %s --split-input-file -p 'vdir-pipeline{num-sms=2}' -t isa | filecheck %s --check-prefix=ISA
 // RUN: vdir-opt %s --split-input-file -p 'vdir-place{num-sms=2 side-loads=none}' | filecheck %s --check-prefix=NONE
-// RUN: vdir-opt %s --split-input-file -p 'vdir-place{num-sms=2 side-loads=leading}' | filecheck %s --check-prefix=LEADING
 
 // On an SM none of whose loads wait (a gemv's), the load engine would have
 // nothing to issue, so vdir-place leaves the small loads that wait on
@@ -10,14 +9,11 @@
 // tile, not behind it on the stream engine.
 
 // side-loads=none: every load that waits on nothing streams (the rule
-// before it); side-loads=leading: on these SMs, as the default (idle).
+// before it).
 // NONE-LABEL: vdir.program @side
 // NONE:       %xt = vdir.load %x[0, 0] on stream
 // NONE-LABEL: vdir.program @eighth
 // NONE:       %xt = vdir.load %x[0, 0] on stream
-// LEADING-LABEL: vdir.program @side
-// LEADING:       %xt = vdir.load %x[0, 0] on load
-// LEADING-NEXT:  %wt = vdir.load %w[0, 0] on stream
 
 // @side: x (4 KB) is a sixteenth of each SM's weight tile (16 rows of 2048,
 // 64 KB): it stays on the load engine, the tile goes to the stream engine.
@@ -85,16 +81,12 @@ vdir.program @alike(%a: !vdir.buffer<1x1024xbf16>, %b: !vdir.buffer<1x1024xbf16>
 // -----
 
 // @waits: the SM also reads back the result it stored (a load that waits),
-// so by default (idle) x streams beside the tile. With side-loads=leading
-// x, which comes before that load in program order, stays on the load
-// engine, and the small %z row, which comes after it, streams.
+// so x streams beside the tile, before that load in program order or after
+// it (%z).
 // CHECK-LABEL: vdir.program @waits
 // CHECK:       %xt = vdir.load %x[0, 0] on stream
+// CHECK:       %back = vdir.load %y[0, 0] on load
 // CHECK:       %zt = vdir.load %z[0, 0] on stream
-// LEADING-LABEL: vdir.program @waits
-// LEADING:       %xt = vdir.load %x[0, 0] on load
-// LEADING:       %back = vdir.load %y[0, 0] on load
-// LEADING:       %zt = vdir.load %z[0, 0] on stream
 vdir.program @waits(%w: !vdir.buffer<16x2048xbf16>, %x: !vdir.buffer<1x2048xbf16>, %y: !vdir.buffer<1x16xbf16>, %z: !vdir.buffer<1x16xbf16>, %out: !vdir.buffer<1x16xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x2048xbf16> -> !vdir.tile<1x2048xbf16>
   %wt = vdir.load %w[0, 0] : !vdir.buffer<16x2048xbf16> -> !vdir.tile<16x2048xbf16>

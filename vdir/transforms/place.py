@@ -74,10 +74,10 @@ from vdir.target import MIN_SMS, EngineKind, TargetDescription
 
 #: option ``side-loads``: which small loads that wait on nothing stay on the load engine. ``none``: none
 #: (every one streams); ``idle``: those of an SM none of whose loads wait (its load engine has nothing
-#: else to issue); ``leading``: also those that come, in program order, before every load of their SM
-#: that waits (the load engine issues them before it first waits; an MLP's input and norm rows)
-SIDE_LOADS = ("none", "idle", "leading")
-#: measured: ``idle`` (docs/performance.md, round 28); ``leading`` is there to be measured
+#: else to issue). (Also keeping those that come before every waiting load of their SM, an MLP's input
+#: and norm rows, was measured and dropped: docs/performance.md, round 29.)
+SIDE_LOADS = ("none", "idle")
+#: measured: docs/performance.md, round 28
 DEFAULT_SIDE_LOADS = "idle"
 
 
@@ -303,7 +303,7 @@ def move_to_stream_engine(nodes: list[Node], target: TargetDescription,
         return
     load, stream = EngineKind.LOAD.value, EngineKind.STREAM.value  # the enum's attribute lookups, once
     free: list[Node] = []
-    first_wait: dict[int, int] = {}  # per SM: the program order of its first load that waits
+    waits: set[int] = set()  # the SMs with a load that waits
     largest: dict[int, int] = {}  # per SM: the bytes of its largest free load
     for n in nodes:
         if n.engine != load:
@@ -312,14 +312,11 @@ def move_to_stream_engine(nodes: list[Node], target: TargetDescription,
             free.append(n)
             largest[n.sm] = max(largest.get(n.sm, 0), _tile_bytes(n))
         else:
-            first_wait[n.sm] = min(first_wait.get(n.sm, n.seq), n.seq)
+            waits.add(n.sm)
 
     def stays(n: Node) -> bool:
-        if side_loads == "none" or n.sm < 0 or not is_small_load(_tile_bytes(n), largest[n.sm], at_most=True):
-            return False
-        if side_loads == "idle":
-            return n.sm not in first_wait
-        return n.seq < first_wait.get(n.sm, n.seq + 1)
+        return (side_loads == "idle" and n.sm >= 0 and n.sm not in waits
+                and is_small_load(_tile_bytes(n), largest[n.sm], at_most=True))
 
     for n in free:
         if not stays(n):
