@@ -10,50 +10,13 @@
 //
 //   nvcc -arch=sm_90a -O3 -o cluster_handoff_probe bench/cluster_handoff_probe.cu && ./cluster_handoff_probe
 //   bash bench/run_all.sh clusterprobe
-#include <cuda_runtime.h>
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
 #include <vector>
 
-static constexpr unsigned TILE_BYTES = 64 * 1024;
-static constexpr int RING = 2;
+#include "probe_util.cuh"
+
 static constexpr int LAUNCHES = 7;
 static constexpr int TRIPS = 5;  // about as long as the other CTAs' traffic lasts
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-extern __shared__ __align__(128) unsigned char slots[];
-
-// This CTA's ``tiles`` tiles of the region, copied through a ring of RING slots with evict_first.
-__device__ void stream_tiles(const char* src, int tiles) {
-  __shared__ __align__(8) uint64_t bars[RING];
-  for (int s = 0; s < RING; s++) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[s])));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  auto issue = [&](int t) {
-    int s = t % RING;
-    unsigned b = smem_addr(&bars[s]);
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(TILE_BYTES) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                 :: "r"(smem_addr(slots + s * TILE_BYTES)), "l"(src + size_t(t) * TILE_BYTES), "r"(TILE_BYTES),
-                    "r"(b), "l"(pol) : "memory");
-  };
-  for (int t = 0; t < RING && t < tiles; t++) issue(t);
-  for (int t = 0; t < tiles; t++) {
-    asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                 :: "r"(smem_addr(&bars[t % RING])), "r"((t / RING) & 1) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (t + RING < tiles) issue(t + RING);
-  }
-}
 
 // via 0: the global word ``token``; via 1: the cluster's shared memory.
 __global__ void __cluster_dims__(2, 1, 1)
@@ -65,7 +28,11 @@ handoff(const char* region, int tiles, int via, unsigned* token, unsigned* trip_
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
   if (threadIdx.x != 0) return;
   if (blockIdx.x >= 2) {
-    if (tiles) stream_tiles(region + size_t(blockIdx.x) * tiles * TILE_BYTES, tiles);
+    __shared__ __align__(8) uint64_t bars[RING];
+    __shared__ int uses[RING];
+    TileRing ring{bars, uses};
+    ring.init();
+    if (tiles) ring.copy(region + size_t(blockIdx.x) * tiles * TILE_BYTES, tiles, true);
   } else {
     unsigned other;  // the other CTA's mailbox, in the cluster's shared window
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(other) : "r"(smem_addr(&mailbox)), "r"(rank ^ 1));
@@ -88,13 +55,6 @@ handoff(const char* region, int tiles, int via, unsigned* token, unsigned* trip_
   }
   // neither CTA of a cluster leaves while the other may still write to its shared memory
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
-static void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
 }
 
 int main() {

@@ -22,59 +22,16 @@
 //   bash bench/run_all.sh l2probe
 //
 // docs/performance.md, round 29, has what it measured.
-#include <cuda_runtime.h>
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
 #include <vector>
 
-static constexpr unsigned TILE_BYTES = 64 * 1024;
-static constexpr int RING = 2;
+#include "probe_util.cuh"
+
 static constexpr int LAUNCHES = 7;
 static constexpr size_t FLUSH_BYTES = size_t(512) << 20;
 
 enum Prefetch { NO_PREFETCH = 0, PREFETCH_PLAIN = 1, PREFETCH_EVICT_LAST = 2, PREFETCH_EVICT_NORMAL = 3,
                 COPY_TWICE = 4 };
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-extern __shared__ __align__(128) unsigned char slots[];
-
-// The CTA's tiles: ``tiles`` of TILE_BYTES from src + blockIdx.x * tiles * TILE_BYTES, copied through a
-// ring of RING slots; ``evict_first``: the copies carry that policy. Returns when all have landed.
-__device__ void copy_tiles(const char* src, int tiles, bool evict_first, uint64_t* bars, int* uses) {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  auto issue = [&](int t) {
-    int s = t % RING;
-    unsigned b = smem_addr(&bars[s]);
-    unsigned d = smem_addr(slots + s * TILE_BYTES);
-    const char* g = src + size_t(t) * TILE_BYTES;
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(TILE_BYTES) : "memory");
-    if (evict_first)
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                   :: "r"(d), "l"(g), "r"(TILE_BYTES), "r"(b), "l"(pol) : "memory");
-    else
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   :: "r"(d), "l"(g), "r"(TILE_BYTES), "r"(b) : "memory");
-  };
-  for (int t = 0; t < RING && t < tiles; t++) issue(t);
-  for (int t = 0; t < tiles; t++) {
-    int s = t % RING;
-    unsigned parity = uses[s] & 1;
-    uses[s]++;
-    asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                 :: "r"(smem_addr(&bars[s])), "r"(parity) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (t + RING < tiles) issue(t + RING);
-  }
-}
 
 __global__ void prefetch_then_copy(const char* region, int tiles, int prefetch, bool evict_first,
                                    unsigned delay_ns, unsigned* copy_ns) {
@@ -82,11 +39,8 @@ __global__ void prefetch_then_copy(const char* region, int tiles, int prefetch, 
   __shared__ int uses[RING];
   if (threadIdx.x != 0) return;
   uint64_t start = now_ns();
-  for (int s = 0; s < RING; s++) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[s])));
-    uses[s] = 0;
-  }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  TileRing ring{bars, uses};
+  ring.init();
   const char* mine = region + size_t(blockIdx.x) * tiles * TILE_BYTES;
   uint64_t pol = 0;
   if (prefetch == PREFETCH_EVICT_LAST)
@@ -101,11 +55,11 @@ __global__ void prefetch_then_copy(const char* region, int tiles, int prefetch, 
       asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;"
                    :: "l"(g), "r"(TILE_BYTES), "l"(pol) : "memory");
   }
-  if (prefetch == COPY_TWICE) copy_tiles(mine, tiles, false, bars, uses);
+  if (prefetch == COPY_TWICE) ring.copy(mine, tiles, false);
   while (now_ns() - start < delay_ns) {
   }
   uint64_t t0 = now_ns();
-  copy_tiles(mine, tiles, evict_first, bars, uses);
+  ring.copy(mine, tiles, evict_first);
   copy_ns[blockIdx.x] = unsigned(now_ns() - t0);
 }
 
@@ -125,12 +79,9 @@ __global__ void handoff_under_traffic(const char* region, int tiles, int traffic
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(mine + size_t(t) * TILE_BYTES),
                      "r"(TILE_BYTES) : "memory");
     } else if (traffic == 2) {
-      for (int s = 0; s < RING; s++) {
-        asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[s])));
-        uses[s] = 0;
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-      copy_tiles(mine, tiles, true, bars, uses);
+      TileRing ring{bars, uses};
+      ring.init();
+      ring.copy(mine, tiles, true);
     }
     return;
   }
@@ -153,13 +104,6 @@ __global__ void read_through(const int4* __restrict__ src, size_t n16, unsigned*
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x)
     acc ^= __ldcg(src + i).x;
   if (acc == 0x9e3779b9u) sink[0] = acc;
-}
-
-static void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
 }
 
 int main() {

@@ -13,23 +13,15 @@
 //
 //   nvcc -arch=sm_90a -O3 -o launch_gap_probe bench/launch_gap_probe.cu && ./launch_gap_probe
 //   bash bench/run_all.sh gapprobe
-#include <cuda_runtime.h>
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
 #include <vector>
+
+#include "probe_util.cuh"
 
 static constexpr int THREADS = 352;
 static constexpr int LAUNCHES = 400;
 static constexpr int BATCHES = 5;
 
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-extern __shared__ __align__(1024) unsigned char arena[];
 
 __global__ void persistent_like(unsigned body_ns, int pdl, unsigned* last) {
   if (pdl) {
@@ -38,7 +30,7 @@ __global__ void persistent_like(unsigned body_ns, int pdl, unsigned* last) {
   }
   uint64_t start = now_ns();
   if (threadIdx.x == 0) {
-    arena[0] = 1;
+    tile_slots[0] = 1;
     while (now_ns() - start < body_ns) {
     }
     last[blockIdx.x] = unsigned(start);
@@ -50,13 +42,6 @@ __global__ void persistent_like(unsigned body_ns, int pdl, unsigned* last) {
 __global__ void hold(unsigned long long ns) {
   uint64_t start = now_ns();
   while (now_ns() - start < ns) {
-  }
-}
-
-static void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
   }
 }
 
