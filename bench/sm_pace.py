@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"write {FLUSH_BYTES >> 20} MiB before each launch, so that a gemv that fits the L2 "
                          "streams from the HBM")
     ap.add_argument("--lowering", default="", metavar="KEY=VALUE[,KEY=VALUE]",
-                    help="lowering options beside trace=1 (e.g. gemv_mma=1)")
+                    help="lowering options beside trace=1 (e.g. control_warp=1)")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
