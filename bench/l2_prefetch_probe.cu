@@ -106,24 +106,25 @@ __global__ void read_through(const int4* __restrict__ src, size_t n16, unsigned*
   if (acc == 0x9e3779b9u) sink[0] = acc;
 }
 
-int main() {
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
-  int l2 = 0;
-  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
-  const int max_tiles = 8;
-  char* region = nullptr;
-  char* flush = nullptr;
-  unsigned* copy_ns = nullptr;
-  check(cudaMalloc(&region, size_t(sms) * max_tiles * TILE_BYTES), "region");
-  check(cudaMalloc(&flush, FLUSH_BYTES), "flush buffer");
-  check(cudaMalloc(&copy_ns, sms * sizeof(unsigned)), "times");
-  check(cudaMemset(region, 0x3c, size_t(sms) * max_tiles * TILE_BYTES), "region fill");
-  int smem = RING * TILE_BYTES;
-  check(cudaFuncSetAttribute(prefetch_then_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
-  check(cudaFuncSetAttribute(handoff_under_traffic, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
-  std::printf("%d SMs, L2 %d MiB; one CTA per SM copies its tiles of 64 KiB (two in flight) after a wait\n",
-              sms, l2 >> 20);
+// Device buffers the two tables share.
+struct Buffers {
+  int sms;
+  char* region;       // every CTA's tiles, TILE_BYTES each
+  char* flush;        // FLUSH_BYTES read or written before a launch
+  unsigned* times;    // one word per CTA
+  std::vector<unsigned> host;
+};
+
+// Before a launch: FLUSH_BYTES read through L2 (clean lines) or written (dirty ones).
+static void flush_l2(const Buffers& b, bool write, int launch) {
+  if (write)
+    check(cudaMemset(b.flush, launch & 0xff, FLUSH_BYTES), "flush");
+  else
+    read_through<<<4 * b.sms, 512>>>(reinterpret_cast<const int4*>(b.flush), FLUSH_BYTES / 16, b.times);
+}
+
+// First table: the slowest CTA's copy after each kind of prefetch.
+static void copy_table(Buffers& b, int smem) {
   std::printf("%-34s %6s %9s %10s %12s %12s\n", "before the copy", "tiles", "wait us", "copy hint",
               "slowest us", "GB/s");
   struct Case { const char* name; int prefetch; };
@@ -131,63 +132,79 @@ int main() {
                         {"prefetch.L2, evict_last", PREFETCH_EVICT_LAST},
                         {"prefetch.L2, evict_normal", PREFETCH_EVICT_NORMAL},
                         {"the same copy (L2 hits)", COPY_TWICE}};
-  std::vector<unsigned> host(sms);
-  check(cudaMemset(flush, 1, FLUSH_BYTES), "flush fill");
   for (bool write_flush : {false, true}) {
-  std::printf("-- before each launch: %s 512 MiB\n", write_flush ? "write" : "read");
-  for (int tiles : {2, 4}) {
-    for (unsigned delay_us : {0u, 20u, 40u}) {
-      for (const Case& c : cases) {
-        for (bool evict_first : {false, true}) {
-          std::vector<double> slowest;
-          for (int launch = 0; launch < LAUNCHES; launch++) {
-            if (write_flush)
-              check(cudaMemset(flush, launch & 0xff, FLUSH_BYTES), "flush");
-            else
-              read_through<<<4 * sms, 512>>>(reinterpret_cast<const int4*>(flush), FLUSH_BYTES / 16, copy_ns);
-            prefetch_then_copy<<<sms, 32, smem>>>(region, tiles, c.prefetch, evict_first, delay_us * 1000,
-                                                  copy_ns);
-            check(cudaGetLastError(), "launch");
-            check(cudaMemcpy(host.data(), copy_ns, sms * sizeof(unsigned), cudaMemcpyDeviceToHost), "read back");
-            slowest.push_back(*std::max_element(host.begin(), host.end()) / 1000.0);
+    std::printf("-- before each launch: %s 512 MiB\n", write_flush ? "write" : "read");
+    for (int tiles : {2, 4})
+      for (unsigned delay_us : {0u, 20u, 40u})
+        for (const Case& c : cases)
+          for (bool evict_first : {false, true}) {
+            std::vector<double> slowest;
+            for (int launch = 0; launch < LAUNCHES; launch++) {
+              flush_l2(b, write_flush, launch);
+              prefetch_then_copy<<<b.sms, 32, smem>>>(b.region, tiles, c.prefetch, evict_first, delay_us * 1000,
+                                                      b.times);
+              check(cudaGetLastError(), "launch");
+              check(cudaMemcpy(b.host.data(), b.times, b.sms * sizeof(unsigned), cudaMemcpyDeviceToHost),
+                    "read back");
+              slowest.push_back(*std::max_element(b.host.begin(), b.host.end()) / 1000.0);
+            }
+            std::sort(slowest.begin(), slowest.end());
+            double us = slowest[LAUNCHES / 2];
+            double bytes = double(b.sms) * tiles * TILE_BYTES;
+            std::printf("%-34s %6d %9u %10s %12.2f %12.0f\n", c.name, tiles, delay_us,
+                        evict_first ? "evict_first" : "none", us, bytes / us / 1e3);
           }
-          std::sort(slowest.begin(), slowest.end());
-          double us = slowest[LAUNCHES / 2];
-          double bytes = double(sms) * tiles * TILE_BYTES;
-          std::printf("%-34s %6d %9u %10s %12.2f %12.0f\n", c.name, tiles, delay_us,
-                      evict_first ? "evict_first" : "none", us, bytes / us / 1e3);
-        }
-      }
-    }
   }
-  }
+}
+
+// Second table: a hand-off's round trip while other CTAs prefetch or copy.
+static void handoff_table(Buffers& b, int smem) {
   unsigned* token = nullptr;
   check(cudaMalloc(&token, 64), "token");
   const int trips = 5;  // about as long as the traffic lasts
-  std::printf("\nhand-off round trip between two SMs while the other %d CTAs ...\n", sms - 2);
+  std::printf("\nhand-off round trip between two SMs while the other %d CTAs ...\n", b.sms - 2);
   const char* traffic_names[] = {"idle", "ask L2 for their tiles", "copy their tiles"};
   struct Load { int tiles, traffic, every; };
   const Load loads[] = {{4, 0, 1}, {4, 1, 1}, {4, 2, 1}, {8, 1, 1}, {8, 2, 1}, {8, 2, 2}, {8, 2, 4}, {8, 2, 8},
                         {8, 2, 16}};
   for (const Load& l : loads) {
-    int tiles = l.tiles, traffic = l.traffic, every = l.every;
     int busy = 0;
-    for (int b = 2; b < sms; b++) busy += b % every == 0;
-    {
-      std::vector<double> trip;
-      for (int launch = 0; launch < LAUNCHES; launch++) {
-        read_through<<<4 * sms, 512>>>(reinterpret_cast<const int4*>(flush), FLUSH_BYTES / 16, copy_ns);
-        check(cudaMemset(token, 0, 64), "token reset");
-        handoff_under_traffic<<<sms, 32, smem>>>(region, tiles, traffic, every, trips, token, copy_ns);
-        check(cudaGetLastError(), "launch");
-        check(cudaMemcpy(host.data(), copy_ns, sizeof(unsigned), cudaMemcpyDeviceToHost), "read back");
-        trip.push_back(host[0]);
-      }
-      std::sort(trip.begin(), trip.end());
-      std::printf("  %-24s (every %2d: %3d CTAs, %d tiles of 64 KiB each): %.0f ns per round trip (median of "
-                  "%d launches)\n", traffic_names[traffic], every, traffic ? busy : 0, tiles,
-                  trip[LAUNCHES / 2], LAUNCHES);
+    for (int cta = 2; cta < b.sms; cta++) busy += cta % l.every == 0;
+    std::vector<double> trip;
+    for (int launch = 0; launch < LAUNCHES; launch++) {
+      flush_l2(b, false, launch);
+      check(cudaMemset(token, 0, 64), "token reset");
+      handoff_under_traffic<<<b.sms, 32, smem>>>(b.region, l.tiles, l.traffic, l.every, trips, token, b.times);
+      check(cudaGetLastError(), "launch");
+      check(cudaMemcpy(b.host.data(), b.times, sizeof(unsigned), cudaMemcpyDeviceToHost), "read back");
+      trip.push_back(b.host[0]);
     }
+    std::sort(trip.begin(), trip.end());
+    std::printf("  %-24s (every %2d: %3d CTAs, %d tiles of 64 KiB each): %.0f ns per round trip (median of "
+                "%d launches)\n", traffic_names[l.traffic], l.every, l.traffic ? busy : 0, l.tiles,
+                trip[LAUNCHES / 2], LAUNCHES);
   }
+}
+
+int main() {
+  Buffers b{};
+  check(cudaDeviceGetAttribute(&b.sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
+  int l2 = 0;
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
+  const int max_tiles = 8;
+  size_t region_bytes = size_t(b.sms) * max_tiles * TILE_BYTES;
+  check(cudaMalloc(&b.region, region_bytes), "region");
+  check(cudaMalloc(&b.flush, FLUSH_BYTES), "flush buffer");
+  check(cudaMalloc(&b.times, b.sms * sizeof(unsigned)), "times");
+  check(cudaMemset(b.region, 0x3c, region_bytes), "region fill");
+  check(cudaMemset(b.flush, 1, FLUSH_BYTES), "flush fill");
+  b.host.resize(b.sms);
+  int smem = RING * TILE_BYTES;
+  check(cudaFuncSetAttribute(prefetch_then_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
+  check(cudaFuncSetAttribute(handoff_under_traffic, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
+  std::printf("%d SMs, L2 %d MiB; one CTA per SM copies its tiles of 64 KiB (two in flight) after a wait\n",
+              b.sms, l2 >> 20);
+  copy_table(b, smem);
+  handoff_table(b, smem);
   return 0;
 }
