@@ -19,6 +19,9 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{uniform-checks=true}' | filecheck %s --check-prefix=UNI-CHECKED
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=UNI
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t 'ptx{cluster-size=2}' | filecheck %s --check-prefix=CLUSTER
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{cluster-size=2}' 2>&1 | filecheck %s --check-prefix=CLUSTER-GRID
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t 'ptx{cluster-size=3}' 2>&1 | filecheck %s --check-prefix=CLUSTER-SIZE
 
 // -t ptx takes the lowering options (vdir.lowering.options.LoweringOptions)
 // in xDSL's option syntax, names with '-' or '_'. A bad option is one line on
@@ -27,6 +30,8 @@
 
 // DEFAULT:     .param .u64 p_scalars
 // DEFAULT-NEXT: )
+// DEFAULT-NOT: {{^}}.explicitcluster
+// DEFAULT-NOT: {{^}}.reqnctapercluster
 // DEFAULT:     mbarrier.init.shared::cta.b64 [{{.*}}], 1;
 // DEFAULT-NOT: %globaltimer;
 // DEFAULT-NOT: fence.acq_rel.gpu
@@ -154,8 +159,16 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]+2048], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, trace, uniform_checks)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, cluster_size, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}
+// cluster-size: the kernel is launched in clusters of that many CTAs (the
+// default, 1, prints neither directive: DEFAULT-NOT above); the grid must be
+// whole clusters.
+// CLUSTER:      .minnctapersm 1
+// CLUSTER-NEXT: .explicitcluster
+// CLUSTER-NEXT: .reqnctapercluster 2, 1, 1
+// CLUSTER-GRID: error: target 'ptx{cluster-size=2}' failed: lowering option cluster_size=2 needs a grid of whole clusters; the program runs on 1 SM
+// CLUSTER-SIZE: error: target 'ptx': lowering option cluster_size must be one of 1, 2, 4, 8, got 3
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33
 // TWO:         error: target 'ptx': lowering option 'split-copies' takes one value

@@ -79,6 +79,26 @@ def _check(res: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
+def _require_resident_clusters(fn: Any, lowered: LoweredKernel, cluster: int, stream: Any) -> None:
+    """Raise unless the driver says every cluster of ``lowered``'s grid can be resident at once: the
+    persistent kernel's CTAs wait on each other, so one left waiting for an SM would never be run
+    (the watchdog would report the wait)."""
+    drv = _driver()
+    config = drv.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = lowered.grid, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = lowered.block_threads, 1, 1
+    config.sharedMemBytes = lowered.dynamic_smem
+    config.hStream = stream
+    config.numAttrs = 0  # the kernel's .reqnctapercluster gives the cluster's size
+    clusters = _check(drv.cuOccupancyMaxActiveClusters(fn, config), "cuOccupancyMaxActiveClusters")
+    if clusters * cluster < lowered.grid:
+        raise PlatformError(
+            f"lowering option cluster_size={cluster}: at most {clusters} clusters ({clusters * cluster} CTAs) of "
+            f"this kernel are resident at once, and all {lowered.grid} of its CTAs must be; use a smaller "
+            f"cluster_size or compile the program for at most {clusters * cluster} SMs"
+        )
+
+
 _TMAP_DTYPES = {1: "CU_TENSOR_MAP_DATA_TYPE_UINT8", 2: "CU_TENSOR_MAP_DATA_TYPE_UINT16",
                 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32", 8: "CU_TENSOR_MAP_DATA_TYPE_UINT64"}
 
@@ -408,6 +428,8 @@ class CudaPlatform(Platform):
         _check(drv.cuFuncSetAttribute(
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lowered.dynamic_smem),
             "cuFuncSetAttribute(max dynamic shared memory)")
+        if options.cluster_size > 1:
+            _require_resident_clusters(fn, lowered, options.cluster_size, self._stream)
         instrs = np.ascontiguousarray(program.instrs, dtype=np.uint32)
         try:
             specs = tuple(isa.tensor_map_table(program)) if options.tensor_copies_enabled else ()

@@ -379,7 +379,10 @@ class KernelOp(IRDLOperation):
 
     ``minnctapersm`` (optional): the CTAs per SM the kernel must fit, printed
     as ``.minnctapersm``; without it ptxas may cap the registers to fit
-    several CTAs of ``maxntid`` threads on an SM.
+    several CTAs of ``maxntid`` threads on an SM. ``cluster`` (optional): the
+    CTAs of each cluster the kernel is launched in, printed as
+    ``.explicitcluster`` and ``.reqnctapercluster N, 1, 1`` (a plain launch
+    then runs it in clusters of N).
     """
 
     name = "ptx.kernel"
@@ -388,12 +391,13 @@ class KernelOp(IRDLOperation):
     params = prop_def(ArrayAttr[StringAttr])
     maxntid = prop_def(IntAttr)
     minnctapersm = opt_prop_def(IntAttr)
+    cluster = opt_prop_def(IntAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
     def __init__(self, sym_name: str, params: Sequence[tuple[str, str]], maxntid: int,
-                 minnctapersm: int | None = None):
+                 minnctapersm: int | None = None, cluster: int | None = None):
         from xdsl.ir import Block, Region
 
         properties: dict[str, Attribute] = {
@@ -403,6 +407,8 @@ class KernelOp(IRDLOperation):
         }
         if minnctapersm is not None:
             properties["minnctapersm"] = IntAttr(minnctapersm)
+        if cluster is not None:
+            properties["cluster"] = IntAttr(cluster)
         super().__init__(properties=properties, regions=[Region(Block())])
 
     def param_names(self) -> list[str]:
@@ -1168,6 +1174,8 @@ def _print_kernel(k: KernelOp, out: IO[str]) -> None:
     out.write(f".visible .entry {k.sym_name.data}(\n{params}\n)\n.maxntid {k.maxntid.data}, 1, 1\n")
     if k.minnctapersm is not None:
         out.write(f".minnctapersm {k.minnctapersm.data}\n")
+    if k.cluster is not None:
+        out.write(f".explicitcluster\n.reqnctapercluster {k.cluster.data}, 1, 1\n")
     out.write("{\n")
     decl: dict[str, str] = {}
     for dtype, prefix in REG_CLASSES.values():

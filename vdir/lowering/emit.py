@@ -15,7 +15,7 @@ from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
 from vdir.lowering.kernel import build_kernel
-from vdir.lowering.options import LoweringOptions, OptionsLike
+from vdir.lowering.options import LoweringOptionError, LoweringOptions, OptionsLike
 from vdir.target import TargetDescription, get_target
 
 
@@ -62,6 +62,11 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
 
 
 def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: LoweringOptions) -> ptx.ModuleOp:
+    if program.num_sms % opts.cluster_size:
+        raise LoweringOptionError(
+            f"lowering option cluster_size={opts.cluster_size} needs a grid of whole clusters; the program "
+            f"runs on {program.num_sms} SM{'' if program.num_sms == 1 else 's'}"
+        )
     fams = used_families(program)
     from vdir.lowering.families import has_body
 
@@ -73,7 +78,8 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     # one CTA per SM (persistent): without saying so, ptxas caps the registers to fit several
     # CTAs of this size on an SM, and spilled with 352 threads
     loops = _runs_loops(program, opts)
-    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops, opts.control_warp), minnctapersm=1)
+    kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops, opts.control_warp),
+                          minnctapersm=1, cluster=opts.cluster_size if opts.cluster_size > 1 else None)
     mod.body.block.add_op(kernel)
     build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program))
     return mod

@@ -52,6 +52,10 @@ MAX_FETCH_DEPTH = 32
 MAX_COMPUTE_WARPS = L.MAX_CTA_WARPS - L.COMPUTE_FIRST_WARP - 1
 
 
+#: the cluster sizes a kernel may be launched in: powers of two up to the portable limit
+CLUSTER_SIZES = (1, 2, 4, 8)
+
+
 class LoweringOptionError(VdirError, ValueError):
     """A lowering option is unknown or has a bad value; the message says which and why."""
 
@@ -119,6 +123,12 @@ class LoweringOptions:
     (docs/performance.md, round 27), hence off by default. False: the first compute warp waits and
     signals between the bodies."""
 
+    cluster_size: int = 1
+    """The CTAs of each cluster the kernel is launched in (1, 2, 4 or 8; the program's SM count must be a
+    multiple of it). 1: no clusters. The kernel does nothing with its cluster yet; the option is there
+    so that what launching in clusters costs, and whether every SM's CTA stays resident, are measured
+    before hand-offs inside a cluster use it (docs/performance.md, round 29)."""
+
     trace: bool = False
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
 
@@ -151,6 +161,11 @@ class LoweringOptions:
             )
         _check_range("fetch_depth", self.fetch_depth, 1, MAX_FETCH_DEPTH)
         _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
+        if self.cluster_size not in CLUSTER_SIZES:
+            raise LoweringOptionError(
+                f"lowering option cluster_size must be one of {', '.join(map(str, CLUSTER_SIZES))}, "
+                f"got {self.cluster_size}"
+            )
         for name in ("load_ring", "stream_ring"):
             depth = getattr(self, name)
             _check_range(name, depth, 1, L.MAX_LOAD_RING)
