@@ -153,19 +153,13 @@ static void row_table(int grid, const char* region, int smem) {
   for (int tiles : {0, 8})
     for (int own : {0, 16})
       for (int via : {0, 1}) {
-        std::vector<double> one;
-        for (int launch = 0; launch < LAUNCHES; launch++) {
+        double one = median_word(LAUNCHES, ns, [&] {
           check(cudaMemset(counters, 0, 64), "counters reset");
           row_handoff<<<grid, 64, smem>>>(region, tiles, own, via, rows, counters, ns);
-          check(cudaGetLastError(), "launch");
-          unsigned v = 0;
-          check(cudaMemcpy(&v, ns, sizeof v, cudaMemcpyDeviceToHost), "read back");
-          one.push_back(v);
-        }
-        std::sort(one.begin(), one.end());
+        });
         std::printf("  others %-22s own tiles %-9s through %-16s %6.0f ns\n",
                     tiles ? "stream 8 tiles each," : "idle,", own ? "streaming," : "none,",
-                    via ? "the cluster:" : "global memory:", one[LAUNCHES / 2]);
+                    via ? "the cluster:" : "global memory:", one);
       }
 }
 
@@ -185,19 +179,13 @@ int main() {
               grid - 2);
   for (int tiles : {0, 4, 8}) {
     for (int via : {0, 1}) {
-      std::vector<double> trip;
-      for (int launch = 0; launch < LAUNCHES; launch++) {
+      double trip = median_word(LAUNCHES, trip_ns, [&] {
         check(cudaMemset(token, 0, 64), "token reset");
         handoff<<<grid, 32, smem>>>(region, tiles, via, token, trip_ns);
-        check(cudaGetLastError(), "launch");
-        unsigned ns = 0;
-        check(cudaMemcpy(&ns, trip_ns, sizeof ns, cudaMemcpyDeviceToHost), "read back");
-        trip.push_back(ns);
-      }
-      std::sort(trip.begin(), trip.end());
+      });
       std::printf("  %-34s through %-22s %6.0f ns per round trip\n",
                   tiles ? (tiles == 4 ? "copy 4 tiles of 64 KiB each," : "copy 8 tiles of 64 KiB each,") : "idle,",
-                  via ? "the cluster's smem:" : "global memory:", trip[LAUNCHES / 2]);
+                  via ? "the cluster's smem:" : "global memory:", trip);
     }
   }
   row_table(grid, region, smem);

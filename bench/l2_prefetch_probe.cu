@@ -170,19 +170,14 @@ static void handoff_table(Buffers& b, int smem) {
   for (const Load& l : loads) {
     int busy = 0;
     for (int cta = 2; cta < b.sms; cta++) busy += cta % l.every == 0;
-    std::vector<double> trip;
-    for (int launch = 0; launch < LAUNCHES; launch++) {
-      flush_l2(b, false, launch);
+    int launch = 0;
+    double trip = median_word(LAUNCHES, b.times, [&] {
+      flush_l2(b, false, launch++);
       check(cudaMemset(token, 0, 64), "token reset");
       handoff_under_traffic<<<b.sms, 32, smem>>>(b.region, l.tiles, l.traffic, l.every, trips, token, b.times);
-      check(cudaGetLastError(), "launch");
-      check(cudaMemcpy(b.host.data(), b.times, sizeof(unsigned), cudaMemcpyDeviceToHost), "read back");
-      trip.push_back(b.host[0]);
-    }
-    std::sort(trip.begin(), trip.end());
+    });
     std::printf("  %-24s (every %2d: %3d CTAs, %d tiles of 64 KiB each): %.0f ns per round trip (median of "
-                "%d launches)\n", traffic_names[l.traffic], l.every, l.traffic ? busy : 0, l.tiles,
-                trip[LAUNCHES / 2], LAUNCHES);
+                "%d launches)\n", traffic_names[l.traffic], l.every, l.traffic ? busy : 0, l.tiles, trip, LAUNCHES);
   }
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 static constexpr unsigned TILE_BYTES = 64 * 1024;  // a weight tile
 static constexpr int RING = 2;                      // tiles in flight, as vdir's stream ring
@@ -15,6 +17,22 @@ static void check(cudaError_t e, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     std::exit(1);
   }
+}
+
+// The median, over ``launches`` runs of ``launch`` (which resets what it needs and launches a kernel), of
+// the word the kernel leaves at ``word``.
+template <class Launch>
+static double median_word(int launches, const unsigned* word, Launch launch) {
+  std::vector<double> values;
+  for (int i = 0; i < launches; i++) {
+    launch();
+    check(cudaGetLastError(), "launch");
+    unsigned v = 0;
+    check(cudaMemcpy(&v, word, sizeof v, cudaMemcpyDeviceToHost), "read back");
+    values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  return values[launches / 2];
 }
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }

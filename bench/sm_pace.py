@@ -114,11 +114,12 @@ def step_and_gap(events: Sequence[TraceEvent], engine: int) -> tuple[float, floa
 
 
 def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
-           flush_l2: bool = False, lowering: str = "") -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
+           flush_l2: bool = False, options: LoweringOptions | None = None
+           ) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
     """The events of ``launches`` traced launches of the gemv, the first launch's trace, the SMs, and
     per launch the SM each CTA ran on (None where the backend does not record it); with ``flush_l2``,
-    :data:`FLUSH_BYTES` written before each launch; ``lowering``: more lowering options
-    (``"key=value ..."``) beside ``trace``."""
+    :data:`FLUSH_BYTES` written before each launch; ``options``: the lowering options (None: the defaults;
+    ``trace`` is turned on either way)."""
     import vdir
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
@@ -128,7 +129,8 @@ def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
     runs: list[list[TraceEvent]] = []
     placements: list[tuple[int, ...] | None] = []
     first: Trace | None = None
-    with vdir.compile(program, backend=backend, options=f"trace=1 {lowering}") as exe:
+    traced = (options or LoweringOptions()).with_overrides(trace=True)
+    with vdir.compile(program, backend=backend, options=traced) as exe:
         exe.upload("w", (rng.standard_normal((m, k), dtype=np.float32) / np.sqrt(k)).astype(bfloat16))
         exe.upload("x", rng.standard_normal((1, k), dtype=np.float32).astype(bfloat16))
         flush = exe.platform.allocate(FLUSH_BYTES) if flush_l2 else None
@@ -237,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
     try:
-        LoweringOptions.parse(f"trace=1 {opts.lowering}")
+        lowering = LoweringOptions.parse(opts.lowering)
     except LoweringOptionError as e:
         ap.error(f"--lowering: {e}")
     if opts.sim:
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     first_placements: list[tuple[int, ...] | None] = []
     for m, k in shapes:
         runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches, opts.flush_l2,
-                                               opts.lowering)
+                                               lowering)
         first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
         paces = report(runs, first, sms, stream, target.engine_names)
