@@ -36,6 +36,9 @@
 #              timed one launch at a time between events
 #   clusterprobe - bench/cluster_handoff_probe.cu (nvcc): a hand-off between two SMs through
 #              global memory against one through a cluster's shared memory, idle and under load
+#   protoprobe - bench/handoff_protocol_probe.cu (nvcc): a row handed from 128 SMs to all, round
+#              after round, by three protocols (vdir's counter and bulk copies, a counter and plain
+#              accesses, a flag in every word), idle and with every SM streaming
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
@@ -55,7 +58,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, pace, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -104,6 +107,9 @@ for what in $steps; do
     clusterprobe)
       nvcc -arch=sm_90a -O3 -o "$OUT/cluster_handoff_probe" bench/cluster_handoff_probe.cu \
         && timeout ${PROBE_TIMEOUT:-120} "$OUT/cluster_handoff_probe" 2>&1 | tee "$OUT/clusterprobe.log" ;;
+    protoprobe)
+      nvcc -arch=sm_90a -O3 -o "$OUT/handoff_protocol_probe" bench/handoff_protocol_probe.cu \
+        && timeout ${PROBE_TIMEOUT:-120} "$OUT/handoff_protocol_probe" 2>&1 | tee "$OUT/protoprobe.log" ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
