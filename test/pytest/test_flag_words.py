@@ -1,0 +1,113 @@
+"""``vdir.analysis.flag_words``: which hand-offs between SMs may carry a flag in every word.
+
+The plan is read on placed graphs: an MLP block's activation rows (stored by
+the gate and up SMs, read by the down SMs) qualify; a group whose stores
+share a byte with another store, a load that reads bytes its group does not
+write, a conditional store, or a load larger than the limit do not; in a
+decode step the residual, query, heads and activation rows qualify and the
+block states (read across launches) and the inputs do not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from xdsl.context import Context
+
+from vdir.analysis.flag_words import NO_PLAN, plan_flag_words
+from vdir.analysis.graph import Graph, build_graph
+from vdir.analysis.runtime_values import Condition, RuntimeSource
+from vdir.analysis.stages import resolve_target
+from vdir.frontend.examples import build_mlp_block
+from vdir.frontend.llama import build_decode_step
+from vdir.models.llama import NAMED_CONFIGS
+from vdir.transforms.fuse import FusePass
+from vdir.transforms.place import place
+from vdir.transforms.verify_deps import verify_dependencies
+
+HIDDEN, INTER, SMS = 256, 512, 4
+
+
+def _placed(module, sms: int = SMS) -> Graph:
+    FusePass().apply(Context(), module)
+    graph = build_graph(module)
+    graph.target = resolve_target("", sms, graph.target)
+    verify_dependencies(graph)
+    place(graph, sms, True, True, False, "idle")
+    return graph
+
+
+def _buffer(graph: Graph, name: str) -> int:
+    return next(i for i, a in enumerate(graph.args) if a.name == name)
+
+
+def _accesses(graph: Graph, name: str, kind: str) -> set[int]:
+    b = _buffer(graph, name)
+    return {n.id for n in graph.nodes if n.kind == kind and n.buffer == b}
+
+
+@pytest.fixture
+def block() -> Graph:
+    return _placed(build_mlp_block(HIDDEN, INTER))
+
+
+def test_no_limit_no_plan(block):
+    assert plan_flag_words(block, 0) is NO_PLAN
+
+
+def test_an_mlp_blocks_activation_rows_qualify(block):
+    plan = plan_flag_words(block, 4096)
+    act = _buffer(block, "act")
+    assert plan.buffers == {act}
+    assert plan.loads == _accesses(block, "act", "load") != set()
+    assert plan.stores == _accesses(block, "act", "store") != set()
+    # each carried group is a hand-off between SMs of stores into act
+    groups = {id(g): g for n in block.nodes for g in n.deps if plan.carries(g)}
+    assert groups and all(p.kind == "store" and p.buffer == act for g in groups.values() for p in g)
+
+
+def test_loads_above_the_limit_do_not(block):
+    act = _buffer(block, "act")
+    biggest = max(n.tile.nbytes for n in block.nodes if n.kind == "load" and n.buffer == act)
+    smaller = plan_flag_words(block, biggest - 1)
+    by_id = {n.id: n for n in block.nodes}
+    assert not any(by_id[i].tile.nbytes > biggest - 1 for i in smaller.loads)
+    assert plan_flag_words(block, 16).groups == frozenset()
+
+
+def test_a_store_that_shares_bytes_with_another_does_not(block):
+    act = _buffer(block, "act")
+    stores = sorted((n for n in block.nodes if n.kind == "store" and n.buffer == act), key=lambda n: n.col)
+    stores[1].col = stores[0].col  # two writers of the same bytes in one launch
+    plan = plan_flag_words(block, 4096)
+    assert stores[0].id not in plan.stores and stores[1].id not in plan.stores
+    waiting = [n for n in block.nodes if any(stores[0] in g for g in n.deps)]
+    assert waiting and not any(n.id in plan.loads for n in waiting)
+
+
+def test_a_conditional_store_does_not(block):
+    act = _buffer(block, "act")
+    store = next(n for n in block.nodes if n.kind == "store" and n.buffer == act)
+    store.guard = Condition(RuntimeSource(-1, 0, "pos", 0, 8), 1, 0)
+    plan = plan_flag_words(block, 4096)
+    assert store.id not in plan.stores
+    assert not any(plan.carries(g) for n in block.nodes for g in n.deps if store in g)
+
+
+def test_a_load_of_bytes_its_group_does_not_write_does_not(block):
+    act = _buffer(block, "act")
+    load = next(n for n in block.nodes if n.kind == "load" and n.buffer == act)
+    rows, cols = load.tile.shape
+    load.tile = dataclasses.replace(load.tile, shape=(rows, cols + 8))  # 8 more columns than its producers write
+    plan = plan_flag_words(block, 1 << 20)
+    assert load.id not in plan.loads
+
+
+def test_a_decode_steps_rows_qualify_and_its_states_do_not():
+    graph = _placed(build_decode_step(NAMED_CONFIGS["tiny"]), sms=8)
+    plan = plan_flag_words(graph, 4096)
+    flagged = {graph.args[b].name for b in plan.buffers}
+    assert {"hs", "q", "ao"} <= flagged
+    assert "states" not in flagged
+    assert not any(graph.args[b].is_input and not graph.args[b].is_output for b in plan.buffers)

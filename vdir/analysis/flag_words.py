@@ -1,0 +1,153 @@
+"""Which hand-offs between SMs can carry a flag in every word instead of a counter.
+
+A hand-off today: the producing SMs' stores write a row to global memory,
+wait for the writes, and release a global counter (``red.release.gpu``,
+whose fence also waits for every bulk copy the SM has in flight); the
+consuming SM polls the counter, then loads the row. A *flag-word* hand-off
+also writes the row into the buffer's shadow as 8-byte words, each holding 4
+bytes of the row and the launch's epoch, with single 64-bit stores; the
+consumer polls the shadow words themselves until every one holds this
+launch's epoch. No counter, no release, no load after the poll. Measured
+without vdir (``bench/handoff_protocol_probe.cu``, ``docs/performance.md``
+round 30), that takes a sixth off a 4 KiB row's hand-off on an idle GPU and
+a quarter to two fifths while the weight streams run, and loses on 16 KiB
+rows.
+
+The shadow words are written and read relaxed: a consumer that sees this
+launch's epoch in a word holds that word's bytes and knows nothing else
+about the producer. The epoch names the write only where each byte is
+written once per launch, and the consumer must need nothing from the
+producers but those bytes. So a dependency group qualifies where:
+
+* its producers are stores into one buffer, unconditional, at static
+  offsets, not reductions, and no other store of the program writes any
+  byte they write (one writer per byte per launch);
+* every micro-op that waits on it is a load of that buffer, unconditional
+  and at a static offset, reading at most ``max_bytes``, whose every byte
+  the group's stores write, and with no other group of stores into that
+  buffer.
+
+Such a load then waits on the words instead of the group (the group gets no
+counter, and gives the load no knowledge of its producers' other work);
+such a store also writes the shadow words, and releases nothing for the
+group. The stores still write the buffer itself, which stays the program's
+output.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from vdir.analysis.graph import Graph, Node
+from vdir.families import DTYPE_BYTES
+
+Group = tuple[Node, ...]
+#: (first row, rows, first byte in the row, bytes per row) of an access in its buffer
+Rect = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class FlagPlan:
+    """The flag-word hand-offs of a program: the groups, and the loads and stores that carry them."""
+
+    #: the groups that carry flag words, by ``id()``
+    groups: frozenset[int]
+    #: the loads that poll flag words (by ``Node.id``), and the stores that write them
+    loads: frozenset[int]
+    stores: frozenset[int]
+    #: the buffers whose shadows hold flag words
+    buffers: frozenset[int]
+
+    def carries(self, group: Group) -> bool:
+        """Whether ``group`` is a flag-word hand-off (it gets no counter and no bits)."""
+        return id(group) in self.groups
+
+
+NO_PLAN = FlagPlan(frozenset(), frozenset(), frozenset(), frozenset())
+
+
+def _rect(graph: Graph, node: Node) -> Rect:
+    """Where ``node``'s tile lies in its buffer."""
+    assert node.tile is not None
+    rows, cols = node.tile.shape
+    es = DTYPE_BYTES[graph.args[node.buffer].dtype]
+    return node.row, rows, node.col * es, cols * es
+
+
+def _overlap(a: Rect, b: Rect) -> bool:
+    return a[0] < b[0] + b[1] and b[0] < a[0] + a[1] and a[2] < b[2] + b[3] and b[2] < a[2] + a[3]
+
+
+def _covered(want: Rect, have: list[Rect]) -> bool:
+    """Whether the rectangles ``have`` (which do not overlap each other) cover ``want``."""
+    area = sum(
+        max(0, min(want[0] + want[1], h[0] + h[1]) - max(want[0], h[0]))
+        * max(0, min(want[2] + want[3], h[2] + h[3]) - max(want[2], h[2]))
+        for h in have
+    )
+    return area == want[1] * want[3]
+
+
+def _plain_access(node: Node) -> bool:
+    """An unconditional access at a static offset that only writes or only reads its region."""
+    return node.guard is None and node.dyn is None and node.reduce is None
+
+
+def _sole_writers(graph: Graph, stores: list[Node]) -> set[int]:
+    """The stores (by ``id()``) no other store of their buffer overlaps: each byte's one writer per launch."""
+    rects = [(s, _rect(graph, s)) for s in stores]
+    by_row = sorted(rects, key=lambda sr: sr[1][0])
+    clash: set[int] = set()
+    for i, (s, r) in enumerate(by_row):  # sweep by first row: a later one overlaps only while its rows start within
+        for t, q in by_row[i + 1:]:
+            if q[0] >= r[0] + r[1]:
+                break
+            if _overlap(r, q):
+                clash.update((id(s), id(t)))
+    return {id(s) for s in stores} - clash
+
+
+def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], max_bytes: int) -> bool:
+    """Whether ``group`` (stores into one buffer) and its ``waiters`` make a flag-word hand-off."""
+    buffer = group[0].buffer
+    if not all(p.kind == "store" and p.buffer == buffer and id(p) in sole and _plain_access(p) for p in group):
+        return False
+    made = [_rect(graph, p) for p in group]
+    for load in waiters:
+        if load.kind != "load" or load.buffer != buffer or not _plain_access(load):
+            return False
+        assert load.tile is not None
+        if load.tile.nbytes > max_bytes or not _covered(_rect(graph, load), made):
+            return False
+        others = [g for g in load.deps if g is not group and any(p.kind == "store" and p.buffer == buffer for p in g)]
+        if others:
+            return False
+    return True
+
+
+def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
+    """The flag-word hand-offs of a placed ``graph`` whose loads read at most ``max_bytes`` (0: none)."""
+    if max_bytes <= 0:
+        return NO_PLAN
+    stores: dict[int, list[Node]] = defaultdict(list)
+    waiters: dict[int, list[Node]] = defaultdict(list)
+    groups: dict[int, Group] = {}
+    for node in graph.nodes:
+        if node.kind == "store":
+            stores[node.buffer].append(node)
+        for g in node.deps:
+            if g:
+                waiters[id(g)].append(node)
+                if any(p.sm != node.sm for p in g):  # a hand-off between SMs, for this waiter at least
+                    groups.setdefault(id(g), g)
+    sole: set[int] = set()
+    for buffer_stores in stores.values():
+        sole |= _sole_writers(graph, buffer_stores)
+    chosen = [g for key, g in groups.items() if _qualifies(graph, g, waiters[key], sole, max_bytes)]
+    return FlagPlan(
+        groups=frozenset(id(g) for g in chosen),
+        loads=frozenset(n.id for g in chosen for n in waiters[id(g)]),
+        stores=frozenset(p.id for g in chosen for p in g),
+        buffers=frozenset(g[0].buffer for g in chosen),
+    )
