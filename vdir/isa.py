@@ -223,7 +223,7 @@ GUARD_INDEX = Field("guard_index", 11)  # scalar slot or element index of the co
 # runtime condition: the micro-op runs iff guard_coeff * v + guard_const >= 0
 GUARD_COEFF = Field("guard_coeff", 25, signed=True)
 GUARD_CONST = Field("guard_const", 26, signed=True)
-COMMON_FIELDS = (OPCODE, FAMILY, GUARD_SOURCE, DYN_SOURCE, WAIT_MASK, WAIT_PARITY, SIGNAL_MASK, WAIT_COUNTER,
+COMMON_FIELDS = (OPCODE, GUARD_SOURCE, DYN_SOURCE, WAIT_MASK, WAIT_PARITY, SIGNAL_MASK, WAIT_COUNTER,
                  WAIT_COUNT, RELEASE_COUNTER, UOP_ID, GUARD_INDEX, GUARD_COEFF, GUARD_CONST)
 
 # where a runtime value comes from (GUARD_SOURCE, DYN_SOURCE): nothing, the
@@ -236,6 +236,12 @@ SOURCE_BUFFER0 = 2
 MAX_SOURCE_BUFFERS = 256 - SOURCE_BUFFER0
 
 # load / store: a region of rows of a buffer <-> a dense tile
+#: a load's or store's flags (TRANSFER_*), in the byte a compute holds its family in
+TRANSFER_FLAGS = Field("transfer_flags", 0, shift=8, bits=8)
+#: a store that also writes its bytes into the buffer's shadow as flag words (4 data bytes and the
+#: launch's epoch in each 8-byte word), or a load that polls those words until every one holds the
+#: epoch, instead of a counter (``vdir.analysis.flag_words``; the buffer's ``BufferInfo.shadow``)
+TRANSFER_FLAG_WORDS = 1
 BUFFER = Field("buffer", 12)  # buffer (program argument) index
 GLOBAL_OFFSET = Field("global_offset", 13, 2)  # byte offset of the region's first byte
 ROWS = Field("rows", 15)  # rows in the region
@@ -262,7 +268,7 @@ DYNAMIC_FIELDS = (DYN_INDEX, DYN_SCALE, DYN_MIN, DYN_MAX)
 # only). Word 31 is zero in every other instruction, and in every store without one, so programs
 # encoded before it existed read as plain stores.
 REDUCE = Field("reduce", 31)
-TRANSFER_FIELDS = REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS + (REDUCE,)
+TRANSFER_FIELDS = (TRANSFER_FLAGS,) + REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS + (REDUCE,)
 
 # compute: tile offsets, then the family's parameters
 MAX_INPUTS = 4  # input tiles one compute instruction can name
@@ -274,7 +280,7 @@ P1 = Field("p1", 19)  # columns K / N
 P2 = Field("p2", 20)  # family flags (see GEMV_*, ADD_*, SUM_ROWS_*) or the silu_mul operand index
 P3 = Field("p3", 21)
 F0 = Field("f0", 22)  # f32 parameter (eps), as its bits
-COMPUTE_FIELDS = (OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
+COMPUTE_FIELDS = (FAMILY, OUT_SMEM, *IN_SMEM, NUM_INPUTS, P0, P1, P2, P3, F0)
 
 # loop record (opcode OP_LOOP): the ``body`` base instructions that follow it,
 # then ``steps`` step records, stand for ``trips`` copies of the body; body
@@ -1070,6 +1076,9 @@ class BufferInfo:
     dtype: str  # "bf16" | "f32" | "i32"
     is_output: bool
     is_input: bool = True  # the program reads data it did not write itself
+    #: the runtime keeps a flag-word shadow of it (``TRANSFER_FLAG_WORDS``): :data:`SHADOW_WORD_BYTES` per
+    #: 4 bytes of the buffer, zeroed when allocated, never seen by the caller
+    shadow: bool = False
 
     @property
     def role(self) -> str:
@@ -1077,12 +1086,29 @@ class BufferInfo:
         return buffer_role(self.is_input, self.is_output)
 
 
+#: bytes of a flag word: 4 bytes of the buffer, then the epoch of the launch that wrote them
+SHADOW_WORD_BYTES = 8
+#: the bytes of the buffer one flag word holds
+SHADOW_DATA_BYTES = 4
+#: the last word of a buffer entry whose buffer has a flag-word shadow
+SHADOW_MARK = "shadow"
+
+
+def buffer_entry(info: BufferInfo) -> str:
+    """The ``vdir.encoded_program`` buffer entry of ``info`` (:func:`parse_buffer_entry` reads it)."""
+    text = f"{info.name}:{info.shape[0]}x{info.shape[1]}:{info.dtype}:{info.role}"
+    return f"{text}:{SHADOW_MARK}" if info.shadow else text
+
+
 def parse_buffer_entry(text: str) -> BufferInfo:
-    """A ``vdir.encoded_program`` buffer entry ``name:RxC:dtype:role`` (:meth:`BufferInfo.role`); a
-    ValueError saying what is wrong."""
+    """A ``vdir.encoded_program`` buffer entry ``name:RxC:dtype:role[:shadow]`` (:meth:`BufferInfo.role`;
+    ``shadow``: :attr:`BufferInfo.shadow`); a ValueError saying what is wrong."""
     parts = text.split(":")
+    shadow = len(parts) == 5 and parts[4] == SHADOW_MARK
+    if shadow:
+        parts = parts[:4]
     if len(parts) != 4:
-        raise ValueError(f"malformed buffer entry '{text}' (want name:RxC:dtype:in|out|inout|scratch)")
+        raise ValueError(f"malformed buffer entry '{text}' (want name:RxC:dtype:in|out|inout|scratch[:shadow])")
     name, shape, dtype, role = parts
     dims = shape.split("x")
     if len(dims) != 2 or not all(d.isdigit() and int(d) > 0 for d in dims):
@@ -1092,7 +1118,7 @@ def parse_buffer_entry(text: str) -> BufferInfo:
     if role not in ROLE_FLAGS:
         raise ValueError(f"buffer entry '{text}': role '{role}' is not one of {', '.join(sorted(ROLE_FLAGS))}")
     is_input, is_output = ROLE_FLAGS[role]
-    return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input)
+    return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input, shadow)
 
 
 def check_stored_buffers(program: "EncodedProgram") -> None:

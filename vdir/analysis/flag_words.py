@@ -43,6 +43,9 @@ from vdir.analysis.graph import Graph, Node
 from vdir.families import DTYPE_BYTES
 
 Group = tuple[Node, ...]
+#: the largest load (bytes) ``vdir-flag-words`` makes poll flag words by default: a 2048-wide bf16 row
+#: (the probe measured the gain there; a 16 KiB row lost)
+DEFAULT_MAX_BYTES = 4096
 #: (first row, rows, first byte in the row, bytes per row) of an access in its buffer
 Rect = tuple[int, int, int, int]
 
@@ -151,3 +154,19 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
         stores=frozenset(p.id for g in chosen for p in g),
         buffers=frozenset(g[0].buffer for g in chosen),
     )
+
+
+def carried_by_flag_words(node: Node, group: Group) -> bool:
+    """Whether ``node`` gets ``group``'s bytes through flag words rather than by waiting for it: a
+    flag-word load and a group of stores into its buffer (the planned loads have exactly one)."""
+    return node.flag_words and node.kind == "load" and all(p.kind == "store" and p.buffer == node.buffer for p in group)
+
+
+def mark_flag_words(graph: Graph, plan: FlagPlan) -> None:
+    """Mark the plan's loads and stores (``Node.flag_words``): the layout then gives the loads no bits or
+    counter for their flag-word group and the stores no release for it."""
+    if not plan.loads:
+        return
+    for node in graph.nodes:
+        if node.id in plan.loads or node.id in plan.stores:
+            node.flag_words = True

@@ -142,6 +142,9 @@ class Node:
     trip: int = -1
     template: int = -1
     # ---- filled by the passes
+    #: a load that polls its bytes' flag words instead of waiting for its group of stores into its
+    #: buffer, or a store that also writes its bytes as flag words (``vdir.analysis.flag_words``)
+    flag_words: bool = False
     sm: int = -1
     pos: int = -1
     smem: int = -1
@@ -792,6 +795,10 @@ class _Expander:
         node.smem = _or_unset(fact("smem"))
         if (trip := fact("trip")) is not None:
             node.trip, node.template = trip, fact("template")  # type: ignore[assignment]  # both or neither
+        if fact("flag_words") is not None:
+            if node.kind not in ("load", "store"):
+                raise PassFailure(f"{micro_op_text(node)}: only a load or a store has flag_words", op)
+            node.flag_words = True
         if sched.after.data:
             self.pending_after.append((node, sched.after_groups))
         node.wait_bits = sched.wait_bits
@@ -1170,6 +1177,7 @@ def schedule_attr(node: Node, trips_kept: bool = False) -> ScheduleAttr:
         smem=node.smem if node.smem >= 0 else None,
         trip=node.trip if in_loop else None,
         template=node.template if in_loop else None,
+        flag_words=1 if node.flag_words else None,
         wait=sorted(node.wait_bits.items()),
         signal=node.signal_bits,
         wait_counters=node.wait_counters,

@@ -166,6 +166,7 @@ class Op:
         "guard", "dyn",  # runtime values: (source, index, coeff, const), (source, index, scale, min, max)
         "sources",  # per shared-memory tile read: the writers it reads in program order (see SlotSources)
         "reduce",  # a store's reduction (isa.REDUCE_*)
+        "flag_words",  # a load or store of the buffer's flag words (isa.TRANSFER_FLAG_WORDS)
     )
     # set by the decoder only for the kinds that have them: region and tile
     # for loads and stores, family and out for computes
@@ -198,6 +199,7 @@ class Op:
         self.dyn = None
         self.sources = None
         self.reduce = isa.REDUCE.get(words)
+        self.flag_words = False
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
@@ -403,6 +405,8 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
     name = program.buffers[op.buffer].name
     if op.region.rows > 1 and op.region.stride < op.region.row_bytes:
         raise ValueError(f"rows of {op.region.row_bytes} bytes overlap with a stride of {op.region.stride}")
+    if isa.TRANSFER_FLAGS.get(words) & isa.TRANSFER_FLAG_WORDS:
+        _check_flag_words(op, words, program)
     if isa.DYN_SOURCE.get(words):
         op.dyn = tuple(f.get(words) for f in (isa.DYN_SOURCE, *isa.DYNAMIC_FIELDS))
         _check_source(op.dyn[0], op.dyn[1], program, buffer_bytes, "its offset")
@@ -415,6 +419,21 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
         return
     _check_region_bounds(op.region, op.region, buffer_bytes[op.buffer], name)
     _decode_tile(op, words, program)
+
+
+def _check_flag_words(op: Op, words: list[int], program: isa.EncodedProgram) -> None:
+    """A flag-word load or store: of a buffer with a shadow, at a static offset, in whole 4-byte words."""
+    info = program.buffers[op.buffer]
+    if not info.shadow:
+        raise ValueError(f"it moves flag words of buffer '{info.name}', which has no flag-word shadow")
+    if isa.DYN_SOURCE.get(words):
+        raise ValueError("a flag-word load or store has a static offset")
+    if op.reduce != isa.REDUCE_NONE:
+        raise ValueError("a reducing store cannot write flag words")
+    region = op.region
+    if (region.offset | region.row_bytes | region.stride) % isa.SHADOW_DATA_BYTES:
+        raise ValueError(f"a flag-word region lies in whole {isa.SHADOW_DATA_BYTES}-byte words")
+    op.flag_words = True
 
 
 def runtime_region(base: Region, scale: int, value: int) -> Region:
@@ -778,6 +797,13 @@ class Simulation:
         # per counter, a heap of (value the waiter needs, engine): a release wakes only
         # the engines whose threshold it reaches (entries of moved heads are harmless)
         self.counter_waiters: list[list[tuple[int, int]]] = [[] for _ in range(prog.num_counters)]
+        # flag words: per buffer with a shadow, which bytes a flag-word store wrote in this launch and
+        # when it completed (a word of an earlier launch holds an older epoch: never this launch's), and
+        # the engines whose next micro-op is a flag-word load of it
+        shadowed = [b for b, info in enumerate(prog.buffers) if info.shadow]
+        self.flag_written = {b: np.zeros(decoded.buffer_bytes[b], dtype=bool) for b in shadowed}
+        self.flag_time = {b: np.zeros(decoded.buffer_bytes[b]) for b in shadowed}
+        self.flag_waiters: dict[int, set[int]] = {b: set() for b in shadowed}
 
     # ---- driving ---------------------------------------------------------
     def run(self) -> SimTrace:
@@ -820,6 +846,8 @@ class Simulation:
         if pos < len(queue) and queue[pos].wait_counter >= 0:
             op = queue[pos]
             heapq.heappush(self.counter_waiters[op.wait_counter], (self._needed(op), g))
+        if pos < len(queue) and queue[pos].flag_words and queue[pos].opcode == isa.OP_LOAD:
+            self.flag_waiters[queue[pos].buffer].add(g)
         self._update_start(g)
 
     def _update_start(self, g: int) -> None:
@@ -836,7 +864,14 @@ class Simulation:
             return False
         if (self.bitmap[sm] & op.wait_mask) != op.wait_parity:
             return False
+        if op.flag_words and op.opcode == isa.OP_LOAD and not self._flag_words_written(op):
+            return False
         return op.wait_counter < 0 or self._released(op.wait_counter) >= self._needed(op)
+
+    def _flag_words_written(self, op: Op) -> bool:
+        """Whether every word flag-word load ``op`` reads holds this launch's epoch (a flag-word store
+        of this launch wrote it)."""
+        return bool(_global_view(self.flag_written[op.buffer], op.region).all())
 
     def _released(self, counter: int) -> int:
         """Releases of ``counter`` in this launch so far."""
@@ -863,6 +898,8 @@ class Simulation:
             elif runs and op.opcode == isa.OP_STORE:
                 self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
+            if runs and op.flag_words and op.opcode == isa.OP_STORE:
+                self._write_flag_words(op, end)
             self.engine_free[g] = end
             self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
             self.clock[g, g] = op.pos + 1
@@ -888,6 +925,8 @@ class Simulation:
             if needed > 0 and self.release_times[c]:
                 ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
             self._join_releases(g, c, needed)
+        if op.flag_words and op.opcode == isa.OP_LOAD:  # relaxed words: the bytes, no clock
+            ready_at = max(ready_at, float(_global_view(self.flag_time[op.buffer], op.region).max()))
         return ready_at
 
     def _join_releases(self, g: int, counter: int, needed: int) -> None:
@@ -932,6 +971,19 @@ class Simulation:
             waiters, value = self.counter_waiters[c], self._released(c)
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
+
+    def _write_flag_words(self, op: Op, end: float) -> None:
+        """Store ``op`` wrote its bytes' flag words (with this launch's epoch) by ``end``: wake the
+        engines whose next micro-op is a flag-word load of the buffer."""
+        _global_view(self.flag_written[op.buffer], op.region)[...] = True
+        _global_view(self.flag_time[op.buffer], op.region)[...] = end
+        waiting = self.flag_waiters[op.buffer]
+        for other in list(waiting):
+            queue, pos = self.queues[other], self.head[other]
+            if pos < len(queue) and queue[pos].flag_words and queue[pos].buffer == op.buffer:
+                self._update_start(other)
+            else:
+                waiting.discard(other)
 
     def _issue_load(self, g: int, sm: int, op: Op, start: float, runs: bool) -> None:
         """Load engine ``g`` issues ``op``: checked and recorded now, its bytes land when it completes.
@@ -1172,7 +1224,10 @@ class Simulation:
         track = self.global_track.get(op.buffer)
         if track is None:
             return
-        hit = self._unordered(g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
+        # a flag-word load is ordered after the stores it reads by their words' epochs (it starts only
+        # once every word holds this launch's), not by a dependency
+        hit = None if op.flag_words else self._unordered(
+            g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
         if hit is not None:
             name = self.decoded.program.buffers[op.buffer].name
             raise SimRaceError(
@@ -1262,6 +1317,10 @@ class Simulation:
             wanted = self.epoch * op.wait_count % isa.COUNTER_MODULUS
             if not isa.counter_reached(value, wanted):
                 reasons.append(f"counter {op.wait_counter} >= {wanted} (is {value})")
+        if op.flag_words and op.opcode == isa.OP_LOAD and not self._flag_words_written(op):
+            missing = int((~_global_view(self.flag_written[op.buffer], op.region)).sum()) // isa.SHADOW_DATA_BYTES
+            name = self.decoded.program.buffers[op.buffer].name
+            reasons.append(f"{missing} flag word(s) of buffer '{name}' from this launch")
         return " and ".join(reasons) or "nothing (internal error)"
 
 

@@ -76,6 +76,7 @@ SCHED_FACT_STAGE: dict[str, Stage] = {
     "smem": Stage.ALLOCATED,
     "trip": Stage.PLACED,
     "template": Stage.PLACED,
+    "flag_words": Stage.PLACED,
     "wait": Stage.LAID_OUT,
     "signal": Stage.LAID_OUT,
     "wait_counters": Stage.LAID_OUT,
@@ -286,6 +287,7 @@ _SCALAR_CHECKS: dict[str, Check] = {
     "smem": _non_negative("smem"),
     "trip": _non_negative("trip"),
     "template": _non_negative("template"),
+    "flag_words": lambda v: None if v == 1 else f"flag_words is 1 where present, got {v}",
 }
 
 
@@ -330,6 +332,10 @@ class ScheduleAttr(ParametrizedAttribute):
       program's layer loop alike (``keep-trips``), the micro-op's trip of that
       loop and its index among one trip's micro-ops (both or neither), which
       the later passes read to keep the trips alike;
+    * ``flag_words = 1``: a load that polls its bytes' flag words instead of
+      waiting for its group of stores into its buffer, or a store that also
+      writes its bytes as flag words (``vdir-flag-words``,
+      ``vdir.analysis.flag_words``);
     * ``wait``: ``bit : parity`` pairs of the SM's dependency bitmap it waits
       for; ``signal``: the bits it toggles when it completes;
     * ``wait_counters``: ``counter : count`` pairs of global counters it waits
@@ -354,6 +360,7 @@ class ScheduleAttr(ParametrizedAttribute):
     smem: IntAttr | NoneAttr
     trip: IntAttr | NoneAttr
     template: IntAttr | NoneAttr
+    flag_words: IntAttr | NoneAttr
     wait: DenseArrayBase[I64]  # (bit, parity) pairs, flattened
     signal: DenseArrayBase[I64]
     wait_counters: DenseArrayBase[I64]  # (counter, count) pairs, flattened
@@ -364,7 +371,7 @@ class ScheduleAttr(ParametrizedAttribute):
     #: text name -> Python field of the scalar facts, in printing order
     SCALARS: ClassVar[dict[str, str]] = {
         "id": "uop_id", "seq": "seq", "hoist": "hoist", "sm": "sm", "pos": "pos", "smem": "smem",
-        "trip": "trip", "template": "template",
+        "trip": "trip", "template": "template", "flag_words": "flag_words",
     }
 
     def __init__(
@@ -378,6 +385,7 @@ class ScheduleAttr(ParametrizedAttribute):
         smem: int | None = None,
         trip: int | None = None,
         template: int | None = None,
+        flag_words: int | None = None,
         wait: Mapping[int, int] | Iterable[tuple[int, int]] = (),
         signal: Iterable[int] = (),
         wait_counters: Iterable[tuple[int, int]] = (),
@@ -386,7 +394,8 @@ class ScheduleAttr(ParametrizedAttribute):
         label: str | None = None,
     ):
         super().__init__(*self._parameters(
-            uop_id, seq, hoist, sm, pos, smem, trip, template, wait, signal, wait_counters, release, after, label
+            uop_id, seq, hoist, sm, pos, smem, trip, template, flag_words, wait, signal, wait_counters, release,
+            after, label,
         ))
 
     @staticmethod
@@ -399,6 +408,7 @@ class ScheduleAttr(ParametrizedAttribute):
         smem: int | None,
         trip: int | None,
         template: int | None,
+        flag_words: int | None,
         wait: Mapping[int, int] | Iterable[tuple[int, int]],
         signal: Iterable[int],
         wait_counters: Iterable[tuple[int, int]],
@@ -411,7 +421,7 @@ class ScheduleAttr(ParametrizedAttribute):
         pairs = cast(Iterable[tuple[int, int]], wait.items() if isinstance(wait, Mapping) else wait)
         return (
             IntAttr(uop_id), _opt_int(seq), _opt_int(hoist), _opt_int(sm), _opt_int(pos), _opt_int(smem),
-            _opt_int(trip), _opt_int(template),
+            _opt_int(trip), _opt_int(template), _opt_int(flag_words),
             _array(x for bp in pairs for x in bp),
             _array(signal),
             _array(x for cc in wait_counters for x in cc),

@@ -30,6 +30,7 @@ for _name, _module, _cls in (
     ("vdir-place", "vdir.transforms.place", "PlacePass"),
     ("vdir-schedule", "vdir.transforms.schedule", "SchedulePass"),
     ("vdir-alloc-smem", "vdir.transforms.alloc_smem", "AllocSmemPass"),
+    ("vdir-flag-words", "vdir.transforms.flag_words", "FlagWordsPass"),
     ("vdir-layout-deps", "vdir.transforms.layout_deps", "LayoutDepsPass"),
     ("vdir-encode", "vdir.transforms.encode", "EncodePass"),
     ("vdir-pipeline", "vdir.transforms.pipeline", "PipelinePass"),

@@ -168,6 +168,8 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
         _memory_fields(row, node, graph, node.inputs[0].smem)
         if node.reduce is not None:
             isa.REDUCE.set(row, REDUCE_CODES[node.reduce])
+    if node.flag_words:
+        isa.TRANSFER_FLAGS.set(row, isa.TRANSFER_FLAG_WORDS)
     else:
         _check_input_count(node)
         _compute_fields(row, node)
@@ -190,6 +192,7 @@ _U32_TYPE = next(t for t in "IL" if array.array(t).itemsize == 4)
 #: a record of zeros (copied for each nop)
 _ZERO_RECORD = array.array(_U32_TYPE, bytes(isa.INSTR_BYTES))
 #: the words the fast path writes, as module constants (read for every node)
+_W_OPCODE = isa.W_OPCODE
 _W_UOP_ID = isa.W_UOP_ID
 _W_WAIT_COUNTER = isa.W_WAIT_COUNTER
 _W_WAIT_COUNT = isa.W_WAIT_COUNT
@@ -347,6 +350,8 @@ class _NodeEncoder:
             row_bytes, es = self.args[node.buffer]
             offset = (node.row * row_bytes + node.col * es) % 2**64
             row[_W_GLOBAL_OFFSET], row[_W_GLOBAL_OFFSET + 1] = offset & _U32_MAX, offset >> 32
+            if node.flag_words:
+                row[_W_OPCODE] |= isa.TRANSFER_FLAG_WORDS << isa.TRANSFER_FLAGS.shift
         row[_W_UOP_ID] = uid
         wait_bits = node.wait_bits
         if wait_bits:
@@ -516,7 +521,9 @@ def encoded_program(graph: Graph, instrs: np.ndarray, table: list[list[tuple[int
                     names: dict[int, str]) -> isa.EncodedProgram:
     """The program of the graph's records ``instrs`` (every SM's, as :func:`encode_sms` gives them)
     and their ``table``: the tensor-copy words filled in, rerolled where ``reroll`` says."""
-    buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
+    shadowed = {n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"}
+    buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input, i in shadowed)
+               for i, a in enumerate(graph.args)]
     isa.assign_tensor_maps(instrs, buffers)
     if reroll:
         instrs, table = reroll_queues(instrs, table)
@@ -548,7 +555,7 @@ def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
             "target": StringAttr(program.target),
             "buffers": ArrayAttr(
                 [
-                    StringAttr(f"{b.name}:{b.shape[0]}x{b.shape[1]}:{b.dtype}:{b.role}")
+                    StringAttr(isa.buffer_entry(b))
                     for b in program.buffers
                 ]
             ),

@@ -6,6 +6,12 @@ it completes (release), the consumer waits until the counter reaches the
 group's size times the launch epoch (acquire). Counters are never reset; the
 epoch (1, 2, ... per launch) makes each launch wait for its own releases.
 
+**Flag words.** A load marked ``flag_words`` (``vdir-flag-words``) gets its
+group of stores into its buffer through the flag words those stores also
+write: that group becomes neither a counter nor bits, and gives the load no
+knowledge of its producers (the words are relaxed: they carry the bytes and
+nothing else; every other group of the load is laid out as usual).
+
 **Within an SM.** Edges become bits of the SM's dependency bitmap. A producer
 toggles its bit when it completes; a waiter waits until the bit holds the
 parity that toggle leaves. The pass first drops edges already implied by
@@ -51,6 +57,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from vdir.analysis.flag_words import carried_by_flag_words
 from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node, counterparts
 from vdir.analysis.queues import SCHEDULED_QUEUE_ORDER, SmShare, scheduled_shares
 from vdir.analysis.stages import run_stage
@@ -73,8 +80,11 @@ def assign_counters(graph: Graph, waiting: dict[int, Node] | None = None) -> Non
     nodes = graph.nodes if waiting is None else _in_graph_order(graph.nodes, waiting)
     for n in nodes:
         sm = n.sm
+        flagged = n.flag_words
         for g in n.deps:
             if g[0].sm == sm if len(g) == 1 else group_is_local(g, sm, cache):  # the usual group, inlined
+                continue
+            if flagged and carried_by_flag_words(n, g):
                 continue
             if id(g) not in counter_of:
                 cid = len(counter_of)
@@ -173,7 +183,7 @@ def local_producers(n: Node, cache: dict[int, int]) -> list[Node]:
     """Producers on ``n``'s SM that ``n`` must wait for."""
     out = list(n.inputs)
     for g in n.deps:
-        if group_is_local(g, n.sm, cache):
+        if group_is_local(g, n.sm, cache) and not (n.flag_words and carried_by_flag_words(n, g)):
             out.extend(g)
     return out
 
@@ -293,7 +303,10 @@ def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[
     sm = n.sm
     inputs = n.inputs
     needed = [d for d in inputs if pre[index[d.engine]] < d.pos] if inputs else []
+    flagged = n.flag_words
     for g in n.deps:
+        if flagged and carried_by_flag_words(n, g):
+            continue  # the load polls the group's flag words: no bit, no counter
         if len(g) == 1:  # group_is_local, inlined for the usual one-producer group
             d = g[0]
             if d.sm != sm:

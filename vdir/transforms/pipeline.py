@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from vdir import isa
+from vdir.analysis.flag_words import mark_flag_words, plan_flag_words
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expanded_micro_ops, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.parallel import run_in_children
@@ -209,12 +210,13 @@ def run_pipeline(
     encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
     weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
-    side_loads: str = DEFAULT_SIDE_LOADS,
+    side_loads: str = DEFAULT_SIDE_LOADS, flag_words: int = 0,
 ) -> isa.EncodedProgram:
     """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
 
     ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance``,
-    ``keep_trips`` and ``side_loads``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem.
+    ``keep_trips`` and ``side_loads``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem;
+    ``flag_words``: see vdir-flag-words (its ``max-bytes``; 0: no flag-word hand-offs).
     ``stamp_trips`` (with ``keep_trips``): compile the layer loop at two short trip counts and
     stamp the encoding to the full count where the trips allow it (``vdir.analysis.trip_stamp``;
     false: compile every trip).
@@ -227,11 +229,12 @@ def run_pipeline(
     """
     room = StreamRoom(run_ahead, weight_ring)
     check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, room, side_loads)
+    require_option_in_range(PipelinePass.name, "flag-words", flag_words, 0)
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
     if fuse:
         FusePass().apply(Context(), module)
     opts = _Stages(target, num_sms, prefetch, reroll, l2_prefetch, limit, stream_loads, room, phase_balance,
-                   keep_trips, side_loads)
+                   keep_trips, side_loads, flag_words)
     with _no_cyclic_gc():
         program = _stamped(module, opts) if keep_trips and stamp_trips else None
         if program is None:
@@ -273,6 +276,7 @@ class _Stages:
     phase_balance: bool
     keep_trips: bool
     side_loads: str
+    flag_words: int
 
 
 def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProgram]:
@@ -296,6 +300,7 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
     processes where the graph is large (``vdir.analysis.parallel``). The
     result, and any error, is that of one process doing the stages in turn.
     """
+    mark_flag_words(graph, plan_flag_words(graph, opts.flag_words))
     assign_counters(graph)
     first_trips = first_trip_counts(graph)
     queues = queues_of_shares(shares)
@@ -364,7 +369,7 @@ def compile_to_encoded(
     reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
     stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
     phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
-    side_loads: str = DEFAULT_SIDE_LOADS,
+    side_loads: str = DEFAULT_SIDE_LOADS, flag_words: int = 0,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
@@ -377,7 +382,7 @@ def compile_to_encoded(
                         reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
                         stream_loads=stream_loads, run_ahead=run_ahead, weight_ring=weight_ring,
                         phase_balance=phase_balance, keep_trips=keep_trips, stamp_trips=stamp_trips,
-                        side_loads=side_loads)
+                        side_loads=side_loads, flag_words=flag_words)
 
 
 @dataclass(frozen=True)
@@ -391,7 +396,8 @@ class PipelinePass(ModulePass):
     ``side-loads`` (default ``idle``), see vdir-place; ``run-ahead``
     (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem;
     ``stamp-trips`` (default true; with ``keep-trips``): compile the layer loop at two short trip
-    counts and stamp the encoding to the full count where the trips allow it.
+    counts and stamp the encoding to the full count where the trips allow it; ``flag-words``
+    (default 0: off), see vdir-flag-words.
     """
 
     name = "vdir-pipeline"
@@ -409,13 +415,15 @@ class PipelinePass(ModulePass):
     keep_trips: bool = False
     stamp_trips: bool = True
     side_loads: str = DEFAULT_SIDE_LOADS
+    flag_words: int = 0
 
     def __post_init__(self) -> None:
         check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
                                StreamRoom(self.run_ahead, self.weight_ring), self.side_loads)
+        require_option_in_range(self.name, "flag-words", self.flag_words, 0)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
                      l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead,
                      weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips,
-                     stamp_trips=self.stamp_trips, side_loads=self.side_loads)
+                     stamp_trips=self.stamp_trips, side_loads=self.side_loads, flag_words=self.flag_words)
