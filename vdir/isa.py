@@ -238,10 +238,17 @@ MAX_SOURCE_BUFFERS = 256 - SOURCE_BUFFER0
 # load / store: a region of rows of a buffer <-> a dense tile
 #: a load's or store's flags (TRANSFER_*), in the byte a compute holds its family in
 TRANSFER_FLAGS = Field("transfer_flags", 0, shift=8, bits=8)
-#: a store that also writes its bytes into the buffer's shadow as flag words (4 data bytes and the
-#: launch's epoch in each 8-byte word), or a load that polls those words until every one holds the
-#: epoch, instead of a counter (``vdir.analysis.flag_words``; the buffer's ``BufferInfo.shadow``)
+#: a flag-word store or load (``vdir.analysis.flag_words``): its region lies in the sync block's flag
+#: words (``GLOBAL_OFFSET`` bytes from the block's start, :func:`flag_words_start` on), where each
+#: 8-byte word holds 4 bytes of the row and the epoch of the launch that wrote them: rows of
+#: ``2 * ROW_BYTES`` bytes of words, ``2 * ROW_STRIDE`` apart, for a dense tile of ``ROW_BYTES``
+#: bytes a row. The store writes the words with this launch's epoch; the load polls them until every
+#: one holds it, then keeps their data. ``BUFFER`` names the buffer whose bytes they are.
 TRANSFER_FLAG_WORDS = 1
+#: bytes of a flag word: 4 bytes of a buffer, then the epoch of the launch that wrote them
+FLAG_WORD_BYTES = 8
+#: the bytes of a buffer one flag word holds
+FLAG_WORD_DATA = 4
 BUFFER = Field("buffer", 12)  # buffer (program argument) index
 GLOBAL_OFFSET = Field("global_offset", 13, 2)  # byte offset of the region's first byte
 ROWS = Field("rows", 15)  # rows in the region
@@ -370,8 +377,9 @@ HDR_SMEM_BYTES = Field("smem_bytes", 6)  # tile arena bytes per CTA
 HDR_NUM_BUFFERS = Field("num_buffers", 7)
 HDR_BITMAP_BITS = Field("bitmap_bits", 8)
 HDR_NUM_SCALARS = Field("num_scalars", 9)  # launch-time scalars (the scalar block's i32 slots)
+HDR_FLAG_WORD_BYTES = Field("flag_word_bytes", 10)  # the sync block's flag words (TRANSFER_FLAG_WORDS)
 HEADER_FIELDS = (HDR_MAGIC, HDR_VERSION, HDR_NUM_SMS, HDR_NUM_ENGINES, HDR_NUM_INSTRS, HDR_NUM_COUNTERS,
-                 HDR_SMEM_BYTES, HDR_NUM_BUFFERS, HDR_BITMAP_BITS, HDR_NUM_SCALARS)
+                 HDR_SMEM_BYTES, HDR_NUM_BUFFERS, HDR_BITMAP_BITS, HDR_NUM_SCALARS, HDR_FLAG_WORD_BYTES)
 H_MAGIC, H_VERSION, H_NUM_SMS, H_NUM_ENGINES = (f.word for f in HEADER_FIELDS[:4])
 H_NUM_INSTRS, H_NUM_COUNTERS, H_SMEM_BYTES, H_NUM_BUFFERS = (f.word for f in HEADER_FIELDS[4:8])
 H_BITMAP_BITS = HDR_BITMAP_BITS.word
@@ -395,6 +403,16 @@ SYNC_HEADER_WORDS = SYNC_FINISH_WORDS * SYNC_MAX_SMS
 #: counter values are compared modulo 2**32: a wait for ``wanted`` is met while
 #: ``(value - wanted) mod 2**32`` reads as a non-negative s32, so epochs may wrap
 COUNTER_MODULUS = 1 << 32
+
+
+#: alignment of the sync block's flag words (and of each buffer's share of them)
+FLAG_WORDS_ALIGN = 16
+
+
+def flag_words_start(num_counters: int) -> int:
+    """The byte offset of the flag words in the sync block of a program of ``num_counters`` counters:
+    after the counters, aligned to :data:`FLAG_WORDS_ALIGN`."""
+    return -(-WORD_BYTES * sync_block_words(num_counters) // FLAG_WORDS_ALIGN) * FLAG_WORDS_ALIGN
 
 
 def sync_block_words(num_counters: int) -> int:
@@ -938,7 +956,8 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     region allows.
     """
     ops = OPCODE.column(instrs)
-    at = np.nonzero((ops == OP_LOAD) | (ops == OP_STORE))[0]
+    plain = (TRANSFER_FLAGS.column(instrs) & TRANSFER_FLAG_WORDS) == 0  # flag words: the engines' own copies
+    at = np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & plain)[0]
     if at.size == 0:
         return []
     words = instrs[at]
@@ -1076,9 +1095,6 @@ class BufferInfo:
     dtype: str  # "bf16" | "f32" | "i32"
     is_output: bool
     is_input: bool = True  # the program reads data it did not write itself
-    #: the runtime keeps a flag-word shadow of it (``TRANSFER_FLAG_WORDS``): :data:`SHADOW_WORD_BYTES` per
-    #: 4 bytes of the buffer, zeroed when allocated, never seen by the caller
-    shadow: bool = False
 
     @property
     def role(self) -> str:
@@ -1086,29 +1102,17 @@ class BufferInfo:
         return buffer_role(self.is_input, self.is_output)
 
 
-#: bytes of a flag word: 4 bytes of the buffer, then the epoch of the launch that wrote them
-SHADOW_WORD_BYTES = 8
-#: the bytes of the buffer one flag word holds
-SHADOW_DATA_BYTES = 4
-#: the last word of a buffer entry whose buffer has a flag-word shadow
-SHADOW_MARK = "shadow"
-
-
 def buffer_entry(info: BufferInfo) -> str:
     """The ``vdir.encoded_program`` buffer entry of ``info`` (:func:`parse_buffer_entry` reads it)."""
-    text = f"{info.name}:{info.shape[0]}x{info.shape[1]}:{info.dtype}:{info.role}"
-    return f"{text}:{SHADOW_MARK}" if info.shadow else text
+    return f"{info.name}:{info.shape[0]}x{info.shape[1]}:{info.dtype}:{info.role}"
 
 
 def parse_buffer_entry(text: str) -> BufferInfo:
-    """A ``vdir.encoded_program`` buffer entry ``name:RxC:dtype:role[:shadow]`` (:meth:`BufferInfo.role`;
-    ``shadow``: :attr:`BufferInfo.shadow`); a ValueError saying what is wrong."""
+    """A ``vdir.encoded_program`` buffer entry ``name:RxC:dtype:role`` (:meth:`BufferInfo.role`); a
+    ValueError saying what is wrong."""
     parts = text.split(":")
-    shadow = len(parts) == 5 and parts[4] == SHADOW_MARK
-    if shadow:
-        parts = parts[:4]
     if len(parts) != 4:
-        raise ValueError(f"malformed buffer entry '{text}' (want name:RxC:dtype:in|out|inout|scratch[:shadow])")
+        raise ValueError(f"malformed buffer entry '{text}' (want name:RxC:dtype:in|out|inout|scratch)")
     name, shape, dtype, role = parts
     dims = shape.split("x")
     if len(dims) != 2 or not all(d.isdigit() and int(d) > 0 for d in dims):
@@ -1118,7 +1122,7 @@ def parse_buffer_entry(text: str) -> BufferInfo:
     if role not in ROLE_FLAGS:
         raise ValueError(f"buffer entry '{text}': role '{role}' is not one of {', '.join(sorted(ROLE_FLAGS))}")
     is_input, is_output = ROLE_FLAGS[role]
-    return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input, shadow)
+    return BufferInfo(name, (int(dims[0]), int(dims[1])), dtype, is_output, is_input)
 
 
 def check_stored_buffers(program: "EncodedProgram") -> None:
@@ -1163,12 +1167,53 @@ def check_regions(program: "EncodedProgram") -> None:
     for sm in range(len(program.queues)):
         for engine in range(len(program.queues[sm])):
             words = program.executed_queue(sm, engine)
-            where = np.nonzero(np.isin(OPCODE.column(words), REGION_OPCODES))[0]
+            plain = (TRANSFER_FLAGS.column(words) & TRANSFER_FLAG_WORDS) == 0  # flag words: check_flag_words
+            where = np.nonzero(np.isin(OPCODE.column(words), REGION_OPCODES) & plain)[0]
             if where.size:
                 bad = _first_region_outside(words[where], sizes, [b.name for b in program.buffers])
                 if bad is not None:
                     k, text = bad
                     raise ValueError(f"{program.describe(sm, engine, int(where[k]))}: {text}")
+
+
+def check_flag_words(program: "EncodedProgram") -> None:
+    """Every flag-word record (:data:`TRANSFER_FLAG_WORDS`) is a load or store of a buffer the program
+    has, at a static offset, no reduction, no tensor map, in whole words, whose words lie within the
+    sync block's flag words; ValueError naming the micro-op otherwise (the kernel writes and polls
+    the sync block where the words say)."""
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    start, end = flag_words_start(program.num_counters), program.sync_bytes
+    for sm in range(len(program.queues)):
+        for engine in range(len(program.queues[sm])):
+            words = program.executed_queue(sm, engine)
+            opcodes = OPCODE.column(words)
+            flagged = np.isin(opcodes, REGION_OPCODES) & ((TRANSFER_FLAGS.column(words) & TRANSFER_FLAG_WORDS) != 0)
+            for k in np.nonzero(flagged)[0]:
+                why = flag_word_error(words[k], len(program.buffers), start, end if program.flag_word_bytes else start)
+                if why is not None:
+                    raise ValueError(f"{program.describe(sm, engine, int(k))}: {why}")
+
+
+def flag_word_error(row: np.ndarray, nbuffers: int, start: int, end: int) -> str | None:
+    """Why flag-word record ``row`` is malformed (its words between bytes ``start`` and ``end`` of the
+    sync block), or None."""
+    if OPCODE.get(row) not in (OP_LOAD, OP_STORE):
+        return "only a load or a store moves flag words"
+    if BUFFER.get(row) >= nbuffers:
+        return f"buffer {BUFFER.get(row)} does not exist (the program has {nbuffers})"
+    if DYN_SOURCE.get(row) != SOURCE_NONE or REDUCE.get(row) != REDUCE_NONE or TMAP.get(row):
+        return "a flag-word load or store has a static offset, no reduction and no tensor map"
+    offset, rows = GLOBAL_OFFSET.get(row), ROWS.get(row)
+    row_bytes, stride = ROW_BYTES.get(row), ROW_STRIDE.get(row)
+    if offset % FLAG_WORD_BYTES or row_bytes % FLAG_WORD_DATA or stride % FLAG_WORD_DATA:
+        return f"flag words lie in whole {FLAG_WORD_BYTES}-byte words"
+    extent = 2 * ((rows - 1) * stride + row_bytes) if rows else 0
+    if offset < start or offset + extent > end:
+        return f"flag words [{offset}, {offset + extent}) are outside the sync block's flag words [{start}, {end})"
+    return None
 
 
 def check_opcodes(program: "EncodedProgram") -> None:
@@ -1318,6 +1363,8 @@ class EncodedProgram:
     target: str = "h200"
     #: the launch-time scalars, in slot order (host metadata, counted in the header)
     scalars: list[ScalarInfo] = field(default_factory=list)
+    #: bytes of flag words after the counters in the sync block (:data:`TRANSFER_FLAG_WORDS`)
+    flag_word_bytes: int = 0
 
     def queue(self, sm: int, engine: int) -> np.ndarray:
         """The queue's records (loop records, bases and steps included)."""
@@ -1346,7 +1393,10 @@ class EncodedProgram:
 
     @property
     def sync_bytes(self) -> int:
-        """Bytes of the program's sync block (launch state and counters; :func:`sync_block_words`)."""
+        """Bytes of the program's sync block: launch state and counters (:func:`sync_block_words`), then
+        its flag words, if it has any (:func:`flag_words_start`)."""
+        if self.flag_word_bytes:
+            return flag_words_start(self.num_counters) + self.flag_word_bytes
         return WORD_BYTES * sync_block_words(self.num_counters)
 
     def without_loops(self, engines: Collection[str] | None = None) -> "EncodedProgram":
@@ -1440,7 +1490,7 @@ class EncodedProgram:
             HDR_NUM_ENGINES: self.num_engines, HDR_NUM_INSTRS: len(self.instrs),
             HDR_NUM_COUNTERS: self.num_counters, HDR_SMEM_BYTES: self.smem_bytes,
             HDR_NUM_BUFFERS: len(self.buffers), HDR_BITMAP_BITS: self.bitmap_bits,
-            HDR_NUM_SCALARS: len(self.scalars),
+            HDR_NUM_SCALARS: len(self.scalars), HDR_FLAG_WORD_BYTES: self.flag_word_bytes,
         }
         for f, v in values.items():
             f.set(h, v)
@@ -1494,7 +1544,7 @@ class EncodedProgram:
         if h["num_buffers"] != len(buffers):
             raise ValueError(f"encoded program has {h['num_buffers']} buffers, its buffer table {len(buffers)}")
         program = cls(n_sms, h["smem_bytes"], h["num_counters"], h["bitmap_bits"], buffers, instrs,
-                      queues, dict(uop_names or {}), target, scalars)
+                      queues, dict(uop_names or {}), target, scalars, h["flag_word_bytes"])
         check_untrusted(program)
         if n_eng != program.num_engines:
             raise ValueError(f"encoded program has {n_eng} engines per SM, target '{target}' has {program.num_engines}")
@@ -1551,6 +1601,7 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     check_opcodes(program)
     check_reductions(program)
     check_regions(program)
+    check_flag_words(program)
 
 
 def encode_code(program: EncodedProgram) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from vdir import isa
 from vdir.analysis.graph import Graph, Node
 from vdir.families import DTYPE_BYTES
 
@@ -170,3 +171,17 @@ def mark_flag_words(graph: Graph, plan: FlagPlan) -> None:
     for node in graph.nodes:
         if node.id in plan.loads or node.id in plan.stores:
             node.flag_words = True
+
+
+def flag_word_layout(graph: Graph) -> tuple[dict[int, int], int]:
+    """Where each buffer's flag words lie in the sync block: (byte offset of byte 0's word, by buffer;
+    the flag words' total bytes). A buffer has them where a flag-word store writes it: two bytes of
+    words per byte of the buffer, each buffer's share aligned, after the counters
+    (``isa.flag_words_start`` of the graph's counters, which are assigned first)."""
+    shadowed = sorted({n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"})
+    start = at = isa.flag_words_start(graph.num_counters)
+    offsets: dict[int, int] = {}
+    for b in shadowed:
+        offsets[b] = at
+        at += -(-2 * graph.args[b].nbytes // isa.FLAG_WORDS_ALIGN) * isa.FLAG_WORDS_ALIGN
+    return offsets, at - start

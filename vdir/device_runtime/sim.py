@@ -406,7 +406,8 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
     if op.region.rows > 1 and op.region.stride < op.region.row_bytes:
         raise ValueError(f"rows of {op.region.row_bytes} bytes overlap with a stride of {op.region.stride}")
     if isa.TRANSFER_FLAGS.get(words) & isa.TRANSFER_FLAG_WORDS:
-        _check_flag_words(op, words, program)
+        _decode_flag_words(op, words, program)
+        return
     if isa.DYN_SOURCE.get(words):
         op.dyn = tuple(f.get(words) for f in (isa.DYN_SOURCE, *isa.DYNAMIC_FIELDS))
         _check_source(op.dyn[0], op.dyn[1], program, buffer_bytes, "its offset")
@@ -421,19 +422,25 @@ def _decode_transfer(op: Op, words: list[int], program: isa.EncodedProgram, buff
     _decode_tile(op, words, program)
 
 
-def _check_flag_words(op: Op, words: list[int], program: isa.EncodedProgram) -> None:
-    """A flag-word load or store: of a buffer with a shadow, at a static offset, in whole 4-byte words."""
-    info = program.buffers[op.buffer]
-    if not info.shadow:
-        raise ValueError(f"it moves flag words of buffer '{info.name}', which has no flag-word shadow")
-    if isa.DYN_SOURCE.get(words):
-        raise ValueError("a flag-word load or store has a static offset")
-    if op.reduce != isa.REDUCE_NONE:
-        raise ValueError("a reducing store cannot write flag words")
-    region = op.region
-    if (region.offset | region.row_bytes | region.stride) % isa.SHADOW_DATA_BYTES:
-        raise ValueError(f"a flag-word region lies in whole {isa.SHADOW_DATA_BYTES}-byte words")
+def _decode_flag_words(op: Op, words: list[int], program: isa.EncodedProgram) -> None:
+    """A flag-word load or store (``isa.TRANSFER_FLAG_WORDS``): its region is its words in the sync
+    block (``isa.check_flag_words``'s rules), its tile as any load's or store's."""
+    why = isa.flag_word_error(np.asarray(words, dtype=np.uint32), len(program.buffers),
+                              isa.flag_words_start(program.num_counters), program.sync_bytes)
+    if why is not None:
+        raise ValueError(why)
     op.flag_words = True
+    _decode_tile(op, words, program)
+
+
+def flag_word_views(sync: np.ndarray, region: Region) -> tuple[np.ndarray, np.ndarray]:
+    """(data, epochs): the u32 views, ``rows`` x ``row_bytes / 4``, of the flag words of ``region`` in the
+    sync block's words ``sync`` (``isa.TRANSFER_FLAG_WORDS``)."""
+    item = sync.strides[-1]
+    per_row = region.row_bytes // isa.FLAG_WORD_DATA
+    base = sync[region.offset // isa.WORD_BYTES:]
+    shape, strides = (region.rows, per_row), (2 * region.stride // isa.WORD_BYTES * item, 2 * item)
+    return as_strided(base, shape, strides), as_strided(base[1:], shape, strides)
 
 
 def runtime_region(base: Region, scale: int, value: int) -> Region:
@@ -485,7 +492,8 @@ def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
                     b = source[0] - isa.SOURCE_BUFFER0 if source is not None else -1
                     if b in granule:
                         granule[b] = math.gcd(granule[b], 4 * source[1], 4)  # type: ignore[index]
-                if op.opcode in (isa.OP_LOAD, isa.OP_STORE) and op.buffer in granule and op.region.rows:
+                if op.opcode in (isa.OP_LOAD, isa.OP_STORE) and op.buffer in granule and op.region.rows \
+                        and not op.flag_words:
                     r = op.region
                     g = math.gcd(granule[op.buffer], r.offset, r.row_bytes, op.dyn[2] if op.dyn else 0)
                     granule[op.buffer] = math.gcd(g, r.stride) if r.rows > 1 else g
@@ -735,11 +743,11 @@ class Simulation:
             if not sc.lo <= v < sc.hi:  # the kernel's prologue check (a device-written block)
                 raise PlatformError(f"launch-time scalar '{sc.name}' = {v} is outside its range {sc.lo} to {sc.hi}")
         self.buffers = buffers
-        if len(sync) != isa.sync_block_words(prog.num_counters):
+        if len(sync) != prog.sync_bytes // isa.WORD_BYTES:
             raise PlatformError(f"the sync block has {len(sync)} words; the program's has "
-                                f"{isa.sync_block_words(prog.num_counters)}")
+                                f"{prog.sync_bytes // isa.WORD_BYTES}")
         self.sync = sync
-        self.counters = sync[isa.SYNC_HEADER_WORDS:]
+        self.counters = sync[isa.SYNC_HEADER_WORDS : isa.SYNC_HEADER_WORDS + prog.num_counters]
         self.epoch = isa.launch_epoch(sync)
         self.rng = random.Random(seed)
         self.load_window = max(int(load_window), 1)
@@ -797,13 +805,10 @@ class Simulation:
         # per counter, a heap of (value the waiter needs, engine): a release wakes only
         # the engines whose threshold it reaches (entries of moved heads are harmless)
         self.counter_waiters: list[list[tuple[int, int]]] = [[] for _ in range(prog.num_counters)]
-        # flag words: per buffer with a shadow, which bytes a flag-word store wrote in this launch and
-        # when it completed (a word of an earlier launch holds an older epoch: never this launch's), and
-        # the engines whose next micro-op is a flag-word load of it
-        shadowed = [b for b, info in enumerate(prog.buffers) if info.shadow]
-        self.flag_written = {b: np.zeros(decoded.buffer_bytes[b], dtype=bool) for b in shadowed}
-        self.flag_time = {b: np.zeros(decoded.buffer_bytes[b]) for b in shadowed}
-        self.flag_waiters: dict[int, set[int]] = {b: set() for b in shadowed}
+        # flag words (in the sync block, after the counters): when a store of this launch wrote each
+        # sync word, and the engines whose next micro-op is a flag-word load (woken by every such store)
+        self.flag_time = np.zeros(len(sync)) if prog.flag_word_bytes else np.zeros(0)
+        self.flag_waiters: set[int] = set()
 
     # ---- driving ---------------------------------------------------------
     def run(self) -> SimTrace:
@@ -847,7 +852,7 @@ class Simulation:
             op = queue[pos]
             heapq.heappush(self.counter_waiters[op.wait_counter], (self._needed(op), g))
         if pos < len(queue) and queue[pos].flag_words and queue[pos].opcode == isa.OP_LOAD:
-            self.flag_waiters[queue[pos].buffer].add(g)
+            self.flag_waiters.add(g)
         self._update_start(g)
 
     def _update_start(self, g: int) -> None:
@@ -870,8 +875,8 @@ class Simulation:
 
     def _flag_words_written(self, op: Op) -> bool:
         """Whether every word flag-word load ``op`` reads holds this launch's epoch (a flag-word store
-        of this launch wrote it)."""
-        return bool(_global_view(self.flag_written[op.buffer], op.region).all())
+        of this launch wrote it: a word of an earlier launch holds an older one)."""
+        return bool((flag_word_views(self.sync, op.region)[1] == self.epoch % isa.COUNTER_MODULUS).all())
 
     def _released(self, counter: int) -> int:
         """Releases of ``counter`` in this launch so far."""
@@ -895,11 +900,13 @@ class Simulation:
         else:
             if runs and op.opcode == isa.OP_COMPUTE:
                 self._compute(g, sm, op)
+            elif runs and op.opcode == isa.OP_STORE and op.flag_words:
+                self._check_store_source(g, sm, op)
             elif runs and op.opcode == isa.OP_STORE:
                 self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
             if runs and op.flag_words and op.opcode == isa.OP_STORE:
-                self._write_flag_words(op, end)
+                self._write_flag_words(sm, op, end)
             self.engine_free[g] = end
             self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
             self.clock[g, g] = op.pos + 1
@@ -926,7 +933,7 @@ class Simulation:
                 ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
             self._join_releases(g, c, needed)
         if op.flag_words and op.opcode == isa.OP_LOAD:  # relaxed words: the bytes, no clock
-            ready_at = max(ready_at, float(_global_view(self.flag_time[op.buffer], op.region).max()))
+            ready_at = max(ready_at, float(flag_word_views(self.flag_time, op.region)[1].max()))
         return ready_at
 
     def _join_releases(self, g: int, counter: int, needed: int) -> None:
@@ -972,18 +979,20 @@ class Simulation:
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
 
-    def _write_flag_words(self, op: Op, end: float) -> None:
-        """Store ``op`` wrote its bytes' flag words (with this launch's epoch) by ``end``: wake the
-        engines whose next micro-op is a flag-word load of the buffer."""
-        _global_view(self.flag_written[op.buffer], op.region)[...] = True
-        _global_view(self.flag_time[op.buffer], op.region)[...] = end
-        waiting = self.flag_waiters[op.buffer]
-        for other in list(waiting):
+    def _write_flag_words(self, sm: int, op: Op, end: float) -> None:
+        """Flag-word store ``op`` writes its tile's bytes with this launch's epoch into its flag words, by
+        ``end``; the engines whose next micro-op is a flag-word load look again."""
+        data, epochs = flag_word_views(self.sync, op.region)
+        tile = self.smem[sm][op.tile.smem : op.tile.smem + op.tile.nbytes]
+        data[...] = tile.view(np.uint32).reshape(data.shape)
+        epochs[...] = self.epoch % isa.COUNTER_MODULUS
+        flag_word_views(self.flag_time, op.region)[1][...] = end
+        for other in list(self.flag_waiters):
             queue, pos = self.queues[other], self.head[other]
-            if pos < len(queue) and queue[pos].flag_words and queue[pos].buffer == op.buffer:
+            if pos < len(queue) and queue[pos].flag_words and queue[pos].opcode == isa.OP_LOAD:
                 self._update_start(other)
             else:
-                waiting.discard(other)
+                self.flag_waiters.discard(other)
 
     def _issue_load(self, g: int, sm: int, op: Op, start: float, runs: bool) -> None:
         """Load engine ``g`` issues ``op``: checked and recorded now, its bytes land when it completes.
@@ -995,7 +1004,8 @@ class Simulation:
         if runs and op.opcode == isa.OP_LOAD:
             region = self._region(g, sm, op)
             if self.check_races:
-                self._check_global_read(g, sm, op, region)
+                if not op.flag_words:  # flag words: in the sync block, ordered by their epochs
+                    self._check_global_read(g, sm, op, region)
                 self._check_smem_write(g, sm, op, op.tile)
                 self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
         ends = self.load_ends[g]
@@ -1014,7 +1024,10 @@ class Simulation:
             self._set_ready(2 * g + 1, False)
         if region is not None:
             dst = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
-            dst.reshape(region.rows, region.row_bytes)[...] = _global_view(self.buffers[op.buffer], region)
+            if op.flag_words:  # the data of its flag words, which all hold this launch's epoch
+                dst.view(np.uint32).reshape(region.rows, -1)[...] = flag_word_views(self.sync, region)[0]
+            else:
+                dst.reshape(region.rows, region.row_bytes)[...] = _global_view(self.buffers[op.buffer], region)
             if self.check_races:
                 self._record_slot_writer(sm, op, op.tile)
         # completions are in g's queue order: this one also publishes g's previous ones
@@ -1051,12 +1064,17 @@ class Simulation:
         raw = smem[tile.smem : tile.smem + tile.nbytes]
         return raw.view(DTYPES[tile.dtype]).reshape(tile.shape)
 
-    def _store(self, g: int, sm: int, op: Op, region: Region) -> None:
+    def _check_store_source(self, g: int, sm: int, op: Op) -> None:
+        """A store's read of its tile: ordered after the tile's writer, and the bytes it should see."""
         if self.check_races:
             self._check_smem_read(g, sm, op, op.tile)
             self._check_smem_source(g, sm, op, op.tile, op.sources[0] if op.sources else None)
-            self._check_global_write(g, op, region)
             self.smem_track[sm].record(self.smem_track[sm].read, op.tile, g % self.per_sm, op.pos)
+
+    def _store(self, g: int, sm: int, op: Op, region: Region) -> None:
+        self._check_store_source(g, sm, op)
+        if self.check_races:
+            self._check_global_write(g, op, region)
         src = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
         dst = _global_view(self.buffers[op.buffer], region)
         if op.reduce == isa.REDUCE_ADD:
@@ -1224,10 +1242,7 @@ class Simulation:
         track = self.global_track.get(op.buffer)
         if track is None:
             return
-        # a flag-word load is ordered after the stores it reads by their words' epochs (it starts only
-        # once every word holds this launch's), not by a dependency
-        hit = None if op.flag_words else self._unordered(
-            g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
+        hit = self._unordered(g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
         if hit is not None:
             name = self.decoded.program.buffers[op.buffer].name
             raise SimRaceError(
@@ -1318,9 +1333,10 @@ class Simulation:
             if not isa.counter_reached(value, wanted):
                 reasons.append(f"counter {op.wait_counter} >= {wanted} (is {value})")
         if op.flag_words and op.opcode == isa.OP_LOAD and not self._flag_words_written(op):
-            missing = int((~_global_view(self.flag_written[op.buffer], op.region)).sum()) // isa.SHADOW_DATA_BYTES
+            epochs = flag_word_views(self.sync, op.region)[1]
+            missing = int((epochs != self.epoch % isa.COUNTER_MODULUS).sum())
             name = self.decoded.program.buffers[op.buffer].name
-            reasons.append(f"{missing} flag word(s) of buffer '{name}' from this launch")
+            reasons.append(f"{missing} flag word(s) of buffer '{name}' with this launch's epoch {self.epoch}")
         return " and ".join(reasons) or "nothing (internal error)"
 
 

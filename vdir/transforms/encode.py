@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vdir import isa
+from vdir.analysis.flag_words import flag_word_layout
 from vdir.analysis.graph import Graph, Node, build_graph, counterparts, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
 from vdir.analysis.parallel import run_in_children
@@ -107,6 +108,25 @@ def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
     isa.GLOBAL_OFFSET.set(row, offset % 2**64)
 
 
+def _flag_word_record(row: list[int], node: Node, words_at: int, out: list[list[int]]) -> list[int]:
+    """The flag-word form of load or store record ``row`` (``isa.TRANSFER_FLAG_WORDS``): its region
+    moved to its buffer's flag words, which begin ``words_at`` bytes into the sync block. A store keeps
+    its plain record, with its waits, ahead in ``out`` (the buffer stays the program's output); the
+    flag-word record after it writes the words and signals and releases what the store does. Returns
+    the flag-word record."""
+    words = row[:]
+    if node.kind == "store":
+        for field in (isa.SIGNAL_MASK, isa.RELEASE_COUNTER):
+            field.set(row, 0)
+        out.append(row)
+        for field in (isa.WAIT_MASK, isa.WAIT_PARITY, isa.WAIT_COUNTER, isa.WAIT_COUNT):
+            field.set(words, 0)
+    offset = isa.GLOBAL_OFFSET.get(words)
+    isa.GLOBAL_OFFSET.set(words, words_at + 2 * offset)
+    isa.TRANSFER_FLAGS.set(words, isa.TRANSFER_FLAG_WORDS)
+    return words
+
+
 def _guard_fields(row: list[int], node: Node) -> None:
     """The runtime condition's source and ``coeff * v + const >= 0``."""
     guard = node.guard
@@ -138,19 +158,22 @@ def _check_input_count(node: Node) -> None:
         )
 
 
-def encode_node(node: Node, graph: Graph) -> list[list[int]]:
+def encode_node(node: Node, graph: Graph, flag_words: dict[int, int] | None = None) -> list[list[int]]:
     """The instruction words for one node: extra counter waits, itself, extra releases.
 
+    ``flag_words``: where each buffer's flag words lie (:func:`flag_word_layout`; None: worked out here).
     A value that does not fit its instruction field (a row stride, a
     condition's coefficient, ...) is a located error naming the micro-op.
     """
     try:
-        return _encode_node(node, graph)
+        if node.flag_words and flag_words is None:
+            flag_words = flag_word_layout(graph)[0]
+        return _encode_node(node, graph, flag_words or {})
     except ValueError as e:
         raise PassFailure(f"{node.name} cannot be encoded: {e}", loc=node.loc) from None
 
 
-def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
+def _encode_node(node: Node, graph: Graph, flag_words: dict[int, int]) -> list[list[int]]:
     waits = node.wait_counters
     releases = node.release_counters
     out: list[list[int]] = []
@@ -168,11 +191,11 @@ def _encode_node(node: Node, graph: Graph) -> list[list[int]]:
         _memory_fields(row, node, graph, node.inputs[0].smem)
         if node.reduce is not None:
             isa.REDUCE.set(row, REDUCE_CODES[node.reduce])
-    if node.flag_words:
-        isa.TRANSFER_FLAGS.set(row, isa.TRANSFER_FLAG_WORDS)
     else:
         _check_input_count(node)
         _compute_fields(row, node)
+    if node.flag_words:
+        row = _flag_word_record(row, node, flag_words[node.buffer], out)
     out.append(row)
     for extra in releases[1:]:
         nop = _row(isa.OP_NOP, node.id)
@@ -263,6 +286,8 @@ class _NodeEncoder:
         #: the records encoded so far, word after word
         self.words = array.array(_U32_TYPE)
         self.first_trip_counts = first_trip_counts(graph) if first_trips is None else first_trips
+        #: where each buffer's flag words lie in the sync block (the counters are assigned by now)
+        self.flag_words = flag_word_layout(graph)[0]
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
@@ -277,7 +302,7 @@ class _NodeEncoder:
                 fast(node)
             except Exception:
                 del words[start:]  # the records of the fast path's attempt
-                self.append(encode_node(node, self.graph))
+                self.append(encode_node(node, self.graph, self.flag_words))
 
     def append(self, records: list[list[int]]) -> None:
         """Append records made field by field (their words already range-checked) to :attr:`words`."""
@@ -343,15 +368,13 @@ class _NodeEncoder:
                 row[w] = i.smem
                 w += 1
         else:
-            if node.dyn is not None or node.reduce is not None:
+            if node.dyn is not None or node.reduce is not None or node.flag_words:
                 raise _Unhandled
             row = (self.regions.get((node.buffer, id(node.tile), kind)) or self._region_template(node))[:]
             row[_W_SMEM] = node.smem if kind == "load" else node.inputs[0].smem
             row_bytes, es = self.args[node.buffer]
             offset = (node.row * row_bytes + node.col * es) % 2**64
             row[_W_GLOBAL_OFFSET], row[_W_GLOBAL_OFFSET + 1] = offset & _U32_MAX, offset >> 32
-            if node.flag_words:
-                row[_W_OPCODE] |= isa.TRANSFER_FLAG_WORDS << isa.TRANSFER_FLAGS.shift
         row[_W_UOP_ID] = uid
         wait_bits = node.wait_bits
         if wait_bits:
@@ -521,9 +544,7 @@ def encoded_program(graph: Graph, instrs: np.ndarray, table: list[list[tuple[int
                     names: dict[int, str]) -> isa.EncodedProgram:
     """The program of the graph's records ``instrs`` (every SM's, as :func:`encode_sms` gives them)
     and their ``table``: the tensor-copy words filled in, rerolled where ``reroll`` says."""
-    shadowed = {n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"}
-    buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input, i in shadowed)
-               for i, a in enumerate(graph.args)]
+    buffers = [isa.BufferInfo(a.name, a.shape, a.dtype, a.is_output, a.is_input) for a in graph.args]
     isa.assign_tensor_maps(instrs, buffers)
     if reroll:
         instrs, table = reroll_queues(instrs, table)
@@ -538,6 +559,7 @@ def encoded_program(graph: Graph, instrs: np.ndarray, table: list[list[tuple[int
         uop_names=names,
         target=graph.target.name,
         scalars=[isa.ScalarInfo(s.name, s.lo, s.hi) for s in graph.scalars],
+        flag_word_bytes=flag_word_layout(graph)[1],
     )
 
 
