@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time the step lowered with these options (e.g. load_ring=16); repeatable")
     p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
                    help="also time the step compiled with these vdir-pipeline options (prefetch, run-ahead, weight-ring, "
-                        "stream-loads, phase-balance, keep-trips); "
+                        "stream-loads, phase-balance, keep-trips, side-loads, flag-words); "
                         "repeatable, each timed in this run")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
@@ -215,7 +215,8 @@ def _flag(value: str) -> bool:
 
 #: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
 PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
-                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag, "side-loads": str}
+                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag, "side-loads": str,
+                    "flag-words": int}
 
 
 def pipeline_options(text: str) -> dict:

@@ -1493,6 +1493,6 @@ def simulate(
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
     raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
-    sync = np.zeros(isa.sync_block_words(program.num_counters), dtype=np.uint32)
+    sync = np.zeros(program.sync_bytes // isa.WORD_BYTES, dtype=np.uint32)
     return Simulation(decoded, raw, sync, seed=seed, load_window=load_window, check_races=check_races,
                       scalars=scalars).run()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
@@ -32,6 +34,14 @@ def uses_reductions(program: isa.EncodedProgram) -> bool:
     instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
     stores = isa.OPCODE.column(instrs) == isa.OP_STORE
     return bool((isa.REDUCE.column(instrs)[stores] != isa.REDUCE_NONE).any())
+
+
+def uses_flag_words(program: isa.EncodedProgram) -> bool:
+    """Whether some load or store of the program moves flag words (``isa.TRANSFER_FLAG_WORDS``): only then
+    do the engines carry those paths, so every other program lowers to the same text as before."""
+    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
+    moves = np.isin(isa.OPCODE.column(instrs), (isa.OP_LOAD, isa.OP_STORE))
+    return bool(((isa.TRANSFER_FLAGS.column(instrs)[moves] & isa.TRANSFER_FLAG_WORDS) != 0).any())
 
 
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:
@@ -81,7 +91,8 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     kernel = ptx.KernelOp(L.KERNEL_NAME, L.kernel_params(opts.trace), L.block_threads(t, loops, opts.control_warp),
                           minnctapersm=1, cluster=opts.cluster_size if opts.cluster_size > 1 else None)
     mod.body.block.add_op(kernel)
-    build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program))
+    build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program),
+                 flag_words=uses_flag_words(program))
     return mod
 
 

@@ -57,6 +57,8 @@ class Ctx:
     trace: SSAValue | None = None  # u64 global address of the trace buffer (lowering option trace only)
     loops: bool = False  # the program has loop records: the engines run them (``kernel.fetch``)
     reduces: bool = False  # some store reduces (``isa.REDUCE``): the store engine has the reduction path
+    #: some load or store moves flag words (``isa.TRANSFER_FLAG_WORDS``): the engines have those paths
+    flag_words: bool = False
     #: u32: the launches done, this launch's epoch less one (``kernel.launch.launches_done``: worked out
     #: after the prologue's barrier)
     launches_done: SSAValue | None = None

@@ -39,6 +39,7 @@ from vdir.lowering.kernel.copies import (
     tensor_load,
 )
 from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, region_fields
+from vdir.lowering.kernel.flag_words import is_flag_words, read_flag_words
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, report, signal, stall_poll
 from vdir.lowering.kernel.trace import stamp
@@ -118,6 +119,8 @@ def _issue_next(s: LoadLoop) -> None:
     f.prefetch(_issue_fields(c))
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
+    if c.flag_words:
+        _poll_flag_words(s, f)
     stamp(c, s.q.exec_start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
@@ -158,6 +161,20 @@ def _issue_next(s: LoadLoop) -> None:
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
 
 
+def _poll_flag_words(s: LoadLoop, f: Fields) -> None:
+    """A flag-word load (``isa.TRANSFER_FLAG_WORDS``) whose bits are met reads its words into its slot:
+    where some word does not hold this launch's epoch yet, the engine goes idle (retiring what has
+    landed meanwhile) and reads them all again on its next try; else the issue goes on, and
+    :func:`_copy_region` completes the slot's mbarrier. A load that only reads the sync block and its
+    own slot: no counter, no proxy fence (``vdir.lowering.kernel.flag_words``)."""
+    c, b = s.c, s.c.b
+    plain = b.new_label("ld_plain_words")
+    b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
+    landed = read_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
+    b.bra(s.idle, landed, neg=True, uniform=True)
+    b.place(plain)
+
+
 def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
     """The fields the issue path reads from every instruction: the region's and, where tensor copies
     are emitted, the tensor map's (the sync fields are decoded with the instruction)."""
@@ -173,6 +190,14 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     branch to ``issued`` when done, the bulk path falls through.
     """
     c, b = s.c, s.c.b
+    if c.flag_words:  # its words are in the slot already (_poll_flag_words): it completes at once
+        plain = b.new_label("ld_plain_copy")
+        b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
+        b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}], %d" % mbar_count(c), outs=["b64"], ins=[bar],
+              guard=s.lane0)
+        b.raw("bar.warp.sync", "%d" % FULL)
+        b.bra(issued)
+        b.place(plain)
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     total = b.i("mul.lo.u32", "u32", rows, row_bytes)
     dst0 = b.i("add.u32", "u32", c.arena, smem)

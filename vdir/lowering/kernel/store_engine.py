@@ -9,6 +9,7 @@ from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.copies import buffer_address, reduce_rows, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, region_fields
+from vdir.lowering.kernel.flag_words import is_flag_words, write_flag_words
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
@@ -53,16 +54,44 @@ def store_engine(c: Ctx) -> None:
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE), uniform=True)
     b.bra(nxt, condition_holds(c, f), neg=True, uniform=True)  # skipped: no bytes, same signals
+    completed = _flag_word_store(c, f, lane0) if c.flag_words else None
     _settle_writes(c, unsettled)
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
     _complete(c, f, lane0, unsettled)
+    if completed is not None:
+        b.place(completed)
     stamp(c, q.exec_start, pos, L.TRACE_END, lane0)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     fe.advance(pos)
     b.bra(top)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue) -> str:
+    """A flag-word store (``isa.TRANSFER_FLAG_WORDS``) writes its words and completes here, branching to
+    the label returned (placed after the plain completion); any other store falls through.
+
+    It writes no byte of a buffer, so it neither waits for an earlier quiet
+    store's writes nor leaves any in flight: its words are plain relaxed
+    stores (``vdir.lowering.kernel.flag_words``). The compiler gives it no
+    bits and no counter to signal (its plain store record after it does);
+    were it given some, they would order only its reads of the tile.
+    """
+    b = c.b
+    # both paths read the region: load its words here, ahead of the branch (a word the fields first
+    # load on one path is a register the other path would read undefined)
+    f.prefetch(isa.REGION_FIELDS)
+    plain, completed = b.new_label("st_plain_words"), b.new_label("st_words_done")
+    b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
+    write_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
+    b.raw("bar.warp.sync", "%d" % FULL)
+    signal(c, f.signal, f.rel, lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.bra(completed)
+    b.place(plain)
+    return completed
 
 
 def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_error: str) -> None:
