@@ -109,22 +109,23 @@ def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
 
 
 def _flag_word_record(row: list[int], node: Node, words_at: int, out: list[list[int]]) -> list[int]:
-    """The flag-word form of load or store record ``row`` (``isa.TRANSFER_FLAG_WORDS``): its region
-    moved to its buffer's flag words, which begin ``words_at`` bytes into the sync block. A store keeps
-    its plain record, with its waits, ahead in ``out`` (the buffer stays the program's output); the
-    flag-word record after it writes the words and signals and releases what the store does. Returns
-    the flag-word record."""
+    """The records of flag-word load or store ``row`` (``isa.TRANSFER_FLAG_WORDS``): its region moved to
+    its buffer's flag words, which begin ``words_at`` bytes into the sync block. A load is that record
+    (returned). A store writes the words first, with its waits (appended to ``out``: the words leave
+    as soon as the tile is ready), then its plain record (returned: the buffer stays the program's
+    output), which signals and releases what the store does."""
     words = row[:]
-    if node.kind == "store":
-        for field in (isa.SIGNAL_MASK, isa.RELEASE_COUNTER):
-            field.set(row, 0)
-        out.append(row)
-        for field in (isa.WAIT_MASK, isa.WAIT_PARITY, isa.WAIT_COUNTER, isa.WAIT_COUNT):
-            field.set(words, 0)
     offset = isa.GLOBAL_OFFSET.get(words)
     isa.GLOBAL_OFFSET.set(words, words_at + 2 * offset)
     isa.TRANSFER_FLAGS.set(words, isa.TRANSFER_FLAG_WORDS)
-    return words
+    if node.kind == "load":
+        return words
+    for field in (isa.SIGNAL_MASK, isa.RELEASE_COUNTER):
+        field.set(words, 0)
+    out.append(words)
+    for field in (isa.WAIT_MASK, isa.WAIT_PARITY, isa.WAIT_COUNTER, isa.WAIT_COUNT):
+        field.set(row, 0)
+    return row
 
 
 def _guard_fields(row: list[int], node: Node) -> None:

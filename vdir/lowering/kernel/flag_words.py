@@ -100,21 +100,38 @@ def read_flag_words(c: Ctx, f: Fields, dst0: SSAValue) -> SSAValue:
     epoch = _epoch(c)
     ok = b.var("u32", 1)
 
+    def fetch(at: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """The data of the two words at ``at``; ``ok`` cleared unless both hold the epoch."""
+        w0, w1 = b.raw("ld.relaxed.gpu.global.v2.b64", "{{{0}, {1}}}, [{2}]", outs=["b64", "b64"], ins=[at])
+        d0, e0 = b.unpack64(w0)
+        d1, e1 = b.unpack64(w1)
+        both = b.i("and.pred", "pred", b.setp("eq.u32", e0, epoch), b.setp("eq.u32", e1, epoch))
+        b.i("mov.u32", None, 0, dst=ok, guard=both, neg=True)
+        return d0, d1
+
+    # a probe first: each lane's first pair of the first row, so that a try while the row is still
+    # being written reads 512 bytes, not the whole row
+    done = b.new_label("fw_probe_failed")
+    lo, hi = f.halves(isa.GLOBAL_OFFSET)
+    first = b.i("add.u64", "u64", c.sync, b.pack64(lo, hi))
+    probes = b.setp("lt.u32", c.lane, b.i("shr.u32", "u32", f.read(isa.ROW_BYTES), 3))
+    probe = b.new_label("fw_no_probe")
+    b.bra(probe, probes, neg=True)
+    fetch(b.i("add.u64", "u64", first, b.i("mul.wide.u32", "u64", c.lane, 2 * PAIR_DATA_BYTES)))
+    b.place(probe)
+    b.bra(done, b.i("vote.sync.all.pred", "pred", b.setp("ne.u32", ok, 0), FULL), neg=True, uniform=True)
+
     def row(words: SSAValue, tile_row: SSAValue, pairs: SSAValue) -> None:
         dst = b.i("add.u32", "u32", dst0, tile_row)
 
         def pair(p: SSAValue) -> None:
-            at = b.i("add.u64", "u64", words, b.i("mul.wide.u32", "u64", p, 2 * PAIR_DATA_BYTES))
-            w0, w1 = b.raw("ld.relaxed.gpu.global.v2.b64", "{{{0}, {1}}}, [{2}]", outs=["b64", "b64"], ins=[at])
-            d0, e0 = b.unpack64(w0)
-            d1, e1 = b.unpack64(w1)
-            both = b.i("and.pred", "pred", b.setp("eq.u32", e0, epoch), b.setp("eq.u32", e1, epoch))
-            b.i("mov.u32", None, 0, dst=ok, guard=both, neg=True)
+            d0, d1 = fetch(b.i("add.u64", "u64", words, b.i("mul.wide.u32", "u64", p, 2 * PAIR_DATA_BYTES)))
             b.raw("st.shared.v2.b32", "[{0}], {{{1}, {2}}}",
                   ins=[b.i("mad.lo.u32", "u32", p, PAIR_DATA_BYTES, dst), d0, d1])
 
         b.for_range(c.lane, pairs, 32, pair, "fw_get")
 
     _rows(c, f, row)
+    b.place(done)
     b.raw("bar.warp.sync", "%d" % FULL)
     return b.i("vote.sync.all.pred", "pred", b.setp("ne.u32", ok, 0), FULL)
