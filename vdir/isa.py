@@ -1705,6 +1705,8 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         b = g(BUFFER)
         buf = program.buffers[b].name if b < len(program.buffers) else f"#{b}"
         region = f"@{buf}{_offset_text(ins, program)} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
+        if g(TRANSFER_FLAGS) & TRANSFER_FLAG_WORDS:  # in the sync block: its words' offset there
+            region = f"words(@{buf}) sync+{ins.global_offset} [{g(ROWS)} x {g(ROW_BYTES)}B, stride {g(ROW_STRIDE)}]"
         smem = f"smem[{g(SMEM)}]"
         text = f"load  {region} -> {smem}" if ins.opcode == OP_LOAD else f"store {smem} -> {region}"
         if g(REDUCE):
@@ -1737,6 +1739,8 @@ def disassemble(program: EncodedProgram, name: str = "program") -> str:
         f"// {name}: {program.num_sms} SMs, {program.smem_bytes} bytes of tiles per SM, "
         f"{program.num_counters} global counter(s), {program.bitmap_bits} dependency bits",
     ]
+    if program.flag_word_bytes:
+        lines.append(f"// flag words: {program.flag_word_bytes} bytes at sync+{flag_words_start(program.num_counters)}")
     for i, b in enumerate(program.buffers):
         lines.append(f"// buffer {i}: {b.name} {b.shape[0]}x{b.shape[1]} {b.dtype} ({b.role})")
     for i, sc in enumerate(program.scalars):

@@ -37,6 +37,7 @@
 // CHECK-NEXT:       keep-trips=false
 // CHECK-NEXT:       stamp-trips=true
 // CHECK-NEXT:       side-loads=idle
+// CHECK-NEXT:       flag-words=0
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

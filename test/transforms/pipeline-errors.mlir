@@ -8,6 +8,9 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=true}' 2>&1 | filecheck %s --check-prefix=BOOL-PIPE
 // RUN: not vdir-opt %s -p 'vdir-place{side-loads=all}' 2>&1 | filecheck %s --check-prefix=SIDE
 // RUN: not vdir-opt %s -p 'vdir-pipeline{side-loads=some}' 2>&1 | filecheck %s --check-prefix=SIDE-PIPE
+// RUN: not vdir-opt %s -p 'vdir-pipeline{flag-words=-1}' 2>&1 | filecheck %s --check-prefix=FLAG-PIPE
+// RUN: not vdir-opt %s -p 'vdir-flag-words{max-bytes=0}' 2>&1 | filecheck %s --check-prefix=FLAG
+// RUN: not vdir-opt %s -p 'vdir-flag-words' 2>&1 | filecheck %s --check-prefix=FLAG-STAGE
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem' | sed 's/smem_bytes = [0-9]*/smem_bytes = 300032/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=ARENA
 // RUN: cat %s %s | not vdir-opt - 2>&1 | filecheck %s --check-prefix=TWO
 
@@ -24,6 +27,10 @@
 // BOOL-PIPE: error: vdir-pipeline: option 'num-sms' must be an integer, got true
 // SIDE: error: vdir-place: option 'side-loads' must be one of none, idle, got 'all'
 // SIDE-PIPE: error: vdir-pipeline: option 'side-loads' must be one of none, idle, got 'some'
+// FLAG-PIPE: error: vdir-pipeline: option 'flag-words' must be at least 0, got -1
+// FLAG: error: vdir-flag-words: option 'max-bytes' must be at least 1, got 0
+// vdir-flag-words marks an allocated program (placed, scheduled, its tiles in shared memory).
+// FLAG-STAGE: pipeline-errors.mlir:{{[0-9]+}}:1: error: vdir-flag-words: this pass needs a program at stage 'allocated' (it is 'source')
 
 // A laid-out program whose tiles claim more shared memory than an SM gives them.
 // ARENA: <stdin>:2:3: error: smem_bytes = 300032 exceeds the {{[0-9]+}} bytes of shared memory an SM of target 'h200' gives its tiles

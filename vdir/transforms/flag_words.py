@@ -26,7 +26,11 @@ from vdir.analysis.stages import require_option_in_range, run_stage
 
 @dataclass(frozen=True)
 class FlagWordsPass(ModulePass):
-    """Mark the hand-offs whose loads read at most ``max-bytes`` and that qualify as flag-word hand-offs."""
+    """Mark the hand-offs between SMs that can carry flag words instead of a counter.
+
+    Option ``max-bytes`` (default 4096): the largest load that polls flag words (the probe measured
+    the gain on 4 KiB rows and a loss on 16 KiB ones).
+    """
 
     name = "vdir-flag-words"
 
