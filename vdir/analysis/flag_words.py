@@ -4,16 +4,16 @@ A hand-off today: the producing SMs' stores write a row to global memory,
 wait for the writes, and release a global counter (``red.release.gpu``,
 whose fence also waits for every bulk copy the SM has in flight); the
 consuming SM polls the counter, then loads the row. A *flag-word* hand-off
-also writes the row into the buffer's shadow as 8-byte words, each holding 4
-bytes of the row and the launch's epoch, with single 64-bit stores; the
-consumer polls the shadow words themselves until every one holds this
-launch's epoch. No counter, no release, no load after the poll. Measured
+also writes the row as 8-byte words into the sync block (``isa.TRANSFER_FLAG_WORDS``),
+each holding 4 bytes of the row and the launch's epoch, with single 64-bit
+stores; the consumer polls those words themselves until every one holds
+this launch's epoch. No counter, no release, no load after the poll. Measured
 without vdir (``bench/handoff_protocol_probe.cu``, ``docs/performance.md``
 round 30), that takes a sixth off a 4 KiB row's hand-off on an idle GPU and
 a quarter to two fifths while the weight streams run, and loses on 16 KiB
 rows.
 
-The shadow words are written and read relaxed: a consumer that sees this
+The words are written and read relaxed: a consumer that sees this
 launch's epoch in a word holds that word's bytes and knows nothing else
 about the producer. The epoch names the write only where each byte is
 written once per launch, and the consumer must need nothing from the
@@ -29,8 +29,7 @@ producers but those bytes. So a dependency group qualifies where:
 
 Such a load then waits on the words instead of the group (the group gets no
 counter, and gives the load no knowledge of its producers' other work);
-such a store also writes the shadow words, and releases nothing for the
-group. The stores still write the buffer itself, which stays the program's
+such a store also writes the words, and releases nothing for the group. The stores still write the buffer itself, which stays the program's
 output.
 """
 
@@ -60,7 +59,7 @@ class FlagPlan:
     #: the loads that poll flag words (by ``Node.id``), and the stores that write them
     loads: frozenset[int]
     stores: frozenset[int]
-    #: the buffers whose shadows hold flag words
+    #: the buffers some of whose bytes are handed over as flag words
     buffers: frozenset[int]
 
     def carries(self, group: Group) -> bool:
@@ -178,10 +177,10 @@ def flag_word_layout(graph: Graph) -> tuple[dict[int, int], int]:
     the flag words' total bytes). A buffer has them where a flag-word store writes it: two bytes of
     words per byte of the buffer, each buffer's share aligned, after the counters
     (``isa.flag_words_start`` of the graph's counters, which are assigned first)."""
-    shadowed = sorted({n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"})
+    flagged = sorted({n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"})
     start = at = isa.flag_words_start(graph.num_counters)
     offsets: dict[int, int] = {}
-    for b in shadowed:
+    for b in flagged:
         offsets[b] = at
         at += -(-2 * graph.args[b].nbytes // isa.FLAG_WORDS_ALIGN) * isa.FLAG_WORDS_ALIGN
     return offsets, at - start

@@ -2,8 +2,8 @@
 
 Marks the loads and stores of the dependency groups that
 :func:`vdir.analysis.flag_words.plan_flag_words` finds (loads of at most
-``max-bytes``): each such store also writes its bytes into its buffer's
-shadow as 8-byte words of 4 data bytes and the launch's epoch, and each such
+``max-bytes``): each such store also writes its bytes into the sync block
+as 8-byte words of 4 data bytes and the launch's epoch, and each such
 load polls those words instead of waiting for the group's counter
 (``vdir-layout-deps`` then gives the group no counter and no bits). Why, and
 which groups qualify: the analysis module.
