@@ -141,3 +141,14 @@ def test_whole_gpu_programs_give_the_same_bytes_with_flag_words(case):
     assert len(_flag_records(flagged)) > 0
     inputs = _inputs(plain, 4)
     assert _same(_runs(plain, inputs, "cuda"), _runs(flagged, inputs, "cuda"))
+
+
+def test_a_stack_with_its_layers_kept_alike_is_compiled_trip_by_trip_and_gives_the_same_bytes():
+    """keep-trips stamps the layer loop from two short compiles, extrapolating the counters; the flag
+    words lie after the counters, so such a program is compiled trip by trip instead."""
+    module = build_mlp_stack(8, 256, 512)
+    plain = compile_to_encoded(module, num_sms=4, keep_trips=True)
+    flagged = compile_to_encoded(module, num_sms=4, keep_trips=True, flag_words=4096)
+    assert flagged.flag_word_bytes > 0 and len(_flag_records(flagged)) > 0
+    inputs = _inputs(plain, 5)
+    assert _same(_runs(plain, inputs, "sim", launches=2), _runs(flagged, inputs, "sim", launches=2))

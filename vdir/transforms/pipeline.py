@@ -343,6 +343,8 @@ def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
     if form is None or form.trips <= sum(SHORT_TRIPS):
         return None  # as fast to compile every trip
     reason = stamp_refusal(program)
+    if reason is None and opts.flag_words:  # their place in the sync block follows the counters' count
+        reason = "flag-word hand-offs are laid out after the counters, whose count the stamp extrapolates"
     if reason is None and expanded_micro_ops(program) > opts.max_micro_ops:
         reason = "the program is over the micro-op limit"  # compiling every trip says where
     try:
