@@ -1052,7 +1052,8 @@ def fully_stored_buffers(program: "EncodedProgram") -> frozenset[int]:
     """
     instrs = program.executed_instrs()
     stores = ((OPCODE.column(instrs) == OP_STORE) & (GUARD_SOURCE.column(instrs) == SOURCE_NONE)
-              & (DYN_SOURCE.column(instrs) == SOURCE_NONE))
+              & (DYN_SOURCE.column(instrs) == SOURCE_NONE)
+              & ((TRANSFER_FLAGS.column(instrs) & TRANSFER_FLAG_WORDS) == 0))  # flag words: in the sync block
     rows_of = instrs[stores]
     buffers, rows = BUFFER.column(rows_of).astype(np.int64), ROWS.column(rows_of).astype(np.int64)
     offsets = GLOBAL_OFFSET.column(rows_of).astype(np.int64)
