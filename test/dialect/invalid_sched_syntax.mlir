@@ -59,7 +59,7 @@ vdir.program @positive_hoist(%x: !vdir.buffer<1x64xbf16>) {
 // -----
 
 vdir.program @unknown_field(%x: !vdir.buffer<1x64xbf16>) {
-  // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:61: error: unknown vdir.sched field 'slot' (known: id, seq, hoist, sm, pos, smem, trip, template, wait, signal, wait_counters, release, after, label)
+  // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:61: error: unknown vdir.sched field 'slot' (known: id, seq, hoist, sm, pos, smem, trip, template, flag_words, wait, signal, wait_counters, release, after, label)
   %t = vdir.load %x[0, 0] {vdir.sched = #vdir.sched<id = 0, slot = 1>} : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
 }
 
@@ -94,4 +94,11 @@ vdir.program @unknown_role(%x: !vdir.buffer<1x64xbf16>) attributes {vdir.layout 
 
 // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:89: error: #vdir.layout needs num_sms
 vdir.program @no_sms(%x: !vdir.buffer<1x64xbf16>) attributes {vdir.layout = #vdir.layout<buffer_roles = [in]>} {
+}
+
+// -----
+
+vdir.program @flag_words_not_one(%x: !vdir.buffer<1x64xbf16>) {
+  // CHECK: invalid_sched_syntax.mlir:[[# @LINE + 1]]:82: error: flag_words is 1 where present, got 2
+  %t = vdir.load %x[0, 0] {vdir.sched = #vdir.sched<id = 0, sm = 0, flag_words = 2>} : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>
 }
