@@ -15,7 +15,7 @@ import dataclasses
 import pytest
 from xdsl.context import Context
 
-from vdir.analysis.flag_words import NO_PLAN, plan_flag_words
+from vdir.analysis.flag_words import NO_PLAN, plan_flag_words, sole_writers
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.runtime_values import Condition, RuntimeSource
 from vdir.analysis.stages import resolve_target
@@ -111,3 +111,18 @@ def test_a_decode_steps_rows_qualify_and_its_states_do_not():
     assert {"hs", "q", "ao"} <= flagged
     assert "states" not in flagged
     assert not any(graph.args[b].is_input and not graph.args[b].is_output for b in plan.buffers)
+
+
+def test_a_store_that_reaches_into_its_neighbours_bytes_is_no_sole_writer(block):
+    """Adjacent stores (each its own bytes) are sole writers; one moved half a tile onto the next is not,
+    nor is the one it overlaps, while the stores on either side of the pair still are."""
+    act = _buffer(block, "act")
+    stores = sorted((n for n in block.nodes if n.kind == "store" and n.buffer == act), key=lambda n: n.col)
+    assert len(stores) >= 4 and len(sole_writers(block, stores)) == len(stores)
+    stores[1].col += stores[1].tile.shape[1] // 2  # now half over stores[2]'s bytes
+    sole = sole_writers(block, stores)
+    assert id(stores[1]) not in sole and id(stores[2]) not in sole
+    assert id(stores[0]) in sole and id(stores[3]) in sole and len(sole) == len(stores) - 2
+    # and the hand-offs that read them lose their flag words
+    plan = plan_flag_words(block, 1 << 20)
+    assert stores[1].id not in plan.stores and stores[2].id not in plan.stores

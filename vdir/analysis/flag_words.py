@@ -78,10 +78,6 @@ def _rect(graph: Graph, node: Node) -> Rect:
     return node.row, rows, node.col * es, cols * es
 
 
-def _overlap(a: Rect, b: Rect) -> bool:
-    return a[0] < b[0] + b[1] and b[0] < a[0] + a[1] and a[2] < b[2] + b[3] and b[2] < a[2] + a[3]
-
-
 def _covered(want: Rect, have: list[Rect]) -> bool:
     """Whether the rectangles ``have`` (which do not overlap each other) cover ``want``."""
     area = sum(
@@ -97,18 +93,33 @@ def _plain_access(node: Node) -> bool:
     return node.guard is None and node.dyn is None and node.reduce is None
 
 
-def _sole_writers(graph: Graph, stores: list[Node]) -> set[int]:
-    """The stores (by ``id()``) no other store of their buffer overlaps: each byte's one writer per launch."""
-    rects = [(s, _rect(graph, s)) for s in stores]
-    by_row = sorted(rects, key=lambda sr: sr[1][0])
+def sole_writers(graph: Graph, stores: list[Node]) -> set[int]:
+    """The stores (by ``id()``) no other store of their buffer overlaps: each byte's one writer per launch.
+
+    Row by row, the stores' byte ranges sorted by start fall into runs that overlap one another (each
+    range starting before the run's furthest end joins it); every range in a run of two or more
+    overlaps another, and no other range does.
+    """
+    spans: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # row -> (first byte, end, store index)
+    for k, s in enumerate(stores):
+        row, rows, first, nbytes = _rect(graph, s)
+        for r in range(row, row + rows):
+            spans[r].append((first, first + nbytes, k))
     clash: set[int] = set()
-    for i, (s, r) in enumerate(by_row):  # sweep by first row: a later one overlaps only while its rows start within
-        for t, q in by_row[i + 1:]:
-            if q[0] >= r[0] + r[1]:
-                break
-            if _overlap(r, q):
-                clash.update((id(s), id(t)))
-    return {id(s) for s in stores} - clash
+    for row_spans in spans.values():
+        row_spans.sort()
+        run, reach = [row_spans[0][2]], row_spans[0][1]
+        for first, end, k in row_spans[1:]:
+            if first < reach:
+                run.append(k)
+                reach = max(reach, end)
+                continue
+            if len(run) > 1:
+                clash.update(run)
+            run, reach = [k], end
+        if len(run) > 1:
+            clash.update(run)
+    return {id(s) for k, s in enumerate(stores) if k not in clash}
 
 
 def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], max_bytes: int) -> bool:
@@ -117,11 +128,15 @@ def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], 
     if not all(p.kind == "store" and p.buffer == buffer and id(p) in sole and _plain_access(p) for p in group):
         return False
     made = [_rect(graph, p) for p in group]
+    covered: dict[Rect, bool] = {}  # the waiters on many SMs read the same region
     for load in waiters:
         if load.kind != "load" or load.buffer != buffer or not _plain_access(load):
             return False
         assert load.tile is not None
-        if load.tile.nbytes > max_bytes or not _covered(_rect(graph, load), made):
+        rect = _rect(graph, load)
+        if rect not in covered:
+            covered[rect] = _covered(rect, made)
+        if load.tile.nbytes > max_bytes or not covered[rect]:
             return False
         others = [g for g in load.deps if g is not group and any(p.kind == "store" and p.buffer == buffer for p in g)]
         if others:
@@ -146,7 +161,7 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
                     groups.setdefault(id(g), g)
     sole: set[int] = set()
     for buffer_stores in stores.values():
-        sole |= _sole_writers(graph, buffer_stores)
+        sole |= sole_writers(graph, buffer_stores)
     chosen = [g for key, g in groups.items() if _qualifies(graph, g, waiters[key], sole, max_bytes)]
     return FlagPlan(
         groups=frozenset(id(g) for g in chosen),
