@@ -63,6 +63,12 @@ steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, 
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
 SAN="--layers 2 --hidden 512 --inter 1024 --sms 8 $SAN_ARGS"
+# cuda_probe STEP NAME: build bench/NAME.cu (the binary outside $OUT, which holds only logs), run it, log to STEP.log
+cuda_probe() {
+  mkdir -p /tmp/vdir-probes
+  nvcc -arch=sm_90a -O3 -o "/tmp/vdir-probes/$2" "bench/$2.cu" \
+    && timeout ${PROBE_TIMEOUT:-120} "/tmp/vdir-probes/$2" 2>&1 | tee "$OUT/$1.log"
+}
 for what in $steps; do
   t0=$(date +%s)
   case "$what" in
@@ -95,21 +101,11 @@ for what in $steps; do
         | tee "$OUT/sweep.log" ;;
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
-    probe)
-      nvcc -arch=sm_90a -O3 -o "$OUT/stream_probe" bench/stream_probe.cu && timeout ${PROBE_TIMEOUT:-120} "$OUT/stream_probe" 2>&1 \
-        | tee "$OUT/probe.log" ;;
-    l2probe)
-      nvcc -arch=sm_90a -O3 -o "$OUT/l2_prefetch_probe" bench/l2_prefetch_probe.cu \
-        && timeout ${PROBE_TIMEOUT:-120} "$OUT/l2_prefetch_probe" 2>&1 | tee "$OUT/l2probe.log" ;;
-    gapprobe)
-      nvcc -arch=sm_90a -O3 -o "$OUT/launch_gap_probe" bench/launch_gap_probe.cu \
-        && timeout ${PROBE_TIMEOUT:-120} "$OUT/launch_gap_probe" 2>&1 | tee "$OUT/gapprobe.log" ;;
-    clusterprobe)
-      nvcc -arch=sm_90a -O3 -o "$OUT/cluster_handoff_probe" bench/cluster_handoff_probe.cu \
-        && timeout ${PROBE_TIMEOUT:-120} "$OUT/cluster_handoff_probe" 2>&1 | tee "$OUT/clusterprobe.log" ;;
-    protoprobe)
-      nvcc -arch=sm_90a -O3 -o "$OUT/handoff_protocol_probe" bench/handoff_protocol_probe.cu \
-        && timeout ${PROBE_TIMEOUT:-120} "$OUT/handoff_protocol_probe" 2>&1 | tee "$OUT/protoprobe.log" ;;
+    probe) cuda_probe probe stream_probe ;;
+    l2probe) cuda_probe l2probe l2_prefetch_probe ;;
+    gapprobe) cuda_probe gapprobe launch_gap_probe ;;
+    clusterprobe) cuda_probe clusterprobe cluster_handoff_probe ;;
+    protoprobe) cuda_probe protoprobe handoff_protocol_probe ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
