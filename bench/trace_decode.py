@@ -28,8 +28,10 @@ slot was not free while the HBM could stream (docs/performance.md, round 8;
 the allocation option ``weight-ring``).
 
 ``--handoffs`` adds the cross-SM hand-offs of those layers, by consuming
-stage: for each micro-op that waited on a global counter, the time from the
-last release it waited for to its start (the hand-off's own latency, or
+stage and by what carried them (a counter, or flag words with
+``--pipeline flag-words=N``): for each micro-op that waited on a global
+counter, or polled flag words, the time from the last release it waited
+for (the last store to write its words) to its start (the hand-off's own latency, or
 more where its in-order queue still held it: a residual row's load behind
 the weight tiles of its engine), its
 duration, the last producer's duration, and the spread between the first and
@@ -104,20 +106,23 @@ def summarize(trace, layers: set[int]) -> list[str]:
 
 
 def handoff_table(trace, layers: set[int]) -> list[str]:
-    """The counter hand-offs of ``layers`` by consuming stage: medians (and the worst latency), µs."""
+    """The hand-offs of ``layers`` (through counters and flag words) by consuming stage: medians (and the
+    worst latency), µs."""
     names = trace.program.uop_names
-    by_stage: dict[tuple[int, str], list] = defaultdict(list)
-    for h in trace.counter_handoffs():
-        stage, layer = stage_of(names.get(h.consumer.uop, "?"))
-        if layer in layers:
-            by_stage[layer, stage].append(h)
-    lines = ["cross-SM hand-offs by consuming stage (µs; medians, latency also its worst):",
-             f"{'layer':>5} {'stage':<12}{'count':>6}{'latency':>9}{'worst':>8}{'duration':>10}"
+    by_stage: dict[tuple[int, str, str], list] = defaultdict(list)
+    for via, handoffs in (("counter", trace.counter_handoffs()), ("words", trace.flag_word_handoffs())):
+        for h in handoffs:
+            stage, layer = stage_of(names.get(h.consumer.uop, "?"))
+            if layer in layers:
+                by_stage[layer, stage, via].append(h)
+    lines = ["cross-SM hand-offs by consuming stage, through a counter or flag words (µs; medians, latency "
+             "also its worst):",
+             f"{'layer':>5} {'stage':<12}{'via':<8}{'count':>6}{'latency':>9}{'worst':>8}{'duration':>10}"
              f"{'producer':>10}{'spread':>8}  producers"]
-    for (layer, stage), hs in sorted(by_stage.items(), key=lambda kv: min(h.consumer.start_us for h in kv[1])):
+    for (layer, stage, via), hs in sorted(by_stage.items(), key=lambda kv: min(h.consumer.start_us for h in kv[1])):
         producer_stages = sorted({stage_of(names.get(p.uop, "?"))[0] for h in hs for p in h.producers})
         lines.append(
-            f"{layer:>5} {stage:<12}{len(hs):6d}{median([h.latency_us for h in hs]):9.2f}"
+            f"{layer:>5} {stage:<12}{via:<8}{len(hs):6d}{median([h.latency_us for h in hs]):9.2f}"
             f"{max(h.latency_us for h in hs):8.2f}{median([h.consumer.dur_us for h in hs]):10.2f}"
             f"{median([h.producers[-1].dur_us for h in hs]):10.2f}{median([h.spread_us for h in hs]):8.2f}"
             f"  {', '.join(producer_stages)[:40]}")

@@ -477,3 +477,41 @@ def test_the_path_totals_split_running_time_by_stage_and_gaps_by_how_the_micro_o
     assert lines[0] == ("on the path: 3.4 us running, 0.6 us between a micro-op and its bits wait, "
                         "0.0 us between a micro-op and its queue wait")
     assert [line.split() for line in lines[1:]] == [["w", "2.0", "us"], ["y", "1.4", "us"]]  # most time first
+
+
+def test_flag_word_hand_offs_pair_each_flag_word_load_with_the_stores_of_its_words():
+    """On the simulator a flag-word load starts only once every store of its words has ended; each
+    pairing is checked against the words' spans in the sync block, and the wait chain follows them."""
+    from vdir.frontend.examples import build_mlp_block
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(build_mlp_block(256, 512), num_sms=4, flag_words=4096)
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(exe.signature, seed=4))
+        trace = exe.platform.last_trace()
+    executed = program.without_loops()
+
+    def word_of(e):
+        return executed.instrs.reshape(-1, isa.INSTR_WORDS)[executed.queues[e.sm][e.engine][0] + e.pos]
+
+    def spans(row):
+        offset, rows = isa.GLOBAL_OFFSET.get(row), isa.ROWS.get(row)
+        return [(offset + 2 * r * isa.ROW_STRIDE.get(row), offset + 2 * (r * isa.ROW_STRIDE.get(row) + isa.ROW_BYTES.get(row)))
+                for r in range(rows)]
+
+    handoffs = trace.flag_word_handoffs()
+    flag_loads = [e for e in trace.events if isa.OPCODE.get(word_of(e)) == isa.OP_LOAD
+                  and isa.TRANSFER_FLAGS.get(word_of(e)) & isa.TRANSFER_FLAG_WORDS]
+    assert handoffs and len(handoffs) == len(flag_loads) and trace.counter_handoffs() == []
+    for h in handoffs:
+        mine = spans(word_of(h.consumer))
+        for p in h.producers:
+            row = word_of(p)
+            assert isa.OPCODE.get(row) == isa.OP_STORE and isa.TRANSFER_FLAGS.get(row) & isa.TRANSFER_FLAG_WORDS
+            assert any(a < d and c < b for a, b in mine for c, d in spans(row))
+        assert sum(min(b, d) - max(a, c) for a, b in mine for p in h.producers for c, d in spans(word_of(p))
+                   if a < d and c < b) == sum(b - a for a, b in mine)  # every word of the load has its store
+        assert h.latency_us >= 0
+    assert any(p.sm != h.consumer.sm for h in handoffs for p in h.producers)
+    end = max(e.start_us + e.dur_us for e in trace.events)
+    assert "words" in {how for _e, how in trace.wait_chain(0.0, end)}

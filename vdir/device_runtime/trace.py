@@ -12,7 +12,8 @@ one waited for (its queue, or a hand-off from elsewhere): the critical path
 ``bench/trace_decode.py --path`` prints. :meth:`Trace.counter_handoffs` pairs
 each wait on a global counter with the releases it waited for (the latency of
 a cross-SM hand-off, and the spread between its producers:
-``bench/trace_decode.py --handoffs``). :meth:`Trace.bytes_landed` bins the bytes the loads
+``bench/trace_decode.py --handoffs``), and :meth:`Trace.flag_word_handoffs` each flag-word load
+with the stores whose words it read. :meth:`Trace.bytes_landed` bins the bytes the loads
 brought in along the launch (where the memory system idles:
 ``bench/trace_decode.py --hbm``). :meth:`Trace.release_stores` lists each store that released a
 counter with the stream engine's loads on its SM around it (``bench/trace_decode.py
@@ -104,6 +105,13 @@ class HandOff(NamedTuple):
         return self.ready_us - (first.start_us + first.dur_us)
 
 
+def _word_spans(row: np.ndarray) -> list[tuple[int, int]]:
+    """The (first byte, end) in the sync block of each row of flag-word record ``row``'s words."""
+    offset, rows = isa.GLOBAL_OFFSET.get(row), isa.ROWS.get(row)
+    row_bytes, stride = isa.ROW_BYTES.get(row), isa.ROW_STRIDE.get(row)
+    return [(offset + 2 * r * stride, offset + 2 * (r * stride + row_bytes)) for r in range(rows)]
+
+
 class ReleaseStore(NamedTuple):
     """A store that released a global counter, and the loads of one engine on its SM around it."""
 
@@ -178,7 +186,8 @@ class Trace:
 
     def _waited_for(self) -> Callable[[TraceEvent], list[tuple[str, TraceEvent]]]:
         """``waited_for(e)``: the micro-ops whose completion cleared ``e``'s waits, each with how
-        (``"bits"``: a dependency bit's toggle on its SM; ``"counter"``: the last release of its counter).
+        (``"bits"``: a dependency bit's toggle on its SM; ``"counter"``: the last release of its counter;
+        ``"words"``: the last store to write the flag words it reads).
 
         A bit's parity after ``k`` toggles in a launch is ``k mod 2``, so the
         toggle that gave it the parity the micro-op waits for is the last one
@@ -196,6 +205,7 @@ class Trace:
                 mask &= mask - 1
         toggle_ends = {key: [_end_us(t) for t in ts] for key, ts in toggles.items()}
         last_release = {h.consumer: h.producers[-1] for h in self.counter_handoffs()}
+        last_words = {h.consumer: h.producers[-1] for h in self.flag_word_handoffs()}
 
         def waited_for(e: TraceEvent) -> list[tuple[str, TraceEvent]]:
             out = []
@@ -212,6 +222,8 @@ class Trace:
                     out.append(("bits", ts[k - 1]))
             if counters[row] and e in last_release:
                 out.append(("counter", last_release[e]))
+            if e in last_words:
+                out.append(("words", last_words[e]))
             return out
 
         return waited_for
@@ -236,6 +248,39 @@ class Trace:
             released.sort(key=lambda p: p.start_us + p.dur_us)
         return [HandOff(e, producers[int(waits[index[e]])]) for e in self.events
                 if waits[index[e]] and int(waits[index[e]]) in producers]
+
+    def flag_word_handoffs(self) -> list[HandOff]:
+        """Every hand-off through flag words in the launch (``isa.TRANSFER_FLAG_WORDS``): each flag-word
+        load, with the flag-word stores whose words it read (:class:`HandOff`, by end time).
+
+        A load starts when a try found all its words (the kernel stamps the start after the poll; the
+        simulator starts it once the last store has written them), so, as with a counter, its start
+        less the last store's end is the hand-off's own latency (:attr:`HandOff.latency_us`).
+        """
+        words, row_of = self.executed_words
+        opcodes = isa.OPCODE.column(words)
+        flagged = (isa.TRANSFER_FLAGS.column(words) & isa.TRANSFER_FLAG_WORDS) != 0
+        spans: list[tuple[int, int, TraceEvent]] = []  # (first byte, end) of a store's words in the sync block
+        loads = []
+        for e in self.events:
+            row = row_of(e)
+            if flagged[row] and opcodes[row] == isa.OP_STORE:
+                spans += [(a, b, e) for a, b in _word_spans(words[row])]
+            elif flagged[row] and opcodes[row] == isa.OP_LOAD:
+                loads.append(e)
+        spans.sort(key=lambda s: s[0])  # one store writes each word: by start is by end too
+        ends = [s[1] for s in spans]
+        out = []
+        for e in loads:
+            producers: dict[int, TraceEvent] = {}
+            for a, b in _word_spans(words[row_of(e)]):
+                k = bisect.bisect_right(ends, a)  # the first span that ends past this one's start
+                while k < len(spans) and spans[k][0] < b:
+                    producers[id(spans[k][2])] = spans[k][2]
+                    k += 1
+            if producers:
+                out.append(HandOff(e, sorted(producers.values(), key=_end_us)))
+        return out
 
     def bytes_landed(self, bin_us: float, engines: Sequence[int] | None = None) -> np.ndarray:
         """Bytes of the loads that landed in each ``bin_us`` window of the launch (bin ``k``: ``[k, k + 1) *
