@@ -1179,8 +1179,8 @@ def check_regions(program: "EncodedProgram") -> None:
 
 def check_flag_words(program: "EncodedProgram") -> None:
     """Every flag-word record (:data:`TRANSFER_FLAG_WORDS`) is a load or store of a buffer the program
-    has, at a static offset, no reduction, no tensor map, in whole words, whose words lie within the
-    sync block's flag words; ValueError naming the micro-op otherwise (the kernel writes and polls
+    has, unconditional, at a static offset, no reduction, no tensor map, in whole words, whose words lie
+    within the sync block's flag words; ValueError naming the micro-op otherwise (the kernel writes and polls
     the sync block where the words say)."""
     try:
         program.check_loops()
@@ -1207,6 +1207,8 @@ def flag_word_error(row: np.ndarray, nbuffers: int, start: int, end: int) -> str
         return f"buffer {BUFFER.get(row)} does not exist (the program has {nbuffers})"
     if DYN_SOURCE.get(row) != SOURCE_NONE or REDUCE.get(row) != REDUCE_NONE or TMAP.get(row):
         return "a flag-word load or store has a static offset, no reduction and no tensor map"
+    if GUARD_SOURCE.get(row) != SOURCE_NONE:  # a load polls before its condition is read
+        return "a flag-word load or store runs unconditionally"
     offset, rows = GLOBAL_OFFSET.get(row), ROWS.get(row)
     row_bytes, stride = ROW_BYTES.get(row), ROW_STRIDE.get(row)
     if offset % FLAG_WORD_BYTES or row_bytes % FLAG_WORD_DATA or stride % FLAG_WORD_DATA:

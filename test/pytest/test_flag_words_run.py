@@ -103,6 +103,7 @@ def _forge(program: isa.EncodedProgram, change) -> isa.EncodedProgram:
     (lambda row: isa.GLOBAL_OFFSET.set(row, 8), r"flag words \[8, \d+\) are outside the sync block's flag words"),
     (lambda row: isa.GLOBAL_OFFSET.set(row, isa.GLOBAL_OFFSET.get(row) + 4), "whole 8-byte words"),
     (lambda row: isa.TMAP.set(row, 1), "no tensor map"),
+    (lambda row: (isa.GUARD_SOURCE.set(row, isa.SOURCE_SCALAR), isa.GUARD_COEFF.set(row, 1)), "runs unconditionally"),
 ])
 def test_forged_flag_word_records_are_refused_naming_the_micro_op(change, message):
     forged = _forge(_flagged_block(), change)
