@@ -409,6 +409,21 @@ COUNTER_MODULUS = 1 << 32
 FLAG_WORDS_ALIGN = 16
 
 
+def moves_flag_words(instrs: np.ndarray) -> np.ndarray:
+    """Per record of ``instrs`` (rows of words): a load or store with :data:`TRANSFER_FLAG_WORDS` (a
+    compute keeps its family in that byte; any other record ignores it)."""
+    return (np.isin(OPCODE.column(instrs), (OP_LOAD, OP_STORE))
+            & ((TRANSFER_FLAGS.column(instrs) & TRANSFER_FLAG_WORDS) != 0))
+
+
+def flag_word_spans(row: np.ndarray) -> list[tuple[int, int]]:
+    """(first byte, end) in the sync block of each row of flag-word record ``row``'s words
+    (:data:`TRANSFER_FLAG_WORDS`)."""
+    offset, rows = GLOBAL_OFFSET.get(row), ROWS.get(row)
+    row_bytes, stride = ROW_BYTES.get(row), ROW_STRIDE.get(row)
+    return [(offset + 2 * r * stride, offset + 2 * (r * stride + row_bytes)) for r in range(rows)]
+
+
 def flag_words_start(num_counters: int) -> int:
     """The byte offset of the flag words in the sync block of a program of ``num_counters`` counters:
     after the counters, aligned to :data:`FLAG_WORDS_ALIGN`."""
@@ -956,8 +971,7 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     region allows.
     """
     ops = OPCODE.column(instrs)
-    plain = (TRANSFER_FLAGS.column(instrs) & TRANSFER_FLAG_WORDS) == 0  # flag words: the engines' own copies
-    at = np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & plain)[0]
+    at = np.nonzero(((ops == OP_LOAD) | (ops == OP_STORE)) & ~moves_flag_words(instrs))[0]  # words: no maps
     if at.size == 0:
         return []
     words = instrs[at]
@@ -1052,8 +1066,7 @@ def fully_stored_buffers(program: "EncodedProgram") -> frozenset[int]:
     """
     instrs = program.executed_instrs()
     stores = ((OPCODE.column(instrs) == OP_STORE) & (GUARD_SOURCE.column(instrs) == SOURCE_NONE)
-              & (DYN_SOURCE.column(instrs) == SOURCE_NONE)
-              & ((TRANSFER_FLAGS.column(instrs) & TRANSFER_FLAG_WORDS) == 0))  # flag words: in the sync block
+              & (DYN_SOURCE.column(instrs) == SOURCE_NONE) & ~moves_flag_words(instrs))  # words: the sync block
     rows_of = instrs[stores]
     buffers, rows = BUFFER.column(rows_of).astype(np.int64), ROWS.column(rows_of).astype(np.int64)
     offsets = GLOBAL_OFFSET.column(rows_of).astype(np.int64)
@@ -1168,7 +1181,7 @@ def check_regions(program: "EncodedProgram") -> None:
     for sm in range(len(program.queues)):
         for engine in range(len(program.queues[sm])):
             words = program.executed_queue(sm, engine)
-            plain = (TRANSFER_FLAGS.column(words) & TRANSFER_FLAG_WORDS) == 0  # flag words: check_flag_words
+            plain = ~moves_flag_words(words)  # flag words: check_flag_words
             where = np.nonzero(np.isin(OPCODE.column(words), REGION_OPCODES) & plain)[0]
             if where.size:
                 bad = _first_region_outside(words[where], sizes, [b.name for b in program.buffers])
@@ -1190,32 +1203,28 @@ def check_flag_words(program: "EncodedProgram") -> None:
     for sm in range(len(program.queues)):
         for engine in range(len(program.queues[sm])):
             words = program.executed_queue(sm, engine)
-            opcodes = OPCODE.column(words)
-            flagged = np.isin(opcodes, REGION_OPCODES) & ((TRANSFER_FLAGS.column(words) & TRANSFER_FLAG_WORDS) != 0)
-            for k in np.nonzero(flagged)[0]:
-                why = flag_word_error(words[k], len(program.buffers), start, end if program.flag_word_bytes else start)
+            for k in np.nonzero(moves_flag_words(words))[0]:
+                why = flag_word_error(words[k], len(program.buffers), start, end)
                 if why is not None:
                     raise ValueError(f"{program.describe(sm, engine, int(k))}: {why}")
 
 
 def flag_word_error(row: np.ndarray, nbuffers: int, start: int, end: int) -> str | None:
-    """Why flag-word record ``row`` is malformed (its words between bytes ``start`` and ``end`` of the
-    sync block), or None."""
-    if OPCODE.get(row) not in (OP_LOAD, OP_STORE):
-        return "only a load or a store moves flag words"
+    """Why flag-word load or store ``row`` is malformed (its words between bytes ``start`` and ``end`` of
+    the sync block), or None."""
     if BUFFER.get(row) >= nbuffers:
         return f"buffer {BUFFER.get(row)} does not exist (the program has {nbuffers})"
     if DYN_SOURCE.get(row) != SOURCE_NONE or REDUCE.get(row) != REDUCE_NONE or TMAP.get(row):
         return "a flag-word load or store has a static offset, no reduction and no tensor map"
     if GUARD_SOURCE.get(row) != SOURCE_NONE:  # a load polls before its condition is read
         return "a flag-word load or store runs unconditionally"
-    offset, rows = GLOBAL_OFFSET.get(row), ROWS.get(row)
-    row_bytes, stride = ROW_BYTES.get(row), ROW_STRIDE.get(row)
-    if offset % FLAG_WORD_BYTES or row_bytes % FLAG_WORD_DATA or stride % FLAG_WORD_DATA:
+    offset = GLOBAL_OFFSET.get(row)
+    if offset % FLAG_WORD_BYTES or ROW_BYTES.get(row) % FLAG_WORD_DATA or ROW_STRIDE.get(row) % FLAG_WORD_DATA:
         return f"flag words lie in whole {FLAG_WORD_BYTES}-byte words"
-    extent = 2 * ((rows - 1) * stride + row_bytes) if rows else 0
-    if offset < start or offset + extent > end:
-        return f"flag words [{offset}, {offset + extent}) are outside the sync block's flag words [{start}, {end})"
+    spans = flag_word_spans(row)
+    reach = spans[-1][1] if spans else offset
+    if offset < start or reach > end:
+        return f"flag words [{offset}, {reach}) are outside the sync block's flag words [{start}, {end})"
     return None
 
 

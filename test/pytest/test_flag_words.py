@@ -15,7 +15,7 @@ import dataclasses
 import pytest
 from xdsl.context import Context
 
-from vdir.analysis.flag_words import NO_PLAN, plan_flag_words, sole_writers
+from vdir.analysis.flag_words import NO_PLAN, carried_by_flag_words, mark_flag_words, plan_flag_words, sole_writers
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.runtime_values import Condition, RuntimeSource
 from vdir.analysis.stages import resolve_target
@@ -62,9 +62,14 @@ def test_an_mlp_blocks_activation_rows_qualify(block):
     assert plan.buffers == {act}
     assert plan.loads == _accesses(block, "act", "load") != set()
     assert plan.stores == _accesses(block, "act", "store") != set()
-    # each carried group is a hand-off between SMs of stores into act
-    groups = {id(g): g for n in block.nodes for g in n.deps if plan.carries(g)}
-    assert groups and all(p.kind == "store" and p.buffer == act for g in groups.values() for p in g)
+    # marked, each load gets exactly one group through its words: a hand-off between SMs of stores into act
+    mark_flag_words(block, plan)
+    crossing = 0
+    for load in (n for n in block.nodes if n.id in plan.loads):
+        carried = [g for g in load.deps if carried_by_flag_words(load, g)]
+        assert len(carried) == 1 and all(p.kind == "store" and p.buffer == act for p in carried[0])
+        crossing += any(p.sm != load.sm for p in carried[0])
+    assert crossing > 0
 
 
 def test_loads_above_the_limit_do_not(block):
@@ -73,7 +78,7 @@ def test_loads_above_the_limit_do_not(block):
     smaller = plan_flag_words(block, biggest - 1)
     by_id = {n.id: n for n in block.nodes}
     assert not any(by_id[i].tile.nbytes > biggest - 1 for i in smaller.loads)
-    assert plan_flag_words(block, 16).groups == frozenset()
+    assert plan_flag_words(block, 16).loads == frozenset()
 
 
 def test_a_store_that_shares_bytes_with_another_does_not(block):
@@ -92,7 +97,7 @@ def test_a_conditional_store_does_not(block):
     store.guard = Condition(RuntimeSource(-1, 0, "pos", 0, 8), 1, 0)
     plan = plan_flag_words(block, 4096)
     assert store.id not in plan.stores
-    assert not any(plan.carries(g) for n in block.nodes for g in n.deps if store in g)
+    assert not any(n.id in plan.loads for n in block.nodes for g in n.deps if store in g)
 
 
 def test_a_load_of_bytes_its_group_does_not_write_does_not(block):

@@ -52,22 +52,17 @@ Rect = tuple[int, int, int, int]
 
 @dataclass(frozen=True)
 class FlagPlan:
-    """The flag-word hand-offs of a program: the groups, and the loads and stores that carry them."""
+    """The flag-word hand-offs of a program: the loads and stores that carry them (after
+    :func:`mark_flag_words`, :func:`carried_by_flag_words` says which of a load's groups they are)."""
 
-    #: the groups that carry flag words, by ``id()``
-    groups: frozenset[int]
     #: the loads that poll flag words (by ``Node.id``), and the stores that write them
     loads: frozenset[int]
     stores: frozenset[int]
     #: the buffers some of whose bytes are handed over as flag words
     buffers: frozenset[int]
 
-    def carries(self, group: Group) -> bool:
-        """Whether ``group`` is a flag-word hand-off (it gets no counter and no bits)."""
-        return id(group) in self.groups
 
-
-NO_PLAN = FlagPlan(frozenset(), frozenset(), frozenset(), frozenset())
+NO_PLAN = FlagPlan(frozenset(), frozenset(), frozenset())
 
 
 def _rect(graph: Graph, node: Node) -> Rect:
@@ -133,10 +128,12 @@ def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], 
         if load.kind != "load" or load.buffer != buffer or not _plain_access(load):
             return False
         assert load.tile is not None
+        if load.tile.nbytes > max_bytes:
+            return False
         rect = _rect(graph, load)
         if rect not in covered:
             covered[rect] = _covered(rect, made)
-        if load.tile.nbytes > max_bytes or not covered[rect]:
+        if not covered[rect]:
             return False
         others = [g for g in load.deps if g is not group and any(p.kind == "store" and p.buffer == buffer for p in g)]
         if others:
@@ -164,7 +161,6 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
         sole |= sole_writers(graph, buffer_stores)
     chosen = [g for key, g in groups.items() if _qualifies(graph, g, waiters[key], sole, max_bytes)]
     return FlagPlan(
-        groups=frozenset(id(g) for g in chosen),
         loads=frozenset(n.id for g in chosen for n in waiters[id(g)]),
         stores=frozenset(p.id for g in chosen for p in g),
         buffers=frozenset(g[0].buffer for g in chosen),

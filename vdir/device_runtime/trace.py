@@ -105,13 +105,6 @@ class HandOff(NamedTuple):
         return self.ready_us - (first.start_us + first.dur_us)
 
 
-def _word_spans(row: np.ndarray) -> list[tuple[int, int]]:
-    """The (first byte, end) in the sync block of each row of flag-word record ``row``'s words."""
-    offset, rows = isa.GLOBAL_OFFSET.get(row), isa.ROWS.get(row)
-    row_bytes, stride = isa.ROW_BYTES.get(row), isa.ROW_STRIDE.get(row)
-    return [(offset + 2 * r * stride, offset + 2 * (r * stride + row_bytes)) for r in range(rows)]
-
-
 class ReleaseStore(NamedTuple):
     """A store that released a global counter, and the loads of one engine on its SM around it."""
 
@@ -259,13 +252,13 @@ class Trace:
         """
         words, row_of = self.executed_words
         opcodes = isa.OPCODE.column(words)
-        flagged = (isa.TRANSFER_FLAGS.column(words) & isa.TRANSFER_FLAG_WORDS) != 0
+        flagged = isa.moves_flag_words(words)
         spans: list[tuple[int, int, TraceEvent]] = []  # (first byte, end) of a store's words in the sync block
         loads = []
         for e in self.events:
             row = row_of(e)
             if flagged[row] and opcodes[row] == isa.OP_STORE:
-                spans += [(a, b, e) for a, b in _word_spans(words[row])]
+                spans += [(a, b, e) for a, b in isa.flag_word_spans(words[row])]
             elif flagged[row] and opcodes[row] == isa.OP_LOAD:
                 loads.append(e)
         spans.sort(key=lambda s: s[0])  # one store writes each word: by start is by end too
@@ -273,7 +266,7 @@ class Trace:
         out = []
         for e in loads:
             producers: dict[int, TraceEvent] = {}
-            for a, b in _word_spans(words[row_of(e)]):
+            for a, b in isa.flag_word_spans(words[row_of(e)]):
                 k = bisect.bisect_right(ends, a)  # the first span that ends past this one's start
                 while k < len(spans) and spans[k][0] < b:
                     producers[id(spans[k][2])] = spans[k][2]

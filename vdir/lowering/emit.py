@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
 from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
@@ -39,9 +37,7 @@ def uses_reductions(program: isa.EncodedProgram) -> bool:
 def uses_flag_words(program: isa.EncodedProgram) -> bool:
     """Whether some load or store of the program moves flag words (``isa.TRANSFER_FLAG_WORDS``): only then
     do the engines carry those paths, so every other program lowers to the same text as before."""
-    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
-    moves = np.isin(isa.OPCODE.column(instrs), (isa.OP_LOAD, isa.OP_STORE))
-    return bool(((isa.TRANSFER_FLAGS.column(instrs)[moves] & isa.TRANSFER_FLAG_WORDS) != 0).any())
+    return bool(isa.moves_flag_words(program.instrs.reshape(-1, isa.INSTR_WORDS)).any())
 
 
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:

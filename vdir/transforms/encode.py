@@ -216,7 +216,6 @@ _U32_TYPE = next(t for t in "IL" if array.array(t).itemsize == 4)
 #: a record of zeros (copied for each nop)
 _ZERO_RECORD = array.array(_U32_TYPE, bytes(isa.INSTR_BYTES))
 #: the words the fast path writes, as module constants (read for every node)
-_W_OPCODE = isa.W_OPCODE
 _W_UOP_ID = isa.W_UOP_ID
 _W_WAIT_COUNTER = isa.W_WAIT_COUNTER
 _W_WAIT_COUNT = isa.W_WAIT_COUNT

@@ -43,10 +43,13 @@ PAIR_DATA_BYTES = 2 * isa.FLAG_WORD_DATA
 
 
 def is_flag_words(c: Ctx, f: Fields) -> SSAValue:
-    """A predicate: ``f`` is a flag-word record (warp-uniform: every lane read the same word)."""
+    """A predicate: ``f`` is a flag-word load or store, as ``isa.moves_flag_words`` says (warp-uniform:
+    every lane read the same word). Any other record ignores the flag: a forged nop with it polls nothing."""
     b = c.b
     flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_FLAG_WORDS)
-    return b.setp("ne.u32", flags, 0)
+    opcode = f.read(isa.OPCODE)
+    moves = b.i("or.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), b.setp("eq.u32", opcode, isa.OP_STORE))
+    return b.i("and.pred", "pred", b.setp("ne.u32", flags, 0), moves)
 
 
 def _epoch(c: Ctx) -> SSAValue:

@@ -119,8 +119,7 @@ def _issue_next(s: LoadLoop) -> None:
     f.prefetch(_issue_fields(c))
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
-    if c.flag_words:
-        _poll_flag_words(s, f)
+    flagged = _poll_flag_words(s, f) if c.flag_words else None
     stamp(c, s.q.exec_start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
@@ -146,7 +145,7 @@ def _issue_next(s: LoadLoop) -> None:
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
-    _copy_region(s, f, bar, first, p_ctr, issued)
+    _copy_region(s, f, bar, first, p_ctr, issued, flagged)
     b.bra(issued)
     b.place(nop_path)
     _prefetch(s, f, b.setp("eq.u32", opcode, isa.OP_PREFETCH))
@@ -161,18 +160,21 @@ def _issue_next(s: LoadLoop) -> None:
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
 
 
-def _poll_flag_words(s: LoadLoop, f: Fields) -> None:
+def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
     """A flag-word load (``isa.TRANSFER_FLAG_WORDS``) whose bits are met reads its words into its slot:
     where some word does not hold this launch's epoch yet, the engine goes idle (retiring what has
     landed meanwhile) and reads them all again on its next try; else the issue goes on, and
     :func:`_copy_region` completes the slot's mbarrier. A load that only reads the sync block and its
-    own slot: no counter, no proxy fence (``vdir.lowering.kernel.flag_words``)."""
+    own slot: no counter, no proxy fence (``vdir.lowering.kernel.flag_words``). Returns the predicate
+    that the record is a flag-word load."""
     c, b = s.c, s.c.b
+    flagged = is_flag_words(c, f)
     plain = b.new_label("ld_plain_words")
-    b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
+    b.bra(plain, flagged, neg=True, uniform=True)
     landed = read_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
     b.bra(s.idle, landed, neg=True, uniform=True)
     b.place(plain)
+    return flagged
 
 
 def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
@@ -182,17 +184,19 @@ def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
     return (*isa.REGION_FIELDS, *tensor)
 
 
-def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str) -> None:
+def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str,
+                 flagged: SSAValue | None = None) -> None:
     """Issue the copies of load ``f`` into its tile slot, completing on ``bar``.
 
     Tensor copies where the region has a tensor map (and they are enabled),
     else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
-    branch to ``issued`` when done, the bulk path falls through.
+    branch to ``issued`` when done, the bulk path falls through. Where ``flagged``
+    (a flag-word load, its words in the slot already) only the mbarrier is completed.
     """
     c, b = s.c, s.c.b
-    if c.flag_words:  # its words are in the slot already (_poll_flag_words): it completes at once
+    if flagged is not None:  # a flag-word load's words are in the slot already (_poll_flag_words)
         plain = b.new_label("ld_plain_copy")
-        b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
+        b.bra(plain, flagged, neg=True, uniform=True)
         b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}], %d" % mbar_count(c), outs=["b64"], ins=[bar],
               guard=s.lane0)
         b.raw("bar.warp.sync", "%d" % FULL)
