@@ -7,12 +7,15 @@ import functools
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ml_dtypes import bfloat16
 from xdsl.printer import Printer
 
-from vdir.diagnostics import UserError
+import vdir
+from vdir.diagnostics import PassFailure, UserError
 from vdir.dialects.vdir import ComputeOp, LoadOp, RepeatOp, StoreOp
 from vdir.frontend import ProgramBuilder, verify
 from vdir.frontend.examples import (
@@ -413,3 +416,30 @@ def test_finished_module_ops_are_the_dialect_ops():
     module = build_rmsnorm_gemv(16, 64)
     kinds = {type(op) for op in module.walk()}
     assert {LoadOp, ComputeOp, StoreOp, RepeatOp} <= kinds
+
+
+def test_scratch_buffers_round_trip_and_are_neither_inputs_nor_outputs():
+    """``buffer(..., scratch=True)`` prints ``scratch`` after the type, reads back the same, and the
+    compiled program gives the buffer the scratch role (the caller neither binds nor gets it)."""
+    b = ProgramBuilder("p")
+    x = b.buffer("x", (1, 64), "bf16")
+    mid = b.buffer("mid", (1, 64), "bf16", scratch=True)
+    y = b.buffer("y", (1, 64), "bf16")
+    b.store(b.load(mid, (0, 0), (1, 64), name="back"), y, (0, 0))
+    b.store(b.load(x, (0, 0), (1, 64), name="xt"), mid, (0, 0))
+    with pytest.raises(PassFailure, match="reads bytes of scratch buffer 'mid' that no earlier store surely writes"):
+        vdir.compile(b.finish(), backend="sim")
+    b = ProgramBuilder("p")
+    x = b.buffer("x", (1, 64), "bf16")
+    mid = b.buffer("mid", (1, 64), "bf16", scratch=True)
+    y = b.buffer("y", (1, 64), "bf16")
+    b.store(b.load(x, (0, 0), (1, 64), name="xt"), mid, (0, 0))
+    b.store(b.load(mid, (0, 0), (1, 64), name="back"), y, (0, 0))
+    module = b.finish()
+    text = str(module)
+    assert "%mid: !vdir.buffer<1x64xbf16> scratch," in text
+    assert str(parse_text(default_context(), text)) == text
+    with vdir.compile(module, backend="sim") as exe:
+        assert [(i.name, i.role) for i in exe.program.buffers] == [("x", "in"), ("mid", "scratch"), ("y", "out")]
+        xs = np.arange(64, dtype=np.float32).reshape(1, 64).astype(bfloat16)
+        assert np.array_equal(np.asarray(exe(x=xs)), xs)

@@ -1,7 +1,10 @@
 """Flag-word hand-offs run: ``vdir-pipeline{flag-words=N}`` against the same program without.
 
 On the simulator an MLP block and a tiny decode step give the same bytes
-with and without, launch after launch (the epochs advance); a load whose
+with and without, launch after launch (the epochs advance); a scratch
+buffer that only flag-word loads read is written as words alone, and a plan
+that let a load's words stand for its slot wait while a plain store still
+reads that slot is a race the simulator names; a load whose
 words never arrive is a deadlock report that names them; forged flag-word
 records are refused before anything runs; the kernel carries the flag-word
 paths only for a program that has such records. On the GPU, an MLP block
@@ -14,10 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 
 import vdir
+import vdir.analysis.flag_words as flag_words_analysis
 from vdir import isa
-from vdir.device_runtime.sim import SimDeadlockError
+from vdir.device_runtime.sim import SimDeadlockError, SimRaceError
 from vdir.frontend.examples import build_mlp_block, build_mlp_stack
 from vdir.frontend.llama import build_decode_step
 from vdir.lowering.emit import lower_to_ptx
@@ -73,11 +78,58 @@ def test_a_decode_step_gives_the_same_tokens_and_logits_on_the_simulator():
     results = []
     for words in (0, 4096):
         program = compile_to_encoded(build_decode_step(cfg), num_sms=8, flag_words=words)
+        if words:  # the rows handed between stages are scratch, and only their words carry them
+            assert all(_stores_into(program, name)[1] == 0 for name in ("hs", "q", "ao", "act"))
         with LlamaDecoder(cfg, weights, backend="sim", program=program) as decoder:
             tokens = decoder.generate([1], 4).tokens
             results.append((tokens, decoder.logits().view(np.uint16).copy()))
     assert results[0][0] == results[1][0]
     assert np.array_equal(results[0][1], results[1][1])
+
+
+def _declared_scratch(module: ModuleOp, *names: str) -> ModuleOp:
+    """``module`` with its program's buffers ``names`` declared scratch (none: no buffer scratch)."""
+    program = module.ops.first
+    at = [program.argument_names().index(n) for n in names]
+    program.properties["scratch_args"] = DenseArrayBase.from_list(i64, sorted(at)) if at else None
+    return module
+
+
+def _stores_into(program: isa.EncodedProgram, name: str) -> tuple[int, int]:
+    """(flag-word, plain) store records into buffer ``name``."""
+    ins = program.executed_instrs()
+    b = [x.name for x in program.buffers].index(name)
+    into = (isa.OPCODE.column(ins) == isa.OP_STORE) & (isa.BUFFER.column(ins) == b)
+    words = isa.moves_flag_words(ins)
+    return int((into & words).sum()), int((into & ~words).sum())
+
+
+def test_a_scratch_buffer_only_flag_words_read_is_written_as_words_alone():
+    """@act read back only through flag words: one record per store, its words, and the same result."""
+    plain = compile_to_encoded(build_mlp_block(256, 512), num_sms=4)
+    both = compile_to_encoded(build_mlp_block(256, 512), num_sms=4, flag_words=4096)
+    alone = compile_to_encoded(_declared_scratch(build_mlp_block(256, 512), "act"), num_sms=4, flag_words=4096)
+    assert [b.role for b in alone.buffers if b.name == "act"] == ["scratch"]
+    words, stores = _stores_into(both, "act")
+    assert words > 0 and stores == words  # its words, then its plain store
+    assert _stores_into(alone, "act") == (words, 0)
+    assert len(alone.executed_instrs()) == len(both.executed_instrs()) - words
+    inputs = _inputs(plain, 6)
+    want = [{"out": r["out"]} for r in _runs(plain, inputs, "sim")]
+    assert _same(want, _runs(alone, inputs, "sim"))
+
+
+def test_a_slot_wait_left_to_words_a_plain_store_follows_is_a_race_the_simulator_names(monkeypatch):
+    """The plan keeps a group its waiter may also wait on for its slot only where the stores write their
+    words alone: were it kept with a plain store after the words (@hs not scratch here), the load could
+    fill its slot while that store still reads it, and the simulator says so."""
+    cfg = NAMED_CONFIGS["tiny"]
+    module = _declared_scratch(build_decode_step(cfg))
+    monkeypatch.setattr(flag_words_analysis, "_needs_words_only", lambda group, waiters: False)
+    program = compile_to_encoded(module, num_sms=8, flag_words=4096)
+    with LlamaDecoder(cfg, random_weights(cfg, seed=3), backend="sim", program=program) as decoder:
+        with pytest.raises(SimRaceError, match=r"race on shared memory .*: %ores.* writes the slot that store to @hs"):
+            decoder.generate([1], 2)
 
 
 def _flagged_block() -> isa.EncodedProgram:

@@ -29,8 +29,11 @@ producers but those bytes. So a dependency group qualifies where:
 
 Such a load then waits on the words instead of the group (the group gets no
 counter, and gives the load no knowledge of its producers' other work);
-such a store also writes the words, and releases nothing for the group. The stores still write the buffer itself, which stays the program's
-output.
+such a store also writes the words, and releases nothing for the group. The stores still write the
+buffer itself, which stays the program's output, unless the buffer is declared ``scratch`` and nothing
+reads it but flag-word loads (:func:`words_only_buffers`): then a store writes only its words, in one
+record that also signals and releases what the store does, and no bulk copy of it waits for its writes
+to land before the next store may run.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from vdir import isa
-from vdir.analysis.graph import Graph, Node
+from vdir.analysis.graph import Graph, Node, address_reads
 from vdir.families import DTYPE_BYTES
 
 Group = tuple[Node, ...]
@@ -117,6 +120,18 @@ def sole_writers(graph: Graph, stores: list[Node]) -> set[int]:
     return {id(s) for k, s in enumerate(stores) if k not in clash}
 
 
+def _overlaps(a: Node, b: Node) -> bool:
+    """Whether two accesses of one buffer share an element (their tiles' rectangles, in elements)."""
+    assert a.tile is not None and b.tile is not None
+    (ar, ac), (br, bc) = a.tile.shape, b.tile.shape
+    return a.row < b.row + br and b.row < a.row + ar and a.col < b.col + bc and b.col < a.col + ac
+
+
+def _writes_into(group: Group, load: Node) -> bool:
+    """Whether every member of ``group`` is a store that writes some element ``load`` reads."""
+    return all(p.kind == "store" and p.buffer == load.buffer and _overlaps(p, load) for p in group)
+
+
 def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], max_bytes: int) -> bool:
     """Whether ``group`` (stores into one buffer) and its ``waiters`` make a flag-word hand-off."""
     buffer = group[0].buffer
@@ -135,14 +150,35 @@ def _qualifies(graph: Graph, group: Group, waiters: list[Node], sole: set[int], 
             covered[rect] = _covered(rect, made)
         if not covered[rect]:
             return False
-        others = [g for g in load.deps if g is not group and any(p.kind == "store" and p.buffer == buffer for p in g)]
-        if others:
+        # another group that writes into the load's bytes is taken for the words' too (carried_by_flag_words):
+        # only a wait on some of the same stores may be (:func:`_needs_words_only`)
+        members = set(map(id, group))
+        if any(g is not group and _writes_into(g, load) and not members.issuperset(map(id, g)) for g in load.deps):
             return False
     return True
 
 
+def _needs_words_only(group: Group, waiters: list[Node]) -> bool:
+    """Whether polling ``group``'s words may also stand for a waiter's wait for the shared-memory slot it
+    loads into (the slot's last readers, which only its own SM's stores can be): where some waiter runs on
+    the SM of every producer, or waits on some of the group's stores in another group too. A store whose
+    words come before its plain copy may still read the slot after its words land; one that writes only
+    its words has read the tile by then."""
+    sms = {p.sm for p in group}
+    if len(sms) == 1 and any(w.sm in sms for w in waiters):
+        return True
+    return any(g is not group and _writes_into(g, w) for w in waiters for g in w.deps)
+
+
 def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
-    """The flag-word hand-offs of a placed ``graph`` whose loads read at most ``max_bytes`` (0: none)."""
+    """The flag-word hand-offs of a placed and allocated ``graph`` whose loads read at most ``max_bytes``
+    (0: none).
+
+    The groups that qualify; but a group whose words may also stand for a waiter's slot wait
+    (:func:`_needs_words_only`: on one SM with it, say) only where its buffer is ``scratch`` and the plan
+    leaves every reader of it to the words (:func:`words_only_buffers`), so that its stores write their
+    words alone. Groups on one SM thus join the plan for the sake of their buffer.
+    """
     if max_bytes <= 0:
         return NO_PLAN
     stores: dict[int, list[Node]] = defaultdict(list)
@@ -154,12 +190,20 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
         for g in node.deps:
             if g:
                 waiters[id(g)].append(node)
-                if any(p.sm != node.sm for p in g):  # a hand-off between SMs, for this waiter at least
-                    groups.setdefault(id(g), g)
+                groups.setdefault(id(g), g)
     sole: set[int] = set()
     for buffer_stores in stores.values():
         sole |= sole_writers(graph, buffer_stores)
-    chosen = [g for key, g in groups.items() if _qualifies(graph, g, waiters[key], sole, max_bytes)]
+    needs: dict[int, bool] = {}
+    chosen = []
+    for key, g in groups.items():
+        if not _qualifies(graph, g, waiters[key], sole, max_bytes):
+            continue
+        needs[key] = _needs_words_only(g, waiters[key])
+        if graph.args[g[0].buffer].scratch or not needs[key]:
+            chosen.append(g)
+    words_only = _words_only(graph, {n.id for g in chosen for n in waiters[id(g)]}, {p.id for g in chosen for p in g})
+    chosen = [g for g in chosen if g[0].buffer in words_only or not needs[id(g)]]
     return FlagPlan(
         loads=frozenset(n.id for g in chosen for n in waiters[id(g)]),
         stores=frozenset(p.id for g in chosen for p in g),
@@ -169,8 +213,10 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
 
 def carried_by_flag_words(node: Node, group: Group) -> bool:
     """Whether ``node`` gets ``group``'s bytes through flag words rather than by waiting for it: a
-    flag-word load and a group of stores into its buffer (the planned loads have exactly one)."""
-    return node.flag_words and node.kind == "load" and all(p.kind == "store" and p.buffer == node.buffer for p in group)
+    flag-word load and a group of stores each of which writes some byte the load reads (the plan gives
+    such a load exactly one: its words' stores; a group of stores that write other bytes of the buffer,
+    such as a wait for the load's shared-memory slot, is waited on as usual)."""
+    return node.flag_words and node.kind == "load" and _writes_into(group, node)
 
 
 def mark_flag_words(graph: Graph, plan: FlagPlan) -> None:
@@ -183,10 +229,43 @@ def mark_flag_words(graph: Graph, plan: FlagPlan) -> None:
             node.flag_words = True
 
 
-def flag_word_layout(graph: Graph) -> tuple[dict[int, int], int]:
-    """Where each buffer's flag words lie in the sync block: (byte offset of byte 0's word, by buffer;
-    the flag words' total bytes). A buffer has them where a flag-word store writes it: two bytes of
-    words per byte of the buffer, each buffer's share aligned, after the counters
+@dataclass(frozen=True)
+class FlagWordLayout:
+    """Where a program's flag words lie in the sync block, and which buffers only they carry."""
+
+    #: by buffer, the byte offset in the sync block of the word that holds the buffer's byte 0
+    offsets: dict[int, int]
+    #: the flag words' total bytes (``EncodedProgram.flag_word_bytes``)
+    nbytes: int
+    #: the buffers whose flag-word stores write their words alone (:func:`words_only_buffers`)
+    words_only: frozenset[int]
+
+
+def words_only_buffers(graph: Graph) -> frozenset[int]:
+    """The buffers nothing reads but flag-word loads, after :func:`mark_flag_words`: declared ``scratch``
+    (the caller never sees them), written by flag-word stores, and no other load of them, nor any
+    micro-op that reads an element of them to address or decide itself. Their flag-word stores need not
+    write the buffer: every reader takes the bytes from the words."""
+    marked = {n.id for n in graph.nodes if n.flag_words}
+    return _words_only(graph, marked, marked)
+
+
+def _words_only(graph: Graph, loads: set[int], stores: set[int]) -> frozenset[int]:
+    """:func:`words_only_buffers` were the loads ``loads`` and the stores ``stores`` (by id) flagged."""
+    candidates = {n.buffer for n in graph.nodes if n.kind == "store" and n.id in stores and graph.args[n.buffer].scratch}
+    for node in graph.nodes:
+        if not candidates:
+            break
+        if node.kind == "load" and node.id not in loads:
+            candidates.discard(node.buffer)
+        for b, _ in address_reads(node):
+            candidates.discard(b)
+    return frozenset(candidates)
+
+
+def flag_word_layout(graph: Graph) -> FlagWordLayout:
+    """Where each buffer's flag words lie in the sync block: two bytes of words per byte of the buffer,
+    for each buffer a flag-word store writes, each buffer's share aligned, after the counters
     (``isa.flag_words_start`` of the graph's counters, which are assigned first)."""
     flagged = sorted({n.buffer for n in graph.nodes if n.flag_words and n.kind == "store"})
     start = at = isa.flag_words_start(graph.num_counters)
@@ -194,4 +273,4 @@ def flag_word_layout(graph: Graph) -> tuple[dict[int, int], int]:
     for b in flagged:
         offsets[b] = at
         at += -(-2 * graph.args[b].nbytes // isa.FLAG_WORDS_ALIGN) * isa.FLAG_WORDS_ALIGN
-    return offsets, at - start
+    return FlagWordLayout(offsets, at - start, words_only_buffers(graph) if flagged else frozenset())

@@ -196,6 +196,8 @@ class BufferArg:
     dtype: str
     is_output: bool = False
     is_input: bool = False  # some load reads bytes no earlier store wrote
+    #: declared ``scratch``: never an output, and never read before the program writes it
+    scratch: bool = False
 
     @property
     def role(self) -> str:
@@ -440,11 +442,13 @@ class _Expander:
         self.template = 0
         self.scalars: list[ScalarArg] = []
         ranges = iter(program.scalar_range_list())
+        scratch = program.scratch_positions()
         for name, arg in zip(program.argument_names(), program.args, strict=True):
             t = arg.type
             if isinstance(t, BufferType):
                 self.env[id(arg)] = len(self.args)
-                self.args.append(BufferArg(name, t.dims, t.dtype))  # type: ignore[arg-type]
+                self.args.append(BufferArg(name, t.dims, t.dtype,  # type: ignore[arg-type]
+                                           scratch=len(self.args) in scratch))
                 continue
             lo, hi = next(ranges)
             source = RuntimeSource(-1, len(self.scalars), f"%{name}", lo, hi)
@@ -704,7 +708,7 @@ class _Expander:
             node.inputs = [env[t.input_keys[0]]]  # type: ignore[list-item]
             if t.reduce is not None:
                 node.reduce = t.reduce
-            self.args[node.buffer].is_output = True
+            self.args[node.buffer].is_output = not self.args[node.buffer].scratch
             env[t.result_key] = [node]
         else:
             node.family, node.params = t.family, t.params
@@ -1072,13 +1076,13 @@ def derive_memory_dependencies(graph: Graph) -> None:
                 if b in written:
                     producers += _read_region(graph, reads, writes, node, b, element_region(args[b], elem, 4))
                 else:
-                    args[b].is_input = True
+                    _mark_input(graph, b, node)
         kind = node.kind
         if kind == "compute":
             pass
         elif node.buffer not in written:
             if kind == "load":
-                args[node.buffer].is_input = True
+                _mark_input(graph, node.buffer, node)
         elif kind == "store":
             region = region_of(args[node.buffer], node)
             if node.reduce is not None:
@@ -1096,9 +1100,20 @@ def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: in
     """Record that ``node`` reads ``region`` of ``buffer``; the earlier writes it must wait for."""
     met = writes[buffer].meeting(region)  # one access per store
     if not _covered(region, [access[2] for access in met if covers_exactly(access[3])]):
-        graph.args[buffer].is_input = True
+        _mark_input(graph, buffer, node)
     reads[buffer].add(region, node)
     return [access[3] for access in met]
+
+
+def _mark_input(graph: Graph, buffer: int, node: Node) -> None:
+    """``node`` reads bytes of ``buffer`` that no earlier store surely wrote: the buffer is an input; a
+    located error where it is declared ``scratch`` (whose bytes hold only what the program wrote)."""
+    arg = graph.args[buffer]
+    if arg.scratch:
+        raise PassFailure(
+            f"{micro_op_text(node)} reads bytes of scratch buffer '{arg.name}' that no earlier store surely writes "
+            "(a scratch buffer holds only what the program wrote)", loc=node.loc)
+    arg.is_input = True
 
 
 def _covered(region: BufferRegion, writes: list[BufferRegion]) -> bool:
@@ -1158,6 +1173,7 @@ def graph_to_ir(graph: Graph, stage: str) -> ProgramOp:
     program = ProgramOp(
         graph.name, arg_types, Region(block), target=graph.target.name,
         arg_names=names, scalar_ranges=[(s.lo, s.hi) for s in graph.scalars],
+        scratch=[i for i, a in enumerate(graph.args) if a.scratch],
     )
     program.attributes[STAGE_KEY] = StageAttr(Stage(stage))
     program.attributes[LAYOUT_KEY] = layout_attr(graph, Stage(stage))

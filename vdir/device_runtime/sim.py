@@ -808,6 +808,11 @@ class Simulation:
         # flag words (in the sync block, after the counters): when a store of this launch wrote each
         # sync word, and the engines whose next micro-op is a flag-word load (woken by every such store)
         self.flag_time = np.zeros(len(sync)) if prog.flag_word_bytes else np.zeros(0)
+        # and which store wrote it: its engine (global id) and queue position (-1: none yet)
+        self.flag_engine = np.full(len(self.flag_time), -1, dtype=np.int64)
+        self.flag_pos = np.full(len(self.flag_time), -1, dtype=np.int64)
+        # by (engine, position) of a flag-word store: what it knew of its SM's engines when it read its tile
+        self.flag_store_clock: dict[tuple[int, int], np.ndarray] = {}
         self.flag_waiters: set[int] = set()
 
     # ---- driving ---------------------------------------------------------
@@ -906,7 +911,7 @@ class Simulation:
                 self._store(g, sm, op, self._region(g, sm, op))
             end = start + op.latency_us + op.busy_us
             if runs and op.flag_words and op.opcode == isa.OP_STORE:
-                self._write_flag_words(sm, op, end)
+                self._write_flag_words(g, sm, op, end)
             self.engine_free[g] = end
             self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
             self.clock[g, g] = op.pos + 1
@@ -979,7 +984,7 @@ class Simulation:
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
 
-    def _write_flag_words(self, sm: int, op: Op, end: float) -> None:
+    def _write_flag_words(self, g: int, sm: int, op: Op, end: float) -> None:
         """Flag-word store ``op`` writes its tile's bytes with this launch's epoch into its flag words, by
         ``end``; the engines whose next micro-op is a flag-word load look again."""
         data, epochs = flag_word_views(self.sync, op.region)
@@ -987,6 +992,11 @@ class Simulation:
         data[...] = tile.view(np.uint32).reshape(data.shape)
         epochs[...] = self.epoch % isa.COUNTER_MODULUS
         flag_word_views(self.flag_time, op.region)[1][...] = end
+        flag_word_views(self.flag_engine, op.region)[1][...] = g
+        flag_word_views(self.flag_pos, op.region)[1][...] = op.pos
+        if self.check_races:  # its own read of the tile included
+            known = self.flag_store_clock[g, op.pos] = self._sm_clock(g, sm).copy()
+            known[g % self.per_sm] = op.pos + 1
         for other in list(self.flag_waiters):
             queue, pos = self.queues[other], self.head[other]
             if pos < len(queue) and queue[pos].flag_words and queue[pos].opcode == isa.OP_LOAD:
@@ -1006,7 +1016,7 @@ class Simulation:
             if self.check_races:
                 if not op.flag_words:  # flag words: in the sync block, ordered by their epochs
                     self._check_global_read(g, sm, op, region)
-                self._check_smem_write(g, sm, op, op.tile)
+                self._check_smem_write(g, sm, op, op.tile, self._tile_reads_seen(g, sm, op) if op.flag_words else None)
                 self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
         ends = self.load_ends[g]
         if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
@@ -1152,8 +1162,28 @@ class Simulation:
             "but no dependency orders the read after that write completes"
         )
 
-    def _check_smem_write(self, g: int, sm: int, op: Op, tile: TileRef) -> None:
-        own = self._sm_clock(g, sm)
+    def _tile_reads_seen(self, g: int, sm: int, op: Op) -> np.ndarray:
+        """Engine ``g``'s clock entries for SM ``sm`` (:meth:`_sm_clock`), joined with what each store of
+        that SM whose words flag-word load ``op`` read knew of the SM's engines when it read its tile.
+
+        Each word's bytes came from that read, so the load's write of its own slot comes after it, and
+        after every access of the SM's shared memory the store was ordered after: the tile's producer,
+        the earlier stores' reads of their tiles (a store does not end before its copies have read their
+        source). The words carry nothing else: the stores may still be writing their buffers, and the
+        load learns nothing of other SMs (:meth:`_pass_waits` joins no clock for words).
+        """
+        own = self._sm_clock(g, sm).copy()
+        engines = flag_word_views(self.flag_engine, op.region)[1]
+        positions = flag_word_views(self.flag_pos, op.region)[1]
+        mine = engines // self.per_sm == sm
+        for writer, pos in set(zip(engines[mine].tolist(), positions[mine].tolist(), strict=True)):
+            np.maximum(own, self.flag_store_clock[writer, pos], out=own)
+        return own
+
+    def _check_smem_write(self, g: int, sm: int, op: Op, tile: TileRef, own: np.ndarray | None = None) -> None:
+        """A write of ``tile`` by ``op`` comes after every earlier access of it that engine ``g``'s clock
+        (or ``own``, its entries for the SM) covers; a located race otherwise."""
+        own = self._sm_clock(g, sm) if own is None else own
         hit = self.smem_track[sm].unordered_access(tile, own)
         if hit is None:
             return

@@ -44,6 +44,7 @@ from xdsl.dialects.utils import EnumAttribute, print_dynamic_index_list
 from xdsl.ir import (
     Attribute,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -1170,8 +1171,12 @@ class ProgramOp(IRDLOperation):
     """A vdir program: a symbol whose arguments are global buffers.
 
     ``vdir.program @mlp(%x: !vdir.buffer<1x2048xbf16>, ...) { ... }``. Buffers
-    that the program stores to are its outputs. ``target`` names the target
-    description (default ``h200``).
+    that the program stores to are its outputs, except those declared
+    ``scratch`` (``%act: !vdir.buffer<1x8192xbf16> scratch``): the caller
+    never reads nor binds them, a load may read only bytes the program wrote
+    before it, and the compiler may keep their bytes elsewhere (the
+    flag-word hand-offs write only their words). ``target`` names the
+    target description (default ``h200``).
     """
 
     name = "vdir.program"
@@ -1182,6 +1187,8 @@ class ProgramOp(IRDLOperation):
     #: ``[lo0, hi0, lo1, hi1, ...]``: the half-open range of each ``index``
     #: argument (a launch-time scalar), in argument order
     scalar_ranges = opt_prop_def(DenseArrayBase[I64])
+    #: the positions of the buffer arguments declared ``scratch``, ascending
+    scratch_args = opt_prop_def(DenseArrayBase[I64])
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator(), SymbolOpInterface(), IsolatedFromAbove())
@@ -1194,6 +1201,7 @@ class ProgramOp(IRDLOperation):
         target: str | None = None,
         arg_names: Sequence[str] | None = None,
         scalar_ranges: Sequence[tuple[int, int]] = (),
+        scratch: Sequence[int] = (),
     ):
         if body is None:
             body = Region(Block(arg_types=arg_types))
@@ -1204,6 +1212,7 @@ class ProgramOp(IRDLOperation):
                 "target": StringAttr(target) if target else None,
                 "arg_names": ArrayAttr([StringAttr(n) for n in arg_names]) if arg_names else None,
                 "scalar_ranges": DenseArrayBase.from_list(i64, flat) if flat else None,
+                "scratch_args": DenseArrayBase.from_list(i64, sorted(scratch)) if scratch else None,
             },
             regions=[body],
         )
@@ -1227,6 +1236,10 @@ class ProgramOp(IRDLOperation):
         flat = self.scalar_ranges.get_values() if self.scalar_ranges is not None else ()
         return [(flat[k], flat[k + 1]) for k in range(0, len(flat) - 1, 2)]
 
+    def scratch_positions(self) -> frozenset[int]:
+        """The positions of the buffer arguments declared ``scratch``."""
+        return frozenset(self.scratch_args.get_values()) if self.scratch_args is not None else frozenset()
+
     def argument_names(self) -> list[str]:
         """Stable argument names (the text's names, else arg0, arg1, ...)."""
         if self.arg_names is not None:
@@ -1237,9 +1250,14 @@ class ProgramOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "ProgramOp":
         name = parser.parse_symbol_name().data
         ranges: list[tuple[int, int]] = []
+        scratch: list[int] = []
+        position = iter(range(2**31))
 
         def parse_arg():
             arg = parser.parse_argument(expect_type=True)
+            at = next(position)
+            if isinstance(arg.type, BufferType) and parser.parse_optional_keyword("scratch") is not None:
+                scratch.append(at)
             if isinstance(arg.type, IndexType):
                 parser.parse_keyword("in", " and the range of a scalar argument ('%n: index in 0 to 64')")
                 lo = parse_i64(parser, "scalar range bound")
@@ -1256,7 +1274,8 @@ class ProgramOp(IRDLOperation):
                 parser.raise_error("program attribute 'target' must be a string")
             target = t.data
         body = parser.parse_region(args)
-        op = cls(name, [a.type for a in args], body, target=target, arg_names=None, scalar_ranges=ranges)
+        op = cls(name, [a.type for a in args], body, target=target, arg_names=None, scalar_ranges=ranges,
+                 scratch=scratch)
         names = [a.name.text[1:] for a in args]
         op.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in names])
         if attrs:
@@ -1266,11 +1285,14 @@ class ProgramOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data}(")
         ranges = iter(self.scalar_range_list())
+        scratch = self.scratch_positions()
 
         def print_arg(a: SSAValue) -> None:
             printer.print_operand(a)
             printer.print_string(": ")
             printer.print_attribute(a.type)
+            if isinstance(a, BlockArgument) and a.index in scratch:
+                printer.print_string(" scratch")
             if isinstance(a.type, IndexType) and (r := next(ranges, None)) is not None:
                 printer.print_string(f" in {r[0]} to {r[1]}")
 
@@ -1296,6 +1318,7 @@ class ProgramOp(IRDLOperation):
             if isinstance(a.type, BufferType) and i > buffers - 1:
                 raise VerifyException(f"program argument #{i}: buffers come before the scalar arguments")
         self._check_scalar_ranges()
+        self._check_scratch_args()
         if self.arg_names is not None and len(self.arg_names.data) != len(self.args):
             raise VerifyException("arg_names must name every argument")
         self._check_argument_names()
@@ -1348,6 +1371,17 @@ class ProgramOp(IRDLOperation):
             if name in seen:
                 raise VerifyException(f"program argument #{i}: name '{name}' is already taken by argument #{seen[name]}")
             seen[name] = i
+
+    def _check_scratch_args(self) -> None:
+        """``scratch_args`` names buffer arguments, each once, in ascending order."""
+        if self.scratch_args is None:
+            return
+        positions = list(self.scratch_args.get_values())
+        if positions != sorted(set(positions)):
+            raise VerifyException(f"scratch_args must list argument positions once each, ascending, got {positions}")
+        for i in positions:
+            if not 0 <= i < len(self.buffer_args):
+                raise VerifyException(f"scratch_args names argument #{i}, which is not a buffer argument")
 
     def _check_scalar_ranges(self) -> None:
         ranges = self.scalar_range_list()
@@ -1450,6 +1484,13 @@ def _verified_layout(program: "ProgramOp", stage: Stage) -> LayoutAttr | None:
             f"buffer_roles gives {_counted(len(layout.roles), 'role')} for {_counted(len(program.buffer_args), 'buffer argument')}",
             program,
         )
+    names = program.argument_names()
+    for i in sorted(program.scratch_positions()):
+        if layout.roles[i] != "scratch":
+            raise OpVerifyException(
+                f"buffer_roles gives '{layout.roles[i]}' for argument #{i} ('{names[i]}'), which is declared scratch",
+                program,
+            )
     return layout
 
 

@@ -192,6 +192,7 @@ class ProgramBuilder:
         self.name = name
         self.target = target
         self._arg_names: list[str] = []
+        self._scratch: list[int] = []
         self._scalar_ranges: list[tuple[int, int]] = []
         self._program = ProgramOp(name, [], target=target)
         self._blocks: list[Block] = [self._program.body.block]
@@ -199,8 +200,9 @@ class ProgramBuilder:
 
     # -- program arguments --------------------------------------------------
 
-    def buffer(self, name: str, shape: Sequence[int], dtype: str = "bf16") -> SSAValue:
-        """Declare a global buffer argument ``%name: !vdir.buffer<RxCxdtype>``."""
+    def buffer(self, name: str, shape: Sequence[int], dtype: str = "bf16", *, scratch: bool = False) -> SSAValue:
+        """Declare a global buffer argument ``%name: !vdir.buffer<RxCxdtype>``; with ``scratch``, one the
+        caller never sees (``... scratch``: not an output, read only where the program wrote it)."""
         self._check_open()
         if not _is_identifier(name):
             raise ValueError(f"buffer name must be an identifier, got {name!r}")
@@ -213,6 +215,8 @@ class ProgramBuilder:
         block = self._program.body.block
         arg = block.insert_arg(t, len(block.args))
         arg.name_hint = name
+        if scratch:
+            self._scratch.append(len(self._arg_names))
         self._arg_names.append(name)
         return arg
 
@@ -469,6 +473,8 @@ class ProgramBuilder:
         if self._scalar_ranges:
             flat = [v for r in self._scalar_ranges for v in r]
             self._program.properties["scalar_ranges"] = DenseArrayBase.from_list(i64, flat)
+        if self._scratch:
+            self._program.properties["scratch_args"] = DenseArrayBase.from_list(i64, self._scratch)
         module = ModuleOp([self._program])
         self._finished = True
         verify(module)

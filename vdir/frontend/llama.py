@@ -26,7 +26,10 @@ head dim, ``C`` the maximum context): weights stacked by layer as in
 ``examples/mlp_stack.mlir``; the caches are ``L*C x KV*D`` (row ``l*C + t``
 holds position ``t`` of layer ``l``, all kv heads side by side); the residual
 stream ``hs`` has ``2L + 1`` rows (row ``2l`` enters layer ``l``, row
-``2l + 1`` is after its attention, row ``2l + 2`` after its MLP).
+``2l + 1`` is after its attention, row ``2l + 2`` after its MLP). The rows
+handed between stages (``hs``, ``q``, ``knew``, ``vnew``, ``ao``, ``act``,
+``final_x``, ``best``) are ``scratch``: the caller neither binds nor gets
+them, and a flag-word hand-off may carry them in its words alone.
 """
 
 from __future__ import annotations
@@ -300,17 +303,18 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     for name, (shape, dtype) in state_shapes(cfg).items():
         bufs[name] = b.buffer(name, shape, dtype)
     L, H, D = cfg.layers, cfg.heads, cfg.head_dim
-    bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16")
-    bufs["q"] = b.buffer("q", (L * H, D), "bf16")
+    # the rows handed between the step's stages: scratch, which the caller never sees
+    bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16", scratch=True)
+    bufs["q"] = b.buffer("q", (L * H, D), "bf16", scratch=True)
     # the new position's k (rotated when the projection tiles rotate) and v rows, row l*KV + kv head
-    bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16")
-    bufs["vnew"] = b.buffer("vnew", (L * cfg.kv_heads, D), "bf16")
-    bufs["ao"] = b.buffer("ao", (L, H * D), "bf16")  # row l: layer l's heads side by side
-    bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16")
+    bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16", scratch=True)
+    bufs["vnew"] = b.buffer("vnew", (L * cfg.kv_heads, D), "bf16", scratch=True)
+    bufs["ao"] = b.buffer("ao", (L, H * D), "bf16", scratch=True)  # row l: layer l's heads side by side
+    bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16", scratch=True)
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
     if cfg.logit_chunks > 1:
-        bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16")
-    bufs["best"] = b.buffer("best", (cfg.argmax_parts, 4), "f32")
+        bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16", scratch=True)
+    bufs["best"] = b.buffer("best", (cfg.argmax_parts, 4), "f32", scratch=True)
     pos = b.scalar("pos", 0, cfg.max_context)
 
     tok = b.read(bufs["tok"], 0, 0, name="tok_id")

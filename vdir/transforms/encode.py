@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vdir import isa
-from vdir.analysis.flag_words import flag_word_layout
+from vdir.analysis.flag_words import FlagWordLayout, flag_word_layout
 from vdir.analysis.graph import Graph, Node, build_graph, counterparts, single_program
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET, plan_prefetches
 from vdir.analysis.parallel import run_in_children
@@ -108,17 +108,18 @@ def _memory_fields(row: list[int], node: Node, graph: Graph, smem: int) -> None:
     isa.GLOBAL_OFFSET.set(row, offset % 2**64)
 
 
-def _flag_word_record(row: list[int], node: Node, words_at: int, out: list[list[int]]) -> list[int]:
+def _flag_word_record(row: list[int], node: Node, layout: FlagWordLayout, out: list[list[int]]) -> list[int]:
     """The records of flag-word load or store ``row`` (``isa.TRANSFER_FLAG_WORDS``): its region moved to
-    its buffer's flag words, which begin ``words_at`` bytes into the sync block. A load is that record
-    (returned). A store writes the words first, with its waits (appended to ``out``: the words leave
-    as soon as the tile is ready), then its plain record (returned: the buffer stays the program's
+    its buffer's flag words (``layout``). A load is that record (returned), and so is a store into a
+    buffer only flag words carry (``layout.words_only``: it keeps the store's waits, signals and
+    releases). Any other store writes the words first, with its waits (appended to ``out``: the words
+    leave as soon as the tile is ready), then its plain record (returned: the buffer stays the program's
     output), which signals and releases what the store does."""
     words = row[:]
     offset = isa.GLOBAL_OFFSET.get(words)
-    isa.GLOBAL_OFFSET.set(words, words_at + 2 * offset)
+    isa.GLOBAL_OFFSET.set(words, layout.offsets[node.buffer] + 2 * offset)
     isa.TRANSFER_FLAGS.set(words, isa.TRANSFER_FLAG_WORDS)
-    if node.kind == "load":
+    if node.kind == "load" or node.buffer in layout.words_only:
         return words
     for field in (isa.SIGNAL_MASK, isa.RELEASE_COUNTER):
         field.set(words, 0)
@@ -159,7 +160,7 @@ def _check_input_count(node: Node) -> None:
         )
 
 
-def encode_node(node: Node, graph: Graph, flag_words: dict[int, int] | None = None) -> list[list[int]]:
+def encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None = None) -> list[list[int]]:
     """The instruction words for one node: extra counter waits, itself, extra releases.
 
     ``flag_words``: where each buffer's flag words lie (:func:`flag_word_layout`; None: worked out here).
@@ -168,13 +169,13 @@ def encode_node(node: Node, graph: Graph, flag_words: dict[int, int] | None = No
     """
     try:
         if node.flag_words and flag_words is None:
-            flag_words = flag_word_layout(graph)[0]
-        return _encode_node(node, graph, flag_words or {})
+            flag_words = flag_word_layout(graph)
+        return _encode_node(node, graph, flag_words)
     except ValueError as e:
         raise PassFailure(f"{node.name} cannot be encoded: {e}", loc=node.loc) from None
 
 
-def _encode_node(node: Node, graph: Graph, flag_words: dict[int, int]) -> list[list[int]]:
+def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None) -> list[list[int]]:
     waits = node.wait_counters
     releases = node.release_counters
     out: list[list[int]] = []
@@ -196,7 +197,8 @@ def _encode_node(node: Node, graph: Graph, flag_words: dict[int, int]) -> list[l
         _check_input_count(node)
         _compute_fields(row, node)
     if node.flag_words:
-        row = _flag_word_record(row, node, flag_words[node.buffer], out)
+        assert flag_words is not None, "encode_node works the layout out for a flag-word node"
+        row = _flag_word_record(row, node, flag_words, out)
     out.append(row)
     for extra in releases[1:]:
         nop = _row(isa.OP_NOP, node.id)
@@ -287,7 +289,7 @@ class _NodeEncoder:
         self.words = array.array(_U32_TYPE)
         self.first_trip_counts = first_trip_counts(graph) if first_trips is None else first_trips
         #: where each buffer's flag words lie in the sync block (the counters are assigned by now)
-        self.flag_words = flag_word_layout(graph)[0]
+        self.flag_words = flag_word_layout(graph)
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
@@ -559,7 +561,7 @@ def encoded_program(graph: Graph, instrs: np.ndarray, table: list[list[tuple[int
         uop_names=names,
         target=graph.target.name,
         scalars=[isa.ScalarInfo(s.name, s.lo, s.hi) for s in graph.scalars],
-        flag_word_bytes=flag_word_layout(graph)[1],
+        flag_word_bytes=flag_word_layout(graph).nbytes,
     )
 
 

@@ -22,8 +22,11 @@ Memory-model notes:
   again, so a word never holds a live epoch by accident;
 * the store reads its tile with ``ld.shared`` after its waits (the tile's
   producer signalled the bits with a release, the waits acquire), so the
-  words hold the tile's bytes; it signals nothing (the store's plain record
-  after it does);
+  words hold the tile's bytes. Its signals (a store into a words-only
+  buffer has the store's; one followed by its plain record, none) come
+  after every lane's stores, which carry the values those reads returned:
+  the tile's slot is free once they are issued, and a load on this SM that
+  polled the words fills a slot only after the reads its words came from;
 * the load writes the data into its slot with ``st.shared`` in every lane,
   then ``bar.warp.sync`` orders those writes before lane 0's
   ``mbarrier.arrive`` (a release at CTA scope), which the retirement's

@@ -75,9 +75,11 @@ def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue) -> str:
 
     It writes no byte of a buffer, so it neither waits for an earlier quiet
     store's writes nor leaves any in flight: its words are plain relaxed
-    stores (``vdir.lowering.kernel.flag_words``). The compiler gives it no
-    bits and no counter to signal (its plain store record after it does);
-    were it given some, they would order only its reads of the tile.
+    stores (``vdir.lowering.kernel.flag_words``). It signals and releases
+    what its record says: nothing where its plain store record follows, the
+    store's own where its buffer is words-only (``vdir.analysis.flag_words``):
+    the bits free the tile's slot, which its lanes have read by then, and a
+    counter's release orders the words before it.
     """
     b = c.b
     # both paths read the region: load its words here, ahead of the branch (a word the fields first
