@@ -41,6 +41,10 @@
 #              accesses, a flag in every word), idle and with every SM streaming
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
+#   flagwords - the flag-word hand-offs in one go: their GPU tests, the 1B step timed with
+#              vdir-pipeline{flag-words=4096} beside the default in one process, a trace of layer 5
+#              of each (--handoffs --stores), and compute-sanitizer on a small stack whose act rows
+#              are scratch and handed over as words alone
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -58,7 +62,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -118,6 +122,25 @@ for what in $steps; do
         set -- $run
         timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
           --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
+      done ;;
+    flagwords)
+      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu -k flag_words test/pytest 2>&1 \
+        | tee "$OUT/flagwords-test.log" | tail -n 5
+      timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
+        --torch-compile none --pipeline flag-words=4096 --json "$OUT/flagwords-decode.json" 2>&1 \
+        | tee "$OUT/flagwords-decode.log"
+      for variant in default flag-words=4096; do
+        pipe=; [ "$variant" = default ] || pipe="--pipeline $variant"
+        timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
+          --stores --path-layer 5 $pipe > "$OUT/flagwords-trace-$variant.log" 2>&1
+        echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
+      done
+      for tool in memcheck synccheck racecheck; do
+        timeout ${SAN_TIMEOUT:-70} compute-sanitizer --tool $tool --print-limit 30 python3 bench/sanitize_mlp.py $SAN \
+          --flag-words 4096 --scratch-act > "$OUT/flagwords-san_$tool.log" 2>&1
+        echo "exit $?" >> "$OUT/flagwords-san_$tool.log"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|max rel err|Error|exit " "$OUT/flagwords-san_$tool.log" | sort \
+          | uniq -c | head -n 12 | sed "s/^/$tool: /" | tee -a "$OUT/info.log"
       done ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \

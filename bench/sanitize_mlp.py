@@ -4,6 +4,9 @@ Small enough to run under compute-sanitizer (memcheck, racecheck, synccheck):
 
     compute-sanitizer --tool memcheck python3 bench/sanitize_mlp.py [--layers 2 --sms 8] [--lowering control_warp=1]
 
+``--flag-words N`` compiles the stack with flag-word hand-offs (``vdir-pipeline{flag-words=N}``), and
+``--scratch-act`` declares ``act`` scratch, so that those into it write their words alone.
+
 Exits non-zero when the output misses the cuda tolerance of
 ``vdir.testing.compare.TOLERANCES``.
 """
@@ -29,6 +32,8 @@ def main() -> int:
     ap.add_argument("--inter", type=int, default=2048)
     ap.add_argument("--sms", type=int, default=8)
     ap.add_argument("--l2-prefetch", type=int, default=0, help="vdir-encode's l2-prefetch bytes")
+    ap.add_argument("--flag-words", type=int, default=0, help="vdir-pipeline's flag-words bytes (0: none)")
+    ap.add_argument("--scratch-act", action="store_true", help="declare act scratch (the caller never gets it)")
     add_lowering_argument(ap, "the stack")
     opts = ap.parse_args()
     opts.lowering = lowering_options(ap, opts.lowering)
@@ -40,8 +45,8 @@ def main() -> int:
     from vdir.testing.reference import evaluate
     from vdir.transforms.pipeline import compile_to_encoded
 
-    module = build_mlp_stack(opts.layers, opts.hidden, opts.inter)
-    program = compile_to_encoded(module, num_sms=opts.sms, l2_prefetch=opts.l2_prefetch)
+    module = build_mlp_stack(opts.layers, opts.hidden, opts.inter, scratch_act=opts.scratch_act)
+    program = compile_to_encoded(module, num_sms=opts.sms, l2_prefetch=opts.l2_prefetch, flag_words=opts.flag_words)
     # a generous watchdog: instrumented kernels run many times slower
     exe = vdir.compile(program, backend="cuda", options=opts.lowering, watchdog_ms=120_000.0)
     rng = np.random.default_rng()

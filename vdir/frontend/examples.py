@@ -97,11 +97,14 @@ def build_mlp_block(
     down_chunks: int | None = None,
     eps: float = 1e-5,
     target: str = "h200",
+    scratch_act: bool = False,
 ) -> ModuleOp:
     """A Llama-style MLP block with residual (``examples/mlp.mlir``).
 
     ``out = h + Wd . (silu(Wg . xn) * (Wu . xn))`` with ``xn = rmsnorm(h, g)``;
-    ``act`` is a 1 x intermediate scratch buffer between the two halves. A
+    ``act`` is a 1 x intermediate buffer between the two halves, an output
+    unless ``scratch_act`` declares it ``scratch`` (the caller never gets it;
+    flag-word hand-offs may then carry it in their words alone). A
     tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
     """
     up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
@@ -112,7 +115,7 @@ def build_mlp_block(
         "wg": b.buffer("wg", (intermediate, hidden), "bf16"),
         "wu": b.buffer("wu", (intermediate, hidden), "bf16"),
         "wd": b.buffer("wd", (hidden, intermediate), "bf16"),
-        "act": b.buffer("act", (1, intermediate), "bf16"),
+        "act": b.buffer("act", (1, intermediate), "bf16", scratch=scratch_act),
         "out": b.buffer("out", (1, hidden), "bf16"),
     }
     mlp_layer(b, bufs, None, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
@@ -129,12 +132,14 @@ def build_mlp_stack(
     down_chunks: int | None = None,
     eps: float = 1e-5,
     target: str = "h200",
+    scratch_act: bool = False,
 ) -> ModuleOp:
     """``layers`` MLP blocks in sequence (``examples/mlp_stack.mlir``).
 
     Weights are stacked by layer (``wg``: layers*intermediate x hidden, ...);
     the residual stream ``hs`` has ``layers + 1`` rows, row 0 the input and
-    row ``layers`` the output; ``act`` has one scratch row per layer. A
+    row ``layers`` the output; ``act`` has one row per layer (``scratch``
+    with ``scratch_act``, as :func:`build_mlp_block`'s). A
     tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
     """
     if layers <= 0:
@@ -148,7 +153,7 @@ def build_mlp_stack(
         "wg": b.buffer("wg", (layers * intermediate, hidden), "bf16"),
         "wu": b.buffer("wu", (layers * intermediate, hidden), "bf16"),
         "wd": b.buffer("wd", (layers * hidden, intermediate), "bf16"),
-        "act": b.buffer("act", (layers, intermediate), "bf16"),
+        "act": b.buffer("act", (layers, intermediate), "bf16", scratch=scratch_act),
         "out": hs,
     }
     with b.repeat(0, layers, name="l") as layer:
