@@ -32,10 +32,11 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from ml_dtypes import bfloat16
 
+from vdir.analysis.flag_words import mark_flag_words, plan_flag_words, words_only_buffers
 from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.analysis.queues import queues_of, waits_on_other_sms
 from vdir.frontend import ProgramBuilder
@@ -54,9 +55,13 @@ X_ROWS = 4
 
 
 @st.composite
-def programs(draw):
-    """A random multi-phase program and the SM count to compile it for."""
-    phases = draw(st.integers(1, 3))
+def programs(draw, scratch_rows: bool = False):
+    """A random multi-phase program and the SM count to compile it for.
+
+    ``scratch_rows``: the activation buffer the last phase does not write is declared ``scratch``
+    (its phases then run every row tile: a scratch row is read only where it was surely written).
+    """
+    phases = draw(st.integers(2 if scratch_rows else 1, 3))
     rows = draw(st.sampled_from([8, 16, 32]))
     runtime = draw(st.booleans())
     b = ProgramBuilder("random")
@@ -65,7 +70,8 @@ def programs(draw):
     ws = [b.buffer(f"w{p}", (WIDTH, WIDTH)) for p in range(phases)]
     # two activation buffers used alternately: phase p reads what p-1 wrote
     # and overwrites what p-2 wrote (write-after-read across SMs)
-    acts = [b.buffer(f"a{i}", (1, WIDTH)) for i in range(min(2, phases))]
+    scratch = {1 - (phases - 1) % 2} if scratch_rows else set()
+    acts = [b.buffer(f"a{i}", (1, WIDTH), scratch=i in scratch) for i in range(min(2, phases))]
     pos = b.scalar("pos", 0, X_ROWS) if runtime else None
     n = b.scalar("n", 0, WIDTH // rows + 1) if runtime else None
     source = x
@@ -77,7 +83,7 @@ def programs(draw):
             v = b.compute("rmsnorm", [v, gt], params={"eps": 1e-5}, name=f"n{p}")
         dest = acts[p % 2]
         epilogue = draw(st.sampled_from(["none", "add", "silu_mul"]))
-        counted = n is not None and draw(st.booleans())
+        counted = n is not None and p % 2 not in scratch and draw(st.booleans())
         for i in range(WIDTH // rows):
             # a counted phase runs row tile i only while i < n (the whole chain)
             when = (n, ">=", i + 1) if counted else None
@@ -98,12 +104,13 @@ def programs(draw):
     return module, draw(st.integers(1, 4))
 
 
-def compile_graph(module, num_sms: int, keep_trips: bool = False) -> Graph:
+def compile_graph(module, num_sms: int, keep_trips: bool = False, flag_words: int = 0) -> Graph:
     graph = build_graph(module)
     graph.target = get_target("h200", num_sms)
     place(graph, num_sms, keep_trips=keep_trips)
     schedule(graph)
     allocate(graph)
+    mark_flag_words(graph, plan_flag_words(graph, flag_words))
     layout_dependencies(graph)
     return graph
 
@@ -345,6 +352,31 @@ def test_simulator_matches_reference(case, seed):
     inputs = random_inputs(reference_graph, seed)
     program = encode(compile_graph(module, num_sms))
     # one compiled program, several values of its scalars (none: one launch each)
+    for k, interleaving in enumerate((seed, seed + 1, seed + 2)):
+        scalars = random_scalars(reference_graph, seed + k)
+        expected = evaluate_graph(reference_graph, inputs, scalars)
+        arrays = [np.array(inputs[b.name], copy=True) for b in program.buffers]
+        simulate(program, arrays, seed=interleaving, scalars=scalars)
+        for b, got in zip(program.buffers, arrays, strict=True):
+            if b.is_output:
+                np.testing.assert_array_equal(got.view(np.uint16), expected[b.name].view(np.uint16))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(programs(scratch_rows=True), st.integers(0, 2**16), st.sampled_from([128, 4096]))
+def test_flag_word_hand_offs_compute_what_the_reference_does(case, seed, max_bytes):
+    """With flag-word hand-offs (a row of scratch among them, so that some stores write their words
+    alone), the simulator, race checks on, under several interleavings, computes the reference's
+    outputs: the plan's rules (one writer per byte, the slot waits the words may stand for) hold."""
+    from vdir.device_runtime.sim import simulate
+
+    module, num_sms = case
+    reference_graph = build_graph(module)
+    graph = compile_graph(module, num_sms, flag_words=max_bytes)
+    assume(any(n.flag_words for n in graph.nodes))
+    event(f"a buffer written as words alone: {bool(words_only_buffers(graph))}")
+    inputs = random_inputs(reference_graph, seed)
+    program = encode(graph)
     for k, interleaving in enumerate((seed, seed + 1, seed + 2)):
         scalars = random_scalars(reference_graph, seed + k)
         expected = evaluate_graph(reference_graph, inputs, scalars)
