@@ -24,8 +24,10 @@ producers but those bytes. So a dependency group qualifies where:
   byte they write (one writer per byte per launch);
 * every micro-op that waits on it is a load of that buffer, unconditional
   and at a static offset, reading at most ``max_bytes``, whose every byte
-  the group's stores write, and with no other group of stores into that
-  buffer.
+  the group's stores write, and no other of its groups writes into those
+  bytes but one made of the same stores (a wait for its shared-memory
+  slot: kept only where the stores write their words alone, see
+  :func:`plan_flag_words`).
 
 Such a load then waits on the words instead of the group (the group gets no
 counter, and gives the load no knowledge of its producers' other work);
