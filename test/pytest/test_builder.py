@@ -418,24 +418,25 @@ def test_finished_module_ops_are_the_dialect_ops():
     assert {LoadOp, ComputeOp, StoreOp, RepeatOp} <= kinds
 
 
+def _through_scratch(read_first: bool):
+    """x -> mid (scratch) -> y; ``read_first``: mid is read back before it is written."""
+    b = ProgramBuilder("p")
+    x = b.buffer("x", (1, 64), "bf16")
+    mid = b.buffer("mid", (1, 64), "bf16", scratch=True)
+    y = b.buffer("y", (1, 64), "bf16")
+    steps = [lambda: b.store(b.load(x, (0, 0), (1, 64), name="xt"), mid, (0, 0)),
+             lambda: b.store(b.load(mid, (0, 0), (1, 64), name="back"), y, (0, 0))]
+    for step in reversed(steps) if read_first else steps:
+        step()
+    return b.finish()
+
+
 def test_scratch_buffers_round_trip_and_are_neither_inputs_nor_outputs():
     """``buffer(..., scratch=True)`` prints ``scratch`` after the type, reads back the same, and the
     compiled program gives the buffer the scratch role (the caller neither binds nor gets it)."""
-    b = ProgramBuilder("p")
-    x = b.buffer("x", (1, 64), "bf16")
-    mid = b.buffer("mid", (1, 64), "bf16", scratch=True)
-    y = b.buffer("y", (1, 64), "bf16")
-    b.store(b.load(mid, (0, 0), (1, 64), name="back"), y, (0, 0))
-    b.store(b.load(x, (0, 0), (1, 64), name="xt"), mid, (0, 0))
     with pytest.raises(PassFailure, match="reads bytes of scratch buffer 'mid' that no earlier store surely writes"):
-        vdir.compile(b.finish(), backend="sim")
-    b = ProgramBuilder("p")
-    x = b.buffer("x", (1, 64), "bf16")
-    mid = b.buffer("mid", (1, 64), "bf16", scratch=True)
-    y = b.buffer("y", (1, 64), "bf16")
-    b.store(b.load(x, (0, 0), (1, 64), name="xt"), mid, (0, 0))
-    b.store(b.load(mid, (0, 0), (1, 64), name="back"), y, (0, 0))
-    module = b.finish()
+        vdir.compile(_through_scratch(read_first=True), backend="sim")
+    module = _through_scratch(read_first=False)
     text = str(module)
     assert "%mid: !vdir.buffer<1x64xbf16> scratch," in text
     assert str(parse_text(default_context(), text)) == text

@@ -345,13 +345,17 @@ def random_scalars(graph: Graph, seed: int) -> tuple[int, ...]:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.integers(0, 2**16))
 def test_simulator_matches_reference(case, seed):
+    module, num_sms = case
+    check_simulator_matches_reference(module, encode(compile_graph(module, num_sms)), seed)
+
+
+def check_simulator_matches_reference(module, program, seed: int) -> None:
+    """The simulator runs ``program`` (compiled from ``module``) as the reference evaluates ``module``:
+    one compiled program, several values of its scalars (none: one launch each), three interleavings."""
     from vdir.device_runtime.sim import simulate
 
-    module, num_sms = case
     reference_graph = build_graph(module)
     inputs = random_inputs(reference_graph, seed)
-    program = encode(compile_graph(module, num_sms))
-    # one compiled program, several values of its scalars (none: one launch each)
     for k, interleaving in enumerate((seed, seed + 1, seed + 2)):
         scalars = random_scalars(reference_graph, seed + k)
         expected = evaluate_graph(reference_graph, inputs, scalars)
@@ -368,23 +372,11 @@ def test_flag_word_hand_offs_compute_what_the_reference_does(case, seed, max_byt
     """With flag-word hand-offs (a row of scratch among them, so that some stores write their words
     alone), the simulator, race checks on, under several interleavings, computes the reference's
     outputs: the plan's rules (one writer per byte, the slot waits the words may stand for) hold."""
-    from vdir.device_runtime.sim import simulate
-
     module, num_sms = case
-    reference_graph = build_graph(module)
     graph = compile_graph(module, num_sms, flag_words=max_bytes)
     assume(any(n.flag_words for n in graph.nodes))
     event(f"a buffer written as words alone: {bool(words_only_buffers(graph))}")
-    inputs = random_inputs(reference_graph, seed)
-    program = encode(graph)
-    for k, interleaving in enumerate((seed, seed + 1, seed + 2)):
-        scalars = random_scalars(reference_graph, seed + k)
-        expected = evaluate_graph(reference_graph, inputs, scalars)
-        arrays = [np.array(inputs[b.name], copy=True) for b in program.buffers]
-        simulate(program, arrays, seed=interleaving, scalars=scalars)
-        for b, got in zip(program.buffers, arrays, strict=True):
-            if b.is_output:
-                np.testing.assert_array_equal(got.view(np.uint16), expected[b.name].view(np.uint16))
+    check_simulator_matches_reference(module, encode(graph), seed)
 
 
 def test_checker_catches_a_waiting_load_on_the_stream_engine():
