@@ -213,12 +213,28 @@ def plan_flag_words(graph: Graph, max_bytes: int) -> FlagPlan:
     )
 
 
-def carried_by_flag_words(node: Node, group: Group) -> bool:
+#: :func:`carried_by_flag_words`'s answers by group (``id()``) and load region
+CarriedMemo = dict[tuple[int, int, int, int, int, int], bool]
+
+
+def carried_by_flag_words(node: Node, group: Group, memo: CarriedMemo | None = None) -> bool:
     """Whether ``node`` gets ``group``'s bytes through flag words rather than by waiting for it: a
     flag-word load and a group of stores each of which writes some byte the load reads (the plan gives
     such a load exactly one: its words' stores; a group of stores that write other bytes of the buffer,
-    such as a wait for the load's shared-memory slot, is waited on as usual)."""
-    return node.flag_words and node.kind == "load" and _writes_into(group, node)
+    such as a wait for the load's shared-memory slot, is waited on as usual).
+
+    ``memo``, where given, keeps the answers for the loads of one region on every SM (a group's loads
+    read one row, and the group has as many stores as SMs wrote it), while the groups live."""
+    if not (node.flag_words and node.kind == "load"):
+        return False
+    if memo is None:
+        return _writes_into(group, node)
+    assert node.tile is not None
+    key = (id(group), node.buffer, node.row, node.col, *node.tile.shape)
+    known = memo.get(key)
+    if known is None:
+        known = memo[key] = _writes_into(group, node)
+    return known
 
 
 def mark_flag_words(graph: Graph, plan: FlagPlan) -> None:

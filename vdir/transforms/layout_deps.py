@@ -57,7 +57,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vdir.analysis.flag_words import carried_by_flag_words
+from vdir.analysis.flag_words import CarriedMemo, carried_by_flag_words
 from vdir.analysis.graph import SCHEDULE_ORDER, Graph, Node, counterparts
 from vdir.analysis.queues import SCHEDULED_QUEUE_ORDER, SmShare, scheduled_shares
 from vdir.analysis.stages import run_stage
@@ -77,6 +77,7 @@ def assign_counters(graph: Graph, waiting: dict[int, Node] | None = None) -> Non
     counter_of: dict[int, int] = {}
     counts: dict[int, int] = {}
     cache: dict[int, int] = {}
+    carried: CarriedMemo = {}
     nodes = graph.nodes if waiting is None else _in_graph_order(graph.nodes, waiting)
     for n in nodes:
         sm = n.sm
@@ -84,7 +85,7 @@ def assign_counters(graph: Graph, waiting: dict[int, Node] | None = None) -> Non
         for g in n.deps:
             if g[0].sm == sm if len(g) == 1 else group_is_local(g, sm, cache):  # the usual group, inlined
                 continue
-            if flagged and carried_by_flag_words(n, g):
+            if flagged and carried_by_flag_words(n, g, carried):
                 continue
             if id(g) not in counter_of:
                 cid = len(counter_of)
