@@ -54,7 +54,7 @@ def store_engine(c: Ctx) -> None:
     opcode = f.read(isa.OPCODE)
     b.bra(nxt, b.setp("ne.u32", opcode, isa.OP_STORE), uniform=True)
     b.bra(nxt, condition_holds(c, f), neg=True, uniform=True)  # skipped: no bytes, same signals
-    completed = _flag_word_store(c, f, lane0) if c.flag_words else None
+    completed = _flag_word_store(c, f, lane0, unsettled) if c.flag_words else None
     _settle_writes(c, unsettled)
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
@@ -69,17 +69,24 @@ def store_engine(c: Ctx) -> None:
     b.bra(c.exit_label)
 
 
-def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue) -> str:
+def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> str:
     """A flag-word store (``isa.TRANSFER_FLAG_WORDS``) writes its words and completes here, branching to
     the label returned (placed after the plain completion); any other store falls through.
 
-    It writes no byte of a buffer, so it neither waits for an earlier quiet
-    store's writes nor leaves any in flight: its words are plain relaxed
-    stores (``vdir.lowering.kernel.flag_words``). It signals and releases
-    what its record says: nothing where its plain store record follows, the
-    store's own where its buffer is words-only (``vdir.analysis.flag_words``):
-    the bits free the tile's slot, which its lanes have read by then, and a
-    counter's release orders the words before it.
+    It writes no byte of a buffer and leaves no write in flight: its words
+    are plain relaxed stores (``vdir.lowering.kernel.flag_words``), written
+    first, whatever came before. It signals and releases what its record
+    says: nothing where its plain store record follows, the store's own
+    where its buffer is words-only (``vdir.analysis.flag_words``): the bits
+    free the tile's slot, which its lanes have read by then, and a counter's
+    release orders the words before it.
+
+    Memory-model note: a signal of this engine also stands for every store
+    before it (the layout's clocks take the queue's order for completion,
+    and a quiet store's readers rely on a later store's signal, see
+    :func:`_complete`), so before signalling it performs the writes a quiet
+    store left in flight (:func:`_settle_writes`), as a plain store does
+    before its copies.
     """
     b = c.b
     # both paths read the region: load its words here, ahead of the branch (a word the fields first
@@ -88,6 +95,7 @@ def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue) -> str:
     plain, completed = b.new_label("st_plain_words"), b.new_label("st_words_done")
     b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
     write_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
+    _settle_writes(c, unsettled)
     b.raw("bar.warp.sync", "%d" % FULL)
     signal(c, f.signal, f.rel, lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
