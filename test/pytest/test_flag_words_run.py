@@ -40,9 +40,10 @@ def _inputs(program: isa.EncodedProgram, seed: int) -> dict[str, np.ndarray]:
     return {b.name: (rng.standard_normal(b.shape) * 0.5).astype(bfloat16) for b in program.buffers if b.is_input}
 
 
-def _runs(program: isa.EncodedProgram, inputs: dict, backend: str, launches: int = 3) -> list[dict]:
+def _runs(program: isa.EncodedProgram, inputs: dict, backend: str, launches: int = 3,
+          options: dict | None = None) -> list[dict]:
     outs = []
-    with vdir.compile(program, backend=backend) as exe:
+    with vdir.compile(program, backend=backend, options=options) as exe:
         for _ in range(launches):
             got = exe(**inputs)
             got = got if isinstance(got, dict) else {exe.outputs[0].name: got}
@@ -198,6 +199,17 @@ def test_whole_gpu_programs_give_the_same_bytes_with_flag_words(case):
     if scratch:
         want = [{k: v for k, v in r.items() if k != "act"} for r in want]
     assert _same(want, _runs(flagged, inputs, "cuda"))
+
+
+@gpu
+def test_a_words_only_stack_with_every_uniform_claim_checked_gives_the_bytes_it_gives_unchecked():
+    """The flag-word paths' branches declared warp-uniform (the poll's vote, the words' loops), each
+    checked (lowering option uniform_checks), on a stack whose act rows go as words alone."""
+    program = compile_to_encoded(build_mlp_stack(2, 256, 512, scratch_act=True), num_sms=4, flag_words=4096)
+    words, plain = _stores_into(program, "act")
+    assert words > 0 and plain == 0
+    inputs = _inputs(program, 7)
+    assert _same(_runs(program, inputs, "cuda", options={"uniform_checks": True}), _runs(program, inputs, "cuda"))
 
 
 def test_a_stack_with_its_layers_kept_alike_is_compiled_trip_by_trip_and_gives_the_same_bytes():
