@@ -149,15 +149,17 @@ def compile_mlp(layers: int | None, hidden: int, inter: int, num_sms: int, prefe
     load that waits on other SMs; ``keep_trips``: vdir-place's (every layer
     placed as the first); ``tiling``: the builders' ``up_rows``,
     ``down_rows``, ``down_chunks``; ``pipeline``: more of the pipeline's options (e.g.
-    ``side_loads``).
+    ``side_loads``); with ``flag_words`` among them, ``act`` is declared scratch (the caller never
+    reads it), so that the hand-offs through it may go as words alone.
     """
     from vdir.frontend.examples import build_mlp_block, build_mlp_stack
     from vdir.transforms.pipeline import compile_to_encoded
 
+    scratch_act = bool((pipeline or {}).get("flag_words"))
     if layers is None:
-        mod = build_mlp_block(hidden, inter, eps=EPS, **tiling)
+        mod = build_mlp_block(hidden, inter, eps=EPS, scratch_act=scratch_act, **tiling)
     else:
-        mod = build_mlp_stack(layers, hidden, inter, eps=EPS, **tiling)
+        mod = build_mlp_stack(layers, hidden, inter, eps=EPS, scratch_act=scratch_act, **tiling)
     return compile_to_encoded(mod, num_sms=num_sms, prefetch=prefetch, keep_trips=keep_trips, **(pipeline or {}))
 
 
@@ -244,10 +246,15 @@ def run_mlp(exe, inp: dict[str, np.ndarray], layers: int | None) -> tuple[np.nda
     on ``mlp_inputs``' arrays; a stack's output rows start as NaN, so every one must be written."""
     w = {k: inp[k] for k in ("g", "wg", "wu", "wd")}
     if layers is None:
-        return exe(h=inp["hs"][:1], **w)["out"], np_mlp(inp["hs"][:1], *w.values())
+        return _named(exe(h=inp["hs"][:1], **w), "out"), np_mlp(inp["hs"][:1], *w.values())
     hs = inp["hs"].copy()
     hs[1:] = np.nan
-    return exe(hs=hs, **w)["hs"][1:], np_mlp_stack(inp, layers)
+    return _named(exe(hs=hs, **w), "hs")[1:], np_mlp_stack(inp, layers)
+
+
+def _named(got, name: str) -> np.ndarray:
+    """Output ``name`` of a call's result: a dict of outputs, or the only one (``act`` scratch)."""
+    return got[name] if isinstance(got, dict) else got
 
 
 def mlp_inputs(rng, layers: int, hidden: int, inter: int) -> dict[str, np.ndarray]:

@@ -197,13 +197,18 @@ def one_line(e: BaseException, n: int = 200) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
+def pipeline_options(opts) -> dict:
+    """The vdir-pipeline options the command line sets for every program."""
+    return {"side_loads": opts.side_loads, "flag_words": opts.flag_words}
+
+
 def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None,
-                 side_loads: str = DEFAULT_SIDE_LOADS) -> dict:
-    """The case's program, compiled (``side_loads``: vdir-place's option): {prog, seconds, error, tiling};
-    ``error`` one line, ``prog`` None then."""
+                 pipeline: dict | None = None) -> dict:
+    """The case's program, compiled (``pipeline``: more of vdir-pipeline's options, as ``pipeline_options``
+    gives them): {prog, seconds, error, tiling}; ``error`` one line, ``prog`` None then."""
     t0 = time.time()
     t = None
-    pipeline = {"side_loads": side_loads}
+    pipeline = pipeline or {}
     try:
         t = tiling(case, num_sms, tile_bytes, gemv_rows)
         if case.kind == "gemv":
@@ -227,15 +232,15 @@ class Programs:
     """The cases' programs: compiled ahead, in worker processes (``jobs`` > 1), or when asked for."""
 
     def __init__(self, cases: list[Case], num_sms: int, tile_bytes: int, jobs: int, gemv_rows: int | None = None,
-                 side_loads: str = DEFAULT_SIDE_LOADS):
-        self.num_sms, self.tile_bytes, self.gemv_rows, self.side_loads = num_sms, tile_bytes, gemv_rows, side_loads
+                 pipeline: dict | None = None):
+        self.num_sms, self.tile_bytes, self.gemv_rows, self.pipeline = num_sms, tile_bytes, gemv_rows, pipeline
         self.pool = None
         self.futures: dict[Case, concurrent.futures.Future] = {}
         if jobs > 1 and len(cases) > 1:
             self.pool = concurrent.futures.ProcessPoolExecutor(
                 min(jobs, len(cases)), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
             for c in cases:  # in the order they are needed
-                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes, gemv_rows, side_loads)
+                self.futures[c] = self.pool.submit(compile_case, c, num_sms, tile_bytes, gemv_rows, pipeline)
 
     def get(self, case: Case) -> dict:
         fut = self.futures.pop(case, None)
@@ -244,7 +249,7 @@ class Programs:
                 return fut.result()
             except Exception:  # noqa: BLE001  (a worker lost: compile here instead)
                 pass
-        return compile_case(case, self.num_sms, self.tile_bytes, self.gemv_rows, self.side_loads)
+        return compile_case(case, self.num_sms, self.tile_bytes, self.gemv_rows, self.pipeline)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -274,7 +279,7 @@ def sim_main(opts, cases: list[Case]) -> int:
     t_start = time.time()
     rng = np.random.default_rng()
     small = [c.scaled(SIM_SCALE) for c in cases]
-    programs = Programs(small, SIM_SMS, WEIGHT_TILE_BYTES // SIM_SCALE, opts.jobs or 1, side_loads=opts.side_loads)
+    programs = Programs(small, SIM_SMS, WEIGHT_TILE_BYTES // SIM_SCALE, opts.jobs or 1, pipeline=pipeline_options(opts))
     rows, failed = [], []
     f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
     try:
@@ -339,7 +344,7 @@ def sim_main(opts, cases: list[Case]) -> int:
         print()
         print(f"real sizes, compiled for {SIM_REAL_SMS} SMs (16-layer stacks left out):")
         big = [c for c in cases if c.kind != "stack"]
-        progs = Programs(big, SIM_REAL_SMS, WEIGHT_TILE_BYTES, opts.jobs or 1, side_loads=opts.side_loads)
+        progs = Programs(big, SIM_REAL_SMS, WEIGHT_TILE_BYTES, opts.jobs or 1, pipeline=pipeline_options(opts))
         try:
             for c in big:
                 res = progs.get(c)
@@ -367,7 +372,7 @@ def print_table(doc: dict) -> None:
     print()
     print(f"device: {doc['device']}  SMs: {doc['sms']}  date: {doc['date']}  launches per figure: {doc['iters']} "
           f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
-          f"side-loads: {doc.get('side_loads', DEFAULT_SIDE_LOADS)}  "
+          f"side-loads: {doc.get('side_loads', DEFAULT_SIDE_LOADS)}  flag-words: {doc.get('flag_words', 0)}  "
           f"weight tiles of at most {doc['tile_bytes']} bytes, gemv tile rows: {doc['gemv_tile_rows']}")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -424,7 +429,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     nsm = plat.target().num_sms
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
     # compiling while the GPU measures
-    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, opts.side_loads)
+    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, pipeline_options(opts))
     print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es), weight tiles of "
           f"at most {opts.tile_bytes} bytes; torch.compile mode: {opts.torch_compile}", flush=True)
     lowering: LoweringOptions = opts.lowering
@@ -444,7 +449,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "side_loads": opts.side_loads,
+           "side_loads": opts.side_loads, "flag_words": opts.flag_words,
            "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
            "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
@@ -668,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
                          "choice; the K chunks are chosen for these rows within the tile limit)")
     ap.add_argument("--side-loads", choices=SIDE_LOADS, default=DEFAULT_SIDE_LOADS,
                     help="vdir-place's side-loads for every vdir program (default: %(default)s)")
+    ap.add_argument("--flag-words", type=int, default=0, metavar="N",
+                    help="vdir-pipeline's flag-words for every vdir program (0, the default: none); the MLPs "
+                         "then declare act scratch, so that its hand-offs go as words alone")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
     if opts.gemv and opts.only == "mlp":
@@ -683,6 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         opts.tile_bytes = WEIGHT_TILE_BYTES
     elif opts.tile_bytes <= 0:
         ap.error(f"--tile-bytes must be positive, not {opts.tile_bytes}")
+    if opts.flag_words < 0:
+        ap.error(f"--flag-words must be 0 (none) or positive, not {opts.flag_words}")
     opts.lowering = lowering_options(ap, opts.lowering)
     cases = select_cases(opts)
     return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)

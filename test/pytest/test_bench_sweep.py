@@ -80,7 +80,23 @@ def test_side_loads_reach_the_programs_the_sweep_compiles(capsys):
     case = sweep.Case("gemv", 1024, 1024)
 
     def x_engines(side_loads: str) -> set[str]:
-        return load_engines(sweep.compile_case(case, 4, WEIGHT_TILE_BYTES, side_loads=side_loads)["prog"])["x"]
+        return load_engines(sweep.compile_case(case, 4, WEIGHT_TILE_BYTES, pipeline={"side_loads": side_loads})["prog"])["x"]
 
     assert x_engines("none") == {"stream"} and x_engines(sweep.DEFAULT_SIDE_LOADS) == {"load"}
     assert "invalid choice: 'most'" in usage_error(["--sim", "--side-loads", "most"], capsys)
+
+
+def test_flag_words_reach_the_mlps_the_sweep_compiles_and_act_goes_as_words_alone(capsys):
+    """``--flag-words`` goes to vdir-pipeline through the compile pool; the MLPs then declare ``act``
+    scratch, and the run on the simulator still matches the host math; a negative count is refused."""
+    from vdir import isa
+
+    block = sweep.Case("block", 256, 512)
+    plain = sweep.compile_case(block, 4, WEIGHT_TILE_BYTES)["prog"]
+    flagged = sweep.compile_case(block, 4, WEIGHT_TILE_BYTES, pipeline={"flag_words": 4096})["prog"]
+    assert [b.role for b in plain.buffers if b.name == "act"] == ["out"]
+    assert [b.role for b in flagged.buffers if b.name == "act"] == ["scratch"]
+    assert isa.moves_flag_words(flagged.executed_instrs()).any()
+    assert "--flag-words must be 0 (none) or positive, not -1" in usage_error(["--sim", "--flag-words", "-1"], capsys)
+    assert sweep.main(["--sim", "--quick", "--only", "mlp", "--flag-words", "4096"]) == 0
+    assert "PASS" in capsys.readouterr().out
