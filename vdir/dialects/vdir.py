@@ -16,6 +16,7 @@ come from its induction variable through ``affine.apply``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -1251,7 +1252,7 @@ class ProgramOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         ranges: list[tuple[int, int]] = []
         scratch: list[int] = []
-        position = iter(range(2**31))
+        position = itertools.count()
 
         def parse_arg():
             arg = parser.parse_argument(expect_type=True)
