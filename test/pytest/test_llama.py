@@ -210,6 +210,16 @@ def test_vdir_generate_command(tmp_path, capsys):
     assert "ms/token" in printed and data["ms_per_token"] > 0
 
 
+def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):
+    """``--flag-words N``: the step's hand-off rows go through flag words (words alone: they are
+    scratch); the greedy tokens are those of the default step."""
+    argv = ["--random", "tiny", "--prompt", "3,9,141", "--tokens", "3", "--backend", "sim", "--no-progress"]
+    assert generate_main(argv) == 0
+    plain = capsys.readouterr().out.splitlines()[0]
+    assert generate_main([*argv, "--flag-words", "4096"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == plain and plain.startswith("tokens: ")
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -219,6 +229,7 @@ def test_vdir_generate_command(tmp_path, capsys):
         (["--random", "tiny", "--prompt", "600"], "token id 600 is outside the vocabulary of 512"),
         (["--weights", "/nonexistent-dir", "--prompt", "1"], "config.json"),
         (["--random", "tiny", "--prompt", "1", "--seed", "-1"], "--seed -1: a seed is a non-negative integer"),
+        (["--random", "tiny", "--prompt", "1", "--flag-words", "-8"], "--flag-words -8: 0 (none) or a positive byte count"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "10"],
          "more than 10 micro-ops (the limit; --max-micro-ops raises it)"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "0"],

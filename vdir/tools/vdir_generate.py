@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--flag-words", type=int, default=0, metavar="N",
+                   help="hand the step's rows of at most N bytes between SMs as flag words "
+                        "(vdir-pipeline's flag-words; default 0: through counters)")
     add_limit_options(p)  # a large model's step may expand beyond the default --max-micro-ops
     return p
 
@@ -70,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"error: --max-context {args.max_context}: must be positive")
     if args.seed < 0:
         raise UserError(f"error: --seed {args.seed}: a seed is a non-negative integer")
+    if args.flag_words < 0:
+        raise UserError(f"error: --flag-words {args.flag_words}: 0 (none) or a positive byte count")
     if args.weights:
         cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
     else:
@@ -77,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
         weights = random_weights(cfg, args.seed)
     backend = args.backend or default_backend()
     progress = None if args.no_progress else _progress_bar()
-    with limits_in_effect(limits), LlamaDecoder(cfg, weights, backend=backend) as decoder:
-        result = decoder.generate(prompt, args.tokens, progress=progress)
+    with limits_in_effect(limits):
+        program = _compiled_step(cfg, args.flag_words)
+        with LlamaDecoder(cfg, weights, backend=backend, program=program) as decoder:
+            result = decoder.generate(prompt, args.tokens, progress=progress)
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
     print(f"backend: {backend}; {result.steps} steps; {ms:.3f} ms/token; "
@@ -86,6 +93,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({**result.to_json(), "backend": backend, "config": cfg.name}, indent=1))
     return 0
+
+
+def _compiled_step(cfg, flag_words: int):
+    """The decode step compiled with ``flag_words`` (vdir-pipeline's option), or None (0): the
+    decoder compiles it with the defaults."""
+    if not flag_words:
+        return None
+    from vdir.frontend.llama import build_decode_step
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    return compile_to_encoded(build_decode_step(cfg), flag_words=flag_words)
 
 
 def _progress_bar():
