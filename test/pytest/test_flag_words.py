@@ -15,7 +15,14 @@ import dataclasses
 import pytest
 from xdsl.context import Context
 
-from vdir.analysis.flag_words import NO_PLAN, carried_by_flag_words, mark_flag_words, plan_flag_words, sole_writers
+from vdir.analysis.flag_words import (
+    NO_PLAN,
+    carried_by_flag_words,
+    mark_flag_words,
+    plan_flag_words,
+    sole_writers,
+    words_only_buffers,
+)
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.runtime_values import Condition, RuntimeSource
 from vdir.analysis.stages import resolve_target
@@ -131,3 +138,41 @@ def test_a_store_that_reaches_into_its_neighbours_bytes_is_no_sole_writer(block)
     # and the hand-offs that read them lose their flag words
     plan = plan_flag_words(block, 1 << 20)
     assert stores[1].id not in plan.stores and stores[2].id not in plan.stores
+
+
+def _carried(graph: Graph, plan) -> list[tuple]:
+    """(load, group) of every group the plan's loads take through words, after marking."""
+    mark_flag_words(graph, plan)
+    return [(n, g) for n in graph.nodes if n.id in plan.loads for g in n.deps if carried_by_flag_words(n, g)]
+
+
+def _local(pairs: list[tuple]) -> int:
+    """How many of the (load, group) pairs have every producer on the load's SM."""
+    return sum(all(p.sm == load.sm for p in g) for load, g in pairs)
+
+
+def test_an_mlp_blocks_scratch_act_goes_as_words_alone():
+    """act an output: its stores keep their plain copies; act scratch: every load of act polls words, and
+    act's stores write words alone."""
+    shown = _placed(build_mlp_block(HIDDEN, INTER))
+    assert _carried(shown, plan_flag_words(shown, 4096)) and words_only_buffers(shown) == frozenset()
+    scratch = _placed(build_mlp_block(HIDDEN, INTER, scratch_act=True))
+    plan = plan_flag_words(scratch, 4096)
+    assert plan.loads == _accesses(scratch, "act", "load")
+    _carried(scratch, plan)
+    assert words_only_buffers(scratch) == {_buffer(scratch, "act")}
+
+
+def test_a_group_on_its_waiters_sm_is_kept_only_where_the_buffer_goes_as_words_alone():
+    """The decode step's residual chunks read back on the SM that stored them: with its rows scratch
+    those groups join the plan (and hs goes as words alone); with none scratch, a group on a load's own
+    SM, which may also be its slot wait, is left to bits (words stand for that wait only where no
+    plain store follows them)."""
+    scratch = _placed(build_decode_step(NAMED_CONFIGS["tiny"]), sms=8)
+    assert _local(_carried(scratch, plan_flag_words(scratch, 4096))) > 0
+    assert _buffer(scratch, "hs") in words_only_buffers(scratch)
+    module = build_decode_step(NAMED_CONFIGS["tiny"])
+    module.ops.first.properties["scratch_args"] = None
+    shown = _placed(module, sms=8)
+    pairs = _carried(shown, plan_flag_words(shown, 4096))
+    assert pairs and _local(pairs) == 0 and words_only_buffers(shown) == frozenset()
