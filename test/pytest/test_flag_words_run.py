@@ -118,6 +118,19 @@ def test_a_scratch_buffer_only_flag_words_read_is_written_as_words_alone():
     assert _same(want, _runs(alone, inputs, "sim"))
 
 
+def test_a_plain_load_of_a_buffer_written_as_words_alone_is_named_by_the_simulator():
+    """A forged program whose load reads @act itself, where the stores wrote only @act's words: the load
+    would see bytes of an earlier launch, and the simulator says so before it computes anything."""
+    program = compile_to_encoded(build_mlp_block(256, 512, scratch_act=True), num_sms=4, flag_words=4096)
+    instrs = program.instrs.copy()
+    loads = np.nonzero((isa.OPCODE.column(instrs) == isa.OP_LOAD) & isa.moves_flag_words(instrs))[0]
+    row = instrs[int(loads[0])]
+    isa.TRANSFER_FLAGS.set(row, 0)
+    isa.GLOBAL_OFFSET.set(row, 0)  # the first bytes of act, in bounds
+    with pytest.raises(SimRaceError, match=r"reads bytes of scratch buffer 'act' that no store of the launch wrote"):
+        _runs(_with_instrs(program, instrs), _inputs(program, 8), "sim", launches=1)
+
+
 def test_a_slot_wait_left_to_words_a_plain_store_follows_is_a_race_the_simulator_names(monkeypatch):
     """The plan keeps a group its waiter may also wait on for its slot only where the stores write their
     words alone: were it kept with a plain store after the words (@hs not scratch here), the load could

@@ -236,8 +236,9 @@ class DecodedProgram:
     """An :class:`~vdir.isa.EncodedProgram` decoded and validated for the simulator.
 
     ``ops[sm][engine]`` is the queue as a list of :class:`Op`. ``tracked``
-    maps each buffer that some store writes to the byte granule its accesses
-    share (race tracking on global memory is exact at that granularity).
+    maps each buffer that some store writes, and each ``scratch`` one, to the
+    byte granule its accesses share (race tracking on global memory is exact
+    at that granularity).
     """
 
     program: isa.EncodedProgram
@@ -314,7 +315,9 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
     reading = tuple(
         e for e in target.load_engines if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
     )
-    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes), target, writers, reading)
+    scratch = {b for b, info in enumerate(program.buffers) if info.role == "scratch"}
+    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes, scratch), target, writers,
+                          reading)
 
 
 def _executed_words(
@@ -481,9 +484,10 @@ def _check_tile(tile: TileRef, smem_bytes: int) -> None:
         )
 
 
-def _tracked_buffers(ops, buffer_bytes: list[int]) -> dict[int, int]:
-    """Buffers some store writes → the largest granule dividing every access to them."""
-    written = {op.buffer for sm in ops for queue in sm for op in queue if op.opcode == isa.OP_STORE}
+def _tracked_buffers(ops, buffer_bytes: list[int], scratch: set[int]) -> dict[int, int]:
+    """Buffers some store writes, and the ``scratch`` ones (whose every read needs a writer in the launch)
+    → the largest granule dividing every access to them."""
+    written = {op.buffer for sm in ops for queue in sm for op in queue if op.opcode == isa.OP_STORE} | scratch
     granule = {b: buffer_bytes[b] for b in written}
     for sm in ops:
         for queue in sm:
@@ -1272,7 +1276,15 @@ class Simulation:
         track = self.global_track.get(op.buffer)
         if track is None:
             return
-        hit = self._unordered(g, track.view(track.writer_engine, region), track.view(track.writer_pos, region))
+        writers = track.view(track.writer_engine, region)
+        info = self.decoded.program.buffers[op.buffer]
+        if info.role == "scratch" and (writers < 0).any():  # its bytes from before the launch: none the program owns
+            raise SimRaceError(
+                f"{self._name(g, op.pos)} reads bytes of scratch buffer '{info.name}' that no store of the launch "
+                "wrote before it (a scratch buffer holds only what the launch writes; flag-word stores write "
+                "only their words)"
+            )
+        hit = self._unordered(g, writers, track.view(track.writer_pos, region))
         if hit is not None:
             name = self.decoded.program.buffers[op.buffer].name
             raise SimRaceError(
