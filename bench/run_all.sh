@@ -42,8 +42,7 @@
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   flagwords - the flag-word hand-offs in one go: their GPU tests, the 1B step timed with
-#              vdir-pipeline{flag-words=4096} and {flag-words=8192} (act's 8 KiB loads too) beside the
-#              default in one process, a trace of layer 5
+#              vdir-pipeline{flag-words=4096} beside the default in one process, a trace of layer 5
 #              of each (--handoffs --stores), and compute-sanitizer on a small stack whose act rows
 #              are scratch and handed over as words alone
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
@@ -128,7 +127,7 @@ for what in $steps; do
       timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu -k flag_words test/pytest 2>&1 \
         | tee "$OUT/flagwords-test.log" | tail -n 5
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
-        --torch-compile none --pipeline flag-words=4096 --pipeline flag-words=8192 --json "$OUT/flagwords-decode.json" 2>&1 \
+        --torch-compile none --pipeline flag-words=4096 --json "$OUT/flagwords-decode.json" 2>&1 \
         | tee "$OUT/flagwords-decode.log"
       for variant in default flag-words=4096; do
         pipe=; [ "$variant" = default ] || pipe="--pipeline $variant"
