@@ -812,7 +812,7 @@ class Simulation:
         # flag words (in the sync block, after the counters): when a store of this launch wrote each
         # sync word, and the engines whose next micro-op is a flag-word load (woken by every such store)
         self.flag_time = np.zeros(len(sync)) if prog.flag_word_bytes else np.zeros(0)
-        # and which store wrote it: its engine (global id) and queue position (-1: none yet)
+        # and, for the race checks, which store wrote it: its engine (global id) and queue position (-1: none)
         self.flag_engine = np.full(len(self.flag_time), -1, dtype=np.int64)
         self.flag_pos = np.full(len(self.flag_time), -1, dtype=np.int64)
         # by (engine, position) of a flag-word store: what it knew of its SM's engines when it read its tile
@@ -996,9 +996,9 @@ class Simulation:
         data[...] = tile.view(np.uint32).reshape(data.shape)
         epochs[...] = self.epoch % isa.COUNTER_MODULUS
         flag_word_views(self.flag_time, op.region)[1][...] = end
-        flag_word_views(self.flag_engine, op.region)[1][...] = g
-        flag_word_views(self.flag_pos, op.region)[1][...] = op.pos
-        if self.check_races:  # its own read of the tile included
+        if self.check_races:  # who wrote each word, and what it knew (its own read of the tile included)
+            flag_word_views(self.flag_engine, op.region)[1][...] = g
+            flag_word_views(self.flag_pos, op.region)[1][...] = op.pos
             known = self.flag_store_clock[g, op.pos] = self._sm_clock(g, sm).copy()
             known[g % self.per_sm] = op.pos + 1
         for other in list(self.flag_waiters):

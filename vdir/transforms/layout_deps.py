@@ -7,10 +7,11 @@ group's size times the launch epoch (acquire). Counters are never reset; the
 epoch (1, 2, ... per launch) makes each launch wait for its own releases.
 
 **Flag words.** A load marked ``flag_words`` (``vdir-flag-words``) gets its
-group of stores into its buffer through the flag words those stores also
-write: that group becomes neither a counter nor bits, and gives the load no
-knowledge of its producers (the words are relaxed: they carry the bytes and
-nothing else; every other group of the load is laid out as usual).
+groups of stores into the bytes it reads through the flag words those stores
+also write (``vdir.analysis.flag_words.carried_by_flag_words``): such a group
+becomes neither a counter nor bits, and gives the load no knowledge of its
+producers (the words are relaxed: they carry the bytes and nothing else;
+every other group of the load is laid out as usual).
 
 **Within an SM.** Edges become bits of the SM's dependency bitmap. A producer
 toggles its bit when it completes; a waiter waits until the bit holds the
@@ -180,15 +181,6 @@ def group_is_local(g: tuple[Node, ...], sm: int, cache: dict[int, int]) -> bool:
     return only == sm
 
 
-def local_producers(n: Node, cache: dict[int, int]) -> list[Node]:
-    """Producers on ``n``'s SM that ``n`` must wait for."""
-    out = list(n.inputs)
-    for g in n.deps:
-        if group_is_local(g, n.sm, cache) and not (n.flag_words and carried_by_flag_words(n, g)):
-            out.extend(g)
-    return out
-
-
 @dataclass
 class _Clocks:
     """What the bit assignment reads of the vector clocks of one SM (see :func:`vector_clocks`).
@@ -299,8 +291,9 @@ def vector_clocks(
 
 def _unknown_producers(n: Node, pre: VClock, index: dict[str, int], cache: dict[int, int],
                        waiting: dict[int, Node]) -> list[Node]:
-    """``n``'s local producers (:func:`local_producers`) that ``pre`` does not know finished, maybe
-    repeated; ``n`` goes into ``waiting`` if it waits on another SM's."""
+    """``n``'s producers on its own SM (its inputs, and its groups on its SM that flag words do not carry)
+    that ``pre`` does not know finished, maybe repeated; ``n`` goes into ``waiting`` if it waits on
+    another SM's."""
     sm = n.sm
     inputs = n.inputs
     needed = [d for d in inputs if pre[index[d.engine]] < d.pos] if inputs else []
