@@ -43,7 +43,6 @@ from vdir.analysis.l2_prefetch import DEFAULT_BUDGET  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS, LlamaConfig  # noqa: E402
 from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 from vdir.testing.torch_llama import TorchStep  # noqa: E402
-from vdir.transforms.place import SIDE_LOADS  # noqa: E402
 
 LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
@@ -82,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                    help="also time the step lowered with these options (e.g. load_ring=16); repeatable")
     p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
-                   help="also time the step compiled with these vdir-pipeline options (prefetch, run-ahead, weight-ring, "
-                        "stream-loads, phase-balance, keep-trips, side-loads, flag-words); "
-                        "repeatable, each timed in this run")
+                   help="also time the step compiled with these vdir-pipeline options (e.g. flag-words=4096,prefetch=1; "
+                        "any but target, num-sms and l2-prefetch); repeatable, each timed in this run")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
@@ -208,35 +206,23 @@ def _byte_list(text: str) -> list[int]:
     return values
 
 
-def _flag(value: str) -> bool:
-    """A pipeline option's boolean value as text."""
-    return value.lower() in ("1", "true", "yes", "on")
-
-
-#: the vdir-pipeline options ``--pipeline`` may set, and how each value is read
-PIPELINE_OPTIONS = {"prefetch": int, "run-ahead": int, "weight-ring": int,
-                    "stream-loads": _flag, "phase-balance": _flag, "keep-trips": _flag, "side-loads": str,
-                    "flag-words": int}
+#: vdir-pipeline options the bench sets itself, which ``--pipeline`` may not
+BENCH_PIPELINE_OPTIONS = {"target": "the bench's", "num_sms": "every SM", "l2_prefetch": "--l2-prefetch"}
 
 
 def pipeline_options(text: str) -> dict:
-    """``"prefetch=4,side-loads=none"`` -> compile_to_encoded keyword arguments; a clean exit on a bad one
-    (``side-loads`` one of :data:`~vdir.transforms.place.SIDE_LOADS`)."""
-    options: dict = {}
-    for item in filter(None, text.split(",")):
-        key, _, value = item.partition("=")
-        key = key.replace("_", "-")
-        if key not in PIPELINE_OPTIONS or not value:
-            raise _usage_error(f"--pipeline takes OPTION=VALUE with OPTION one of "
-                             f"{', '.join(PIPELINE_OPTIONS)}; got '{item}'")
-        try:
-            options[key.replace("-", "_")] = PIPELINE_OPTIONS[key](value)
-        except ValueError:
-            raise _usage_error(f"--pipeline {key} takes an integer, got '{value}'") from None
-    side = options.get("side_loads")
-    if side is not None and side not in SIDE_LOADS:
-        raise _usage_error(f"--pipeline side-loads takes one of {', '.join(SIDE_LOADS)}, got '{side}'")
-    return options
+    """``"prefetch=4,side-loads=none"`` -> compile_to_encoded keyword arguments (the options that differ
+    from the defaults); a clean exit on a bad one, or on one the bench sets itself."""
+    from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
+
+    try:
+        options = PipelineOptions.parse(text)
+    except PipelineOptionError as e:
+        raise _usage_error(f"--pipeline {text}: {str(e).removeprefix('error: ')}") from None
+    for name, owner in BENCH_PIPELINE_OPTIONS.items():
+        if name in options.changed():
+            raise _usage_error(f"--pipeline {text}: {name.replace('_', '-')} is set by the bench ({owner})")
+    return options.changed()
 
 
 def _lowering_options(text: str) -> str | None:

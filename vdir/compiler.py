@@ -21,6 +21,7 @@ from vdir.target import get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
+    from vdir.transforms.pipeline_options import PipelineOptions
 
 
 class InvalidModuleError(VdirError, ValueError):
@@ -34,6 +35,7 @@ def compile(
     num_sms: int | None = None,
     options: LoweringOptions | Mapping[str, Any] | str | None = None,
     max_micro_ops: int | None = None,
+    pipeline: PipelineOptions | Mapping[str, Any] | str | None = None,
     **launch_options: Any,
 ) -> Executable:
     """Compile an xDSL module (or take an encoded program) and load it on ``backend``.
@@ -52,8 +54,14 @@ def compile(
     dict or a ``"key=value ..."`` string), checked before anything is
     compiled; ``launch_options`` become launch options of the returned
     :class:`Executable`, checked first against the backend's
-    (``Platform.LAUNCH_OPTIONS``). A module is verified first: an invalid one raises
-    :class:`InvalidModuleError` with the located message vdir-opt gives.
+    (``Platform.LAUNCH_OPTIONS``). ``pipeline`` are the pass pipeline's
+    options (:class:`~vdir.transforms.pipeline_options.PipelineOptions`, a
+    dict or a ``"key=value ..."`` string, e.g. ``"flag-words=4096"``), also
+    checked before anything is compiled; ``target`` and ``num_sms``, where
+    given, are those options' too (given in both places, they must agree). An
+    encoded program takes none: it is compiled already. A module is verified
+    first: an invalid one raises :class:`InvalidModuleError` with the located
+    message vdir-opt gives.
     """
     if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int)):
         raise TypeError(f"vdir.compile: num_sms must be an integer, got {num_sms!r}")
@@ -66,7 +74,12 @@ def compile(
         from vdir.lowering.options import LoweringOptions
 
         options = LoweringOptions.coerce(options)
+    passes = None if pipeline is None else _pipeline_options(pipeline, target, num_sms)
     if isinstance(module_or_program, EncodedProgram):
+        if passes is not None:
+            from vdir.transforms.pipeline_options import PipelineOptionError
+
+            raise PipelineOptionError("vdir.compile: an encoded program is compiled already; it takes no pipeline options")
         program = module_or_program
         check_untrusted(program, _code_limit(max_micro_ops), "max_micro_ops=")
     else:
@@ -77,8 +90,24 @@ def compile(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
         verify(module_or_program)
-        program = compile_module(module_or_program, target=target, num_sms=num_sms, max_micro_ops=max_micro_ops)
+        program = compile_module(module_or_program, target=target, num_sms=num_sms, max_micro_ops=max_micro_ops,
+                                 pipeline=passes)
     return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+
+
+def _pipeline_options(pipeline: Any, target: str | None, num_sms: int | None) -> PipelineOptions:
+    """``pipeline`` as pipeline options with :func:`compile`'s ``target`` and ``num_sms`` (None: not given)
+    put in; either given in both places with other values is refused."""
+    from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
+
+    options = PipelineOptions.coerce(pipeline)
+    for name, value, unset in (("target", target, ""), ("num_sms", num_sms, None)):
+        mine = getattr(options, name)
+        if value is not None and mine not in (unset, value):
+            raise PipelineOptionError(f"vdir.compile: {name}={value!r} and the pipeline option {name}={mine!r} disagree")
+        if value is not None:
+            options = options.with_overrides({name: value})
+    return options
 
 
 def _code_limit(max_micro_ops: int | None) -> int:
@@ -103,15 +132,16 @@ def verify(module: Any) -> None:
 
 
 def compile_module(
-    module: Any, target: str | None = None, num_sms: int | None = None, max_micro_ops: int | None = None
+    module: Any, target: str | None = None, num_sms: int | None = None, max_micro_ops: int | None = None,
+    pipeline: PipelineOptions | Mapping[str, Any] | str | None = None,
 ) -> EncodedProgram:
     """Run the pass pipeline on a verified module (left unchanged); return its encoding.
 
-    ``max_micro_ops``: see :func:`compile`.
+    ``max_micro_ops`` and ``pipeline``: see :func:`compile`.
 
     The pipeline is imported here, lazily, so that ``import vdir`` and the
     runtime do not pull in the compiler unless asked to compile.
     """
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(module, target=target or "", num_sms=num_sms, max_micro_ops=max_micro_ops)
+    return compile_to_encoded(module, _pipeline_options(pipeline, target, num_sms), max_micro_ops=max_micro_ops)

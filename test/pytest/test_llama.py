@@ -218,6 +218,8 @@ def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):
     plain = capsys.readouterr().out.splitlines()[0]
     assert generate_main([*argv, "--flag-words", "4096"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == plain and plain.startswith("tokens: ")
+    assert generate_main([*argv, "--pipeline", "flag-words=4096 prefetch=1"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == plain
 
 
 @pytest.mark.parametrize(
@@ -230,6 +232,12 @@ def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):
         (["--weights", "/nonexistent-dir", "--prompt", "1"], "config.json"),
         (["--random", "tiny", "--prompt", "1", "--seed", "-1"], "--seed -1: a seed is a non-negative integer"),
         (["--random", "tiny", "--prompt", "1", "--flag-words", "-8"], "--flag-words -8: 0 (none) or a positive byte count"),
+        (["--random", "tiny", "--prompt", "1", "--pipeline", "prefetch=-1"],
+         "error: --pipeline: vdir-pipeline: option 'prefetch' must be at least 0, got -1"),
+        (["--random", "tiny", "--prompt", "1", "--pipeline", "flag_wrds=64"],
+         "error: --pipeline: unknown pipeline option 'flag_wrds' (known: target, num_sms, "),
+        (["--random", "tiny", "--prompt", "1", "--pipeline", "flag-words=64", "--flag-words", "128"],
+         "error: --pipeline: flag words given twice: --flag-words 128 and flag-words=64"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "10"],
          "more than 10 micro-ops (the limit; --max-micro-ops raises it)"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "0"],

@@ -4,16 +4,10 @@
 The kernel builder (the package ``vdir.lowering.kernel``), the entry points
 (``vdir.lowering.emit``) and the CUDA backend (which builds tensor maps only
 when the kernel will use them) read its fields and derived properties; the
-tools and ``vdir.compile`` build one from what the user wrote:
-
-* a mapping, ``{"load_path": "lsu", "split_copies": 4}``
-  (:meth:`LoweringOptions.from_mapping`);
-* a string of ``key=value`` pairs, ``"load_path=lsu split_copies=4"``
-  (:meth:`LoweringOptions.parse`; ``vdir-run --lowering``);
-* the options of ``vdir-opt -t 'ptx{load-path=lsu split-copies=4}'``.
-
-Names may be spelled with ``-`` or ``_``. Values may be given typed or as
-text (``"4"``, ``"true"``/``"false"``/``"1"``/``"0"`` for the flags). Changing an
+tools and ``vdir.compile`` build one from what the user wrote: a mapping, a
+string of ``key=value`` pairs (``vdir-run --lowering``), or the options of
+``vdir-opt -t 'ptx{load-path=lsu split-copies=4}'`` (how: :mod:`vdir.options`).
+Changing an
 option never changes the program's results, only how its copies and
 synchronisation are issued, whether the kernel records a trace, or whether
 it checks the branches it declares warp-uniform.
@@ -21,13 +15,12 @@ it checks the branches it declares warp-uniform.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from vdir.diagnostics import VdirError
 from vdir.lowering import layout as L
+from vdir.options import OptionError, OptionSet
 from vdir.target import EngineKind
 
 #: the load paths: ``bulk`` (``cp.async.bulk``, completion by transaction
@@ -56,13 +49,16 @@ MAX_COMPUTE_WARPS = L.MAX_CTA_WARPS - L.COMPUTE_FIRST_WARP - 1
 CLUSTER_SIZES = (1, 2, 4, 8)
 
 
-class LoweringOptionError(VdirError, ValueError):
+class LoweringOptionError(OptionError):
     """A lowering option is unknown or has a bad value; the message says which and why."""
 
 
 @dataclass(frozen=True)
-class LoweringOptions:
+class LoweringOptions(OptionSet):
     """How :func:`vdir.lowering.lower` builds the persistent kernel (defaults: the tuned choice)."""
+
+    KIND: ClassVar[str] = "lowering"
+    ERROR: ClassVar[type[OptionError]] = LoweringOptionError
 
     split_copies: int = 1
     """How many bulk copies (one per lane, 1..32) a dense load is cut into."""
@@ -148,9 +144,8 @@ class LoweringOptions:
     ``bra.uni`` and no check."""
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            _check_type(f.name, getattr(self, f.name), str(f.type))  # annotations are text here
-        _check_range("split_copies", self.split_copies, 1, MAX_SPLIT_COPIES)
+        self.check_types()
+        self.check_range("split_copies", 1, MAX_SPLIT_COPIES)
         if self.load_path not in LOAD_PATHS:
             raise LoweringOptionError(
                 f"lowering option load_path must be {' or '.join(map(repr, LOAD_PATHS))}, got {self.load_path!r}"
@@ -159,8 +154,8 @@ class LoweringOptions:
             raise LoweringOptionError(
                 f"lowering option bit_signal must be {' or '.join(map(repr, BIT_SIGNALS))}, got {self.bit_signal!r}"
             )
-        _check_range("fetch_depth", self.fetch_depth, 1, MAX_FETCH_DEPTH)
-        _check_range("compute_warps", self.compute_warps, 0, MAX_COMPUTE_WARPS, " (0: the target's)")
+        self.check_range("fetch_depth", 1, MAX_FETCH_DEPTH)
+        self.check_range("compute_warps", 0, MAX_COMPUTE_WARPS, " (0: the target's)")
         if self.cluster_size not in CLUSTER_SIZES:
             raise LoweringOptionError(
                 f"lowering option cluster_size must be one of {', '.join(map(str, CLUSTER_SIZES))}, "
@@ -168,7 +163,7 @@ class LoweringOptions:
             )
         for name in ("load_ring", "stream_ring"):
             depth = getattr(self, name)
-            _check_range(name, depth, 1, L.MAX_LOAD_RING)
+            self.check_range(name, 1, L.MAX_LOAD_RING)
             if depth & (depth - 1):
                 raise LoweringOptionError(f"lowering option {name} must be a power of two, got {depth}")
 
@@ -192,97 +187,6 @@ class LoweringOptions:
     def tensor_copies_enabled(self) -> bool:
         """Whether loads and stores that have a tensor map use it (``tensor_copies`` on the bulk path)."""
         return self.tensor_copies and not self.lsu_loads
-
-    # -- construction ---------------------------------------------------------
-    @classmethod
-    def names(cls) -> list[str]:
-        """Every option name, in declaration order."""
-        return [f.name for f in dataclasses.fields(cls)]
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> LoweringOptions:
-        """The defaults overridden by ``values`` (names with ``-`` or ``_``; typed or text values)."""
-        return cls().with_overrides(values)
-
-    @classmethod
-    def parse(cls, text: str) -> LoweringOptions:
-        """Options from ``"key=value key=value"`` (spaces or commas between the pairs)."""
-        pairs: dict[str, str] = {}
-        for item in text.replace(",", " ").split():
-            key, eq, value = item.partition("=")
-            if not eq or not key or not value:
-                raise LoweringOptionError(f"lowering options are key=value pairs, got {item!r} in {text!r}")
-            if key in pairs:  # (other spellings of one name: with_overrides)
-                raise LoweringOptionError(f"lowering option '{key}' is given twice in {text!r}")
-            pairs[key] = value
-        return cls.from_mapping(pairs)
-
-    @classmethod
-    def coerce(cls, value: LoweringOptions | Mapping[str, Any] | str | None) -> LoweringOptions:
-        """``value`` as options: options as they are, a mapping or a string parsed, None the defaults."""
-        if value is None:
-            return cls()
-        if isinstance(value, LoweringOptions):
-            return value
-        if isinstance(value, str):
-            return cls.parse(value)
-        if isinstance(value, Mapping):
-            return cls.from_mapping(value)
-        raise LoweringOptionError(
-            f"lowering options must be LoweringOptions, a dict or a 'key=value ...' string, got {type(value).__name__}"
-        )
-
-    def with_overrides(self, values: Mapping[str, Any] | None = None, **more: Any) -> LoweringOptions:
-        """These options with some changed; unknown names are rejected, listing the known ones."""
-        changes: dict[str, Any] = {}
-        types = {f.name: str(f.type) for f in dataclasses.fields(self)}  # annotations are text here
-        for key, value in [*(values or {}).items(), *more.items()]:
-            name = str(key).replace("-", "_")
-            if name not in types:
-                raise LoweringOptionError(f"unknown lowering option '{key}' (known: {', '.join(types)})")
-            if name in changes:  # 'load-ring' and 'load_ring', or one name in both arguments
-                raise LoweringOptionError(f"lowering option '{key}' is given twice")
-            changes[name] = _convert(name, value, types[name])
-        return dataclasses.replace(self, **changes)
-
-    def changed(self) -> dict[str, Any]:
-        """The options that differ from the defaults, by name (for reports and specs)."""
-        default = LoweringOptions()
-        return {n: getattr(self, n) for n in self.names() if getattr(self, n) != getattr(default, n)}
-
-
-#: field annotations (strings: this module uses postponed evaluation) -> Python type
-_FIELD_TYPES = {"int": int, "str": str, "bool": bool}
-
-
-def _convert(name: str, value: Any, annotation: str) -> Any:
-    """``value`` as the option's type when it is written as text (or a 0/1 flag); else unchanged."""
-    kind = _FIELD_TYPES[annotation]
-    if kind is bool:
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
-            return value.lower() in ("true", "1")
-        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-            return bool(value)
-    elif kind is int and isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            raise LoweringOptionError(f"lowering option {name} must be an integer, got {value!r}") from None
-    return value
-
-
-def _check_type(name: str, value: Any, annotation: str) -> None:
-    kind = _FIELD_TYPES[annotation]
-    wrong_int = kind is int and isinstance(value, bool)  # bool is an int subclass: not a count
-    if not isinstance(value, kind) or wrong_int:
-        what = {bool: "true or false (or 1 or 0)", int: "an integer", str: "a string"}[kind]
-        raise LoweringOptionError(f"lowering option {name} must be {what}, got {value!r}")
-
-
-def _check_range(name: str, value: int, low: int, high: int | None, note: str = "") -> None:
-    if value < low or (high is not None and value > high):
-        bounds = f"in {low}..{high}" if high is not None else f"at least {low}"
-        raise LoweringOptionError(f"lowering option {name} must be {bounds}{note}, got {value}")
 
 
 #: what the lowering entry points accept as options: the options themselves,

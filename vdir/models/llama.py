@@ -80,19 +80,20 @@ class LlamaDecoder:
 
     ``weights`` are host arrays (:func:`vdir.testing.llama.random_weights`,
     :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says;
-    ``options`` are the lowering options (``"trace=1"`` records a timeline);
-    ``program``, the step already compiled (e.g. with other pipeline options:
-    ``vdir.transforms.pipeline.compile_to_encoded(build_decode_step(cfg), ...)``).
+    ``options`` are the lowering options (``"trace=1"`` records a timeline),
+    ``pipeline`` the pass pipeline's (``"flag-words=4096"``; see ``vdir.compile``);
+    ``program``, the step already compiled (then it takes no ``pipeline``).
     """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
-                 options: Any = None, program: EncodedProgram | None = None, **launch_options: Any):
+                 options: Any = None, program: EncodedProgram | None = None, pipeline: Any = None,
+                 **launch_options: Any):
         import vdir
 
         _check_weights(cfg, weights)
         self.cfg = cfg
         step = build_decode_step(cfg) if program is None else program
-        self.exe = vdir.compile(step, backend=backend, options=options, **launch_options)
+        self.exe = vdir.compile(step, backend=backend, options=options, pipeline=pipeline, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
         try:
             for name, array in {**device_weights(cfg, weights), **decode_tables(cfg)}.items():

@@ -21,11 +21,15 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
 from vdir.limits import limits_in_effect
 from vdir.tools.common import OneLineParser, add_limit_options, limits_from_args, run_cli
+
+if TYPE_CHECKING:
+    from vdir.transforms.pipeline_options import PipelineOptions
 
 DESCRIPTION = "greedy decoding of a Llama-family model, one vdir launch per token"
 
@@ -43,9 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--pipeline", default="", metavar="OPTIONS",
+                   help="compile the step with these vdir-pipeline options, 'key=value ...' "
+                        "(e.g. 'flag-words=4096 prefetch=1'; default: the pipeline's defaults)")
     p.add_argument("--flag-words", type=int, default=0, metavar="N",
                    help="hand the step's rows of at most N bytes between SMs as flag words "
-                        "(vdir-pipeline's flag-words; default 0: through counters)")
+                        "(the same as --pipeline flag-words=N; default 0: through counters)")
     add_limit_options(p)  # a large model's step may expand beyond the default --max-micro-ops
     return p
 
@@ -75,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"error: --seed {args.seed}: a seed is a non-negative integer")
     if args.flag_words < 0:
         raise UserError(f"error: --flag-words {args.flag_words}: 0 (none) or a positive byte count")
+    pipeline = _pipeline_options(args.pipeline, args.flag_words)
     if args.weights:
         cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
     else:
@@ -83,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or default_backend()
     progress = None if args.no_progress else _progress_bar()
     with limits_in_effect(limits):
-        program = _compiled_step(cfg, args.flag_words)
-        with LlamaDecoder(cfg, weights, backend=backend, program=program) as decoder:
+        with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline) as decoder:
             result = decoder.generate(prompt, args.tokens, progress=progress)
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
@@ -95,15 +102,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compiled_step(cfg, flag_words: int):
-    """The decode step compiled with ``flag_words`` (vdir-pipeline's option), or None (0): the
-    decoder compiles it with the defaults."""
-    if not flag_words:
-        return None
-    from vdir.frontend.llama import build_decode_step
-    from vdir.transforms.pipeline import compile_to_encoded
+def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:
+    """``--pipeline``'s options with ``--flag-words`` put in; a bad option, or flag words given both
+    ways, is a one-line error."""
+    from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
 
-    return compile_to_encoded(build_decode_step(cfg), flag_words=flag_words)
+    try:
+        options = PipelineOptions.parse(text)
+        if flag_words and options.flag_words not in (0, flag_words):
+            raise PipelineOptionError(f"flag words given twice: --flag-words {flag_words} and "
+                                      f"flag-words={options.flag_words}")
+        return options.with_overrides(flag_words=flag_words) if flag_words else options
+    except PipelineOptionError as e:
+        raise UserError(f"error: --pipeline: {str(e).removeprefix('error: ')}") from None
 
 
 def _progress_bar():

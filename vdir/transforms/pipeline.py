@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -22,10 +24,9 @@ from xdsl.passes import ModulePass
 from vdir import isa
 from vdir.analysis.flag_words import mark_flag_words, plan_flag_words
 from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expanded_micro_ops, single_program
-from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.parallel import run_in_children
 from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
-from vdir.analysis.stages import require_option_choice, require_option_in_range, resolve_target
+from vdir.analysis.stages import resolve_target
 from vdir.analysis.trip_stamp import (
     SHORT_TRIPS,
     StampRefused,
@@ -39,8 +40,7 @@ from vdir.analysis.trip_stamp import (
 from vdir.diagnostics import PassFailure
 from vdir.isa import tile_arena_bytes
 from vdir.limits import current_limits
-from vdir.target import MIN_SMS
-from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, STREAM_RUN_AHEAD, StreamRoom, allocate_sm
+from vdir.transforms.alloc_smem import DEFAULT_STREAM_ROOM, StreamRoom, allocate_sm
 from vdir.transforms.encode import (
     encode_sms,
     encoded_program,
@@ -51,10 +51,9 @@ from vdir.transforms.encode import (
 )
 from vdir.transforms.fuse import FusePass
 from vdir.transforms.layout_deps import assign_bits, assign_counters, vector_clocks
-from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS, place
+from vdir.transforms.pipeline_options import PIPELINE_PASS, PipelineOptions
+from vdir.transforms.place import place
 from vdir.transforms.schedule import (
-    MAX_PREFETCH,
-    MIN_PREFETCH,
     can_hoist,
     schedule,
     schedule_sm,
@@ -67,6 +66,9 @@ log = logging.getLogger(__name__)
 #: the shares of an SM's tile arena that memory-aware hoisting tries, most first, SM by SM: the
 #: liveness allocator may not pack a schedule whose live bytes just fit (fragmentation)
 HOIST_BUDGET_FRACTIONS = (0.9, 0.8, 0.7)
+
+#: the options of a pipeline run that is given none
+DEFAULT_PIPELINE_OPTIONS = PipelineOptions()
 
 
 @dataclass(frozen=True)
@@ -206,92 +208,46 @@ def _no_cyclic_gc():
 
 
 def run_pipeline(
-    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True,
-    encode_in_ir: bool = True, prefetch: int = 2, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-    max_micro_ops: int | None = None, stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD,
-    weight_ring: int = 0, phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
-    side_loads: str = DEFAULT_SIDE_LOADS, flag_words: int = 0,
+    module: ModuleOp, options: PipelineOptions = DEFAULT_PIPELINE_OPTIONS, encode_in_ir: bool = True,
+    max_micro_ops: int | None = None,
 ) -> isa.EncodedProgram:
-    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program.
+    """Fuse, expand, place, schedule, allocate, lay out and encode ``module``'s program as ``options`` say.
 
-    ``reroll`` and ``l2_prefetch``: see vdir-encode; ``stream_loads``, ``phase_balance``,
-    ``keep_trips`` and ``side_loads``: see vdir-place; ``run_ahead`` and ``weight_ring``: see vdir-alloc-smem;
-    ``flag_words``: see vdir-flag-words (its ``max-bytes``; 0: no flag-word hand-offs).
-    ``stamp_trips`` (with ``keep_trips``): compile the layer loop at two short trip counts and
-    stamp the encoding to the full count where the trips allow it (``vdir.analysis.trip_stamp``;
-    false: compile every trip).
-
-    ``num_sms`` None places on every SM of the target; a count outside
-    ``[MIN_SMS, target's SMs]`` or a ``prefetch`` below ``MIN_PREFETCH`` is refused.
+    ``encode_in_ir``: replace the program in ``module`` by its encoded form
+    (what ``vdir-pipeline`` does); the encoding is returned either way.
     ``max_micro_ops``: the most micro-ops the program may expand to (None: the
     limit in effect, see :mod:`vdir.limits`); not a positive integer: a
     :class:`~vdir.limits.LimitError`.
     """
-    room = StreamRoom(run_ahead, weight_ring)
-    check_pipeline_options(PipelinePass.name, num_sms, prefetch, l2_prefetch, room, side_loads)
-    require_option_in_range(PipelinePass.name, "flag-words", flag_words, 0)
     limit = current_limits().replace(max_micro_ops=max_micro_ops).max_micro_ops
-    if fuse:
+    if options.fuse:
         FusePass().apply(Context(), module)
-    opts = _Stages(target, num_sms, prefetch, reroll, l2_prefetch, limit, stream_loads, room, phase_balance,
-                   keep_trips, side_loads, flag_words)
     with _no_cyclic_gc():
-        program = _stamped(module, opts) if keep_trips and stamp_trips else None
+        program = _stamped(module, options, limit) if options.keep_trips and options.stamp_trips else None
         if program is None:
             # the graph is dropped here, not at the return: freed by reference counting while the
             # collector is paused, rather than scanned whole by the first collection after it
-            program = _run_stages(module, opts)[1]
+            program = _run_stages(module, options, limit)[1]
         if encode_in_ir:
             replace_program(module, single_program(module).sym_name.data, program)
         return program
 
 
-def check_pipeline_options(owner: str, num_sms: int | None, prefetch: int, l2_prefetch: int = DEFAULT_BUDGET,
-                           room: StreamRoom = DEFAULT_STREAM_ROOM, side_loads: str = DEFAULT_SIDE_LOADS) -> None:
-    """Refuse ``num-sms`` below :data:`~vdir.target.MIN_SMS`, ``prefetch`` outside
-    :data:`~vdir.transforms.schedule.MIN_PREFETCH` .. ``MAX_PREFETCH``, a negative
-    ``l2-prefetch``, ``run-ahead`` or ``weight-ring`` out of range (:meth:`StreamRoom.check`), and
-    any of them not an integer (the target checks the upper SM bound); ``side-loads`` not one of
-    :data:`~vdir.transforms.place.SIDE_LOADS`."""
-    if num_sms is not None:
-        require_option_in_range(owner, "num-sms", num_sms, MIN_SMS)
-    require_option_in_range(owner, "prefetch", prefetch, MIN_PREFETCH, MAX_PREFETCH)
-    require_option_in_range(owner, "l2-prefetch", l2_prefetch, 0)
-    room.check(owner)
-    require_option_choice(owner, "side-loads", side_loads, SIDE_LOADS)
-
-
-@dataclass(frozen=True)
-class _Stages:
-    """The options of the stages after fusion, as :func:`run_pipeline` was given them."""
-
-    target: str
-    num_sms: int | None
-    prefetch: int
-    reroll: bool
-    l2_prefetch: int
-    max_micro_ops: int
-    stream_loads: bool
-    room: StreamRoom
-    phase_balance: bool
-    keep_trips: bool
-    side_loads: str
-    flag_words: int
-
-
-def _run_stages(module: ModuleOp, opts: _Stages) -> tuple[Graph, isa.EncodedProgram]:
-    """Expand, place, schedule, allocate, lay out and encode the (fused) module's program."""
-    graph = build_graph(module, max_micro_ops=opts.max_micro_ops)
+def _run_stages(module: ModuleOp, opts: PipelineOptions, limit: int) -> tuple[Graph, isa.EncodedProgram]:
+    """Expand (to at most ``limit`` micro-ops), place, schedule, allocate, lay out and encode the
+    (fused) module's program."""
+    graph = build_graph(module, max_micro_ops=limit)
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(opts.target, opts.num_sms, graph.target)
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips, opts.side_loads)
-    shares, by_liveness = schedule_for_allocation(graph, opts.prefetch, opts.room)
+    shares, by_liveness = schedule_for_allocation(graph, opts.prefetch, opts.stream_room)
     return graph, _lay_out_and_encode(graph, shares, by_liveness, opts)
 
 
-def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, opts: _Stages) -> isa.EncodedProgram:
+def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, opts: PipelineOptions,
+                        ) -> isa.EncodedProgram:
     """Allocate (where ``by_liveness`` says it is left to do), lay out and encode the scheduled graph.
 
     The global counters come first (they read only the schedule and the
@@ -321,13 +277,13 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
     return encoded_program(graph, instrs, table, opts.reroll, names)
 
 
-def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness: bool, opts: _Stages,
+def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness: bool, opts: PipelineOptions,
                 queues: dict[tuple[int, str], list[Node]], first_trips: dict[int, int],
                 ) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
     """Of the SMs ``sms`` (``shares``: theirs that hold micro-ops), in turn: the allocation by
     liveness (where ``by_liveness``), the dependency bits, the records; the records, their queue
     table and the most bytes an arena allocated here uses (0 where nothing was)."""
-    smem = allocate_by_liveness(graph, shares, opts.room) if by_liveness else 0
+    smem = allocate_by_liveness(graph, shares, opts.stream_room) if by_liveness else 0
     cache: dict[int, int] = {}
     for sm, nodes, _queues in shares:
         assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target))
@@ -335,7 +291,7 @@ def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness
     return instrs, table, smem
 
 
-def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
+def _stamped(module: ModuleOp, opts: PipelineOptions, limit: int) -> isa.EncodedProgram | None:
     """The program compiled from two short trip counts of its layer loop and stamped to the full count
     (``vdir.analysis.trip_stamp``); None, with the reason logged, where that does not apply."""
     program = single_program(module)
@@ -345,14 +301,14 @@ def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
     reason = stamp_refusal(program)
     if reason is None and opts.flag_words:  # their place in the sync block follows the counters' count
         reason = "flag-word hand-offs are laid out after the counters, whose count the stamp extrapolates"
-    if reason is None and expanded_micro_ops(program) > opts.max_micro_ops:
+    if reason is None and expanded_micro_ops(program) > limit:
         reason = "the program is over the micro-op limit"  # compiling every trip says where
     try:
         if reason is None:
-            _, short = _run_stages(with_trips(module, SHORT_TRIPS[0]), opts)
+            _, short = _run_stages(with_trips(module, SHORT_TRIPS[0]), opts, limit)
             reason = folding_refusal(short)  # known before the second compile: refused at the cost of one
         if reason is None:
-            graph, longer = _run_stages(with_trips(module, SHORT_TRIPS[1]), opts)
+            graph, longer = _run_stages(with_trips(module, SHORT_TRIPS[1]), opts, limit)
             reason = footprint_refusal(graph, form.trips)
         if reason is None:
             stamped = stamped_program(short, longer, graph, form)
@@ -367,65 +323,38 @@ def _stamped(module: ModuleOp, opts: _Stages) -> isa.EncodedProgram | None:
 
 
 def compile_to_encoded(
-    module: ModuleOp, target: str = "", num_sms: int | None = None, fuse: bool = True, prefetch: int = 2,
-    reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET, max_micro_ops: int | None = None,
-    stream_loads: bool = True, run_ahead: int = STREAM_RUN_AHEAD, weight_ring: int = 0,
-    phase_balance: bool = True, keep_trips: bool = False, stamp_trips: bool = True,
-    side_loads: str = DEFAULT_SIDE_LOADS, flag_words: int = 0,
+    module: ModuleOp, options: PipelineOptions | Mapping[str, Any] | str | None = None,
+    max_micro_ops: int | None = None, **overrides: Any,
 ) -> isa.EncodedProgram:
     """The embedding entry point: a verified module -> its encoded program.
 
-    The module itself is left as it was (the pipeline runs on a clone).
-    ``max_micro_ops`` raises (or lowers) the most micro-ops the program may
-    expand to (None: the limit in effect, by default
+    ``options``: the pipeline's options (:class:`PipelineOptions`, a mapping
+    or a ``"key=value ..."`` string; None: the defaults), ``overrides`` more of
+    them by name (``compile_to_encoded(m, num_sms=4, flag_words=4096)``); an
+    unknown or bad one is a
+    :class:`~vdir.transforms.pipeline_options.PipelineOptionError` before anything is
+    compiled. The module itself is left as it was (the pipeline runs on a
+    clone). ``max_micro_ops`` raises (or lowers) the most micro-ops the
+    program may expand to (None: the limit in effect, by default
     :data:`vdir.limits.MAX_MICRO_OPS`).
     """
-    return run_pipeline(module.clone(), target, num_sms, fuse, encode_in_ir=False, prefetch=prefetch,
-                        reroll=reroll, l2_prefetch=l2_prefetch, max_micro_ops=max_micro_ops,
-                        stream_loads=stream_loads, run_ahead=run_ahead, weight_ring=weight_ring,
-                        phase_balance=phase_balance, keep_trips=keep_trips, stamp_trips=stamp_trips,
-                        side_loads=side_loads, flag_words=flag_words)
+    resolved = PipelineOptions.coerce(options).with_overrides(overrides)
+    return run_pipeline(module.clone(), resolved, encode_in_ir=False, max_micro_ops=max_micro_ops)
 
 
 @dataclass(frozen=True)
-class PipelinePass(ModulePass):
+class PipelinePass(PipelineOptions, ModulePass):
     """All vdir passes in order.
 
-    Options: ``target``, ``num-sms``, ``fuse`` (default true), ``prefetch``
-    (default 2, see vdir-schedule), ``reroll`` (default true) and
-    ``l2-prefetch`` (default 0), see vdir-encode; ``stream-loads`` and
-    ``phase-balance`` (default true each), ``keep-trips`` (default false) and
-    ``side-loads`` (default ``idle``), see vdir-place; ``run-ahead``
-    (default 2) and ``weight-ring`` (default 0: off), see vdir-alloc-smem;
-    ``stamp-trips`` (default true; with ``keep-trips``): compile the layer loop at two short trip
-    counts and stamp the encoding to the full count where the trips allow it; ``flag-words``
-    (default 0: off), see vdir-flag-words.
+    Its options are :class:`PipelineOptions`' fields, spelled with dashes
+    (``vdir-pipeline{num-sms=4 flag-words=4096}``; docs/passes.md lists them).
     """
 
-    name = "vdir-pipeline"
-
-    target: str = ""
-    num_sms: int | None = None
-    fuse: bool = True
-    prefetch: int = 2
-    reroll: bool = True
-    l2_prefetch: int = DEFAULT_BUDGET
-    stream_loads: bool = True
-    run_ahead: int = STREAM_RUN_AHEAD
-    weight_ring: int = 0
-    phase_balance: bool = True
-    keep_trips: bool = False
-    stamp_trips: bool = True
-    side_loads: str = DEFAULT_SIDE_LOADS
-    flag_words: int = 0
-
-    def __post_init__(self) -> None:
-        check_pipeline_options(self.name, self.num_sms, self.prefetch, self.l2_prefetch,
-                               StreamRoom(self.run_ahead, self.weight_ring), self.side_loads)
-        require_option_in_range(self.name, "flag-words", self.flag_words, 0)
+    name = PIPELINE_PASS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, self.target, self.num_sms, self.fuse, prefetch=self.prefetch, reroll=self.reroll,
-                     l2_prefetch=self.l2_prefetch, stream_loads=self.stream_loads, run_ahead=self.run_ahead,
-                     weight_ring=self.weight_ring, phase_balance=self.phase_balance, keep_trips=self.keep_trips,
-                     stamp_trips=self.stamp_trips, side_loads=self.side_loads, flag_words=self.flag_words)
+        run_pipeline(op, self.options())
+
+    def options(self) -> PipelineOptions:
+        """This pass's options as a plain :class:`PipelineOptions` value."""
+        return PipelineOptions(**{name: getattr(self, name) for name in PipelineOptions.names()})

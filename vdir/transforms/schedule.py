@@ -148,11 +148,13 @@ def _is_pipelined(graph: Graph, engine: str) -> bool:
 
 #: the least ``prefetch`` (0: no load is moved ahead)
 MIN_PREFETCH = 0
+#: loads hoisted per group of waiting loads unless told otherwise (measured: docs/performance.md)
+DEFAULT_PREFETCH = 2
 #: the most: a waiting load's candidates lie within :data:`HOIST_WINDOW` entries of it
 MAX_PREFETCH = HOIST_WINDOW
 
 
-def schedule(graph: Graph, prefetch: int = 2, check: bool = True, hoist_budget: int = 0) -> None:
+def schedule(graph: Graph, prefetch: int = DEFAULT_PREFETCH, check: bool = True, hoist_budget: int = 0) -> None:
     """Give every node its queue position (see the module docstring).
 
     ``check=False`` skips re-checking that every edge points forward, for
@@ -285,7 +287,7 @@ class SchedulePass(ModulePass):
 
     name = "vdir-schedule"
 
-    prefetch: int = 2
+    prefetch: int = DEFAULT_PREFETCH
     hoist_budget: int = 0
 
     def __post_init__(self) -> None:

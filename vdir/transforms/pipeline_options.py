@@ -1,0 +1,108 @@
+"""The pass pipeline's options: one frozen, validated value that says how a program is compiled.
+
+:class:`PipelineOptions` owns every ``vdir-pipeline`` option's name, type,
+default and check. ``vdir-pipeline`` (the pass, whose fields they are),
+:func:`vdir.transforms.pipeline.compile_to_encoded`, ``vdir.compile(...,
+pipeline=...)``, ``LlamaDecoder(..., pipeline=...)`` and the bench tools all
+take them; a mapping or a ``"key=value ..."`` string is read as
+:mod:`vdir.options` says. Each option that a single pass also has is checked
+as that pass checks it, and a bad one reads as ``vdir-opt`` prints it
+(``error: vdir-pipeline: option 'prefetch' must be at most 64, got 99``).
+
+Options change how fast a program runs and how long it takes to compile,
+never its results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
+from vdir.analysis.stages import require_option_choice, require_option_in_range
+from vdir.diagnostics import UserError
+from vdir.options import OptionError, OptionSet
+from vdir.target import MIN_SMS
+from vdir.transforms.alloc_smem import STREAM_RUN_AHEAD, StreamRoom
+from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS
+from vdir.transforms.schedule import DEFAULT_PREFETCH, MAX_PREFETCH, MIN_PREFETCH
+
+#: the pass whose options these are, as messages name it
+PIPELINE_PASS = "vdir-pipeline"
+
+
+class PipelineOptionError(OptionError, UserError):
+    """A pipeline option is unknown or has a bad value: a ``ValueError`` for embedders, and the one-line
+    message ``vdir-opt`` prints."""
+
+
+@dataclass(frozen=True)
+class PipelineOptions(OptionSet):
+    """How the pass pipeline compiles a program (defaults: the measured choice; ``docs/passes.md``)."""
+
+    KIND: ClassVar[str] = "pipeline"
+    ERROR: ClassVar[type[OptionError]] = PipelineOptionError
+
+    target: str = ""
+    """The target description to compile for; empty: the program's own."""
+
+    num_sms: int | None = None
+    """SMs to place on, at least ``MIN_SMS``; None: every SM of the target."""
+
+    fuse: bool = True
+    """Run ``vdir-fuse`` first."""
+
+    prefetch: int = DEFAULT_PREFETCH
+    """Loads hoisted per group of waiting loads, as ``vdir-schedule``'s option (fewer where the tiles
+    do not fit)."""
+
+    reroll: bool = True
+    """Write repeated runs of records as loop records, as ``vdir-encode``'s option."""
+
+    l2_prefetch: int = DEFAULT_BUDGET
+    """Bytes of L2 prefetch records per SM, as ``vdir-encode``'s option (0: none)."""
+
+    stream_loads: bool = True
+    """Put the weight tiles on a stream engine of their own, as ``vdir-place``'s option."""
+
+    run_ahead: int = STREAM_RUN_AHEAD
+    """Weight tiles the stream engine may hold beyond those in use, as ``vdir-alloc-smem``'s option."""
+
+    weight_ring: int = 0
+    """Slots of a ring for the weight tiles (0: none), as ``vdir-alloc-smem``'s option."""
+
+    phase_balance: bool = True
+    """Balance each phase over the SMs on its own, as ``vdir-place``'s option."""
+
+    keep_trips: bool = False
+    """Keep a layer loop's trips alike through placement and the passes after, as ``vdir-place``'s
+    option."""
+
+    stamp_trips: bool = True
+    """With ``keep_trips``: compile the layer loop at two short trip counts and stamp the encoding to
+    the full count where the checks allow it; False: compile every trip."""
+
+    side_loads: str = DEFAULT_SIDE_LOADS
+    """Where loads that wait on nothing go, as ``vdir-place``'s option (``none`` or ``idle``)."""
+
+    flag_words: int = 0
+    """Hand rows of at most this many bytes between SMs as flag words (``vdir-flag-words``' ``max-bytes``;
+    0: none)."""
+
+    def __post_init__(self) -> None:
+        try:
+            if self.num_sms is not None:
+                require_option_in_range(PIPELINE_PASS, "num-sms", self.num_sms, MIN_SMS)
+            require_option_in_range(PIPELINE_PASS, "prefetch", self.prefetch, MIN_PREFETCH, MAX_PREFETCH)
+            require_option_in_range(PIPELINE_PASS, "l2-prefetch", self.l2_prefetch, 0)
+            self.stream_room.check(PIPELINE_PASS)
+            require_option_choice(PIPELINE_PASS, "side-loads", self.side_loads, SIDE_LOADS)
+            require_option_in_range(PIPELINE_PASS, "flag-words", self.flag_words, 0)
+        except UserError as e:
+            raise PipelineOptionError(str(e)) from None
+        self.check_types()  # what the checks above do not cover: the flags and the target's name
+
+    @property
+    def stream_room(self) -> StreamRoom:
+        """``run_ahead`` and ``weight_ring`` as the one value ``vdir-alloc-smem`` takes."""
+        return StreamRoom(self.run_ahead, self.weight_ring)
