@@ -23,6 +23,8 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ("HOME", "TMPDIR", "LANG", "LC_ALL"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# the tests compile on purpose and must not fill the user's cache of compiled programs
+config.environment["VDIR_PROGRAM_CACHE"] = "0"
 
 # Substitutions are applied in order and before lit's own (%s, %S, ...), so
 # the expansions below may use %s.

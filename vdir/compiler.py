@@ -137,11 +137,17 @@ def compile_module(
 ) -> EncodedProgram:
     """Run the pass pipeline on a verified module (left unchanged); return its encoding.
 
-    ``max_micro_ops`` and ``pipeline``: see :func:`compile`.
+    ``max_micro_ops`` and ``pipeline``: see :func:`compile`. A module compiled the same way before, by
+    this or another process, is read from the program cache (:mod:`vdir.program_cache`;
+    ``VDIR_PROGRAM_CACHE=0`` turns it off).
 
     The pipeline is imported here, lazily, so that ``import vdir`` and the
     runtime do not pull in the compiler unless asked to compile.
     """
+    from vdir.program_cache import cached_compile
     from vdir.transforms.pipeline import compile_to_encoded
 
-    return compile_to_encoded(module, _pipeline_options(pipeline, target, num_sms), max_micro_ops=max_micro_ops)
+    options = _pipeline_options(pipeline, target, num_sms)
+    limits = current_limits().replace(max_micro_ops=max_micro_ops)
+    return cached_compile(module, options, limits,
+                          lambda: compile_to_encoded(module, options, max_micro_ops=max_micro_ops)).program

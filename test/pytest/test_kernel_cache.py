@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
+from vdir import disk_cache
 from vdir.device_runtime import kernel_cache as kc
 from vdir.device_runtime.kernel_cache import DeviceKey, KernelCache, cache_key, kernel_image
 
@@ -99,10 +100,10 @@ def test_key_is_stable_and_changes_with_the_format_version(monkeypatch: pytest.M
 
 def test_entry_round_trip_and_header():
     key = cache_key(PTX, H200)
-    entry = kc.encode_entry(key, b"cubin bytes")
+    entry = kc.ENTRY_FORMAT.encode(key, b"cubin bytes")
     assert entry.startswith(kc.ENTRY_MAGIC) and entry.endswith(b"cubin bytes")
-    assert kc.decode_entry(key, entry) == b"cubin bytes"
-    assert kc.decode_entry(cache_key(PTX + " ", H200), entry) is None  # another key's entry
+    assert kc.ENTRY_FORMAT.decode(key, entry) == b"cubin bytes"
+    assert kc.ENTRY_FORMAT.decode(cache_key(PTX + " ", H200), entry) is None  # another key's entry
 
 
 def _truncate(entry: bytes) -> bytes:
@@ -142,7 +143,7 @@ def test_damaged_entry_is_a_miss_and_is_rewritten(cache: KernelCache, damage):
     path.write_bytes(damage(path.read_bytes()))
     image = kernel_image(PTX, H200, compiler, cache)
     assert not image.cache_hit and image.data == fake_cubin(PTX) and compiler.calls == [PTX, PTX]
-    assert kc.decode_entry(cache_key(PTX, H200), path.read_bytes()) == image.data  # rewritten whole
+    assert kc.ENTRY_FORMAT.decode(cache_key(PTX, H200), path.read_bytes()) == image.data  # rewritten whole
     assert kernel_image(PTX, H200, compiler, cache).cache_hit
 
 
@@ -204,7 +205,7 @@ def test_failed_write_leaves_no_temporary_file(cache: KernelCache, monkeypatch: 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", str(dst))
 
-    monkeypatch.setattr(kc.os, "replace", refuse)
+    monkeypatch.setattr(disk_cache.os, "replace", refuse)
     with pytest.warns(RuntimeWarning, match="Permission denied"):
         assert not kernel_image(PTX, H200, FakeCompiler(), cache).cache_hit
     assert cache.directory is not None and list(cache.directory.iterdir()) == []
@@ -343,7 +344,7 @@ def test_linker_makes_a_cubin_the_driver_loads(gpu, tmp_path: Path):
         second = load_module(ptx, plat._dev, cache)
         assert not first.cache_hit and second.cache_hit and first.seconds > 0 and second.seconds > 0
         (entry,) = tmp_path.glob(f"*{kc.ENTRY_SUFFIX}")
-        image = kc.decode_entry(entry.stem, entry.read_bytes())
+        image = kc.ENTRY_FORMAT.decode(entry.stem, entry.read_bytes())
         assert image is not None and image.startswith(b"\x7fELF")  # a cubin is an ELF file
         for loaded in (first, second):
             _driver().cuModuleUnload(loaded.module)

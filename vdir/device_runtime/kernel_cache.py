@@ -13,12 +13,9 @@ directory is ``$VDIR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/vdir/kernels``,
 else ``~/.cache/vdir/kernels``; ``VDIR_KERNEL_CACHE=0`` turns the cache off
 (the driver then JIT-compiles the PTX, as without a cache).
 
-The cache never makes a load fail: an entry that cannot be read, is truncated
-or does not match its checksum is a miss and is rewritten; a directory that
-cannot be written turns caching off for that directory with one warning.
-Writes go to a temporary file in the same directory and are renamed into
-place (``os.replace``), so concurrent processes see either the whole entry or
-none.
+How entries are written, read and checked, and where the directory is, is
+:mod:`vdir.disk_cache`'s (shared with the program cache): the cache never
+makes a load fail, and concurrent processes see either a whole entry or none.
 
 Everything but :func:`link_ptx`, :func:`device_key` and :func:`load_module`
 is plain Python over bytes and paths; the compiler is a parameter
@@ -30,32 +27,29 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
-import struct
-import tempfile
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from vdir.disk_cache import CacheLocation, EntryFormat, EntryStore
 
 #: Part of every key: raise it when the entry layout or the way cubins are produced changes,
 #: so that entries written by an older vdir are never read as current ones.
 CACHE_FORMAT_VERSION = 1
 #: The environment variable naming the cache directory (used as is, no subdirectory added).
 CACHE_DIR_ENV = "VDIR_CACHE_DIR"
-#: The environment variable that turns the cache off when set to one of :data:`DISABLING_VALUES`.
+#: The environment variable that turns the cache off when set to ``0``, ``false``, ``no`` or ``off``.
 ENABLE_ENV = "VDIR_KERNEL_CACHE"
-#: Values of :data:`ENABLE_ENV` (compared case-insensitively) that turn the cache off.
-DISABLING_VALUES = frozenset({"0", "false", "no", "off"})
+#: Where the kernel cache lives (:class:`vdir.disk_cache.CacheLocation`).
+LOCATION = CacheLocation(CACHE_DIR_ENV, ENABLE_ENV, "kernels")
 #: The first bytes of every entry file.
 ENTRY_MAGIC = b"VDIRKERN"
-#: Entry header: magic, format version (u32), key digest (32 bytes), payload length (u64),
-#: payload SHA-256 (32 bytes); little-endian, the payload (the cubin) follows.
-_HEADER = struct.Struct("<8sI32sQ32s")
 #: An entry's file name is its key and this suffix (the file is a header and a cubin, not a bare cubin).
 ENTRY_SUFFIX = ".kernel"
+#: The entries' format: a header, then the cubin.
+ENTRY_FORMAT = EntryFormat(ENTRY_MAGIC, CACHE_FORMAT_VERSION, ENTRY_SUFFIX, "compiled kernels")
 
 CompilePtx = Callable[[str], bytes]
 
@@ -80,8 +74,7 @@ def cache_key(ptx: str, device: DeviceKey) -> str:
 
 def cache_enabled(environ: Mapping[str, str] | None = None) -> bool:
     """False when ``VDIR_KERNEL_CACHE`` is ``0`` (or ``false``, ``no``, ``off``); True otherwise."""
-    env = os.environ if environ is None else environ
-    return env.get(ENABLE_ENV, "").strip().lower() not in DISABLING_VALUES
+    return LOCATION.enabled(environ)
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -89,109 +82,22 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 
     Raises ``RuntimeError`` when none is set and the home directory cannot be found.
     """
-    env = os.environ if environ is None else environ
-    if env.get(CACHE_DIR_ENV):
-        return Path(env[CACHE_DIR_ENV])
-    if env.get("XDG_CACHE_HOME"):
-        return Path(env["XDG_CACHE_HOME"]) / "vdir" / "kernels"
-    home = env.get("HOME") or os.path.expanduser("~")  # without HOME: the password database's entry
-    if home.startswith("~"):
-        raise RuntimeError("no home directory (HOME is unset and the user has no password entry)")
-    return Path(home) / ".cache" / "vdir" / "kernels"
+    return LOCATION.directory(environ)
 
 
-def encode_entry(key: str, image: bytes) -> bytes:
-    """An entry file's bytes: the header (magic, version, key, length, checksum), then ``image``."""
-    header = _HEADER.pack(ENTRY_MAGIC, CACHE_FORMAT_VERSION, bytes.fromhex(key), len(image),
-                          hashlib.sha256(image).digest())
-    return header + image
-
-
-def decode_entry(key: str, data: bytes) -> bytes | None:
-    """The image stored in ``data`` if it is a complete, intact entry for ``key``; None otherwise."""
-    if len(data) < _HEADER.size:
-        return None
-    magic, version, digest, length, checksum = _HEADER.unpack_from(data)
-    image = data[_HEADER.size:]
-    if (magic != ENTRY_MAGIC or version != CACHE_FORMAT_VERSION or digest != bytes.fromhex(key)
-            or length != len(image) or hashlib.sha256(image).digest() != checksum):
-        return None
-    return image
-
-
-class KernelCache:
+class KernelCache(EntryStore):
     """One cache directory of compiled kernels; ``directory`` None: caching is off.
 
-    Reads and writes never raise: a bad entry reads as a miss, and the first
-    failed write warns once and turns writing off for this object.
+    Reads and writes never raise (:class:`vdir.disk_cache.EntryStore`).
     """
 
-    def __init__(self, directory: Path | None):
-        self.directory = directory
-        self._writable = directory is not None
+    def __init__(self, directory: Path | None, fmt: EntryFormat = ENTRY_FORMAT):
+        super().__init__(directory, fmt)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> KernelCache:
         """The cache the environment asks for (see the module docstring); off if it cannot be located."""
-        if not cache_enabled(environ):
-            return cls(None)
-        try:
-            return cls(default_cache_dir(environ))
-        except RuntimeError as e:  # no home directory to put it in
-            warnings.warn(f"vdir kernel cache disabled: no cache directory ({e}); set {CACHE_DIR_ENV}",
-                          RuntimeWarning, stacklevel=2)
-            return cls(None)
-
-    @property
-    def enabled(self) -> bool:
-        """Whether there is a directory to look in."""
-        return self.directory is not None
-
-    def path_for(self, key: str) -> Path:
-        """The entry file of ``key``."""
-        if self.directory is None:
-            raise ValueError("the kernel cache is disabled; it has no entry paths")
-        return self.directory / f"{key}{ENTRY_SUFFIX}"
-
-    def read(self, key: str) -> bytes | None:
-        """The cached image of ``key``, or None (disabled, absent, unreadable or damaged)."""
-        if self.directory is None:
-            return None
-        try:
-            data = self.path_for(key).read_bytes()
-        except OSError:
-            return None
-        return decode_entry(key, data)
-
-    def write(self, key: str, image: bytes) -> bool:
-        """Store ``image`` under ``key`` atomically; False (after one warning) if the directory is unwritable."""
-        if self.directory is None or not self._writable:
-            return False
-        tmp: str | None = None
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o644)  # readable like any cache file (mkstemp makes it private)
-                f.write(encode_entry(key, image))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path_for(key))
-            return True
-        except OSError as e:
-            if tmp is not None:
-                _remove_quietly(tmp)
-            self._writable = False
-            warnings.warn(f"vdir kernel cache: cannot write to {self.directory} ({e}); "
-                          "compiled kernels will not be cached", RuntimeWarning, stacklevel=2)
-            return False
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+        return cls.located(LOCATION, ENTRY_FORMAT, environ)
 
 
 @dataclass(frozen=True)
