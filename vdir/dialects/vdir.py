@@ -143,6 +143,7 @@ def dtype_name(t: Attribute) -> str:
 
 
 def element_type(name: str) -> Attribute:
+    """The xDSL element type a dtype name (``bf16``, ``f32``, ``i32``) stands for."""
     return _ELEMENT_TYPES[name]()
 
 
@@ -328,6 +329,7 @@ class ReduceKindAttr(_AngleBracketedEnum[ReduceKind], EnumAttribute[ReduceKind])
 
 
 def enclosing_program(op: Operation) -> "ProgramOp | None":
+    """The ``vdir.program`` that ``op`` is nested in, or None."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, ProgramOp):
         parent = parent.parent_op()
@@ -347,6 +349,7 @@ def target_of(op: Operation) -> TargetDescription:
 
 
 def value_name(v: SSAValue) -> str:
+    """A value as a message names it: ``%name``, or ``this value`` when it has no name."""
     return f"%{v.name_hint}" if v.name_hint else "this value"
 
 

@@ -566,6 +566,8 @@ class FusePass(ModulePass):
     only: tuple[str, ...] = ()
 
     def selected(self) -> set[str]:
+        """The patterns this pass runs, by name (``only``, else all); an unknown name is a failure
+        listing the known ones."""
         known = pattern_names()
         names = set(self.only)
         unknown = names - set(known)
