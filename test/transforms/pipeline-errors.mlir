@@ -19,16 +19,17 @@
 // ISA: error: -t isa needs an encoded program; run '-p vdir-pipeline' first
 // PTX: error: -t ptx needs an encoded program
 
-// Options out of range, or of the wrong type, are one line before anything runs:
+// Options out of range, or of the wrong type, are one line before anything runs (the pass's own
+// message, not wrapped in another):
 // prefetch moves loads within a window of 64 queue entries, so more is refused.
-// PREFETCH: error: vdir-pipeline: option 'prefetch' must be at most 64, got 1000000000
-// SCHEDULE: error: vdir-schedule: option 'prefetch' must be at most 64, got 65
-// BOOL: error: vdir-place: option 'num-sms' must be an integer, got true
-// BOOL-PIPE: error: vdir-pipeline: option 'num-sms' must be an integer, got true
-// SIDE: error: vdir-place: option 'side-loads' must be one of none, idle, got 'all'
-// SIDE-PIPE: error: vdir-pipeline: option 'side-loads' must be one of none, idle, got 'some'
-// FLAG-PIPE: error: vdir-pipeline: option 'flag-words' must be at least 0, got -1
-// FLAG: error: vdir-flag-words: option 'max-bytes' must be at least 1, got 0
+// PREFETCH: {{^}}error: vdir-pipeline: option 'prefetch' must be at most 64, got 1000000000
+// SCHEDULE: {{^}}error: vdir-schedule: option 'prefetch' must be at most 64, got 65
+// BOOL: {{^}}error: vdir-place: option 'num-sms' must be an integer, got true
+// BOOL-PIPE: {{^}}error: vdir-pipeline: option 'num-sms' must be an integer, got true
+// SIDE: {{^}}error: vdir-place: option 'side-loads' must be one of none, idle, got 'all'
+// SIDE-PIPE: {{^}}error: vdir-pipeline: option 'side-loads' must be one of none, idle, got 'some'
+// FLAG-PIPE: {{^}}error: vdir-pipeline: option 'flag-words' must be at least 0, got -1
+// FLAG: {{^}}error: vdir-flag-words: option 'max-bytes' must be at least 1, got 0
 // vdir-flag-words marks an allocated program (placed, scheduled, its tiles in shared memory).
 // FLAG-STAGE: pipeline-errors.mlir:{{[0-9]+}}:1: error: vdir-flag-words: this pass needs a program at stage 'allocated' (it is 'source')
 

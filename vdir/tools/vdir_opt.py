@@ -99,6 +99,8 @@ class VdirOptMain(xDSLOptMain):
             raise UserError(f"error: bad target '{self.args.target}': {repeated}")
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
+        except UserError:  # a pass's own check of its options: its message says which pass and option
+            raise
         except (ValueError, TypeError, KeyError) as e:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_dashed_option_names(str(e))}") from None
         except ArgSpecParseError as e:
