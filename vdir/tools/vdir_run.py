@@ -5,7 +5,7 @@
     vdir-run prog.mlir [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
                        [--seed N] [--check] [--trace trace.json]
                        [--target h200] [--num-sms N] [--load-window N]
-                       [--lowering 'key=value ...']
+                       [--lowering 'key=value ...'] [--pipeline 'key=value ...']
                        [--max-micro-ops N] [--max-code-bytes N] [--max-names-bytes N]
 
 Without ``--inputs`` the inputs are random (seeded, never zero) with the
@@ -16,7 +16,9 @@ mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly; i32 outputs stay int32). ``--trace`` writes the
 launch's Chrome/Perfetto trace: the simulator's, or on ``cuda`` the measured one
 (the lowering option ``trace`` is then turned on). ``--lowering`` sets the lowering options
-of a backend that lowers the program (``cuda``; checked on every backend).
+of a backend that lowers the program (``cuda``; checked on every backend);
+``--pipeline`` the pass pipeline's options (``vdir-pipeline``'s, e.g.
+``'flag-words=4096 prefetch=1'``) for a source program.
 The file holds a source ``vdir.program`` (compiled here) or the one
 ``vdir.encoded_program`` that ``vdir-opt -p vdir-pipeline`` prints (run as
 it is; ``--check`` then needs the source form). The first output line names
@@ -55,6 +57,7 @@ from vdir.tools.common import OneLineParser, add_limit_options, check_output_pat
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
+    from vdir.transforms.pipeline_options import PipelineOptions
 
 
 class RunError(VdirError):
@@ -80,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per load engine")
     p.add_argument("--lowering", metavar="OPTIONS",
                    help="lowering options, e.g. 'load_path=lsu split_copies=4'")
+    p.add_argument("--pipeline", metavar="OPTIONS",
+                   help="vdir-pipeline options for a source program, e.g. 'flag-words=4096 prefetch=1'")
     add_limit_options(p)
     return p
 
@@ -221,10 +226,12 @@ def _to_i32(path: str, name: str, array: np.ndarray) -> np.ndarray:
 STAGE_PASSES = ("vdir-place", "vdir-schedule", "vdir-alloc-smem", "vdir-layout-deps", "vdir-encode")
 
 
-def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[ModuleOp | None, EncodedProgram]:
+def compile_file(path: str, target: str | None, num_sms: int | None, pipeline: PipelineOptions | None = None,
+                 ) -> tuple[ModuleOp | None, EncodedProgram]:
     """Parse and verify ``path`` and return (source module, encoded program).
 
-    A source program (one ``vdir.program``) is compiled; an already encoded
+    A source program (one ``vdir.program``) is compiled (with the pipeline
+    options ``pipeline``, None: the defaults); an already encoded
     one (one ``vdir.encoded_program``, as ``vdir-opt -p vdir-pipeline``
     prints) is read back as it is, and the source module is then None: the
     encoded form keeps no source for the reference evaluator.
@@ -234,6 +241,9 @@ def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[Mo
     module = parse_module_file(path)
     encoded = [op for op in module.ops if isinstance(op, EncodedProgramOp)]
     if encoded and not any(isinstance(op, ProgramOp) for op in module.ops):
+        if pipeline is not None:
+            raise UserError(located("--pipeline applies when compiling; the program is already encoded", encoded[0],
+                                    path))
         return None, _encoded_program(path, encoded, target, num_sms)
     for op in module.ops:
         if isinstance(op, ProgramOp) and op.stage is not Stage.SOURCE:
@@ -242,7 +252,7 @@ def compile_file(path: str, target: str | None, num_sms: int | None) -> tuple[Mo
                 f"vdir-run compiles a source program or runs an encoded one; this one is at stage "
                 f"'{op.stage.value}': finish it first with vdir-opt -p '{rest}'", op))
     try:  # the module stays as parsed: the reference evaluator runs it
-        program = compile_module(module, target=target, num_sms=num_sms)
+        program = compile_module(module, target=target, num_sms=num_sms, pipeline=pipeline)
     except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass: located as vdir-opt does
         raise UserError(failure_message(e, path)) from None
     return module, program
@@ -279,16 +289,18 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     lowering = _lowering_options(args.lowering, trace=bool(args.trace) and backend != "sim")
+    pipeline = _pipeline_options(args.pipeline, args.target, args.num_sms)
     for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
         if path:
             check_output_path(path, option)
     with limits_in_effect(limits), np.errstate(all="ignore"):  # NaN and infinities are data:
-        return _compile_and_run(args, backend, lowering)  # the summary and --check report them
+        return _compile_and_run(args, backend, lowering, pipeline)  # the summary and --check report them
 
 
-def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringOptions | None) -> int:
+def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringOptions | None,
+                     pipeline: PipelineOptions | None) -> int:
     """Compile, run, optionally save / trace / check (the options already checked); return the exit status."""
-    module, program = compile_file(args.file, args.target, args.num_sms)
+    module, program = compile_file(args.file, args.target, args.num_sms, pipeline)
     if module is None and args.check:  # said before the run, which may be long
         raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
                        "no source for the reference evaluator (run vdir-run on the file given to vdir-opt)")
@@ -380,6 +392,24 @@ def _lowering_options(text: str | None, trace: bool = False) -> LoweringOptions 
     except VdirError as e:
         raise RunError(f"error: --lowering: {e}") from None
     return options.with_overrides(trace=True) if trace else options
+
+
+def _pipeline_options(text: str | None, target: str | None, num_sms: int | None) -> PipelineOptions | None:
+    """The ``--pipeline`` options, checked before anything is compiled (None: not given); a target or an
+    SM count that ``--target`` or ``--num-sms`` also gives, otherwise, is refused."""
+    if text is None:
+        return None
+    from vdir.transforms.pipeline_options import PipelineOptions
+
+    try:
+        options = PipelineOptions.parse(text)
+    except VdirError as e:
+        raise RunError(f"error: --pipeline: {str(e).removeprefix('error: ')}") from None
+    for flag, given, name in (("--target", target, "target"), ("--num-sms", num_sms, "num_sms")):
+        mine = getattr(options, name)
+        if given is not None and mine not in ("", None, given):
+            raise RunError(f"error: {flag} {given} and --pipeline {name.replace('_', '-')}={mine} disagree")
+    return options
 
 
 def _summary(name: str, array: np.ndarray) -> str:
