@@ -14,6 +14,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.utils.arg_spec import parse_spec
 
 import vdir
@@ -49,15 +51,15 @@ def test_the_pass_spelling_and_the_text_form_give_the_same_options():
 
 def test_a_program_compiles_to_the_same_bytes_however_its_options_are_given():
     by_name = compile_to_encoded(_block(), num_sms=4, flag_words=4096)
-    for given in (PipelineOptions(num_sms=4, flag_words=4096), {"num-sms": 4, "flag_words": 4096},
-                  "num-sms=4 flag-words=4096"):
-        _same(compile_to_encoded(_block(), given), by_name)
+    for spelled in (PipelineOptions(num_sms=4, flag_words=4096), {"num-sms": 4, "flag_words": 4096},
+                    "num-sms=4 flag-words=4096"):
+        _same(compile_to_encoded(_block(), spelled), by_name)
     _same(compile_to_encoded(_block(), "num-sms=2", num_sms=4, flag_words=4096), by_name)  # names override
     assert by_name.flag_word_bytes > 0 and by_name.num_sms == 4
 
 
 @pytest.mark.parametrize(
-    ("given", "message"),
+    ("spelled", "message"),
     [
         ({"prefech": 1}, r"^unknown pipeline option 'prefech' \(known: target, num_sms, fuse, prefetch, "),
         ({"prefetch": 1, "prefetch_": 2}, None),
@@ -73,12 +75,12 @@ def test_a_program_compiles_to_the_same_bytes_however_its_options_are_given():
         (3, r"^pipeline options must be PipelineOptions, a dict or a 'key=value ...' string, got int$"),
     ],
 )
-def test_a_bad_option_is_one_error_before_anything_is_compiled(given, message):
+def test_a_bad_option_is_one_error_before_anything_is_compiled(spelled, message):
     """A ValueError for embedders and a UserError (vdir-opt's one line) alike, from every entry point."""
     if message is None:  # 'prefetch_' is no option either
         message = r"^unknown pipeline option 'prefetch_'"
-    for attempt in (lambda: PipelineOptions.coerce(given), lambda: compile_to_encoded(_block(), given),
-                    lambda: vdir.compile(_block(), pipeline=given)):
+    for attempt in (lambda: PipelineOptions.coerce(spelled), lambda: compile_to_encoded(_block(), spelled),
+                    lambda: vdir.compile(_block(), pipeline=spelled)):
         with pytest.raises(PipelineOptionError, match=message) as info:
             attempt()
         assert isinstance(info.value, ValueError) and isinstance(info.value, UserError)
@@ -95,3 +97,35 @@ def test_vdir_compile_takes_pipeline_options_and_refuses_a_contradiction():
         vdir.compile(_block(), target="h200", pipeline="target=nope")
     with pytest.raises(PipelineOptionError, match="an encoded program is compiled already"):
         vdir.compile(exe.program, pipeline="prefetch=1")
+
+
+# -- property: every spelling of a valid option set reads back to it ----------------------------------------------
+
+_VALID = {
+    "target": st.sampled_from(["h200", "h100"]),  # (the default, "", is written by leaving it out)
+    "num_sms": st.none() | st.integers(1, 132),
+    "fuse": st.booleans(), "reroll": st.booleans(), "stream_loads": st.booleans(),
+    "phase_balance": st.booleans(), "keep_trips": st.booleans(), "stamp_trips": st.booleans(),
+    "prefetch": st.integers(0, 64), "l2_prefetch": st.integers(0, 1 << 20),
+    "run_ahead": st.integers(0, 8), "weight_ring": st.integers(0, 8),
+    "side_loads": st.sampled_from(["none", "idle"]), "flag_words": st.integers(0, 1 << 16),
+}
+
+
+def _spelled(value: object) -> str:
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({}, optional=_VALID), st.booleans(), st.booleans())
+def test_every_spelling_of_valid_options_reads_back_to_them(values, dashed, commas):
+    """A mapping, its text (names with - or _, pairs between spaces or commas) and the vdir-opt spelling
+    give one value; what differs from the defaults is what was given, less what equals a default."""
+    options = PipelineOptions(**values)
+    assert set(PipelineOptions.names()) == set(_VALID)  # a new option needs a strategy here
+    name = (lambda n: n.replace("_", "-")) if dashed else (lambda n: n)
+    text = ("," if commas else " ").join(f"{name(k)}={_spelled(v)}" for k, v in values.items())
+    assert PipelineOptions.parse(text) == options == PipelineOptions.coerce(values)
+    assert options.changed() == {k: v for k, v in values.items() if v != getattr(PipelineOptions(), k)}
+    flags = " ".join(f"{k.replace('_', '-')}={_spelled(v)}" for k, v in values.items() if v is not None)
+    assert PipelinePass.from_spec(parse_spec(f"vdir-pipeline{{{flags}}}")).options() == options
