@@ -9,6 +9,7 @@ imports it (nor any backend).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from vdir.target import get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
+    from vdir.program_cache import CachedProgram
     from vdir.transforms.pipeline_options import PipelineOptions
 
 
@@ -82,6 +84,7 @@ def compile(
             raise PipelineOptionError("vdir.compile: an encoded program is compiled already; it takes no pipeline options")
         program = module_or_program
         check_untrusted(program, _code_limit(max_micro_ops), "max_micro_ops=")
+        compiled = None
     else:
         from xdsl.dialects.builtin import ModuleOp
 
@@ -90,9 +93,14 @@ def compile(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
         verify(module_or_program)
-        program = compile_module(module_or_program, target=target, num_sms=num_sms, max_micro_ops=max_micro_ops,
-                                 pipeline=passes)
-    return Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+        t0 = time.perf_counter()
+        compiled = _compile_cached(module_or_program, target, num_sms, max_micro_ops, passes)
+        seconds = time.perf_counter() - t0
+        program = compiled.program
+    exe = Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
+    if compiled is not None:
+        exe.compile_seconds, exe.compile_cache_hit = seconds, compiled.cache_hit
+    return exe
 
 
 def _pipeline_options(pipeline: Any, target: str | None, num_sms: int | None) -> PipelineOptions:
@@ -144,10 +152,16 @@ def compile_module(
     The pipeline is imported here, lazily, so that ``import vdir`` and the
     runtime do not pull in the compiler unless asked to compile.
     """
+    return _compile_cached(module, target, num_sms, max_micro_ops, pipeline).program
+
+
+def _compile_cached(module: Any, target: str | None, num_sms: int | None, max_micro_ops: int | None,
+                    pipeline: Any) -> CachedProgram:
+    """:func:`compile_module`, saying whether the program came from the program cache."""
     from vdir.program_cache import cached_compile
     from vdir.transforms.pipeline import compile_to_encoded
 
     options = _pipeline_options(pipeline, target, num_sms)
     limits = current_limits().replace(max_micro_ops=max_micro_ops)
     return cached_compile(module, options, limits,
-                          lambda: compile_to_encoded(module, options, max_micro_ops=max_micro_ops)).program
+                          lambda: compile_to_encoded(module, options, max_micro_ops=max_micro_ops))

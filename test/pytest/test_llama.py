@@ -208,6 +208,9 @@ def test_vdir_generate_command(tmp_path, capsys):
         assert data["tokens"] == decoder.generate(PROMPT, 3).tokens
     assert data["prompt"] == PROMPT and f"tokens: {','.join(map(str, data['tokens']))}" in printed
     assert "ms/token" in printed and data["ms_per_token"] > 0
+    # the suite runs with the program cache off: the step was compiled
+    assert data["compile_seconds"] > 0 and data["compile_cache_hit"] is False
+    assert f"compile: {data['compile_seconds']:.2f} s\n" in printed
 
 
 def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):

@@ -199,6 +199,9 @@ def test_vdir_compile_reads_what_an_earlier_compile_stored(tmp_path: Path, monke
     (entry,) = tmp_path.iterdir()
     stamp = entry.stat().st_mtime_ns
     second = vdir.compile(build_mlp_block(256, 512), num_sms=4)
+    assert first.compile_cache_hit is False and second.compile_cache_hit is True
+    assert first.compile_seconds is not None and second.compile_seconds is not None
+    assert vdir.compile(first.program).compile_cache_hit is None  # an encoded program is not compiled
     assert entry.stat().st_mtime_ns == stamp and len(list(tmp_path.iterdir())) == 1  # read, not written again
     _same(second.program, first.program)
     want, got = first(**inputs), second(**inputs)  # the outputs by name

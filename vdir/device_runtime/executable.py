@@ -115,6 +115,10 @@ class Executable:
     ):
         self.program = program
         self.backend = backend
+        #: seconds the pass pipeline took to make ``program`` (or to read it from the program cache), and
+        #: whether it came from the cache: set by :func:`vdir.compile` when it compiled a module, else None
+        self.compile_seconds: float | None = None
+        self.compile_cache_hit: bool | None = None
         self.options = _lowering_options(options)
         self.launch_options = dict(launch_options)
         platform_class(backend).check_launch_options(self.launch_options)

@@ -93,12 +93,16 @@ def run(args: argparse.Namespace) -> int:
     with limits_in_effect(limits):
         with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline) as decoder:
             result = decoder.generate(prompt, args.tokens, progress=progress)
+            compiled = {"compile_seconds": decoder.exe.compile_seconds, "compile_cache_hit": decoder.exe.compile_cache_hit}
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
     print(f"backend: {backend}; {result.steps} steps; {ms:.3f} ms/token; "
           f"{1000.0 / ms if ms else float('inf'):.1f} tokens/s")
+    seconds = compiled["compile_seconds"] or 0.0
+    print(f"compile: {seconds:.2f} s" + (" (read from the program cache)" if compiled["compile_cache_hit"] else ""))
     if args.json:
-        Path(args.json).write_text(json.dumps({**result.to_json(), "backend": backend, "config": cfg.name}, indent=1))
+        Path(args.json).write_text(json.dumps({**result.to_json(), **compiled, "backend": backend, "config": cfg.name},
+                                              indent=1))
     return 0
 
 
