@@ -11,7 +11,7 @@ compiles the same module the same way reads it from here instead:
 * the pipeline's options (:class:`~vdir.transforms.pipeline_options.PipelineOptions`)
   and the limits in effect (:func:`vdir.limits.current_limits`);
 * vdir's own source (a digest of every ``.py`` file of the package, so any
-  change to the compiler misses) and xDSL's version;
+  change to the compiler misses) and the versions of xDSL, numpy and Python;
 * :data:`CACHE_FORMAT_VERSION`.
 
 A program that uses an op family registered from outside vdir is never
@@ -30,6 +30,7 @@ import functools
 import hashlib
 import json
 import struct
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +71,16 @@ class ProgramCache(EntryStore):
 
 @functools.cache
 def source_digest() -> str:
-    """The hex SHA-256 over every ``.py`` file of the vdir package (its path and bytes), and xDSL's version."""
+    """The hex SHA-256 over every ``.py`` file of the vdir package (its path and bytes), and the versions of
+    xDSL, numpy and Python."""
+    import numpy
     import xdsl
 
     import vdir
 
     root = Path(vdir.__file__).resolve().parent
-    h = hashlib.sha256(f"xdsl {getattr(xdsl, '__version__', '?')}\0".encode())
+    versions = f"xdsl {getattr(xdsl, '__version__', '?')}\0numpy {numpy.__version__}\0python {sys.version}\0"
+    h = hashlib.sha256(versions.encode())
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
