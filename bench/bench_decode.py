@@ -213,12 +213,13 @@ BENCH_PIPELINE_OPTIONS = {"target": "the bench's", "num_sms": "every SM", "l2_pr
 def pipeline_options(text: str) -> dict:
     """``"prefetch=4,side-loads=none"`` -> compile_to_encoded keyword arguments (the options that differ
     from the defaults); a clean exit on a bad one, or on one the bench sets itself."""
+    from vdir.tools.common import flag_error
     from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
 
     try:
         options = PipelineOptions.parse(text)
     except PipelineOptionError as e:
-        raise _usage_error(f"--pipeline {text}: {str(e).removeprefix('error: ')}") from None
+        raise _usage_error(flag_error(f"--pipeline {text}", e)) from None
     for name, owner in BENCH_PIPELINE_OPTIONS.items():
         if name in options.changed():
             raise _usage_error(f"--pipeline {text}: {name.replace('_', '-')} is set by the bench ({owner})")

@@ -76,9 +76,8 @@ def compile(
         from vdir.lowering.options import LoweringOptions
 
         options = LoweringOptions.coerce(options)
-    passes = None if pipeline is None else _pipeline_options(pipeline, target, num_sms)
     if isinstance(module_or_program, EncodedProgram):
-        if passes is not None:
+        if pipeline is not None:
             from vdir.transforms.pipeline_options import PipelineOptionError
 
             raise PipelineOptionError("vdir.compile: an encoded program is compiled already; it takes no pipeline options")
@@ -92,9 +91,10 @@ def compile(
             raise TypeError(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
+        passes = _pipeline_options(pipeline, target, num_sms)
         verify(module_or_program)
         t0 = time.perf_counter()
-        compiled = _compile_cached(module_or_program, target, num_sms, max_micro_ops, passes)
+        compiled = _compile_cached(module_or_program, passes, max_micro_ops)
         seconds = time.perf_counter() - t0
         program = compiled.program
     exe = Executable(program, backend=backend, target=target or program.target, options=options, **launch_options)
@@ -152,16 +152,15 @@ def compile_module(
     The pipeline is imported here, lazily, so that ``import vdir`` and the
     runtime do not pull in the compiler unless asked to compile.
     """
-    return _compile_cached(module, target, num_sms, max_micro_ops, pipeline).program
+    return _compile_cached(module, _pipeline_options(pipeline, target, num_sms), max_micro_ops).program
 
 
-def _compile_cached(module: Any, target: str | None, num_sms: int | None, max_micro_ops: int | None,
-                    pipeline: Any) -> CachedProgram:
-    """:func:`compile_module`, saying whether the program came from the program cache."""
+def _compile_cached(module: Any, options: PipelineOptions, max_micro_ops: int | None) -> CachedProgram:
+    """:func:`compile_module` with its options merged, saying whether the program came from the program
+    cache."""
     from vdir.program_cache import cached_compile
     from vdir.transforms.pipeline import compile_to_encoded
 
-    options = _pipeline_options(pipeline, target, num_sms)
     limits = current_limits().replace(max_micro_ops=max_micro_ops)
     return cached_compile(module, options, limits,
                           lambda: compile_to_encoded(module, options, max_micro_ops=max_micro_ops))

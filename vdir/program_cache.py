@@ -71,16 +71,21 @@ class ProgramCache(EntryStore):
 
 @functools.cache
 def source_digest() -> str:
-    """The hex SHA-256 over every ``.py`` file of the vdir package (its path and bytes), and the versions of
-    xDSL, numpy and Python."""
+    """The hex SHA-256 over every ``.py`` file of the vdir package (:func:`tree_digest`) and the versions
+    of xDSL, numpy and Python."""
     import numpy
     import xdsl
 
     import vdir
 
-    root = Path(vdir.__file__).resolve().parent
     versions = f"xdsl {getattr(xdsl, '__version__', '?')}\0numpy {numpy.__version__}\0python {sys.version}\0"
-    h = hashlib.sha256(versions.encode())
+    return tree_digest(Path(vdir.__file__).resolve().parent, versions)
+
+
+def tree_digest(root: Path, salt: str = "") -> str:
+    """The hex SHA-256 over ``salt`` and every ``.py`` file under ``root``: its path from ``root`` and its
+    bytes, in path order (so a file changed, added, removed or renamed changes it)."""
+    h = hashlib.sha256(salt.encode())
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")

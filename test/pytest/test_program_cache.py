@@ -100,10 +100,25 @@ def test_the_key_follows_what_decides_the_encoding(module, monkeypatch: pytest.M
     assert key not in others and len(others) == 5
 
 
-def test_the_source_digest_covers_every_module_of_the_package():
-    digest = pc.source_digest()
+def test_the_source_digest_follows_every_python_file_of_the_tree(tmp_path: Path):
+    """A file changed, added, removed or renamed anywhere below the root changes the digest; other files
+    do not."""
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("A = 1\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("B = 2\n")
+    root = tmp_path / "pkg"
+    seen = {pc.tree_digest(root)}
+    (root / "sub" / "b.py").write_text("B = 3\n")
+    seen.add(pc.tree_digest(root))
+    (root / "sub" / "c.py").write_text("")
+    seen.add(pc.tree_digest(root))
+    (root / "sub" / "c.py").rename(root / "d.py")
+    seen.add(pc.tree_digest(root))
+    assert len(seen) == 4
+    (root / "notes.txt").write_text("not code")
+    assert pc.tree_digest(root) in seen and pc.tree_digest(root, "salt") not in seen
+    digest = pc.source_digest()  # vdir's own: every module, this one among them
     assert len(digest) == 64 and digest == pc.source_digest()
-    assert Path(pc.__file__).name == "program_cache.py"  # itself among them: a change to the cache misses too
 
 
 # -- damaged and forged entries --------------------------------------------------------------------------------

@@ -421,6 +421,12 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def flag_error(flag: str, error: Exception) -> str:
+    """``error``, caused by the command-line option ``flag``, as the one line a tool prints:
+    ``error: --flag: what is wrong`` (a message that reads ``error: ...`` already is not prefixed twice)."""
+    return f"error: {flag}: {str(error).removeprefix('error: ')}"
+
+
 def check_output_path(path: str, option: str) -> None:
     """Say before the work, not after it, that ``option``'s file cannot be written (its folder is
     missing, or it is a folder)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
 from vdir.limits import limits_in_effect
-from vdir.tools.common import OneLineParser, add_limit_options, limits_from_args, run_cli
+from vdir.tools.common import OneLineParser, add_limit_options, flag_error, limits_from_args, run_cli
 
 if TYPE_CHECKING:
     from vdir.transforms.pipeline_options import PipelineOptions
@@ -118,7 +118,7 @@ def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:
                                       f"flag-words={options.flag_words}")
         return options.with_overrides(flag_words=flag_words) if flag_words else options
     except PipelineOptionError as e:
-        raise UserError(f"error: --pipeline: {str(e).removeprefix('error: ')}") from None
+        raise UserError(flag_error("--pipeline", e)) from None
 
 
 def _progress_bar():

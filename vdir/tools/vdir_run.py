@@ -53,7 +53,14 @@ from vdir.isa import BufferInfo, EncodedProgram, LoopFormError, ScalarInfo, inde
 from vdir.limits import limits_in_effect
 from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
-from vdir.tools.common import OneLineParser, add_limit_options, check_output_path, limits_from_args, run_cli
+from vdir.tools.common import (
+    OneLineParser,
+    add_limit_options,
+    check_output_path,
+    flag_error,
+    limits_from_args,
+    run_cli,
+)
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -390,7 +397,7 @@ def _lowering_options(text: str | None, trace: bool = False) -> LoweringOptions 
     try:
         options = LoweringOptions.parse(text or "")
     except VdirError as e:
-        raise RunError(f"error: --lowering: {e}") from None
+        raise RunError(flag_error("--lowering", e)) from None
     return options.with_overrides(trace=True) if trace else options
 
 
@@ -404,7 +411,7 @@ def _pipeline_options(text: str | None, target: str | None, num_sms: int | None)
     try:
         options = PipelineOptions.parse(text)
     except VdirError as e:
-        raise RunError(f"error: --pipeline: {str(e).removeprefix('error: ')}") from None
+        raise RunError(flag_error("--pipeline", e)) from None
     for flag, given, name in (("--target", target, "target"), ("--num-sms", num_sms, "num_sms")):
         mine = getattr(options, name)
         if given is not None and mine not in ("", None, given):
