@@ -16,15 +16,19 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
+import vdir
 from vdir import isa
 from vdir.device_runtime.sim import (
+    SimCosts,
     SimDeadlockError,
     SimProgramError,
     SimRaceError,
+    costs_for,
     simulate,
 )
 from vdir.device_runtime.trace import check_tracks
 from vdir.families import DTYPE_BYTES, FAMILIES, ParamWords
+from vdir.frontend.examples import build_gemv
 from vdir.target import EngineKind, get_target
 from vdir.testing.assembler import ProgramAssembler
 
@@ -435,11 +439,12 @@ def test_malformed_programs_are_rejected_with_the_micro_op_named():
 
 
 def test_trace_is_valid_chrome_json_with_a_track_per_engine_and_load_in_flight(tmp_path):
-    """Both SMs keep their two loads in flight together: two load tracks, no slice overlaps another."""
+    """Both SMs keep their two loads in flight together (a clock whose loads take longer to land than to
+    issue): two load tracks, no slice overlaps another."""
     w, x = gemv_inputs(1)
     arrays = [w, x, np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
     program = cross_sm_program().build()
-    trace = simulate(program, arrays)
+    trace = simulate(program, arrays, costs=SimCosts(load_issue_us=0.02, load_latency_us=1.0))
     path = tmp_path / "trace.json"
     trace.write(path)
     data = json.loads(path.read_text())
@@ -458,6 +463,46 @@ def test_trace_is_valid_chrome_json_with_a_track_per_engine_and_load_in_flight(t
     assert by_name["%h1 = load @h"]["ts"] >= store["ts"] + store["dur"]
     assert all(s["dur"] > 0 for s in spans)
     check_tracks(data)
+
+
+def _spans(trace) -> dict[str, tuple[float, float]]:
+    """Micro-op id -> (start, end) of a trace's spans."""
+    names = {}
+    for e in trace.events:
+        names[e.uop] = (e.start_us, e.start_us + e.dur_us)
+    return names
+
+
+def test_the_clock_is_the_costs_it_is_given():
+    """Each engine's fixed cost, a store's latency and a hand-off's, where the program puts them: two
+    runs that differ in one cost move the consumer of the cross-SM counter by that much."""
+    w, x = gemv_inputs(1)
+    program = cross_sm_program().build()
+    ids = {name: uid for uid, name in program.uop_names.items()}
+    free = dict(smem_bytes_per_us=1e15, stream_bytes_per_us=1e15)  # bodies and bytes cost nothing
+    spans = []
+    for handoff in (0.0, 5.0):
+        costs = SimCosts(launch_us=0.0, load_issue_us=0.5, load_latency_us=1.0, compute_fixed_us=2.0,
+                         store_fixed_us=3.0, store_latency_us=0.25, handoff_us=handoff, **free)
+        arrays = [w, x, np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
+        spans.append(_spans(simulate(program, arrays, costs=costs)))
+    flops = 2 * R * K / get_target().flops_per_us_per_sm  # the gemv body's arithmetic at the target's rate
+    for run, handoff in zip(spans, (0.0, 5.0), strict=True):
+        store_start, store_end = run[ids["store %h -> @h"]]
+        assert store_end - store_start == pytest.approx(0.25 + 3.0)
+        assert run[ids["%h = compute gemv"]][1] - run[ids["%h = compute gemv"]][0] == pytest.approx(2.0 + flops)
+        # the second load of SM 0 issues one issue after the first; both land a latency after their issue
+        assert run[ids["%x = load @x"]] == pytest.approx((0.5, 1.5))
+        assert run[ids["%h1 = load @h"]][0] == pytest.approx(store_end + handoff)
+    assert spans[1][ids["store %o -> @out"]][1] - spans[0][ids["store %o -> @out"]][1] == pytest.approx(5.0)
+
+
+def test_a_timed_launch_adds_the_launch_cost_to_the_trace_span():
+    exe = vdir.compile(build_gemv(64, 256), num_sms=2)
+    rng = np.random.default_rng(0)
+    times = exe.time(rand_bf16(rng, (64, 256)), rand_bf16(rng, (1, 256)), iterations=2)
+    span = exe.platform.last_trace().makespan_us
+    assert times[-1] == pytest.approx(costs_for(get_target()).launch_us + span) and span > 0
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ml_dtypes import bfloat16
 
 import vdir
 from vdir import isa
-from vdir.device_runtime.sim import ISSUE_US, LOAD_LATENCY_US, SimProgramError, SimRaceError, simulate
+from vdir.device_runtime.sim import SimProgramError, SimRaceError, costs_for, simulate
 from vdir.families import FAMILIES
 from vdir.frontend import ProgramBuilder
 from vdir.target import TARGETS, EngineKind, get_target
@@ -31,7 +31,8 @@ LOAD, COMPUTE, STORE, STREAM = (
     TARGET.engine_index(k) for k in (EngineKind.LOAD, EngineKind.COMPUTE, EngineKind.STORE, EngineKind.STREAM)
 )
 #: the SM's share of the device's bandwidth (bytes per µs), as the cost model takes it
-BYTES_PER_US = TARGET.hbm_bytes_per_us / TARGET.num_sms
+COSTS = costs_for(TARGET)
+BYTES_PER_US = (COSTS.stream_bytes_per_us or TARGET.hbm_bytes_per_us) / TARGET.num_sms
 EPS = 1e-9
 
 R, K, TILE = 64, 256, 16
@@ -211,13 +212,13 @@ def test_each_load_engine_has_its_own_window_and_the_sm_one_bandwidth(seed, load
         for early, late in zip(events, events[load_window:], strict=False):
             assert late.start_us >= early.start_us + early.dur_us - EPS
         # each engine's first load_window loads start at once: the other engine takes no slot of them
-        assert [e.start_us for e in events[:load_window]] == pytest.approx([ISSUE_US * i for i in range(load_window)])
+        assert [e.start_us for e in events[:load_window]] == pytest.approx([COSTS.load_issue_us * i for i in range(load_window)])
     # so a load and a stream load are in flight together, even with a window of one
     assert max(a.start_us for a in (load[0], stream[0])) < min(a.start_us + a.dur_us for a in (load[0], stream[0]))
     # the SM's bytes land one load after another at its share of the bandwidth, whichever engine loads them
     busy = ROWS * ROW_BYTES / BYTES_PER_US
     ends = sorted(e.start_us + e.dur_us for e in load + stream)
-    assert ends[0] >= LOAD_LATENCY_US + busy - EPS
+    assert ends[0] >= COSTS.load_latency_us + busy - EPS
     assert all(later - earlier >= busy - EPS for earlier, later in zip(ends, ends[1:], strict=False))
 
 

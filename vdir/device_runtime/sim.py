@@ -64,7 +64,7 @@ from vdir.device_runtime.platform import (
 from vdir.device_runtime.tensors import TensorView
 from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.families import DTYPE_BYTES, DTYPES, Family, ParamWords, TileSig, family_by_opcode
-from vdir.target import TargetDescription, get_target
+from vdir.target import EngineKind, TargetDescription, get_target
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -77,12 +77,58 @@ DEFAULT_LOAD_WINDOW = 8
 #: Shared-memory tiles start on multiples of this; it is the race-tracking granule.
 SMEM_BLOCK = 128
 
-# Cost model for the trace (microseconds). Rough Hopper figures: a bulk copy
-# takes about a microsecond to land, shared memory moves ~128 B per clock.
-LOAD_LATENCY_US = 1.0
-STORE_LATENCY_US = 0.5
-ISSUE_US = 0.02
-SMEM_BYTES_PER_US = 2.0e5
+
+
+@dataclass(frozen=True)
+class SimCosts:
+    """The simulator's clock: what a launch, each micro-op and each hand-off between SMs cost (µs; rates
+    in bytes/µs), taken from measurements of vdir's kernel on an H200 (``docs/performance.md``).
+
+    A micro-op occupies its engine for the engine's fixed cost (fetching and
+    decoding the instruction, its waits and signals) and, on the compute
+    engine, its body; a load's bytes land after ``load_latency_us``, one load
+    after another at the SM's share of ``stream_bytes_per_us``; a counter's
+    release reaches a waiter on another SM ``handoff_us`` after the store
+    that releases it ends. The trace's times start at the launch;
+    :meth:`SimPlatform.time_launches` adds ``launch_us``. The clock models
+    time, it does not measure it: over the sweep's gemvs and MLPs, the MLP
+    stack and the 1B decode step it lands within about 0.9-1.25x of the H200's
+    medians, and it ranks placement and tiling variants of the decode step
+    as the GPU did, but not every lever (round 32 of the performance log).
+    """
+
+    launch_us: float = 3.5
+    """A launch's fixed cost, any kernel's (round 21)."""
+    load_issue_us: float = 0.47
+    """The load engines' cost per micro-op, alone and without waits (rounds 19, 20)."""
+    load_latency_us: float = 0.3
+    """From a load's issue to its first bytes (fitted: the large gemvs stream at the full rate with two
+    weight slots)."""
+    compute_fixed_us: float = 0.52
+    """The compute engine's cost per micro-op outside the body (round 20)."""
+    smem_bytes_per_us: float = 1.4e5
+    """A compute body's shared-memory bytes per µs (fitted to round 20's gemv tiles: 16 x 1024 1.02 µs,
+    16 x 2048 1.26, 8 x 1024 0.95)."""
+    store_fixed_us: float = 0.47
+    """The store engine's cost per micro-op (round 20)."""
+    store_latency_us: float = 0.5
+    """From a store's start to its bytes being written."""
+    handoff_us: float = 1.0
+    """From a counter's release to a waiter on another SM seeing it (round 30's probes, ``docs/decode.md``)."""
+    stream_bytes_per_us: float | None = None
+    """The bandwidth the SMs' loads share; None: the target's ``hbm_bytes_per_us``."""
+
+
+#: the clock of each target: the Hopper figures, and the H200's measured streaming rate (round 25:
+#: 4.49 TB/s between the two largest gemvs)
+SIM_COSTS: dict[str, SimCosts] = {"h200": SimCosts(stream_bytes_per_us=4.49e6)}
+#: the clock of a target with no figures of its own (the same SM, the kernel's per-micro-op costs)
+DEFAULT_COSTS = SimCosts()
+
+
+def costs_for(target: TargetDescription) -> SimCosts:
+    """The clock the simulator keeps for ``target`` (:data:`SIM_COSTS`, else :data:`DEFAULT_COSTS`)."""
+    return SIM_COSTS.get(target.name, DEFAULT_COSTS)
 
 #: Shared readers of a global buffer are tracked per load engine (per SM and
 #: engine that runs loads) only while the tracking table stays below this many
@@ -203,10 +249,10 @@ class Op:
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
-        # cost model: the result is ready latency_us after the start, and the
+        # cost model (SimCosts): the result is ready latency_us after the start, and the
         # engine (or, for loads, the SM's share of bandwidth) is busy busy_us
         self.latency_us = 0.0
-        self.busy_us = ISSUE_US
+        self.busy_us = 0.0
 
 
 def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], TileRef, dict]:
@@ -246,6 +292,8 @@ class DecodedProgram:
     buffer_bytes: list[int]
     tracked: dict[int, int]
     target: TargetDescription
+    #: the clock the launch keeps (:func:`costs_for` the target)
+    costs: SimCosts
     #: per SM: micro-op id -> (engine, queue position) of every shared-memory
     #: writer, for naming the writers a stale read expected or saw
     writers: list[dict[int, tuple[int, int]]] = field(default_factory=list)
@@ -259,8 +307,10 @@ class DecodedProgram:
         return self.program.describe(sm, engine, pos)
 
 
-def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> DecodedProgram:
-    """Decode every queue once and check what the kernel would trust blindly.
+def decode_program(program: isa.EncodedProgram, target: TargetDescription, costs: SimCosts | None = None,
+                   ) -> DecodedProgram:
+    """Decode every queue once and check what the kernel would trust blindly; its clock is ``costs``
+    (None: :func:`costs_for` the target).
 
     Raises :class:`SimProgramError` naming the micro-op for a bad opcode, an
     opcode on the wrong engine, a region outside its buffer or shared memory,
@@ -291,7 +341,8 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             )
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
     records = np.ascontiguousarray(program.instrs, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
-    bw_per_sm = target.hbm_bytes_per_us / max(target.num_sms, 1)
+    costs = costs_for(target) if costs is None else costs
+    bw_per_sm = (costs.stream_bytes_per_us or target.hbm_bytes_per_us) / max(target.num_sms, 1)
     ops: list[list[list[Op]]] = []
     for sm in range(program.num_sms):
         sm_ops = []
@@ -305,7 +356,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
             queue = []
             for pos in range(len(words)):
                 try:
-                    op = _decode_op(pos, words[pos], engine, program, buffer_bytes, target, bw_per_sm)
+                    op = _decode_op(pos, words[pos], engine, program, buffer_bytes, target, costs, bw_per_sm)
                 except ValueError as e:
                     raise SimProgramError(f"{program.describe(sm, engine, pos)}: {e}") from None
                 queue.append(op)
@@ -316,8 +367,8 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription) -> De
         e for e in target.load_engines if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
     )
     scratch = {b for b, info in enumerate(program.buffers) if info.role == "scratch"}
-    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes, scratch), target, writers,
-                          reading)
+    return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes, scratch), target, costs,
+                          writers, reading)
 
 
 def _executed_words(
@@ -345,10 +396,15 @@ def _decode_op(
     program: isa.EncodedProgram,
     buffer_bytes: list[int],
     target: TargetDescription,
+    costs: SimCosts,
     bw_per_sm: float,
 ) -> Op:
-    """Decode and validate one instruction (ValueError with the reason on failure)."""
+    """Decode and validate one instruction (ValueError with the reason on failure), with its costs."""
     op = Op(pos, words)
+    kind = target.engines[engine].kind
+    # what any record costs its engine: a load engine's issue is charged where it issues (_issue_load)
+    op.busy_us = costs.compute_fixed_us if kind == EngineKind.COMPUTE else costs.store_fixed_us if (
+        kind == EngineKind.STORE) else 0.0
     if op.opcode not in isa.engine_opcodes(target.engines[engine]):
         name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
         raise ValueError(f"a {name} instruction cannot run on the {target.engines[engine].name} engine")
@@ -365,8 +421,8 @@ def _decode_op(
         return _decode_prefetch(op, words, program, buffer_bytes)
     if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
         _decode_transfer(op, words, program, buffer_bytes)
-        op.latency_us = LOAD_LATENCY_US if op.opcode == isa.OP_LOAD else STORE_LATENCY_US
-        op.busy_us = op.region.nbytes / bw_per_sm
+        op.latency_us = costs.load_latency_us if op.opcode == isa.OP_LOAD else costs.store_latency_us
+        op.busy_us += op.region.nbytes / bw_per_sm
     elif op.opcode == isa.OP_COMPUTE:
         op.family, op.inputs, op.out, op.params = _compute_operands(words)
         for tile in (*op.inputs, op.out):
@@ -374,7 +430,7 @@ def _decode_op(
         smem_bytes, flops = op.family.cost(
             [TileSig(t.shape, t.dtype) for t in op.inputs], TileSig(op.out.shape, op.out.dtype)
         )
-        op.busy_us = ISSUE_US + flops / target.flops_per_us_per_sm + smem_bytes / SMEM_BYTES_PER_US
+        op.busy_us += flops / target.flops_per_us_per_sm + smem_bytes / costs.smem_bytes_per_us
     return op
 
 
@@ -983,7 +1039,7 @@ class Simulation:
             self.counters[c] = (int(self.counters[c]) + 1) & 0xFFFFFFFF
             joined = self.release_clocks[c]
             joined.append(np.maximum(joined[-1], clock) if joined else clock.copy())
-            bisect.insort(self.release_times[c], end)
+            bisect.insort(self.release_times[c], end + self.decoded.costs.handoff_us)
             waiters, value = self.counter_waiters[c], self._released(c)
             while waiters and waiters[0][0] <= value:
                 self._update_start(heapq.heappop(waiters)[1])
@@ -995,7 +1051,7 @@ class Simulation:
         tile = self.smem[sm][op.tile.smem : op.tile.smem + op.tile.nbytes]
         data[...] = tile.view(np.uint32).reshape(data.shape)
         epochs[...] = self.epoch % isa.COUNTER_MODULUS
-        flag_word_views(self.flag_time, op.region)[1][...] = end
+        flag_word_views(self.flag_time, op.region)[1][...] = end + self.decoded.costs.handoff_us  # seen from L2
         if self.check_races:  # who wrote each word, and what it knew (its own read of the tile included)
             flag_word_views(self.flag_engine, op.region)[1][...] = g
             flag_word_views(self.flag_pos, op.region)[1][...] = op.pos
@@ -1025,7 +1081,7 @@ class Simulation:
         ends = self.load_ends[g]
         if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
             start = max(start, ends[op.pos - self.load_window])
-        self.engine_free[g] = start + ISSUE_US
+        self.engine_free[g] = start + self.decoded.costs.load_issue_us
         self.in_flight[g].append((op, self.clock[g].copy(), start, region))
         self._set_ready(2 * g + 1, True)
 
@@ -1491,11 +1547,12 @@ class SimPlatform(Platform):
         """Nothing is ever outstanding: :meth:`launch` runs to completion."""
 
     def time_launches(self, artifact: DecodedProgram, spec: LaunchSpec, iterations: int) -> list[float]:
-        """Modelled (not measured) time per launch in µs, from the trace's cost model."""
+        """Modelled (not measured) time per launch in µs: the launch's fixed cost and the trace's span
+        (:class:`SimCosts`)."""
         times = []
         for _ in range(iterations):
             self._trace = self._run(artifact, spec)
-            times.append(self._trace.makespan_us)
+            times.append(artifact.costs.launch_us + self._trace.makespan_us)
         return times
 
     def trace_unavailable(self, artifact: DecodedProgram) -> str:
@@ -1524,14 +1581,16 @@ def simulate(
     load_window: int = DEFAULT_LOAD_WINDOW,
     check_races: bool = True,
     scalars: tuple[int, ...] = (),
+    costs: SimCosts | None = None,
 ) -> SimTrace:
-    """Run one launch of ``program`` over host arrays in argument order (modified in place).
+    """Run one launch of ``program`` over host arrays in argument order (modified in place); its trace's
+    clock is ``costs`` (None: the target's, :func:`costs_for`).
 
     A convenience for tests and tools; :class:`vdir.device_runtime.executable.Executable`
     is the full path with argument checking.
     """
     tgt = target if isinstance(target, TargetDescription) else get_target(target or program.target)
-    decoded = decode_program(program, tgt)
+    decoded = decode_program(program, tgt, costs)
     if len(arrays) != len(program.buffers):
         raise PlatformError(f"the program takes {len(program.buffers)} buffers, got {len(arrays)}")
     raw = [_host_bytes(a, n) for a, n in zip(arrays, decoded.buffer_bytes, strict=True)]
