@@ -33,9 +33,10 @@ reports:
 * malformed programs (:class:`SimProgramError`): bad opcodes, out-of-bounds
   regions, operands that do not fit a family.
 
-It also records a trace with a logical clock (a simple cost model: bytes over
-bandwidth for loads and stores, flops and shared-memory bytes for computes)
-in the trace model of :mod:`vdir.device_runtime.trace`, exported in
+It also records a trace with a logical clock (:class:`SimCosts`: each
+engine's cost per micro-op, a load's latency and bytes over the SM's share
+of bandwidth, a hand-off's latency between SMs, as measured on an H200) in
+the trace model of :mod:`vdir.device_runtime.trace`, exported in
 Chrome/Perfetto JSON by :meth:`SimTrace.to_json`.
 """
 
