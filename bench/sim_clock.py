@@ -30,10 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs  # noqa: E402
 from bench.bench_gpu import compile_gemv, compile_mlp  # noqa: E402
 from bench.bench_sweep import Case, tiling  # noqa: E402
-from vdir.device_runtime.sim import costs_for, simulate  # noqa: E402
+from vdir.device_runtime.sim import simulate  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
 from vdir.frontend.llama import build_decode_step, decode_tables  # noqa: E402
-from vdir.target import get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
 
 #: the latest H200 medians, µs (docs/performance.md: the gemvs from round 28, the MLPs from the shape
@@ -61,9 +60,8 @@ DECODE_POS = 128
 
 
 def modelled_us(program, arrays, scalars=()) -> float:
-    """One simulated launch's modelled time: the launch's fixed cost and the trace's span."""
-    trace = simulate(program, arrays, check_races=False, scalars=scalars)
-    return costs_for(get_target(program.target)).launch_us + trace.makespan_us
+    """One simulated launch's modelled time (:attr:`~vdir.device_runtime.sim.SimTrace.launch_time_us`)."""
+    return simulate(program, arrays, check_races=False, scalars=scalars).launch_time_us
 
 
 def filled(program, rng, tables=None) -> list[np.ndarray]:

@@ -693,6 +693,13 @@ class SimTrace(Trace):
     the cost model (µs)."""
 
     clock: str = "modelled: the simulator's cost model"
+    #: the launch's fixed cost in this clock (:attr:`SimCosts.launch_us`), outside the events' times
+    launch_us: float = 0.0
+
+    @property
+    def launch_time_us(self) -> float:
+        """The modelled time of the whole launch: its fixed cost and the events' span."""
+        return self.launch_us + self.makespan_us
 
 
 # ---------------------------------------------------------------------------
@@ -897,7 +904,7 @@ class Simulation:
                 f"of SM {sm}, which no micro-op wrote before it"
             )
         isa.finish_launch(self.sync, self.decoded.program.num_sms)
-        return SimTrace(self.decoded.program, self.events)
+        return SimTrace(self.decoded.program, self.events, launch_us=self.decoded.costs.launch_us)
 
     def _set_ready(self, action: int, ready: bool) -> None:
         idx = self.ready_index.get(action)
@@ -1553,7 +1560,7 @@ class SimPlatform(Platform):
         times = []
         for _ in range(iterations):
             self._trace = self._run(artifact, spec)
-            times.append(artifact.costs.launch_us + self._trace.makespan_us)
+            times.append(self._trace.launch_time_us)
         return times
 
     def trace_unavailable(self, artifact: DecodedProgram) -> str:
