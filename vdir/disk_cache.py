@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import ClassVar, Self
 
 #: Values of a cache's switch variable (compared case-insensitively, spaces ignored) that turn it off.
 DISABLING_VALUES = frozenset({"0", "false", "no", "off"})
@@ -106,28 +106,33 @@ class CacheLocation:
 
 
 class EntryStore:
-    """One cache directory of entries of ``fmt``; ``directory`` None: the cache is off.
+    """One cache directory of entries; ``directory`` None: the cache is off.
 
-    Reads and writes never raise: a bad entry reads as a miss, and the first
-    failed write warns once and turns writing off for this object.
+    A cache is a subclass that says what its entries are (:attr:`FORMAT`)
+    and where it lives (:attr:`LOCATION`). Reads and writes never raise: a
+    bad entry reads as a miss, and the first failed write warns once and
+    turns writing off for this object.
     """
 
-    def __init__(self, directory: Path | None, fmt: EntryFormat):
+    FORMAT: ClassVar[EntryFormat]
+    LOCATION: ClassVar[CacheLocation]
+
+    def __init__(self, directory: Path | None):
         self.directory = directory
-        self.format = fmt
+        self.format = self.FORMAT
         self._writable = directory is not None
 
     @classmethod
-    def located(cls, location: CacheLocation, fmt: EntryFormat, environ: Mapping[str, str] | None = None) -> Self:
-        """The store ``location`` names in the environment; off if switched off or it cannot be located."""
-        if not location.enabled(environ):
-            return cls(None, fmt)
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The store :attr:`LOCATION` names in the environment; off if switched off or it cannot be located."""
+        if not cls.LOCATION.enabled(environ):
+            return cls(None)
         try:
-            return cls(location.directory(environ), fmt)
+            return cls(cls.LOCATION.directory(environ))
         except RuntimeError as e:  # no home directory to put it in
-            warnings.warn(f"vdir cache of {fmt.what} disabled: no cache directory ({e}); set {location.dir_env}",
-                          RuntimeWarning, stacklevel=3)
-            return cls(None, fmt)
+            warnings.warn(f"vdir cache of {cls.FORMAT.what} disabled: no cache directory ({e}); "
+                          f"set {cls.LOCATION.dir_env}", RuntimeWarning, stacklevel=2)
+            return cls(None)
 
     @property
     def enabled(self) -> bool:

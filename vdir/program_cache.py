@@ -31,7 +31,7 @@ import hashlib
 import json
 import struct
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,15 +58,11 @@ _JSON_LENGTH = struct.Struct("<I")
 
 
 class ProgramCache(EntryStore):
-    """One cache directory of compiled programs; ``directory`` None: caching is off."""
+    """One cache directory of compiled programs; ``directory`` None: caching is off (see the module
+    docstring for where :meth:`from_environment` finds it)."""
 
-    def __init__(self, directory: Path | None, fmt: EntryFormat = ENTRY_FORMAT):
-        super().__init__(directory, fmt)
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ProgramCache:
-        """The cache the environment asks for (see the module docstring); off if it cannot be located."""
-        return cls.located(LOCATION, ENTRY_FORMAT, environ)
+    FORMAT = ENTRY_FORMAT
+    LOCATION = LOCATION
 
 
 @functools.cache

@@ -86,18 +86,12 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 class KernelCache(EntryStore):
-    """One cache directory of compiled kernels; ``directory`` None: caching is off.
+    """One cache directory of compiled kernels; ``directory`` None: caching is off (see the module
+    docstring for where :meth:`from_environment` finds it). Reads and writes never raise
+    (:class:`vdir.disk_cache.EntryStore`)."""
 
-    Reads and writes never raise (:class:`vdir.disk_cache.EntryStore`).
-    """
-
-    def __init__(self, directory: Path | None, fmt: EntryFormat = ENTRY_FORMAT):
-        super().__init__(directory, fmt)
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> KernelCache:
-        """The cache the environment asks for (see the module docstring); off if it cannot be located."""
-        return cls.located(LOCATION, ENTRY_FORMAT, environ)
+    FORMAT = ENTRY_FORMAT
+    LOCATION = LOCATION
 
 
 @dataclass(frozen=True)
