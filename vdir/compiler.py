@@ -105,17 +105,10 @@ def compile(
 
 def _pipeline_options(pipeline: Any, target: str | None, num_sms: int | None) -> PipelineOptions:
     """``pipeline`` as pipeline options with :func:`compile`'s ``target`` and ``num_sms`` (None: not given)
-    put in; either given in both places with other values is refused."""
-    from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
+    put in (:meth:`~vdir.transforms.pipeline_options.PipelineOptions.with_given`)."""
+    from vdir.transforms.pipeline_options import PipelineOptions
 
-    options = PipelineOptions.coerce(pipeline)
-    for name, value, unset in (("target", target, ""), ("num_sms", num_sms, None)):
-        mine = getattr(options, name)
-        if value is not None and mine not in (unset, value):
-            raise PipelineOptionError(f"vdir.compile: {name}={value!r} and the pipeline option {name}={mine!r} disagree")
-        if value is not None:
-            options = options.with_overrides({name: value})
-    return options
+    return PipelineOptions.coerce(pipeline).with_given(target=target, num_sms=num_sms)
 
 
 def _code_limit(max_micro_ops: int | None) -> int:

@@ -240,7 +240,7 @@ def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):
         (["--random", "tiny", "--prompt", "1", "--pipeline", "flag_wrds=64"],
          "error: --pipeline: unknown pipeline option 'flag_wrds' (known: target, num_sms, "),
         (["--random", "tiny", "--prompt", "1", "--pipeline", "flag-words=64", "--flag-words", "128"],
-         "error: --pipeline: flag words given twice: --flag-words 128 and flag-words=64"),
+         "error: --pipeline: flag-words=128 and the pipeline option flag-words=64 disagree"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "10"],
          "more than 10 micro-ops (the limit; --max-micro-ops raises it)"),
         (["--random", "tiny", "--prompt", "1", "--max-micro-ops", "0"],

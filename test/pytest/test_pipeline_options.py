@@ -91,9 +91,9 @@ def test_vdir_compile_takes_pipeline_options_and_refuses_a_contradiction():
     exe = vdir.compile(_block(), num_sms=4, pipeline="flag-words=4096")
     _same(exe.program, compile_to_encoded(_block(), num_sms=4, flag_words=4096))
     assert vdir.compile(_block(), num_sms=4, pipeline={"num_sms": 4}).program.num_sms == 4
-    with pytest.raises(PipelineOptionError, match="num_sms=4 and the pipeline option num_sms=2 disagree"):
+    with pytest.raises(PipelineOptionError, match="num-sms=4 and the pipeline option num-sms=2 disagree"):
         vdir.compile(_block(), num_sms=4, pipeline={"num_sms": 2})
-    with pytest.raises(PipelineOptionError, match="target='h200' and the pipeline option target='nope' disagree"):
+    with pytest.raises(PipelineOptionError, match="target=h200 and the pipeline option target=nope disagree"):
         vdir.compile(_block(), target="h200", pipeline="target=nope")
     with pytest.raises(PipelineOptionError, match="an encoded program is compiled already"):
         vdir.compile(exe.program, pipeline="prefetch=1")

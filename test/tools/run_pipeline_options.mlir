@@ -11,7 +11,7 @@
 // RAN: check passed
 // UNKNOWN: {{^}}error: --pipeline: unknown pipeline option 'flag-wrds' (known: target, num_sms, fuse, prefetch,
 // RANGE: {{^}}error: --pipeline: vdir-pipeline: option 'prefetch' must be at most 64, got 99
-// TWICE: {{^}}error: --num-sms 2 and --pipeline num-sms=4 disagree
+// TWICE: {{^}}error: --pipeline: num-sms=2 and the pipeline option num-sms=4 disagree
 // ENCODED: run_pipeline_options.mlir.tmp.mlir:2:3: error: --pipeline applies when compiling; the program is already encoded
 
 vdir.program @copy2(%x: !vdir.buffer<2x64xbf16>, %y: !vdir.buffer<2x64xbf16>) {

@@ -112,11 +112,7 @@ def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:
     from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions
 
     try:
-        options = PipelineOptions.parse(text)
-        if flag_words and options.flag_words not in (0, flag_words):
-            raise PipelineOptionError(f"flag words given twice: --flag-words {flag_words} and "
-                                      f"flag-words={options.flag_words}")
-        return options.with_overrides(flag_words=flag_words) if flag_words else options
+        return PipelineOptions.parse(text).with_given(flag_words=flag_words or None)
     except PipelineOptionError as e:
         raise UserError(flag_error("--pipeline", e)) from None
 

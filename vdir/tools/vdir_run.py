@@ -403,20 +403,15 @@ def _lowering_options(text: str | None, trace: bool = False) -> LoweringOptions 
 
 def _pipeline_options(text: str | None, target: str | None, num_sms: int | None) -> PipelineOptions | None:
     """The ``--pipeline`` options, checked before anything is compiled (None: not given); a target or an
-    SM count that ``--target`` or ``--num-sms`` also gives, otherwise, is refused."""
+    SM count other than ``--target``'s or ``--num-sms``' is refused."""
     if text is None:
         return None
     from vdir.transforms.pipeline_options import PipelineOptions
 
     try:
-        options = PipelineOptions.parse(text)
+        return PipelineOptions.parse(text).with_given(target=target, num_sms=num_sms)
     except VdirError as e:
         raise RunError(flag_error("--pipeline", e)) from None
-    for flag, given, name in (("--target", target, "target"), ("--num-sms", num_sms, "num_sms")):
-        mine = getattr(options, name)
-        if given is not None and mine not in ("", None, given):
-            raise RunError(f"error: {flag} {given} and --pipeline {name.replace('_', '-')}={mine} disagree")
-    return options
 
 
 def _summary(name: str, array: np.ndarray) -> str:

@@ -102,6 +102,18 @@ class PipelineOptions(OptionSet):
             raise PipelineOptionError(str(e)) from None
         self.check_types()  # what the checks above do not cover: the flags and the target's name
 
+    def with_given(self, **given: object) -> PipelineOptions:
+        """These options with ``given`` (options an entry point takes as arguments of its own: ``target``,
+        ``num_sms``; None: not given) put in; one these options set to another value is a
+        :class:`PipelineOptionError` naming both."""
+        default = PipelineOptions()
+        for name, value in given.items():
+            mine = getattr(self, name)
+            if value is not None and mine != getattr(default, name) and mine != value:
+                dashed = name.replace("_", "-")
+                raise PipelineOptionError(f"{dashed}={value} and the pipeline option {dashed}={mine} disagree")
+        return self.with_overrides({name: value for name, value in given.items() if value is not None})
+
     @property
     def stream_room(self) -> StreamRoom:
         """``run_ahead`` and ``weight_ring`` as the one value ``vdir-alloc-smem`` takes."""
