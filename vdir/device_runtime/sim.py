@@ -119,6 +119,11 @@ class SimCosts:
     stream_bytes_per_us: float | None = None
     """The bandwidth the SMs' loads share; None: the target's ``hbm_bytes_per_us``."""
 
+    def engine_fixed_us(self, kind: EngineKind) -> float:
+        """What any record costs an engine of ``kind`` besides its own work: the compute's and the
+        store's fixed costs; 0 for a load engine, whose cost is charged where it issues (``load_issue_us``)."""
+        return {EngineKind.COMPUTE: self.compute_fixed_us, EngineKind.STORE: self.store_fixed_us}.get(kind, 0.0)
+
 
 #: the clock of each target: the Hopper figures, and the H200's measured streaming rate (round 25:
 #: 4.49 TB/s between the two largest gemvs)
@@ -402,10 +407,7 @@ def _decode_op(
 ) -> Op:
     """Decode and validate one instruction (ValueError with the reason on failure), with its costs."""
     op = Op(pos, words)
-    kind = target.engines[engine].kind
-    # what any record costs its engine: a load engine's issue is charged where it issues (_issue_load)
-    op.busy_us = costs.compute_fixed_us if kind == EngineKind.COMPUTE else costs.store_fixed_us if (
-        kind == EngineKind.STORE) else 0.0
+    op.busy_us = costs.engine_fixed_us(target.engines[engine].kind)
     if op.opcode not in isa.engine_opcodes(target.engines[engine]):
         name = isa.OPCODE_NAMES.get(op.opcode, f"opcode {op.opcode}")
         raise ValueError(f"a {name} instruction cannot run on the {target.engines[engine].name} engine")
