@@ -8,6 +8,7 @@ in-flight engine model, and the race, deadlock and malformed-program reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -27,7 +28,7 @@ from vdir.device_runtime.sim import (
     simulate,
 )
 from vdir.device_runtime.trace import check_tracks
-from vdir.families import DTYPE_BYTES, FAMILIES, ParamWords
+from vdir.families import DTYPE_BYTES, DTYPES, FAMILIES, ParamWords
 from vdir.frontend.examples import build_gemv
 from vdir.target import EngineKind, get_target
 from vdir.testing.assembler import ProgramAssembler
@@ -495,6 +496,30 @@ def test_the_clock_is_the_costs_it_is_given():
         assert run[ids["%x = load @x"]] == pytest.approx((0.5, 1.5))
         assert run[ids["%h1 = load @h"]][0] == pytest.approx(store_end + handoff)
     assert spans[1][ids["store %o -> @out"]][1] - spans[0][ids["store %o -> @out"]][1] == pytest.approx(5.0)
+
+
+def test_a_flag_word_hand_off_costs_its_own_latency_and_nothing_else_does():
+    """``flag_word_handoff_us`` is when a flag-word load may start after the last store whose words it
+    reads ends; a program without flag words is timed the same whatever it is."""
+    from vdir.frontend.examples import build_mlp_block
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    module = build_mlp_block(256, 512, scratch_act=True)
+    flagged = compile_to_encoded(module, num_sms=4, flag_words=4096)
+    plain = compile_to_encoded(module, num_sms=4)
+    rng = np.random.default_rng(3)
+
+    def run(program, latency: float):
+        arrays = [(rng.standard_normal(b.shape) * 0.5 if b.is_input else np.zeros(b.shape)).astype(DTYPES[b.dtype])
+                  for b in program.buffers]
+        return simulate(program, arrays, costs=dataclasses.replace(SimCosts(), flag_word_handoff_us=latency))
+
+    assert run(plain, 0.0).makespan_us == pytest.approx(run(plain, 7.0).makespan_us)
+    for latency in (0.0, 7.0):
+        handoffs = run(flagged, latency).flag_word_handoffs()
+        assert handoffs
+        assert all(h.latency_us >= latency - 1e-9 for h in handoffs)
+        assert min(h.latency_us for h in handoffs) == pytest.approx(latency)  # a load that was waiting for them
 
 
 def test_a_timed_launch_adds_the_launch_cost_to_the_trace_span():

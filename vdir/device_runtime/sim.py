@@ -116,6 +116,13 @@ class SimCosts:
     """From a store's start to its bytes being written."""
     handoff_us: float = 1.0
     """From a counter's release to a waiter on another SM seeing it (round 30's probes, ``docs/decode.md``)."""
+    flag_word_handoff_us: float = 1.3
+    """From a flag-word store's end to a waiter on another SM having polled its words (fitted: the 1B
+    step with ``flag-words=4096`` 2.2% slower than with counters on the H200, round 33). The words are
+    relaxed stores that still reach L2 behind the SM's loads, and a poll that finds them missing costs
+    a round trip: the GPU's trace has these hand-offs at 1.2-5.2 µs from the store's end against
+    0.3-0.7 µs from a counter's release. One figure cannot fit everything: the 16-layer MLP stacks
+    model 1.4-2.1% slower with flag words where the H200 ran 3.5-6.9% slower."""
     stream_bytes_per_us: float | None = None
     """The bandwidth the SMs' loads share; None: the target's ``hbm_bytes_per_us``."""
 
@@ -1061,7 +1068,7 @@ class Simulation:
         tile = self.smem[sm][op.tile.smem : op.tile.smem + op.tile.nbytes]
         data[...] = tile.view(np.uint32).reshape(data.shape)
         epochs[...] = self.epoch % isa.COUNTER_MODULUS
-        flag_word_views(self.flag_time, op.region)[1][...] = end + self.decoded.costs.handoff_us  # seen from L2
+        flag_word_views(self.flag_time, op.region)[1][...] = end + self.decoded.costs.flag_word_handoff_us
         if self.check_races:  # who wrote each word, and what it knew (its own read of the tile included)
             flag_word_views(self.flag_engine, op.region)[1][...] = g
             flag_word_views(self.flag_pos, op.region)[1][...] = op.pos
