@@ -129,8 +129,9 @@ for what in $steps; do
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
         --torch-compile none --pipeline flag-words=4096 --json "$OUT/flagwords-decode.json" 2>&1 \
         | tee "$OUT/flagwords-decode.log"
-      for variant in default flag-words=4096; do
-        pipe=; [ "$variant" = default ] || pipe="--pipeline $variant"
+      # log names of letters, digits and dashes only
+      for variant in default words4096; do
+        pipe=; [ "$variant" = default ] || pipe="--pipeline flag-words=4096"
         timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
           --stores --path-layer 5 $pipe > "$OUT/flagwords-trace-$variant.log" 2>&1
         echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
