@@ -20,6 +20,7 @@ from ml_dtypes import bfloat16
 import vdir
 from vdir import isa
 from vdir.device_runtime.sim import (
+    SMALL_LOAD_BYTES,
     SimCosts,
     SimDeadlockError,
     SimProgramError,
@@ -520,6 +521,32 @@ def test_a_flag_word_hand_off_costs_its_own_latency_and_nothing_else_does():
         assert handoffs
         assert all(h.latency_us >= latency - 1e-9 for h in handoffs)
         assert min(h.latency_us for h in handoffs) == pytest.approx(latency)  # a load that was waiting for them
+
+
+def test_a_small_load_lands_its_latency_after_its_issue_beside_the_weight_tiles_in_flight():
+    """A row loaded while the SM's stream engine has two 32 KiB tiles in flight lands its latency after
+    its issue (its bytes interleave with theirs), whichever order the run takes the engines in; a tile
+    takes its bytes' time at the SM's share, and a load engine still retires in queue order."""
+    tile, small = 32 * 1024, SMALL_LOAD_BYTES // 64
+    stream = get_target().engine_index(EngineKind.STREAM)
+    b = ProgramBuilder(1, [buf("w", (64, 1024)), buf("x", (1, small // 2))], smem_bytes=4 * tile)
+    for i in range(2):
+        b.asm.load(0, b.buffer_index("w"), i * tile, 16, 2048, 2048, i * tile, name=f"w{i}", engine=stream)
+    b.load(0, "x", 2 * tile, 1, small, name="x")
+    b.load(0, "w", 3 * tile, 16, 2048, offset=2 * tile, name="w2 after x")
+    program = b.build()
+    ids = {name: uid for uid, name in program.uop_names.items()}
+    rate = 1024.0  # the SM's share, bytes per µs: a tile takes 32 µs to stream, the row a quarter of one
+    costs = SimCosts(launch_us=0.0, load_issue_us=0.5, load_latency_us=1.0,
+                     stream_bytes_per_us=rate * get_target().num_sms)
+    rng = np.random.default_rng(0)
+    arrays = [(rng.standard_normal(s.shape)).astype(bfloat16) for s in program.buffers]
+    for seed in range(4):  # the simulator's order of engines, not time, must not matter
+        run = _spans(simulate(program, arrays, costs=costs, seed=seed))
+        assert run[ids["x"]] == pytest.approx((0.0, 1.0 + small / rate))
+        w2_start, w2_end = run[ids["w2 after x"]]
+        assert w2_end >= w2_start + 1.0 + tile / rate  # a tile's bytes at the SM's share (FIFO with the others)
+        assert w2_end >= run[ids["x"]][1]
 
 
 def test_a_timed_launch_adds_the_launch_cost_to_the_trace_span():

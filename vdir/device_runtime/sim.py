@@ -87,15 +87,16 @@ class SimCosts:
 
     A micro-op occupies its engine for the engine's fixed cost (fetching and
     decoding the instruction, its waits and signals) and, on the compute
-    engine, its body; a load's bytes land after ``load_latency_us``, one load
-    after another at the SM's share of ``stream_bytes_per_us``; a counter's
+    engine, its body; a load's bytes land after ``load_latency_us``, a weight
+    tile's one after another at the SM's share of ``stream_bytes_per_us``
+    (a small load's beside them, :data:`SMALL_LOAD_BYTES`); a counter's
     release reaches a waiter on another SM ``handoff_us`` after the store
     that releases it ends. The trace's times start at the launch;
     :meth:`SimPlatform.time_launches` adds ``launch_us``. The clock models
     time, it does not measure it: over the sweep's gemvs and MLPs, the MLP
-    stack and the 1B decode step it lands within about 0.9-1.25x of the H200's
+    stack and the 1B decode step it lands within about 0.8-1.03x of the H200's
     medians, and it ranks placement and tiling variants of the decode step
-    as the GPU did, but not every lever (round 32 of the performance log).
+    as the GPU did, but not every lever (rounds 32 and 33 of the performance log).
     """
 
     launch_us: float = 3.5
@@ -114,15 +115,15 @@ class SimCosts:
     """The store engine's cost per micro-op (round 20)."""
     store_latency_us: float = 0.5
     """From a store's start to its bytes being written."""
-    handoff_us: float = 1.0
-    """From a counter's release to a waiter on another SM seeing it (round 30's probes, ``docs/decode.md``)."""
-    flag_word_handoff_us: float = 1.3
+    handoff_us: float = 2.0
+    """From a counter's release to a waiter on another SM seeing it, while the SMs stream (fitted: the
+    1B step; round 30's probes: a round trip through global memory 0.9 µs idle, 1.9-3.3 µs under load,
+    and a releasing store that waits behind its SM's loads in flight, round 33)."""
+    flag_word_handoff_us: float = 2.4
     """From a flag-word store's end to a waiter on another SM having polled its words (fitted: the 1B
-    step with ``flag-words=4096`` 2.2% slower than with counters on the H200, round 33). The words are
+    step with ``flag-words=4096`` 2.5% slower than with counters on the H200, round 33). The words are
     relaxed stores that still reach L2 behind the SM's loads, and a poll that finds them missing costs
-    a round trip: the GPU's trace has these hand-offs at 1.2-5.2 µs from the store's end against
-    0.3-0.7 µs from a counter's release. One figure cannot fit everything: the 16-layer MLP stacks
-    model 1.4-2.1% slower with flag words where the H200 ran 3.5-6.9% slower."""
+    a round trip: the GPU's trace has these hand-offs at 1.2-5.2 µs from the store's end."""
     stream_bytes_per_us: float | None = None
     """The bandwidth the SMs' loads share; None: the target's ``hbm_bytes_per_us``."""
 
@@ -132,6 +133,14 @@ class SimCosts:
         return {EngineKind.COMPUTE: self.compute_fixed_us, EngineKind.STORE: self.store_fixed_us}.get(kind, 0.0)
 
 
+#: a load of at most this many bytes (a row handed between SMs, a residual slice) lands its latency
+#: after its issue, its requests interleaved with the SM's weight tiles in flight, where a larger one
+#: (a weight tile) queues behind them for the SM's share of the bandwidth. The simulator runs its
+#: engines in an order of its own choosing, not in time order, so without this a small load queued
+#: behind tiles that the run had already landed, often tiles issued later than itself: on the 1B step,
+#: a median 1.5 µs and a tenth of them over 8 µs late, which the fitted costs had made up for
+#: (round 33).
+SMALL_LOAD_BYTES = 16384
 #: the clock of each target: the Hopper figures, and the H200's measured streaming rate (round 25:
 #: 4.49 TB/s between the two largest gemvs)
 SIM_COSTS: dict[str, SimCosts] = {"h200": SimCosts(stream_bytes_per_us=4.49e6)}
@@ -1122,9 +1131,13 @@ class Simulation:
         np.maximum(done, start_clock, out=done)
         done[g] = op.pos + 1
         # bytes land after the latency, one load after the other at the SM's bandwidth share
-        # (after the previous load to land on the SM, from whichever of its load engines)
-        end = max(start + op.latency_us, self.landed[sm]) + op.busy_us
-        self.landed[sm] = end
+        # (after the previous load to land on the SM, from whichever of its load engines); a small load
+        # interleaves with them instead (SMALL_LOAD_BYTES)
+        if region is not None and region.nbytes <= SMALL_LOAD_BYTES:  # retired in order all the same
+            end = max(start + op.latency_us + op.busy_us, self.load_ends[g][-1] if self.load_ends[g] else 0.0)
+        else:
+            end = max(start + op.latency_us, self.landed[sm]) + op.busy_us
+            self.landed[sm] = end
         self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
         self.load_ends[g].append(end)
         self._complete(g, sm, op, done, end)
