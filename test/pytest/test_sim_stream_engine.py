@@ -20,7 +20,7 @@ from ml_dtypes import bfloat16
 
 import vdir
 from vdir import isa
-from vdir.device_runtime.sim import SimProgramError, SimRaceError, costs_for, simulate
+from vdir.device_runtime.sim import SMALL_LOAD_BYTES, SimProgramError, SimRaceError, costs_for, simulate
 from vdir.families import FAMILIES
 from vdir.frontend import ProgramBuilder
 from vdir.target import TARGETS, EngineKind, get_target
@@ -184,11 +184,13 @@ def test_a_stream_load_completing_does_not_publish_the_load_engines_loads(seed):
 # Windows per load engine, bandwidth per SM
 # ---------------------------------------------------------------------------
 
-LOADS, ROWS, ROW_BYTES = 3, 32, 512
+#: 32 KiB loads: tiles larger than SMALL_LOAD_BYTES, which take the SM's bandwidth one after another
+LOADS, ROWS, ROW_BYTES = 3, 64, 512
+assert ROWS * ROW_BYTES > SMALL_LOAD_BYTES
 
 
 def two_queues_of_loads() -> isa.EncodedProgram:
-    """Three 16 KiB loads on the load engine and three on the stream engine of SM 0, none waiting."""
+    """Three 32 KiB loads on the load engine and three on the stream engine of SM 0, none waiting."""
     a = ProgramAssembler(1, [buf("a", (LOADS * ROWS, ROW_BYTES // 2)), buf("b", (LOADS * ROWS, ROW_BYTES // 2))],
                          2 * LOADS * ROWS * ROW_BYTES)
     nbytes = ROWS * ROW_BYTES
