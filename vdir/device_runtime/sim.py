@@ -121,7 +121,8 @@ class SimCosts:
     and a releasing store that waits behind its SM's loads in flight, round 33)."""
     flag_word_handoff_us: float = 2.4
     """From a flag-word store's end to a waiter on another SM having polled its words (fitted: the 1B
-    step with ``flag-words=4096`` 2.5% slower than with counters on the H200, round 33). The words are
+    step with ``flag-words=4096`` ran 2.2% slower than with counters on the H200, modelled 3.0%; round
+    33). The words are
     relaxed stores that still reach L2 behind the SM's loads, and a poll that finds them missing costs
     a round trip: the GPU's trace has these hand-offs at 1.2-5.2 µs from the store's end."""
     stream_bytes_per_us: float | None = None
