@@ -186,11 +186,11 @@ def test_a_stream_load_completing_does_not_publish_the_load_engines_loads(seed):
 
 #: 32 KiB loads: tiles larger than SMALL_LOAD_BYTES, which take the SM's bandwidth one after another
 LOADS, ROWS, ROW_BYTES = 3, 64, 512
-assert ROWS * ROW_BYTES > SMALL_LOAD_BYTES
 
 
 def two_queues_of_loads() -> isa.EncodedProgram:
     """Three 32 KiB loads on the load engine and three on the stream engine of SM 0, none waiting."""
+    assert ROWS * ROW_BYTES > SMALL_LOAD_BYTES, "the loads must be tiles, not rows that land beside them"
     a = ProgramAssembler(1, [buf("a", (LOADS * ROWS, ROW_BYTES // 2)), buf("b", (LOADS * ROWS, ROW_BYTES // 2))],
                          2 * LOADS * ROWS * ROW_BYTES)
     nbytes = ROWS * ROW_BYTES
