@@ -30,9 +30,10 @@ from vdir.device_runtime.sim import (
 )
 from vdir.device_runtime.trace import check_tracks
 from vdir.families import DTYPE_BYTES, DTYPES, FAMILIES, ParamWords
-from vdir.frontend.examples import build_gemv
+from vdir.frontend.examples import build_gemv, build_mlp_block
 from vdir.target import EngineKind, get_target
 from vdir.testing.assembler import ProgramAssembler
+from vdir.transforms.pipeline import compile_to_encoded
 
 # ---------------------------------------------------------------------------
 # Hand-written queues: ProgramAssembler with buffers by name and bit parities
@@ -502,9 +503,6 @@ def test_the_clock_is_the_costs_it_is_given():
 def test_a_flag_word_hand_off_costs_its_own_latency_and_nothing_else_does():
     """``flag_word_handoff_us`` is when a flag-word load may start after the last store whose words it
     reads ends; a program without flag words is timed the same whatever it is."""
-    from vdir.frontend.examples import build_mlp_block
-    from vdir.transforms.pipeline import compile_to_encoded
-
     module = build_mlp_block(256, 512, scratch_act=True)
     flagged = compile_to_encoded(module, num_sms=4, flag_words=4096)
     plain = compile_to_encoded(module, num_sms=4)

@@ -117,7 +117,7 @@ class SimCosts:
     """From a store's start to its bytes being written."""
     handoff_us: float = 2.0
     """From a counter's release to a waiter on another SM seeing it, while the SMs stream (fitted: the
-    1B step; round 30's probes: a round trip through global memory 0.9 µs idle, 1.9-3.3 µs under load,
+    1B step; rounds 29-30's probes: a round trip through global memory 0.9 µs idle, 1.9-3.3 µs under load,
     and a releasing store that waits behind its SM's loads in flight, round 33)."""
     flag_word_handoff_us: float = 2.4
     """From a flag-word store's end to a waiter on another SM having polled its words (fitted: the 1B
@@ -1134,13 +1134,15 @@ class Simulation:
         # bytes land after the latency, one load after the other at the SM's bandwidth share
         # (after the previous load to land on the SM, from whichever of its load engines); a small load
         # interleaves with them instead (SMALL_LOAD_BYTES)
-        if region is not None and region.nbytes <= SMALL_LOAD_BYTES:  # retired in order all the same
-            end = max(start + op.latency_us + op.busy_us, self.load_ends[g][-1] if self.load_ends[g] else 0.0)
+        ends = self.load_ends[g]
+        if region is not None and region.nbytes <= SMALL_LOAD_BYTES:
+            end = start + op.latency_us + op.busy_us
         else:
-            end = max(start + op.latency_us, self.landed[sm]) + op.busy_us
-            self.landed[sm] = end
+            end = self.landed[sm] = max(start + op.latency_us, self.landed[sm]) + op.busy_us
+        if ends:  # the engine retires in queue order
+            end = max(end, ends[-1])
         self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))
-        self.load_ends[g].append(end)
+        ends.append(end)
         self._complete(g, sm, op, done, end)
         self._update_start(g)  # a window slot is free again
 
