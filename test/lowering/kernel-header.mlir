@@ -88,13 +88,14 @@
 // CHECK-NEXT: add.u32 %r{{[0-9]+}}, [[BASE]], 5120;
 // CHECK-NEXT: mov.u32 %r{{[0-9]+}}, 0;
 
-// Thread 0: bitmap and abort flag cleared, 8 mbarriers
+// Thread 0: bitmap, abort flag and signalled count cleared, 8 mbarriers
 // (count 1) at 16..72 for the load engine's ring (load_ring) and 2 at 80, 88
 // for the stream engine's (stream_ring; the rings are MAX_LOAD_RING = 8
 // apart; the header's reduction scratch starts at 256).
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
+// CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+12], 0;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+16], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+24], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+32], 1;

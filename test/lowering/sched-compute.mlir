@@ -1,4 +1,5 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t 'ptx{signal-warp=false}' | filecheck %s --check-prefix=WARP0
 
 // The compute engine without a control warp (the default; the lowering
 // option control_warp is in sched-compute-control.mlir): warps 2..9, 256
@@ -8,8 +9,12 @@
 // the group. On abort the leader raises the shared abort flag (base + 8),
 // which every thread reads after the barrier. The group decodes the
 // instruction, checks opcode 2, dispatches on the family (word 0 bits
-// 8..15), runs the body, meets at the barrier again, and the leader
-// (compute thread 0) toggles the signal bits and releases the counter.
+// 8..15), runs the body and meets at the barrier again; then lane 0 of the
+// group's last warp (compute thread 224: the lowering option signal_warp,
+// on by default) toggles the signal bits, releases the counter and counts
+// the instruction as signalled (base + 12), while the first warp refills
+// its window and moves on. Before it tests a wait that names a bit the
+// instruction before toggled, the first warp waits for that count.
 // A family the kernel has no body for writes error code 2.
 
 // CHECK:      ld.param.u64 [[PSYNC:%rd[0-9]+]], [p_sync];
@@ -37,6 +42,7 @@
 // CHECK-NEXT: setp.eq.u32 [[LEADER:%p[0-9]+]], [[CT]], 0;
 // CHECK-NEXT: setp.eq.u32 [[FIRST:%p[0-9]+]], [[CW]], 0;
 // CHECK-NEXT: mov.u32 [[POS:%r[0-9]+]], 0;
+// CHECK-NEXT: mov.b64 [[PREV:%rd[0-9]+]], 0;
 // CHECK-NEXT: add.u32 [[WIN:%r[0-9]+]], [[BASE]], 2048;
 // CHECK:      @![[FIRST]] bra.uni $L_cp_prime_skip_0;
 // CHECK-COUNT-8: cp.async.ca.shared.global
@@ -47,6 +53,16 @@
 // CHECK-NEXT: @[[END]] bra.uni $L_cp_done_0;
 // CHECK-NEXT: @![[FIRST]] bra.uni $L_cp_sync_0;
 // CHECK-NEXT: cp.async.wait_group 7;
+// CHECK:      mov.b64 [[MASK:%rd[0-9]+]], {{{%r[0-9]+}}, {{%r[0-9]+}}};
+// CHECK:      and.b64 [[SHARED:%rd[0-9]+]], [[PREV]], [[MASK]];
+// CHECK-NEXT: setp.ne.b64 [[SHP:%p[0-9]+]], [[SHARED]], 0;
+// CHECK-NEXT: @![[SHP]] bra.uni $L_cp_bits_apart_0;
+// CHECK-NEXT: $L_cp_signal_seen_0:
+// CHECK-NEXT: ld.acquire.cta.shared.u32 [[SEEN:%r[0-9]+]], {{\[}}[[BASE]]+12];
+// CHECK-NEXT: setp.ge.u32 [[SEENP:%p[0-9]+]], [[SEEN]], [[POS]];
+// CHECK-NEXT: vote.sync.all.pred [[SEENALL:%p[0-9]+]], [[SEENP]], 4294967295;
+// CHECK-NEXT: @![[SEENALL]] bra.uni $L_cp_signal_seen_0;
+// CHECK-NEXT: $L_cp_bits_apart_0:
 // CHECK:      $L_spin_{{[0-9]+}}:
 // CHECK-NEXT: ld.acquire.cta.shared.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]];
 // CHECK:      ld.acquire.gpu.global.u32
@@ -103,18 +119,26 @@
 // CHECK-NEXT: $L_fam1_0:
 // CHECK:      bra.uni $L_cp_body_done_0;
 
-// Completion by the leader after the group barrier.
+// Completion by lane 0 of the last warp after the group barrier; every
+// thread keeps the bits for the next wait's test.
 // CHECK-NEXT: $L_cp_body_done_0:
 // CHECK-NEXT: barrier.sync 1, 256;
+// CHECK-NEXT: mov.b64 [[PREV]], [[SIG]];
+// CHECK-NEXT: setp.eq.u32 [[LAST:%p[0-9]+]], [[CW]], 7;
+// CHECK-NEXT: @![[LAST]] bra.uni $L_cp_signalled_0;
+// CHECK-NEXT: setp.eq.u32 [[SIGNALLER:%p[0-9]+]], [[CT]], 224;
 // CHECK-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], [[SIG]], 0;
-// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LEADER]];
+// CHECK-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[SIGNALLER]];
 // CHECK-NEXT: @[[PS]] atom.release.cta.shared.xor.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]], [[SIG]];
 // CHECK-NEXT: setp.ne.u32 [[HR:%p[0-9]+]], [[W9]], 0;
-// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[LEADER]];
+// CHECK-NEXT: and.pred [[PR:%p[0-9]+]], [[HR]], [[SIGNALLER]];
 // CHECK-NEXT: add.u32 [[RIDX:%r[0-9]+]], [[W9]], -1;
 // CHECK-NEXT: mul.wide.u32 [[ROFF:%rd[0-9]+]], [[RIDX]], 4;
 // CHECK-NEXT: add.u64 [[RADDR:%rd[0-9]+]], [[CTR]], [[ROFF]];
 // CHECK-NEXT: @[[PR]] red.release.gpu.global.add.u32 {{\[}}[[RADDR]]], 1;
+// CHECK-NEXT: add.u32 [[COUNT1:%r[0-9]+]], [[POS]], 1;
+// CHECK-NEXT: @[[SIGNALLER]] st.release.cta.shared.u32 {{\[}}[[BASE]]+12], [[COUNT1]];
+// CHECK-NEXT: $L_cp_signalled_0:
 // CHECK-NEXT: add.u32 [[POS]], [[POS]], 1;
 // Only the first warp refills the window.
 // CHECK-NEXT: @![[FIRST]] bra.uni $L_cp_top_0;
@@ -126,6 +150,23 @@
 // CHECK-NEXT: $L_kernel_exit_0:
 // CHECK:      ret;
 // CHECK-NEXT: }
+
+// Without the signal warp the leader (compute thread 0) signals, and the
+// first warp tests the next wait at once (nothing to wait for).
+// WARP0-LABEL: $L_role_compute_0:
+// WARP0-NEXT: sub.u32 [[GT:%r[0-9]+]], {{%r[0-9]+}}, 64;
+// WARP0-NEXT: shr.u32 {{%r[0-9]+}}, [[GT]], 5;
+// WARP0-NEXT: setp.eq.u32 [[LEAD:%p[0-9]+]], [[GT]], 0;
+// WARP0-NOT: $L_cp_bits_apart
+// WARP0:      $L_cp_body_done_0:
+// WARP0-NEXT: barrier.sync 1, 256;
+// WARP0-NEXT: setp.ne.b64 [[HS:%p[0-9]+]], {{%rd[0-9]+}}, 0;
+// WARP0-NEXT: and.pred [[PS:%p[0-9]+]], [[HS]], [[LEAD]];
+// WARP0-NEXT: @[[PS]] atom.release.cta.shared.xor.b64
+// WARP0:      @{{%p[0-9]+}} red.release.gpu.global.add.u32
+// WARP0-NEXT: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1;
+// WARP0-NOT: st.release.cta.shared.u32
+// WARP0:      $L_cp_done_0:
 
 vdir.program @compute(%w: !vdir.buffer<16x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x16xbf16>) {
   %xt = vdir.load %x[0, 0] : !vdir.buffer<1x64xbf16> -> !vdir.tile<1x64xbf16>

@@ -56,7 +56,10 @@ TMAP_BYTES = 128
 # ---- shared-memory header (byte offsets from the dynamic smem base) --------
 SMEM_BITMAP = 0  # u64 dependency bitmap
 SMEM_ABORT = 8  # u32: the compute leader saw an abort (broadcast to the group)
-# bytes 12..15: free
+#: u32: how many compute instructions the compute group's signal warp has signalled
+#: (:func:`compute_signal_warp`); the first compute warp reads it before testing a wait that
+#: shares a bit with the instruction before
+SMEM_SIGNALLED = 12
 SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowering option), MAX_LOAD_RING apart
 #: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
 #: warp polls it (:func:`compute_control_warp`); after the rings
@@ -149,6 +152,16 @@ def compute_control_warp(target: TargetDescription, loops: bool, control: bool) 
     the first compute warp waits and signals between the bodies."""
     warp = _engine_warps(target)
     return warp if control and not loops and warp < MAX_CTA_WARPS else None
+
+
+def compute_signal_warp(target: TargetDescription, loops: bool, signal_warp: bool) -> int | None:
+    """The compute group's warp (its index in the group) whose lane 0 signals each compute
+    instruction's completion, in a kernel without loops whose first compute warp waits (no control
+    warp; lowering option ``signal_warp``): the group's last, where the group has a warp besides the
+    first. None otherwise: the first compute warp's lane 0 signals, between the bodies
+    (``kernel.compute_engine``)."""
+    warps = target.compute_threads // 32
+    return warps - 1 if signal_warp and not loops and warps > 1 else None
 
 
 def control_done_arrivals(target: TargetDescription) -> int:

@@ -119,6 +119,15 @@ class LoweringOptions(OptionSet):
     (docs/performance.md, round 27), hence off by default. False: the first compute warp waits and
     signals between the bodies."""
 
+    signal_warp: bool = True
+    """In a kernel without loops or a control warp, the compute group's last warp signals each compute
+    instruction's completion (``layout.compute_signal_warp``) while the first warp moves on to the
+    next instruction's wait, which it tests at once unless that wait shares a bit with what the
+    instruction before signals (then it first waits for that signal: ``layout.SMEM_SIGNALLED``).
+    So the signal's compare-and-swap loop and counter release are off the path between two bodies
+    (``vdir.lowering.kernel.compute_engine``). False: the first compute warp signals, then waits
+    for the next instruction."""
+
     cluster_size: int = 1
     """The CTAs of each cluster the kernel is launched in (1, 2, 4 or 8; the program's SM count must be a
     multiple of it). 1: no clusters. The kernel does nothing with its cluster yet; the option is there

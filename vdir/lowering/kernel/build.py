@@ -80,6 +80,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     t0 = b.setp("eq.u32", tid, 0)
     b.st("st.shared.u64", base, L.SMEM_BITMAP, 0, guard=t0)
     b.st("st.shared.u32", base, L.SMEM_ABORT, 0, guard=t0)
+    b.st("st.shared.u32", base, L.SMEM_SIGNALLED, 0, guard=t0)
     for ring, engine in enumerate(target.load_engines):
         for s in range(c.options.ring_depth(target.engines[engine].kind)):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),

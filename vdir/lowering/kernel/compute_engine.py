@@ -57,6 +57,8 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     q = c.queue
     ct, cw, leader, first_warp = _group_lanes(c)
     pos = b.var("u32", 0)
+    signal_warp = L.compute_signal_warp(c.target, c.loops, c.options.signal_warp)
+    signalled = b.var("b64", 0) if signal_warp is not None else None  # the bits of the instruction before pos
     # the waiting (first) warp prefetches instructions into the window (in a
     # kernel that runs loops, the second warp: see the module); the group
     # reads the current one from there after the barrier
@@ -87,16 +89,68 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         fw = smem_fields(c, fe.slot_address(pos))
     else:
         fw = fe.fields_at(pos)
+    if signalled is not None:
+        _await_shared_bits(c, signalled, fw, pos)
     _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
-    signal(c, f.signal, f.rel, leader)
-    stamp(c, q.exec_start, pos, L.TRACE_END, leader)
+    if signal_warp is None or signalled is None:
+        signal(c, f.signal, f.rel, leader)
+        stamp(c, q.exec_start, pos, L.TRACE_END, leader)
+    else:
+        b.set(signalled, f.signal)
+        _signal_from_warp(c, f, cw, ct, signal_warp, pos)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top, fetch_warp, neg=True, uniform=True)
     fe.advance(pos)
     b.bra(top)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _signal_from_warp(c: Ctx, f: Fields, cw: SSAValue, ct: SSAValue, warp: int, pos: SSAValue) -> None:
+    """Lane 0 of compute warp ``warp`` signals instruction ``pos`` (fields ``f``), then counts it in
+    ``SMEM_SIGNALLED`` and stamps its end; the other warps go on at once.
+
+    Memory-model note: the group's writes reach this lane through the group's second barrier, as
+    they reach the first warp's leader where that signals (``sync.signal``); the signal's words
+    were read from the window slot before that barrier, so the first warp may refill the slot
+    while this lane signals. The ``st.release.cta`` of the count follows the toggles in this
+    thread's program order: a first-warp lane whose ``ld.acquire.cta`` reads the count then reads
+    the bitmap with every toggle of ``pos`` in it (:func:`_await_shared_bits`).
+    """
+    b = c.b
+    skip = b.new_label("cp_signalled")
+    b.bra(skip, b.setp("eq.u32", cw, warp), neg=True, uniform=True)
+    signaller = b.setp("eq.u32", ct, 32 * warp)
+    signal(c, f.signal, f.rel, signaller)
+    count = b.i("add.u32", "u32", pos, 1)
+    b.st("st.release.cta.shared.u32", c.base, L.SMEM_SIGNALLED, count, guard=signaller)
+    stamp(c, c.queue.exec_start, pos, L.TRACE_END, signaller)
+    b.place(skip)
+
+
+def _await_shared_bits(c: Ctx, signalled: SSAValue, fw: Fields, pos: SSAValue) -> None:
+    """The first compute warp, before it tests instruction ``pos``'s wait (fields ``fw``): if that wait
+    names a bit the instruction before toggles (``signalled``), wait until the signal warp has
+    signalled it (``SMEM_SIGNALLED`` reaches ``pos``).
+
+    Why: a bit's expected parity counts every toggle the schedule orders before the waiter, the
+    instruction before's among them. Tested before that toggle, the bit may read as met (another
+    engine toggled it meanwhile). A wait on other bits, or on a counter (which only grows), may be
+    tested at once: the bits are allocated on a schedule in which each compute completes before the
+    next starts, so what ``pos`` may count on besides the instruction before's signals was
+    acquired when that instruction started (``vdir-layout-deps``).
+    """
+    b = c.b
+    ready, spin = b.new_label("cp_bits_apart"), b.new_label("cp_signal_seen")
+    shared = b.setp("ne.b64", b.i("and.b64", "b64", signalled, fw.mask), 0)
+    b.bra(ready, shared, neg=True, uniform=True)
+    b.place(spin)
+    # acquire: pairs with the signal warp's st.release.cta of the count
+    count = b.ld("ld.acquire.cta.shared.u32", "u32", c.base, L.SMEM_SIGNALLED)
+    seen = b.i("vote.sync.all.pred", "pred", b.setp("ge.u32", count, pos), FULL)
+    b.bra(spin, seen, neg=True, uniform=True)
+    b.place(ready)
 
 
 def _fed_group(c: Ctx, families: list[int]) -> None:
