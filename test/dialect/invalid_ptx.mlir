@@ -80,6 +80,15 @@
 %a = "ptx.mov"() <{mods = ["u64"], slots = [#ptx.res, 0 : i64], operandSegmentSizes = array<i32: 0, 0>}> : () -> !ptx.reg<u64>
 "ptx.cp"(%r, %a, %r, %r, %r) <{mods = ["async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes", "L2::cache_hint"], slots = [#ptx.addr<"shared::cluster", #ptx.reg, 0>, #ptx.addr<"global", #ptx.reg, 0>, #ptx.reg, #ptx.addr<"shared::cluster", #ptx.reg, 0>, #ptx.reg], operandSegmentSizes = array<i32: 5, 0>}> : (!ptx.reg<u32>, !ptx.reg<u64>, !ptx.reg<u32>, !ptx.reg<u32>, !ptx.reg<u32>) -> ()
 
+// -----
+
+"ptx.branchtargets"() <{label = "$L_table", targets = []}> : () -> ()
+
+// -----
+
+%r = "ptx.mov"() <{mods = ["u32"], slots = [#ptx.res, 0 : i64], operandSegmentSizes = array<i32: 0, 0>}> : () -> !ptx.reg<u32>
+"ptx.brx"(%r, %r) <{mods = ["idx"], slots = [#ptx.reg, #ptx.reg], operandSegmentSizes = array<i32: 2, 0>}> : (!ptx.reg<u32>, !ptx.reg<u32>) -> ()
+
 // CHECK:      {{.*}}invalid_ptx.mlir:9:1: error: ld.sharde.u32: unknown modifier '.sharde' for ld (known: acq_rel, acquire, {{.*}}, wt)
 // CHECK:      {{.*}}invalid_ptx.mlir:14:1: error: ld.shared.u32: operand 2 must be an address [reg+imm], got a register
 // CHECK:      {{.*}}invalid_ptx.mlir:19:1: error: add.f32: operand 2: a !ptx.reg<u32> where a .f32 register is expected
@@ -96,3 +105,5 @@
 // CHECK:      {{.*}}invalid_ptx.mlir:70:65: error: unknown PTX special register '%tid.w'
 // CHECK:      {{.*}}invalid_ptx.mlir:75:76: error: unknown PTX state space 'shraed' (known: generic, global, shared, shared::cta, shared::cluster, param, const, local)
 // CHECK:      {{.*}}invalid_ptx.mlir:81:1: error: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint: operand 5: a !ptx.reg<u32> where a .b64 register is expected
+// CHECK:      {{.*}}invalid_ptx.mlir:85:1: error: $L_table: a .branchtargets list needs at least one label
+// CHECK:      {{.*}}invalid_ptx.mlir:90:1: error: brx.idx: operand 2 must be a label, got a register

@@ -7,7 +7,9 @@
 // integer and f32 immediates, #ptx.sreg a special register, a symbol,
 // #ptx.addr an address in a state space, #ptx.vec a vector, #ptx.tensor_addr
 // a tensor map and its coordinates) and an optional guard predicate
-// (`negated` for @!). It parses, verifies, prints back, and prints as PTX.
+// (`negated` for @!). A `ptx.branchtargets` list, under a label of its own,
+// names where an indexed branch (`brx.idx`) goes by index. It parses,
+// verifies, prints back, and prints as PTX.
 
 "ptx.module"() <{version = "8.0", target = "sm_90a", address_size = #builtin.int<64>}> ({
   "ptx.global"() <{sym_name = "smem", space = "shared", elem = "b8", align = #builtin.int<1024>, size = #builtin.int<-1>}> : () -> ()
@@ -27,6 +29,8 @@
     "ptx.st"(%base, %v0, %v1, %v2) <{mods = ["shared", "v4", "b32"], slots = [#ptx.addr<"shared", #ptx.reg, 0>, #ptx.vec<[#ptx.reg, #ptx.reg, #ptx.reg, 0 : i64]>], operandSegmentSizes = array<i32: 4, 0>}> : (!ptx.reg<u32>, !ptx.reg<b32>, !ptx.reg<b32>, !ptx.reg<b32>) -> ()
     %pair = "ptx.mov"(%v0, %v1) <{mods = ["b64"], slots = [#ptx.res, #ptx.vec<[#ptx.reg, #ptx.reg]>], operandSegmentSizes = array<i32: 2, 0>}> : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<b64>
     "ptx.cp"(%pair, %tid, %n, %tid, %base) <{mods = ["async", "bulk", "tensor", "3d", "global", "shared::cta", "tile", "bulk_group"], slots = [#ptx.tensor_addr<#ptx.reg, #ptx.vec<[#ptx.reg, #ptx.reg, #ptx.reg]>>, #ptx.addr<"shared::cta", #ptx.reg, 0>], operandSegmentSizes = array<i32: 5, 0>}> : (!ptx.reg<b64>, !ptx.reg<u32>, !ptx.reg<u32>, !ptx.reg<u32>, !ptx.reg<u32>) -> ()
+    "ptx.branchtargets"() <{label = "$L_table", targets = [@"$L_done", @"$L_done"]}> : () -> ()
+    "ptx.brx"(%tid) <{mods = ["idx", "uni"], slots = [#ptx.reg, @"$L_table"], operandSegmentSizes = array<i32: 1, 0>}> : (!ptx.reg<u32>) -> ()
     "ptx.label"() <{label = "$L_done"}> : () -> ()
     "ptx.ret"() <{mods = [], slots = [], operandSegmentSizes = array<i32: 0, 0>}> : () -> ()
   }) : () -> ()
@@ -38,6 +42,8 @@
 // CHECK:        "ptx.bra"(%{{.*}}) <{mods = [], slots = [@"$L_done"], operandSegmentSizes = array<i32: 0, 1>}> : (!ptx.reg<pred>) -> ()
 // CHECK:        "ptx.add"(%{{.*}}, %{{.*}}, %{{.*}}) <{mods = ["f32"], slots = [#ptx.reg, #ptx.reg, 1.000000e+00 : f32], negated, operandSegmentSizes = array<i32: 2, 1>}>
 // CHECK:        "ptx.cp"({{.*}}) <{mods = ["async", "bulk", "tensor", "3d", "global", "shared::cta", "tile", "bulk_group"], slots = [#ptx.tensor_addr<#ptx.reg, #ptx.vec<[#ptx.reg, #ptx.reg, #ptx.reg]>>, #ptx.addr<"shared::cta", #ptx.reg, 0>]
+// CHECK:        "ptx.branchtargets"() <{label = "$L_table", targets = [@"$L_done", @"$L_done"]}> : () -> ()
+// CHECK-NEXT:   "ptx.brx"(%{{.*}}) <{mods = ["idx", "uni"], slots = [#ptx.reg, @"$L_table"], operandSegmentSizes = array<i32: 1, 0>}> : (!ptx.reg<u32>) -> ()
 
 // PTX:      .extern .shared .align 1024 .b8 smem[];
 // PTX:      .visible .entry k(
@@ -66,6 +72,8 @@
 // PTX-NEXT: 	st.shared.v4.b32 [%r3], {%r4, %r5, %r6, 0};
 // PTX-NEXT: 	mov.b64 %rd4, {%r4, %r5};
 // PTX-NEXT: 	cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%rd4, {%r2, %r1, %r2}], [%r3];
+// PTX-NEXT: $L_table: .branchtargets $L_done, $L_done;
+// PTX-NEXT: 	brx.idx.uni %r2, $L_table;
 // PTX-NEXT: $L_done:
 // PTX-NEXT: 	ret;
 // PTX-NEXT: }

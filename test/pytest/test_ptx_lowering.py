@@ -196,7 +196,13 @@ def test_all_families_in_one_kernel_assemble_without_spills():
     a.store(0, 0, 0, 1, 128, 128, 0, release_counter=0)
     prog = a.finish()
     assert used_families(prog) == sorted(f.opcode for f in FAMILIES.values())
-    info = assemble(lower_to_ptx(prog, "h200"))
+    text = lower_to_ptx(prog, "h200")
+    # the dispatch is one indexed branch through a table by opcode (every family has a body)
+    table = re.search(r"\$L_fam_table_0: \.branchtargets (.*);", text)
+    assert table is not None and "brx.idx.uni" in text
+    assert table.group(1).split(", ") == [f"$L_fam{op}_0" if op else "$L_fam_unknown_0"
+                                          for op in range(max(used_families(prog)) + 1)]
+    info = assemble(text)
     if info:
         assert "0 bytes spill stores" in info and "0 bytes stack frame" in info, info
 

@@ -2,8 +2,9 @@
 
 The dialect is deliberately close to the assembly. A :class:`ModuleOp` holds
 module-level declarations (:class:`GlobalOp`) and kernels (:class:`KernelOp`);
-a kernel body is one flat block of instructions and :class:`LabelOp` labels,
-exactly as PTX lists them. Control flow is written with labels and (guarded)
+a kernel body is one flat block of instructions, :class:`LabelOp` labels and
+:class:`BranchTargetsOp` lists (an indexed branch's targets), exactly as PTX
+lists them. Control flow is written with labels and (guarded)
 branches, like the assembly it prints to.
 
 Virtual registers are SSA values of type :class:`RegType` (``!ptx.reg<u32>``).
@@ -426,6 +427,26 @@ class LabelOp(IRDLOperation):
 
     def __init__(self, label: str):
         super().__init__(properties={"label": StringAttr(label)})
+
+
+@irdl_op_definition
+class BranchTargetsOp(IRDLOperation):
+    """A ``.branchtargets`` list under a label of its own: the labels an indexed branch (:class:`BrxOp`)
+    naming that label goes to, by index. PTX wants the list before the branch that uses it."""
+
+    name = "ptx.branchtargets"
+
+    label = prop_def(StringAttr)
+    targets = prop_def(ArrayAttr[SymbolRefAttr])
+
+    def __init__(self, label: str, targets: Sequence[str]):
+        super().__init__(properties={"label": StringAttr(label),
+                                     "targets": ArrayAttr([SymbolRefAttr(t) for t in targets])})
+
+    def verify_(self) -> None:
+        """A list names at least one label."""
+        if not self.targets.data:
+            raise VerifyException(f"{self.label.data}: a .branchtargets list needs at least one label")
 
 
 # ---------------------------------------------------------------------------
@@ -1035,6 +1056,17 @@ class BraOp(InstructionOp):
 
 
 @irdl_op_definition
+class BrxOp(InstructionOp):
+    """``brx.idx``: a branch to entry ``index`` of a :class:`BranchTargetsOp` list (``.uni`` when every
+    thread takes the same entry); an index past the list's end is undefined behaviour in PTX, so the
+    caller bounds it first."""
+
+    name = "ptx.brx"
+    MODIFIERS: ClassVar = _mods("idx", "uni")
+    SIGNATURES: ClassVar = (("", "U L"),)
+
+
+@irdl_op_definition
 class RetOp(InstructionOp):
     """``ret``: return from the kernel."""
 
@@ -1073,7 +1105,7 @@ INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
     AndOp, OrOp, XorOp, NotOp, ShlOp, ShrOp, SelpOp, SetpOp, CvtOp, CvtaOp,
     LdOp, StOp, AtomOp, RedOp, FenceOp, MembarOp, BarOp, BarrierOp,
     MbarrierOp, CpOp, CreatepolicyOp, ShflOp, VoteOp, ActivemaskOp, FmaOp, Ex2Op, RcpOp, SqrtOp, RsqrtOp,
-    BraOp, RetOp, ExitOp, NanosleepOp, PrmtOp,
+    BraOp, BrxOp, RetOp, ExitOp, NanosleepOp, PrmtOp,
 )
 #: mnemonic root -> op class
 OPS_BY_ROOT: dict[str, type[InstructionOp]] = {cls.name[len("ptx."):]: cls for cls in INSTRUCTION_OPS}
@@ -1112,7 +1144,7 @@ def instr(
 
 PTX = Dialect(
     "ptx",
-    [ModuleOp, GlobalOp, KernelOp, LabelOp, *INSTRUCTION_OPS],
+    [ModuleOp, GlobalOp, KernelOp, LabelOp, BranchTargetsOp, *INSTRUCTION_OPS],
     [RegType, ResultSlotAttr, OperandSlotAttr, SpecialRegAttr, AddressAttr, VectorAttr, TensorAddressAttr],
 )
 
@@ -1186,6 +1218,10 @@ def _print_kernel(k: KernelOp, out: IO[str]) -> None:
     for op in k.body.block.ops:
         if isinstance(op, LabelOp):
             out.write(f"{op.label.data}:\n")
+            continue
+        if isinstance(op, BranchTargetsOp):
+            targets = ", ".join(t.root_reference.data for t in op.targets.data)
+            out.write(f"{op.label.data}: .branchtargets {targets};\n")
             continue
         assert isinstance(op, InstructionOp), op
         out.write(f"\t{instruction_text(op, names)}\n")

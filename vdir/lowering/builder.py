@@ -338,6 +338,20 @@ class PtxBuilder:
         self.emit(mnemonic, [SymbolRefAttr(label)], guard=pred, neg=neg)
 
 
+    def branch_table(self, index: SSAValue, labels: Sequence[str], hint: str, uniform: bool = False) -> None:
+        """Branch to ``labels[index]`` (``brx.idx`` on a ``.branchtargets`` list labelled from ``hint``).
+
+        The caller has bounded ``index`` below ``len(labels)`` (past the end
+        is undefined behaviour in PTX). ``uniform``: as :meth:`bra`'s, every
+        active thread has the same index, and the branch is a
+        ``brx.idx.uni``; where :attr:`uniform_check` is set, a plain
+        ``brx.idx`` (the predicates around it are checked instead).
+        """
+        table = self.new_label(hint)
+        self.block.add_op(ptx.BranchTargetsOp(table, labels))
+        mnemonic = "brx.idx.uni" if uniform and self.uniform_check is None else "brx.idx"
+        self.emit(mnemonic, [ptx.OperandSlotAttr(), SymbolRefAttr(table)], [index])
+
     def for_range(self, start: Src, end: Src, step: int, body: Callable[[SSAValue], None], hint: str) -> None:
         """``for (i = start; i < end; i += step) body(i)`` with a u32 counter.
 

@@ -39,6 +39,11 @@ from vdir.lowering.kernel.sync import ready_check, report, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
+#: from this many families on, a compute instruction's family dispatch is one indexed branch through
+#: a table by opcode (``brx.idx``) rather than a compare-and-branch per family: ptxas keeps the chain a
+#: chain, and on the decode step's eleven families the last compares ten times before its body
+DISPATCH_TABLE_FAMILIES = 5
+
 
 def compute_engine(c: Ctx, families: list[int]) -> None:
     """Warps 2..: the first compute warp waits, a named barrier releases the
@@ -527,8 +532,10 @@ def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: S
     """Decode compute instruction ``f``'s operands and dispatch on its family to the body.
 
     One body per family in ``families``, each ending in a branch to
-    ``body_done``; an unknown family writes the error record and branches to
-    ``done``.
+    ``body_done``, reached by a compare-and-branch per family or, from
+    ``DISPATCH_TABLE_FAMILIES`` families on, through a table indexed by the
+    opcode (after a bound check); an unknown family writes the error record
+    and branches to ``done``.
     """
     from vdir.lowering.families import ComputeCtx, body_of
 
@@ -543,8 +550,15 @@ def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: S
         f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[f.read(isa.F0)])[0],
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
-    for fo, lab in labels.items():
-        b.bra(lab, b.setp("eq.u32", fam, fo), uniform=True)
+    if len(labels) < DISPATCH_TABLE_FAMILIES:
+        for fo, lab in labels.items():
+            b.bra(lab, b.setp("eq.u32", fam, fo), uniform=True)
+    else:
+        unknown = b.new_label("fam_unknown")
+        top = max(labels)
+        b.bra(unknown, b.setp("gt.u32", fam, top), uniform=True)
+        b.branch_table(fam, [labels.get(fo, unknown) for fo in range(top + 1)], "fam_table", uniform=True)
+        b.place(unknown)
     report(c, L.ERR_BAD_FAMILY, engine, pos, f, None, None, None)
     b.bra(done)
     for fo, lab in labels.items():
