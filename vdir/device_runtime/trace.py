@@ -171,7 +171,10 @@ class Trace:
             cleared = [(_end_us(d), how, d) for how, d in waited_for(e)
                        if d.start_us < e.start_us and _end_us(d) <= e.start_us + WAIT_SLACK_US]
             if prev is not None and prev.start_us < e.start_us:
-                cleared.append((prev.start_us if pipelined[e.engine] else _end_us(prev), "queue", prev))
+                # an engine that is not pipelined starts after the one before ends, but on the GPU its
+                # end stamp may follow the next start (the compute engine's signal warp stamps it)
+                held = prev.start_us if pipelined[e.engine] else min(_end_us(prev), e.start_us)
+                cleared.append((held, "queue", prev))
             _, how, nxt = max(cleared, key=lambda c: c[0]) if cleared else (0.0, "start", None)
             chain.append((e, how))
             e = nxt
