@@ -106,8 +106,9 @@ class SimCosts:
     load_latency_us: float = 0.3
     """From a load's issue to its first bytes (fitted: the large gemvs stream at the full rate with two
     weight slots)."""
-    compute_fixed_us: float = 0.52
-    """The compute engine's cost per micro-op outside the body (round 20)."""
+    compute_fixed_us: float = 0.475
+    """The compute engine's cost per micro-op outside the body (a tiny add, the compute engine alone:
+    474 ns with the signal warp, 520 without; rounds 20 and 34)."""
     smem_bytes_per_us: float = 1.4e5
     """A compute body's shared-memory bytes per µs (fitted to round 20's gemv tiles: 16 x 1024 1.02 µs,
     16 x 2048 1.26, 8 x 1024 0.95)."""
