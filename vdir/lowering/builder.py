@@ -337,7 +337,6 @@ class PtxBuilder:
         mnemonic = "bra.uni" if pred is None or uniform else "bra"
         self.emit(mnemonic, [SymbolRefAttr(label)], guard=pred, neg=neg)
 
-
     def branch_table(self, index: SSAValue, labels: Sequence[str], hint: str, uniform: bool = False) -> None:
         """Branch to ``labels[index]`` (``brx.idx`` on a ``.branchtargets`` list labelled from ``hint``).
 

@@ -62,8 +62,9 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     q = c.queue
     ct, cw, leader, first_warp = _group_lanes(c)
     pos = b.var("u32", 0)
-    signal_warp = L.compute_signal_warp(c.target, c.loops, c.options.signal_warp)
-    signalled = b.var("b64", 0) if signal_warp is not None else None  # the bits of the instruction before pos
+    warp = L.compute_signal_warp(c.target, c.loops, c.options.signal_warp)
+    # the signal warp, and the bits of the instruction before pos (every thread keeps them)
+    signaller = (warp, b.var("b64", 0)) if warp is not None else None
     # the waiting (first) warp prefetches instructions into the window (in a
     # kernel that runs loops, the second warp: see the module); the group
     # reads the current one from there after the barrier
@@ -94,16 +95,16 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
         fw = smem_fields(c, fe.slot_address(pos))
     else:
         fw = fe.fields_at(pos)
-    if signalled is not None:
-        _await_shared_bits(c, signalled, fw, pos)
+    if signaller is not None:
+        _await_shared_bits(c, signaller[1], fw, pos)
     _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
-    if signal_warp is None or signalled is None:
+    if signaller is None:
         signal(c, f.signal, f.rel, leader)
         stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     else:
-        b.set(signalled, f.signal)
-        _signal_from_warp(c, f, cw, ct, signal_warp, pos)
+        b.set(signaller[1], f.signal)
+        _signal_from_warp(c, f, cw, ct, signaller[0], pos)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top, fetch_warp, neg=True, uniform=True)
     fe.advance(pos)
