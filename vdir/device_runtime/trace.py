@@ -158,6 +158,10 @@ class Trace:
         global counter it waits on (``"counter"``). The first micro-op of a
         queue that waited for nothing ends the walk (``"start"``). Each step
         goes to a micro-op that began strictly earlier, so the walk ends.
+        On the GPU a compute instruction's end is stamped once its signal is
+        done, by the signal warp (lowering option ``signal_warp``), and may
+        follow the next one's start; the walk then takes the queue as what
+        held the next one (the stamps do not say when the body ended).
         """
         pipelined = [spec.pipelined for spec in get_target(self.program.target).engines]
         queues = {(e.sm, e.engine, e.pos): e for e in self.events}
@@ -171,10 +175,7 @@ class Trace:
             cleared = [(_end_us(d), how, d) for how, d in waited_for(e)
                        if d.start_us < e.start_us and _end_us(d) <= e.start_us + WAIT_SLACK_US]
             if prev is not None and prev.start_us < e.start_us:
-                # an engine that is not pipelined starts after the one before ends, but on the GPU its
-                # end stamp may follow the next start (the compute engine's signal warp stamps it)
-                held = prev.start_us if pipelined[e.engine] else min(_end_us(prev), e.start_us)
-                cleared.append((held, "queue", prev))
+                cleared.append((prev.start_us if pipelined[e.engine] else _end_us(prev), "queue", prev))
             _, how, nxt = max(cleared, key=lambda c: c[0]) if cleared else (0.0, "start", None)
             chain.append((e, how))
             e = nxt
