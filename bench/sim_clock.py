@@ -12,7 +12,13 @@ GPU's. Nothing here is a measurement: it says how far the model is from
 the measurements, so that a change ranked on the model is ranked with that
 in mind.
 
-    python bench/sim_clock.py [--decode] [--stack] [--only gemv|mlp]
+``--sensitivity F`` adds what each of the clock's costs is worth to each
+program: the modelled time again with that one cost scaled by ``F`` (a rate
+divided by it), as a change against the default clock. It ranks the levers
+by the model before any is built: a cost that moves a program by little
+is not where its time goes.
+
+    python bench/sim_clock.py [--decode] [--stack] [--only gemv|mlp] [--sensitivity F]
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs  # noqa: E402
 from bench.bench_gpu import compile_gemv, compile_mlp  # noqa: E402
 from bench.bench_sweep import Case, tiling  # noqa: E402
-from vdir.device_runtime.sim import simulate  # noqa: E402
+from vdir import isa  # noqa: E402
+from vdir.device_runtime.sim import SimCosts, costs_for, simulate  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
 from vdir.frontend.llama import build_decode_step, decode_tables  # noqa: E402
+from vdir.target import get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
 
 #: the latest H200 medians, µs (docs/performance.md: the gemvs from round 28, the MLPs from the shape
@@ -60,9 +68,30 @@ SMS = 132
 DECODE_POS = 128
 
 
-def modelled_us(program, arrays, scalars=()) -> float:
-    """One simulated launch's modelled time (:attr:`~vdir.device_runtime.sim.SimTrace.launch_time_us`)."""
-    return simulate(program, arrays, check_races=False, scalars=scalars).launch_time_us
+#: the clock's costs ``--sensitivity`` scales, one at a time (a rate, ``..._per_us``, is divided)
+SENSITIVITY_COSTS = ("launch_us", "load_issue_us", "load_latency_us", "compute_fixed_us", "smem_bytes_per_us",
+                     "store_fixed_us", "store_latency_us", "handoff_us", "stream_bytes_per_us")
+
+
+@dataclasses.dataclass
+class Simulated:
+    """A program compiled as the GPU benches compile it, with its inputs and its H200 median."""
+
+    name: str
+    program: isa.EncodedProgram
+    arrays: list[np.ndarray]
+    measured: float | None
+    scalars: tuple[int, ...] = ()
+
+    def modelled_us(self, costs: SimCosts | None = None) -> float:
+        """One simulated launch's modelled time (:attr:`~vdir.device_runtime.sim.SimTrace.launch_time_us`)
+        on clock ``costs`` (None: the target's). The times do not depend on the arrays' values."""
+        return simulate(self.program, self.arrays, check_races=False, scalars=self.scalars,
+                        costs=costs).launch_time_us
+
+    def default_costs(self) -> SimCosts:
+        """The clock the simulator keeps for this program's target."""
+        return costs_for(get_target(self.program.target))
 
 
 def filled(program, rng, tables=None) -> list[np.ndarray]:
@@ -79,13 +108,13 @@ def filled(program, rng, tables=None) -> list[np.ndarray]:
     return out
 
 
-def sweep_rows(only: str | None, stack: bool) -> list[tuple[str, float, float]]:
-    """(case, modelled µs, measured µs) of the sweep's shapes that have a reference."""
+def sweep_programs(only: str | None, stack: bool) -> list[Simulated]:
+    """The sweep's shapes that have a reference, compiled."""
     cases = [Case("gemv", *map(int, name.split()[1].split("x"))) for name in REFERENCE if name.startswith("gemv")]
     cases += [Case("block", 2048, 8192), Case("block", 4096, 14336)]
     if stack:
         cases.append(Case("stack", 2048, 8192, 16))
-    rows = []
+    out = []
     rng = np.random.default_rng(0)
     for case in cases:
         if only and (case.kind == "gemv") != (only == "gemv"):
@@ -95,23 +124,70 @@ def sweep_rows(only: str | None, stack: bool) -> list[tuple[str, float, float]]:
             program = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], SMS)
         else:
             program = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, SMS, **t)
-        rows.append((case.name, modelled_us(program, filled(program, rng)), REFERENCE[case.name]))
-        print(f"  {case.name}: {rows[-1][1]:.2f} µs", file=sys.stderr, flush=True)
-    return rows
+        out.append(Simulated(case.name, program, filled(program, rng), REFERENCE[case.name]))
+    return out
 
 
-def decode_rows() -> list[tuple[str, float, float | None]]:
-    """(variant, modelled ms/token, measured ms/token or None) of the 1B step's variants."""
-    base = decode_configs()["llama-1b"]
-    rng = np.random.default_rng(0)
-    rows = []
-    for name, (config, pipeline, measured) in DECODE_VARIANTS.items():
-        cfg = dataclasses.replace(base, **config)
-        program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS, **pipeline)
-        ms = modelled_us(program, filled(program, rng, decode_tables(cfg)), (DECODE_POS,)) / 1000.0
-        rows.append((name, ms, measured))
+def decode_program(name: str = "default") -> Simulated:
+    """The 1B step's variant ``name`` of :data:`DECODE_VARIANTS`, compiled (its time in ms/token)."""
+    config, pipeline, measured = DECODE_VARIANTS[name]
+    cfg = dataclasses.replace(decode_configs()["llama-1b"], **config)
+    program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS, **pipeline)
+    arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
+    return Simulated(f"1B step, {name}", program, arrays, measured, (DECODE_POS,))
+
+
+def scaled(costs: SimCosts, name: str, factor: float) -> SimCosts | None:
+    """``costs`` with cost ``name`` scaled by ``factor`` (a rate divided by it); None where it has no value."""
+    value = getattr(costs, name)
+    if value is None:
+        return None
+    return dataclasses.replace(costs, **{name: value / factor if name.endswith("_per_us") else value * factor})
+
+
+def print_sweep(programs: list[Simulated]) -> None:
+    """The modelled times beside the H200's, and their ratios."""
+    print("| program | modelled µs | H200 µs | modelled / H200 |\n| --- | ---: | ---: | ---: |")
+    ratios = []
+    for s in programs:
+        modelled = s.modelled_us()
+        print(f"  {s.name}: {modelled:.2f} µs", file=sys.stderr, flush=True)
+        ratios.append(modelled / s.measured)
+        print(f"| {s.name} | {modelled:.2f} | {s.measured:.2f} | {ratios[-1]:.2f} |")
+    if ratios:
+        r = np.array(ratios)
+        print(f"\nmodelled / H200: {r.min():.2f}-{r.max():.2f}, geometric mean "
+              f"{float(np.exp(np.log(r).mean())):.3f}")
+
+
+def print_decode() -> Simulated:
+    """The 1B step's variants, modelled and measured, each against its default; returns the default."""
+    print("\n| 1B step variant | modelled ms | vs default | H200 ms | vs default |\n| --- | ---: | ---: | ---: | ---: |")
+    base = decode_program()
+    base_model, base_gpu = base.modelled_us() / 1000.0, base.measured
+    for name in DECODE_VARIANTS:
+        ms = base_model if name == "default" else decode_program(name).modelled_us() / 1000.0
+        gpu = DECODE_VARIANTS[name][2]
         print(f"  1B step, {name}: {ms:.3f} ms", file=sys.stderr, flush=True)
-    return rows
+        gpu_text = f"{gpu:.3f} | {gpu / base_gpu:.3f}" if gpu and base_gpu else "not timed | "
+        print(f"| {name} | {ms:.3f} | {ms / base_model:.3f} | {gpu_text} |")
+    return base
+
+
+def print_sensitivity(programs: list[Simulated], factor: float) -> None:
+    """Each program's modelled time with each of :data:`SENSITIVITY_COSTS` scaled by ``factor`` in turn,
+    as a change against its default clock."""
+    print(f"\n| program (change with one cost x {factor:g}) | modelled µs | "
+          + " | ".join(SENSITIVITY_COSTS) + " |\n| --- | ---: |" + " ---: |" * len(SENSITIVITY_COSTS))
+    for s in programs:
+        costs = s.default_costs()
+        base = s.modelled_us(costs)
+        cells = []
+        for name in SENSITIVITY_COSTS:
+            other = scaled(costs, name, factor)
+            cells.append("–" if other is None else f"{100.0 * (s.modelled_us(other) / base - 1.0):+.1f}%")
+        print(f"  {s.name}: sensitivity done", file=sys.stderr, flush=True)
+        print(f"| {s.name} | {base:.2f} | " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,23 +196,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("gemv", "mlp"), help="only the gemvs, or only the MLPs")
     p.add_argument("--stack", action="store_true", help="also the 16-layer MLP stack (about 10 s)")
     p.add_argument("--decode", action="store_true", help="also the 1B decode step and its variants (minutes)")
+    p.add_argument("--sensitivity", type=float, metavar="F",
+                   help="also each program's time with each cost of the clock scaled by F in turn")
     opts = p.parse_args(argv)
+    if opts.sensitivity is not None and not opts.sensitivity > 0:
+        p.error(f"--sensitivity: a factor above 0, not {opts.sensitivity:g}")
     t0 = time.time()
-    rows = sweep_rows(opts.only, opts.stack)
-    print("| program | modelled µs | H200 µs | modelled / H200 |\n| --- | ---: | ---: | ---: |")
-    for name, modelled, measured in rows:
-        print(f"| {name} | {modelled:.2f} | {measured:.2f} | {modelled / measured:.2f} |")
-    ratios = np.array([m / x for _, m, x in rows])
-    if len(ratios):
-        print(f"\nmodelled / H200: {ratios.min():.2f}-{ratios.max():.2f}, geometric mean "
-              f"{float(np.exp(np.log(ratios).mean())):.3f}")
+    programs = sweep_programs(opts.only, opts.stack)
+    print_sweep(programs)
     if opts.decode:
-        drows = decode_rows()
-        base_model, base_gpu = drows[0][1], drows[0][2]
-        print("\n| 1B step variant | modelled ms | vs default | H200 ms | vs default |\n| --- | ---: | ---: | ---: | ---: |")
-        for name, ms, gpu in drows:
-            gpu_text = f"{gpu:.3f} | {gpu / base_gpu:.3f}" if gpu and base_gpu else "not timed | "
-            print(f"| {name} | {ms:.3f} | {ms / base_model:.3f} | {gpu_text} |")
+        programs.append(print_decode())
+    if opts.sensitivity is not None:
+        print_sensitivity(programs, opts.sensitivity)
     print(f"\n({time.time() - t0:.0f} s on the CPU)")
     return 0
 

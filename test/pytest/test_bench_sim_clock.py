@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench import sim_clock
+from vdir.device_runtime.sim import SIM_COSTS, SimCosts
 
 
 def _rows(out: str) -> dict[str, list[str]]:
@@ -30,3 +31,38 @@ def test_a_reference_far_from_the_model_shows_in_the_ratio(monkeypatch, capsys):
     sim_clock.main(["--only", "gemv"])
     (_, _, ratio), = _rows(capsys.readouterr().out).values()
     assert float(ratio) < 0.1
+
+
+def _sensitivity(out: str) -> tuple[list[str], dict[str, list[str]]]:
+    lines = [line for line in out.splitlines() if line.startswith("| program (change")]
+    (header,) = lines
+    columns = [c.strip() for c in header.strip("|").split("|")][2:]
+    rows = {cells[0]: cells[1:] for line in out.split(header, 1)[1].splitlines() if line.startswith("| gemv")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    return columns, rows
+
+
+def test_sensitivity_scales_each_cost_alone_and_reports_the_change(monkeypatch, capsys):
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    assert sim_clock.main(["--only", "gemv", "--sensitivity", "0.5"]) == 0
+    columns, rows = _sensitivity(capsys.readouterr().out)
+    assert columns == list(sim_clock.SENSITIVITY_COSTS)
+    (base, *changes), = rows.values()
+    change = dict(zip(columns, (float(c.rstrip("%")) for c in changes), strict=True))
+    # the launch's fixed cost halved takes exactly half of it off the modelled time
+    assert change["launch_us"] == pytest.approx(-100.0 * SIM_COSTS["h200"].launch_us / 2 / float(base), abs=0.06)
+    # every cost is a cost: making it cheaper never makes the program slower, and the stream's rate moves it
+    assert all(v <= 0.0 for v in change.values()) and change["stream_bytes_per_us"] < 0.0
+
+
+def test_a_rate_is_divided_and_a_missing_one_skipped():
+    costs = SimCosts(stream_bytes_per_us=4.0e6)
+    assert sim_clock.scaled(costs, "smem_bytes_per_us", 0.5).smem_bytes_per_us == 2 * costs.smem_bytes_per_us
+    assert sim_clock.scaled(costs, "handoff_us", 0.5).handoff_us == costs.handoff_us / 2
+    assert sim_clock.scaled(SimCosts(), "stream_bytes_per_us", 0.5) is None
+
+
+def test_a_factor_that_is_not_positive_is_refused(capsys):
+    with pytest.raises(SystemExit) as e:
+        sim_clock.main(["--only", "gemv", "--sensitivity", "0"])
+    assert e.value.code == 2 and "a factor above 0" in capsys.readouterr().err
