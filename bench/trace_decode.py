@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -60,25 +59,11 @@ from bench.bench_decode import (  # noqa: E402
     pipeline_options,
     tiling_variant,
 )
+from vdir.device_runtime.profile import path_totals, stage_of  # noqa: E402
 from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.diagnostics import VdirError  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
-
-#: ``%name[l=3][r=2] = ...`` or ``store to @buf[l=3]..``: the stage name and the layer index
-_NAME = re.compile(r"^(?:%(?P<tile>\w+)|store to @(?P<buf>\w+))(?P<idx>(?:\[[^\]]*\])*)")
-_LAYER = re.compile(r"\[l=(\d+)\]")
-
-
-def stage_of(name: str) -> tuple[str, int | None]:
-    """(stage, layer or None) of a micro-op's readable name."""
-    m = _NAME.match(name)
-    if m is None:
-        return name.split(" ")[0], None
-    tile = m.group("tile")  # kt1_3 (kv head 1, block 3) -> kt: the digits are unrolled indices
-    stage = re.sub(r"_+", "_", re.sub(r"\d+", "", tile)).strip("_") if tile else f"->{m.group('buf')}"
-    layer = _LAYER.search(m.group("idx") or "")
-    return stage, int(layer.group(1)) if layer else None
 
 
 def summarize(trace, layers: set[int]) -> list[str]:
@@ -140,35 +125,14 @@ def layer_window(trace, layer: int) -> tuple[float, float]:
 
 def critical_path(trace, lo_us: float, hi_us: float) -> list[str]:
     """:meth:`~vdir.device_runtime.trace.Trace.wait_chain` of the window, one line per micro-op, then
-    :func:`path_totals`."""
+    the path's totals (:func:`vdir.device_runtime.profile.path_totals`)."""
     names = trace.program.uop_names
     chain = trace.wait_chain(lo_us, hi_us)
     lines = [f"critical path {lo_us:.1f} .. {hi_us:.1f} us (latest first): start end sm engine how name"]
     for ev, how in chain:
         lines.append(f"  {ev.start_us:8.1f} {ev.start_us + ev.dur_us:8.1f} {ev.sm:4d} {ev.engine:2d} {how:7s} "
                      f"{names.get(ev.uop, '?')[:70]}")
-    return lines + path_totals(chain, names)
-
-
-#: the stages :func:`path_totals` lists, most time first
-PATH_STAGES_LISTED = 12
-
-
-def path_totals(chain, names: dict[int, str]) -> list[str]:
-    """Where a wait chain's time goes: each stage's micro-ops running on it, and the gaps between a
-    micro-op and the one it waited for (the hand-off itself), by how it waited."""
-    running: dict[str, float] = defaultdict(float)
-    waiting: dict[str, float] = defaultdict(float)
-    for (ev, how), (before, _) in zip(chain, chain[1:], strict=False):
-        running[stage_of(names.get(ev.uop, "?"))[0]] += ev.dur_us
-        waiting[how] += max(0.0, ev.start_us - (before.start_us + before.dur_us))
-    if chain:
-        running[stage_of(names.get(chain[-1][0].uop, "?"))[0]] += chain[-1][0].dur_us
-    lines = [f"on the path: {sum(running.values()):.1f} us running, "
-             + ", ".join(f"{t:.1f} us between a micro-op and its {how} wait" for how, t in sorted(waiting.items()))]
-    for stage, t in sorted(running.items(), key=lambda kv: -kv[1])[:PATH_STAGES_LISTED]:
-        lines.append(f"  {stage:<14}{t:8.1f} us")
-    return lines
+    return lines + path_totals(chain, names).lines()
 
 
 def stream_engine(trace) -> int:

@@ -461,24 +461,6 @@ def test_idle_us_counts_the_time_an_engine_has_nothing_in_flight():
         trace.idle_us(stream, 5.0, 5.0)
 
 
-def test_the_path_totals_split_running_time_by_stage_and_gaps_by_how_the_micro_op_waited():
-    from bench.trace_decode import path_totals
-
-    program = gemv_program()
-    queue = program.without_loops().executed_queue
-    bit = int(isa.WAIT_MASK.column(queue(0, 1))[0])
-    toggler = next(i for i, m in enumerate(isa.SIGNAL_MASK.column(queue(0, 3))) if int(m) & bit)
-    events = [TraceEvent(0, 3, 1, toggler, 0.0, 2.0), TraceEvent(0, 1, 3, 0, 2.6, 1.0),
-              TraceEvent(0, 1, 4, 1, 3.6, 0.4)]
-    chain = Trace(program, events).wait_chain(0.0, 4.0)
-    names = {1: "%w[i=0]", 3: "%y[i=0]", 4: "%y[i=1]"}
-    lines = path_totals(chain, names)
-    # running: 2.0 (w) + 1.4 (two y); the bit hand-off's gap 2.0 -> 2.6, none in the queue
-    assert lines[0] == ("on the path: 3.4 us running, 0.6 us between a micro-op and its bits wait, "
-                        "0.0 us between a micro-op and its queue wait")
-    assert [line.split() for line in lines[1:]] == [["w", "2.0", "us"], ["y", "1.4", "us"]]  # most time first
-
-
 def test_flag_word_hand_offs_pair_each_flag_word_load_with_the_stores_of_its_words():
     """On the simulator a flag-word load starts only once every store of its words has ended; each
     pairing is checked against the words' spans in the sync block, and the wait chain follows them."""

@@ -31,6 +31,7 @@ import numpy as np
 
 from vdir.device_runtime import get_platform, platform_class
 from vdir.device_runtime.platform import DeviceBuffer, LaunchSpec, PlatformError
+from vdir.device_runtime.profile import LaunchProfile, launch_profile
 from vdir.device_runtime.tensors import (
     BUFFER_ALIGNMENT,
     DL_CPU,
@@ -47,6 +48,7 @@ from vdir.isa import BufferInfo, EncodedProgram, ScalarInfo, fully_stored_buffer
 from vdir.target import TargetDescription
 
 if TYPE_CHECKING:
+    from vdir.device_runtime.trace import Trace
     from vdir.lowering.options import LoweringOptions
 
 
@@ -487,6 +489,18 @@ class Executable:
         time; ``cuda`` when the program was lowered with the ``trace``
         option (``options="trace=1"``), from the kernel's ``%globaltimer`` stamps.
         """
+        recorded = self._last_trace()
+        if path is not None:
+            recorded.write(path)
+        return recorded.to_json()
+
+    def profile(self) -> LaunchProfile:
+        """Where the last launch's time went (:mod:`vdir.device_runtime.profile`): each engine's busy
+        share and the critical path by stage, from its trace (the same backends as :meth:`trace`)."""
+        return launch_profile(self._last_trace())
+
+    def _last_trace(self) -> Trace:
+        """The last launch's trace; a :class:`PlatformError` saying why where there is none."""
         self._check_open()
         why = self.platform.trace_unavailable(self.artifact)
         if why:
@@ -494,9 +508,7 @@ class Executable:
         recorded = self.platform.last_trace()
         if recorded is None:
             raise PlatformError("no trace yet: call the executable first")
-        if path is not None:
-            recorded.write(path)
-        return recorded.to_json()
+        return recorded
 
     def close(self) -> None:
         """Free the device buffers, drop the bindings and release the backend; a second call does nothing."""

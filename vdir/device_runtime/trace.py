@@ -58,6 +58,25 @@ TICKS_PER_US = 1000
 #: µs of slack when :meth:`Trace.wait_chain` decides what a micro-op waited
 #: for (different threads take the stamps)
 WAIT_SLACK_US = 0.25
+#: µs within which a micro-op begins once a wait on its own SM has cleared (the engine's own issue: the
+#: load engines' cost per micro-op is about 0.47 µs, docs/performance.md round 20); a longer gap on the
+#: path is a hand-off's latency where the micro-op also waited on other SMs (:func:`_held_by`)
+LOCAL_WAIT_US = 0.6
+#: the ways a micro-op waits on other SMs (:meth:`Trace.wait_chain`)
+REMOTE_WAITS = ("counter", "words")
+
+
+def _held_by(cleared: list[tuple[float, str, TraceEvent]], e: TraceEvent) -> tuple[float, str, TraceEvent]:
+    """Of the waits of ``e`` that had cleared when it began, (clear time, how, micro-op), the one that held
+    it: the last to clear, unless every wait on its own SM (its queue, a bit) had cleared more than
+    :data:`LOCAL_WAIT_US` before it began and it also waited on other SMs. A wait on the SM clears
+    when the micro-op it waits for ends, but a counter or flag words reach it a hand-off's latency
+    after their producer ended, so only they can explain such a gap (:meth:`Trace.wait_chain`)."""
+    latest = max(cleared, key=lambda c: c[0])
+    remote = [c for c in cleared if c[1] in REMOTE_WAITS]
+    if remote and latest[1] not in REMOTE_WAITS and latest[0] + LOCAL_WAIT_US < e.start_us:
+        return max(remote, key=lambda c: c[0])
+    return latest
 
 
 def _end_us(e: TraceEvent) -> float:
@@ -155,7 +174,10 @@ class Trace:
         pipelined engine and until it has ended on another), the micro-op on
         its SM whose completion gave a dependency
         bit the parity it waits for (``"bits"``), or the last release of the
-        global counter it waits on (``"counter"``). The first micro-op of a
+        global counter it waits on (``"counter"``). A wait on other SMs
+        clears a hand-off's latency after its producer ended, so where the
+        micro-op began well after every wait on its own SM had cleared, that
+        wait is what held it (:func:`_held_by`). The first micro-op of a
         queue that waited for nothing ends the walk (``"start"``). Each step
         goes to a micro-op that began strictly earlier, so the walk ends.
         On the GPU a compute instruction's end is stamped once its signal is
@@ -176,7 +198,7 @@ class Trace:
                        if d.start_us < e.start_us and _end_us(d) <= e.start_us + WAIT_SLACK_US]
             if prev is not None and prev.start_us < e.start_us:
                 cleared.append((prev.start_us if pipelined[e.engine] else _end_us(prev), "queue", prev))
-            _, how, nxt = max(cleared, key=lambda c: c[0]) if cleared else (0.0, "start", None)
+            _, how, nxt = _held_by(cleared, e) if cleared else (0.0, "start", None)
             chain.append((e, how))
             e = nxt
         return chain

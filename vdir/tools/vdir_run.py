@@ -3,7 +3,7 @@
 ::
 
     vdir-run prog.mlir [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
-                       [--seed N] [--check] [--trace trace.json]
+                       [--seed N] [--check] [--trace trace.json] [--profile]
                        [--target h200] [--num-sms N] [--load-window N]
                        [--lowering 'key=value ...'] [--pipeline 'key=value ...']
                        [--max-micro-ops N] [--max-code-bytes N] [--max-names-bytes N]
@@ -15,7 +15,10 @@ compares every output with the reference evaluator and exits 1 on a
 mismatch, printing the worst element and the tolerance. ``--outputs`` saves
 the outputs as float32 arrays (bf16 widens exactly; i32 outputs stay int32). ``--trace`` writes the
 launch's Chrome/Perfetto trace: the simulator's, or on ``cuda`` the measured one
-(the lowering option ``trace`` is then turned on). ``--lowering`` sets the lowering options
+(the lowering option ``trace`` is then turned on). ``--profile`` prints, from that trace, where
+the launch's time went: each engine's busy share and the critical path's time by stage and by
+wait (:mod:`vdir.device_runtime.profile`; on the simulator, its cost model's time, not a
+measurement). ``--lowering`` sets the lowering options
 of a backend that lowers the program (``cuda``; checked on every backend);
 ``--pipeline`` the pass pipeline's options (``vdir-pipeline``'s, e.g.
 ``'flag-words=4096 prefetch=1'``) for a source program.
@@ -85,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="compare the outputs with the reference evaluator")
     p.add_argument("--trace", metavar="JSON",
                    help="write the launch's Chrome/Perfetto trace (cuda: lowered with the trace option)")
+    p.add_argument("--profile", action="store_true",
+                   help="print where the launch's time went: engines busy, the critical path by stage "
+                        "(sim: modelled; cuda: lowered with the trace option)")
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
     p.add_argument("--num-sms", type=int, help="use only this many SMs")
     p.add_argument("--load-window", type=int, help="simulator: loads in flight per load engine")
@@ -295,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         raise RunError(f"error: --num-sms must be at least {MIN_SMS}")
     if args.target is not None:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
-    lowering = _lowering_options(args.lowering, trace=bool(args.trace) and backend != "sim")
+    lowering = _lowering_options(args.lowering, trace=bool(args.trace or args.profile) and backend != "sim")
     pipeline = _pipeline_options(args.pipeline, args.target, args.num_sms)
     for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
         if path:
@@ -330,8 +336,11 @@ def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringO
         outputs = result if isinstance(result, dict) else {exe.outputs[0].name: result}
         if args.trace:
             _write_trace(exe, args.trace)
+        profiled = exe.profile() if args.profile else None
     for name, array in outputs.items():
         print(_summary(name, array))
+    if profiled is not None:
+        print("\n".join(profiled.lines()))
     if args.outputs:
         _save(args.outputs, outputs)
     if module is not None and args.check:

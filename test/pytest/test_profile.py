@@ -1,0 +1,119 @@
+"""``vdir.device_runtime.profile``: where a launch's time went, from its trace (``vdir-run --profile``).
+
+The stage names, the critical path's totals (running time by stage, gaps by
+how the next micro-op waited, adding up to the path's span) and each engine's
+busy share are checked on hand-made traces with known answers, and on a
+simulated two-SM launch whose hand-off latency the simulator's clock fixes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import vdir
+from vdir.compiler import compile_module
+from vdir.device_runtime.platform import PlatformError
+from vdir.device_runtime.profile import launch_profile, path_totals, stage_of
+from vdir.device_runtime.sim import SIM_COSTS
+from vdir.device_runtime.trace import Trace, TraceEvent
+from vdir.isa import index_ranges
+from vdir.target import EngineKind, get_target
+from vdir.tools.common import parse_module_file
+from vdir.tools.vdir_run import random_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+#: two gemv blocks on two SMs hand their rows through a buffer to a sum on one SM
+TWO_SMS = ROOT / "test" / "tools" / "run_profile.mlir"
+
+
+def gemv_program():
+    """The gemv example encoded for two SMs."""
+    return compile_module(parse_module_file(ROOT / "examples" / "gemv.mlir"), num_sms=2)
+
+
+def simulated(path: Path, sms: int, seed: int = 0) -> Trace:
+    program = compile_module(parse_module_file(path), num_sms=sms)
+    with vdir.compile(program, backend="sim") as exe:
+        exe(**random_inputs(program.buffers, seed, index_ranges(program)))
+        trace = exe.platform.last_trace()
+    assert trace is not None
+    return trace
+
+
+@pytest.mark.parametrize(("name", "stage"), [
+    ("%wd1[l=5][k=71] (mlp.mlir:3:5)", ("wd", 5)),
+    ("%kt1_3[l=0]", ("kt", 0)),
+    ("store to @hs[l=5][k=71]", ("->hs", 5)),
+    ("%yt", ("yt", None)),
+    ("prefetch of @w", ("prefetch", None)),
+])
+def test_a_stage_is_the_name_without_its_indices(name, stage):
+    assert stage_of(name) == stage
+
+
+def test_the_path_totals_split_running_time_by_stage_and_gaps_by_how_the_micro_op_waited():
+    from vdir import isa
+
+    program = gemv_program()
+    queue = program.without_loops().executed_queue
+    bit = int(isa.WAIT_MASK.column(queue(0, 1))[0])
+    toggler = next(i for i, m in enumerate(isa.SIGNAL_MASK.column(queue(0, 3))) if int(m) & bit)
+    events = [TraceEvent(0, 3, 1, toggler, 0.0, 2.0), TraceEvent(0, 1, 3, 0, 2.6, 1.0),
+              TraceEvent(0, 1, 4, 1, 3.6, 0.4)]
+    chain = Trace(program, events).wait_chain(0.0, 4.0)
+    names = {1: "%w[i=0]", 3: "%y[i=0]", 4: "%y[i=1]"}
+    lines = path_totals(chain, names).lines()
+    # running: 2.0 (w) + 1.4 (two y); the bit hand-off's gap 2.0 -> 2.6, none in the queue
+    assert lines[0] == ("on the path: 3.4 us running, 0.6 us between a micro-op and its bits wait, "
+                        "0.0 us between a micro-op and its queue wait")
+    assert [line.split() for line in lines[1:]] == [["w", "2.0", "us"], ["y", "1.4", "us"]]  # most time first
+
+
+def test_overlapping_micro_ops_on_the_path_count_once():
+    """Pipelined loads overlap: each counts only until the next on the path began, so the running and
+    waiting times add up to the span (without the cut, 3 x 2.0 us of loads in 3.0 us)."""
+    program = gemv_program()
+    stream = get_target(program.target).engine_index(EngineKind.STREAM)
+    events = [TraceEvent(0, stream, 1, p, 0.5 * p, 2.0) for p in range(3)]
+    chain = [(events[2], "queue"), (events[1], "queue"), (events[0], "start")]
+    totals = path_totals(chain, {1: "%w[i=0]"})
+    assert totals.running_us == {"w": pytest.approx(3.0)} and totals.waiting_us == {"queue": 0.0}
+    assert totals.micro_ops == 3
+
+
+def test_engine_busy_shares_are_the_time_something_was_in_flight_over_the_span():
+    program = gemv_program()
+    target = get_target(program.target)
+    load, compute = target.engine_index(EngineKind.LOAD), target.engine_index(EngineKind.COMPUTE)
+    events = [TraceEvent(0, load, 0, 0, 0.0, 2.0), TraceEvent(0, load, 1, 1, 1.0, 2.0),  # 0 .. 3 in flight
+              TraceEvent(1, load, 2, 0, 0.0, 1.0),  # SM 1: 0 .. 1
+              TraceEvent(0, compute, 3, 0, 3.0, 1.0)]  # the span: 0 .. 4
+    p = launch_profile(Trace(program, events))
+    assert p.span_us == 4.0 and p.sms == 2 and p.micro_ops == 4 and p.launch_us is None
+    assert p.busy == {"load": pytest.approx((3.0 + 1.0) / 8.0), "compute": pytest.approx(0.25)}
+    assert p.lines()[0] == "profile (measured): 4 micro-ops on 2 SMs in 4.00 us"
+
+
+def test_a_hand_off_latency_on_the_path_is_a_counter_wait_not_the_queue():
+    """On the simulator a counter's release reaches the waiter the clock's hand-off latency after the
+    store that released it ended. The sum's load began long after its queue (the load before it) had
+    cleared: the walk puts that gap on the counter, and the path runs back through the other SM."""
+    trace = simulated(TWO_SMS, 2)
+    p = launch_profile(trace)
+    assert p.path.waiting_us.get("counter") == pytest.approx(SIM_COSTS["h200"].handoff_us)
+    assert sum(p.path.running_us.values()) + sum(p.path.waiting_us.values()) == pytest.approx(p.span_us)
+    chain = trace.wait_chain(0.0, p.span_us)
+    assert len({e.sm for e, _ in chain}) == 2 and p.launch_us == SIM_COSTS["h200"].launch_us
+    assert 0.0 < min(p.busy.values()) and max(p.busy.values()) <= 1.0
+
+
+def test_an_executable_profiles_its_last_launch_and_says_when_there_is_none():
+    program = compile_module(parse_module_file(TWO_SMS), num_sms=2)
+    with vdir.compile(program, backend="sim") as exe:
+        with pytest.raises(PlatformError, match="no trace yet: call the executable first"):
+            exe.profile()
+        exe(**random_inputs(program.buffers, 0, index_ranges(program)))
+        p = exe.profile()
+    assert p.micro_ops == 12 and p.clock.startswith("modelled")
