@@ -117,3 +117,25 @@ def test_an_executable_profiles_its_last_launch_and_says_when_there_is_none():
         exe(**random_inputs(program.buffers, 0, index_ranges(program)))
         p = exe.profile()
     assert p.micro_ops == 12 and p.clock.startswith("modelled")
+
+
+
+@pytest.mark.parametrize(("delay", "how"), [(0.2, "queue"), (1.5, "counter")])
+def test_a_gap_after_the_queue_cleared_goes_to_the_counter_only_when_no_issue_explains_it(delay, how):
+    """The load of the sum's second row waits on its queue (the load before it, on a pipelined engine:
+    it clears at that load's start) and on the counter, whose releasing stores are moved to end before
+    the queue cleared. Begun ``delay`` after the queue cleared: shortly after, the queue held it (the
+    engine's own issue); long after, only the hand-off's latency explains the gap (the walk used to
+    say "queue" whatever the gap)."""
+    trace = simulated(TWO_SMS, 2)
+    names = trace.program.uop_names
+    second = next(e for e in trace.events if names.get(e.uop, "").startswith("%m1"))
+    first = next(e for e in trace.events if (e.sm, e.engine, e.pos) == (second.sm, second.engine, second.pos - 1))
+    stores = [e for e in trace.events if e.sm != second.sm and names.get(e.uop, "").startswith("store to @mid")]
+    shift = max(e.start_us + e.dur_us for e in stores) - first.start_us + 0.1  # they end before the queue clears
+    earlier = [e for e in trace.events if e.start_us < second.start_us and e is not second]
+    events = [e._replace(start_us=e.start_us - shift) if e in stores else e for e in earlier]
+    held = second._replace(start_us=first.start_us + delay)
+    chain = Trace(trace.program, [*events, held]).wait_chain(0.0, held.start_us + held.dur_us)
+    assert chain[0] == (held, how)
+    assert chain[1][0] == first if how == "queue" else chain[1][0].sm != held.sm  # to a releasing store
