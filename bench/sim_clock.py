@@ -54,7 +54,7 @@ REFERENCE = {
 }
 #: the 1B step's variants timed on the H200, ms/token: round 29's knob sweep, one run; flag words from
 #: round 33's run, whose default took 0.896 (the ratio, 1.022, is what compares): (LlamaConfig
-#: changes, pipeline options, measured)
+#: changes, pipeline options, measured; None: not timed yet)
 DECODE_VARIANTS = {
     "default": ({}, {}, 0.894),
     "phase-balance=false": ({}, {"phase_balance": False}, 0.951),
@@ -62,6 +62,9 @@ DECODE_VARIANTS = {
     "keep-trips=true": ({}, {"keep_trips": True}, 0.928),
     "block=64": ({"block": 64}, {}, 0.901),
     "flag-words=4096": ({}, {"flag_words": 4096}, 0.916),
+    # round 35's stream holds, not yet timed on the GPU
+    "hold-streams=1": ({}, {"hold_streams": 1}, None),
+    "hold-streams=2": ({}, {"hold_streams": 2}, None),
 }
 SMS = 132
 #: where in the context the decode step is simulated (the 256-step runs' middle)

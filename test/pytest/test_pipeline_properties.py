@@ -45,6 +45,7 @@ from vdir.testing.reference import evaluate_graph
 from vdir.transforms.alloc_smem import allocate
 from vdir.transforms.encode import encode
 from vdir.transforms.fuse import FusePass
+from vdir.transforms.hold_streams import hold_streams
 from vdir.transforms.layout_deps import layout_dependencies
 from vdir.transforms.place import place
 from vdir.transforms.schedule import schedule
@@ -104,13 +105,16 @@ def programs(draw, scratch_rows: bool = False):
     return module, draw(st.integers(1, 4))
 
 
-def compile_graph(module, num_sms: int, keep_trips: bool = False, flag_words: int = 0) -> Graph:
+def compile_graph(module, num_sms: int, keep_trips: bool = False, flag_words: int = 0,
+                  hold_phases: int = 0) -> Graph:
     graph = build_graph(module)
     graph.target = get_target("h200", num_sms)
     place(graph, num_sms, keep_trips=keep_trips)
     schedule(graph)
     allocate(graph)
     mark_flag_words(graph, plan_flag_words(graph, flag_words))
+    if hold_phases:
+        event(f"stream holds: {hold_streams(graph, hold_phases) > 0}")
     layout_dependencies(graph)
     return graph
 
@@ -376,6 +380,17 @@ def test_flag_word_hand_offs_compute_what_the_reference_does(case, seed, max_byt
     graph = compile_graph(module, num_sms, flag_words=max_bytes)
     assume(any(n.flag_words for n in graph.nodes))
     event(f"a buffer written as words alone: {bool(words_only_buffers(graph))}")
+    check_simulator_matches_reference(module, encode(graph), seed)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(0, 2**16), st.sampled_from([1, 2]))
+def test_stream_holds_keep_the_invariants_and_the_results(case, seed, phases):
+    """With stream holds (``vdir-hold-streams``) the layout passes the independent check, and the
+    simulator, race checks on, computes the reference's outputs."""
+    module, num_sms = case
+    graph = compile_graph(module, num_sms, hold_phases=phases)
+    check_graph(graph)
     check_simulator_matches_reference(module, encode(graph), seed)
 
 

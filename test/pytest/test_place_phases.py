@@ -7,10 +7,11 @@ from pathlib import Path
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import build_graph
+from vdir.analysis.phases import phase_of_nodes
 from vdir.frontend.llama import build_decode_step
 from vdir.models.llama import NAMED_CONFIGS
 from vdir.tools.common import parse_module_file
-from vdir.transforms.place import clusters_of, phase_of_nodes, place, rematerialisable_by_id
+from vdir.transforms.place import clusters_of, place, rematerialisable_by_id
 
 TWO_PHASES = Path(__file__).resolve().parents[1] / "transforms" / "place-phase-balance.mlir"
 

@@ -20,6 +20,9 @@
 // CHECK-NEXT:       side-loads=idle
 // CHECK-NEXT:   vdir-schedule {{ +}}Order every (SM, engine) queue.
 // CHECK-NEXT:       prefetch=2
+// CHECK:        vdir-hold-streams {{ +}}Make the stream load that would issue into a hand-off store's compute slot wait for the store.
+// CHECK-NEXT:       phases=1
+// CHECK-NEXT:   vdir-layout-deps
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
@@ -38,6 +41,7 @@
 // CHECK-NEXT:       stamp-trips=true
 // CHECK-NEXT:       side-loads=idle
 // CHECK-NEXT:       flag-words=0
+// CHECK-NEXT:       hold-streams=0
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

@@ -11,6 +11,9 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{flag-words=-1}' 2>&1 | filecheck %s --check-prefix=FLAG-PIPE
 // RUN: not vdir-opt %s -p 'vdir-flag-words{max-bytes=0}' 2>&1 | filecheck %s --check-prefix=FLAG
 // RUN: not vdir-opt %s -p 'vdir-flag-words' 2>&1 | filecheck %s --check-prefix=FLAG-STAGE
+// RUN: not vdir-opt %s -p 'vdir-pipeline{hold-streams=-1}' 2>&1 | filecheck %s --check-prefix=HOLD-PIPE
+// RUN: not vdir-opt %s -p 'vdir-hold-streams{phases=0}' 2>&1 | filecheck %s --check-prefix=HOLD
+// RUN: not vdir-opt %s -p 'vdir-hold-streams' 2>&1 | filecheck %s --check-prefix=HOLD-STAGE
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=1},vdir-schedule,vdir-alloc-smem' | sed 's/smem_bytes = [0-9]*/smem_bytes = 300032/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=ARENA
 // RUN: cat %s %s | not vdir-opt - 2>&1 | filecheck %s --check-prefix=TWO
 
@@ -32,6 +35,10 @@
 // FLAG: {{^}}error: vdir-flag-words: option 'max-bytes' must be at least 1, got 0
 // vdir-flag-words marks an allocated program (placed, scheduled, its tiles in shared memory).
 // FLAG-STAGE: pipeline-errors.mlir:{{[0-9]+}}:1: error: vdir-flag-words: this pass needs a program at stage 'allocated' (it is 'source')
+// HOLD-PIPE: {{^}}error: vdir-pipeline: option 'hold-streams' must be at least 0, got -1
+// HOLD: {{^}}error: vdir-hold-streams: option 'phases' must be at least 1, got 0
+// vdir-hold-streams reads the allocation's slot reuse, so it too needs an allocated program.
+// HOLD-STAGE: pipeline-errors.mlir:{{[0-9]+}}:1: error: vdir-hold-streams: this pass needs a program at stage 'allocated' (it is 'source')
 
 // A laid-out program whose tiles claim more shared memory than an SM gives them.
 // ARENA: <stdin>:2:3: error: smem_bytes = 300032 exceeds the {{[0-9]+}} bytes of shared memory an SM of target 'h200' gives its tiles

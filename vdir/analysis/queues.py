@@ -171,3 +171,30 @@ def check_queue_positions_follow_program_order(graph: Graph) -> None:
                     loc=before.loc,
                 )
 
+
+def releasers(g: tuple[Node, ...]) -> list[Node]:
+    """The producers of cross-SM group ``g`` that release its counter: of its stores, one per store queue.
+
+    A store engine runs one store at a time and completes it (its bytes
+    written, ``cp.async.bulk.wait_group 0``) before it begins the next, so
+    the release of the last of a group's stores in one SM's store queue
+    comes after every earlier one's writes, and its gpu-scope fence makes
+    them visible with its own. The others need not release: a counter
+    then counts one release per store queue, not per store. Producers that
+    are not stores (a load that must finish reading before another SM
+    overwrites) each release.
+    """
+    if len(g) == 1:
+        return list(g)
+    last: dict[tuple[int, str], Node] = {}
+    out: list[Node] = []
+    for p in g:
+        if p.kind != "store":
+            out.append(p)
+            continue
+        queue = (p.sm, p.engine)
+        held = last.get(queue)
+        if held is None or SCHEDULED_QUEUE_ORDER(held) < SCHEDULED_QUEUE_ORDER(p):
+            last[queue] = p
+    out.extend(last.values())
+    return out

@@ -31,6 +31,7 @@ for _name, _module, _cls in (
     ("vdir-schedule", "vdir.transforms.schedule", "SchedulePass"),
     ("vdir-alloc-smem", "vdir.transforms.alloc_smem", "AllocSmemPass"),
     ("vdir-flag-words", "vdir.transforms.flag_words", "FlagWordsPass"),
+    ("vdir-hold-streams", "vdir.transforms.hold_streams", "HoldStreamsPass"),
     ("vdir-layout-deps", "vdir.transforms.layout_deps", "LayoutDepsPass"),
     ("vdir-encode", "vdir.transforms.encode", "EncodePass"),
     ("vdir-pipeline", "vdir.transforms.pipeline", "PipelinePass"),

@@ -27,6 +27,7 @@ from vdir.analysis.graph import Graph, GroupInterner, Node, build_graph, expande
 from vdir.analysis.parallel import run_in_children
 from vdir.analysis.queues import SmShare, queues_of_shares, sm_shares
 from vdir.analysis.stages import resolve_target
+from vdir.analysis.stream_holds import HoldFacts, add_stream_holds, hold_facts, plan_stream_holds
 from vdir.analysis.trip_stamp import (
     SHORT_TRIPS,
     StampRefused,
@@ -257,6 +258,7 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
     result, and any error, is that of one process doing the stages in turn.
     """
     mark_flag_words(graph, plan_flag_words(graph, opts.flag_words))
+    holds = hold_facts(graph, opts.hold_streams) if opts.hold_streams else None
     assign_counters(graph)
     first_trips = first_trip_counts(graph)
     queues = queues_of_shares(shares)
@@ -264,7 +266,7 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
 
     def job(sms: list[int]) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
         return _finish_sms(graph, sms, [share_of[sm] for sm in sms if sm in share_of], by_liveness, opts, queues,
-                           first_trips)
+                           first_trips, holds)
 
     names = uop_names(graph)  # before the children start (see run_in_children)
     parts = run_in_children(range(graph.num_sms), job, lambda sm: len(share_of[sm][1]) if sm in share_of else 0,
@@ -279,13 +281,16 @@ def _lay_out_and_encode(graph: Graph, shares: list[SmShare], by_liveness: bool, 
 
 def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness: bool, opts: PipelineOptions,
                 queues: dict[tuple[int, str], list[Node]], first_trips: dict[int, int],
-                ) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
+                holds: HoldFacts | None = None) -> tuple[np.ndarray, list[list[tuple[int, int]]], int]:
     """Of the SMs ``sms`` (``shares``: theirs that hold micro-ops), in turn: the allocation by
-    liveness (where ``by_liveness``), the dependency bits, the records; the records, their queue
+    liveness (where ``by_liveness``), the stream holds (where ``holds`` gives the program's facts
+    for them: ``vdir-hold-streams``), the dependency bits, the records; the records, their queue
     table and the most bytes an arena allocated here uses (0 where nothing was)."""
     smem = allocate_by_liveness(graph, shares, opts.stream_room) if by_liveness else 0
     cache: dict[int, int] = {}
     for sm, nodes, _queues in shares:
+        if holds is not None:
+            add_stream_holds(plan_stream_holds(nodes, holds))
         assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target))
     instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips)
     return instrs, table, smem

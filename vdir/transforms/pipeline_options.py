@@ -89,6 +89,12 @@ class PipelineOptions(OptionSet):
     """Hand rows of at most this many bytes between SMs as flag words (``vdir-flag-words``' ``max-bytes``;
     0: none)."""
 
+    hold_streams: int = 0
+    """Make the weight tile that would issue into a hand-off store's compute slot wait for the store,
+    where the tile's readers come at least this many phases after it (``vdir-hold-streams``'
+    ``phases``; 0: none, the default: not yet timed on the GPU): the store's release then finds no
+    tile of that slot in flight."""
+
     def __post_init__(self) -> None:
         try:
             if self.num_sms is not None:
@@ -98,6 +104,7 @@ class PipelineOptions(OptionSet):
             self.stream_room.check(PIPELINE_PASS)
             require_option_choice(PIPELINE_PASS, "side-loads", self.side_loads, SIDE_LOADS)
             require_option_in_range(PIPELINE_PASS, "flag-words", self.flag_words, 0)
+            require_option_in_range(PIPELINE_PASS, "hold-streams", self.hold_streams, 0)
         except UserError as e:
             raise PipelineOptionError(str(e)) from None
         self.check_types()  # what the checks above do not cover: the flags and the target's name

@@ -18,7 +18,7 @@ an SM that happens to be behind takes several tiles of the next phase (in
 the 1B decode step, four SMs took four projection tiles each, and the K
 path waited for them: 0.999 against 0.956 ms/token). A node's phase is the
 number of hand-offs through global memory on the longest chain of
-dependencies that reaches it (:func:`phase_of_nodes`: a load that waits on a
+dependencies that reaches it (:func:`vdir.analysis.phases.phase_of_nodes`: a load that waits on a
 store starts a new phase); the micro-ops of one phase can run together, and a
 phase ends when its slowest SM does, so a second tile of a phase on one SM
 puts that tile's whole time on the program's path.
@@ -67,6 +67,7 @@ from xdsl.passes import ModulePass
 
 from vdir.analysis.cost_model import node_time_us
 from vdir.analysis.graph import Graph, GroupInterner, Node
+from vdir.analysis.phases import phase_of_nodes
 from vdir.analysis.queues import free_load_test, is_small_load, waits_on_nothing
 from vdir.analysis.stages import require_option_choice, require_option_in_range, resolve_target, run_stage
 from vdir.families import get_family
@@ -190,33 +191,6 @@ def _numbered(by_sm: list[list[Node]]) -> list[Node]:
 
 
 _SEQ = operator.attrgetter("seq")
-
-
-def phase_of_nodes(nodes: list[Node]) -> list[int]:
-    """Each node's phase, indexed by node id: the most hand-offs through global memory (a load that
-    depends on a store) on a chain of tile edges and dependencies that reaches it. ``nodes`` in
-    program order."""
-    phase = [0] * (max((n.id for n in nodes), default=-1) + 1)
-    group_phase: dict[int, tuple[int, int]] = {}  # by id of a dependency group: (for a store or compute, for a load)
-    for n in nodes:
-        p = 0
-        for i in n.inputs:
-            q = phase[i.id]
-            if q > p:
-                p = q
-        if n.deps:
-            load = n.kind == "load"
-            for g in n.deps:
-                gp = group_phase.get(id(g))
-                if gp is None:
-                    every = max((phase[m.id] for m in g), default=0)
-                    stored = max((phase[m.id] for m in g if m.kind == "store"), default=-1)
-                    gp = group_phase[id(g)] = (every, max(every, stored + 1))
-                q = gp[1] if load else gp[0]
-                if q > p:
-                    p = q
-        phase[n.id] = p
-    return phase
 
 
 def _cluster_phases(nodes: list[Node], clusters: list[list[Node]]) -> list[int]:
