@@ -56,13 +56,16 @@ def plan(graph: Graph, phases: int) -> list:
     return [pair for sm in sorted(by_sm) for pair in plan_stream_holds(by_sm[sm], facts)], facts
 
 
-def made_from(store) -> set[int]:
-    out, todo = set(), [store]
+def weight_readers_before(store) -> set[int]:
+    """Ids of the computes the store's row is made from (through tile edges) that read a stream tile."""
+    out, seen, todo = set(), set(), [store]
     while todo:
         for i in todo.pop().inputs:
-            if i.kind == "compute" and i.id not in out:
-                out.add(i.id)
+            if i.kind == "compute" and i.id not in seen:
+                seen.add(i.id)
                 todo.append(i)
+                if any(t.kind == "load" and t.engine == STREAM for t in i.inputs):
+                    out.add(i.id)
     return out
 
 
@@ -74,7 +77,7 @@ def check_rule(graph: Graph, holds: list, facts, phases: int) -> None:
     for store, load in holds:
         assert store.kind == "store" and store.id in facts.releasing
         assert load.kind == "load" and load.engine == STREAM and load.sm == store.sm and load.key > store.key
-        computes = made_from(store)
+        computes = weight_readers_before(store)
         assert any(p.id in computes for group in load.deps for p in group)
         assert readers[load.id] and all(facts.phase[r.id] >= facts.phase[store.id] + phases for r in readers[load.id])
         # the first such load after the store in its SM's program order

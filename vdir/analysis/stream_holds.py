@@ -34,12 +34,13 @@ allows.
 
 Which pairs (:func:`plan_stream_holds`, on an allocated program: the slot
 reuse edges are ``vdir-alloc-smem``'s): on each SM, a store that releases a
-counter (one per store queue and group: the last store before it in its
-queue released nothing, :func:`~vdir.analysis.queues.releasers`); the first stream load after the store in program order that
-waits for one of the computes its row is made from (the gemv that read a
-weight tile, the epilogues after it); that load's readers all at least
-``phases`` phases after the store. The edge keeps program order (the store comes
-first), the order every queue follows, so no wait can deadlock.
+counter (one per store queue and group, :func:`~vdir.analysis.queues.releasers`:
+the stores before it in its queue release nothing); the first stream load
+after the store in program order that waits for a compute its row is made
+from and that read a stream tile (the gemv of an output projection, not
+only the residual add after it); that load's readers all at least
+``phases`` phases after the store. The edge keeps program order (the store
+comes first), the order every queue follows, so no wait can deadlock.
 
 Whether the holds pay is for the GPU to say; ``vdir-pipeline{hold-streams=N}``
 (``phases`` N; 0, the default: none) and the pass ``vdir-hold-streams{phases=N}``
@@ -104,7 +105,7 @@ def plan_stream_holds(nodes: list[Node], facts: HoldFacts) -> list[tuple[Node, N
     for n in sorted(nodes, key=lambda n: n.key):
         if n.kind != "store" or n.id not in facts.releasing or n.flag_words or not n.inputs:
             continue
-        later = [y for c in _computes_before(n) for y in reusing.get(c.id, ()) if y.key > n.key]
+        later = [y for c in _weight_readers_before(n) for y in reusing.get(c.id, ()) if y.key > n.key]
         if not later:
             continue
         load = min(later, key=lambda y: y.key)
@@ -114,16 +115,18 @@ def plan_stream_holds(nodes: list[Node], facts: HoldFacts) -> list[tuple[Node, N
     return holds
 
 
-def _computes_before(store: Node) -> list[Node]:
-    """The computes on the store's SM whose results its row is made from (through tile edges): the
-    gemv that read a weight tile, and the epilogues after it (an output projection's residual add)."""
+def _weight_readers_before(store: Node) -> list[Node]:
+    """The computes on the store's SM that read a stream-engine tile and whose results its row is made
+    from (through tile edges): the gemv of an output projection, not only the residual add after it."""
+    stream = EngineKind.STREAM.value
     out, todo, seen = [], [store], {store.id}
     while todo:
         for i in todo.pop().inputs:
             if i.kind == "compute" and i.sm == store.sm and i.id not in seen:
                 seen.add(i.id)
-                out.append(i)
                 todo.append(i)
+                if any(t.kind == "load" and t.engine == stream for t in i.inputs):
+                    out.append(i)
     return out
 
 
