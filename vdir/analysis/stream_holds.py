@@ -42,6 +42,13 @@ only the residual add after it); that load's readers all at least
 ``phases`` phases after the store. The edge keeps program order (the store
 comes first), the order every queue follows, so no wait can deadlock.
 
+One order to watch on the GPU: a store toggles its bits before its
+release (``vdir.lowering.kernel.sync.signal``), so the held tile may issue
+while the release's fence still waits. Whether that fence then waits for it
+too (if it drains the SM's copies rather than those issued before it) is
+for the GPU to say; if it does, the bits of a held store would have to move
+after its release.
+
 Whether the holds pay is for the GPU to say; ``vdir-pipeline{hold-streams=N}``
 (``phases`` N; 0, the default: none) and the pass ``vdir-hold-streams{phases=N}``
 place them.
