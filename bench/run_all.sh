@@ -45,6 +45,10 @@
 #              vdir-pipeline{flag-words=4096} beside the default in one process, a trace of layer 5
 #              of each (--handoffs --stores), and compute-sanitizer on a small stack whose act rows
 #              are scratch and handed over as words alone
+#   holds    - the stream holds (vdir-pipeline{hold-streams=N}) in one go: their GPU tests, the 1B
+#              step timed with N = 1 and 2 beside the default in one process, a trace of layer 5 of
+#              the default and of N = 2 (--stores: the releasing stores' durations), and the
+#              16-layer stacks 2048/8192 and 4096/14336 with and without N = 2
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -62,7 +66,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -142,6 +146,23 @@ for what in $steps; do
         echo "exit $?" >> "$OUT/flagwords-san_$tool.log"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|max rel err|Error|exit " "$OUT/flagwords-san_$tool.log" | sort \
           | uniq -c | head -n 12 | sed "s/^/$tool: /" | tee -a "$OUT/info.log"
+      done ;;
+    holds)
+      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_stream_holds.py 2>&1 \
+        | tee "$OUT/holds-test.log" | tail -n 5
+      timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
+        --torch-compile none --pipeline hold-streams=1 --pipeline hold-streams=2 --json "$OUT/holds-decode.json" 2>&1 \
+        | tee "$OUT/holds-decode.log"
+      for variant in default hold2; do
+        pipe=; [ "$variant" = default ] || pipe="--pipeline hold-streams=2"
+        timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
+          --stores --path-layer 5 $pipe > "$OUT/holds-trace-$variant.log" 2>&1
+        echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
+      done
+      for holds in 0 2 0 2; do  # alternated, two rounds
+        timeout ${SWEEP_TIMEOUT:-420} python3 bench/bench_sweep.py --only mlp --torch-compile none \
+          --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" --hold-streams $holds 2>&1 \
+          | tee -a "$OUT/holds-stacks.log" | grep -E "MLP x16|PASS|FAIL" | tee -a "$OUT/info.log"
       done ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
