@@ -77,6 +77,17 @@ cuda_probe() {
   nvcc -arch=sm_90a -O3 -o "/tmp/vdir-probes/$2" "bench/$2.cu" \
     && timeout ${PROBE_TIMEOUT:-120} "/tmp/vdir-probes/$2" 2>&1 | tee "$OUT/$1.log"
 }
+# layer 5 of the 1B step traced (--handoffs --stores --path-layer 5) by default and with the pipeline
+# option $2 (e.g. flag-words=4096), into $OUT/$1-trace-default.log and $OUT/$1-trace-$3.log (log names of
+# letters, digits and dashes only)
+trace_pair() {
+  for variant in default "$3"; do
+    pipe=; [ "$variant" = default ] || pipe="--pipeline $2"
+    timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
+      --stores --path-layer 5 $pipe > "$OUT/$1-trace-$variant.log" 2>&1
+    echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
+  done
+}
 for what in $steps; do
   t0=$(date +%s)
   case "$what" in
@@ -133,13 +144,7 @@ for what in $steps; do
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
         --torch-compile none --pipeline flag-words=4096 --json "$OUT/flagwords-decode.json" 2>&1 \
         | tee "$OUT/flagwords-decode.log"
-      # log names of letters, digits and dashes only
-      for variant in default words4096; do
-        pipe=; [ "$variant" = default ] || pipe="--pipeline flag-words=4096"
-        timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
-          --stores --path-layer 5 $pipe > "$OUT/flagwords-trace-$variant.log" 2>&1
-        echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
-      done
+      trace_pair flagwords flag-words=4096 words4096
       for tool in memcheck synccheck racecheck; do
         timeout ${SAN_TIMEOUT:-70} compute-sanitizer --tool $tool --print-limit 30 python3 bench/sanitize_mlp.py $SAN \
           --flag-words 4096 --scratch-act > "$OUT/flagwords-san_$tool.log" 2>&1
@@ -153,12 +158,7 @@ for what in $steps; do
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
         --torch-compile none --pipeline hold-streams=1 --pipeline hold-streams=2 --json "$OUT/holds-decode.json" 2>&1 \
         | tee "$OUT/holds-decode.log"
-      for variant in default hold2; do
-        pipe=; [ "$variant" = default ] || pipe="--pipeline hold-streams=2"
-        timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
-          --stores --path-layer 5 $pipe > "$OUT/holds-trace-$variant.log" 2>&1
-        echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
-      done
+      trace_pair holds hold-streams=2 hold2
       for holds in 0 2 0 2; do  # alternated, two rounds
         timeout ${SWEEP_TIMEOUT:-420} python3 bench/bench_sweep.py --only mlp --torch-compile none \
           --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" --hold-streams $holds 2>&1 \
