@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_trace import gemv_program
 
 import vdir
 from vdir.compiler import compile_module
@@ -26,11 +27,6 @@ from vdir.tools.vdir_run import random_inputs
 ROOT = Path(__file__).resolve().parents[2]
 #: two gemv blocks on two SMs hand their rows through a buffer to a sum on one SM
 TWO_SMS = ROOT / "test" / "tools" / "run_profile.mlir"
-
-
-def gemv_program():
-    """The gemv example encoded for two SMs."""
-    return compile_module(parse_module_file(ROOT / "examples" / "gemv.mlir"), num_sms=2)
 
 
 def simulated(path: Path, sms: int, seed: int = 0) -> Trace:

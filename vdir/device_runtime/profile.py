@@ -24,7 +24,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vdir.device_runtime.sim import SimTrace
 from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.target import get_target
 
@@ -128,6 +127,5 @@ def launch_profile(trace: Trace) -> LaunchProfile:
         if idle:
             busy[str(spec.kind)] = 1.0 - sum(idle.values()) / (len(idle) * span)
     chain = trace.wait_chain(0.0, span) if trace.events else []
-    launch_us = trace.launch_us if isinstance(trace, SimTrace) else None
-    return LaunchProfile(trace.clock, span, launch_us, busy, len({e.sm for e in trace.events}),
+    return LaunchProfile(trace.clock, span, trace.launch_us, busy, len({e.sm for e in trace.events}),
                          len(trace.events), path_totals(chain, trace.program.uop_names))

@@ -159,6 +159,9 @@ class Trace:
     #: trace's source does not say (the simulator). Which CTA lands on which SM is up to the hardware and
     #: differs from one program to another, so a property of the SM is keyed by these, not by CTA.
     sm_ids: tuple[int, ...] | None = None
+    #: the launch's fixed cost outside the events' times, where the clock models one (the simulator's,
+    #: :class:`~vdir.device_runtime.sim.SimTrace`); None where it is not known (the GPU's stamps)
+    launch_us: float | None = None
 
     @property
     def makespan_us(self) -> float:
