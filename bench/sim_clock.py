@@ -85,12 +85,19 @@ class Simulated:
     arrays: list[np.ndarray]
     measured: float | None
     scalars: tuple[int, ...] = ()
+    #: the modelled times already simulated, by clock (the sweep's table and the sensitivity's base
+    #: are the same launch)
+    _times: dict[SimCosts, float] = dataclasses.field(default_factory=dict, repr=False)
 
     def modelled_us(self, costs: SimCosts | None = None) -> float:
         """One simulated launch's modelled time (:attr:`~vdir.device_runtime.sim.SimTrace.launch_time_us`)
-        on clock ``costs`` (None: the target's). The times do not depend on the arrays' values."""
-        return simulate(self.program, self.arrays, check_races=False, scalars=self.scalars,
-                        costs=costs).launch_time_us
+        on clock ``costs`` (None: the target's), simulated once per clock. The times do not depend on
+        the arrays' values."""
+        costs = costs or self.default_costs()
+        if costs not in self._times:
+            self._times[costs] = simulate(self.program, self.arrays, check_races=False, scalars=self.scalars,
+                                          costs=costs).launch_time_us
+        return self._times[costs]
 
     def default_costs(self) -> SimCosts:
         """The clock the simulator keeps for this program's target."""
