@@ -45,10 +45,11 @@
 #              vdir-pipeline{flag-words=4096} beside the default in one process, a trace of layer 5
 #              of each (--handoffs --stores), and compute-sanitizer on a small stack whose act rows
 #              are scratch and handed over as words alone
-#   holds    - the stream holds (vdir-pipeline{hold-streams=N}) in one go: their GPU tests, the 1B
-#              step timed with N = 1 and 2 beside the default in one process, a trace of layer 5 of
-#              the default and of N = 2 (--stores: the releasing stores' durations), and the
-#              16-layer stacks 2048/8192 and 4096/14336 with and without N = 2
+#   holds    - the stream holds (vdir-pipeline{hold-streams=N}) and release-first in one go: their
+#              GPU tests, the 1B step timed with N = 1 and 2, each with and without release-first,
+#              and release-first alone, beside the default in one process, a trace of layer 5 of the
+#              default and of N = 2 with release-first (--stores: the releasing stores' durations),
+#              and the 16-layer stacks 2048/8192 and 4096/14336 with and without both
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -156,13 +157,14 @@ for what in $steps; do
       timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_stream_holds.py 2>&1 \
         | tee "$OUT/holds-test.log" | tail -n 5
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
-        --torch-compile none --pipeline hold-streams=1 --pipeline hold-streams=2 --json "$OUT/holds-decode.json" 2>&1 \
-        | tee "$OUT/holds-decode.log"
-      trace_pair holds hold-streams=2 hold2
-      for holds in 0 2 0 2; do  # alternated, two rounds
+        --torch-compile none --pipeline hold-streams=1 --pipeline hold-streams=2 \
+        --pipeline hold-streams=1,release-first=true --pipeline hold-streams=2,release-first=true \
+        --pipeline release-first=true --json "$OUT/holds-decode.json" 2>&1 | tee "$OUT/holds-decode.log"
+      trace_pair holds hold-streams=2,release-first=true hold2first
+      for holds in "" "--hold-streams 2 --release-first" "" "--hold-streams 2 --release-first"; do  # alternated
         timeout ${SWEEP_TIMEOUT:-420} python3 bench/bench_sweep.py --only mlp --torch-compile none \
-          --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" --hold-streams $holds 2>&1 \
-          | tee -a "$OUT/holds-stacks.log" | grep -E "MLP x16|PASS|FAIL" | tee -a "$OUT/info.log"
+          --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" $holds 2>&1 \
+          | tee -a "$OUT/holds-stacks.log" | grep -E "MLP x16|PASS|FAIL|release-first" | tee -a "$OUT/info.log"
       done ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \

@@ -28,7 +28,7 @@ from typing import overload
 import numpy as np
 
 from vdir.diagnostics import VdirError
-from vdir.target import EngineSpec, get_target
+from vdir.target import EngineKind, EngineSpec, get_target
 
 MAGIC = 0x52494456  # "VDIR" little-endian
 VERSION = 3
@@ -245,6 +245,14 @@ TRANSFER_FLAGS = Field("transfer_flags", 0, shift=8, bits=8)
 #: bytes a row. The store writes the words with this launch's epoch; the load polls them until every
 #: one holds it, then keeps their data. ``BUFFER`` names the buffer whose bytes they are.
 TRANSFER_FLAG_WORDS = 1
+#: a store that releases its counter before it toggles its signal bits (``vdir.analysis.stream_holds``:
+#: a stream load on its SM waits for those bits, and would otherwise issue while the release's fence
+#: waits for the SM's bulk copies in flight). A store of several counters marks its extra releases'
+#: nops as well, the last of them holding its bits. Only a store, or a nop of the store engine,
+#: carries it; either order is the same completion (both are releases of the same writes).
+TRANSFER_RELEASE_FIRST = 2
+#: every flag a load or store may carry (any other bit of TRANSFER_FLAGS is refused: check_transfer_flags)
+TRANSFER_KNOWN_FLAGS = TRANSFER_FLAG_WORDS | TRANSFER_RELEASE_FIRST
 #: bytes of a flag word: 4 bytes of a buffer, then the epoch of the launch that wrote them
 FLAG_WORD_BYTES = 8
 #: the bytes of a buffer one flag word holds
@@ -1228,6 +1236,42 @@ def flag_word_error(row: np.ndarray, nbuffers: int, start: int, end: int) -> str
     return None
 
 
+def check_transfer_flags(program: "EncodedProgram") -> None:
+    """Every executed load or store carries only known flags (TRANSFER_FLAGS:
+    :data:`TRANSFER_KNOWN_FLAGS`), and :data:`TRANSFER_RELEASE_FIRST` is only on a store or a nop of
+    the store engine; ValueError naming the micro-op otherwise (the kernel would ignore the rest, and a
+    forged record should not pass for one it runs as written). A nop's other bits are read by no
+    engine. A queue table that does not match the target's engines, or malformed loop records, are
+    left to the readers that report them."""
+    target = get_target(program.target)
+    if any(len(row) != target.num_engines for row in program.queues):
+        return
+    try:
+        program.check_loops()
+    except LoopFormError:
+        return
+    for engine, spec in enumerate(target.engines):
+        for sm in range(len(program.queues)):
+            words = program.executed_queue(sm, engine)
+            opcodes, flags = OPCODE.column(words), TRANSFER_FLAGS.column(words)
+            flagged = np.isin(opcodes, (OP_LOAD, OP_STORE, OP_NOP)) & (flags != 0)
+            for k in np.nonzero(flagged)[0].tolist():
+                why = transfer_flags_error(int(opcodes[k]), int(flags[k]), spec.kind == EngineKind.STORE)
+                if why is not None:
+                    raise ValueError(f"{program.describe(sm, engine, k)}: {why}")
+
+
+def transfer_flags_error(opcode: int, flags: int, store_engine: bool) -> str | None:
+    """Why the ``flags`` (TRANSFER_FLAGS) of a load, store or nop (of the store engine where
+    ``store_engine``) are invalid, or None."""
+    unknown = flags & ~TRANSFER_KNOWN_FLAGS
+    if unknown and opcode != OP_NOP:
+        return f"transfer flags {flags:#x} carry unknown bits {unknown:#x}"
+    if flags & TRANSFER_RELEASE_FIRST and not (opcode == OP_STORE or (opcode == OP_NOP and store_engine)):
+        return "only a store, or a nop of the store engine, releases before its bits (TRANSFER_RELEASE_FIRST)"
+    return None
+
+
 def check_opcodes(program: "EncodedProgram") -> None:
     """Every executed instruction's opcode is one its engine runs (:func:`engine_opcodes`); ValueError
     naming the micro-op otherwise.
@@ -1606,7 +1650,9 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
     runtime allocates by (:meth:`EncodedProgram.check_counts`), each instruction's opcode against its
     engine (:func:`check_opcodes`), each reduction against its instruction and buffer
-    (:func:`check_reductions`) and the regions against their buffers (:func:`check_regions`).
+    (:func:`check_reductions`), the regions against their buffers (:func:`check_regions`), the
+    flag-word records (:func:`check_flag_words`) and each load's and store's flags
+    (:func:`check_transfer_flags`).
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
@@ -1614,6 +1660,7 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     check_reductions(program)
     check_regions(program)
     check_flag_words(program)
+    check_transfer_flags(program)
 
 
 def encode_code(program: EncodedProgram) -> str:
@@ -1675,11 +1722,14 @@ def _sync_text(ins: Instruction) -> str:
     if ins.wait_counter is not None:
         parts.append(f"wait(c{ins.wait_counter}>={ins.get(WAIT_COUNT)}*epoch)")
     signals = _bits(ins.signal_mask)
+    completion = []
     if signals:
-        parts.append("signal(" + ", ".join(f"b{b}" for b in signals) + ")")
+        completion.append("signal(" + ", ".join(f"b{b}" for b in signals) + ")")
     if ins.release_counter is not None:
-        parts.append(f"release(c{ins.release_counter})")
-    return " ".join(parts)
+        completion.append(f"release(c{ins.release_counter})")
+    if ins.opcode in (OP_STORE, OP_NOP) and ins.get(TRANSFER_FLAGS) & TRANSFER_RELEASE_FIRST:
+        completion.reverse()  # in the order the store engine performs them
+    return " ".join(parts + completion)
 
 
 def source_text(program: EncodedProgram, source: int, index: int) -> str:

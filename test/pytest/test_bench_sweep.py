@@ -104,13 +104,14 @@ def test_flag_words_reach_the_mlps_the_sweep_compiles_and_act_goes_as_words_alon
 
 
 def test_hold_streams_reach_the_programs_the_sweep_compiles(capsys):
-    """``--hold-streams`` goes to vdir-pipeline through the compile pool: a stack compiled with it is
-    another encoding, and the run on the simulator still matches the host math; a negative count is
-    refused."""
+    """``--hold-streams`` and ``--release-first`` go to vdir-pipeline through the compile pool: a stack
+    compiled with them is another encoding, and the run on the simulator still matches the host math;
+    a negative count is refused."""
     stack = sweep.Case("stack", 256, 512, 2)
     plain = sweep.compile_case(stack, 8, WEIGHT_TILE_BYTES)["prog"]
     held = sweep.compile_case(stack, 8, WEIGHT_TILE_BYTES, pipeline={"hold_streams": 1})["prog"]
-    assert not np.array_equal(plain.instrs, held.instrs)
+    first = sweep.compile_case(stack, 8, WEIGHT_TILE_BYTES, pipeline={"hold_streams": 1, "release_first": True})["prog"]
+    assert not np.array_equal(plain.instrs, held.instrs) and not np.array_equal(held.instrs, first.instrs)
     assert "--hold-streams must be 0 (none) or positive, not -1" in usage_error(["--sim", "--hold-streams", "-1"], capsys)
-    assert sweep.main(["--sim", "--quick", "--only", "mlp", "--hold-streams", "1"]) == 0
+    assert sweep.main(["--sim", "--quick", "--only", "mlp", "--hold-streams", "1", "--release-first"]) == 0
     assert "PASS" in capsys.readouterr().out

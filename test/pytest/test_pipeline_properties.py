@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from ml_dtypes import bfloat16
 
+from vdir import isa
 from vdir.analysis.flag_words import mark_flag_words, plan_flag_words, words_only_buffers
 from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.analysis.queues import queues_of, waits_on_other_sms
@@ -384,14 +385,24 @@ def test_flag_word_hand_offs_compute_what_the_reference_does(case, seed, max_byt
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs(), st.integers(0, 2**16), st.sampled_from([1, 2]))
-def test_stream_holds_keep_the_invariants_and_the_results(case, seed, phases):
+@given(programs(), st.integers(0, 2**16), st.sampled_from([1, 2]), st.booleans())
+def test_stream_holds_keep_the_invariants_and_the_results(case, seed, phases, release_first):
     """With stream holds (``vdir-hold-streams``) the layout passes the independent check, and the
-    simulator, race checks on, computes the reference's outputs."""
+    simulator, race checks on, computes the reference's outputs, with the stores the stream loads wait
+    for releasing before their bits or not (``vdir-encode{release-first}``)."""
     module, num_sms = case
     graph = compile_graph(module, num_sms, hold_phases=phases)
     check_graph(graph)
-    check_simulator_matches_reference(module, encode(graph), seed)
+    program = encode(graph, release_first=release_first)
+    event(f"a store releases first: {bool(release_first and released_first_records(program))}")
+    check_simulator_matches_reference(module, program, seed)
+
+
+def released_first_records(program) -> int:
+    """How many executed stores and nops carry ``isa.TRANSFER_RELEASE_FIRST``."""
+    words = program.executed_instrs()
+    moves = np.isin(isa.OPCODE.column(words), (isa.OP_STORE, isa.OP_NOP))
+    return int((moves & (isa.TRANSFER_FLAGS.column(words) & isa.TRANSFER_RELEASE_FIRST != 0)).sum())
 
 
 def test_checker_catches_a_waiting_load_on_the_stream_engine():

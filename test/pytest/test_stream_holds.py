@@ -6,24 +6,34 @@ counter, the first later stream load on its SM that reuses a slot of the
 computes its row is made from, read ``phases`` phases or more after it); the
 holds keep every edge pointing forward; and programs compiled with them give
 the same bytes as without on the simulator, whose race checks run.
+
+Release first (``vdir-encode{release-first}``): the rule on stand-in nodes;
+the records it changes (only the flag, and a store's bits moved to its last
+extra release); the kernel's order; the same bytes on the simulator; and a
+forged flag refused before any backend runs it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_ptx_lowering import assemble
 
 import vdir
+from vdir import isa
 from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.queues import check_dependencies_point_forward
 from vdir.analysis.stages import resolve_target
-from vdir.analysis.stream_holds import add_stream_holds, hold_facts, plan_stream_holds
+from vdir.analysis.stream_holds import add_stream_holds, hold_facts, plan_stream_holds, stores_releasing_first
 from vdir.frontend.examples import build_mlp_block, build_mlp_stack
 from vdir.frontend.llama import build_decode_step
 from vdir.isa import index_ranges
+from vdir.lowering.emit import lower_to_ptx
 from vdir.models.llama import NAMED_CONFIGS
 from vdir.target import EngineKind
 from vdir.testing.gpu import gpu
@@ -123,6 +133,14 @@ def outputs(program, seed: int, backend: str = "sim", launches: int = 1) -> dict
         return {k: np.asarray(v).copy() for k, v in out.items()}
 
 
+def released_first(program) -> np.ndarray:
+    """The executed records (their indices) of stores and nops that carry ``isa.TRANSFER_RELEASE_FIRST``
+    (a compute keeps its family in that byte)."""
+    words = program.executed_instrs()
+    stores_or_nops = np.isin(isa.OPCODE.column(words), (isa.OP_STORE, isa.OP_NOP))
+    return np.nonzero(stores_or_nops & (isa.TRANSFER_FLAGS.column(words) & isa.TRANSFER_RELEASE_FIRST != 0))[0]
+
+
 @pytest.mark.parametrize(("module", "sms", "options"), [
     (build_mlp_block(256, 1024), 4, {}),
     (build_mlp_stack(2, 256, 512), 8, {}),
@@ -133,12 +151,14 @@ def outputs(program, seed: int, backend: str = "sim", launches: int = 1) -> dict
 def test_holds_change_the_encoding_not_the_bytes(module, sms, options):
     plain = compile_to_encoded(module, num_sms=sms, **options)
     held = compile_to_encoded(module, num_sms=sms, hold_streams=1, **options)
+    first = compile_to_encoded(module, num_sms=sms, hold_streams=1, release_first=True, **options)
     assert not np.array_equal(plain.instrs, held.instrs)
+    assert released_first(first).size and not released_first(held).size
     for seed in (0, 1):
-        a, b = outputs(plain, seed), outputs(held, seed)
-        assert a.keys() == b.keys()
+        a, b, c = outputs(plain, seed), outputs(held, seed), outputs(first, seed)
+        assert a.keys() == b.keys() == c.keys()
         for name in a:
-            assert np.asarray(a[name]).tobytes() == np.asarray(b[name]).tobytes(), name
+            assert np.asarray(a[name]).tobytes() == np.asarray(b[name]).tobytes() == np.asarray(c[name]).tobytes(), name
 
 
 @gpu
@@ -152,3 +172,98 @@ def test_holds_give_the_same_bytes_on_the_gpu(phases):
         assert plain.keys() == held.keys()
         for name in plain:
             assert plain[name].tobytes() == held[name].tobytes(), name
+
+
+def stand_in(id: int, kind: str, sm: int = 0, buffer: int = 0, releases: tuple = (), deps: tuple = (),
+             bits: tuple = (0,)):
+    """A laid-out node as :func:`stores_releasing_first` reads it."""
+    return SimpleNamespace(id=id, kind=kind, sm=sm, buffer=buffer, release_counters=releases, deps=list(deps),
+                           signal_bits=list(bits))
+
+
+def test_release_first_takes_the_releasing_stores_a_stream_load_on_their_sm_waits_for_without_their_bytes():
+    held = stand_in(1, "store", buffer=2, releases=(0,))
+    quiet = stand_in(2, "store", buffer=2)  # releases nothing: no fence to keep the load out of
+    remote = stand_in(3, "store", sm=1, buffer=2, releases=(1,))
+    wrote = stand_in(4, "store", buffer=5, releases=(2,))  # the load reads its bytes: it waits for them anyway
+    two = stand_in(5, "store", buffer=2, releases=(3, 4))
+    gemv = stand_in(6, "compute")
+    bitless = stand_in(7, "store", buffer=2, releases=(5,), bits=())  # its waiters wait through a later store
+    loads = [stand_in(10, "load", buffer=7, deps=[(gemv,), (held,)]),
+             stand_in(11, "load", buffer=7, deps=[(quiet, remote), (bitless,)]),
+             stand_in(12, "load", buffer=5, deps=[(wrote,)]),
+             stand_in(13, "load", buffer=7, deps=[(gemv, two)])]
+    assert stores_releasing_first(loads) == {1, 5}  # type: ignore[arg-type]
+    assert stores_releasing_first([]) == set()
+
+
+def test_release_first_changes_only_the_flag_where_the_store_releases_one_counter():
+    module = build_mlp_block(2048, 8192)
+    held = compile_to_encoded(module, hold_streams=1)
+    first = compile_to_encoded(module, hold_streams=1, release_first=True)
+    a, b = held.executed_instrs(), first.executed_instrs()
+    changed = np.nonzero((a != b).any(axis=1))[0]
+    # one hold per SM: the first down tile, behind the last activation store
+    assert len(changed) == 132 and np.array_equal(changed, released_first(first))
+    flag = isa.TRANSFER_RELEASE_FIRST << isa.TRANSFER_FLAGS.shift
+    assert np.array_equal(a[changed] ^ b[changed], np.tile(np.eye(1, isa.INSTR_WORDS, 0, dtype=np.uint32) * flag,
+                                                           (len(changed), 1)))
+    assert all(isa.OPCODE.get(w) == isa.OP_STORE and isa.RELEASE_COUNTER.get(w) for w in b[changed])
+    # the listing writes them in the order the store engine performs them (records, not loops)
+    listing = isa.disassemble(compile_to_encoded(module, hold_streams=1, release_first=True, reroll=False))
+    assert len(re.findall(r"store .*release\(c\d+\) signal\(b\d+\)", listing)) == len(changed)
+
+
+def test_a_store_of_several_counters_toggles_its_bits_after_its_last_release():
+    """The tiny decode step holds stores that release two counters: the store's record and its extra
+    release's nop carry the flag, and the bits move to the nop."""
+    module = build_decode_step(NAMED_CONFIGS["tiny"])
+    held = compile_to_encoded(module, num_sms=8, hold_streams=1)
+    first = compile_to_encoded(module, num_sms=8, hold_streams=1, release_first=True)
+    a, b = held.executed_instrs(), first.executed_instrs()
+    ops, uid = isa.OPCODE.column(b), isa.UOP_ID.column(b)
+    nops = [k for k in released_first(first).tolist() if ops[k] == isa.OP_NOP]
+    assert nops
+    for k in nops:
+        store = k - 1
+        while ops[store] == isa.OP_NOP:
+            store -= 1
+        assert uid[store] == uid[k] and ops[store] == isa.OP_STORE and store in released_first(first)
+        assert isa.SIGNAL_MASK.get(b[store]) == 0 and isa.SIGNAL_MASK.get(b[k]) == isa.SIGNAL_MASK.get(a[store])
+        assert isa.SIGNAL_MASK.get(a[k]) == 0 and k + 1 == len(b) or uid[k + 1] != uid[k]
+
+
+def test_the_kernel_releases_before_the_bits_only_where_a_store_says_so():
+    module = build_mlp_block(256, 1024)
+    plain = lower_to_ptx(compile_to_encoded(module, num_sms=4, hold_streams=1))
+    first = lower_to_ptx(compile_to_encoded(module, num_sms=4, hold_streams=1, release_first=True))
+    release, bits = "red.release.gpu.global.add.u32", "atom.release.cta.shared.xor.b64"
+    assert first.count(release) == plain.count(release) + 1
+    # the store engine's completion: a release under the flag, the bits, the release without it
+    assert re.search(rf"{re.escape(release)}[^\n]*\n(?:[^\n]*\n){{0,3}}[^\n]*{re.escape(bits)}"
+                     rf"(?:[^\n]*\n){{1,4}}[^\n]*{re.escape(release)}", first)
+    assemble(first)
+
+
+@pytest.mark.parametrize("forge, message", [
+    (lambda w: isa.TRANSFER_FLAGS.set(w, 0x80), r"transfer flags 0x80 carry unknown bits 0x80"),
+    (lambda w: isa.TRANSFER_FLAGS.set(w, isa.TRANSFER_RELEASE_FIRST),
+     r"only a store, or a nop of the store engine, releases before its bits \(TRANSFER_RELEASE_FIRST\)"),
+])
+def test_a_forged_transfer_flag_is_refused_before_any_backend_runs_it(forge, message):
+    program = compile_to_encoded(build_mlp_block(256, 1024), num_sms=4)
+    load = next(i for i, w in enumerate(program.instrs) if isa.OPCODE.get(w) == isa.OP_LOAD)
+    forge(program.instrs[load])
+    with pytest.raises(ValueError, match=r"\(SM \d+, \w+ engine, queue position \d+\): " + message):
+        vdir.compile(program, backend="sim")
+
+
+def test_a_release_first_nop_off_the_store_engine_is_refused():
+    program = compile_to_encoded(build_mlp_block(256, 1024), num_sms=4)
+    ops = isa.OPCODE.column(program.instrs)
+    compute = int(np.nonzero(ops == isa.OP_COMPUTE)[0][0])
+    isa.OPCODE.set(program.instrs[compute], isa.OP_NOP)
+    isa.TRANSFER_FLAGS.set(program.instrs[compute], isa.TRANSFER_RELEASE_FIRST)
+    with pytest.raises(ValueError, match=r"compute engine, queue position \d+\): only a store, or a nop of the "
+                                         r"store engine"):
+        vdir.compile(program, backend="sim")

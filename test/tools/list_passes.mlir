@@ -26,6 +26,7 @@
 // CHECK:        vdir-encode {{ +}}Encode the laid-out program into per-engine instruction streams.
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
+// CHECK-NEXT:       release-first=false
 // CHECK-NEXT:   vdir-pipeline {{ +}}All vdir passes in order.
 // CHECK-NEXT:       target=""
 // CHECK-NEXT:       num-sms=<unset>
@@ -42,6 +43,7 @@
 // CHECK-NEXT:       side-loads=idle
 // CHECK-NEXT:       flag-words=0
 // CHECK-NEXT:       hold-streams=0
+// CHECK-NEXT:       release-first=false
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

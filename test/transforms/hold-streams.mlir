@@ -3,6 +3,8 @@
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=2},vdir-schedule,vdir-alloc-smem,vdir-hold-streams{phases=2}' | filecheck %s --check-prefix=BEFORE
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 hold-streams=1}' -t isa | filecheck %s --check-prefix=ISA
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t isa | filecheck %s --check-prefix=PLAIN
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 hold-streams=1 release-first=true}' -t isa | filecheck %s --check-prefix=FIRST
+// RUN: vdir-opt %s -p 'vdir-place{num-sms=2},vdir-schedule,vdir-alloc-smem,vdir-hold-streams,vdir-layout-deps,vdir-encode{release-first=true}' -t isa | filecheck %s --check-prefix=FIRST
 
 // Each SM multiplies four 64 KiB tiles of @w and stores its rows of @mid,
 // which both SMs load back for a second gemv over 64 KiB tiles of @u. A
@@ -30,6 +32,14 @@
 // ISA:          3: store {{.*}} signal(b[[B:[0-9]+]]) release(c0)  // store to @mid[i=6]
 // ISA:        sm 0 stream:
 // ISA:          7: load  @u+262144 {{.*}} wait(b[[B]]={{[01]}}) {{.*}}// %ut[j=4]
+// With release-first, the store that the held tile waits for releases its
+// counter before it toggles that bit: the tile issues after the release's
+// fence. The stores before it release nothing and keep their order.
+// FIRST:      sm 0 store:
+// FIRST:        1: store {{.*}} wait(b3=1) signal(b2)  // store to @mid[i=2]
+// FIRST:        3: store {{.*}} wait(b0=1) release(c0) signal(b[[B:[0-9]+]])  // store to @mid[i=6]
+// FIRST:      sm 0 stream:
+// FIRST:        7: load  @u+262144 {{.*}} wait(b[[B]]={{[01]}}) {{.*}}// %ut[j=4]
 // PLAIN:      sm 0 compute:
 // PLAIN:        3: gemv({{.*}} signal(b[[G:[0-9]+]])  // %p[i=6]
 // PLAIN:      sm 0 stream:

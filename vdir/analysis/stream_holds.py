@@ -42,12 +42,22 @@ only the residual add after it); that load's readers all at least
 ``phases`` phases after the store. The edge keeps program order (the store
 comes first), the order every queue follows, so no wait can deadlock.
 
-One order to watch on the GPU: a store toggles its bits before its
-release (``vdir.lowering.kernel.sync.signal``), so the held tile may issue
-while the release's fence still waits. Whether that fence then waits for it
-too (if it drains the SM's copies rather than those issued before it) is
-for the GPU to say; if it does, the bits of a held store would have to move
-after its release.
+**Release first.** A store toggles its bits, then releases its counter
+(``vdir.lowering.kernel.sync.signal``): a held tile sees the bits and
+issues while the release's fence still waits, and the fence may wait for it
+too. With ``vdir-encode{release-first=true}`` (``vdir-pipeline{release-first=true}``;
+off by default, not yet timed on the GPU) a store that releases a counter
+and whose bits a stream load on its SM waits for, other than a load of the
+bytes it wrote, releases first and toggles its bits after
+(:func:`stores_releasing_first`; the encoder marks it
+``isa.TRANSFER_RELEASE_FIRST``, and where the store releases several
+counters, the extra releases' ``nop`` records after it as well, the last of
+them toggling the bits): the tile then issues once the fences are done.
+Both are releases of the same writes, and the store still completes before
+the engine reads its next instruction, so the order is only a matter of
+time. Besides the holds, a small stream tile (an attention mask or bias)
+that reuses the slot a releasing store reads waits so: 8 stores of the
+whole-GPU MLP block, 67 of the 1B decode step's 18,641 releasing stores.
 
 Whether the holds pay is for the GPU to say; ``vdir-pipeline{hold-streams=N}``
 (``phases`` N; 0, the default: none) and the pass ``vdir-hold-streams{phases=N}``
@@ -143,3 +153,17 @@ def add_stream_holds(holds: list[tuple[Node, Node]], intern: GroupInterner | Non
     for store, load in holds:
         if not any(store in group for group in load.deps):
             load.deps.append(intern([store]))
+
+
+def stores_releasing_first(stream_queue: list[Node]) -> set[int]:
+    """The ids of the stores that release their counters before their bits (see the module), among
+    laid-out nodes: each store that releases a counter, toggles bits, and that a load of
+    ``stream_queue`` (one SM's stream engine) waits for directly without reading its buffer (a hold, or
+    a slot's reuse; a load of the bytes the store wrote waits for them, and would wait for the fence as
+    well). A store whose waiters wait through a later store's bits toggles none: nothing to reorder."""
+    out: set[int] = set()
+    for load in stream_queue:
+        for group in load.deps:
+            out.update(p.id for p in group if p.kind == "store" and p.sm == load.sm
+                       and p.release_counters and p.signal_bits and p.buffer != load.buffer)
+    return out

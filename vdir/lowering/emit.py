@@ -40,6 +40,15 @@ def uses_flag_words(program: isa.EncodedProgram) -> bool:
     return bool(isa.moves_flag_words(program.instrs.reshape(-1, isa.INSTR_WORDS)).any())
 
 
+def uses_release_first(program: isa.EncodedProgram) -> bool:
+    """Whether some store of the program releases its counter before its bits
+    (``isa.TRANSFER_RELEASE_FIRST``): only then does the store engine read the flag, so every other
+    program lowers to the same text as before."""
+    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
+    stores = isa.OPCODE.column(instrs) == isa.OP_STORE
+    return bool((isa.TRANSFER_FLAGS.column(instrs)[stores] & isa.TRANSFER_RELEASE_FIRST).any())
+
+
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:
     if target is None:
         target = program.target
@@ -88,7 +97,8 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
                           minnctapersm=1, cluster=opts.cluster_size if opts.cluster_size > 1 else None)
     mod.body.block.add_op(kernel)
     build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program),
-                 flag_words=uses_flag_words(program))
+                 flag_words=uses_flag_words(program),
+                 release_first=uses_release_first(program))
     return mod
 
 

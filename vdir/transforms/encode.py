@@ -36,9 +36,11 @@ from vdir.analysis.queues import QUEUE_ORDER, check_queue_positions_follow_progr
 from vdir.analysis.reroll import FoundLoop, find_loops, with_loops
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
+from vdir.analysis.stream_holds import stores_releasing_first
 from vdir.diagnostics import PassFailure, VdirError
 from vdir.dialects.vdir import REDUCE_CODES, EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
+from vdir.target import EngineKind
 
 
 def _mask(bits) -> int:
@@ -160,22 +162,26 @@ def _check_input_count(node: Node) -> None:
         )
 
 
-def encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None = None) -> list[list[int]]:
+def encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None = None,
+                release_first: bool = False) -> list[list[int]]:
     """The instruction words for one node: extra counter waits, itself, extra releases.
 
     ``flag_words``: where each buffer's flag words lie (:func:`flag_word_layout`; None: worked out here).
+    ``release_first``: a store that releases its counter before its bits
+    (``isa.TRANSFER_RELEASE_FIRST``, :func:`~vdir.analysis.stream_holds.stores_releasing_first`).
     A value that does not fit its instruction field (a row stride, a
     condition's coefficient, ...) is a located error naming the micro-op.
     """
     try:
         if node.flag_words and flag_words is None:
             flag_words = flag_word_layout(graph)
-        return _encode_node(node, graph, flag_words)
+        return _encode_node(node, graph, flag_words, release_first)
     except ValueError as e:
         raise PassFailure(f"{node.name} cannot be encoded: {e}", loc=node.loc) from None
 
 
-def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None) -> list[list[int]]:
+def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None,
+                 release_first: bool) -> list[list[int]]:
     waits = node.wait_counters
     releases = node.release_counters
     out: list[list[int]] = []
@@ -204,7 +210,20 @@ def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None) ->
         nop = _row(isa.OP_NOP, node.id)
         isa.RELEASE_COUNTER.set(nop, extra + 1)
         out.append(nop)
+    if release_first and node.kind == "store" and releases:
+        _release_before_bits(out[-len(releases):])
     return out
+
+
+def _release_before_bits(records: list[list[int]]) -> None:
+    """Mark a store's ``records`` (its own, then a ``nop`` per extra counter) to release before they
+    toggle (``isa.TRANSFER_RELEASE_FIRST``), the store's bits moved to the last of them: every release
+    then comes before the bits (``vdir.analysis.stream_holds``)."""
+    bits = isa.SIGNAL_MASK.get(records[0])
+    isa.SIGNAL_MASK.set(records[0], 0)
+    isa.SIGNAL_MASK.set(records[-1], bits)
+    for record in records:
+        isa.TRANSFER_FLAGS.set(record, isa.TRANSFER_FLAGS.get(record) | isa.TRANSFER_RELEASE_FIRST)
 
 
 class _Unhandled(VdirError):
@@ -229,6 +248,8 @@ _W_WAIT_MASK = isa.W_WAIT_MASK
 _W_WAIT_PARITY = isa.W_WAIT_PARITY
 _W_SIGNAL_MASK = isa.W_SIGNAL_MASK
 _W_RELEASE_COUNTER = isa.W_RELEASE_COUNTER
+_W_TRANSFER_FLAGS = isa.TRANSFER_FLAGS.word
+_RELEASE_FIRST_BITS = isa.TRANSFER_RELEASE_FIRST << isa.TRANSFER_FLAGS.shift
 _OPCODE_OF_CLASS, _MAX_INPUTS = isa.OPCODE_OF_CLASS, isa.MAX_INPUTS
 
 
@@ -290,6 +311,9 @@ class _NodeEncoder:
         self.first_trip_counts = first_trip_counts(graph) if first_trips is None else first_trips
         #: where each buffer's flag words lie in the sync block (the counters are assigned by now)
         self.flag_words = flag_word_layout(graph)
+        #: the ids of the stores that release their counter before their bits (set per SM by
+        #: :func:`encode_sms`: :func:`~vdir.analysis.stream_holds.stores_releasing_first`)
+        self.release_first: set[int] = set()
 
     def __call__(self, node: Node) -> None:
         """Append ``node``'s records (:func:`encode_node`) to :attr:`words`."""
@@ -304,7 +328,7 @@ class _NodeEncoder:
                 fast(node)
             except Exception:
                 del words[start:]  # the records of the fast path's attempt
-                self.append(encode_node(node, self.graph, self.flag_words))
+                self.append(encode_node(node, self.graph, self.flag_words, node.id in self.release_first))
 
     def append(self, records: list[list[int]]) -> None:
         """Append records made field by field (their words already range-checked) to :attr:`words`."""
@@ -398,6 +422,10 @@ class _NodeEncoder:
             row[_W_WAIT_COUNT] = self.first_trip_counts[uid]
         if releases:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
+            if kind == "store" and uid in self.release_first:
+                if len(releases) > 1:
+                    raise _Unhandled  # its bits move to its last nop: _release_before_bits
+                row[_W_TRANSFER_FLAGS] |= _RELEASE_FIRST_BITS
         if node.guard is not None:
             _guard_fields(row, node)  # type: ignore[arg-type]
         words += row
@@ -501,16 +529,20 @@ def join_chunks(parts: list[tuple[np.ndarray, list[list[tuple[int, int]]]]]) -> 
 
 def encode_sms(graph: Graph, sms: Iterable[int], queues: dict[tuple[int, str], list[Node]],
                l2_prefetch: int = DEFAULT_BUDGET, first_trips: dict[int, int] | None = None,
-               ) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+               release_first: bool = False) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """The records of the queues of ``sms`` (SM after SM, in the target's engine order) and their
     table (per SM, each engine's first record and count), counted from the first record.
 
     ``first_trips``: :func:`first_trip_counts` of the graph, where the caller has it already.
+    ``release_first``: the stores a stream load on their SM waits for release before their bits
+    (:func:`~vdir.analysis.stream_holds.stores_releasing_first`, ``isa.TRANSFER_RELEASE_FIRST``).
     """
     engines = graph.target.engine_names
     encoder = _NodeEncoder(graph, first_trips)
     table = []
     for sm in sms:
+        if release_first:
+            encoder.release_first = stores_releasing_first(queues.get((sm, EngineKind.STREAM.value), []))
         prefetches = prefetches_of_sm(graph, queues, sm, l2_prefetch)
         row = []
         for engine in engines:
@@ -522,7 +554,7 @@ def encode_sms(graph: Graph, sms: Iterable[int], queues: dict[tuple[int, str], l
 
 
 def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-           queues: dict[tuple[int, str], list[Node]] | None = None) -> isa.EncodedProgram:
+           queues: dict[tuple[int, str], list[Node]] | None = None, release_first: bool = False) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
 
     With ``reroll``, repeated instruction blocks become loops
@@ -530,10 +562,11 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     ``l2_prefetch``: the bytes each load queue keeps asked of L2 ahead of a
     cross-SM wait (0: no prefetch records; see ``vdir.analysis.l2_prefetch``).
     ``queues``: :func:`~vdir.analysis.queues.queues_of` the graph, where the caller has it already.
+    ``release_first``: as :func:`encode_sms` takes it.
     """
     if queues is None:
         queues = queues_of(graph)
-    instrs, table = encode_sms(graph, range(graph.num_sms), queues, l2_prefetch)
+    instrs, table = encode_sms(graph, range(graph.num_sms), queues, l2_prefetch, release_first=release_first)
     return encoded_program(graph, instrs, table, reroll, uop_names(graph))
 
 
@@ -604,9 +637,10 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
 
 
 def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-                         queues: dict[tuple[int, str], list[Node]] | None = None) -> isa.EncodedProgram:
+                         queues: dict[tuple[int, str], list[Node]] | None = None,
+                         release_first: bool = False) -> isa.EncodedProgram:
     """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
-    program = encode(graph, reroll, l2_prefetch, queues)
+    program = encode(graph, reroll, l2_prefetch, queues, release_first)
     replace_program(module, graph.name, program)
     return program
 
@@ -628,12 +662,17 @@ class EncodePass(ModulePass):
     loops; false writes every executed instruction as its own record.
     Option ``l2-prefetch`` (bytes, default 0): each load queue keeps this many
     bytes of later weight tiles asked of L2 at every cross-SM wait.
+    Option ``release-first`` (default false): a store that releases a counter
+    and whose bits a stream load on its SM waits for releases before it
+    toggles them (``vdir.analysis.stream_holds``), so that the load issues
+    after the release's fence.
     """
 
     name = "vdir-encode"
 
     reroll: bool = True
     l2_prefetch: int = DEFAULT_BUDGET
+    release_first: bool = False
 
     def __post_init__(self) -> None:
         require_option_in_range(self.name, "l2-prefetch", self.l2_prefetch, 0)
@@ -647,4 +686,4 @@ class EncodePass(ModulePass):
                 graph.program_op,
             )
         check_queue_positions_follow_program_order(graph)  # the bits were laid out for that order
-        replace_with_encoded(op, graph, self.reroll, self.l2_prefetch)
+        replace_with_encoded(op, graph, self.reroll, self.l2_prefetch, release_first=self.release_first)

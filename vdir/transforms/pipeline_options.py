@@ -95,6 +95,11 @@ class PipelineOptions(OptionSet):
     ``phases``; 0: none, the default: not yet timed on the GPU): the store's release then finds no
     tile of that slot in flight."""
 
+    release_first: bool = False
+    """A store that releases a counter and whose bits a stream load on its SM waits for (a hold's, or a
+    slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (False, the default:
+    not yet timed on the GPU): the load then issues after the release's fence, not into it."""
+
     def __post_init__(self) -> None:
         try:
             if self.num_sms is not None:

@@ -29,7 +29,7 @@ from vdir.target import EngineKind, TargetDescription
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
                  options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False,
-                 reduces: bool = False, flag_words: bool = False) -> None:
+                 reduces: bool = False, flag_words: bool = False, release_first: bool = False) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
@@ -47,6 +47,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carries the bulk-reduction path (:func:`vdir.lowering.kernel.copies.reduce_rows`).
     ``flag_words``: some load or store moves flag words (``isa.TRANSFER_FLAG_WORDS``): the engines then
     carry those paths (:mod:`vdir.lowering.kernel.flag_words`).
+    ``release_first``: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``):
+    the store engine then reads the flag (:func:`vdir.lowering.kernel.sync.signal`).
     """
     L.check_engines(target)
     assert target.num_sms <= isa.SYNC_MAX_SMS, "the sync block holds a finish count per SM"
@@ -72,7 +74,7 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
-        reduces=reduces, flag_words=flag_words,
+        reduces=reduces, flag_words=flag_words, release_first=release_first,
     )
     if options.uniform_checks:
         b.uniform_check = lambda pred: check_uniform(c, pred)

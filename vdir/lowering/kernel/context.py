@@ -59,6 +59,9 @@ class Ctx:
     reduces: bool = False  # some store reduces (``isa.REDUCE``): the store engine has the reduction path
     #: some load or store moves flag words (``isa.TRANSFER_FLAG_WORDS``): the engines have those paths
     flag_words: bool = False
+    #: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``): the store
+    #: engine reads the flag
+    release_first: bool = False
     #: u32: the launches done, this launch's epoch less one (``kernel.launch.launches_done``: worked out
     #: after the prologue's barrier)
     launches_done: SSAValue | None = None

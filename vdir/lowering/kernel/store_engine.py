@@ -97,7 +97,7 @@ def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) ->
     write_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
     _settle_writes(c, unsettled)
     b.raw("bar.warp.sync", "%d" % FULL)
-    signal(c, f.signal, f.rel, lane0)
+    signal(c, f.signal, f.rel, lane0, _releases_first(c, f))
     b.raw("bar.warp.sync", "%d" % FULL)
     b.bra(completed)
     b.place(plain)
@@ -165,10 +165,21 @@ def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
     b.place(full)
     _perform_writes(c)
     b.raw("bar.warp.sync", "%d" % FULL)
-    signal(c, f.signal, f.rel, lane0)
+    signal(c, f.signal, f.rel, lane0, _releases_first(c, f))
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("mov.u32", None, 0, dst=unsettled)
     b.place(done)
+
+
+def _releases_first(c: Ctx, f: Fields) -> SSAValue | None:
+    """Whether store ``f`` releases its counter before it toggles its bits (``isa.TRANSFER_RELEASE_FIRST``:
+    a stream load on the SM waits for those bits, ``vdir.analysis.stream_holds``); None in a kernel
+    whose program has no such store (``Ctx.release_first``), which keeps the usual order."""
+    if not c.release_first:
+        return None
+    b = c.b
+    flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_RELEASE_FIRST)
+    return b.setp("ne.u32", flags, 0)
 
 
 def _settle_writes(c: Ctx, unsettled: SSAValue) -> None:

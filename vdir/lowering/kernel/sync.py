@@ -29,6 +29,8 @@ Memory-model notes, written where the instructions are emitted:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.ir import SSAValue
 
 from vdir.lowering import layout as L
@@ -199,12 +201,35 @@ def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp
     b.place(go)
 
 
-def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
+def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue, release_first: SSAValue | None = None) -> None:
     """Completion by ``leader``: toggle the signal bits, release the counter.
 
     The caller has made the role's writes visible to ``leader`` (a barrier;
     async-proxy writes also fenced with ``fence.proxy.async``).
+    ``release_first`` (a store's ``isa.TRANSFER_RELEASE_FIRST``; None: never)
+    swaps the two where it holds: the counter's release, then the bits.
+
+    Memory-model note: both are releases of the same writes, so either order
+    gives every waiter what it waits for. The swap is for time: the release's
+    ``MEMBAR.GPU`` waits for the SM's bulk copies in flight, and a stream
+    load that waits on the bits would otherwise issue while it waits and
+    lengthen it (``vdir.analysis.stream_holds``).
     """
+    b = c.b
+    if release_first is None:
+        _toggle_bits(c, sig, leader)
+        has_rel = b.i("and.pred", "pred", b.setp("ne.u32", rel, 0), leader)
+        _counter_release(c, rel)(has_rel)
+        return
+    has_rel = b.i("and.pred", "pred", b.setp("ne.u32", rel, 0), leader)
+    release = _counter_release(c, rel)
+    release(b.i("and.pred", "pred", has_rel, release_first))
+    _toggle_bits(c, sig, leader)
+    release(b.i("and.pred", "pred", has_rel, b.i("not.pred", "pred", release_first)))
+
+
+def _toggle_bits(c: Ctx, sig: SSAValue, leader: SSAValue) -> None:
+    """``leader`` toggles the signal bits ``sig`` (none where ``sig`` is 0)."""
     b = c.b
     # release at cta scope (per half with xor32, see the module): everything
     # this role wrote to shared memory happens-before a waiter's ld.acquire
@@ -217,17 +242,25 @@ def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue) -> None:
     else:
         p = b.i("and.pred", "pred", b.setp("ne.b64", sig, 0), leader)
         b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
-    has_rel = b.setp("ne.u32", rel, 0)
-    p = b.i("and.pred", "pred", has_rel, leader)
+
+
+def _counter_release(c: Ctx, rel: SSAValue) -> Callable[[SSAValue], None]:
+    """A function that emits the release of counter ``rel`` (index + 1) under a predicate (the
+    caller's: ``rel`` is not 0 and the thread leads), the counter's address computed once, here."""
+    b = c.b
     ridx = b.i("add.u32", "u32", rel, -1)
-    # red.release.gpu is a release: cumulative over the writes of the whole
-    # role (ordered before this thread by the caller's barrier), which become
-    # visible before the counter moves. Option release_fence=1 adds the
-    # equivalent fence.acq_rel.gpu in front of it (measured: 3% slower on the
-    # 16-layer MLP stack, no other effect).
-    if c.options.release_fence:
-        b.raw("fence.acq_rel.gpu", "", guard=p)
     roff = b.i("mul.wide.u32", "u64", ridx, 4)
     raddr = b.i("add.u64", "u64", c.counters, roff)
-    # release at gpu scope: pairs with the waiting SM's ld.acquire.gpu
-    b.raw("red.release.gpu.global.add.u32", "[{0}], 1", ins=[raddr], guard=p)
+
+    def release(p: SSAValue) -> None:
+        # red.release.gpu is a release: cumulative over the writes of the whole
+        # role (ordered before this thread by the caller's barrier), which become
+        # visible before the counter moves. Option release_fence=1 adds the
+        # equivalent fence.acq_rel.gpu in front of it (measured: 3% slower on the
+        # 16-layer MLP stack, no other effect).
+        if c.options.release_fence:
+            b.raw("fence.acq_rel.gpu", "", guard=p)
+        # release at gpu scope: pairs with the waiting SM's ld.acquire.gpu
+        b.raw("red.release.gpu.global.add.u32", "[{0}], 1", ins=[raddr], guard=p)
+
+    return release
