@@ -49,6 +49,7 @@
 #              GPU tests, the 1B step timed with N = 1 and 2, each with and without release-first,
 #              and release-first alone, beside the default in one process, a trace of layer 5 of the
 #              default and of N = 2 with release-first (--stores: the releasing stores' durations),
+#              the 1B step with the lowering option batch_releases beside the default and its GPU test,
 #              and the 16-layer stacks 2048/8192 and 4096/14336 with and without both
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
@@ -161,6 +162,11 @@ for what in $steps; do
         --pipeline hold-streams=1,release-first=true --pipeline hold-streams=2,release-first=true \
         --pipeline release-first=true --json "$OUT/holds-decode.json" 2>&1 | tee "$OUT/holds-decode.log"
       trace_pair holds hold-streams=2,release-first=true hold2first
+      timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
+        --torch-compile none --lowering batch_releases=1 --json "$OUT/holds-batch-decode.json" 2>&1 \
+        | tee "$OUT/holds-batch-decode.log"
+      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_batch_releases.py \
+        2>&1 | tee "$OUT/holds-batch-test.log" | tail -n 3
       for holds in "" "--hold-streams 2 --release-first" "" "--hold-streams 2 --release-first"; do  # alternated
         timeout ${SWEEP_TIMEOUT:-420} python3 bench/bench_sweep.py --only mlp --torch-compile none \
           --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" $holds 2>&1 \

@@ -70,7 +70,7 @@ def test_builder_output_is_checked_by_the_verifier():
 
 
 @pytest.mark.parametrize("options", [{}, {"tensor_copies": 0}, {"load_path": "lsu"}, {"release_fence": 1},
-                                     {"bit_signal": "xor32"}])
+                                     {"bit_signal": "xor32"}, {"batch_releases": 1}])
 def test_kernel_with_every_family_verifies(options):
     """The kernel with every family, on each load path, is well-typed ptx IR."""
     a = ProgramAssembler(2, [isa.BufferInfo("b", (1, 64), "bf16", False)], 4096, num_counters=1)

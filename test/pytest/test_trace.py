@@ -224,7 +224,8 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
     return all(line in rest for line in short)
 
 
-@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1", "control_warp=1"])
+@pytest.mark.parametrize("options", ["", "load_path=lsu", "tensor_copies=0 release_fence=1", "control_warp=1",
+                                     "batch_releases=1"])
 def test_trace_option_only_adds_the_stamps_and_assembles(options):
     """The traced kernel is the plain one plus the parameter, the CTA's SM and the stamps (eight without
     the compute control warp, ten with it), each after the SM words at the head of the buffer; it

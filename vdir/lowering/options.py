@@ -134,6 +134,14 @@ class LoweringOptions(OptionSet):
     so that what launching in clusters costs, and whether every SM's CTA stays resident, are measured
     before hand-offs inside a cluster use it (docs/performance.md, round 29)."""
 
+    batch_releases: bool = False
+    """In a kernel that walks plain queues and moves no flag words, a store that releases a counter
+    defers its completion where the next store also releases one and is ready as it ends (its wait
+    met, not on this store's bits): that store then copies, and one ``fence.acq_rel.gpu`` releases
+    both (``vdir.lowering.kernel.store_engine``). Two hand-off stores in a row then pay one fence
+    instead of two, each of which waits for the SM's copies in flight (docs/performance.md, round 8);
+    the first one's consumers wait for the second's copies. Not yet timed on the GPU, hence off."""
+
     trace: bool = False
     """Stamp each executed instruction's start and end (``%globaltimer``) into a trace buffer.
 

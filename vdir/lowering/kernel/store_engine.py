@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -11,7 +13,7 @@ from vdir.lowering.kernel.copies import buffer_address, reduce_rows, store_rows,
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, region_fields
 from vdir.lowering.kernel.flag_words import is_flag_words, write_flag_words
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
-from vdir.lowering.kernel.sync import signal, spin_wait
+from vdir.lowering.kernel.sync import ready_check, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
@@ -44,6 +46,7 @@ def store_engine(c: Ctx) -> None:
     pos = b.var("u32", 0)
     unsettled = b.var("u32", 0)  # 1 while a quiet store's writes may be in flight (_complete)
     fe = SmemFetcher(c, q, engine)
+    pending = _Pending(fe, pos, b.var("b64", 0), b.var("u32", 0)) if _batches(c) else None
     fe.prime(pos)
     top, done, nxt = b.new_label("st_top"), b.new_label("st_done"), b.new_label("st_next")
     b.place(top)
@@ -58,7 +61,7 @@ def store_engine(c: Ctx) -> None:
     _settle_writes(c, unsettled)
     _copy_region(c, f, nxt, engine, pos, done)
     b.place(nxt)
-    _complete(c, f, lane0, unsettled)
+    _complete(c, f, lane0, unsettled, pending)
     if completed is not None:
         b.place(completed)
     stamp(c, q.exec_start, pos, L.TRACE_END, lane0)
@@ -134,7 +137,26 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     store_rows(c, gptr, src0, rows, row_bytes, stride)
 
 
-def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
+@dataclass(frozen=True)
+class _Pending:
+    """A releasing store whose completion waits for the next store's (lowering option
+    ``batch_releases``, :func:`_complete_batched`): its bits and counter (0: none pending), with the
+    window and position the next store is read from."""
+
+    fetcher: SmemFetcher
+    pos: SSAValue
+    signal: SSAValue
+    rel: SSAValue
+
+
+def _batches(c: Ctx) -> bool:
+    """Whether the store engine batches releases (option ``batch_releases``): only where it walks a
+    plain queue (it reads the next instruction ahead, ``SmemFetcher.fields_at``) and moves no flag
+    words (whose stores complete on a path of their own)."""
+    return c.options.batch_releases and not c.loops and not c.flag_words
+
+
+def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue, pending: _Pending | None = None) -> None:
     """Wait for the store's bulk copies, make every write visible, then lane 0 signals the bits and
     releases the counter; a quiet store (no bits, no counter) only waits until its copies have read
     their source, and leaves ``unsettled`` set.
@@ -165,9 +187,53 @@ def _complete(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) -> None:
     b.place(full)
     _perform_writes(c)
     b.raw("bar.warp.sync", "%d" % FULL)
-    signal(c, f.signal, f.rel, lane0, _releases_first(c, f))
+    if pending is None:
+        signal(c, f.signal, f.rel, lane0, _releases_first(c, f))
+    else:
+        _complete_batched(c, f, lane0, pending)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.i("mov.u32", None, 0, dst=unsettled)
+    b.place(done)
+
+
+def _complete_batched(c: Ctx, f: Fields, lane0: SSAValue, pending: _Pending) -> None:
+    """Signal store ``f`` (its writes performed), batching releases (``batch_releases``): with a store
+    pending, one fence releases both; else ``f`` is left pending where it releases a counter and the
+    next instruction is a store that releases one and is ready now, not waiting on ``f``'s bits; else
+    it signals as usual.
+
+    Memory-model note: ``fence.acq_rel.gpu`` followed by ``red.relaxed.gpu``
+    is a release pattern, cumulative over the writes ordered before the
+    fence: both stores' copies are performed and proxy-fenced by then, and
+    the lanes' reach lane 0 through the warp barrier. The pending store's
+    bits toggle after the next store's copies, before its own: completion
+    stays in queue order, as ``vdir-layout-deps`` assumes. The next store
+    was ready without this store's bits, so deferring them cannot hold it
+    (the round-20 hazard needs a wait on a held toggle), and a store that
+    releases nothing, or that is not ready, flushes at once.
+    """
+    b = c.b
+    flush, usual, done = b.new_label("st_flush"), b.new_label("st_usual"), b.new_label("st_signalled")
+    b.bra(flush, b.setp("ne.u32", pending.rel, 0), uniform=True)
+    b.bra(usual, b.setp("eq.u32", f.rel, 0), uniform=True)
+    nxt = b.i("add.u32", "u32", pending.pos, 1)
+    b.bra(usual, b.setp("ge.u32", nxt, c.queue.count), uniform=True)  # past the end: stale words
+    g = pending.fetcher.fields_at(nxt, ahead=True)
+    b.bra(usual, b.setp("ne.u32", g.read(isa.OPCODE), isa.OP_STORE), uniform=True)
+    b.bra(usual, b.setp("eq.u32", g.rel, 0), uniform=True)
+    b.bra(usual, b.setp("ne.b64", b.i("and.b64", "b64", g.mask, f.signal), 0), uniform=True)
+    b.bra(usual, ready_check(c, g, warp_uniform=True)[0], neg=True, uniform=True)
+    b.i("mov.b64", None, f.signal, dst=pending.signal)
+    b.i("mov.u32", None, f.rel, dst=pending.rel)
+    b.bra(done)
+    b.place(flush)
+    b.raw("fence.acq_rel.gpu", "", guard=lane0)
+    for sig, rel in ((pending.signal, pending.rel), (f.signal, f.rel)):
+        signal(c, sig, rel, lane0, relaxed=True)
+    b.i("mov.u32", None, 0, dst=pending.rel)
+    b.bra(done)
+    b.place(usual)
+    signal(c, f.signal, f.rel, lane0, _releases_first(c, f))
     b.place(done)
 
 

@@ -201,13 +201,18 @@ def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp
     b.place(go)
 
 
-def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue, release_first: SSAValue | None = None) -> None:
+def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue, release_first: SSAValue | None = None,
+           relaxed: bool = False) -> None:
     """Completion by ``leader``: toggle the signal bits, release the counter.
 
     The caller has made the role's writes visible to ``leader`` (a barrier;
     async-proxy writes also fenced with ``fence.proxy.async``).
     ``release_first`` (a store's ``isa.TRANSFER_RELEASE_FIRST``; None: never)
     swaps the two where it holds: the counter's release, then the bits.
+    ``relaxed``: ``leader`` has executed ``fence.acq_rel.gpu`` since those
+    writes, so the counter's add is ``red.relaxed.gpu`` (a fence and a
+    strong write after it are a release pattern; the store engine's batched
+    releases, lowering option ``batch_releases``).
 
     Memory-model note: both are releases of the same writes, so either order
     gives every waiter what it waits for. The swap is for time: the release's
@@ -219,8 +224,9 @@ def signal(c: Ctx, sig: SSAValue, rel: SSAValue, leader: SSAValue, release_first
     if release_first is None:
         _toggle_bits(c, sig, leader)
         has_rel = b.i("and.pred", "pred", b.setp("ne.u32", rel, 0), leader)
-        _counter_release(c, rel)(has_rel)
+        _counter_release(c, rel, relaxed)(has_rel)
         return
+    assert not relaxed, "a batched release follows its fence: nothing to order before the bits"
     has_rel = b.i("and.pred", "pred", b.setp("ne.u32", rel, 0), leader)
     release = _counter_release(c, rel)
     release(b.i("and.pred", "pred", has_rel, release_first))
@@ -244,15 +250,19 @@ def _toggle_bits(c: Ctx, sig: SSAValue, leader: SSAValue) -> None:
         b.raw("atom.release.cta.shared.xor.b64", "{0}, [{1}], {2}", outs=["b64"], ins=[c.base, sig], guard=p)
 
 
-def _counter_release(c: Ctx, rel: SSAValue) -> Callable[[SSAValue], None]:
+def _counter_release(c: Ctx, rel: SSAValue, relaxed: bool = False) -> Callable[[SSAValue], None]:
     """A function that emits the release of counter ``rel`` (index + 1) under a predicate (the
-    caller's: ``rel`` is not 0 and the thread leads), the counter's address computed once, here."""
+    caller's: ``rel`` is not 0 and the thread leads), the counter's address computed once, here;
+    ``relaxed``: a relaxed add after the caller's fence (:func:`signal`)."""
     b = c.b
     ridx = b.i("add.u32", "u32", rel, -1)
     roff = b.i("mul.wide.u32", "u64", ridx, 4)
     raddr = b.i("add.u64", "u64", c.counters, roff)
 
     def release(p: SSAValue) -> None:
+        if relaxed:  # after the caller's fence.acq_rel.gpu: a release pattern, pairs as the red.release does
+            b.raw("red.relaxed.gpu.global.add.u32", "[{0}], 1", ins=[raddr], guard=p)
+            return
         # red.release.gpu is a release: cumulative over the writes of the whole
         # role (ordered before this thread by the caller's barrier), which become
         # visible before the counter moves. Option release_fence=1 adds the
