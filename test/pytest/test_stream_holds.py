@@ -175,24 +175,25 @@ def test_holds_give_the_same_bytes_on_the_gpu(phases):
 
 
 def stand_in(id: int, kind: str, sm: int = 0, buffer: int = 0, releases: tuple = (), deps: tuple = (),
-             bits: tuple = (0,)):
-    """A laid-out node as :func:`stores_releasing_first` reads it."""
+             bits: tuple = (0,), waits: tuple = (0,)):
+    """A laid-out node as :func:`stores_releasing_first` reads it (``bits``: those it toggles,
+    ``waits``: those it waits on)."""
     return SimpleNamespace(id=id, kind=kind, sm=sm, buffer=buffer, release_counters=releases, deps=list(deps),
-                           signal_bits=list(bits))
+                           signal_bits=list(bits), wait_bits=dict.fromkeys(waits, 1))
 
 
-def test_release_first_takes_the_releasing_stores_a_stream_load_on_their_sm_waits_for_without_their_bytes():
+def test_release_first_takes_the_releasing_stores_whose_bits_a_stream_load_on_their_sm_waits_on():
     held = stand_in(1, "store", buffer=2, releases=(0,))
     quiet = stand_in(2, "store", buffer=2)  # releases nothing: no fence to keep the load out of
     remote = stand_in(3, "store", sm=1, buffer=2, releases=(1,))
     wrote = stand_in(4, "store", buffer=5, releases=(2,))  # the load reads its bytes: it waits for them anyway
-    two = stand_in(5, "store", buffer=2, releases=(3, 4))
+    two = stand_in(5, "store", buffer=2, releases=(3, 4), bits=(3,))
     gemv = stand_in(6, "compute")
-    bitless = stand_in(7, "store", buffer=2, releases=(5,), bits=())  # its waiters wait through a later store
+    implied = stand_in(7, "store", buffer=2, releases=(5,), bits=(4,))  # the load's wait on it was dropped
     loads = [stand_in(10, "load", buffer=7, deps=[(gemv,), (held,)]),
-             stand_in(11, "load", buffer=7, deps=[(quiet, remote), (bitless,)]),
+             stand_in(11, "load", buffer=7, deps=[(quiet, remote), (implied,)]),
              stand_in(12, "load", buffer=5, deps=[(wrote,)]),
-             stand_in(13, "load", buffer=7, deps=[(gemv, two)])]
+             stand_in(13, "load", buffer=7, deps=[(gemv, two)], waits=(0, 3))]
     assert stores_releasing_first(loads) == {1, 5}  # type: ignore[arg-type]
     assert stores_releasing_first([]) == set()
 

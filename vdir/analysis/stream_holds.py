@@ -47,7 +47,7 @@ comes first), the order every queue follows, so no wait can deadlock.
 issues while the release's fence still waits, and the fence may wait for it
 too. With ``vdir-encode{release-first=true}`` (``vdir-pipeline{release-first=true}``;
 off by default, not yet timed on the GPU) a store that releases a counter
-and whose bits a stream load on its SM waits for, other than a load of the
+and whose bits a stream load on its SM waits on, other than a load of the
 bytes it wrote, releases first and toggles its bits after
 (:func:`stores_releasing_first`; the encoder marks it
 ``isa.TRANSFER_RELEASE_FIRST``, and where the store releases several
@@ -55,9 +55,12 @@ counters, the extra releases' ``nop`` records after it as well, the last of
 them toggling the bits): the tile then issues once the fences are done.
 Both are releases of the same writes, and the store still completes before
 the engine reads its next instruction, so the order is only a matter of
-time. Besides the holds, a small stream tile (an attention mask or bias)
-that reuses the slot a releasing store reads waits so: 8 stores of the
-whole-GPU MLP block, 67 of the 1B decode step's 18,641 releasing stores.
+time. Besides the holds, a small stream tile (a residual slice, an
+attention mask or bias) that reuses the slot a releasing store read waits
+so: 8 stores of the whole-GPU MLP block, 49 of the 1B decode step's 18,641
+releasing stores. A hold whose wait ``vdir-layout-deps`` finds implied (the
+stream engine waits for something later before it anyway) marks nothing:
+with ``phases`` 2, most of the 1B step's.
 
 Whether the holds pay is for the GPU to say; ``vdir-pipeline{hold-streams=N}``
 (``phases`` N; 0, the default: none) and the pass ``vdir-hold-streams{phases=N}``
@@ -156,14 +159,16 @@ def add_stream_holds(holds: list[tuple[Node, Node]], intern: GroupInterner | Non
 
 
 def stores_releasing_first(stream_queue: list[Node]) -> set[int]:
-    """The ids of the stores that release their counters before their bits (see the module), among
-    laid-out nodes: each store that releases a counter, toggles bits, and that a load of
-    ``stream_queue`` (one SM's stream engine) waits for directly without reading its buffer (a hold, or
-    a slot's reuse; a load of the bytes the store wrote waits for them, and would wait for the fence as
-    well). A store whose waiters wait through a later store's bits toggles none: nothing to reorder."""
+    """The ids of the stores that release their counters before their bits (see the module), among one
+    SM's laid-out nodes: each store that releases a counter and whose toggle a load of
+    ``stream_queue`` (the SM's stream engine) waits for, its bits among the load's, other than a load
+    of the bytes the store wrote (which waits for them, and would wait for the fence as well). A
+    dependency that ``vdir-layout-deps`` found implied by other waits (a hold of a tile whose stream
+    had to wait for something later anyway) has no bit, and marks nothing."""
     out: set[int] = set()
     for load in stream_queue:
+        waits = load.wait_bits
         for group in load.deps:
-            out.update(p.id for p in group if p.kind == "store" and p.sm == load.sm
-                       and p.release_counters and p.signal_bits and p.buffer != load.buffer)
+            out.update(p.id for p in group if p.kind == "store" and p.sm == load.sm and p.release_counters
+                       and p.buffer != load.buffer and any(bit in waits for bit in p.signal_bits))
     return out
