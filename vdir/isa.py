@@ -21,7 +21,7 @@ import functools
 import math
 import sys
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -1243,6 +1243,19 @@ def check_transfer_flags(program: "EncodedProgram") -> None:
     forged record should not pass for one it runs as written). A nop's other bits are read by no
     engine. A queue table that does not match the target's engines, or malformed loop records, are
     left to the readers that report them."""
+    for engine, spec, sm, words in _checked_queues(program):
+        opcodes, flags = OPCODE.column(words), TRANSFER_FLAGS.column(words)
+        flagged = np.isin(opcodes, (OP_LOAD, OP_STORE, OP_NOP)) & (flags != 0)
+        for k in np.nonzero(flagged)[0].tolist():
+            why = transfer_flags_error(int(opcodes[k]), int(flags[k]), spec.kind == EngineKind.STORE)
+            if why is not None:
+                raise ValueError(f"{program.describe(sm, engine, k)}: {why}")
+
+
+def _checked_queues(program: "EncodedProgram") -> Iterator[tuple[int, EngineSpec, int, np.ndarray]]:
+    """(engine index, its spec, SM, executed records) of each queue, engine by engine, of a program
+    whose queue table matches its target's engines and whose loop records are well formed; none
+    otherwise (left to the readers that report those)."""
     target = get_target(program.target)
     if any(len(row) != target.num_engines for row in program.queues):
         return
@@ -1252,13 +1265,7 @@ def check_transfer_flags(program: "EncodedProgram") -> None:
         return
     for engine, spec in enumerate(target.engines):
         for sm in range(len(program.queues)):
-            words = program.executed_queue(sm, engine)
-            opcodes, flags = OPCODE.column(words), TRANSFER_FLAGS.column(words)
-            flagged = np.isin(opcodes, (OP_LOAD, OP_STORE, OP_NOP)) & (flags != 0)
-            for k in np.nonzero(flagged)[0].tolist():
-                why = transfer_flags_error(int(opcodes[k]), int(flags[k]), spec.kind == EngineKind.STORE)
-                if why is not None:
-                    raise ValueError(f"{program.describe(sm, engine, k)}: {why}")
+            yield engine, spec, sm, program.executed_queue(sm, engine)
 
 
 def transfer_flags_error(opcode: int, flags: int, store_engine: bool) -> str | None:
@@ -1282,23 +1289,15 @@ def check_opcodes(program: "EncodedProgram") -> None:
     queue table that does not match the target's engines, or malformed loop
     records, are left to the readers that report them.
     """
-    target = get_target(program.target)
-    if any(len(row) != target.num_engines for row in program.queues):
-        return
-    try:
-        program.check_loops()
-    except LoopFormError:
-        return
-    for engine, spec in enumerate(target.engines):
+    for engine, spec, sm, words in _checked_queues(program):
         allowed = np.array(sorted(engine_opcodes(spec)), dtype=np.uint32)
-        for sm in range(len(program.queues)):
-            opcodes = OPCODE.column(program.executed_queue(sm, engine))
-            bad = np.nonzero(~np.isin(opcodes, allowed))[0]
-            if bad.size:
-                pos = int(bad[0])
-                name = OPCODE_NAMES.get(int(opcodes[pos]), f"opcode {int(opcodes[pos])}")
-                raise ValueError(f"{program.describe(sm, engine, pos)}: a {name} instruction cannot run on the "
-                                 f"{spec.name} engine")
+        opcodes = OPCODE.column(words)
+        bad = np.nonzero(~np.isin(opcodes, allowed))[0]
+        if bad.size:
+            pos = int(bad[0])
+            name = OPCODE_NAMES.get(int(opcodes[pos]), f"opcode {int(opcodes[pos])}")
+            raise ValueError(f"{program.describe(sm, engine, pos)}: a {name} instruction cannot run on the "
+                             f"{spec.name} engine")
 
 
 def check_reductions(program: "EncodedProgram") -> None:
