@@ -32,7 +32,9 @@ def store_engine(c: Ctx) -> None:
     instruction. It must: ``vdir-layout-deps`` allocates the dependency bits
     on that order, and a later instruction whose wait reuses a bit an
     earlier store toggles would see that wait met too early while the
-    toggle was held back (``docs/performance.md``, round 20). A store that
+    toggle was held back (``docs/performance.md``, round 20); with the
+    lowering option ``batch_releases`` a releasing store may complete with
+    the next one, which it then cannot hold (:func:`_complete_batched`). A store that
     nothing waits on (no bits, no counter: a result of the launch) completes
     once its copies have read their source (:func:`_complete`); the next
     store's copies wait for its writes first (:func:`_settle_writes`).
@@ -205,7 +207,7 @@ def _complete_batched(c: Ctx, f: Fields, lane0: SSAValue, pending: _Pending) -> 
     Memory-model note: ``fence.acq_rel.gpu`` followed by ``red.relaxed.gpu``
     is a release pattern, cumulative over the writes ordered before the
     fence: both stores' copies are performed and proxy-fenced by then, and
-    the lanes' reach lane 0 through the warp barrier. The pending store's
+    the other lanes' writes reach lane 0 through the warp barrier. The pending store's
     bits toggle after the next store's copies, before its own: completion
     stays in queue order, as ``vdir-layout-deps`` assumes. The next store
     was ready without this store's bits, so deferring them cannot hold it
