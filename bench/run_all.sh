@@ -45,12 +45,14 @@
 #              vdir-pipeline{flag-words=4096} beside the default in one process, a trace of layer 5
 #              of each (--handoffs --stores), and compute-sanitizer on a small stack whose act rows
 #              are scratch and handed over as words alone
-#   holds    - the stream holds (vdir-pipeline{hold-streams=N}) and release-first in one go: their
-#              GPU tests, the 1B step timed with N = 1 and 2, each with and without release-first,
-#              and release-first alone, beside the default in one process, a trace of layer 5 of the
-#              default and of N = 2 with release-first (--stores: the releasing stores' durations),
-#              the 1B step with the lowering option batch_releases beside the default and its GPU test,
-#              and the 16-layer stacks 2048/8192 and 4096/14336 with and without both
+#   holds    - the stream holds (vdir-pipeline{hold-streams=N}), release-first and batch_releases:
+#              their GPU tests, then the 1B step timed with N = 1 and 2, each with and without
+#              release-first, and release-first alone, beside the default in one process
+#   holds-batch - the 1B step with the lowering option batch_releases beside the default, and a
+#              trace of layer 5 of the default and of N = 2 with release-first (--stores: the
+#              releasing stores' durations)
+#   holds-stacks - the 16-layer stacks 2048/8192 and 4096/14336 with and without N = 2 and
+#              release-first, alternated
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -68,7 +70,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -154,19 +156,19 @@ for what in $steps; do
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|max rel err|Error|exit " "$OUT/flagwords-san_$tool.log" | sort \
           | uniq -c | head -n 12 | sed "s/^/$tool: /" | tee -a "$OUT/info.log"
       done ;;
-    holds)
-      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_stream_holds.py 2>&1 \
-        | tee "$OUT/holds-test.log" | tail -n 5
+    holds)  # about one 10-minute call; holds-batch and holds-stacks are the rest of the round
+      timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_stream_holds.py \
+        test/pytest/test_batch_releases.py 2>&1 | tee "$OUT/holds-test.log" | tail -n 5
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
         --torch-compile none --pipeline hold-streams=1 --pipeline hold-streams=2 \
         --pipeline hold-streams=1,release-first=true --pipeline hold-streams=2,release-first=true \
-        --pipeline release-first=true --json "$OUT/holds-decode.json" 2>&1 | tee "$OUT/holds-decode.log"
-      trace_pair holds hold-streams=2,release-first=true hold2first
+        --pipeline release-first=true --json "$OUT/holds-decode.json" 2>&1 | tee "$OUT/holds-decode.log" ;;
+    holds-batch)
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 256 \
         --torch-compile none --lowering batch_releases=1 --json "$OUT/holds-batch-decode.json" 2>&1 \
         | tee "$OUT/holds-batch-decode.log"
-      timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_batch_releases.py \
-        2>&1 | tee "$OUT/holds-batch-test.log" | tail -n 3
+      trace_pair holds hold-streams=2,release-first=true hold2first ;;
+    holds-stacks)
       for holds in "" "--hold-streams 2 --release-first" "" "--hold-streams 2 --release-first"; do  # alternated
         timeout ${SWEEP_TIMEOUT:-420} python3 bench/bench_sweep.py --only mlp --torch-compile none \
           --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" $holds 2>&1 \
