@@ -40,7 +40,7 @@ def test_the_option_changes_the_kernel_only_where_asked():
     assemble(batched)
 
 
-@pytest.mark.parametrize("options", [{"run_loops": True}, {}])
+@pytest.mark.parametrize("options", [{"run_loops": True}, {}], ids=["runs-loops", "flag-words"])
 def test_a_kernel_that_runs_loops_or_moves_flag_words_keeps_the_usual_completion(options):
     """The store engine reads the next instruction ahead only from a plain queue, and a flag-word
     store completes on a path of its own: there the option changes nothing."""

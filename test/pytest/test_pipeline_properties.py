@@ -35,8 +35,8 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from ml_dtypes import bfloat16
+from test_stream_holds import released_first
 
-from vdir import isa
 from vdir.analysis.flag_words import mark_flag_words, plan_flag_words, words_only_buffers
 from vdir.analysis.graph import Graph, Node, build_graph
 from vdir.analysis.queues import queues_of, waits_on_other_sms
@@ -394,15 +394,9 @@ def test_stream_holds_keep_the_invariants_and_the_results(case, seed, phases, re
     graph = compile_graph(module, num_sms, hold_phases=phases)
     check_graph(graph)
     program = encode(graph, release_first=release_first)
-    event(f"a store releases first: {bool(release_first and released_first_records(program))}")
+    event(f"a store releases first: {bool(released_first(program).size)}")
     check_simulator_matches_reference(module, program, seed)
 
-
-def released_first_records(program) -> int:
-    """How many executed stores and nops carry ``isa.TRANSFER_RELEASE_FIRST``."""
-    words = program.executed_instrs()
-    moves = np.isin(isa.OPCODE.column(words), (isa.OP_STORE, isa.OP_NOP))
-    return int((moves & (isa.TRANSFER_FLAGS.column(words) & isa.TRANSFER_RELEASE_FIRST != 0)).sum())
 
 
 def test_checker_catches_a_waiting_load_on_the_stream_engine():

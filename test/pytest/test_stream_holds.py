@@ -231,7 +231,7 @@ def test_a_store_of_several_counters_toggles_its_bits_after_its_last_release():
             store -= 1
         assert uid[store] == uid[k] and ops[store] == isa.OP_STORE and store in released_first(first)
         assert isa.SIGNAL_MASK.get(b[store]) == 0 and isa.SIGNAL_MASK.get(b[k]) == isa.SIGNAL_MASK.get(a[store])
-        assert isa.SIGNAL_MASK.get(a[k]) == 0 and k + 1 == len(b) or uid[k + 1] != uid[k]
+        assert isa.SIGNAL_MASK.get(a[k]) == 0 and (k + 1 == len(b) or uid[k + 1] != uid[k])
 
 
 def test_the_kernel_releases_before_the_bits_only_where_a_store_says_so():

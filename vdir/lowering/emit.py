@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from vdir import isa
 from vdir.dialects import ptx
 from vdir.lowering import layout as L
@@ -41,12 +43,12 @@ def uses_flag_words(program: isa.EncodedProgram) -> bool:
 
 
 def uses_release_first(program: isa.EncodedProgram) -> bool:
-    """Whether some store of the program releases its counter before its bits
-    (``isa.TRANSFER_RELEASE_FIRST``): only then does the store engine read the flag, so every other
-    program lowers to the same text as before."""
+    """Whether some store, or store-engine nop (``isa.check_transfer_flags`` allows it nowhere else), of
+    the program releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``): only then does
+    the store engine read the flag, so every other program lowers to the same text as before."""
     instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
-    stores = isa.OPCODE.column(instrs) == isa.OP_STORE
-    return bool((isa.TRANSFER_FLAGS.column(instrs)[stores] & isa.TRANSFER_RELEASE_FIRST).any())
+    completes = np.isin(isa.OPCODE.column(instrs), (isa.OP_STORE, isa.OP_NOP))
+    return bool((isa.TRANSFER_FLAGS.column(instrs)[completes] & isa.TRANSFER_RELEASE_FIRST).any())
 
 
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:

@@ -248,8 +248,6 @@ _W_WAIT_MASK = isa.W_WAIT_MASK
 _W_WAIT_PARITY = isa.W_WAIT_PARITY
 _W_SIGNAL_MASK = isa.W_SIGNAL_MASK
 _W_RELEASE_COUNTER = isa.W_RELEASE_COUNTER
-_W_TRANSFER_FLAGS = isa.TRANSFER_FLAGS.word
-_RELEASE_FIRST_BITS = isa.TRANSFER_RELEASE_FIRST << isa.TRANSFER_FLAGS.shift
 _OPCODE_OF_CLASS, _MAX_INPUTS = isa.OPCODE_OF_CLASS, isa.MAX_INPUTS
 
 
@@ -394,8 +392,8 @@ class _NodeEncoder:
                 row[w] = i.smem
                 w += 1
         else:
-            if node.dyn is not None or node.reduce is not None or node.flag_words:
-                raise _Unhandled
+            if node.dyn is not None or node.reduce is not None or node.flag_words or uid in self.release_first:
+                raise _Unhandled  # (a store that releases first: its records are _release_before_bits's)
             row = (self.regions.get((node.buffer, id(node.tile), kind)) or self._region_template(node))[:]
             row[_W_SMEM] = node.smem if kind == "load" else node.inputs[0].smem
             row_bytes, es = self.args[node.buffer]
@@ -422,10 +420,6 @@ class _NodeEncoder:
             row[_W_WAIT_COUNT] = self.first_trip_counts[uid]
         if releases:
             row[_W_RELEASE_COUNTER] = releases[0] + 1
-            if kind == "store" and uid in self.release_first:
-                if len(releases) > 1:
-                    raise _Unhandled  # its bits move to its last nop: _release_before_bits
-                row[_W_TRANSFER_FLAGS] |= _RELEASE_FIRST_BITS
         if node.guard is not None:
             _guard_fields(row, node)  # type: ignore[arg-type]
         words += row
