@@ -53,6 +53,10 @@
 #              releasing stores' durations)
 #   holds-stacks - the 16-layer stacks 2048/8192 and 4096/14336 with and without N = 2 and
 #              release-first, alternated
+#   holds-sweep - the whole sweep (gemvs and MLPs, no torch.compile) with and without
+#              hold-streams=1 and release-first, alternated, two rounds
+#   holds-decode - the three decode runs of decode-all, each with hold-streams=1 and
+#              release-first beside the default in one process
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -70,7 +74,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -90,6 +94,14 @@ trace_pair() {
     timeout ${TRACE_TIMEOUT:-300} python3 bench/trace_decode.py --config llama-1b --steps 16 --layers 5 --handoffs \
       --stores --path-layer 5 $pipe > "$OUT/$1-trace-$variant.log" 2>&1
     echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
+  done
+}
+# decode_all: the three decode runs docs/performance.md quotes, each with $DECODE_ARGS
+decode_all() {
+  for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-8b 1024 64"; do
+    set -- $run
+    timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
+      --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
   done
 }
 for what in $steps; do
@@ -136,12 +148,7 @@ for what in $steps; do
     decode)
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
-    decode-all)
-      for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-8b 1024 64"; do
-        set -- $run
-        timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
-          --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
-      done ;;
+    decode-all) decode_all ;;
     flagwords)
       timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu -k flag_words test/pytest 2>&1 \
         | tee "$OUT/flagwords-test.log" | tail -n 5
@@ -174,6 +181,15 @@ for what in $steps; do
           --case "MLP x16 2048/8192" --case "MLP x16 4096/14336" $holds 2>&1 \
           | tee -a "$OUT/holds-stacks.log" | grep -E "MLP x16|PASS|FAIL|release-first" | tee -a "$OUT/info.log"
       done ;;
+    holds-sweep)
+      for holds in "" "--hold-streams 1 --release-first" "" "--hold-streams 1 --release-first"; do  # alternated
+        tag=${holds:+holds}; tag=${tag:-default}
+        timeout ${SWEEP_TIMEOUT:-280} python3 bench/bench_sweep.py --torch-compile none $holds \
+          --json "$OUT/holds-sweep-$tag-$(date +%s).json" 2>&1 | tee -a "$OUT/holds-sweep.log" \
+          | grep -E "gemv|MLP|FAIL|release-first" | tee -a "$OUT/info.log"
+      done ;;
+    holds-decode)
+      DECODE_ARGS="--torch-compile none --pipeline hold-streams=1,release-first=true" decode_all ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
         2>&1 | tee "$OUT/kernel_cache.log" ;;
