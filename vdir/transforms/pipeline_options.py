@@ -92,15 +92,16 @@ class PipelineOptions(OptionSet):
     hold_streams: int = 0
     """Make the weight tile that would issue into a hand-off store's compute slot wait for the store,
     where the tile's readers come at least this many phases after it (``vdir-hold-streams``'
-    ``phases``; 0: none, the default until the H200 has run it: on an H100, with ``release_first``, 1
-    took 4.6% off the 2048/8192 stack and 1% off the 1B step, and alone lost): the store's release then
-    finds no tile of that slot in flight."""
+    ``phases``; 0: none, the default: on an H100, with ``release_first``, 1 took 4.6% off the 2048/8192
+    stack and 1% off the 1B step, and alone lost; on the H200 the pair lost 2% on the 1B step,
+    docs/performance.md rounds 36 and 37): the store's release then finds no tile of that slot in
+    flight."""
 
     release_first: bool = False
     """A store that releases a counter and whose bits a stream load on its SM waits for (a hold's, or a
-    slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (False, the default
-    until the H200 has run it; what makes ``hold_streams`` pay on an H100, docs/performance.md round
-    36): the load then issues after the release's fence, not into it."""
+    slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (False, the default;
+    what makes ``hold_streams`` pay on an H100 but not on the H200, docs/performance.md rounds 36 and
+    37): the load then issues after the release's fence, not into it."""
 
     def __post_init__(self) -> None:
         try:
