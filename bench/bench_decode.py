@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
                    help="also time the step compiled with these vdir-pipeline options (e.g. flag-words=4096,prefetch=1; "
                         "any but target, num-sms and l2-prefetch); repeatable, each timed in this run")
+    p.add_argument("--context-buckets", action="append", default=[], metavar="N[,N]",
+                   help="also time the step with LlamaDecoder's context_buckets, shorter steps for the positions "
+                        "below each N (e.g. 1024,2048); repeatable, each timed in this run")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     for text in lowerings:
         _lowering_options(text)
     l2_prefetches = _byte_list(opts.l2_prefetch)
+    bucket_lists = [(), *(_context_buckets(cfg, text) for text in opts.context_buckets)]
     try:
         import torch
     except ImportError:
@@ -109,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
 
     weights = random_weights(cfg, seed=0)
     ref = TorchStep(cfg, weights)
-    runs = [_run_vdir(v, weights, ref, steps, l2, lowering, pipeline) for v in variants
-            for l2 in l2_prefetches for lowering in lowerings for pipeline in pipelines]
+    runs = [_run_vdir(v, weights, ref, steps, l2, lowering, pipeline, buckets) for v in variants
+            for l2 in l2_prefetches for lowering in lowerings for pipeline in pipelines for buckets in bucket_lists]
     vdir_ms = min(r["vdir_ms"] for r in runs)
 
     def time_torch(step, n: int) -> float:
@@ -226,6 +230,20 @@ def pipeline_options(text: str) -> dict:
     return options.changed()
 
 
+def _context_buckets(cfg: LlamaConfig, text: str) -> tuple[int, ...]:
+    """``"1024,2048"`` -> the context buckets, checked against ``cfg``; a clean exit on a bad one."""
+    from vdir.models.llama import ModelError, bucket_configs
+
+    try:
+        buckets = tuple(int(x) for x in text.split(",") if x)
+        bucket_configs(cfg, buckets)
+    except (ValueError, ModelError) as e:
+        raise _usage_error(f"--context-buckets {text}: {e}") from None
+    if not buckets:
+        raise _usage_error(f"--context-buckets {text!r}: no bucket given")
+    return buckets
+
+
 def _lowering_options(text: str) -> str | None:
     """``"load_ring=16,stream_ring=4"`` -> the lowering options' text (None: the defaults); a clean exit on a bad one."""
     from vdir.lowering.options import LoweringOptionError, LoweringOptions
@@ -238,10 +256,11 @@ def _lowering_options(text: str) -> str | None:
     return options
 
 
-def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "", pipeline: str = "") -> dict:
+def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "", pipeline: str = "",
+              buckets: tuple[int, ...] = ()) -> dict:
     """Compile the step with ``l2_prefetch`` and the vdir-pipeline options ``pipeline``, lower it with the
-    lowering options ``lowering`` (both ``"k=v,k=v"``), time ``steps`` greedy steps, compare 16
-    teacher-forced ones with ``ref``."""
+    lowering options ``lowering`` (both ``"k=v,k=v"``), with shorter steps for the context ``buckets``
+    (compiled alike), time ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
     import torch
 
     from vdir.frontend.llama import build_decode_step
@@ -252,8 +271,9 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
                                  **pipeline_options(pipeline))
     options = _lowering_options(lowering)
-    with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options,
-                      max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
+    bucket_pipeline = {**pipeline_options(pipeline), "l2_prefetch": l2_prefetch} if buckets else None
+    with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options, pipeline=bucket_pipeline,
+                      context_buckets=buckets, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up
@@ -270,10 +290,12 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
     tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
-    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "pipeline": pipeline, "vdir_ms": result.ms_per_token, "compile_s": compile_s,
+    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "pipeline": pipeline,
+         "context_buckets": list(buckets), "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
-          f"{l2_prefetch}, lowering '{lowering or 'defaults'}', pipeline '{pipeline or 'defaults'}': "
+          f"{l2_prefetch}, lowering '{lowering or 'defaults'}', pipeline '{pipeline or 'defaults'}', context buckets "
+          f"{','.join(map(str, buckets)) or 'none'}: "
           f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)

@@ -57,6 +57,10 @@
 #              hold-streams=1 and release-first, alternated, two rounds
 #   holds-decode - the three decode runs of decode-all, each with hold-streams=1 and
 #              release-first beside the default in one process
+#   buckets  - LlamaDecoder's context_buckets: the 1B step over 4096 tokens (1024 steps) with shorter
+#              steps for 1024 and 2048, the 1B step over 1024 (256 steps) with one for 512, and the 8B
+#              step over 1024 (64 steps) with one for 512, each beside the single step in one process;
+#              then the GPU tests of the decoder
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -74,7 +78,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -190,6 +194,14 @@ for what in $steps; do
       done ;;
     holds-decode)
       DECODE_ARGS="--torch-compile none --pipeline hold-streams=1,release-first=true" decode_all ;;
+    buckets)
+      for run in "llama-1b 4096 1024 1024,2048" "llama-1b 1024 256 512" "llama-8b 1024 64 512"; do
+        set -- $run
+        timeout ${DECODE_TIMEOUT:-300} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
+          --torch-compile none --context-buckets "$4" --json "$OUT/buckets-$1-$2.json" 2>&1 | tee "$OUT/buckets-$1-$2.log"
+      done
+      timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_context_buckets.py \
+        2>&1 | tee "$OUT/buckets-test.log" | tail -n 5 ;;
     kcache)
       timeout ${KCACHE_TIMEOUT:-300} python3 bench/bench_kernel_cache.py --json "$OUT/kernel_cache.json" \
         2>&1 | tee "$OUT/kernel_cache.log" ;;

@@ -127,7 +127,8 @@ class Executable:
         self.platform = get_platform(backend, target if target is not None else program.target)
         try:
             self.artifact = self.platform.load_artifact(program, self.options)
-            self._own: list[DeviceBuffer] = [self.platform.allocate(_nbytes(info)) for info in program.buffers]
+            #: the executable's own memory for each buffer, allocated when first needed (:meth:`_own_buffer`)
+            self._own: list[DeviceBuffer | None] = [None] * len(program.buffers)
             self._sync = self.platform.allocate(program.sync_bytes)
             self.platform.fill_zero(self._sync)
             self._scalar_block = self.platform.allocate(4 * max(len(program.scalars), 1))
@@ -301,7 +302,7 @@ class Executable:
         host = _check_host(info, index, array)
         if name in self._bound:
             self.unbind(name)
-        own = self._own[index]
+        own = self._own_buffer(index)
         self.platform.copy_in(own, host)
         self._resident = None
         self._bound[name] = DeviceBuffer(own.handle, own.nbytes, self.platform, owned=False)
@@ -351,7 +352,15 @@ class Executable:
 
     def _current(self, index: int) -> DeviceBuffer:
         bound = self._bound.get(self.program.buffers[index].name)
-        return bound if bound is not None else self._own[index]
+        return bound if bound is not None else self._own_buffer(index)
+
+    def _own_buffer(self, index: int) -> DeviceBuffer:
+        """The executable's own memory for buffer ``index``, allocated the first time it is needed: a
+        buffer bound to a caller's memory before then (another executable's weights) never takes any."""
+        own = self._own[index]
+        if own is None:
+            own = self._own[index] = self.platform.allocate(_nbytes(self.program.buffers[index]))
+        return own
 
     # ---- running ----------------------------------------------------------
     def __call__(self, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
@@ -515,7 +524,8 @@ class Executable:
         if self._closed:
             return
         self._closed = True
-        for buf in [*self._own, *self._bound.values(), self._sync, self._scalar_block]:
+        for buf in [*(own for own in self._own if own is not None), *self._bound.values(), self._sync,
+                    self._scalar_block]:
             self.platform.free(buf)
         self._own, self._bound = [], {}
         self.platform.close()

@@ -68,8 +68,12 @@ class LlamaConfig:
     """The shape of a Llama-family model (Llama 2/3, Qwen3 with ``qk_norm``) and how its step is tiled.
 
     ``max_context`` is the largest position + 1 the compiled step serves;
+    ``attend`` (0: ``max_context``) the positions its attention covers, the
+    caches still laid out for ``max_context``: a step for the early positions
+    only, whose blocks past ``attend`` are not compiled at all (the
+    ``context_buckets`` of :class:`vdir.models.llama.LlamaDecoder`);
     ``block`` the context rows of one attention micro-op (left out:
-    :func:`attention_block_for`); ``proj_rows`` the
+    :func:`attention_block_for` of ``max_context``); ``proj_rows`` the
     weight rows of one projection gemv tile; ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
@@ -96,6 +100,7 @@ class LlamaConfig:
     tied_embeddings: bool = False
     qk_norm: bool = False
     max_context: int = 256
+    attend: int = 0
     block: int = AUTO_CHUNKS
     proj_rows: int = 16
     vocab_rows: int = 16
@@ -124,8 +129,14 @@ class LlamaConfig:
             raise ValueError(f"config: head_dim = {self.head_dim} is not supported (one of {HEAD_DIMS})")
         if self.max_context % self.block:
             raise ValueError(f"config: max_context = {self.max_context} is not a multiple of block = {self.block}")
+        if not (isinstance(self.attend, int) and 0 <= self.attend <= self.max_context):
+            raise ValueError(f"config: attend = {self.attend!r} must be 0 (max_context) or a context of at most "
+                             f"max_context = {self.max_context}")
+        if self.attend % self.block:
+            raise ValueError(f"config: attend = {self.attend} is not a multiple of block = {self.block}")
         if self.blocks % MERGE_MASK_BLOCKS:
-            raise ValueError(f"config: max_context / block = {self.blocks} attention blocks, not a multiple of "
+            raise ValueError(f"config: {'attend' if self.attend else 'max_context'} / block = {self.blocks} "
+                             f"attention blocks, not a multiple of "
                              f"{MERGE_MASK_BLOCKS}: the merge's f32 mask row would not be whole "
                              f"{BULK_COPY_ALIGN}-byte rows")
         for total, rows, what in ((self.hidden, self.proj_rows, "hidden"), (self.head_dim, self.proj_rows, "head_dim"),
@@ -159,9 +170,14 @@ class LlamaConfig:
         return self.heads // self.kv_heads
 
     @property
+    def attended(self) -> int:
+        """The positions the step's attention covers: ``attend``, or ``max_context`` where it is 0."""
+        return self.attend or self.max_context
+
+    @property
     def blocks(self) -> int:
-        """Attention blocks of the largest context."""
-        return self.max_context // self.block
+        """Attention blocks of the attended context."""
+        return self.attended // self.block
 
 
 #: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry
@@ -263,8 +279,9 @@ def decode_tables(cfg: LlamaConfig) -> dict[str, np.ndarray]:
       whose column ``c`` is 0 when ``c < pos - j*block`` (a position before
       ``pos``: the cache holds it) and -inf after (rows up to ``C`` belong to
       blocks from ``pos`` on, which do not run);
-    * ``merge_mask``: ``C x blocks``; row ``pos`` keeps the states of blocks
-      ``j * block < pos`` (the new position's own state is always merged).
+    * ``merge_mask``: ``C x blocks`` (the attended context's blocks); row
+      ``pos`` keeps the states of blocks ``j * block < pos`` (the new
+      position's own state is always merged).
     """
     C, B, S = cfg.max_context, cfg.block, cfg.blocks
     cos, sin = rope_tables(C, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
@@ -315,7 +332,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     if cfg.logit_chunks > 1:
         bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16", scratch=True)
     bufs["best"] = b.buffer("best", (cfg.argmax_parts, 4), "f32", scratch=True)
-    pos = b.scalar("pos", 0, cfg.max_context)
+    pos = b.scalar("pos", 0, cfg.attended)
 
     tok = b.read(bufs["tok"], 0, 0, name="tok_id")
     row = b.load(bufs["emb"], (tok, 0), (1, cfg.hidden), name="emb_row")

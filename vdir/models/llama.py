@@ -83,30 +83,69 @@ class LlamaDecoder:
     ``options`` are the lowering options (``"trace=1"`` records a timeline),
     ``pipeline`` the pass pipeline's (``"flag-words=4096"``; see ``vdir.compile``);
     ``program``, the step already compiled (then it takes no ``pipeline``).
+
+    ``context_buckets``: shorter contexts (each a multiple of four attention
+    blocks, below ``max_context``) to compile a step for as well. A step
+    covering ``attend`` positions has no blocks past them, which the full
+    step runs as skipped micro-ops that still wait and signal (on the 1B
+    shape, compiling for 4096 positions rather than 1024 costs every token
+    about 7%); each position runs the shortest step that covers it. The
+    steps share the weights, the caches and the history (bound, not copied),
+    so the tokens are the same as with the full step alone. ``program`` is
+    the full step's; the buckets' are compiled here with ``pipeline``.
     """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
                  options: Any = None, program: EncodedProgram | None = None, pipeline: Any = None,
-                 **launch_options: Any):
+                 context_buckets: Sequence[int] = (), **launch_options: Any):
         import vdir
 
         _check_weights(cfg, weights)
         self.cfg = cfg
+        buckets = bucket_configs(cfg, context_buckets)
         step = build_decode_step(cfg) if program is None else program
-        self.exe = vdir.compile(step, backend=backend, options=options, pipeline=pipeline, **launch_options)
+        self.exe = vdir.compile(step, backend=backend, options=options,
+                                pipeline=None if program is not None and buckets else pipeline, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
+        #: (positions attended, executable) of the shorter steps, shortest first; the full step is ``exe``
+        self._shorter: list[tuple[int, Any]] = []
+        #: the executable the last step ran: where its logits are
+        self._last = self.exe
         try:
             for name, array in {**device_weights(cfg, weights), **decode_tables(cfg)}.items():
                 self.exe.upload(name, array)
+            for bucket in buckets:
+                exe = vdir.compile(build_decode_step(bucket), backend=backend, options=options, pipeline=pipeline,
+                                   **launch_options)
+                self._shorter.append((bucket.attended, exe))
+                for name in shared_buffers(cfg):
+                    exe.bind_buffer(name, self.exe.buffer(name))
+                exe.upload("merge_mask", decode_tables(bucket)["merge_mask"])
             self.reset()
         except BaseException:
-            self.exe.close()
+            self.close()
             raise
 
     def reset(self) -> None:
         """Start a new sequence: zero the caches, the attention states and the history."""
         for name, (shape, dtype) in state_shapes(self.cfg).items():
             self.exe.upload(name, np.zeros(shape, DTYPES[dtype]))
+        for attended, exe in self._shorter:  # the rest of their state is the full step's, bound
+            shape, dtype = state_shapes(replace(self.cfg, attend=attended))["states"]
+            exe.upload("states", np.zeros(shape, DTYPES[dtype]))
+
+    def _synchronize(self) -> None:
+        """Wait for the queued steps; a device error of any of them raises here."""
+        for _, exe in self._shorter:
+            exe.synchronize()
+        self.exe.synchronize()
+
+    def _step_for(self, pos: int) -> Any:
+        """The executable of the shortest step that covers position ``pos``."""
+        for attended, exe in self._shorter:
+            if pos < attended:
+                return exe
+        return self.exe
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
@@ -116,17 +155,18 @@ class LlamaDecoder:
             if not 0 <= token < self.cfg.vocab:
                 raise ModelError(f"token id {token} is outside the vocabulary of {self.cfg.vocab}")
             self.exe.buffer("tok").write_words([token], stream=self._stream)
-        self.exe.launch(pos=pos, stream=self._stream)
+        self._last = self._step_for(pos)
+        self._last.launch(pos=pos, stream=self._stream)
 
     def history(self, count: int) -> list[int]:
         """The first ``count`` tokens written to the history (waits for the launches)."""
-        self.exe.synchronize()
+        self._synchronize()
         return [int(t) for t in self.exe.buffer("history").numpy()[:count, 0]]
 
     def logits(self) -> np.ndarray:
         """The last step's logits (1 x vocab, bf16; waits for the launches)."""
-        self.exe.synchronize()
-        return self.exe.buffer("logits").numpy()
+        self._synchronize()
+        return self._last.buffer("logits").numpy()
 
     def generate(self, prompt: Sequence[int], tokens: int,
                  progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> Generation:
@@ -150,7 +190,9 @@ class LlamaDecoder:
         return Generation(generated, prompt, time.perf_counter() - t0, total)
 
     def close(self) -> None:
-        """Release the executable."""
+        """Release the executables (the shorter steps first: they hold the full step's buffers)."""
+        for _, exe in self._shorter:
+            exe.close()
         self.exe.close()
 
     def __enter__(self) -> LlamaDecoder:
@@ -158,6 +200,29 @@ class LlamaDecoder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int]) -> list[LlamaConfig]:
+    """The configs of the steps for ``context_buckets`` (:class:`LlamaDecoder`), shortest first: ``cfg``
+    attending that many positions. A :class:`ModelError` naming the bucket where one is not a whole
+    number of positions below ``max_context`` in multiples of four attention blocks."""
+    quantum = cfg.block * MERGE_MASK_BLOCKS
+    configs = []
+    for attend in sorted(set(context_buckets)):
+        if isinstance(attend, bool) or not isinstance(attend, int) or not 0 < attend < cfg.max_context \
+                or attend % quantum:
+            raise ModelError(f"context bucket {attend!r}: a bucket is a context below max_context = "
+                             f"{cfg.max_context} in multiples of {quantum} positions (four attention blocks of "
+                             f"{cfg.block})")
+        configs.append(replace(cfg, attend=attend))
+    return configs
+
+
+def shared_buffers(cfg: LlamaConfig) -> list[str]:
+    """The buffers a shorter step shares with the full one: the weights, the tables of every position,
+    and the state kept from launch to launch but the attention states (whose rows follow the blocks)."""
+    states = [name for name in state_shapes(cfg) if name != "states"]
+    return [*weight_shapes(cfg), "rope_cos", "rope_sin", "attn_bias", *states]
 
 
 def _check_weights(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> None:

@@ -1,0 +1,158 @@
+"""Context buckets: a decode step compiled for the early positions only, beside the full one.
+
+``LlamaConfig.attend`` compiles a step whose attention covers fewer
+positions than the caches hold; ``LlamaDecoder(context_buckets=...)`` runs
+each position on the shortest such step that covers it, sharing the full
+step's weights, caches and history. The tokens and logits must be the same
+bits as with the full step alone, across the bucket's edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from vdir.device_runtime.executable import ArgumentError
+from vdir.frontend.llama import LlamaConfig, build_decode_step, state_shapes
+from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, bucket_configs, shared_buffers
+from vdir.testing.gpu import gpu
+from vdir.testing.llama import random_weights
+from vdir.transforms.pipeline import compile_to_encoded
+
+#: tiny with room for two buckets' worth of blocks: 8 blocks of 16 positions, a bucket of 64 (4 blocks)
+CFG = dataclasses.replace(NAMED_CONFIGS["tiny"], max_context=128)
+BUCKET = 64
+PROMPT = [3, 7, 11]
+
+
+def teacher_forced_logits(decoder: LlamaDecoder, tokens: list[int]) -> list[np.ndarray]:
+    """Each step's logits (bf16 bits) with ``tokens`` fed in, from an empty cache."""
+    decoder.reset()
+    out = []
+    for pos, token in enumerate(tokens):
+        decoder.step(pos, token)
+        out.append(decoder.logits().view(np.uint16).copy())
+    return out
+
+
+def _tokens(count: int) -> list[int]:
+    return [int(t) for t in np.random.default_rng(4).integers(0, CFG.vocab, count)]
+
+
+def test_a_bucket_step_has_no_blocks_past_its_context():
+    full = compile_to_encoded(build_decode_step(CFG))
+    short_cfg = dataclasses.replace(CFG, attend=BUCKET)
+    short = compile_to_encoded(build_decode_step(short_cfg))
+    assert short_cfg.blocks == BUCKET // CFG.block and CFG.blocks == CFG.max_context // CFG.block
+    assert len(short.instrs) < len(full.instrs)
+    scalar = {sc.name: (sc.lo, sc.hi) for sc in short.scalars}
+    assert scalar["pos"] == (0, BUCKET)  # a position the bucket does not cover is refused at launch
+    sizes = {b.name: b.shape for b in short.buffers}
+    for name in shared_buffers(CFG):  # what the full step's buffers are bound to is laid out alike
+        assert sizes[name] == {b.name: b.shape for b in full.buffers}[name], name
+    assert sizes["states"] == state_shapes(short_cfg)["states"][0] != state_shapes(CFG)["states"][0]
+
+
+def test_buckets_give_the_same_logits_bit_for_bit_across_the_edge():
+    weights = random_weights(CFG, seed=1)
+    tokens = _tokens(BUCKET + 8)
+    with LlamaDecoder(CFG, weights) as decoder:
+        want = teacher_forced_logits(decoder, tokens)
+    with LlamaDecoder(CFG, weights, context_buckets=[BUCKET]) as decoder:
+        got = teacher_forced_logits(decoder, tokens)
+        generated = decoder.generate(PROMPT, BUCKET)  # crosses the edge: the history is shared
+    for pos, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert np.array_equal(g, w), f"logits at position {pos}"
+    with LlamaDecoder(CFG, weights) as decoder:
+        assert generated.tokens == decoder.generate(PROMPT, BUCKET).tokens
+
+
+def test_each_position_runs_the_shortest_step_that_covers_it():
+    weights = random_weights(CFG, seed=2)
+    with LlamaDecoder(CFG, weights, context_buckets=[BUCKET]) as decoder:
+        (attended, short), = decoder._shorter
+        assert attended == BUCKET
+        assert [decoder._step_for(p) is short for p in (0, BUCKET - 1, BUCKET, CFG.max_context - 1)] == [
+            True, True, False, False]
+        with pytest.raises(ArgumentError, match="pos"):
+            short.launch(pos=BUCKET)  # the bucket's own launch refuses what it does not cover
+        decoder.step(0, 5)
+        decoder.logits()  # the executable usable after the refused launch
+
+
+@pytest.mark.parametrize(
+    "buckets, message",
+    [
+        ([48], r"context bucket 48: a bucket is a context below max_context = 128 in multiples of 64 positions "
+               r"\(four attention blocks of 16\)"),
+        ([128], "context bucket 128"),
+        ([0], "context bucket 0"),
+        ([True], "context bucket True"),
+        (["64"], "context bucket '64'"),
+    ],
+)
+def test_bad_buckets_are_refused_by_name(buckets, message):
+    with pytest.raises(ModelError, match=message):
+        bucket_configs(CFG, buckets)
+    with pytest.raises(ModelError, match=message):
+        LlamaDecoder(CFG, random_weights(CFG, seed=3), context_buckets=buckets)
+
+
+@pytest.mark.parametrize(
+    "attend, message",
+    [
+        (-16, "attend = -16 must be 0"),
+        (256, "attend = 256 must be 0 .max_context. or a context of at most max_context = 128"),
+        (40, "attend = 40 is not a multiple of block = 16"),
+        (32, r"attend / block = 2 attention blocks, not a multiple of 4"),
+    ],
+)
+def test_configs_with_a_bad_attended_context_are_refused(attend, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(CFG, attend=attend)
+
+
+def test_buckets_share_duplicates_once_and_sort():
+    assert [c.attended for c in bucket_configs(LlamaConfig(**{**_fields(CFG), "max_context": 256}), [128, 64, 128])] \
+        == [64, 128]
+
+
+def _fields(cfg: LlamaConfig) -> dict:
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "name"}
+
+
+def test_an_executable_allocates_no_memory_for_a_buffer_bound_before_its_first_launch():
+    import vdir
+    from vdir.frontend.examples import build_gemv
+
+    exe = vdir.compile(build_gemv(64, 64, rows_per_tile=16, k_chunks=1), num_sms=2)
+    sizes = []
+    allocate = exe.platform.allocate
+    exe.platform.allocate = lambda nbytes: (sizes.append(nbytes), allocate(nbytes))[1]
+    w = np.asarray(np.random.default_rng(0).standard_normal((64, 64)), dtype=np.float32).astype(
+        vdir.families.DTYPES["bf16"])
+    x = np.asarray(np.random.default_rng(1).standard_normal((1, 64)), dtype=np.float32).astype(
+        vdir.families.DTYPES["bf16"])
+    exe.bind_buffer("w", w)
+    y = exe(x=x)
+    assert 64 * 64 * 2 not in sizes and sorted(sizes) == sorted([64 * 2, 64 * 2])  # x and y, not w
+    want = (w.astype(np.float32) @ x.astype(np.float32).T).T
+    assert np.allclose(y.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+    exe.close()
+
+
+@gpu
+def test_buckets_on_the_gpu_give_the_same_logits_bit_for_bit():
+    weights = random_weights(CFG, seed=6)
+    tokens = _tokens(BUCKET + 4)
+    with LlamaDecoder(CFG, weights, backend="cuda") as decoder:
+        want = teacher_forced_logits(decoder, tokens)
+        want_tokens = decoder.generate(PROMPT, BUCKET).tokens
+    with LlamaDecoder(CFG, weights, backend="cuda", context_buckets=[BUCKET]) as decoder:
+        got = teacher_forced_logits(decoder, tokens)
+        got_tokens = decoder.generate(PROMPT, BUCKET).tokens
+    for pos, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert np.array_equal(g, w), f"logits at position {pos}"
+    assert got_tokens == want_tokens
