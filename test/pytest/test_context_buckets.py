@@ -156,3 +156,31 @@ def test_buckets_on_the_gpu_give_the_same_logits_bit_for_bit():
     for pos, (g, w) in enumerate(zip(got, want, strict=True)):
         assert np.array_equal(g, w), f"logits at position {pos}"
     assert got_tokens == want_tokens
+
+
+def test_vdir_generate_takes_context_buckets(capsys):
+    from vdir.tools.vdir_generate import main as generate_main
+
+    argv = ["--random", "tiny", "--max-context", "128", "--prompt", "1,2", "--tokens", "70", "--backend", "sim",
+            "--no-progress"]
+    assert generate_main(argv) == 0
+    want = capsys.readouterr().out.splitlines()[0]
+    assert generate_main([*argv, "--context-buckets", "64"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == want  # the same tokens, across the edge at 64
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("48", "context bucket 48: a bucket is a context below max_context = 128 in multiples of 64 positions"),
+        ("6x", "error: --context-buckets '6x': expected comma-separated context lengths"),
+    ],
+)
+def test_vdir_generate_context_bucket_errors_are_one_line(value, message, capsys):
+    from vdir.tools.vdir_generate import main as generate_main
+
+    argv = ["--random", "tiny", "--max-context", "128", "--prompt", "1", "--backend", "sim", "--no-progress",
+            "--context-buckets", value]
+    assert generate_main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default 16)")
     p.add_argument("--backend", choices=backend_names(), default=None, help="default: cuda when a GPU is usable")
     p.add_argument("--max-context", type=int, default=None, help="positions the compiled step serves")
+    p.add_argument("--context-buckets", default="", metavar="N[,N]",
+                   help="also compile steps for these shorter contexts, e.g. 1024,2048: each position runs the "
+                        "shortest step that covers it (multiples of four attention blocks below --max-context)")
     p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or default_backend()
     progress = None if args.no_progress else _progress_bar()
     with limits_in_effect(limits):
-        with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline) as decoder:
+        with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline,
+                          context_buckets=_context_buckets(args.context_buckets)) as decoder:
             result = decoder.generate(prompt, args.tokens, progress=progress)
             compiled = {"compile_seconds": decoder.exe.compile_seconds, "compile_cache_hit": decoder.exe.compile_cache_hit}
     print("tokens: " + ",".join(map(str, result.tokens)))
@@ -104,6 +108,14 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps({**result.to_json(), **compiled, "backend": backend, "config": cfg.name},
                                               indent=1))
     return 0
+
+
+def _context_buckets(text: str) -> list[int]:
+    """``--context-buckets 1024,2048`` -> the bucket sizes (the decoder checks them against the config)."""
+    try:
+        return [int(t, 0) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UserError(f"error: --context-buckets {text!r}: expected comma-separated context lengths") from None
 
 
 def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:
