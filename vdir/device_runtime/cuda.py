@@ -21,11 +21,12 @@ the launch path is latency-bound, and its objects would add a layer per call.)
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import functools
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -59,6 +60,20 @@ def _driver():
     from cuda.bindings import driver  # pyright: ignore[reportAttributeAccessIssue] -- a compiled module, no stubs
 
     return driver
+
+
+@contextlib.contextmanager
+def _relaxed_capture() -> Iterator[None]:
+    """This thread in the relaxed stream-capture mode for the block, as other libraries' allocators do: a
+    ``cuMemAlloc`` or a synchronous copy in it is allowed while a caller's stream is being captured in a
+    graph (and is not part of the graph)."""
+    drv = _driver()
+    relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+    previous = _check(drv.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
+    try:
+        yield
+    finally:
+        drv.cuThreadExchangeStreamCaptureMode(previous)
 
 
 def _check(res: Any, what: str) -> Any:
@@ -320,8 +335,11 @@ class CudaPlatform(Platform):
 
     # -- memory ------------------------------------------------------------
     def allocate(self, nbytes: int) -> DeviceBuffer:
-        """``cuMemAlloc`` (at least 16 bytes, so every buffer is 256-aligned)."""
-        ptr = _check(_driver().cuMemAlloc(max(int(nbytes), 16)), "cuMemAlloc")
+        """``cuMemAlloc`` (at least 16 bytes, so every buffer is 256-aligned), in the relaxed capture mode:
+        an executable allocates a buffer of its own at the launch that first needs it, which may be
+        captured in a graph."""
+        with _relaxed_capture():
+            ptr = _check(_driver().cuMemAlloc(max(int(nbytes), 16)), "cuMemAlloc")
         buf = DeviceBuffer(handle=int(ptr), nbytes=int(nbytes), platform=self)
         self._buffers[int(ptr)] = buf
         return buf
@@ -458,13 +476,8 @@ class CudaPlatform(Platform):
         """
         tables = artifact.tables.pop(ptrs, None)
         if tables is None:
-            drv = _driver()
-            relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-            previous = _check(drv.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
-            try:
+            with _relaxed_capture():
                 tables = self._build_tables(artifact, ptrs)
-            finally:
-                drv.cuThreadExchangeStreamCaptureMode(previous)
             self._evict_tables(artifact)
         tables.captured = tables.captured or foreign
         artifact.tables[ptrs] = tables  # most recently used last
