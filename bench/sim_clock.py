@@ -18,7 +18,11 @@ divided by it), as a change against the default clock. It ranks the levers
 by the model before any is built: a cost that moves a program by little
 is not where its time goes.
 
-    python bench/sim_clock.py [--decode] [--stack] [--only gemv|mlp] [--sensitivity F]
+``--buckets`` models the 1B step compiled for 4096 positions, whole and
+as the shorter steps of ``LlamaDecoder``'s ``context_buckets``, at one
+position that each covers.
+
+    python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
 """
 
 from __future__ import annotations
@@ -185,6 +189,28 @@ def print_decode() -> Simulated:
     return base
 
 
+#: ``--buckets``: the compiled context, and the attended contexts (LlamaConfig.attend) of its shorter steps
+BUCKET_CONTEXT, BUCKETS = 4096, (1024, 2048)
+
+
+def print_buckets() -> None:
+    """The 1B step compiled for :data:`BUCKET_CONTEXT` positions, whole and attending each of :data:`BUCKETS`
+    (``LlamaDecoder``'s ``context_buckets``), modelled at :data:`DECODE_POS`: what a bucket saves a position
+    it covers."""
+    print(f"\n| 1B step over {BUCKET_CONTEXT} positions, at position {DECODE_POS} | modelled ms | vs the whole step |"
+          "\n| --- | ---: | ---: |")
+    whole = None
+    for attend in (0, *BUCKETS):
+        cfg = dataclasses.replace(decode_configs()["llama-1b"], max_context=BUCKET_CONTEXT, attend=attend)
+        program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS)
+        arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
+        ms = Simulated("", program, arrays, None, (DECODE_POS,)).modelled_us() / 1000.0
+        whole = whole or ms
+        label = f"attending {attend}" if attend else "whole"
+        print(f"  1B step, {label}: {ms:.3f} ms", file=sys.stderr, flush=True)
+        print(f"| {label} | {ms:.3f} | {ms / whole:.3f} |")
+
+
 def print_sensitivity(programs: list[Simulated], factor: float) -> None:
     """Each program's modelled time with each of :data:`SENSITIVITY_COSTS` scaled by ``factor`` in turn,
     as a change against its default clock."""
@@ -207,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("gemv", "mlp"), help="only the gemvs, or only the MLPs")
     p.add_argument("--stack", action="store_true", help="also the 16-layer MLP stack (about 10 s)")
     p.add_argument("--decode", action="store_true", help="also the 1B decode step and its variants (minutes)")
+    p.add_argument("--buckets", action="store_true",
+                   help=f"also the 1B step over {BUCKET_CONTEXT} positions whole and with its context buckets "
+                        f"{', '.join(map(str, BUCKETS))} (minutes)")
     p.add_argument("--sensitivity", type=float, metavar="F",
                    help="also each program's time with each cost of the clock scaled by F in turn")
     opts = p.parse_args(argv)
@@ -217,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     print_sweep(programs)
     if opts.decode:
         programs.append(print_decode())
+    if opts.buckets:
+        print_buckets()
     if opts.sensitivity is not None:
         print_sensitivity(programs, opts.sensitivity)
     print(f"\n({time.time() - t0:.0f} s on the CPU)")

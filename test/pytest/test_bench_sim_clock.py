@@ -66,3 +66,24 @@ def test_a_factor_that_is_not_positive_is_refused(capsys):
     with pytest.raises(SystemExit) as e:
         sim_clock.main(["--only", "gemv", "--sensitivity", "0"])
     assert e.value.code == 2 and "a factor above 0" in capsys.readouterr().err
+
+
+def test_the_buckets_table_models_each_shorter_step_against_the_whole(monkeypatch, capsys):
+    import dataclasses
+
+    from vdir.models.llama import NAMED_CONFIGS
+
+    tiny = dataclasses.replace(NAMED_CONFIGS["tiny"], max_context=256)  # 16 blocks of 16 positions
+    monkeypatch.setattr(sim_clock, "decode_configs", lambda: {"llama-1b": tiny})
+    monkeypatch.setattr(sim_clock, "BUCKET_CONTEXT", 256)
+    monkeypatch.setattr(sim_clock, "BUCKETS", (64, 128))
+    monkeypatch.setattr(sim_clock, "DECODE_POS", 20)
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    assert sim_clock.main(["--only", "gemv", "--buckets"]) == 0
+    rows = {cells[0]: cells[1:] for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("| whole", "| attending"))
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert list(rows) == ["whole", "attending 64", "attending 128"]
+    assert rows["whole"][1] == "1.000"
+    # fewer skipped blocks: each shorter step is modelled faster, the shortest fastest
+    assert float(rows["attending 64"][1]) < float(rows["attending 128"][1]) < 1.0
