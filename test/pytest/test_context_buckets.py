@@ -72,10 +72,10 @@ def test_buckets_give_the_same_logits_bit_for_bit_across_the_edge():
 def test_each_position_runs_the_shortest_step_that_covers_it():
     weights = random_weights(CFG, seed=2)
     with LlamaDecoder(CFG, weights, context_buckets=[BUCKET]) as decoder:
-        (attended, short), = decoder._shorter
-        assert attended == BUCKET
-        assert [decoder._step_for(p) is short for p in (0, BUCKET - 1, BUCKET, CFG.max_context - 1)] == [
-            True, True, False, False]
+        (attended, short), (whole, full) = decoder.steps
+        assert (attended, whole) == (BUCKET, CFG.max_context) and full is decoder.exe
+        assert [decoder.step_for(p) for p in (0, BUCKET - 1, BUCKET, CFG.max_context - 1)] == [
+            short, short, full, full]
         with pytest.raises(ArgumentError, match="pos"):
             short.launch(pos=BUCKET)  # the bucket's own launch refuses what it does not cover
         decoder.step(0, 5)
@@ -91,6 +91,9 @@ def test_each_position_runs_the_shortest_step_that_covers_it():
         ([0], "context bucket 0"),
         ([True], "context bucket True"),
         (["64"], "context bucket '64'"),
+        ([64, "x"], "context bucket 'x'"),
+        ("64", "context buckets: a list of context lengths, got '64'"),
+        (64, "context buckets: a list of context lengths, got 64"),
     ],
 )
 def test_bad_buckets_are_refused_by_name(buckets, message):

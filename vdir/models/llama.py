@@ -134,18 +134,21 @@ class LlamaDecoder:
             shape, dtype = state_shapes(replace(self.cfg, attend=attended))["states"]
             exe.upload("states", np.zeros(shape, DTYPES[dtype]))
 
+    @property
+    def steps(self) -> list[tuple[int, Any]]:
+        """(positions attended, executable) of every compiled step, shortest first: the context buckets'
+        steps, then the full one (``exe``)."""
+        return [*self._shorter, (self.cfg.max_context, self.exe)]
+
     def _synchronize(self) -> None:
         """Wait for the queued steps; a device error of any of them raises here."""
         for _, exe in self._shorter:
             exe.synchronize()
         self.exe.synchronize()
 
-    def _step_for(self, pos: int) -> Any:
-        """The executable of the shortest step that covers position ``pos``."""
-        for attended, exe in self._shorter:
-            if pos < attended:
-                return exe
-        return self.exe
+    def step_for(self, pos: int) -> Any:
+        """The executable of the shortest step that covers position ``pos`` (the one :meth:`step` runs)."""
+        return next(exe for attended, exe in self.steps if pos < attended or exe is self.exe)
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
@@ -155,7 +158,7 @@ class LlamaDecoder:
             if not 0 <= token < self.cfg.vocab:
                 raise ModelError(f"token id {token} is outside the vocabulary of {self.cfg.vocab}")
             self.exe.buffer("tok").write_words([token], stream=self._stream)
-        self._last = self._step_for(pos)
+        self._last = self.step_for(pos)
         self._last.launch(pos=pos, stream=self._stream)
 
     def history(self, count: int) -> list[int]:
@@ -207,15 +210,15 @@ def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int]) -> list[Lla
     attending that many positions. A :class:`ModelError` naming the bucket where one is not a whole
     number of positions below ``max_context`` in multiples of four attention blocks."""
     quantum = cfg.block * MERGE_MASK_BLOCKS
-    configs = []
-    for attend in sorted(set(context_buckets)):
+    if isinstance(context_buckets, (str, bytes)) or not isinstance(context_buckets, Iterable):
+        raise ModelError(f"context buckets: a list of context lengths, got {context_buckets!r}")
+    for attend in context_buckets:
         if isinstance(attend, bool) or not isinstance(attend, int) or not 0 < attend < cfg.max_context \
                 or attend % quantum:
             raise ModelError(f"context bucket {attend!r}: a bucket is a context below max_context = "
                              f"{cfg.max_context} in multiples of {quantum} positions (four attention blocks of "
                              f"{cfg.block})")
-        configs.append(replace(cfg, attend=attend))
-    return configs
+    return [replace(cfg, attend=attend) for attend in sorted(set(context_buckets))]
 
 
 def shared_buffers(cfg: LlamaConfig) -> list[str]:
