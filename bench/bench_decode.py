@@ -268,10 +268,11 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     from vdir.transforms.pipeline import compile_to_encoded
 
     t0 = time.time()
+    passes = pipeline_options(pipeline)
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
-                                 **pipeline_options(pipeline))
+                                 **passes)
     options = _lowering_options(lowering)
-    bucket_pipeline = {**pipeline_options(pipeline), "l2_prefetch": l2_prefetch} if buckets else None
+    bucket_pipeline = {**passes, "l2_prefetch": l2_prefetch} if buckets else None
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options, pipeline=bucket_pipeline,
                       context_buckets=buckets, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0

@@ -107,8 +107,8 @@ class LlamaDecoder:
         self.exe = vdir.compile(step, backend=backend, options=options,
                                 pipeline=None if program is not None and buckets else pipeline, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
-        #: (positions attended, executable) of the shorter steps, shortest first; the full step is ``exe``
-        self._shorter: list[tuple[int, Any]] = []
+        #: (config, executable) of the shorter steps, shortest first; the full step is ``exe``
+        self._shorter: list[tuple[LlamaConfig, Any]] = []
         #: the executable the last step ran: where its logits are
         self._last = self.exe
         try:
@@ -117,7 +117,7 @@ class LlamaDecoder:
             for bucket in buckets:
                 exe = vdir.compile(build_decode_step(bucket), backend=backend, options=options, pipeline=pipeline,
                                    **launch_options)
-                self._shorter.append((bucket.attended, exe))
+                self._shorter.append((bucket, exe))
                 for name in shared_buffers(cfg):
                     exe.bind_buffer(name, self.exe.buffer(name))
                 exe.upload("merge_mask", decode_tables(bucket)["merge_mask"])
@@ -130,15 +130,15 @@ class LlamaDecoder:
         """Start a new sequence: zero the caches, the attention states and the history."""
         for name, (shape, dtype) in state_shapes(self.cfg).items():
             self.exe.upload(name, np.zeros(shape, DTYPES[dtype]))
-        for attended, exe in self._shorter:  # the rest of their state is the full step's, bound
-            shape, dtype = state_shapes(replace(self.cfg, attend=attended))["states"]
+        for bucket, exe in self._shorter:  # the rest of their state is the full step's, bound
+            shape, dtype = state_shapes(bucket)["states"]
             exe.upload("states", np.zeros(shape, DTYPES[dtype]))
 
     @property
     def steps(self) -> list[tuple[int, Any]]:
         """(positions attended, executable) of every compiled step, shortest first: the context buckets'
         steps, then the full one (``exe``)."""
-        return [*self._shorter, (self.cfg.max_context, self.exe)]
+        return [*((bucket.attended, exe) for bucket, exe in self._shorter), (self.cfg.max_context, self.exe)]
 
     def _synchronize(self) -> None:
         """Wait for the queued steps; a device error of any of them raises here."""
