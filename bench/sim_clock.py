@@ -146,10 +146,16 @@ def sweep_programs(only: str | None, stack: bool) -> list[Simulated]:
 def decode_program(name: str = "default") -> Simulated:
     """The 1B step's variant ``name`` of :data:`DECODE_VARIANTS`, compiled (its time in ms/token)."""
     config, pipeline, measured = DECODE_VARIANTS[name]
+    return simulated_step(f"1B step, {name}", config, pipeline, measured)
+
+
+def simulated_step(name: str, config: dict, pipeline: dict | None = None, measured: float | None = None) -> Simulated:
+    """The 1B step with the LlamaConfig fields ``config`` changed, compiled with the pipeline options
+    ``pipeline``, to be simulated at :data:`DECODE_POS`."""
     cfg = dataclasses.replace(decode_configs()["llama-1b"], **config)
-    program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS, **pipeline)
+    program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS, **(pipeline or {}))
     arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
-    return Simulated(f"1B step, {name}", program, arrays, measured, (DECODE_POS,))
+    return Simulated(name, program, arrays, measured, (DECODE_POS,))
 
 
 def scaled(costs: SimCosts, name: str, factor: float) -> SimCosts | None:
@@ -201,12 +207,9 @@ def print_buckets() -> None:
           "\n| --- | ---: | ---: |")
     whole = None
     for attend in (0, *BUCKETS):
-        cfg = dataclasses.replace(decode_configs()["llama-1b"], max_context=BUCKET_CONTEXT, attend=attend)
-        program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS)
-        arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
-        ms = Simulated("", program, arrays, None, (DECODE_POS,)).modelled_us() / 1000.0
-        whole = whole or ms
         label = f"attending {attend}" if attend else "whole"
+        ms = simulated_step(label, {"max_context": BUCKET_CONTEXT, "attend": attend}).modelled_us() / 1000.0
+        whole = whole or ms
         print(f"  1B step, {label}: {ms:.3f} ms", file=sys.stderr, flush=True)
         print(f"| {label} | {ms:.3f} | {ms / whole:.3f} |")
 

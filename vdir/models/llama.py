@@ -104,6 +104,8 @@ class LlamaDecoder:
         self.cfg = cfg
         buckets = bucket_configs(cfg, context_buckets)
         step = build_decode_step(cfg) if program is None else program
+        # a compiled program takes no pipeline options (vdir.compile refuses them); with buckets they are
+        # the buckets' own
         self.exe = vdir.compile(step, backend=backend, options=options,
                                 pipeline=None if program is not None and buckets else pipeline, **launch_options)
         self._stream = self.exe.platform.stream_handle(None)  # the executable's own: launches queue on it
