@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipeline", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
                    help="also time the step compiled with these vdir-pipeline options (e.g. flag-words=4096,prefetch=1; "
                         "any but target, num-sms and l2-prefetch); repeatable, each timed in this run")
-    p.add_argument("--context-buckets", action="append", default=[], metavar="N[,N]",
-                   help="also time the step with LlamaDecoder's context_buckets, shorter steps for the positions "
-                        "below each N (e.g. 1024,2048); repeatable, each timed in this run")
+    p.add_argument("--context-buckets", action="append", default=[], metavar="auto|none|N[,N]",
+                   help="LlamaDecoder's context_buckets, shorter steps for the positions below each N (e.g. "
+                        "1024,2048); auto: the decoder's default choice, none: the full step alone; repeatable, "
+                        "each timed in this run (default: auto)")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="also time the step with these LlamaConfig tiling fields changed (e.g. block=128); "
                         "repeatable, each timed in this run")
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     for text in lowerings:
         _lowering_options(text)
     l2_prefetches = _byte_list(opts.l2_prefetch)
-    bucket_lists = [(), *(_context_buckets(cfg, text) for text in opts.context_buckets)]
+    bucket_lists = list(dict.fromkeys(_context_buckets(cfg, text) for text in opts.context_buckets or ["auto"]))
     try:
         import torch
     except ImportError:
@@ -231,9 +232,12 @@ def pipeline_options(text: str) -> dict:
 
 
 def _context_buckets(cfg: LlamaConfig, text: str) -> tuple[int, ...]:
-    """``"1024,2048"`` -> the context buckets, checked against ``cfg``; a clean exit on a bad one."""
-    from vdir.models.llama import ModelError, bucket_configs
+    """``"1024,2048"`` -> the context buckets, checked against ``cfg`` (``auto``: the decoder's default
+    choice for ``cfg``, ``none``: no bucket); a clean exit on a bad one."""
+    from vdir.models.llama import AUTO_BUCKETS, ModelError, auto_context_buckets, bucket_configs
 
+    if text in (AUTO_BUCKETS, "none"):
+        return tuple(auto_context_buckets(cfg)) if text == AUTO_BUCKETS else ()
     try:
         buckets = tuple(int(x) for x in text.split(",") if x)
         bucket_configs(cfg, buckets)

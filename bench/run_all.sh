@@ -59,7 +59,8 @@
 #              release-first beside the default in one process
 #   buckets  - LlamaDecoder's context_buckets: the 1B step over 4096 tokens (1024 steps) with shorter
 #              steps for 1024 and 2048, and over 1024 (256 steps) with one for 512, each beside the
-#              single step in one process; then the GPU tests of the context buckets
+#              single step in one process; then the GPU tests of the context buckets (the decode
+#              runs above use the decoder's default, auto: a step for 2048 under a 4096-token context)
 #   decode-all - the three decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
@@ -197,7 +198,7 @@ for what in $steps; do
       for run in "llama-1b 4096 1024 1024,2048" "llama-1b 1024 256 512"; do
         set -- $run
         timeout ${DECODE_TIMEOUT:-300} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
-          --torch-compile none --context-buckets "$4" --json "$OUT/buckets-$1-$2.json" 2>&1 | tee "$OUT/buckets-$1-$2.log"
+          --torch-compile none --context-buckets none --context-buckets "$4" --json "$OUT/buckets-$1-$2.json" 2>&1 | tee "$OUT/buckets-$1-$2.log"
       done
       timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_context_buckets.py \
         2>&1 | tee "$OUT/buckets-test.log" | tail -n 5 ;;

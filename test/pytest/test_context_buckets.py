@@ -16,7 +16,15 @@ import pytest
 
 from vdir.device_runtime.executable import ArgumentError
 from vdir.frontend.llama import build_decode_step, state_shapes
-from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, bucket_configs, shared_buffers
+from vdir.models.llama import (
+    AUTO_BUCKET_MIN_CONTEXT,
+    NAMED_CONFIGS,
+    LlamaDecoder,
+    ModelError,
+    auto_context_buckets,
+    bucket_configs,
+    shared_buffers,
+)
 from vdir.testing.gpu import gpu
 from vdir.testing.llama import random_weights
 from vdir.transforms.pipeline import compile_to_encoded
@@ -85,15 +93,16 @@ def test_each_position_runs_the_shortest_step_that_covers_it():
 @pytest.mark.parametrize(
     "buckets, message",
     [
-        ([48], r"context bucket 48: a bucket is a context below max_context = 128 in multiples of 64 positions "
+        ([48], r"context bucket 48: a bucket is a context below the step's 128 positions in multiples of 64 "
                r"\(four attention blocks of 16\)"),
         ([128], "context bucket 128"),
         ([0], "context bucket 0"),
         ([True], "context bucket True"),
         (["64"], "context bucket '64'"),
         ([64, "x"], "context bucket 'x'"),
-        ("64", "context buckets: a list of context lengths, got '64'"),
-        (64, "context buckets: a list of context lengths, got 64"),
+        ("64", "context buckets: 'auto' or a list of context lengths, got '64'"),
+        (64, "context buckets: 'auto' or a list of context lengths, got 64"),
+        ("Auto", "context buckets: 'auto' or a list of context lengths, got 'Auto'"),
     ],
 )
 def test_bad_buckets_are_refused_by_name(buckets, message):
@@ -115,6 +124,49 @@ def test_bad_buckets_are_refused_by_name(buckets, message):
 def test_configs_with_a_bad_attended_context_are_refused(attend, message):
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(CFG, attend=attend)
+
+
+def test_a_bucket_must_be_shorter_than_the_steps_own_attended_context():
+    short = dataclasses.replace(CFG, max_context=256, attend=128)
+    with pytest.raises(ModelError, match="context bucket 128: a bucket is a context below the step's 128 positions"):
+        bucket_configs(short, [128])
+    assert [c.attended for c in bucket_configs(short, [64])] == [64]
+
+
+@pytest.mark.parametrize(
+    "max_context, attend, want",
+    [
+        (1024, 0, []),
+        (2048, 0, []),  # 1024 is below the shortest automatic bucket
+        (3072, 0, []),
+        (4096, 0, [2048]),
+        (6144, 0, [3072]),
+        (8192, 0, [2048, 4096]),
+        (16384, 0, [2048, 4096, 8192]),
+        (8192, 4096, [2048]),  # halves the positions the step attends, not the caches' length
+    ],
+)
+def test_auto_buckets_halve_the_context_while_it_stays_at_least_2048(max_context, attend, want):
+    cfg = dataclasses.replace(CFG, max_context=max_context, attend=attend)
+    assert AUTO_BUCKET_MIN_CONTEXT == 2048
+    assert auto_context_buckets(cfg) == want
+    assert [c.attended for c in bucket_configs(cfg, "auto")] == want
+
+
+def test_auto_buckets_stop_at_a_context_that_is_not_whole_blocks():
+    cfg = dataclasses.replace(CFG, max_context=33 * 128, block=32)  # half of it, 2112, is not whole 128s
+    assert auto_context_buckets(cfg) == []
+
+
+def test_the_decoder_compiles_the_auto_buckets_by_default(monkeypatch):
+    import vdir.models.llama as llama
+
+    monkeypatch.setattr(llama, "AUTO_BUCKET_MIN_CONTEXT", BUCKET)  # CFG's 128 positions halve to one bucket
+    weights = random_weights(CFG, seed=7)
+    with LlamaDecoder(CFG, weights) as decoder:
+        assert [attended for attended, _ in decoder.steps] == [BUCKET, CFG.max_context]
+    with LlamaDecoder(CFG, weights, context_buckets=()) as decoder:
+        assert [attended for attended, _ in decoder.steps] == [CFG.max_context]
 
 
 def test_buckets_share_duplicates_once_and_sort():
@@ -164,14 +216,19 @@ def test_vdir_generate_takes_context_buckets(capsys):
     assert generate_main(argv) == 0
     want = capsys.readouterr().out.splitlines()[0]
     assert generate_main([*argv, "--context-buckets", "64"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == want  # the same tokens, across the edge at 64
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == want  # the same tokens, across the edge at 64
+    assert any(line.startswith("compile: ") and line.endswith("; steps for 64, 128 positions") for line in out), out
+    assert generate_main([*argv, "--context-buckets", "none"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == want
 
 
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("48", "context bucket 48: a bucket is a context below max_context = 128 in multiples of 64 positions"),
-        ("6x", "error: --context-buckets '6x': expected comma-separated context lengths"),
+        ("48", "context bucket 48: a bucket is a context below the step's 128 positions in multiples of 64"),
+        ("6x", "error: --context-buckets '6x': expected auto, none or comma-separated context lengths"),
+        (",", "error: --context-buckets ',': expected auto, none or comma-separated context lengths"),
     ],
 )
 def test_vdir_generate_context_bucket_errors_are_one_line(value, message, capsys):

@@ -45,6 +45,16 @@ class ModelError(VdirError, ValueError):
     """A model that cannot be built or run as asked: a bad config, checkpoint, prompt or length."""
 
 
+#: the shortest context :func:`auto_context_buckets` compiles a step for. Below it a shorter step gains
+#: little: on the H200 the 1B step compiled for 1024 positions runs a 512-position bucket 0.1% faster,
+#: and the simulator's clock puts the step compiled for 2048 within 0.7% of the one for 1024, where the
+#: one for 4096 is 8% slower (docs/performance.md, rounds 37 and 38)
+AUTO_BUCKET_MIN_CONTEXT = 2048
+
+#: what ``context_buckets`` takes for :func:`auto_context_buckets`' choice
+AUTO_BUCKETS = "auto"
+
+
 #: named configs for ``--random``: small ones for the simulator, and the shapes the benches measure
 NAMED_CONFIGS: dict[str, LlamaConfig] = {
     "tiny": LlamaConfig(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=512,
@@ -85,19 +95,22 @@ class LlamaDecoder:
     ``program``, the step already compiled (then it takes no ``pipeline``).
 
     ``context_buckets``: shorter contexts (each a multiple of four attention
-    blocks, below ``max_context``) to compile a step for as well. A step
-    covering ``attend`` positions has no blocks past them, which the full
-    step runs as skipped micro-ops that still wait and signal (on the 1B
-    shape, compiling for 4096 positions rather than 1024 costs every token
-    about 7%); each position runs the shortest step that covers it. The
-    steps share the weights, the caches and the history (bound, not copied),
-    so the tokens are the same as with the full step alone. ``program`` is
-    the full step's; the buckets' are compiled here with ``pipeline``.
+    blocks, below the step's) to compile a step for as well; by default
+    (``"auto"``) those :func:`auto_context_buckets` picks, none below 2048
+    positions; ``()`` for the full step alone. A step covering ``attend``
+    positions has no blocks past them, which the full step runs as skipped
+    micro-ops that still wait and signal (on the 1B shape on the H200, the
+    step compiled for 4096 positions takes 0.955 ms a token at the early
+    positions, and 0.895 with a shorter step for them); each position runs
+    the shortest step that covers it. The steps share the weights, the
+    caches and the history (bound, not copied), so the tokens are the same
+    as with the full step alone. ``program`` is the full step's; the
+    buckets' are compiled here with ``pipeline``.
     """
 
     def __init__(self, cfg: LlamaConfig, weights: dict[str, np.ndarray], backend: str = "sim",
                  options: Any = None, program: EncodedProgram | None = None, pipeline: Any = None,
-                 context_buckets: Sequence[int] = (), **launch_options: Any):
+                 context_buckets: Sequence[int] | str = AUTO_BUCKETS, **launch_options: Any):
         import vdir
 
         _check_weights(cfg, weights)
@@ -140,7 +153,7 @@ class LlamaDecoder:
     def steps(self) -> list[tuple[int, Any]]:
         """(positions attended, executable) of every compiled step, shortest first: the context buckets'
         steps, then the full one (``exe``)."""
-        return [*((bucket.attended, exe) for bucket, exe in self._shorter), (self.cfg.max_context, self.exe)]
+        return [*((bucket.attended, exe) for bucket, exe in self._shorter), (self.cfg.attended, self.exe)]
 
     def _synchronize(self) -> None:
         """Wait for the queued steps; a device error of any of them raises here."""
@@ -154,8 +167,8 @@ class LlamaDecoder:
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
-        if not 0 <= pos < self.cfg.max_context:
-            raise ModelError(f"position {pos} is past the compiled context of {self.cfg.max_context} tokens")
+        if not 0 <= pos < self.cfg.attended:
+            raise ModelError(f"position {pos} is past the compiled context of {self.cfg.attended} tokens")
         if token is not None:
             if not 0 <= token < self.cfg.vocab:
                 raise ModelError(f"token id {token} is outside the vocabulary of {self.cfg.vocab}")
@@ -183,9 +196,9 @@ class LlamaDecoder:
         if not prompt:
             raise ModelError("the prompt needs at least one token")
         total = len(prompt) + tokens - 1
-        if total > self.cfg.max_context:
+        if total > self.cfg.attended:
             raise ModelError(f"{len(prompt)} prompt tokens and {tokens} new ones need {total} positions; "
-                             f"the step was compiled for {self.cfg.max_context}")
+                             f"the step was compiled for {self.cfg.attended}")
         self.reset()
         steps = range(total)
         t0 = time.perf_counter()
@@ -207,18 +220,35 @@ class LlamaDecoder:
         self.close()
 
 
-def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int]) -> list[LlamaConfig]:
+def auto_context_buckets(cfg: LlamaConfig) -> list[int]:
+    """The context buckets :class:`LlamaDecoder` compiles by default: the step's context halved, and
+    halved again, while it stays at least :data:`AUTO_BUCKET_MIN_CONTEXT` positions and a whole number
+    of four attention blocks (4096 -> [2048]; 8192 -> [2048, 4096]; 1024 -> none). A position past
+    2048 then runs a step that attends fewer than twice the positions it needs; each bucket is one more
+    compile of the step."""
+    quantum = cfg.block * MERGE_MASK_BLOCKS
+    buckets, attend = [], cfg.attended // 2
+    while attend >= AUTO_BUCKET_MIN_CONTEXT and attend % quantum == 0:
+        buckets.append(attend)
+        attend //= 2
+    return sorted(buckets)
+
+
+def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int] | str) -> list[LlamaConfig]:
     """The configs of the steps for ``context_buckets`` (:class:`LlamaDecoder`), shortest first: ``cfg``
-    attending that many positions. A :class:`ModelError` naming the bucket where one is not a whole
-    number of positions below ``max_context`` in multiples of four attention blocks."""
+    attending that many positions; ``"auto"``, those of :func:`auto_context_buckets`. A
+    :class:`ModelError` naming the bucket where one is not a whole number of positions below the step's
+    context in multiples of four attention blocks."""
+    if context_buckets == AUTO_BUCKETS:
+        context_buckets = auto_context_buckets(cfg)
     quantum = cfg.block * MERGE_MASK_BLOCKS
     if isinstance(context_buckets, (str, bytes)) or not isinstance(context_buckets, Iterable):
-        raise ModelError(f"context buckets: a list of context lengths, got {context_buckets!r}")
+        raise ModelError(f"context buckets: {AUTO_BUCKETS!r} or a list of context lengths, got {context_buckets!r}")
     for attend in context_buckets:
-        if isinstance(attend, bool) or not isinstance(attend, int) or not 0 < attend < cfg.max_context \
+        if isinstance(attend, bool) or not isinstance(attend, int) or not 0 < attend < cfg.attended \
                 or attend % quantum:
-            raise ModelError(f"context bucket {attend!r}: a bucket is a context below max_context = "
-                             f"{cfg.max_context} in multiples of {quantum} positions (four attention blocks of "
+            raise ModelError(f"context bucket {attend!r}: a bucket is a context below the step's "
+                             f"{cfg.attended} positions in multiples of {quantum} (four attention blocks of "
                              f"{cfg.block})")
     return [replace(cfg, attend=attend) for attend in sorted(set(context_buckets))]
 

@@ -44,9 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default 16)")
     p.add_argument("--backend", choices=backend_names(), default=None, help="default: cuda when a GPU is usable")
     p.add_argument("--max-context", type=int, default=None, help="positions the compiled step serves")
-    p.add_argument("--context-buckets", default="", metavar="N[,N]",
+    p.add_argument("--context-buckets", default="auto", metavar="auto|none|N[,N]",
                    help="also compile steps for these shorter contexts, e.g. 1024,2048: each position runs the "
-                        "shortest step that covers it (multiples of four attention blocks below --max-context)")
+                        "shortest step that covers it (multiples of four attention blocks below --max-context); "
+                        "default auto: the context halved while at least 2048; none: the full step alone")
     p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -97,25 +98,39 @@ def run(args: argparse.Namespace) -> int:
         with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline,
                           context_buckets=_context_buckets(args.context_buckets)) as decoder:
             result = decoder.generate(prompt, args.tokens, progress=progress)
-            compiled = {"compile_seconds": decoder.exe.compile_seconds, "compile_cache_hit": decoder.exe.compile_cache_hit}
+            steps = decoder.steps
+            compiled = {"compile_seconds": sum(exe.compile_seconds or 0.0 for _, exe in steps),
+                        "compile_cache_hit": all(exe.compile_cache_hit for _, exe in steps),
+                        "steps_attending": [attended for attended, _ in steps]}
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
     print(f"backend: {backend}; {result.steps} steps; {ms:.3f} ms/token; "
           f"{1000.0 / ms if ms else float('inf'):.1f} tokens/s")
-    seconds = compiled["compile_seconds"] or 0.0
-    print(f"compile: {seconds:.2f} s" + (" (read from the program cache)" if compiled["compile_cache_hit"] else ""))
+    seconds = compiled["compile_seconds"]
+    attending = compiled["steps_attending"]
+    print(f"compile: {seconds:.2f} s" + (" (read from the program cache)" if compiled["compile_cache_hit"] else "")
+          + (f"; steps for {', '.join(map(str, attending))} positions" if len(attending) > 1 else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({**result.to_json(), **compiled, "backend": backend, "config": cfg.name},
                                               indent=1))
     return 0
 
 
-def _context_buckets(text: str) -> list[int]:
-    """``--context-buckets 1024,2048`` -> the bucket sizes (the decoder checks them against the config)."""
+def _context_buckets(text: str) -> list[int] | str:
+    """``--context-buckets 1024,2048`` -> the bucket sizes (the decoder checks them against the config);
+    ``auto`` the decoder's choice, ``none`` no bucket."""
+    from vdir.models.llama import AUTO_BUCKETS
+
+    if text.strip() in (AUTO_BUCKETS, "none"):
+        return AUTO_BUCKETS if text.strip() == AUTO_BUCKETS else []
     try:
-        return [int(t, 0) for t in text.split(",") if t.strip()]
+        buckets = [int(t, 0) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise UserError(f"error: --context-buckets {text!r}: expected comma-separated context lengths") from None
+        buckets = []
+    if not buckets:
+        raise UserError(f"error: --context-buckets {text!r}: expected auto, none or comma-separated context "
+                        "lengths")
+    return buckets
 
 
 def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:
