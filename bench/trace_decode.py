@@ -256,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0
     try:
+        # the program as compiled at every position: no context buckets beside it
         with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
-                          program=program, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
+                          program=program, context_buckets=(), max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
             decoder.generate([1], opts.steps)
             if opts.json:
                 decoder.exe.trace(opts.json)
