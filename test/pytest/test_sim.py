@@ -547,6 +547,37 @@ def test_a_small_load_lands_its_latency_after_its_issue_beside_the_weight_tiles_
         assert w2_end >= run[ids["x"]][1]
 
 
+#: one tile loaded, doubled and stored, each micro-op only when %n >= 1
+SKIPPABLE_TEXT = """
+vdir.program @skippable(%x: !vdir.buffer<64x64xbf16>, %y: !vdir.buffer<64x64xbf16>, %n: index in 0 to 4) {
+  %t = vdir.load %x[0, 0] when %n >= 1 : !vdir.buffer<64x64xbf16> -> !vdir.tile<64x64xbf16>
+  %s = vdir.compute add(%t, %t) when %n >= 1 : (!vdir.tile<64x64xbf16>, !vdir.tile<64x64xbf16>) -> !vdir.tile<64x64xbf16>
+  %o = vdir.store %s, %y[0, 0] when %n >= 1 : !vdir.tile<64x64xbf16>, !vdir.buffer<64x64xbf16>
+}
+"""
+
+
+def test_a_micro_op_whose_condition_fails_costs_its_engine_fixed_cost_only():
+    """A skipped load lands no bytes (it takes no time past its issue and no bandwidth), a skipped
+    compute runs no body and a skipped store writes no bytes: each costs what the kernel still does
+    for it, its engine's fixed cost; the same micro-ops that run cost their work on top."""
+    from vdir.tools.common import default_context, parse_text
+
+    program = compile_to_encoded(parse_text(default_context(), SKIPPABLE_TEXT), num_sms=1)
+    ids = {name.split(" (")[0]: uid for uid, name in program.uop_names.items()}  # without the location
+    costs = SimCosts(launch_us=0.0, load_issue_us=0.5, load_latency_us=1.0, compute_fixed_us=0.25,
+                     store_fixed_us=0.3, store_latency_us=2.0)
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(bfloat16)
+
+    def durations(n: int) -> dict[str, float]:
+        spans = _spans(simulate(program, [x, np.zeros((64, 64), bfloat16)], costs=costs, scalars=(n,)))
+        return {name: spans[ids[name]][1] - spans[ids[name]][0] for name in ("%t", "%s", "store to @y")}
+
+    skipped, ran = durations(0), durations(1)
+    assert skipped == pytest.approx({"%t": 0.0, "%s": 0.25, "store to @y": 0.3})
+    assert ran["%t"] > 1.0 and ran["%s"] > 0.25 and ran["store to @y"] > 0.3 + 2.0
+
+
 def test_a_timed_launch_adds_the_launch_cost_to_the_trace_span():
     exe = vdir.compile(build_gemv(64, 256), num_sms=2)
     rng = np.random.default_rng(0)

@@ -846,6 +846,9 @@ class Simulation:
         #: per engine of an SM, whether it is a load engine (``TargetDescription.load_engines``): a pipeline
         #: that keeps up to load_window loads in flight and completes them in its queue order
         self.is_load_engine = [e in decoded.target.load_engines for e in range(E)]
+        #: per engine of an SM, what a micro-op whose condition fails costs it (the compute's and the
+        #: store's fixed costs: the kernel still fetches it, waits and signals, but runs no body)
+        self.skipped_us = [decoded.costs.engine_fixed_us(decoded.target.engines[e].kind) for e in range(E)]
         self.num_engines = n * E
         loading = [g for g in range(self.num_engines) if self.is_load_engine[g % E]]
         #: the load engines that hold loads (global ids, SM by SM): the rows of GlobalTracker.readers
@@ -997,7 +1000,8 @@ class Simulation:
                 self._check_store_source(g, sm, op)
             elif runs and op.opcode == isa.OP_STORE:
                 self._store(g, sm, op, self._region(g, sm, op))
-            end = start + op.latency_us + op.busy_us
+            # a skipped compute or store costs its engine's fixed cost only: no body, no bytes
+            end = start + (op.latency_us + op.busy_us if runs else self.skipped_us[engine])
             if runs and op.flag_words and op.opcode == isa.OP_STORE:
                 self._write_flag_words(g, sm, op, end)
             self.engine_free[g] = end
@@ -1136,7 +1140,9 @@ class Simulation:
         # (after the previous load to land on the SM, from whichever of its load engines); a small load
         # interleaves with them instead (SMALL_LOAD_BYTES)
         ends = self.load_ends[g]
-        if region is not None and region.nbytes <= SMALL_LOAD_BYTES:
+        if region is None and op.opcode == isa.OP_LOAD:  # its condition failed: no bytes, no bandwidth
+            end = start
+        elif region is not None and region.nbytes <= SMALL_LOAD_BYTES:
             end = start + op.latency_us + op.busy_us
         else:
             end = self.landed[sm] = max(start + op.latency_us, self.landed[sm]) + op.busy_us
