@@ -1140,8 +1140,8 @@ class Simulation:
         # (after the previous load to land on the SM, from whichever of its load engines); a small load
         # interleaves with them instead (SMALL_LOAD_BYTES)
         ends = self.load_ends[g]
-        if region is None and op.opcode == isa.OP_LOAD:  # its condition failed: no bytes, no bandwidth
-            end = start
+        if region is None and op.opcode == isa.OP_LOAD:  # its condition failed: its issue, no bytes
+            end = start + self.decoded.costs.load_issue_us
         elif region is not None and region.nbytes <= SMALL_LOAD_BYTES:
             end = start + op.latency_us + op.busy_us
         else:
