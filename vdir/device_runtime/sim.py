@@ -846,8 +846,9 @@ class Simulation:
         #: per engine of an SM, whether it is a load engine (``TargetDescription.load_engines``): a pipeline
         #: that keeps up to load_window loads in flight and completes them in its queue order
         self.is_load_engine = [e in decoded.target.load_engines for e in range(E)]
-        #: per engine of an SM, what a micro-op whose condition fails costs it (the compute's and the
-        #: store's fixed costs: the kernel still fetches it, waits and signals, but runs no body)
+        #: per engine of an SM, what a compute or store whose condition fails costs it: the engine's
+        #: fixed cost (the kernel still fetches it, waits and signals, but runs no body); a skipped load
+        #: takes its issue instead (:meth:`_complete_load`)
         self.skipped_us = [decoded.costs.engine_fixed_us(decoded.target.engines[e].kind) for e in range(E)]
         self.num_engines = n * E
         loading = [g for g in range(self.num_engines) if self.is_load_engine[g % E]]

@@ -48,7 +48,7 @@ class ModelError(VdirError, ValueError):
 #: the shortest context :func:`auto_context_buckets` compiles a step for. Below it a shorter step gains
 #: little: on the H200 the 1B step compiled for 1024 positions runs a 512-position bucket 0.1% faster,
 #: and the simulator's clock puts the step compiled for 2048 within 0.7% of the one for 1024, where the
-#: one for 4096 is 8% slower (docs/performance.md, rounds 37 and 38)
+#: one for 4096 is 5.7% slower (docs/performance.md, round 38)
 AUTO_BUCKET_MIN_CONTEXT = 2048
 
 #: what ``context_buckets`` takes for :func:`auto_context_buckets`' choice
