@@ -41,18 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS, LlamaConfig  # noqa: E402
-from vdir.frontend.rope import Llama3Scaling  # noqa: E402
 from vdir.testing.torch_llama import TorchStep  # noqa: E402
-
-LLAMA_1B = LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
-                       rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192), tied_embeddings=True,
-                       max_context=1024, proj_rows=16,
-                       name="llama_1b")
-#: the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB
-LLAMA_8B = LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256,
-                       rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192), max_context=1024,
-                       proj_rows=8, name="llama_8b")
-
 
 #: the most micro-ops a step may expand to here: the 8B step (733k) is beyond
 #: the default limit (vdir.limits.MAX_MICRO_OPS), which is for untrusted programs
@@ -63,9 +52,10 @@ DEFAULT_L2_PREFETCH = DEFAULT_BUDGET
 
 
 def decode_configs() -> dict[str, LlamaConfig]:
+    """The configs the bench may time: ``vdir.models.llama.NAMED_CONFIGS`` (the 1B and 8B shapes among them)."""
     from vdir.models.llama import NAMED_CONFIGS
 
-    return {**NAMED_CONFIGS, "llama-1b": LLAMA_1B, "llama-8b": LLAMA_8B}
+    return dict(NAMED_CONFIGS)
 
 
 def main(argv: list[str] | None = None) -> int:

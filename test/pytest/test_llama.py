@@ -32,7 +32,15 @@ from vdir.frontend.llama import (
     weight_shapes,
 )
 from vdir.frontend.rope import Llama3Scaling, rope_tables
-from vdir.models.llama import NAMED_CONFIGS, LlamaDecoder, ModelError, load_checkpoint, named_config, stack_weights
+from vdir.models.llama import (
+    NAMED_CONFIGS,
+    LlamaDecoder,
+    ModelError,
+    bucket_configs,
+    load_checkpoint,
+    named_config,
+    stack_weights,
+)
 from vdir.testing.gpu import gpu
 from vdir.testing.llama import MirrorModel, ideal_logits, random_weights
 from vdir.tools.vdir_generate import main as generate_main
@@ -422,6 +430,19 @@ def test_named_config_keeps_or_chooses_the_block_for_a_new_context(max_context, 
     cfg = named_config("tiny", max_context)
     assert (cfg.max_context, cfg.block) == (max_context or NAMED_CONFIGS["tiny"].max_context, block)
     assert cfg.blocks % 4 == 0
+
+
+@pytest.mark.parametrize("name, layers, hidden, head_dim", [("llama-1b", 16, 2048, 64), ("llama-8b", 32, 4096, 128)])
+def test_the_benched_shapes_are_named_configs(name, layers, hidden, head_dim):
+    """``vdir-generate --random llama-1b`` builds the shape the decode benches time; a longer context keeps
+    its 128-row attention block and gets the decoder's automatic bucket."""
+    cfg = named_config(name)
+    assert (cfg.layers, cfg.hidden, cfg.head_dim, cfg.max_context, cfg.block) == (layers, hidden, head_dim, 1024, 128)
+    longer = named_config(name, 4096)
+    assert (longer.max_context, longer.block) == (4096, 128)
+    assert [c.attended for c in bucket_configs(longer, "auto")] == [2048]
+    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-8b;"):
+        named_config("llama-2b")
 
 
 @pytest.mark.parametrize("max_context", [16, 200])

@@ -61,6 +61,15 @@ NAMED_CONFIGS: dict[str, LlamaConfig] = {
                         max_context=64, block=16, name="tiny"),
     "tiny-qwen3": LlamaConfig(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=512,
                               max_context=64, block=16, qk_norm=True, tied_embeddings=True, name="tiny_qwen3"),
+    # the Llama-3.2-1B shape (for the GPU: its weights are 2.5 GB)
+    "llama-1b": LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192,
+                            vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192),
+                            tied_embeddings=True, max_context=1024, proj_rows=16, name="llama_1b"),
+    # the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB (its step expands
+    # to about 733k micro-ops: beyond the default --max-micro-ops)
+    "llama-8b": LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
+                            vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192),
+                            max_context=1024, proj_rows=8, name="llama_8b"),
 }
 
 
