@@ -224,18 +224,12 @@ def pipeline_options(text: str) -> dict:
 def _context_buckets(cfg: LlamaConfig, text: str) -> tuple[int, ...]:
     """``"1024,2048"`` -> the context buckets, checked against ``cfg`` (``auto``: the decoder's default
     choice for ``cfg``, ``none``: no bucket); a clean exit on a bad one."""
-    from vdir.models.llama import AUTO_BUCKETS, ModelError, auto_context_buckets, bucket_configs
+    from vdir.models.llama import ModelError, bucket_configs, parse_context_buckets
 
-    if text in (AUTO_BUCKETS, "none"):
-        return tuple(auto_context_buckets(cfg)) if text == AUTO_BUCKETS else ()
     try:
-        buckets = tuple(int(x) for x in text.split(",") if x)
-        bucket_configs(cfg, buckets)
-    except (ValueError, ModelError) as e:
+        return tuple(c.attended for c in bucket_configs(cfg, parse_context_buckets(text)))
+    except ModelError as e:
         raise _usage_error(f"--context-buckets {text}: {e}") from None
-    if not buckets:
-        raise _usage_error(f"--context-buckets {text!r}: no bucket given")
-    return buckets
 
 
 def _lowering_options(text: str) -> str | None:

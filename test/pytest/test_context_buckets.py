@@ -23,6 +23,7 @@ from vdir.models.llama import (
     ModelError,
     auto_context_buckets,
     bucket_configs,
+    parse_context_buckets,
     shared_buffers,
 )
 from vdir.testing.gpu import gpu
@@ -167,6 +168,18 @@ def test_the_decoder_compiles_the_auto_buckets_by_default(monkeypatch):
         assert [attended for attended, _ in decoder.steps] == [BUCKET, CFG.max_context]
     with LlamaDecoder(CFG, weights, context_buckets=()) as decoder:
         assert [attended for attended, _ in decoder.steps] == [CFG.max_context]
+
+
+@pytest.mark.parametrize("text, want", [("auto", "auto"), (" none ", []), ("1024,2048", [1024, 2048]),
+                                        ("0x400,", [1024])])
+def test_a_command_lines_buckets_parse_to_what_the_decoder_takes(text, want):
+    assert parse_context_buckets(text) == want
+
+
+@pytest.mark.parametrize("text", ["", ",", "6x", "Auto", "1024;2048"])
+def test_a_command_lines_bad_buckets_say_what_they_take(text):
+    with pytest.raises(ModelError, match="^expected auto, none or comma-separated context lengths$"):
+        parse_context_buckets(text)
 
 
 def test_buckets_share_duplicates_once_and_sort():

@@ -46,9 +46,9 @@ comes first), the order every queue follows, so no wait can deadlock.
 (``vdir.lowering.kernel.sync.signal``): a held tile sees the bits and
 issues while the release's fence still waits, and the fence may wait for it
 too. With ``vdir-encode{release-first=true}`` (``vdir-pipeline{release-first=true}``;
-off by default; with the holds it pays on an H100, round 36) a store that releases a counter
-and whose bits a stream load on its SM waits on, other than a load of the
-bytes it wrote, releases first and toggles its bits after
+off by default; with the holds it pays on an H100, round 36, and loses on
+the H200, round 37) a store that releases a counter and whose bits a stream
+load on its SM waits on, other than a load of the bytes it wrote, releases first and toggles its bits after
 (:func:`stores_releasing_first`; the encoder marks it
 ``isa.TRANSFER_RELEASE_FIRST``, and where the store releases several
 counters, the extra releases' ``nop`` records after it as well, the last of

@@ -179,6 +179,12 @@ class LlamaConfig:
         """Attention blocks of the attended context."""
         return self.attended // self.block
 
+    @property
+    def context_quantum(self) -> int:
+        """A compiled context (``max_context``, ``attend``) is a multiple of this many positions:
+        :data:`MERGE_MASK_BLOCKS` attention blocks."""
+        return self.block * MERGE_MASK_BLOCKS
+
 
 #: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry
 #: per block (``decode_tables``' ``merge_mask``), and a row of the mask is whole 16-byte bulk-copy units

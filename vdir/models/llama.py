@@ -29,7 +29,6 @@ from vdir.diagnostics import VdirError
 from vdir.families import DTYPES
 from vdir.frontend.llama import (
     AUTO_CHUNKS,
-    MERGE_MASK_BLOCKS,
     LlamaConfig,
     build_decode_step,
     decode_tables,
@@ -53,6 +52,8 @@ AUTO_BUCKET_MIN_CONTEXT = 2048
 
 #: what ``context_buckets`` takes for :func:`auto_context_buckets`' choice
 AUTO_BUCKETS = "auto"
+#: how a command line asks for the full step alone (``context_buckets=()``)
+NO_BUCKETS = "none"
 
 
 #: named configs for ``--random``: small ones for the simulator, and the shapes the benches measure
@@ -172,7 +173,7 @@ class LlamaDecoder:
 
     def step_for(self, pos: int) -> Any:
         """The executable of the shortest step that covers position ``pos`` (the one :meth:`step` runs)."""
-        return next(exe for attended, exe in self.steps if pos < attended or exe is self.exe)
+        return next((exe for bucket, exe in self._shorter if pos < bucket.attended), self.exe)
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
@@ -235,7 +236,7 @@ def auto_context_buckets(cfg: LlamaConfig) -> list[int]:
     of four attention blocks (4096 -> [2048]; 8192 -> [2048, 4096]; 1024 -> none). A position past
     2048 then runs a step that attends fewer than twice the positions it needs; each bucket is one more
     compile of the step."""
-    quantum = cfg.block * MERGE_MASK_BLOCKS
+    quantum = cfg.context_quantum
     buckets, attend = [], cfg.attended // 2
     while attend >= AUTO_BUCKET_MIN_CONTEXT and attend % quantum == 0:
         buckets.append(attend)
@@ -250,7 +251,7 @@ def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int] | str) -> li
     context in multiples of four attention blocks."""
     if context_buckets == AUTO_BUCKETS:
         context_buckets = auto_context_buckets(cfg)
-    quantum = cfg.block * MERGE_MASK_BLOCKS
+    quantum = cfg.context_quantum
     if isinstance(context_buckets, (str, bytes)) or not isinstance(context_buckets, Iterable):
         raise ModelError(f"context buckets: {AUTO_BUCKETS!r} or a list of context lengths, got {context_buckets!r}")
     for attend in context_buckets:
@@ -260,6 +261,22 @@ def bucket_configs(cfg: LlamaConfig, context_buckets: Sequence[int] | str) -> li
                              f"{cfg.attended} positions in multiples of {quantum} (four attention blocks of "
                              f"{cfg.block})")
     return [replace(cfg, attend=attend) for attend in sorted(set(context_buckets))]
+
+
+def parse_context_buckets(text: str) -> list[int] | str:
+    """A command line's context buckets: ``auto`` (:data:`AUTO_BUCKETS`), ``none`` (no bucket) or
+    comma-separated context lengths (``1024,2048``; :func:`bucket_configs` checks them against a config).
+    A :class:`ModelError` saying what it takes for anything else."""
+    word = text.strip()
+    if word in (AUTO_BUCKETS, NO_BUCKETS):
+        return AUTO_BUCKETS if word == AUTO_BUCKETS else []
+    try:
+        buckets = [int(t, 0) for t in text.split(",") if t.strip()]
+    except ValueError:
+        buckets = []
+    if not buckets:
+        raise ModelError(f"expected {AUTO_BUCKETS}, {NO_BUCKETS} or comma-separated context lengths")
+    return buckets
 
 
 def shared_buffers(cfg: LlamaConfig) -> list[str]:
@@ -391,7 +408,7 @@ def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
         cfg = NAMED_CONFIGS[name]
         if not max_context:
             return cfg
-        keeps_block = max_context % (cfg.block * MERGE_MASK_BLOCKS) == 0
+        keeps_block = max_context % cfg.context_quantum == 0
         return replace(cfg, max_context=max_context, block=cfg.block if keeps_block else AUTO_CHUNKS)
     path = Path(name)
     if path.suffix == ".json" and path.exists():

@@ -117,20 +117,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _context_buckets(text: str) -> list[int] | str:
-    """``--context-buckets 1024,2048`` -> the bucket sizes (the decoder checks them against the config);
-    ``auto`` the decoder's choice, ``none`` no bucket."""
-    from vdir.models.llama import AUTO_BUCKETS
+    """``--context-buckets`` as the decoder takes it (:func:`~vdir.models.llama.parse_context_buckets`; the
+    decoder checks the sizes against the config); a bad one is a one-line error."""
+    from vdir.models.llama import ModelError, parse_context_buckets
 
-    if text.strip() in (AUTO_BUCKETS, "none"):
-        return AUTO_BUCKETS if text.strip() == AUTO_BUCKETS else []
     try:
-        buckets = [int(t, 0) for t in text.split(",") if t.strip()]
-    except ValueError:
-        buckets = []
-    if not buckets:
-        raise UserError(f"error: --context-buckets {text!r}: expected auto, none or comma-separated context "
-                        "lengths")
-    return buckets
+        return parse_context_buckets(text)
+    except ModelError as e:
+        raise UserError(f"error: --context-buckets {text!r}: {e}") from None
 
 
 def _pipeline_options(text: str, flag_words: int) -> PipelineOptions:

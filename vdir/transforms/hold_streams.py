@@ -6,8 +6,9 @@ allocated program (after ``vdir-alloc-smem``, whose slot reuse says which
 tile would issue into the store's compute's slot; before
 ``vdir-layout-deps``, which turns each hold into a dependency bit);
 ``vdir-pipeline{hold-streams=N}`` runs it in place with ``phases`` N (0, the
-default: not at all; measured on an H100 only, docs/performance.md round 36: with
-``release-first`` 4.6% off the 2048/8192 MLP stack and 1% off the 1B step, alone slower).
+default: not at all; with ``release-first``, 4.6% off the 2048/8192 MLP stack and 1% off the 1B
+step on an H100, but 2% slower on the 1B step on the H200; alone slower: docs/performance.md rounds
+36 and 37).
 """
 
 from __future__ import annotations
