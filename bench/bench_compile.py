@@ -205,7 +205,7 @@ def main() -> int:
                                                          "stamped and trip by trip (with keep_trips)")
     ap.add_argument("--layers", default="16,32,64", help="layer counts of --trips, comma-separated")
     ap.add_argument("--decode", metavar="CONFIG", help="time the decode step of a bench_decode config "
-                                                       "(llama-1b, llama-8b, ...) instead of --file")
+                                                       "(llama-1b, llama-3b, llama-8b, ...) instead of --file")
     ap.add_argument("--sizes", help="micro-op counts of --scaling (default 1000,10000,100000) "
                                     "or --parsing (default 20000,100000), comma-separated")
     opts = ap.parse_args()

@@ -176,7 +176,8 @@ TILING_FIELDS = ("block", "proj_rows", "vocab_rows", "down_chunks", "logit_chunk
 
 
 def tiling_variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
-    """``cfg`` with the tiling fields of ``"block=128,rope_in_tiles=true"`` changed; a clean exit on a bad one."""
+    """``cfg`` with the tiling fields of ``"block=128,rope_in_tiles=true"`` changed (the chunk counts that follow
+    a changed field chosen again unless named too: ``LlamaConfig.retiled``); a clean exit on a bad one."""
     changes: dict[str, object] = {}
     for item in text.split(","):
         key, _, value = item.partition("=")
@@ -185,7 +186,7 @@ def tiling_variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
                              f"got '{item}'")
         changes[key] = value.lower() in ("1", "true", "yes") if key == "rope_in_tiles" else int(value)
     try:
-        return dataclasses.replace(cfg, **changes)
+        return cfg.retiled(**changes)
     except ValueError as e:
         raise _usage_error(f"--variant {text}: {e}") from None
 

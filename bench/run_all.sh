@@ -61,9 +61,12 @@
 #              steps for 1024 and 2048, and over 1024 (256 steps) with one for 512, each beside the
 #              single step in one process; then the GPU tests of the context buckets (the decode
 #              runs above use the decoder's default, auto: a step for 2048 under a 4096-token context)
-#   decode-all - the three decode runs docs/performance.md quotes, one after the
+#   rows     - the decode step's projection rows across shapes (LlamaConfig.proj_rows): the 3B shape
+#              with 8 rows beside its 16 and with larger K chunks, the 8B shape with 16 rows beside its
+#              8, the 1B shape with 32 beside its 16; each set in one process
+#   decode-all - the four decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
-#              steps), the 8B shape over 1024 (64 steps); $DECODE_ARGS for each
+#              steps), the 3B and 8B shapes over 1024 (64 steps); $DECODE_ARGS for each
 #              (default: no torch.compile, whose autotuning takes minutes)
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
@@ -78,7 +81,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -100,9 +103,9 @@ trace_pair() {
     echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
   done
 }
-# decode_all: the three decode runs docs/performance.md quotes, each with $DECODE_ARGS
+# decode_all: the four decode runs docs/performance.md quotes, each with $DECODE_ARGS
 decode_all() {
-  for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-8b 1024 64"; do
+  for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-3b 1024 64" "llama-8b 1024 64"; do
     set -- $run
     timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
       --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
@@ -153,6 +156,15 @@ for what in $steps; do
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
     decode-all) decode_all ;;
+    rows)
+      for run in "llama-3b 64 proj_rows=8 o_chunks=1,logit_chunks=1 down_chunks=2" "llama-8b 32 proj_rows=16" \
+                 "llama-1b 256 proj_rows=32"; do
+        set -- $run
+        name=$1 steps=$2; shift 2
+        variants=(); for v in "$@"; do variants+=(--variant "$v"); done
+        timeout ${DECODE_TIMEOUT:-330} python3 bench/bench_decode.py --config "$name" --steps "$steps" --torch-compile none \
+          "${variants[@]}" --json "$OUT/rows-$name.json" 2>&1 | tee "$OUT/rows-$name.log"
+      done ;;
     flagwords)
       timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -rs -m gpu -k flag_words test/pytest 2>&1 \
         | tee "$OUT/flagwords-test.log" | tail -n 5

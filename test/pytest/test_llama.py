@@ -22,6 +22,7 @@ from vdir.analysis.graph import build_graph
 from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import (
+    AUTO_CHUNKS,
     LlamaConfig,
     attention_block_for,
     build_decode_step,
@@ -294,6 +295,18 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
 
 
+def test_retiled_chooses_again_the_chunk_counts_of_a_changed_field():
+    """``retiled(proj_rows=16)`` of the 8B shape gives the K chunks a 16-row config would choose (its
+    down and output tiles within the limit); ``dataclasses.replace`` keeps the 8-row ones."""
+    cfg = NAMED_CONFIGS["llama-8b"]
+    wide = cfg.retiled(proj_rows=16)
+    fresh = dataclasses.replace(cfg, proj_rows=16, down_chunks=AUTO_CHUNKS, o_chunks=AUTO_CHUNKS)
+    assert (wide.down_chunks, wide.o_chunks) == (fresh.down_chunks, fresh.o_chunks) == (7, 2)
+    assert dataclasses.replace(cfg, proj_rows=16).down_chunks == cfg.down_chunks == 4
+    assert cfg.retiled(proj_rows=16, down_chunks=14).down_chunks == 14  # named too: kept
+    assert cfg.retiled(block=64).down_chunks == cfg.down_chunks  # a field nothing follows
+
+
 @pytest.mark.parametrize("name", ["tiny", "tiny-qwen3"])
 def test_attention_blocks_read_the_cache_without_waiting_on_the_launch(name):
     """The blocks' K and V loads depend on nothing of the launch: the new position reaches the merge through
@@ -432,7 +445,8 @@ def test_named_config_keeps_or_chooses_the_block_for_a_new_context(max_context, 
     assert cfg.blocks % 4 == 0
 
 
-@pytest.mark.parametrize("name, layers, hidden, head_dim", [("llama-1b", 16, 2048, 64), ("llama-8b", 32, 4096, 128)])
+@pytest.mark.parametrize("name, layers, hidden, head_dim",
+                         [("llama-1b", 16, 2048, 64), ("llama-3b", 28, 3072, 128), ("llama-8b", 32, 4096, 128)])
 def test_the_benched_shapes_are_named_configs(name, layers, hidden, head_dim):
     """``vdir-generate --random llama-1b`` builds the shape the decode benches time; a longer context keeps
     its 128-row attention block and gets the decoder's automatic bucket."""
@@ -441,7 +455,7 @@ def test_the_benched_shapes_are_named_configs(name, layers, hidden, head_dim):
     longer = named_config(name, 4096)
     assert (longer.max_context, longer.block) == (4096, 128)
     assert [c.attended for c in bucket_configs(longer, "auto")] == [2048]
-    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-8b;"):
+    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-3b, llama-8b;"):
         named_config("llama-2b")
 
 

@@ -35,7 +35,8 @@ them, and a flag-word hand-off may carry them in its words alone.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -61,6 +62,12 @@ _BF16 = DTYPE_BYTES["bf16"]
 #: the most logits one ``argmax_partial`` of the step reads (a 16 KB bf16 tile): few parts, so that an SM's
 #: logits stores of one part release its counter once (vdir-layout-deps), not once each
 ARGMAX_PART_LOGITS = 8192
+#: the weight rows of a projection tile (q, k, v, output, gate, up, down) unless a config gives them,
+#: whatever the hidden size: fewer micro-ops beat smaller tiles up to 128 KB tiles, and fewer tiles than
+#: SMs lose. Measured on the decode step (docs/performance.md, round 39): 8 rows cost the 1B shape
+#: 21% and the 3B shape 2.3-2.7% (48 against 96 KB tiles), 32 rows cost the 1B shape 15% (64 q tiles on
+#: 132 SMs), and the 8B shape runs 8 and 16 rows level (64 and 128 KB tiles)
+PROJECTION_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ class LlamaConfig:
     ``context_buckets`` of :class:`vdir.models.llama.LlamaDecoder`);
     ``block`` the context rows of one attention micro-op (left out:
     :func:`attention_block_for` of ``max_context``); ``proj_rows`` the
-    weight rows of one projection gemv tile; ``vocab_rows`` the logits of
+    weight rows of one projection gemv tile (:data:`PROJECTION_ROWS` unless given); ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
     parts the greedy token's first argmax phase splits the logits into (left
@@ -102,7 +109,7 @@ class LlamaConfig:
     max_context: int = 256
     attend: int = 0
     block: int = AUTO_CHUNKS
-    proj_rows: int = 16
+    proj_rows: int = PROJECTION_ROWS
     vocab_rows: int = 16
     down_chunks: int = AUTO_CHUNKS
     logit_chunks: int = AUTO_CHUNKS
@@ -158,6 +165,17 @@ class LlamaConfig:
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
+    def retiled(self, **changes: Any) -> LlamaConfig:
+        """This config with tiling fields changed, and the chunk counts chosen from a changed field
+        (:data:`DERIVED_TILING`) chosen again for it unless ``changes`` gives them too: 16-row
+        projection tiles of the 8B shape get the down and output projections' K chunks of 16-row
+        tiles, not those chosen for 8 (``dataclasses.replace`` keeps every field as it was)."""
+        for field_name, derived in DERIVED_TILING.items():
+            if field_name in changes:
+                for what in derived:
+                    changes.setdefault(what, AUTO_CHUNKS)
+        return replace(self, **changes)
+
     def _check_positive(self, *names: str) -> None:
         for what in names:
             value = getattr(self, what)
@@ -184,6 +202,11 @@ class LlamaConfig:
         """A compiled context (``max_context``, ``attend``) is a multiple of this many positions:
         :data:`MERGE_MASK_BLOCKS` attention blocks."""
         return self.block * MERGE_MASK_BLOCKS
+
+
+#: the tiling fields a config chooses from another where they are left out, by the field they follow
+#: (:meth:`LlamaConfig.retiled`)
+DERIVED_TILING: dict[str, tuple[str, ...]] = {"proj_rows": ("down_chunks", "o_chunks"), "vocab_rows": ("logit_chunks",)}
 
 
 #: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry

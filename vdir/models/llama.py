@@ -65,9 +65,14 @@ NAMED_CONFIGS: dict[str, LlamaConfig] = {
     # the Llama-3.2-1B shape (for the GPU: its weights are 2.5 GB)
     "llama-1b": LlamaConfig(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192,
                             vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192),
-                            tied_embeddings=True, max_context=1024, proj_rows=16, name="llama_1b"),
-    # the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB (its step expands
-    # to about 733k micro-ops: beyond the default --max-micro-ops)
+                            tied_embeddings=True, max_context=1024, name="llama_1b"),
+    # the Llama-3.2-3B shape (6.4 GB of weights); 16-row projection tiles of 96 KB (frontend.llama.PROJECTION_ROWS)
+    "llama-3b": LlamaConfig(layers=28, hidden=3072, heads=24, kv_heads=8, head_dim=128, intermediate=8192,
+                            vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(32.0, 1.0, 4.0, 8192),
+                            tied_embeddings=True, max_context=1024, name="llama_3b"),
+    # the Llama-3.1-8B shape; 8-row projection tiles keep a 4096-wide weight tile at 64 KB, the tiling its
+    # H200 figures were measured with (16 rows ran level with it on an H100); its step expands to about
+    # 733k micro-ops: beyond the default --max-micro-ops
     "llama-8b": LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
                             vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192),
                             max_context=1024, proj_rows=8, name="llama_8b"),
