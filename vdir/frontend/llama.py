@@ -63,10 +63,10 @@ _BF16 = DTYPE_BYTES["bf16"]
 #: logits stores of one part release its counter once (vdir-layout-deps), not once each
 ARGMAX_PART_LOGITS = 8192
 #: the weight rows of a projection tile (q, k, v, output, gate, up, down) unless a config gives them,
-#: whatever the hidden size: fewer micro-ops beat smaller tiles up to 128 KB tiles, and fewer tiles than
-#: SMs lose. Measured on the decode step (docs/performance.md, round 39): 8 rows cost the 1B shape
-#: 21% and the 3B shape 2.3-2.7% (48 against 96 KB tiles), 32 rows cost the 1B shape 15% (64 q tiles on
-#: 132 SMs), and the 8B shape runs 8 and 16 rows level (64 and 128 KB tiles)
+#: whatever the hidden size. Measured on the decode step (docs/performance.md, round 39): 8 rows cost
+#: the 1B shape 21% and the 3B shape 2.3-2.7% (though its 16-row tiles are 96 KB), 32 rows cost the
+#: 1B shape 15% (64 q tiles for 132 SMs), the 8B shape runs 8 and 16 rows level; what pays is rows
+#: per tile, not bytes (longer K chunks lost on the 3B shape)
 PROJECTION_ROWS = 16
 
 
