@@ -19,6 +19,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 from vdir.analysis.graph import build_graph
+from vdir.diagnostics import UserError
 from vdir.families import FAMILIES
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
 from vdir.frontend.llama import (
@@ -272,6 +273,42 @@ def test_vdir_generate_usage_and_config_errors_are_one_line(tmp_path, capsys):
     assert generate_main(["--random", str(bad), "--prompt", "1", "--backend", "sim", "--no-progress"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {bad}: Expecting ',' delimiter") and len(err.splitlines()) == 1, err
+
+
+def test_vdir_generate_refuses_random_weights_the_host_cannot_hold(monkeypatch, capsys):
+    """``--random`` with more weights than the host's available memory is a one-line error before any
+    weight is made (it was the system's out-of-memory kill): the simulator counts twice, its buffers
+    being host arrays; where the memory is not known, nothing is refused."""
+    import vdir.tools.vdir_generate as generate
+    from vdir.frontend.llama import weight_bytes, weight_shapes
+
+    tiny = NAMED_CONFIGS["tiny"]
+    assert weight_bytes(tiny) == 2 * sum(r * c for r, c in weight_shapes(tiny).values())
+    monkeypatch.setattr(generate, "_available_host_bytes", lambda: weight_bytes(tiny) + 1)
+    assert generate_main(["--random", "tiny", "--prompt", "1", "--backend", "sim", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --random tiny: its weights are 0.0 GB, and the sim backend holds a second "
+                          "copy: 0.0 GB of host memory needed, 0.0 GB available") and len(err.splitlines()) == 1, err
+    generate._check_host_memory("tiny", tiny, "cuda", weight_bytes(tiny))  # one copy fits
+    generate._check_host_memory("tiny", tiny, "sim", None)  # not known: no check
+    with pytest.raises(UserError, match=r"--random llama-8b: its weights are 16\.1 GB: 16\.1 GB of host memory"):
+        generate._check_host_memory("llama-8b", NAMED_CONFIGS["llama-8b"], "cuda", 8 * 10**9)
+
+
+def test_random_weights_drawn_in_blocks_are_one_draw_of_each_tensor(monkeypatch):
+    """Drawing a tensor's values block by block (so that no whole tensor's f32 copy is held) gives the
+    weights one draw of the whole tensor gave: the benches' seeded weights are unchanged."""
+    import vdir.testing.llama as testing_llama
+
+    cfg = NAMED_CONFIGS["tiny-qwen3"]
+    monkeypatch.setattr(testing_llama, "RANDOM_DRAW_VALUES", 1000)  # several blocks per tensor
+    got = random_weights(cfg, seed=3)
+    rng = np.random.default_rng(3)
+    for name, shape in weight_shapes(cfg).items():
+        values = rng.standard_normal(shape, dtype=np.float32)
+        values = 1.0 + np.float32(0.1) * values if name.endswith("norm") else values * np.float32(1 / math.sqrt(shape[1]))
+        assert got[name].dtype == bfloat16 and np.array_equal(got[name].view(np.uint16),
+                                                              values.astype(bfloat16).view(np.uint16)), name
 
 
 def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():

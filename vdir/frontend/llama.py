@@ -256,6 +256,11 @@ def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
     return shapes
 
 
+def weight_bytes(cfg: LlamaConfig) -> int:
+    """The bytes of the step's weights (:func:`weight_shapes`, bf16)."""
+    return sum(rows * cols for rows, cols in weight_shapes(cfg).values()) * _BF16
+
+
 def rope_in_projection(cfg: LlamaConfig) -> bool:
     """Whether the step rotates q and k in the projection tiles that make them (:func:`head_row_order`).
 

@@ -31,17 +31,31 @@ if TYPE_CHECKING:
     from vdir.models.llama import LlamaDecoder
 
 
+#: f32 values :func:`random_weights` draws at a time: the peak of its temporaries, not a whole tensor's
+RANDOM_DRAW_VALUES = 1 << 26
+
+
 def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded random bf16 weights with the scales of a trained model's (norm weights near 1)."""
+    """Seeded random bf16 weights with the scales of a trained model's (norm weights near 1).
+
+    Each tensor is drawn in blocks of rows, at most :data:`RANDOM_DRAW_VALUES` f32 values at a time,
+    into its bf16 array: the same values as one draw of the whole tensor (the generator's stream does
+    not depend on how it is split), without a whole tensor's f32 copy beside the weights (the 8B
+    shape's gate weights alone were 7.5 GB of it, which took its random weights past 23 GB).
+    """
     rng = np.random.default_rng(seed)
     weights = {}
     for name, shape in weight_shapes(cfg).items():
-        values = rng.standard_normal(shape, dtype=np.float32)  # f32: an 8B model's 16 GB stay affordable
-        if name.endswith("norm"):
-            values = 1.0 + np.float32(0.1) * values
-        else:
-            values *= np.float32(1 / math.sqrt(shape[1]))
-        weights[name] = values.astype(bfloat16)
+        out = np.empty(shape, dtype=bfloat16)
+        step = max(1, RANDOM_DRAW_VALUES // shape[1])
+        for row in range(0, shape[0], step):
+            values = rng.standard_normal((min(step, shape[0] - row), shape[1]), dtype=np.float32)
+            if name.endswith("norm"):
+                values = 1.0 + np.float32(0.1) * values
+            else:
+                values *= np.float32(1 / math.sqrt(shape[1]))
+            out[row : row + len(values)] = values.astype(bfloat16)
+        weights[name] = out
     return weights
 
 

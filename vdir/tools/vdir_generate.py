@@ -29,6 +29,7 @@ from vdir.limits import limits_in_effect
 from vdir.tools.common import OneLineParser, add_limit_options, flag_error, limits_from_args, run_cli
 
 if TYPE_CHECKING:
+    from vdir.frontend.llama import LlamaConfig
     from vdir.transforms.pipeline_options import PipelineOptions
 
 DESCRIPTION = "greedy decoding of a Llama-family model, one vdir launch per token"
@@ -87,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
     if args.flag_words < 0:
         raise UserError(f"error: --flag-words {args.flag_words}: 0 (none) or a positive byte count")
     pipeline = _pipeline_options(args.pipeline, args.flag_words)
+    backend = args.backend or default_backend()
     if args.weights:
         cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
     else:
         cfg = named_config(args.random, args.max_context)
+        _check_host_memory(args.random, cfg, backend, _available_host_bytes())
         weights = random_weights(cfg, args.seed)
-    backend = args.backend or default_backend()
     progress = None if args.no_progress else _progress_bar()
     with limits_in_effect(limits):
         with LlamaDecoder(cfg, weights, backend=backend, pipeline=pipeline,
@@ -114,6 +116,37 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps({**result.to_json(), **compiled, "backend": backend, "config": cfg.name},
                                               indent=1))
     return 0
+
+
+#: the copies of the weights a backend keeps in host memory beside the decoder's: the simulator's
+#: buffers are host arrays, the CUDA backend's are on the device
+HOST_WEIGHT_COPIES = {"sim": 2, "cuda": 1}
+
+
+def _check_host_memory(name: str, cfg: LlamaConfig, backend: str, available: int | None) -> None:
+    """A one-line error, before any weight is made, where the weights of ``--random name`` cannot fit
+    the host memory ``available`` (None: not known, no check): without it the process grows until the
+    system kills it, with no word of why."""
+    from vdir.frontend.llama import weight_bytes
+
+    copies = HOST_WEIGHT_COPIES.get(backend, 1)
+    need = weight_bytes(cfg) * copies
+    if available is not None and need > available:
+        held = f", and the {backend} backend holds a second copy" if copies > 1 else ""
+        raise UserError(f"error: --random {name}: its weights are {weight_bytes(cfg) / 1e9:.1f} GB{held}: "
+                        f"{need / 1e9:.1f} GB of host memory needed, {available / 1e9:.1f} GB available")
+
+
+def _available_host_bytes() -> int | None:
+    """The host memory the kernel says is available (``MemAvailable`` of ``/proc/meminfo``); None where
+    it does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _context_buckets(text: str) -> list[int] | str:
