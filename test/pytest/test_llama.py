@@ -144,6 +144,20 @@ def test_a_checkpoint_loads_into_the_same_model(tmp_path, name):
         assert np.array_equal(loaded[key].view(np.uint16), array.view(np.uint16)), key
 
 
+def test_stack_weights_consuming_its_tensors_gives_the_same_weights():
+    """``consume=True`` (what load_checkpoint asks, so that a checkpoint is not held twice) drops every
+    tensor it stacked from the caller's dict, and stacks the same bytes as without it."""
+    cfg = NAMED_CONFIGS["tiny-qwen3"]
+    tensors = _hf_tensors(cfg, random_weights(cfg, seed=5))
+    kept = stack_weights(cfg, dict(tensors))
+    spare = {"model.rotary_emb.inv_freq": np.ones(4, np.float32)}  # a tensor the step does not use
+    consumed = {**tensors, **spare}
+    stacked = stack_weights(cfg, consumed, consume=True)
+    assert consumed.keys() == spare.keys()
+    for key, array in kept.items():
+        assert stacked[key].dtype == bfloat16 and np.array_equal(stacked[key].view(np.uint16), array.view(np.uint16))
+
+
 def test_checkpoint_errors_name_the_tensor(tmp_path):
     from safetensors.numpy import save_file
 

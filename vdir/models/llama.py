@@ -371,26 +371,36 @@ def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> t
             tensors.update(load_file(str(path)))
         except Exception as e:  # the reader's own errors: a truncated or foreign file
             raise ModelError(f"{path}: cannot read it as safetensors ({e})") from None
-    return cfg, stack_weights(cfg, tensors)
+    return cfg, stack_weights(cfg, tensors, consume=True)
 
 
-def stack_weights(cfg: LlamaConfig, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Our stacked weights from Hugging-Face tensors (checked: every tensor present, shaped as the config says)."""
+def stack_weights(cfg: LlamaConfig, tensors: dict[str, np.ndarray], consume: bool = False) -> dict[str, np.ndarray]:
+    """Our stacked weights from Hugging-Face tensors (checked: every tensor present, shaped as the config says).
+
+    ``consume``: drop each tensor from ``tensors`` once it is stacked, so that a checkpoint's tensors
+    and the stacked weights are not all held at once (an 8B checkpoint's 16 GB twice over, otherwise).
+    """
     expected = weight_shapes(cfg)
     out: dict[str, np.ndarray] = {}
     for name, shape in expected.items():
         if name in _GLOBAL_TENSORS:
-            parts = [_tensor(tensors, _GLOBAL_TENSORS[name])]
+            keys = [_GLOBAL_TENSORS[name]]
         else:
-            parts = [_tensor(tensors, _LAYER_TENSORS[name].format(i)) for i in range(cfg.layers)]
+            keys = [_LAYER_TENSORS[name].format(i) for i in range(cfg.layers)]
+        parts = [_tensor(tensors, key) for key in keys]
         parts = [p.reshape(1, -1) if p.ndim == 1 else p for p in parts]
         try:
-            stacked = np.concatenate(parts, axis=0).astype(bfloat16)
+            # one copy: the concatenation, already bf16 where the tensors are
+            stacked = np.concatenate(parts, axis=0).astype(bfloat16, copy=False)
         except ValueError as e:
             raise ModelError(f"tensors of '{name}' do not stack: {e}") from None
         if stacked.shape != shape:
             raise ModelError(f"weight '{name}': the checkpoint gives shape {stacked.shape}, the config needs {shape}")
         out[name] = stacked
+        if consume:
+            del parts
+            for key in keys:
+                tensors.pop(key, None)
     return out
 
 
