@@ -40,8 +40,8 @@ def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
 
     Each tensor is drawn in blocks of rows, at most :data:`RANDOM_DRAW_VALUES` f32 values at a time,
     into its bf16 array: the same values as one draw of the whole tensor (the generator's stream does
-    not depend on how it is split), without a whole tensor's f32 copy beside the weights (the 8B
-    shape's gate weights alone were 7.5 GB of it, which took its random weights past 23 GB).
+    not depend on how it is split), without a whole tensor's f32 copy beside the weights (7.5 GB for
+    the 8B shape's gate weights alone).
     """
     rng = np.random.default_rng(seed)
     weights = {}

@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the copies of the weights a backend keeps in host memory beside the decoder's: the simulator's
-#: buffers are host arrays, the CUDA backend's are on the device
+#: the copies of the weights in host memory while a backend runs the step: the decoder's, and on the
+#: simulator its buffers' (host arrays); the CUDA backend's buffers are on the device
 HOST_WEIGHT_COPIES = {"sim": 2, "cuda": 1}
 
 
