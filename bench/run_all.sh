@@ -160,9 +160,9 @@ for what in $steps; do
       for run in "llama-3b 64 proj_rows=8 o_chunks=1,logit_chunks=1 down_chunks=2" "llama-8b 32 proj_rows=16" \
                  "llama-1b 256 proj_rows=32"; do
         set -- $run
-        name=$1 steps=$2; shift 2
+        name=$1 n_steps=$2; shift 2
         variants=(); for v in "$@"; do variants+=(--variant "$v"); done
-        timeout ${DECODE_TIMEOUT:-330} python3 bench/bench_decode.py --config "$name" --steps "$steps" --torch-compile none \
+        timeout ${DECODE_TIMEOUT:-330} python3 bench/bench_decode.py --config "$name" --steps "$n_steps" --torch-compile none \
           "${variants[@]}" --json "$OUT/rows-$name.json" 2>&1 | tee "$OUT/rows-$name.log"
       done ;;
     flagwords)
