@@ -61,9 +61,11 @@
 #              steps for 1024 and 2048, and over 1024 (256 steps) with one for 512, each beside the
 #              single step in one process; then the GPU tests of the context buckets (the decode
 #              runs above use the decoder's default, auto: a step for 2048 under a 4096-token context)
-#   rows     - the decode step's projection rows across shapes (LlamaConfig.proj_rows): the 3B shape
-#              with 8 rows beside its 16 and with larger K chunks, the 8B shape with 16 rows beside its
-#              8, the 1B shape with 32 beside its 16; each set in one process
+#   rows     - the decode step's projection rows across shapes, one projection at a time
+#              (LlamaConfig.qkv_rows, o_rows, down_rows beside proj_rows): the 3B shape with 8-row
+#              q/k/v, output and down tiles each and together beside its 16, the 1B shape likewise;
+#              each set in one process ($ROWS_CONFIGS: which shapes, default "llama-3b llama-1b";
+#              $ROWS_VARIANTS: which variants, space-separated)
 #   decode-all - the four decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 3B and 8B shapes over 1024 (64 steps); $DECODE_ARGS for each
@@ -157,11 +159,12 @@ for what in $steps; do
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
     decode-all) decode_all ;;
     rows)
-      for run in "llama-3b 64 proj_rows=8 o_chunks=1,logit_chunks=1 down_chunks=2" "llama-8b 32 proj_rows=16" \
-                 "llama-1b 256 proj_rows=32"; do
-        set -- $run
-        name=$1 n_steps=$2; shift 2
-        variants=(); for v in "$@"; do variants+=(--variant "$v"); done
+      for name in ${ROWS_CONFIGS:-llama-3b llama-1b}; do
+        n_steps=64; [ "$name" = llama-1b ] && n_steps=256
+        variants=()
+        for v in ${ROWS_VARIANTS:-qkv_rows=8 o_rows=8 down_rows=8 o_rows=8,down_rows=8 qkv_rows=8,o_rows=8,down_rows=8}; do
+          variants+=(--variant "$v")
+        done
         timeout ${DECODE_TIMEOUT:-330} python3 bench/bench_decode.py --config "$name" --steps "$n_steps" --torch-compile none \
           "${variants[@]}" --json "$OUT/rows-$name.json" 2>&1 | tee "$OUT/rows-$name.log"
       done ;;

@@ -76,11 +76,14 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
     return tokens
 
 
-#: the named configs, and tiny with RoPE in the projection tiles
-SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True)}
+#: the named configs, tiny with RoPE in the projection tiles, and tiny with each projection's own rows
+#: (RoPE in 8-row q and k tiles, 32-row output and 8-row down tiles beside 16-row gate and up tiles)
+SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True),
+               "tiny-mixed-rows": NAMED_CONFIGS["tiny"].retiled(rope_in_tiles=True, qkv_rows=8, o_rows=32,
+                                                                down_rows=8)}
 
 
-@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles"])
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles", "tiny-mixed-rows"])
 def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
     cfg = SIM_CONFIGS[name]
     weights = random_weights(cfg, seed=1)
@@ -351,10 +354,17 @@ def test_retiled_chooses_again_the_chunk_counts_of_a_changed_field():
     down and output tiles within the limit); ``dataclasses.replace`` keeps the 8-row ones."""
     cfg = NAMED_CONFIGS["llama-8b"]
     wide = cfg.retiled(proj_rows=16)
-    fresh = dataclasses.replace(cfg, proj_rows=16, down_chunks=AUTO_CHUNKS, o_chunks=AUTO_CHUNKS)
+    fresh = dataclasses.replace(cfg, proj_rows=16, qkv_rows=AUTO_CHUNKS, o_rows=AUTO_CHUNKS, down_rows=AUTO_CHUNKS,
+                                down_chunks=AUTO_CHUNKS, o_chunks=AUTO_CHUNKS)
     assert (wide.down_chunks, wide.o_chunks) == (fresh.down_chunks, fresh.o_chunks) == (7, 2)
+    assert (wide.qkv_rows, wide.o_rows, wide.down_rows) == (16, 16, 16)
     assert dataclasses.replace(cfg, proj_rows=16).down_chunks == cfg.down_chunks == 4
     assert cfg.retiled(proj_rows=16, down_chunks=14).down_chunks == 14  # named too: kept
+    # one projection's rows: its own K chunks follow, the others' stay
+    down_only = cfg.retiled(down_rows=16)
+    assert (down_only.down_chunks, down_only.o_chunks, down_only.o_rows) == (7, cfg.o_chunks, 8)
+    mixed = cfg.retiled(proj_rows=16, down_rows=8)
+    assert (mixed.down_rows, mixed.down_chunks, mixed.o_rows, mixed.o_chunks) == (8, 4, 16, 2)
     assert cfg.retiled(block=64).down_chunks == cfg.down_chunks  # a field nothing follows
 
 

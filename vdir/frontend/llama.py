@@ -110,6 +110,9 @@ class LlamaConfig:
     attend: int = 0
     block: int = AUTO_CHUNKS
     proj_rows: int = PROJECTION_ROWS
+    qkv_rows: int = AUTO_CHUNKS
+    o_rows: int = AUTO_CHUNKS
+    down_rows: int = AUTO_CHUNKS
     vocab_rows: int = 16
     down_chunks: int = AUTO_CHUNKS
     logit_chunks: int = AUTO_CHUNKS
@@ -121,12 +124,16 @@ class LlamaConfig:
     def __post_init__(self) -> None:
         self._check_positive("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
                              "max_context", "proj_rows", "vocab_rows")
+        for what in ("qkv_rows", "o_rows", "down_rows"):
+            if getattr(self, what) == AUTO_CHUNKS:  # frozen: the chosen rows are set once, here
+                object.__setattr__(self, what, self.proj_rows)
+        self._check_positive("qkv_rows", "o_rows", "down_rows")
         if self.block == AUTO_CHUNKS:  # frozen: the chosen block is set once, here
             object.__setattr__(self, "block", attention_block_for(self.max_context))
         self._check_positive("block")
-        for what, rows, k in (("down_chunks", self.proj_rows, self.intermediate),
+        for what, rows, k in (("down_chunks", self.down_rows, self.intermediate),
                               ("logit_chunks", self.vocab_rows, self.hidden),
-                              ("o_chunks", self.proj_rows, self.heads * self.head_dim)):
+                              ("o_chunks", self.o_rows, self.heads * self.head_dim)):
             if getattr(self, what) == AUTO_CHUNKS:  # frozen: the chosen count is set once, here
                 object.__setattr__(self, what, chunks_for(rows, k, f"config: {what}"))
         self._check_positive("down_chunks", "logit_chunks", "o_chunks")
@@ -146,7 +153,8 @@ class LlamaConfig:
                              f"attention blocks, not a multiple of "
                              f"{MERGE_MASK_BLOCKS}: the merge's f32 mask row would not be whole "
                              f"{BULK_COPY_ALIGN}-byte rows")
-        for total, rows, what in ((self.hidden, self.proj_rows, "hidden"), (self.head_dim, self.proj_rows, "head_dim"),
+        for total, rows, what in ((self.hidden, self.o_rows, "hidden"), (self.hidden, self.down_rows, "hidden"),
+                                  (self.head_dim, self.qkv_rows, "head_dim"),
                                   (self.intermediate, self.proj_rows, "intermediate"),
                                   (self.vocab, self.vocab_rows, "vocab")):
             tile_count(total, rows, what)
@@ -206,7 +214,9 @@ class LlamaConfig:
 
 #: the tiling fields a config chooses from another where they are left out, by the field they follow
 #: (:meth:`LlamaConfig.retiled`)
-DERIVED_TILING: dict[str, tuple[str, ...]] = {"proj_rows": ("down_chunks", "o_chunks"), "vocab_rows": ("logit_chunks",)}
+DERIVED_TILING: dict[str, tuple[str, ...]] = {
+    "proj_rows": ("qkv_rows", "o_rows", "down_rows", "down_chunks", "o_chunks"),
+    "o_rows": ("o_chunks",), "down_rows": ("down_chunks",), "vocab_rows": ("logit_chunks",)}
 
 
 #: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry
@@ -268,13 +278,13 @@ def rope_in_projection(cfg: LlamaConfig) -> bool:
     a whole head before the rotation; and only with tiles of an even number
     of rows.
     """
-    return cfg.rope_in_tiles and not cfg.qk_norm and cfg.proj_rows % 2 == 0
+    return cfg.rope_in_tiles and not cfg.qk_norm and cfg.qkv_rows % 2 == 0
 
 
 def head_row_order(cfg: LlamaConfig) -> np.ndarray:
     """Row ``n`` of a q or k head in the step's layout is row ``order[n]`` of the model's.
 
-    With RoPE in the projection, projection tile ``t`` (``R = proj_rows``
+    With RoPE in the projection, projection tile ``t`` (``R = qkv_rows``
     rows) holds rows ``t*R/2 .. (t+1)*R/2`` of the head's first half, then
     the same rows of its second half: rotate-half over the ``1 x R`` tile
     then pairs exactly the model's ``(x[i], x[i + D/2])``, so the tile is
@@ -283,7 +293,7 @@ def head_row_order(cfg: LlamaConfig) -> np.ndarray:
     the model's; the K cache holds its rows in this order. Otherwise the
     identity.
     """
-    D, R = cfg.head_dim, cfg.proj_rows
+    D, R = cfg.head_dim, cfg.qkv_rows
     if not rope_in_projection(cfg):
         return np.arange(D)
     tile, row = np.divmod(np.arange(D), R)
@@ -375,7 +385,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
         _attention(b, cfg, bufs, layer, pos)
         mlp = {"h": bufs["hs"], "g": bufs["mlp_norm"], "wg": bufs["wg"], "wu": bufs["wu"], "wd": bufs["wd"],
                "act": bufs["act"], "out": bufs["hs"]}
-        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.proj_rows, cfg.proj_rows, cfg.down_chunks,
+        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.proj_rows, cfg.down_rows, cfg.down_chunks,
                   cfg.eps, in_row=b.affine(layer, 2, 1, name="mid"), out_row=b.affine(layer, 2, 2, name="next"))
     _logits_and_argmax(b, cfg, bufs, pos)
     return b.finish()
@@ -389,7 +399,7 @@ def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, 
     With ``rope`` (the cos and sin tables and the position), each tile is
     rotated before it is stored (:func:`head_row_order`).
     """
-    D, R = cfg.head_dim, cfg.proj_rows
+    D, R = cfg.head_dim, cfg.qkv_rows
     with b.repeat(0, heads, name=f"{name}h") as h, b.repeat(0, D // R, name=f"{name}t") as t:
         wrow = b.linear([(layer, heads * D), (h, D), (t, R)], name=f"{name}row")
         wt = b.load(w, (wrow, 0), (R, cfg.hidden), name=f"{name}w")
@@ -426,11 +436,12 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
     _attend(b, cfg, bufs, layer, pos, tables)
     # the output projection: a gemv over the heads' outputs (o_chunks chunks of the row), plus the residual
     heads = load_chunks(b, bufs["ao"], layer, H * D, cfg.o_chunks, "ao")
-    with b.repeat(0, tile_count(cfg.hidden, cfg.proj_rows, "hidden"), name="r") as r:
-        orow = b.linear([(layer, cfg.hidden), (r, cfg.proj_rows)], name="orow")
-        col = b.affine(r, cfg.proj_rows, name="ocol")
-        d = chunked_gemv(b, bufs["wo"], orow, cfg.proj_rows, heads, "wo", "op", "od")
-        res = b.load(hs, (x_row, col), (1, cfg.proj_rows), name="ores")
+    R = cfg.o_rows
+    with b.repeat(0, tile_count(cfg.hidden, R, "hidden"), name="r") as r:
+        orow = b.linear([(layer, cfg.hidden), (r, R)], name="orow")
+        col = b.affine(r, R, name="ocol")
+        d = chunked_gemv(b, bufs["wo"], orow, R, heads, "wo", "op", "od")
+        res = b.load(hs, (x_row, col), (1, R), name="ores")
         b.store(b.compute("add", [d, res], name="oa"), hs, (b.affine(layer, 2, 1, name="a_row"), col),
                 name="oa_saved")
 

@@ -146,8 +146,8 @@ class MirrorModel:
         return heads if rope_in_projection(cfg) else _run("rope", [heads, cos, sin])
 
     def _rotate_tiles(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-        """``rope`` over each ``proj_rows``-column tile of ``x``'s heads, with the tables' matching columns."""
-        R = self.cfg.proj_rows
+        """``rope`` over each ``qkv_rows``-column tile of ``x``'s heads, with the tables' matching columns."""
+        R = self.cfg.qkv_rows
         return np.concatenate([_run("rope", [x[:, c : c + R], cos[:, c : c + R], sin[:, c : c + R]])
                                for c in range(0, x.shape[1], R)], axis=1)
 
