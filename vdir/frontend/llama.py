@@ -81,7 +81,9 @@ class LlamaConfig:
     ``context_buckets`` of :class:`vdir.models.llama.LlamaDecoder`);
     ``block`` the context rows of one attention micro-op (left out:
     :func:`attention_block_for` of ``max_context``); ``proj_rows`` the
-    weight rows of one projection gemv tile (:data:`PROJECTION_ROWS` unless given); ``vocab_rows`` the logits of
+    weight rows of one projection gemv tile (:data:`PROJECTION_ROWS` unless given), and ``qkv_rows``,
+    ``o_rows``, ``down_rows`` those of the q/k/v, output and down projections' tiles (left out:
+    ``proj_rows``); ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
     parts the greedy token's first argmax phase splits the logits into (left
