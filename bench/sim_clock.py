@@ -18,11 +18,16 @@ divided by it), as a change against the default clock. It ranks the levers
 by the model before any is built: a cost that moves a program by little
 is not where its time goes.
 
+``--step CONFIG`` models the decode step of a bench config beside its
+tilings given as ``--variant`` (``bench_decode.py``'s form), each as
+modelled / the config's own.
+
 ``--buckets`` models the 1B step compiled for 4096 positions, whole and
 as the shorter steps of ``LlamaDecoder``'s ``context_buckets``, at one
 position that each covers.
 
     python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
+                              [--step CONFIG [--variant FIELD=VALUE ...]]
 """
 
 from __future__ import annotations
@@ -37,13 +42,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs  # noqa: E402
+from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs, tiling_variant  # noqa: E402
 from bench.bench_gpu import compile_gemv, compile_mlp  # noqa: E402
 from bench.bench_sweep import Case, tiling  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.device_runtime.sim import SimCosts, costs_for, simulate  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
-from vdir.frontend.llama import build_decode_step, decode_tables  # noqa: E402
+from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables  # noqa: E402
 from vdir.target import get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
 
@@ -152,7 +157,13 @@ def decode_program(name: str = "default") -> Simulated:
 def simulated_step(name: str, config: dict, pipeline: dict | None = None, measured: float | None = None) -> Simulated:
     """The 1B step with the LlamaConfig fields ``config`` changed, compiled with the pipeline options
     ``pipeline``, to be simulated at :data:`DECODE_POS`."""
-    cfg = dataclasses.replace(decode_configs()["llama-1b"], **config)
+    return simulated_config(name, dataclasses.replace(decode_configs()["llama-1b"], **config), pipeline, measured)
+
+
+def simulated_config(name: str, cfg: LlamaConfig, pipeline: dict | None = None,
+                     measured: float | None = None) -> Simulated:
+    """The decode step of ``cfg``, compiled with the pipeline options ``pipeline``, to be simulated at
+    :data:`DECODE_POS`."""
     program = compile_to_encoded(build_decode_step(cfg), max_micro_ops=DECODE_MAX_MICRO_OPS, **(pipeline or {}))
     arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
     return Simulated(name, program, arrays, measured, (DECODE_POS,))
@@ -214,6 +225,20 @@ def print_buckets() -> None:
         print(f"| {label} | {ms:.3f} | {ms / whole:.3f} |")
 
 
+def print_step_variants(config: str, variants: list[str]) -> None:
+    """The decode step of the bench config ``config`` and its tiling ``variants`` (``bench_decode.py
+    --variant``'s form), modelled at :data:`DECODE_POS`, each against the config's own tiling."""
+    base_cfg = decode_configs()[config]
+    print(f"\n| {config} step, tiling | modelled ms | vs the config's |\n| --- | ---: | ---: |")
+    base = None
+    for text in ("", *variants):
+        cfg = tiling_variant(base_cfg, text) if text else base_cfg
+        ms = simulated_config(text or "config's", cfg).modelled_us() / 1000.0
+        base = base or ms
+        print(f"  {config} step, {text or 'config'}: {ms:.3f} ms", file=sys.stderr, flush=True)
+        print(f"| {text or 'the config’s'} | {ms:.3f} | {ms / base:.3f} |")
+
+
 def print_sensitivity(programs: list[Simulated], factor: float) -> None:
     """Each program's modelled time with each of :data:`SENSITIVITY_COSTS` scaled by ``factor`` in turn,
     as a change against its default clock."""
@@ -239,11 +264,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--buckets", action="store_true",
                    help=f"also the 1B step over {BUCKET_CONTEXT} positions whole and with its context buckets "
                         f"{', '.join(map(str, BUCKETS))} (minutes)")
+    p.add_argument("--step", choices=sorted(decode_configs()), metavar="CONFIG",
+                   help="also the decode step of a bench_decode config beside its --variant tilings (a minute "
+                        "each for the 3B shape)")
+    p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
+                   help="a tiling of --step's config, as bench_decode.py --variant takes it; repeatable")
     p.add_argument("--sensitivity", type=float, metavar="F",
                    help="also each program's time with each cost of the clock scaled by F in turn")
     opts = p.parse_args(argv)
     if opts.sensitivity is not None and not opts.sensitivity > 0:
         p.error(f"--sensitivity: a factor above 0, not {opts.sensitivity:g}")
+    if opts.variant and not opts.step:
+        p.error("--variant: a tiling of --step's config; name the config with --step")
     t0 = time.time()
     programs = sweep_programs(opts.only, opts.stack)
     print_sweep(programs)
@@ -251,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         programs.append(print_decode())
     if opts.buckets:
         print_buckets()
+    if opts.step:
+        print_step_variants(opts.step, opts.variant)
     if opts.sensitivity is not None:
         print_sensitivity(programs, opts.sensitivity)
     print(f"\n({time.time() - t0:.0f} s on the CPU)")

@@ -87,3 +87,34 @@ def test_the_buckets_table_models_each_shorter_step_against_the_whole(monkeypatc
     assert rows["whole"][1] == "1.000"
     # fewer skipped blocks: each shorter step is modelled faster, the shortest fastest
     assert float(rows["attending 64"][1]) < float(rows["attending 128"][1]) < 1.0
+
+
+def test_the_step_table_models_each_tiling_against_the_configs(monkeypatch, capsys):
+    from vdir.models.llama import NAMED_CONFIGS
+
+    compiled = []
+    real = sim_clock.simulated_config
+
+    def recording(name, cfg, *args):
+        compiled.append(cfg)
+        return real(name, cfg, *args)
+
+    monkeypatch.setattr(sim_clock, "simulated_config", recording)
+    monkeypatch.setattr(sim_clock, "decode_configs", lambda: {"tiny": NAMED_CONFIGS["tiny"]})
+    monkeypatch.setattr(sim_clock, "DECODE_POS", 20)
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    assert sim_clock.main(["--only", "gemv", "--step", "tiny", "--variant", "down_rows=8,o_rows=8"]) == 0
+    rows = {cells[0]: cells[1:] for line in capsys.readouterr().out.split("| tiny step, tiling")[1].splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert list(rows) == ["the config’s", "down_rows=8,o_rows=8"]
+    assert rows["the config’s"][1] == "1.000" and float(rows["down_rows=8,o_rows=8"][0]) > 0.0
+    # the variant is the config retiled: its own rows, the K chunks chosen again for them
+    assert [(c.down_rows, c.o_rows) for c in compiled] == [(16, 16), (8, 8)]
+    assert compiled[1] == NAMED_CONFIGS["tiny"].retiled(down_rows=8, o_rows=8)
+
+
+def test_a_variant_without_a_step_is_refused(capsys):
+    with pytest.raises(SystemExit) as e:
+        sim_clock.main(["--only", "gemv", "--variant", "down_rows=8"])
+    assert e.value.code == 2 and "name the config with --step" in capsys.readouterr().err
