@@ -22,12 +22,17 @@ is not where its time goes.
 tilings given as ``--variant`` (``bench_decode.py``'s form), each as
 modelled / the config's own.
 
+``--sm-stream F`` models every program with the SMs sharing the HBM
+(``SimCosts.sm_stream_bytes_per_us``): an SM streams at up to F times its
+even share while others leave bandwidth spare, and the simulator takes its
+actions in time order.
+
 ``--buckets`` models the 1B step compiled for 4096 positions, whole and
 as the shorter steps of ``LlamaDecoder``'s ``context_buckets``, at one
 position that each covers.
 
     python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
-                              [--step CONFIG [--variant FIELD=VALUE ...]]
+                              [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F]
 """
 
 from __future__ import annotations
@@ -110,8 +115,23 @@ class Simulated:
         return self._times[costs]
 
     def default_costs(self) -> SimCosts:
-        """The clock the simulator keeps for this program's target."""
-        return costs_for(get_target(self.program.target))
+        """The clock the simulator keeps for this program's target, with the SMs sharing the HBM where
+        ``--sm-stream`` says so (:data:`SM_STREAM_FACTOR`)."""
+        return shared_bandwidth(costs_for(get_target(self.program.target)), SM_STREAM_FACTOR)
+
+
+#: ``--sm-stream F``: model the SMs' weight tiles sharing the HBM, one SM at most F times its even share
+#: (``SimCosts.sm_stream_bytes_per_us``); None: the clock's fixed share per SM
+SM_STREAM_FACTOR: float | None = None
+
+
+def shared_bandwidth(costs: SimCosts, factor: float | None) -> SimCosts:
+    """``costs`` with one SM streaming at up to ``factor`` times its even share of the HBM while the others
+    leave it spare (None: unchanged)."""
+    if factor is None:
+        return costs
+    rate = costs.stream_bytes_per_us or get_target().hbm_bytes_per_us
+    return dataclasses.replace(costs, sm_stream_bytes_per_us=factor * rate / SMS)
 
 
 def filled(program, rng, tables=None) -> list[np.ndarray]:
@@ -269,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                         "each for the 3B shape)")
     p.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                    help="a tiling of --step's config, as bench_decode.py --variant takes it; repeatable")
+    p.add_argument("--sm-stream", type=float, metavar="F",
+                   help="model the SMs sharing the HBM, one SM streaming at up to F times its even share while "
+                        "others leave bandwidth spare (the simulator then runs in time order)")
     p.add_argument("--sensitivity", type=float, metavar="F",
                    help="also each program's time with each cost of the clock scaled by F in turn")
     opts = p.parse_args(argv)
@@ -276,6 +299,18 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--sensitivity: a factor above 0, not {opts.sensitivity:g}")
     if opts.variant and not opts.step:
         p.error("--variant: a tiling of --step's config; name the config with --step")
+    if opts.sm_stream is not None and not opts.sm_stream >= 1:
+        p.error(f"--sm-stream: a factor of at least 1 (an SM's even share), not {opts.sm_stream:g}")
+    global SM_STREAM_FACTOR
+    saved, SM_STREAM_FACTOR = SM_STREAM_FACTOR, opts.sm_stream
+    try:
+        return _report(opts)
+    finally:
+        SM_STREAM_FACTOR = saved
+
+
+def _report(opts: argparse.Namespace) -> int:
+    """Print the tables ``opts`` asks for; returns the exit status."""
     t0 = time.time()
     programs = sweep_programs(opts.only, opts.stack)
     print_sweep(programs)

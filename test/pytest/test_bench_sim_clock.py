@@ -118,3 +118,24 @@ def test_a_variant_without_a_step_is_refused(capsys):
     with pytest.raises(SystemExit) as e:
         sim_clock.main(["--only", "gemv", "--variant", "down_rows=8"])
     assert e.value.code == 2 and "name the config with --step" in capsys.readouterr().err
+
+
+def test_sm_stream_models_the_sms_sharing_the_hbm(monkeypatch, capsys):
+    """``--sm-stream F`` gives every program the clock whose SMs stream at up to F times their even share
+    of the HBM, for that run only; a factor below the share is refused."""
+    seen = []
+    real = sim_clock.Simulated.modelled_us
+
+    def recording(self, costs=None):
+        seen.append((costs or self.default_costs()).sm_stream_bytes_per_us)
+        return real(self, costs)
+
+    monkeypatch.setattr(sim_clock.Simulated, "modelled_us", recording)
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    assert sim_clock.main(["--only", "gemv", "--sm-stream", "2"]) == 0
+    rate = SIM_COSTS["h200"].stream_bytes_per_us
+    assert seen == [pytest.approx(2 * rate / sim_clock.SMS)]
+    assert sim_clock.SM_STREAM_FACTOR is None  # the next run keeps the fixed share
+    with pytest.raises(SystemExit) as e:
+        sim_clock.main(["--only", "gemv", "--sm-stream", "0.5"])
+    assert e.value.code == 2 and "--sm-stream: a factor of at least 1" in capsys.readouterr().err

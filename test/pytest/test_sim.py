@@ -21,6 +21,7 @@ import vdir
 from vdir import isa
 from vdir.device_runtime.sim import (
     SMALL_LOAD_BYTES,
+    BandwidthLedger,
     SimCosts,
     SimDeadlockError,
     SimProgramError,
@@ -545,6 +546,43 @@ def test_a_small_load_lands_its_latency_after_its_issue_beside_the_weight_tiles_
         w2_start, w2_end = run[ids["w2 after x"]]
         assert w2_end >= w2_start + 1.0 + tile / rate  # a tile's bytes at the SM's share (FIFO with the others)
         assert w2_end >= run[ids["x"]][1]
+
+
+def test_the_ledger_streams_at_the_peak_alone_and_shares_its_buckets_together():
+    """One SM alone streams at its peak; SMs streaming together get no more than a bucket holds between
+    them, and what a bucket cannot serve moves to the next."""
+    ledger = BandwidthLedger(bytes_per_us=100.0, sm_bytes_per_us=60.0, bucket_us=1.0)
+    assert ledger.stream(0.5, 30.0) == pytest.approx(1.0)  # half a bucket at 60 bytes/µs
+    # the same half bucket: 70 bytes left in bucket 0 (30 taken), 100 in each after
+    assert ledger.stream(0.5, 100.0) == pytest.approx(0.5 + 100.0 / 60.0)
+    ends = [ledger.stream(3.0, 60.0) for _ in range(3)]  # three SMs at 60 on a 100-byte bucket
+    assert ends[0] == pytest.approx(4.0) and ends[1] == pytest.approx(4.0 + 20.0 / 60.0)
+    assert ends[2] == pytest.approx(5.0)  # bucket 3 was full: all 60 in bucket 4, beside the 20 there
+    assert all(used <= 100.0 + 1e-9 for used in ledger.used)
+    assert sum(ledger.used) == pytest.approx(30.0 + 100.0 + 180.0)
+
+
+def test_the_shared_bandwidth_clock_lets_a_busier_sm_stream_faster_and_computes_the_same():
+    """With ``sm_stream_bytes_per_us`` the simulator takes its actions in time order and the SMs draw on
+    the HBM together: a gemv whose 3 tiles go to 2 SMs ends sooner when the SM with two tiles streams at
+    twice its share while the other idles, and its result is the same bytes."""
+    program = compile_to_encoded(build_gemv(48, 2048, rows_per_tile=16, k_chunks=1), num_sms=2)
+    rng = np.random.default_rng(5)
+    arrays = [(rng.standard_normal(b.shape) * 0.5).astype(DTYPES[b.dtype]) if b.is_input
+              else np.zeros(b.shape, DTYPES[b.dtype]) for b in program.buffers]
+    share = 1024.0  # bytes per µs: a 64 KiB tile takes 64 µs at the SM's share
+    fixed = SimCosts(launch_us=0.0, stream_bytes_per_us=share * get_target().num_sms)
+    shared = dataclasses.replace(fixed, sm_stream_bytes_per_us=2 * share)
+    outs = []
+    spans = []
+    for costs in (fixed, shared):
+        run = [a.copy() for a in arrays]
+        spans.append(simulate(program, run, costs=costs).makespan_us)
+        outs.append(run[-1])
+    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
+    tile_us = 16 * 2048 * 2 / share
+    assert spans[0] > 2 * tile_us  # two tiles one after the other at the share
+    assert spans[1] < spans[0] - 0.9 * tile_us  # at twice the share: about one tile's time sooner
 
 
 #: one tile loaded, doubled and stored, each micro-op only when %n >= 1

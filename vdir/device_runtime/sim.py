@@ -89,7 +89,9 @@ class SimCosts:
     decoding the instruction, its waits and signals) and, on the compute
     engine, its body; a load's bytes land after ``load_latency_us``, a weight
     tile's one after another at the SM's share of ``stream_bytes_per_us``
-    (a small load's beside them, :data:`SMALL_LOAD_BYTES`); a counter's
+    (a small load's beside them, :data:`SMALL_LOAD_BYTES`; with
+    ``sm_stream_bytes_per_us``, the SMs draw on it together,
+    :class:`BandwidthLedger`); a counter's
     release reaches a waiter on another SM ``handoff_us`` after the store
     that releases it ends. The trace's times start at the launch;
     :meth:`SimPlatform.time_launches` adds ``launch_us``. The clock models
@@ -128,6 +130,11 @@ class SimCosts:
     a round trip: the GPU's trace has these hand-offs at 1.2-5.2 µs from the store's end."""
     stream_bytes_per_us: float | None = None
     """The bandwidth the SMs' loads share; None: the target's ``hbm_bytes_per_us``."""
+    sm_stream_bytes_per_us: float | None = None
+    """The most one SM's weight tiles stream at while the others leave bandwidth spare (the bytes its ring
+    keeps in flight over a round trip); the SMs then draw on ``stream_bytes_per_us`` together, time
+    bucket by time bucket (:class:`BandwidthLedger`). None: each SM streams at its fixed share of
+    ``stream_bytes_per_us`` whatever the others do."""
 
     def engine_fixed_us(self, kind: EngineKind) -> float:
         """What any record costs an engine of ``kind`` besides its own work: the compute's and the
@@ -148,6 +155,48 @@ SMALL_LOAD_BYTES = 16384
 SIM_COSTS: dict[str, SimCosts] = {"h200": SimCosts(stream_bytes_per_us=4.49e6)}
 #: the clock of a target with no figures of its own (the same SM, the kernel's per-micro-op costs)
 DEFAULT_COSTS = SimCosts()
+
+
+class BandwidthLedger:
+    """The bandwidth the SMs' weight tiles have taken, per :data:`LEDGER_BUCKET_US` of launch time.
+
+    A tile streams from when its bytes may start, each bucket at the SM's
+    peak rate or what the bucket has left, whichever is less: an SM whose
+    phase has more tiles than the others' streams faster once they idle,
+    and all SMs streaming together share the HBM's rate. The simulator
+    takes its engines' actions out of time order, so the tiles a bucket
+    serves first are those simulated first, not those issued first; the
+    total a bucket serves, and so a phase's end where the HBM bounds it, is
+    the same either way.
+    """
+
+    def __init__(self, bytes_per_us: float, sm_bytes_per_us: float, bucket_us: float):
+        self.bucket_us = bucket_us
+        self.capacity = bytes_per_us * bucket_us
+        self.sm_bytes_per_us = sm_bytes_per_us
+        self.used: list[float] = []
+
+    def stream(self, start: float, nbytes: float) -> float:
+        """Take ``nbytes`` for one SM from ``start`` on; returns when the last byte lands."""
+        w, t, left, peak_bytes_per_us = self.bucket_us, start, float(nbytes), self.sm_bytes_per_us
+        b = int(t / w)
+        while True:
+            if b >= len(self.used):
+                self.used.extend([0.0] * (b + 1 - len(self.used)))
+            span = (b + 1) * w - t
+            rate = min(peak_bytes_per_us, (self.capacity - self.used[b]) / span) if span > 0 else 0.0
+            if rate > 0 and left <= rate * span:
+                self.used[b] += left
+                return t + left / rate
+            if rate > 0:
+                self.used[b] += rate * span
+                left -= rate * span
+            b += 1
+            t = b * w
+
+
+#: the time bucket of :class:`BandwidthLedger` (µs): a fraction of a 64 KiB tile's time at an SM's share
+LEDGER_BUCKET_US = 0.25
 
 
 def costs_for(target: TargetDescription) -> SimCosts:
@@ -367,6 +416,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription, costs
     records = np.ascontiguousarray(program.instrs, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     costs = costs_for(target) if costs is None else costs
     bw_per_sm = (costs.stream_bytes_per_us or target.hbm_bytes_per_us) / max(target.num_sms, 1)
+    load_bytes_per_us = costs.sm_stream_bytes_per_us or bw_per_sm
     ops: list[list[list[Op]]] = []
     for sm in range(program.num_sms):
         sm_ops = []
@@ -380,7 +430,8 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription, costs
             queue = []
             for pos in range(len(words)):
                 try:
-                    op = _decode_op(pos, words[pos], engine, program, buffer_bytes, target, costs, bw_per_sm)
+                    op = _decode_op(pos, words[pos], engine, program, buffer_bytes, target, costs, bw_per_sm,
+                                    load_bytes_per_us)
                 except ValueError as e:
                     raise SimProgramError(f"{program.describe(sm, engine, pos)}: {e}") from None
                 queue.append(op)
@@ -422,8 +473,10 @@ def _decode_op(
     target: TargetDescription,
     costs: SimCosts,
     bw_per_sm: float,
+    load_bytes_per_us: float,
 ) -> Op:
-    """Decode and validate one instruction (ValueError with the reason on failure), with its costs."""
+    """Decode and validate one instruction (ValueError with the reason on failure), with its costs: a
+    store's bytes at ``bw_per_sm``, a load's at ``load_bytes_per_us``."""
     op = Op(pos, words)
     op.busy_us = costs.engine_fixed_us(target.engines[engine].kind)
     if op.opcode not in isa.engine_opcodes(target.engines[engine]):
@@ -443,7 +496,7 @@ def _decode_op(
     if op.opcode in (isa.OP_LOAD, isa.OP_STORE):
         _decode_transfer(op, words, program, buffer_bytes)
         op.latency_us = costs.load_latency_us if op.opcode == isa.OP_LOAD else costs.store_latency_us
-        op.busy_us += op.region.nbytes / bw_per_sm
+        op.busy_us += op.region.nbytes / (load_bytes_per_us if op.opcode == isa.OP_LOAD else bw_per_sm)
     elif op.opcode == isa.OP_COMPUTE:
         op.family, op.inputs, op.out, op.params = _compute_operands(words)
         for tile in (*op.inputs, op.out):
@@ -887,6 +940,13 @@ class Simulation:
         self.load_ends: dict[int, list[float]] = {g: [] for g in loading}
         # per SM, when the last load to land on it finished landing: its load engines share its bandwidth
         self.landed = [0.0] * n
+        costs = decoded.costs
+        # with the ledger, the ready actions by when each can happen (time, sequence, action)
+        self.timeline: list[tuple[float, int, int]] = []
+        self.timeline_seq = 0
+        self.ledger = (BandwidthLedger(costs.stream_bytes_per_us or decoded.target.hbm_bytes_per_us,
+                                       costs.sm_stream_bytes_per_us, LEDGER_BUCKET_US)
+                       if costs.sm_stream_bytes_per_us else None)
         self.bit_time: dict[tuple[int, int], float] = {}
         self.counter_base = [int(c) for c in self.counters]
         self.release_times: list[list[float]] = [[] for _ in range(prog.num_counters)]
@@ -912,13 +972,14 @@ class Simulation:
         """Run to completion; raise on a race, a deadlock or a malformed micro-op."""
         for g in range(self.num_engines):
             self._head_changed(g)
-        while self.ready:
-            action = self.ready[self.rng.randrange(len(self.ready))]
+        while (action := self._next_action()) is not None:
             g = action >> 1
             if action & 1:
                 self._complete_load(g)
             else:
                 self._start(g)
+            if self.ledger is not None and action in self.ready_index:  # ready again: its next load or micro-op
+                self._queue_action(action, self._action_time(action))
         if any(self.head[g] < len(self.queues[g]) for g in range(self.num_engines)):
             raise SimDeadlockError(self._deadlock_report())
         if self.unwritten_reads:
@@ -930,11 +991,48 @@ class Simulation:
         isa.finish_launch(self.sync, self.decoded.program.num_sms)
         return SimTrace(self.decoded.program, self.events, launch_us=self.decoded.costs.launch_us)
 
+    def _next_action(self) -> int | None:
+        """The action to take next: any ready one, at random; with a bandwidth ledger, the one that can
+        happen earliest (the ledger serves a bucket's bytes to the tiles taken first)."""
+        if not self.ready:
+            return None
+        if self.ledger is None:
+            return self.ready[self.rng.randrange(len(self.ready))]
+        while True:
+            at, _, action = heapq.heappop(self.timeline)
+            if action not in self.ready_index:
+                continue  # taken, or no longer ready, since it was queued
+            now = self._action_time(action)
+            if now > at:  # later than when it was queued (a load window's next oldest): queue it again
+                self._queue_action(action, now)
+                continue
+            return action
+
+    def _queue_action(self, action: int, at: float) -> None:
+        self.timeline_seq += 1
+        heapq.heappush(self.timeline, (at, self.timeline_seq, action))
+
+    def _action_time(self, action: int) -> float:
+        """When ready ``action`` can happen: a load's landing begins its latency after its issue; a start,
+        when its engine is free and its waits have passed."""
+        g = action >> 1
+        if action & 1:
+            op, _, start, _ = self.in_flight[g][0]
+            return start + op.latency_us
+        sm = g // self.per_sm
+        op = self.queues[g][self.head[g]]
+        at = max(self.engine_free[g], self._wait_time(sm, op))
+        if self.is_load_engine[g % self.per_sm] and op.pos >= self.load_window:
+            at = max(at, self.load_ends[g][op.pos - self.load_window])
+        return at
+
     def _set_ready(self, action: int, ready: bool) -> None:
         idx = self.ready_index.get(action)
         if ready and idx is None:
             self.ready_index[action] = len(self.ready)
             self.ready.append(action)
+            if self.ledger is not None:
+                self._queue_action(action, self._action_time(action))
         elif not ready and idx is not None:
             last = self.ready.pop()
             if last != action:
@@ -1014,22 +1112,30 @@ class Simulation:
 
     def _pass_waits(self, g: int, sm: int, op: Op) -> float:
         """Join the clocks the waited bits and counter carry; return when they were satisfied."""
+        mask = op.wait_mask
+        while mask:
+            low = mask & -mask
+            mask ^= low
+            bit_clock = self.bit_clock.get((sm, low.bit_length() - 1))
+            if bit_clock is not None:
+                np.maximum(self.clock[g], bit_clock, out=self.clock[g])
+        if op.wait_counter >= 0:
+            self._join_releases(g, op.wait_counter, self._needed(op))
+        return self._wait_time(sm, op)
+
+    def _wait_time(self, sm: int, op: Op) -> float:
+        """When the waited bits, counter and flag words of ``op`` on SM ``sm`` were satisfied."""
         ready_at = 0.0
         mask = op.wait_mask
         while mask:
             low = mask & -mask
-            key = (sm, low.bit_length() - 1)
             mask ^= low
-            ready_at = max(ready_at, self.bit_time.get(key, 0.0))
-            bit_clock = self.bit_clock.get(key)
-            if bit_clock is not None:
-                np.maximum(self.clock[g], bit_clock, out=self.clock[g])
+            ready_at = max(ready_at, self.bit_time.get((sm, low.bit_length() - 1), 0.0))
         if op.wait_counter >= 0:
             c = op.wait_counter
             needed = self._needed(op)
             if needed > 0 and self.release_times[c]:
                 ready_at = max(ready_at, self.release_times[c][min(needed, len(self.release_times[c])) - 1])
-            self._join_releases(g, c, needed)
         if op.flag_words and op.opcode == isa.OP_LOAD:  # relaxed words: the bytes, no clock
             ready_at = max(ready_at, float(flag_word_views(self.flag_time, op.region)[1].max()))
         return ready_at
@@ -1145,6 +1251,9 @@ class Simulation:
             end = start + self.decoded.costs.load_issue_us
         elif region is not None and region.nbytes <= SMALL_LOAD_BYTES:
             end = start + op.latency_us + op.busy_us
+        elif region is not None and self.ledger is not None:  # the SMs draw on the HBM together
+            begin = max(start + op.latency_us, self.landed[sm])
+            end = self.landed[sm] = self.ledger.stream(begin, region.nbytes)
         else:
             end = self.landed[sm] = max(start + op.latency_us, self.landed[sm]) + op.busy_us
         if ends:  # the engine retires in queue order
