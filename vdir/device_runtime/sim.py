@@ -163,11 +163,13 @@ class BandwidthLedger:
     A tile streams from when its bytes may start, each bucket at the SM's
     peak rate or what the bucket has left, whichever is less: an SM whose
     phase has more tiles than the others' streams faster once they idle,
-    and all SMs streaming together share the HBM's rate. The simulator
-    takes its engines' actions out of time order, so the tiles a bucket
-    serves first are those simulated first, not those issued first; the
-    total a bucket serves, and so a phase's end where the HBM bounds it, is
-    the same either way.
+    and all SMs streaming together share the HBM's rate. A bucket serves
+    the tiles in the order they are simulated, so with a ledger the
+    simulator takes its actions in time order (:meth:`Simulation.run`):
+    taken at random, a tile simulated late found the buckets of its own time
+    taken by tiles of later times, and the holes it left stayed empty (the
+    largest gemvs 8-9% slower than with a fixed share, round 40 of
+    ``docs/performance.md``).
     """
 
     def __init__(self, bytes_per_us: float, sm_bytes_per_us: float, bucket_us: float):
