@@ -13,7 +13,8 @@ the shared-memory bytes.
 
 Each step picks one possible action (start an engine's next micro-op, or
 complete the oldest in-flight load of a load engine) with a seeded RNG, so tests can
-explore different interleavings. Instead of computing garbage the simulator
+explore different interleavings (or, on a clock whose SMs share the bandwidth,
+the one that can happen earliest: :class:`BandwidthLedger`). Instead of computing garbage the simulator
 reports:
 
 * races (:class:`SimRaceError`): it keeps a vector clock per engine; toggling
