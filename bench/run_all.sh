@@ -65,7 +65,8 @@
 #              (LlamaConfig.qkv_rows, o_rows, down_rows beside proj_rows): the 3B shape with 8-row
 #              q/k/v, output and down tiles each and together beside its 16, the 1B shape likewise;
 #              each set in one process ($ROWS_CONFIGS: which shapes, default "llama-3b llama-1b";
-#              $ROWS_VARIANTS: which variants, space-separated)
+#              $ROWS_VARIANTS: which variants, space-separated; the 3B set takes most of 10 minutes,
+#              so one shape per call where calls are limited to that)
 #   decode-all - the four decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 3B and 8B shapes over 1024 (64 steps); $DECODE_ARGS for each
@@ -165,7 +166,7 @@ for what in $steps; do
         for v in ${ROWS_VARIANTS:-qkv_rows=8 o_rows=8 down_rows=8 o_rows=8,down_rows=8 qkv_rows=8,o_rows=8,down_rows=8}; do
           variants+=(--variant "$v")
         done
-        timeout ${DECODE_TIMEOUT:-330} python3 bench/bench_decode.py --config "$name" --steps "$n_steps" --torch-compile none \
+        timeout ${DECODE_TIMEOUT:-520} python3 bench/bench_decode.py --config "$name" --steps "$n_steps" --torch-compile none \
           "${variants[@]}" --json "$OUT/rows-$name.json" 2>&1 | tee "$OUT/rows-$name.log"
       done ;;
     flagwords)
