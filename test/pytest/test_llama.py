@@ -21,7 +21,7 @@ from ml_dtypes import bfloat16
 from vdir.analysis.graph import build_graph
 from vdir.diagnostics import UserError
 from vdir.families import FAMILIES
-from vdir.frontend.layers import WEIGHT_TILE_BYTES, chunks_for
+from vdir.frontend.layers import WEIGHT_TILE_BYTES, balanced_rows, chunks_for
 from vdir.frontend.llama import (
     AUTO_CHUNKS,
     LlamaConfig,
@@ -347,6 +347,21 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
                        max_context=64, block=16).argmax_parts == 16  # 8016 logits each
     assert NAMED_CONFIGS["tiny"].argmax_parts == 1
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
+
+
+def test_the_down_projection_takes_half_rows_where_they_spread_more_evenly():
+    """The 3B shape's 3072 down rows in 16-row tiles put two of 192 tiles on 60 of 132 SMs; in 8 rows
+    at most three of 384 (24 rows, not 32): it takes 8. The 1B shape's 128 tiles fit one per SM, the
+    8B shape's 256 go two to an SM either way: both keep their rows, as does a config that names them."""
+    assert balanced_rows(3072, 16, 132) == 8 and balanced_rows(3072, 16, 200) == 16
+    assert balanced_rows(2048, 16, 132) == 16  # 128 tiles: one per SM already
+    assert balanced_rows(4096, 16, 132) == 16  # 2 x 16 rows against 4 x 8: level
+    assert balanced_rows(3072, 8, 132) == 8  # 4-row tiles would not be whole bulk-copy units
+    assert balanced_rows(3000, 16, 100) == 16  # 16 does not divide it: left to the tile check
+    cfgs = NAMED_CONFIGS
+    assert (cfgs["llama-3b"].down_rows, cfgs["llama-3b"].down_chunks, cfgs["llama-3b"].o_rows) == (8, 2, 16)
+    assert cfgs["llama-1b"].down_rows == 16 and cfgs["llama-8b"].down_rows == 8 and cfgs["tiny"].down_rows == 16
+    assert cfgs["llama-3b"].retiled(down_rows=16).down_chunks == 4
 
 
 def test_retiled_chooses_again_the_chunk_counts_of_a_changed_field():

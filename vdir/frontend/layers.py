@@ -65,6 +65,28 @@ def tile_rows_for(M: int, K: int, tile_bytes: int = WEIGHT_TILE_BYTES) -> int:
     return NARROW_TILE_ROWS
 
 
+def balanced_rows(total: int, rows: int, sms: int) -> int:
+    """Rows of the tiles of a ``total``-row projection on ``sms`` SMs: ``rows``, or half as many where
+    that leaves the busiest SM fewer weight rows.
+
+    The tiles of one projection are a phase that ends with its busiest SM,
+    and placement gives each SM whole tiles: 3072 rows in 16-row tiles put
+    two tiles (32 rows) on 60 of 132 SMs, in 8-row tiles at most three (24
+    rows). Half is taken only where it divides ``total`` and keeps
+    :data:`NARROW_TILE_ROWS` rows (a whole bulk-copy unit of bf16 results),
+    and only where the tiles outnumber the SMs: where they fit one per SM,
+    more tiles add only their per-tile work (a store, a release to wait for).
+    """
+    half = rows // 2
+    if rows % 2 or half < NARROW_TILE_ROWS or total % rows or total % half or total // rows <= sms:
+        return rows
+
+    def busiest(r: int) -> int:
+        return -(-(total // r) // sms) * r
+
+    return half if busiest(half) < busiest(rows) else rows
+
+
 #: where a gemv's tiles number at most one per SM, its K chunks are merged into one tile of up to this many
 #: times ``tile_bytes`` (:func:`gemv_tiling`): with nothing to overlap on an SM, one micro-op per tile
 #: beats chained K chunks (1024 x 8192, 8 x 8192 tiles of 128 KiB: 12.4 against 13.2-13.3 us on the

@@ -46,8 +46,17 @@ from vdir.dialects.vdir import BULK_COPY_ALIGN
 from vdir.families import DTYPE_BYTES
 from vdir.families.attention import BLOCK_ROW_MULTIPLE, MAX_BLOCK_ROWS
 from vdir.frontend.builder import ProgramBuilder
-from vdir.frontend.layers import chunked_gemv, chunks_for, load_chunks, mlp_layer, split_evenly, tile_count
+from vdir.frontend.layers import (
+    balanced_rows,
+    chunked_gemv,
+    chunks_for,
+    load_chunks,
+    mlp_layer,
+    split_evenly,
+    tile_count,
+)
 from vdir.frontend.rope import Llama3Scaling, rope_tables
+from vdir.target import DEFAULT_TARGET, get_target
 
 #: head dimensions the attention families take
 HEAD_DIMS = (64, 128)
@@ -68,6 +77,13 @@ ARGMAX_PART_LOGITS = 8192
 #: 1B shape 15% (64 q tiles for 132 SMs), the 8B shape runs 8 and 16 rows level; what pays is rows
 #: per tile, not bytes (longer K chunks lost on the 3B shape)
 PROJECTION_ROWS = 16
+#: the SMs the down projection's rows are balanced over where a config leaves them out (the default
+#: target's; both Hopper targets have 132). Measured on the H100 (docs/performance.md, round 40): the 3B
+#: shape's down projection in 8-row tiles (at most 3 of 384 per SM, where 16-row tiles put 2 of 192 on
+#: 60 SMs) is 2.4-2.5% faster a step; the 1B shape's, whose 128 tiles of 16 rows fit one per SM, runs
+#: level in 8 rows (+0.4%) and keeps 16; the 3B output projection in 8 rows loses (+4%), so the rule is
+#: the down projection's only
+DECODE_SMS = get_target(DEFAULT_TARGET).num_sms
 
 
 @dataclass(frozen=True)
@@ -83,7 +99,8 @@ class LlamaConfig:
     :func:`attention_block_for` of ``max_context``); ``proj_rows`` the
     weight rows of one projection gemv tile (:data:`PROJECTION_ROWS` unless given), and ``qkv_rows``,
     ``o_rows``, ``down_rows`` those of the q/k/v, output and down projections' tiles (left out:
-    ``proj_rows``); ``vocab_rows`` the logits of
+    ``proj_rows``, and for the down projection half of it where that spreads its tiles more evenly over
+    :data:`DECODE_SMS` SMs, :func:`~vdir.frontend.layers.balanced_rows`); ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
     parts the greedy token's first argmax phase splits the logits into (left
@@ -126,9 +143,11 @@ class LlamaConfig:
     def __post_init__(self) -> None:
         self._check_positive("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
                              "max_context", "proj_rows", "vocab_rows")
-        for what in ("qkv_rows", "o_rows", "down_rows"):
+        for what in ("qkv_rows", "o_rows"):
             if getattr(self, what) == AUTO_CHUNKS:  # frozen: the chosen rows are set once, here
                 object.__setattr__(self, what, self.proj_rows)
+        if self.down_rows == AUTO_CHUNKS:
+            object.__setattr__(self, "down_rows", balanced_rows(self.hidden, self.proj_rows, DECODE_SMS))
         self._check_positive("qkv_rows", "o_rows", "down_rows")
         if self.block == AUTO_CHUNKS:  # frozen: the chosen block is set once, here
             object.__setattr__(self, "block", attention_block_for(self.max_context))
