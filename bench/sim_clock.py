@@ -54,7 +54,7 @@ from vdir import isa  # noqa: E402
 from vdir.device_runtime.sim import SimCosts, costs_for, simulate  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
 from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables  # noqa: E402
-from vdir.target import get_target  # noqa: E402
+from vdir.target import TargetDescription, get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
 
 #: the latest H200 medians, µs (docs/performance.md: the gemvs from round 28, the MLPs from the shape
@@ -117,7 +117,8 @@ class Simulated:
     def default_costs(self) -> SimCosts:
         """The clock the simulator keeps for this program's target, with the SMs sharing the HBM where
         ``--sm-stream`` says so (:data:`SM_STREAM_FACTOR`)."""
-        return shared_bandwidth(costs_for(get_target(self.program.target)), SM_STREAM_FACTOR)
+        target = get_target(self.program.target)
+        return shared_bandwidth(costs_for(target), target, SM_STREAM_FACTOR)
 
 
 #: ``--sm-stream F``: model the SMs' weight tiles sharing the HBM, one SM at most F times its even share
@@ -125,13 +126,12 @@ class Simulated:
 SM_STREAM_FACTOR: float | None = None
 
 
-def shared_bandwidth(costs: SimCosts, factor: float | None) -> SimCosts:
-    """``costs`` with one SM streaming at up to ``factor`` times its even share of the HBM while the others
-    leave it spare (None: unchanged)."""
+def shared_bandwidth(costs: SimCosts, target: TargetDescription, factor: float | None) -> SimCosts:
+    """``costs`` on ``target`` with one SM streaming at up to ``factor`` times its even share of the HBM while
+    the others leave it spare (None: unchanged)."""
     if factor is None:
         return costs
-    rate = costs.stream_bytes_per_us or get_target().hbm_bytes_per_us
-    return dataclasses.replace(costs, sm_stream_bytes_per_us=factor * rate / SMS)
+    return dataclasses.replace(costs, sm_stream_bytes_per_us=factor * costs.stream_rate(target) / target.num_sms)
 
 
 def filled(program, rng, tables=None) -> list[np.ndarray]:

@@ -137,6 +137,10 @@ class SimCosts:
     bucket by time bucket (:class:`BandwidthLedger`). None: each SM streams at its fixed share of
     ``stream_bytes_per_us`` whatever the others do."""
 
+    def stream_rate(self, target: TargetDescription) -> float:
+        """The bytes per µs the SMs' loads share on ``target``: ``stream_bytes_per_us``, else the target's HBM."""
+        return self.stream_bytes_per_us or target.hbm_bytes_per_us
+
     def engine_fixed_us(self, kind: EngineKind) -> float:
         """What any record costs an engine of ``kind`` besides its own work: the compute's and the
         store's fixed costs; 0 for a load engine, whose cost is charged where it issues (``load_issue_us``)."""
@@ -418,7 +422,7 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription, costs
     buffer_bytes = [math.prod(b.shape) * DTYPE_BYTES[b.dtype] for b in program.buffers]
     records = np.ascontiguousarray(program.instrs, dtype=np.uint32).reshape(-1, isa.INSTR_WORDS)
     costs = costs_for(target) if costs is None else costs
-    bw_per_sm = (costs.stream_bytes_per_us or target.hbm_bytes_per_us) / max(target.num_sms, 1)
+    bw_per_sm = costs.stream_rate(target) / max(target.num_sms, 1)
     load_bytes_per_us = costs.sm_stream_bytes_per_us or bw_per_sm
     ops: list[list[list[Op]]] = []
     for sm in range(program.num_sms):
@@ -947,8 +951,8 @@ class Simulation:
         # with the ledger, the ready actions by when each can happen (time, sequence, action)
         self.timeline: list[tuple[float, int, int]] = []
         self.timeline_seq = 0
-        self.ledger = (BandwidthLedger(costs.stream_bytes_per_us or decoded.target.hbm_bytes_per_us,
-                                       costs.sm_stream_bytes_per_us, LEDGER_BUCKET_US)
+        self.ledger = (BandwidthLedger(costs.stream_rate(decoded.target), costs.sm_stream_bytes_per_us,
+                                       LEDGER_BUCKET_US)
                        if costs.sm_stream_bytes_per_us else None)
         self.bit_time: dict[tuple[int, int], float] = {}
         self.counter_base = [int(c) for c in self.counters]
@@ -1025,9 +1029,14 @@ class Simulation:
         sm = g // self.per_sm
         op = self.queues[g][self.head[g]]
         at = max(self.engine_free[g], self._wait_time(sm, op))
-        if self.is_load_engine[g % self.per_sm] and op.pos >= self.load_window:
-            at = max(at, self.load_ends[g][op.pos - self.load_window])
-        return at
+        return self._window_free(g, op, at) if self.is_load_engine[g % self.per_sm] else at
+
+    def _window_free(self, g: int, op: Op, start: float) -> float:
+        """When load ``op`` of load engine ``g`` can issue, at ``start`` or later: when the slot of its
+        window that it takes freed, as the load ``load_window`` positions earlier in ``g``'s queue landed."""
+        if op.pos < self.load_window:
+            return start
+        return max(start, self.load_ends[g][op.pos - self.load_window])
 
     def _set_ready(self, action: int, ready: bool) -> None:
         idx = self.ready_index.get(action)
@@ -1220,9 +1229,7 @@ class Simulation:
                     self._check_global_read(g, sm, op, region)
                 self._check_smem_write(g, sm, op, op.tile, self._tile_reads_seen(g, sm, op) if op.flag_words else None)
                 self.smem_track[sm].record(self.smem_track[sm].written, op.tile, g % self.per_sm, op.pos)
-        ends = self.load_ends[g]
-        if op.pos >= self.load_window:  # the window slot it takes freed when that load landed
-            start = max(start, ends[op.pos - self.load_window])
+        start = self._window_free(g, op, start)
         self.engine_free[g] = start + self.decoded.costs.load_issue_us
         self.in_flight[g].append((op, self.clock[g].copy(), start, region))
         self._set_ready(2 * g + 1, True)
