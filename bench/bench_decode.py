@@ -171,7 +171,7 @@ def _usage_error(text: str) -> SystemExit:
 
 
 #: the LlamaConfig fields ``--variant`` may change: how the step is tiled, not the model
-TILING_FIELDS = ("block", "proj_rows", "qkv_rows", "o_rows", "down_rows", "vocab_rows", "down_chunks", "logit_chunks", "o_chunks", "argmax_parts",
+TILING_FIELDS = ("block", "proj_rows", "qkv_rows", "o_rows", "up_rows", "down_rows", "vocab_rows", "down_chunks", "logit_chunks", "o_chunks", "argmax_parts",
                  "rope_in_tiles")
 
 

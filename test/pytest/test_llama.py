@@ -77,10 +77,10 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
 
 
 #: the named configs, tiny with RoPE in the projection tiles, and tiny with each projection's own rows
-#: (RoPE in 8-row q and k tiles, 32-row output and 8-row down tiles beside 16-row gate and up tiles)
+#: (RoPE in 8-row q and k tiles, 32-row output tiles, 8-row gate, up and down tiles; 16 rows unless given)
 SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True),
                "tiny-mixed-rows": NAMED_CONFIGS["tiny"].retiled(rope_in_tiles=True, qkv_rows=8, o_rows=32,
-                                                                down_rows=8)}
+                                                                up_rows=8, down_rows=8)}
 
 
 @pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles", "tiny-mixed-rows"])
@@ -372,12 +372,14 @@ def test_retiled_chooses_again_the_chunk_counts_of_a_changed_field():
     fresh = dataclasses.replace(cfg, proj_rows=16, qkv_rows=AUTO_CHUNKS, o_rows=AUTO_CHUNKS, down_rows=AUTO_CHUNKS,
                                 down_chunks=AUTO_CHUNKS, o_chunks=AUTO_CHUNKS)
     assert (wide.down_chunks, wide.o_chunks) == (fresh.down_chunks, fresh.o_chunks) == (7, 2)
-    assert (wide.qkv_rows, wide.o_rows, wide.down_rows) == (16, 16, 16)
+    assert (wide.qkv_rows, wide.o_rows, wide.up_rows, wide.down_rows) == (16, 16, 16, 16)
     assert dataclasses.replace(cfg, proj_rows=16).down_chunks == cfg.down_chunks == 4
     assert cfg.retiled(proj_rows=16, down_chunks=14).down_chunks == 14  # named too: kept
     # one projection's rows: its own K chunks follow, the others' stay
     down_only = cfg.retiled(down_rows=16)
     assert (down_only.down_chunks, down_only.o_chunks, down_only.o_rows) == (7, cfg.o_chunks, 8)
+    gate_up = cfg.retiled(up_rows=16)
+    assert (gate_up.up_rows, gate_up.proj_rows, gate_up.down_rows, gate_up.down_chunks) == (16, 8, 8, 4)
     mixed = cfg.retiled(proj_rows=16, down_rows=8)
     assert (mixed.down_rows, mixed.down_chunks, mixed.o_rows, mixed.o_chunks) == (8, 4, 16, 2)
     assert cfg.retiled(block=64).down_chunks == cfg.down_chunks  # a field nothing follows

@@ -98,7 +98,8 @@ class LlamaConfig:
     ``block`` the context rows of one attention micro-op (left out:
     :func:`attention_block_for` of ``max_context``); ``proj_rows`` the
     weight rows of one projection gemv tile (:data:`PROJECTION_ROWS` unless given), and ``qkv_rows``,
-    ``o_rows``, ``down_rows`` those of the q/k/v, output and down projections' tiles (left out:
+    ``o_rows``, ``up_rows``, ``down_rows`` those of the q/k/v, output, MLP gate/up and down projections'
+    tiles (left out:
     ``proj_rows``, and for the down projection half of it where that spreads its tiles more evenly over
     :data:`DECODE_SMS` SMs, :func:`~vdir.frontend.layers.balanced_rows`); ``vocab_rows`` the logits of
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
@@ -131,6 +132,7 @@ class LlamaConfig:
     proj_rows: int = PROJECTION_ROWS
     qkv_rows: int = AUTO_CHUNKS
     o_rows: int = AUTO_CHUNKS
+    up_rows: int = AUTO_CHUNKS
     down_rows: int = AUTO_CHUNKS
     vocab_rows: int = 16
     down_chunks: int = AUTO_CHUNKS
@@ -143,12 +145,12 @@ class LlamaConfig:
     def __post_init__(self) -> None:
         self._check_positive("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
                              "max_context", "proj_rows", "vocab_rows")
-        for what in ("qkv_rows", "o_rows"):
+        for what in ("qkv_rows", "o_rows", "up_rows"):
             if getattr(self, what) == AUTO_CHUNKS:  # frozen: the chosen rows are set once, here
                 object.__setattr__(self, what, self.proj_rows)
         if self.down_rows == AUTO_CHUNKS:
             object.__setattr__(self, "down_rows", balanced_rows(self.hidden, self.proj_rows, DECODE_SMS))
-        self._check_positive("qkv_rows", "o_rows", "down_rows")
+        self._check_positive("qkv_rows", "o_rows", "up_rows", "down_rows")
         if self.block == AUTO_CHUNKS:  # frozen: the chosen block is set once, here
             object.__setattr__(self, "block", attention_block_for(self.max_context))
         self._check_positive("block")
@@ -176,7 +178,7 @@ class LlamaConfig:
                              f"{BULK_COPY_ALIGN}-byte rows")
         for total, rows, what in ((self.hidden, self.o_rows, "hidden"), (self.hidden, self.down_rows, "hidden"),
                                   (self.head_dim, self.qkv_rows, "head_dim"),
-                                  (self.intermediate, self.proj_rows, "intermediate"),
+                                  (self.intermediate, self.up_rows, "intermediate"),
                                   (self.vocab, self.vocab_rows, "vocab")):
             tile_count(total, rows, what)
         split_evenly(self.hidden, self.logit_chunks, "hidden")
@@ -236,7 +238,7 @@ class LlamaConfig:
 #: the tiling fields a config chooses from another where they are left out, by the field they follow
 #: (:meth:`LlamaConfig.retiled`)
 DERIVED_TILING: dict[str, tuple[str, ...]] = {
-    "proj_rows": ("qkv_rows", "o_rows", "down_rows", "down_chunks", "o_chunks"),
+    "proj_rows": ("qkv_rows", "o_rows", "up_rows", "down_rows", "down_chunks", "o_chunks"),
     "o_rows": ("o_chunks",), "down_rows": ("down_chunks",), "vocab_rows": ("logit_chunks",)}
 
 
@@ -406,7 +408,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
         _attention(b, cfg, bufs, layer, pos)
         mlp = {"h": bufs["hs"], "g": bufs["mlp_norm"], "wg": bufs["wg"], "wu": bufs["wu"], "wd": bufs["wd"],
                "act": bufs["act"], "out": bufs["hs"]}
-        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.proj_rows, cfg.down_rows, cfg.down_chunks,
+        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.up_rows, cfg.down_rows, cfg.down_chunks,
                   cfg.eps, in_row=b.affine(layer, 2, 1, name="mid"), out_row=b.affine(layer, 2, 2, name="next"))
     _logits_and_argmax(b, cfg, bufs, pos)
     return b.finish()
