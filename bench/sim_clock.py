@@ -88,7 +88,7 @@ DECODE_POS = 128
 
 #: the clock's costs ``--sensitivity`` scales, one at a time (a rate, ``..._per_us``, is divided)
 SENSITIVITY_COSTS = ("launch_us", "load_issue_us", "load_latency_us", "compute_fixed_us", "smem_bytes_per_us",
-                     "store_fixed_us", "store_latency_us", "handoff_us", "stream_bytes_per_us")
+                     "store_fixed_us", "store_latency_us", "handoff_us", "release_fence_us", "stream_bytes_per_us")
 
 
 @dataclasses.dataclass

@@ -94,11 +94,14 @@ def test_engine_busy_shares_are_the_time_something_was_in_flight_over_the_span()
 
 def test_a_hand_off_latency_on_the_path_is_a_counter_wait_not_the_queue():
     """On the simulator a counter's release reaches the waiter the clock's hand-off latency after the
-    store that released it ended. The sum's load began long after its queue (the load before it) had
-    cleared: the walk puts that gap on the counter, and the path runs back through the other SM."""
+    store that released it wrote its bytes, the first part of it in the store's own span (its release
+    fence). The sum's load began long after its queue (the load before it) had cleared: the walk puts
+    the rest on the counter, and the path runs back through the other SM."""
     trace = simulated(TWO_SMS, 2)
     p = launch_profile(trace)
-    assert p.path.waiting_us.get("counter") == pytest.approx(SIM_COSTS["h200"].handoff_us)
+    costs = SIM_COSTS["h200"]
+    assert 0.0 < costs.release_fence_us < costs.handoff_us
+    assert p.path.waiting_us.get("counter") == pytest.approx(costs.handoff_us - costs.release_fence_us)
     assert sum(p.path.running_us.values()) + sum(p.path.waiting_us.values()) == pytest.approx(p.span_us)
     chain = trace.wait_chain(0.0, p.span_us)
     assert len({e.sm for e, _ in chain}) == 2 and p.launch_us == SIM_COSTS["h200"].launch_us

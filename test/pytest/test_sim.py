@@ -487,7 +487,8 @@ def test_the_clock_is_the_costs_it_is_given():
     spans = []
     for handoff in (0.0, 5.0):
         costs = SimCosts(launch_us=0.0, load_issue_us=0.5, load_latency_us=1.0, compute_fixed_us=2.0,
-                         store_fixed_us=3.0, store_latency_us=0.25, handoff_us=handoff, **free)
+                         store_fixed_us=3.0, store_latency_us=0.25, handoff_us=handoff, release_fence_us=0.0,
+                         **free)
         arrays = [w, x, np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
         spans.append(_spans(simulate(program, arrays, costs=costs)))
     flops = 2 * R * K / get_target().flops_per_us_per_sm  # the gemv body's arithmetic at the target's rate
@@ -499,6 +500,29 @@ def test_the_clock_is_the_costs_it_is_given():
         assert run[ids["%x = load @x"]] == pytest.approx((0.5, 1.5))
         assert run[ids["%h1 = load @h"]][0] == pytest.approx(store_end + handoff)
     assert spans[1][ids["store %o -> @out"]][1] - spans[0][ids["store %o -> @out"]][1] == pytest.approx(5.0)
+
+
+def test_a_releasing_store_holds_its_engine_for_its_fence_and_the_waiter_sees_it_as_before():
+    """``release_fence_us`` (at most the hand-off) lengthens the span of a store that releases a
+    counter, and so delays the next micro-op of that store engine; the waiter on the other SM starts the
+    hand-off's latency after the store's bytes whatever it is, and a store releasing nothing keeps its
+    span."""
+    w, x = gemv_inputs(1)
+    program = cross_sm_program().build()
+    ids = {name: uid for uid, name in program.uop_names.items()}
+    released, result = ids["store %h -> @h"], ids["store %o -> @out"]
+    runs = {}
+    for fence in (0.0, 1.5, 9.0):  # 9 is more than the hand-off: it holds the engine for the hand-off only
+        costs = SimCosts(launch_us=0.0, handoff_us=5.0, release_fence_us=fence)
+        arrays = [w, x, np.ones((1, R), bfloat16), np.zeros((1, R), bfloat16), np.zeros((1, R), bfloat16)]
+        runs[fence] = _spans(simulate(program, arrays, costs=costs))
+    base = runs[0.0]
+    bytes_end = base[released][1]
+    for fence, held in ((1.5, 1.5), (9.0, 5.0)):
+        run = runs[fence]
+        assert run[released] == pytest.approx((base[released][0], bytes_end + held))
+        assert run[ids["%h1 = load @h"]][0] == pytest.approx(bytes_end + 5.0)
+        assert run[result][1] - run[result][0] == pytest.approx(base[result][1] - base[result][0])
 
 
 def test_a_flag_word_hand_off_costs_its_own_latency_and_nothing_else_does():

@@ -9,14 +9,16 @@
 // without its indices) and the gaps in which the next micro-op on the path
 // waited, by how. Here two gemv blocks on two SMs hand their rows over
 // through `mid` to the sum on one SM: the path crosses SMs through the
-// counter, whose hand-off the simulator's clock charges 2.0 us.
+// counter, whose hand-off the simulator's clock charges 2.0 us after the
+// store's bytes, the first 1.6 of them in the store's span (its release
+// fence), so 0.4 us on the counter.
 
 // CHECK:      backend: sim
 // CHECK:      y: 1x8 f32
 // CHECK-NEXT: profile (modelled: the simulator's cost model): 12 micro-ops on 2 SMs in {{[0-9.]+}} us, {{[0-9.]+}} us with the launch's fixed 3.50
 // CHECK-NEXT: engines busy (share of the span, mean over SMs): load {{[0-9.]+}}%, compute {{[0-9.]+}}%, store {{[0-9.]+}}%, stream {{[0-9.]+}}%
 // CHECK-NEXT: critical path: 6 micro-ops
-// CHECK-NEXT: on the path: {{[0-9.]+}} us running, {{.*}}2.0 us between a micro-op and its counter wait
+// CHECK-NEXT: on the path: {{[0-9.]+}} us running, {{.*}}0.4 us between a micro-op and its counter wait
 // CHECK-DAG:  {{^}}  ->y {{ +[0-9.]+}} us
 // CHECK-DAG:  {{^}}  ->mid {{ +[0-9.]+}} us
 // CHECK-DAG:  {{^}}  wt {{ +[0-9.]+}} us

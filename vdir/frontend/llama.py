@@ -75,7 +75,8 @@ ARGMAX_PART_LOGITS = 8192
 #: whatever the hidden size. Measured on the decode step (docs/performance.md, round 39): 8 rows cost
 #: the 1B shape 21% and the 3B shape 2.3-2.7% (though its 16-row tiles are 96 KB), 32 rows cost the
 #: 1B shape 15% (64 q tiles for 132 SMs), the 8B shape runs 8 and 16 rows level; what pays is rows
-#: per tile, not bytes (longer K chunks lost on the 3B shape)
+#: per tile, not bytes (longer K chunks lost on the 3B shape). Gate/up tiles alone in 32 rows (K split
+#: in 64 KB chunks) cost the 1B and 3B shapes 2.5% and 3.5% (round 41)
 PROJECTION_ROWS = 16
 #: the SMs the down projection's rows are balanced over where a config leaves them out (the default
 #: target's; both Hopper targets have 132). Measured on the H100 (docs/performance.md, round 40): the 3B
