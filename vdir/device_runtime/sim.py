@@ -94,7 +94,8 @@ class SimCosts:
     ``sm_stream_bytes_per_us``, the SMs draw on it together,
     :class:`BandwidthLedger`); a counter's
     release reaches a waiter on another SM ``handoff_us`` after the store
-    that releases it ends. The trace's times start at the launch;
+    that releases it wrote its bytes, and the store's engine is held for
+    the first ``release_fence_us`` of that. The trace's times start at the launch;
     :meth:`SimPlatform.time_launches` adds ``launch_us``. The clock models
     time, it does not measure it: over the sweep's gemvs and MLPs, the MLP
     stack and the 1B decode step it lands within about 0.8-1.03x of the H200's
@@ -120,7 +121,8 @@ class SimCosts:
     store_latency_us: float = 0.5
     """From a store's start to its bytes being written."""
     handoff_us: float = 2.0
-    """From a counter's release to a waiter on another SM seeing it, while the SMs stream (fitted: the
+    """From a releasing store's bytes to a waiter on another SM seeing its release, while the SMs stream
+    (the first ``release_fence_us`` of it in the store's span; fitted: the
     1B step; rounds 29-30's probes: a round trip through global memory 0.9 µs idle, 1.9-3.3 µs under load,
     and a releasing store that waits behind its SM's loads in flight, round 33)."""
     release_fence_us: float = 1.6
