@@ -298,7 +298,7 @@ class Op:
         "wait_counter", "wait_count", "release_counter",
         "buffer", "region", "tile",  # load / store
         "family", "inputs", "out", "params",  # compute
-        "latency_us", "busy_us",
+        "latency_us", "busy_us", "hold_us",
         "guard", "dyn",  # runtime values: (source, index, coeff, const), (source, index, scale, min, max)
         "sources",  # per shared-memory tile read: the writers it reads in program order (see SlotSources)
         "reduce",  # a store's reduction (isa.REDUCE_*)
@@ -340,9 +340,11 @@ class Op:
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
         # cost model (SimCosts): the result is ready latency_us after the start, and the
-        # engine (or, for loads, the SM's share of bandwidth) is busy busy_us
+        # engine (or, for loads, the SM's share of bandwidth) is busy busy_us, then held hold_us more
+        # past the result (a releasing store's fence)
         self.latency_us = 0.0
         self.busy_us = 0.0
+        self.hold_us = 0.0
 
 
 def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], TileRef, dict]:
@@ -514,6 +516,8 @@ def _decode_op(
         _decode_transfer(op, words, program, buffer_bytes)
         op.latency_us = costs.load_latency_us if op.opcode == isa.OP_LOAD else costs.store_latency_us
         op.busy_us += op.region.nbytes / (load_bytes_per_us if op.opcode == isa.OP_LOAD else bw_per_sm)
+        if op.opcode == isa.OP_STORE and op.release_counter >= 0:  # its fence: part of the hand-off, never more
+            op.hold_us = min(costs.release_fence_us, costs.handoff_us)
     elif op.opcode == isa.OP_COMPUTE:
         op.family, op.inputs, op.out, op.params = _compute_operands(words)
         for tile in (*op.inputs, op.out):
@@ -920,8 +924,6 @@ class Simulation:
         #: fixed cost (the kernel still fetches it, waits and signals, but runs no body); a skipped load
         #: takes its issue instead (:meth:`_complete_load`)
         self.skipped_us = [decoded.costs.engine_fixed_us(decoded.target.engines[e].kind) for e in range(E)]
-        # what a releasing store's fence holds its store engine for: part of the hand-off, never more
-        self.fence_us = min(decoded.costs.release_fence_us, decoded.costs.handoff_us)
         self.num_engines = n * E
         loading = [g for g in range(self.num_engines) if self.is_load_engine[g % E]]
         #: the load engines that hold loads (global ids, SM by SM): the rows of GlobalTracker.readers
@@ -1127,9 +1129,8 @@ class Simulation:
             end = start + (op.latency_us + op.busy_us if runs else self.skipped_us[engine])
             if runs and op.flag_words and op.opcode == isa.OP_STORE:
                 self._write_flag_words(g, sm, op, end)
-            held = self.fence_us if op.opcode == isa.OP_STORE and op.release_counter >= 0 else 0.0
-            self.engine_free[g] = end + held
-            self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end + held - start))
+            self.engine_free[g] = end + op.hold_us
+            self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end + op.hold_us - start))
             self.clock[g, g] = op.pos + 1
             self._complete(g, sm, op, self.clock[g], end)
         self.head[g] += 1
