@@ -38,6 +38,14 @@ duration, the last producer's duration, and the spread between the first and
 the last producer (the wait for the slowest SM). ``--json FILE`` keeps the
 trace; ``--from-json FILE`` reads such a trace back instead of running (on
 the CPU: the step is compiled again, so the code must be the one that ran).
+
+``--sim POS`` models the launch at position ``POS`` on the simulator's
+clock instead (:class:`vdir.device_runtime.sim.SimCosts`, the target's; on
+the CPU, no GPU), and lists the same tables from that trace: where the
+clock puts a layer's critical path, to compare with a GPU trace of the same
+step or to rank a change before any GPU run. The times are the model's, not
+measurements (docs/runtime.md); a launch at position ``POS`` is what the
+GPU traces as the last of ``POS + 1`` steps.
 """
 
 from __future__ import annotations
@@ -216,7 +224,8 @@ def numbers(count: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="a decode step's stages along one launch (GPU trace)")
+    p = argparse.ArgumentParser(
+        description="a decode step's stages along one launch (a GPU trace, or the simulator's clock with --sim)")
     p.add_argument("--config", default="tiny", choices=sorted(decode_configs()))
     p.add_argument("--context", type=int, default=None, help="the compiled context (default: the config's)")
     p.add_argument("--steps", type=int, default=8, help="steps run; the last one is traced")
@@ -239,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="trace the step with these LlamaConfig tiling fields changed (as bench_decode's)")
     p.add_argument("--pipeline", default="", metavar="OPTION=VALUE[,OPTION=VALUE]",
                    help="trace the step compiled with these vdir-pipeline options (as bench_decode's)")
+    p.add_argument("--sim", type=int, metavar="POS",
+                   help="model the launch at position POS on the simulator's clock (CPU) instead of the GPU")
     opts = p.parse_args(argv)
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
@@ -255,6 +266,14 @@ def main(argv: list[str] | None = None) -> int:
     if opts.from_json:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0
+    if opts.sim is not None:
+        if not 0 <= opts.sim < cfg.attended:
+            p.error(f"--sim {opts.sim}: the step of {opts.config} covers positions 0 to {cfg.attended - 1}")
+        trace = modelled_trace(cfg, program, opts.sim)
+        if opts.json:
+            trace.write(opts.json)
+        report(opts, trace)
+        return 0
     try:
         # the program as compiled at every position: no context buckets beside it
         with LlamaDecoder(cfg, random_weights(cfg, seed=0), backend="cuda", options="trace=1",
@@ -267,6 +286,19 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"trace_decode: {e}") from None
     report(opts, trace)
     return 0
+
+
+def modelled_trace(cfg, program, pos: int):
+    """The simulator's trace of ``program`` (the decode step of ``cfg``) at position ``pos``, on its target's
+    clock: small random weights, the step's tables, zeros elsewhere (the clock does not depend on values)."""
+    import numpy as np
+
+    from bench.sim_clock import filled
+    from vdir.device_runtime.sim import simulate
+    from vdir.frontend.llama import decode_tables
+
+    arrays = filled(program, np.random.default_rng(0), decode_tables(cfg))
+    return simulate(program, arrays, check_races=False, scalars=(pos,))
 
 
 def report(opts, trace) -> None:

@@ -1,0 +1,77 @@
+"""``bench/trace_decode.py`` on the CPU: the simulator's clock (``--sim POS``) and a trace read back.
+
+The tool's tables (stages, hand-offs, releasing stores, the critical path)
+are otherwise printed only from a GPU trace. Here the tiny step is modelled
+at one position: the tables must list that layer's stages and hand-offs, the
+path must add up, a position the step does not cover is refused in one line,
+and the modelled trace written with ``--json`` must read back (``--from-json``)
+to the same tables.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench import trace_decode
+
+TINY = ["--config", "tiny", "--layers", "1", "--handoffs", "--stores", "--path-layer", "1"]
+
+
+def _modelled(capsys, *extra: str) -> str:
+    assert trace_decode.main([*TINY, "--sim", "8", *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_modelled_step_lists_the_layers_stages_hand_offs_and_path(capsys):
+    out = _modelled(capsys)
+    stages = {line.split()[1] for line in out.splitlines() if re.match(r"\s+1 \S+\s+[\d.]+\s+[\d.]+\s+\d+", line)}
+    assert {"xn_a", "qp", "s", "o", "gate", "->hs"} <= stages, stages
+    assert re.search(r"^\s+1 x\s+counter\s+\d+", out, re.M)  # the residual row handed to layer 1's norm
+    assert "stores that release a counter" in out
+    span = re.search(r"critical path ([\d.]+) \.\. ([\d.]+) us", out)
+    totals = re.search(r"on the path: ([\d.]+) us running, ([\d.]+) us .*?bits wait, ([\d.]+) us .*?counter wait, "
+                       r"([\d.]+) us .*?queue wait", out)
+    assert span and totals
+    lo, hi = map(float, span.groups())
+    # running and waiting make up the path's span, from the window's end back to the path's first micro-op
+    assert sum(map(float, totals.groups())) <= hi - lo + 0.1
+
+
+def test_a_position_the_step_does_not_cover_is_refused(capsys):
+    with pytest.raises(SystemExit) as e:
+        trace_decode.main([*TINY, "--sim", "64"])
+    assert e.value.code == 2
+    assert "--sim 64: the step of tiny covers positions 0 to 63" in capsys.readouterr().err
+
+
+def _rows(out: str) -> list[tuple[list[str], list[float]]]:
+    """Each line of ``out`` as its words and its numbers (the numbers apart, to compare them to a tolerance)."""
+    rows = []
+    for line in out.splitlines():
+        words = line.split()
+        numbers = [float(w) for w in words if re.fullmatch(r"-?\d+\.\d+", w)]
+        rows.append(([w for w in words if not re.fullmatch(r"-?\d+\.\d+", w)], numbers))
+    return rows
+
+
+def _by_stage(rows: list[tuple[list[str], list[float]]]) -> dict[str, float]:
+    """The path's running time by stage (the lines after its totals), by stage name."""
+    return {words[0]: numbers[0] for words, numbers in rows}
+
+
+def test_the_modelled_trace_reads_back_to_the_same_tables(tmp_path, capsys):
+    """The same lines, stages, counts and path; the times to the export grid's rounding (0.1 µs as printed)."""
+    path = tmp_path / "tiny.json"
+    modelled = _rows(_modelled(capsys, "--json", str(path)))
+    assert trace_decode.main([*TINY, "--from-json", str(path)]) == 0
+    read_back = _rows(capsys.readouterr().out)
+    # the tables and the path in order; the path's stages after its totals are listed by time, so stages
+    # within the rounding of each other may swap places: compared by name
+    end = next(i for i, (words, _) in enumerate(modelled) if words[:3] == ["on", "the", "path:"]) + 1
+    assert [words for words, _ in read_back[:end]] == [words for words, _ in modelled[:end]]
+    for (_, got), (_, want) in zip(read_back[:end], modelled[:end], strict=True):
+        assert got == pytest.approx(want, abs=0.11)
+    got, want = _by_stage(read_back[end:]), _by_stage(modelled[end:])
+    assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], abs=0.11) for k in want)
