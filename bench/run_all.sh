@@ -67,6 +67,10 @@
 #              each set in one process ($ROWS_CONFIGS: which shapes, default "llama-3b llama-1b";
 #              $ROWS_VARIANTS: which variants, space-separated; the 3B set takes most of 10 minutes,
 #              so one shape per call where calls are limited to that)
+#   paths    - layer 5 of the 3B step (8 steps) and of the 1B step (16 steps) traced, each layer's stages,
+#              hand-offs, releasing stores and critical path (bench/trace_decode.py --handoffs --stores
+#              --path-layer 5) into $OUT/path-CONFIG.log ($PATH_CONFIGS: which shapes, default
+#              "llama-3b llama-1b"); bench/trace_decode.py --sim POS models the same on the CPU
 #   decode-all - the four decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 3B and 8B shapes over 1024 (64 steps); $DECODE_ARGS for each
@@ -84,7 +88,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, paths, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -159,6 +163,13 @@ for what in $steps; do
       timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config llama-1b --context 1024 --steps 1024 \
         --json "$OUT/decode.json" ${DECODE_ARGS:---torch-compile default} 2>&1 | tee "$OUT/decode.log" ;;
     decode-all) decode_all ;;
+    paths)
+      for config in ${PATH_CONFIGS:-llama-3b llama-1b}; do
+        n_steps=16; [ "$config" = llama-3b ] && n_steps=8
+        timeout ${TRACE_TIMEOUT:-240} python3 bench/trace_decode.py --config "$config" --steps $n_steps --layers 5 \
+          --handoffs --stores --path-layer 5 > "$OUT/path-$config.log" 2>&1
+        echo "path $config: exit $?" | tee -a "$OUT/info.log"
+      done ;;
     rows)
       for name in ${ROWS_CONFIGS:-llama-3b llama-1b}; do
         n_steps=64; [ "$name" = llama-1b ] && n_steps=256
