@@ -269,7 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     if opts.sim is not None:
         if not 0 <= opts.sim < cfg.attended:
             p.error(f"--sim {opts.sim}: the step of {opts.config} covers positions 0 to {cfg.attended - 1}")
-        trace = modelled_trace(cfg, program, opts.sim)
+        try:
+            trace = modelled_trace(cfg, program, opts.sim)
+        except MemoryError:  # the 8B step's simulation needs more than a small machine has
+            raise SystemExit(f"trace_decode: this machine's memory ran out modelling the {opts.config} step "
+                             "on the simulator") from None
         if opts.json:
             trace.write(opts.json)
         report(opts, trace)

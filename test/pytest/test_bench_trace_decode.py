@@ -3,8 +3,8 @@
 The tool's tables (stages, hand-offs, releasing stores, the critical path)
 are otherwise printed only from a GPU trace. Here the tiny step is modelled
 at one position: the tables must list that layer's stages and hand-offs, the
-path must add up, a position the step does not cover is refused in one line,
-and the modelled trace written with ``--json`` must read back (``--from-json``)
+path must add up, a position the step does not cover and a model that runs
+out of memory are each said in one line, and the modelled trace written with ``--json`` must read back (``--from-json``)
 to the same tables.
 """
 
@@ -47,6 +47,15 @@ def test_a_position_the_step_does_not_cover_is_refused(capsys):
         trace_decode.main([*TINY, "--sim", "64"])
     assert e.value.code == 2
     assert "--sim 64: the step of tiny covers positions 0 to 63" in capsys.readouterr().err
+
+
+def test_running_out_of_memory_in_the_model_is_said_in_one_line(monkeypatch):
+    def out_of_memory(*_args):
+        raise MemoryError
+
+    monkeypatch.setattr(trace_decode, "modelled_trace", out_of_memory)
+    with pytest.raises(SystemExit, match="memory ran out modelling the tiny step on the simulator"):
+        trace_decode.main([*TINY, "--sim", "8"])
 
 
 def _rows(out: str) -> list[tuple[list[str], list[float]]]:
