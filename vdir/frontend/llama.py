@@ -81,9 +81,10 @@ PROJECTION_ROWS = 16
 #: the SMs the down projection's rows are balanced over where a config leaves them out (the default
 #: target's; both Hopper targets have 132). Measured on the H100 (docs/performance.md, round 40): the 3B
 #: shape's down projection in 8-row tiles (at most 3 of 384 per SM, where 16-row tiles put 2 of 192 on
-#: 60 SMs) is 2.4-2.5% faster a step (0.5% on the H200, round 41); the 1B shape's, whose 128 tiles of 16 rows fit one per SM, runs
-#: level in 8 rows (+0.4%) and keeps 16; the 3B output projection in 8 rows loses (+4%), so the rule is
-#: the down projection's only
+#: 60 SMs) is 2.4-2.5% faster a step (0.5% on the H200, round 41); the 1B shape's, whose 128 tiles of
+#: 16 rows fit one per SM, runs level in 8 rows (+0.4%) and keeps 16; the 3B output projection in 8 rows
+#: loses (+4%), and in 24 rows (one tile per SM) runs level (round 42), so the rule is the down
+#: projection's only
 DECODE_SMS = get_target(DEFAULT_TARGET).num_sms
 
 
