@@ -29,6 +29,8 @@
 #              1024-token context against torch ($DECODE_ARGS)
 #   probe    - bench/stream_probe.cu (nvcc): the streaming ceiling without vdir, bulk
 #              copies from one CTA per SM against plain loads from many CTAs
+#   claimprobe - bench/claim_probe.cu (nvcc): one CTA per SM streaming 64 KiB tiles placed
+#              statically (as vdir places them) against tiles claimed at run time (all, or a tail)
 #   l2probe  - bench/l2_prefetch_probe.cu (nvcc): whether an L2 prefetch, with or without
 #              a cache hint, serves the bulk copies that follow it after a wait
 #   gapprobe - bench/launch_gap_probe.cu (nvcc): what a launch of a kernel shaped like vdir's
@@ -74,7 +76,8 @@
 #   decode-all - the four decode runs docs/performance.md quotes, one after the
 #              other: the 1B shape over 1024 (256 steps) and 4096 tokens (1024
 #              steps), the 3B and 8B shapes over 1024 (64 steps); $DECODE_ARGS for each
-#              (default: no torch.compile, whose autotuning takes minutes)
+#              (default: no torch.compile, whose autotuning takes minutes); $DECODE_RUNS for
+#              others (e.g. "qwen3-1.7b 1024 64,qwen3-4b 1024 64")
 # Logs go to $OUT (default /tmp/out). Steps by argument; none = all.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
@@ -88,7 +91,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, paths, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, paths, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -110,9 +113,11 @@ trace_pair() {
     echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
   done
 }
-# decode_all: the four decode runs docs/performance.md quotes, each with $DECODE_ARGS
+# decode_all: the four decode runs docs/performance.md quotes (or $DECODE_RUNS: "CONFIG CONTEXT STEPS" runs
+# separated by commas), each with $DECODE_ARGS
 decode_all() {
-  for run in "llama-1b 1024 256" "llama-1b 4096 1024" "llama-3b 1024 64" "llama-8b 1024 64"; do
+  IFS=, read -ra runs <<< "${DECODE_RUNS:-llama-1b 1024 256,llama-1b 4096 1024,llama-3b 1024 64,llama-8b 1024 64}"
+  for run in "${runs[@]}"; do
     set -- $run
     timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
       --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
@@ -151,6 +156,7 @@ for what in $steps; do
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
     probe) cuda_probe probe stream_probe ;;
+    claimprobe) cuda_probe claimprobe claim_probe ;;
     l2probe) cuda_probe l2probe l2_prefetch_probe ;;
     gapprobe) cuda_probe gapprobe launch_gap_probe ;;
     clusterprobe) cuda_probe clusterprobe cluster_handoff_probe ;;

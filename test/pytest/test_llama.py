@@ -79,11 +79,13 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
 #: the named configs, tiny with RoPE in the projection tiles, and tiny with each projection's own rows
 #: (RoPE in 8-row q and k tiles, 32-row output tiles, 8-row gate, up and down tiles; 16 rows unless given)
 SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True),
+               "tiny-short-last-argmax": dataclasses.replace(NAMED_CONFIGS["tiny"], argmax_parts=3),
                "tiny-mixed-rows": NAMED_CONFIGS["tiny"].retiled(rope_in_tiles=True, qkv_rows=8, o_rows=32,
                                                                 up_rows=8, down_rows=8)}
 
 
-@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles", "tiny-mixed-rows"])
+@pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles", "tiny-mixed-rows",
+                                  "tiny-short-last-argmax"])
 def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
     cfg = SIM_CONFIGS[name]
     weights = random_weights(cfg, seed=1)
@@ -194,8 +196,10 @@ def test_checkpoint_errors_name_the_tensor(tmp_path):
         ({"down_chunks": -1}, "down_chunks must be a positive integer"),
         ({"logit_chunks": 3}, "hidden = 256 does not split into 3 equal chunks"),
         ({"vocab": 8192, "vocab_rows": 8192}, "logit_chunks: no equal split of K = 256 gives a 8192-row bf16 tile"),
-        ({"vocab": 4100, "vocab_rows": 4}, "argmax_parts: no equal split of K = 4100 gives a 1-row bf16 tile"),
-        ({"argmax_parts": 128}, "vocab / argmax_parts = 4 logits are not whole 16-byte rows"),
+        ({"vocab": 4100, "vocab_rows": 4}, r"vocab = 4100 logits are not whole 16-byte rows \(a multiple of 8\)"),
+        ({"argmax_parts": 128}, "argmax_parts = 128: 127 parts of 8 logits .whole 16-byte rows. leave none of "
+                                "vocab = 512 for the last"),
+        ({"argmax_parts": 60}, "argmax_parts = 60: 59 parts of 16 logits"),
         ({"rope_in_tiles": "no"}, "rope_in_tiles must be true or false, got 'no'"),
     ],
 )
@@ -346,6 +350,29 @@ def test_chunk_counts_left_out_keep_weight_tiles_within_the_limit():
     assert LlamaConfig(layers=1, hidden=2048, heads=32, kv_heads=8, head_dim=64, intermediate=8192, vocab=128256,
                        max_context=64, block=16).argmax_parts == 16  # 8016 logits each
     assert NAMED_CONFIGS["tiny"].argmax_parts == 1
+    # a vocabulary that no equal split of whole 16-byte rows covers within the limit (Qwen3's 151936 =
+    # 8 x 18992, 18992 = 16 x 1187) ends in a shorter part instead of 1187 parts of 128 logits
+    qwen = NAMED_CONFIGS["qwen3-1.7b"]
+    assert (qwen.argmax_parts, qwen.argmax_width, qwen.argmax_last_width) == (19, 8000, 7936)
+    assert (qwen.argmax_parts - 1) * qwen.argmax_width + qwen.argmax_last_width == qwen.vocab
+    short = dataclasses.replace(NAMED_CONFIGS["tiny"], argmax_parts=3)
+    assert (short.argmax_width, short.argmax_last_width) == (176, 160)
+
+
+def test_the_short_last_argmax_part_is_its_own_micro_op():
+    """Three parts of a 512-logit row: two of 176 in the repeat, one of 160 after it at 352."""
+    from vdir.dialects import vdir as V
+    from vdir.frontend.llama import weight_bytes
+
+    module = build_decode_step(dataclasses.replace(NAMED_CONFIGS["tiny"], argmax_parts=3))
+    loads = {op.result.name_hint: op for op in module.walk()
+             if isinstance(op, V.LoadOp) and (op.result.name_hint or "").startswith("lgp")}
+    assert sorted(loads) == ["lgp", "lgp_last"]
+    assert loads["lgp"].result.type.sig.shape == (1, 176)
+    assert loads["lgp_last"].result.type.sig.shape == (1, 160)
+    assert list(loads["lgp_last"].static_offsets.get_values()) == [0, 352]
+    assert NAMED_CONFIGS["qwen3-4b"].argmax_parts == 19
+    assert weight_bytes(NAMED_CONFIGS["qwen3-4b"]) == 2 * 4_022_468_096  # Qwen3-4B's parameters, tied embeddings
     assert NAMED_CONFIGS["tiny"].o_chunks == 1 and dataclasses.replace(NAMED_CONFIGS["tiny"], o_chunks=4).o_chunks == 4
 
 
@@ -533,7 +560,7 @@ def test_the_benched_shapes_are_named_configs(name, layers, hidden, head_dim):
     longer = named_config(name, 4096)
     assert (longer.max_context, longer.block) == (4096, 128)
     assert [c.attended for c in bucket_configs(longer, "auto")] == [2048]
-    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-3b, llama-8b;"):
+    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-3b, llama-8b, qwen3-1.7b, qwen3-4b;"):
         named_config("llama-2b")
 
 

@@ -71,6 +71,8 @@ _BF16 = DTYPE_BYTES["bf16"]
 #: the most logits one ``argmax_partial`` of the step reads (a 16 KB bf16 tile): few parts, so that an SM's
 #: logits stores of one part release its counter once (vdir-layout-deps), not once each
 ARGMAX_PART_LOGITS = 8192
+#: logits in one bulk-copy unit: an argmax part's width is a multiple of it (its row whole 16-byte units)
+LOGITS_PER_UNIT = BULK_COPY_ALIGN // _BF16
 #: the weight rows of a projection tile (q, k, v, output, gate, up, down) unless a config gives them,
 #: whatever the hidden size. Measured on the decode step (docs/performance.md, round 39): 8 rows cost
 #: the 1B shape 21% and the 3B shape 2.3-2.7% (though its 16-row tiles are 96 KB), 32 rows cost the
@@ -107,7 +109,8 @@ class LlamaConfig:
     one gemv slice, in ``logit_chunks`` f32 chunks of the hidden size (so
     that a slice's weight tile fits shared memory); ``argmax_parts`` the
     parts the greedy token's first argmax phase splits the logits into (left
-    out: the fewest of at most :data:`ARGMAX_PART_LOGITS`); ``down_chunks`` and
+    out: the fewest of at most :data:`ARGMAX_PART_LOGITS`; the last is shorter where no equal split
+    is whole 16-byte rows); ``down_chunks`` and
     ``o_chunks`` the K chunks of the MLP's down projection and of the
     attention's output projection. A chunk count left out (:data:`AUTO_CHUNKS`) is the fewest that
     keep each weight tile within :data:`~vdir.frontend.layers.WEIGHT_TILE_BYTES`
@@ -186,13 +189,16 @@ class LlamaConfig:
         split_evenly(self.hidden, self.logit_chunks, "hidden")
         split_evenly(self.intermediate, self.down_chunks, "intermediate")
         split_evenly(self.heads * self.head_dim, self.o_chunks, "heads x head_dim")
-        if self.argmax_parts == AUTO_CHUNKS:  # parts of the logits row: chunks of a 1-row bf16 "tile"
-            object.__setattr__(self, "argmax_parts",
-                               chunks_for(1, self.vocab, "config: argmax_parts", ARGMAX_PART_LOGITS * _BF16))
+        if self.vocab % LOGITS_PER_UNIT:
+            raise ValueError(f"config: vocab = {self.vocab} logits are not whole {BULK_COPY_ALIGN}-byte rows "
+                             f"(a multiple of {LOGITS_PER_UNIT})")
+        if self.argmax_parts == AUTO_CHUNKS:  # the fewest parts of the logits row within the limit
+            object.__setattr__(self, "argmax_parts", -(-self.vocab // ARGMAX_PART_LOGITS))
         self._check_positive("argmax_parts")
-        if split_evenly(self.vocab, self.argmax_parts, "vocab") * _BF16 % BULK_COPY_ALIGN:
-            raise ValueError(f"config: vocab / argmax_parts = {self.vocab // self.argmax_parts} logits are not "
-                             f"whole {BULK_COPY_ALIGN}-byte rows")
+        if self.argmax_last_width <= 0:
+            raise ValueError(f"config: argmax_parts = {self.argmax_parts}: {self.argmax_parts - 1} parts of "
+                             f"{self.argmax_width} logits (whole {BULK_COPY_ALIGN}-byte rows) leave none of "
+                             f"vocab = {self.vocab} for the last")
         if not isinstance(self.rope_in_tiles, bool):
             raise ValueError(f"config: rope_in_tiles must be true or false, got {self.rope_in_tiles!r}")
         if not (self.eps > 0 and self.rope_theta > 0):
@@ -229,6 +235,20 @@ class LlamaConfig:
     def blocks(self) -> int:
         """Attention blocks of the attended context."""
         return self.attended // self.block
+
+    @property
+    def argmax_width(self) -> int:
+        """Logits of each argmax part but the last: the vocabulary split into ``argmax_parts``, rounded up
+        to whole bulk-copy units (:data:`LOGITS_PER_UNIT`)."""
+        per_part = -(-self.vocab // self.argmax_parts)
+        return -(-per_part // LOGITS_PER_UNIT) * LOGITS_PER_UNIT
+
+    @property
+    def argmax_last_width(self) -> int:
+        """Logits of the last argmax part: what the others leave (at most :attr:`argmax_width`; a
+        vocabulary that no equal split of whole units covers, such as Qwen3's 151936 = 8 x 18992, ends in a
+        shorter part instead of taking parts of one unit)."""
+        return self.vocab - (self.argmax_parts - 1) * self.argmax_width
 
     @property
     def context_quantum(self) -> int:
@@ -542,8 +562,9 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
     """The final norm, the logits slice by slice, the greedy token in two argmax phases, written back.
 
     The slices only multiply (a weight tile of the gemv's best shape each);
-    the argmax then reads the stored logits in ``argmax_parts`` wide parts,
-    one ``argmax_partial`` each, and ``argmax_final`` picks among them.
+    the argmax then reads the stored logits in ``argmax_parts`` parts of
+    :attr:`~LlamaConfig.argmax_width` (the last possibly shorter), one
+    ``argmax_partial`` each, and ``argmax_final`` picks among them.
     """
     x = b.load(bufs["hs"], (2 * cfg.layers, 0), (1, cfg.hidden), name="xf")
     xn = b.compute("rmsnorm", [x, b.load(bufs["final_norm"], (0, 0), (1, cfg.hidden), name="fn")],
@@ -561,16 +582,21 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
         else:
             lg = b.compute("gemv", [b.load(head, (row, 0), (R, cfg.hidden), name="lw"), xn], name="lg")
         b.store(lg, bufs["logits"], (0, row), name="lg_saved")
-    width = cfg.vocab // cfg.argmax_parts
-    with b.repeat(0, cfg.argmax_parts, name="ap") as part:  # each part's argmax from 0; the final adds part * width
+    width, last = cfg.argmax_width, cfg.argmax_last_width
+    whole = cfg.argmax_parts if last == width else cfg.argmax_parts - 1
+    with b.repeat(0, whole, name="ap") as part:  # each part's argmax from 0; the final adds part * width
         col = b.affine(part, width, name="apcol")
         best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, col), (1, width), name="lgp")],
                          params={"base": 0}, name="best")
         b.store(best, bufs["best"], (part, 0), name="best_saved")
+    if whole < cfg.argmax_parts:  # the shorter last part, at whole * width as argmax_final reckons
+        best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, whole * width), (1, last), name="lgp_last")],
+                         params={"base": 0}, name="best_last")
+        b.store(best, bufs["best"], (whole, 0), name="best_last_saved")
     partials = b.load(bufs["best"], (0, 0), (cfg.argmax_parts, 4), name="bests")
     token = b.compute("argmax_final", [partials], params={"stride": width}, name="next_tok")
     b.store(token, bufs["tok"], (0, 0), name="next_tok_saved")
     b.store(token, bufs["history"], (pos, 0), name="next_tok_logged")
 
 
-__all__ = ["ARGMAX_PART_LOGITS", "AUTO_CHUNKS", "LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]
+__all__ = ["ARGMAX_PART_LOGITS", "AUTO_CHUNKS", "LOGITS_PER_UNIT", "LlamaConfig", "build_decode_step", "decode_tables", "state_shapes", "weight_shapes"]

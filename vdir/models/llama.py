@@ -76,6 +76,13 @@ NAMED_CONFIGS: dict[str, LlamaConfig] = {
     "llama-8b": LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
                             vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192),
                             max_context=1024, proj_rows=8, name="llama_8b"),
+    # the Qwen3-1.7B and Qwen3-4B shapes (QK-norm, tied embeddings, a 151936-token vocabulary; 3.4 and 8.0 GB)
+    "qwen3-1.7b": LlamaConfig(layers=28, hidden=2048, heads=16, kv_heads=8, head_dim=128, intermediate=6144,
+                              vocab=151936, rope_theta=1000000.0, eps=1e-6, tied_embeddings=True, qk_norm=True,
+                              max_context=1024, name="qwen3_1_7b"),
+    "qwen3-4b": LlamaConfig(layers=36, hidden=2560, heads=32, kv_heads=8, head_dim=128, intermediate=9728,
+                            vocab=151936, rope_theta=1000000.0, eps=1e-6, tied_embeddings=True, qk_norm=True,
+                            max_context=1024, name="qwen3_4b"),
 }
 
 
