@@ -176,6 +176,8 @@ ALL_FAMILY_PROGRAMS = {
                                            params={"eps": 1e-6}),
     "rope": lambda: family_program("rope", [(8, 128), (1, 128), (1, 128)], ["bf16"] * 3, (8, 128)),
     "rope_f32_tables": lambda: family_program("rope", [(8, 64), (1, 64), (1, 64)], ["bf16", "f32", "f32"], (8, 64)),
+    "rmsnorm_rope": lambda: family_program("rmsnorm_rope", [(8, 128), (1, 128), (1, 128), (1, 128)], ["bf16"] * 4,
+                                           (8, 128), params={"eps": 1e-6}),
 }
 
 

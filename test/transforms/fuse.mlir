@@ -174,3 +174,22 @@ vdir.program @later_gemv_prefers_prologue(%x: !vdir.buffer<1x128xbf16>, %g: !vdi
   %h = vdir.compute silu_mul(%gate, %up) : (!vdir.tile<1x64xbf16>, !vdir.tile<1x64xbf16>) -> !vdir.tile<1x64xbf16>
   %s = vdir.store %h, %out[0, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<1x64xbf16>
 }
+
+// Qwen3's QK-norm into RoPE's prologue: the heads' rmsnorm_rows feeds rope's
+// x, so the two are one rmsnorm_rope micro-op (eps kept, the tables after the
+// norm's weight).
+// CHECK-LABEL: vdir.program @qk_norm_into_rope
+// CHECK-NOT:     rmsnorm_rows(
+// CHECK:         %qr = vdir.compute rmsnorm_rope(%qt, %gt, %ct, %st) {eps = 1.000000e-06 : f32} on compute : (!vdir.tile<4x128xbf16>, !vdir.tile<1x128xbf16>, !vdir.tile<1x128xf32>, !vdir.tile<1x128xf32>) -> !vdir.tile<4x128xbf16>
+// NONE-LABEL: vdir.program @qk_norm_into_rope
+// NONE:         %qn = vdir.compute rmsnorm_rows(
+// NONE:         %qr = vdir.compute rope(
+vdir.program @qk_norm_into_rope(%q: !vdir.buffer<4x128xbf16>, %g: !vdir.buffer<1x128xbf16>, %cos: !vdir.buffer<1x128xf32>, %sin: !vdir.buffer<1x128xf32>, %out: !vdir.buffer<4x128xbf16>) {
+  %qt = vdir.load %q[0, 0] : !vdir.buffer<4x128xbf16> -> !vdir.tile<4x128xbf16>
+  %gt = vdir.load %g[0, 0] : !vdir.buffer<1x128xbf16> -> !vdir.tile<1x128xbf16>
+  %ct = vdir.load %cos[0, 0] : !vdir.buffer<1x128xf32> -> !vdir.tile<1x128xf32>
+  %st = vdir.load %sin[0, 0] : !vdir.buffer<1x128xf32> -> !vdir.tile<1x128xf32>
+  %qn = vdir.compute rmsnorm_rows(%qt, %gt) {eps = 1.0e-06 : f32} : (!vdir.tile<4x128xbf16>, !vdir.tile<1x128xbf16>) -> !vdir.tile<4x128xbf16>
+  %qr = vdir.compute rope(%qn, %ct, %st) : (!vdir.tile<4x128xbf16>, !vdir.tile<1x128xf32>, !vdir.tile<1x128xf32>) -> !vdir.tile<4x128xbf16>
+  %s = vdir.store %qr, %out[0, 0] : !vdir.tile<4x128xbf16>, !vdir.buffer<4x128xbf16>
+}

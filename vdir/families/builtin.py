@@ -303,6 +303,19 @@ def _run_rmsnorm_rows(ins, params):
     return np.concatenate([rmsnorm_f32(row.reshape(1, -1), g, params["eps"]) for row in x], axis=0)
 
 
+def _infer_rmsnorm_rope(ins, params):
+    """``rope(rmsnorm_rows(x, weight) {eps}, cos, sin)``: x ``H x D`` bf16, weight ``1 x D`` bf16, cos and sin
+    ``1 x D`` of one dtype -> ``H x D`` bf16 (each part checks its own operands)."""
+    x, g, cos, sin = ins
+    return _infer_rope([_infer_rmsnorm_rows([x, g], params), cos, sin], params)
+
+
+def _run_rmsnorm_rope(ins, params):
+    """The exact composition: the normed heads rounded to bf16, as their own tile would be, then rotated."""
+    x, g, cos, sin = ins
+    return rope_f32(round_to(_run_rmsnorm_rows([x, g], params), "bf16"), cos, sin)
+
+
 def _infer_slice(ins, params):
     """Columns ``start .. start + width - 1`` of a bf16 tile, every row: an exact copy."""
     (x,) = ins
@@ -446,6 +459,17 @@ def _encode_rope(sig: ComputeSignature) -> ParamWords:
 def _decode_rope(w: ParamWords) -> ComputeSignature:
     table = _tile(1, w.p1, "f32" if w.p2 & isa.ROPE_TABLES_F32 else "bf16")
     return ComputeSignature((_tile(w.p0, w.p1), table, table), _tile(w.p0, w.p1))
+
+
+def _encode_rmsnorm_rope(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: the heads' ``H x D``; ``p2``: rope's table flag; ``f0``: ``eps``."""
+    return _encode_shape(sig, isa.ROPE_TABLES_F32 if sig.inputs[2].dtype == "f32" else 0)
+
+
+def _decode_rmsnorm_rope(w: ParamWords) -> ComputeSignature:
+    table = _tile(1, w.p1, "f32" if w.p2 & isa.ROPE_TABLES_F32 else "bf16")
+    heads = _tile(w.p0, w.p1)
+    return ComputeSignature((heads, _tile(1, w.p1), table, table), heads, {"eps": w.f0})
 
 
 def _encode_slice(sig: ComputeSignature) -> ParamWords:
@@ -606,10 +630,19 @@ SLICE = Family(
     param_specs={"start": ParamSpec.integral(), "width": ParamSpec.integral(1)},
 )
 
+RMSNORM_ROPE = Family(
+    "rmsnorm_rope", 17, ("x", "weight", "cos", "sin"), ("eps",),
+    _infer_rmsnorm_rope, _run_rmsnorm_rope, _elem_flops(7),
+    _encode_rmsnorm_rope, _decode_rmsnorm_rope,
+    Role.ACTIVATION, f"{_PTX}.rope:rmsnorm_rope",
+    fusion=Prologue(producer="rmsnorm_rows", consumer="rope", operand=0),
+    description="rope with an rmsnorm_rows prologue on x (Qwen3's QK-norm then RoPE; fused by vdir-fuse)",
+)
+
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
                     RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE,
-                    ATTN_SELF)
+                    ATTN_SELF, RMSNORM_ROPE)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

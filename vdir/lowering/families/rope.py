@@ -1,10 +1,16 @@
-"""Body of the ``rope`` family: rotary position embedding, rotate-half form.
+"""Bodies of the ``rope`` family, rotary position embedding in rotate-half form, and of ``rmsnorm_rope``.
 
 ``y[h, c] = x[h, c] * cos[c] + r * sin[c]`` with ``r = -x[h, c + D/2]`` in
 the first half of a row and ``x[h, c - D/2]`` in the second. Threads of the
 compute group take elements round-robin; the two products and their sum are
 rounded to f32 in that order (as ``vdir.families.builtin.rope_f32``), then
 once to bf16.
+
+``rmsnorm_rope`` (Qwen3's QK-norm, then RoPE, as one micro-op: the compute
+engine's fixed cost once) writes ``rmsnorm_rows``' bf16 result into its
+result tile and rotates it there in place, each thread taking both elements
+of a pair ``(c, c + D/2)``, so that no thread reads an element another
+writes; the same arithmetic as the two families one after the other.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.families import DTYPE_BYTES
 from vdir.lowering import families as F
+from vdir.lowering.families.elementwise import rmsnorm_rows
 
 
 def rope(cc: "F.ComputeCtx") -> None:
@@ -42,3 +49,38 @@ def _rope_loop(cc: "F.ComputeCtx", table_dtype: str) -> None:
         F.store_elem(b, cc.out, b.i("mul.lo.u32", "u32", i, x_bytes), y, "bf16")
 
     b.for_range(cc.ct, n, cc.nthreads, body, f"rope_{table_dtype}")
+
+
+def rmsnorm_rope(cc: "F.ComputeCtx") -> None:
+    """``rope(rmsnorm_rows(x, weight) {eps}, cos, sin)`` over the ``p0`` heads of ``x`` (``ins``: x, weight,
+    cos, sin), in place in the result tile after the norm's closing group barrier."""
+    rmsnorm_rows(cc)
+    F.per_dtype(cc, isa.ROPE_TABLES_F32, lambda dtype: _rope_pairs_in_place(cc, dtype), "rmsnorm_rope_f32",
+                "rmsnorm_rope_done")
+
+
+def _rope_pairs_in_place(cc: "F.ComputeCtx", table_dtype: str) -> None:
+    """Rotate the result tile's heads by ``ins[2]`` / ``ins[3]``, one pair ``(c, c + D/2)`` per thread a trip."""
+    b = cc.b
+    d, half = cc.p1, b.i("shr.u32", "u32", cc.p1, 1)
+    n = b.i("mul.lo.u32", "u32", cc.p0, half)
+    x_bytes, t_bytes = DTYPE_BYTES["bf16"], DTYPE_BYTES[table_dtype]
+
+    def body(j: SSAValue) -> None:
+        row = b.i("div.u32", "u32", j, half)
+        col = b.i("sub.u32", "u32", j, b.i("mul.lo.u32", "u32", row, half))
+        lo_at = b.i("mul.lo.u32", "u32", b.i("mad.lo.u32", "u32", row, d, col), x_bytes)
+        hi_at = b.i("mad.lo.u32", "u32", half, x_bytes, lo_at)
+        lo = F.load_elem(b, b.i("add.u32", "u32", cc.out, lo_at), "bf16")
+        hi = F.load_elem(b, b.i("add.u32", "u32", cc.out, hi_at), "bf16")
+        tables = []
+        for c in (col, b.i("add.u32", "u32", col, half)):
+            tables.append([F.load_elem(b, b.i("mad.lo.u32", "u32", c, t_bytes, cc.ins[k]), table_dtype) for k in (2, 3)])
+        (cos_lo, sin_lo), (cos_hi, sin_hi) = tables
+        y_lo = b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", lo, cos_lo),
+                   b.i("mul.rn.f32", "f32", b.i("neg.f32", "f32", hi), sin_lo))
+        y_hi = b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", hi, cos_hi), b.i("mul.rn.f32", "f32", lo, sin_hi))
+        F.store_elem(b, cc.out, lo_at, y_lo, "bf16")
+        F.store_elem(b, cc.out, hi_at, y_hi, "bf16")
+
+    b.for_range(cc.ct, n, cc.nthreads, body, f"rmsnorm_rope_{table_dtype}")
