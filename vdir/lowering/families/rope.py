@@ -15,6 +15,8 @@ writes; the same arithmetic as the two families one after the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -32,12 +34,9 @@ def _rope_loop(cc: "F.ComputeCtx", table_dtype: str) -> None:
     """The element loop for ``table_dtype`` cos / sin rows."""
     b = cc.b
     d, half = cc.p1, b.i("shr.u32", "u32", cc.p1, 1)
-    n = b.i("mul.lo.u32", "u32", cc.p0, d)
     x_bytes, t_bytes = DTYPE_BYTES["bf16"], DTYPE_BYTES[table_dtype]
 
-    def body(i: SSAValue) -> None:
-        row = b.i("div.u32", "u32", i, d)
-        col = b.i("sub.u32", "u32", i, b.i("mul.lo.u32", "u32", row, d))
+    def element(i: SSAValue, _row: SSAValue, col: SSAValue) -> None:
         first = b.setp("lt.u32", col, half)
         partner = b.i("selp.u32", "u32", b.i("add.u32", "u32", i, half), b.i("sub.u32", "u32", i, half), first)
         x = F.load_elem(b, b.i("mad.lo.u32", "u32", i, x_bytes, cc.ins[0]), "bf16")
@@ -48,7 +47,21 @@ def _rope_loop(cc: "F.ComputeCtx", table_dtype: str) -> None:
         y = b.i("add.rn.f32", "f32", b.i("mul.rn.f32", "f32", x, cos), b.i("mul.rn.f32", "f32", rotated, sin))
         F.store_elem(b, cc.out, b.i("mul.lo.u32", "u32", i, x_bytes), y, "bf16")
 
-    b.for_range(cc.ct, n, cc.nthreads, body, f"rope_{table_dtype}")
+    _by_row_and_column(cc, d, element, f"rope_{table_dtype}")
+
+
+def _by_row_and_column(cc: "F.ComputeCtx", width: SSAValue, emit: Callable[[SSAValue, SSAValue, SSAValue], None],
+                       hint: str) -> None:
+    """``emit(i, row, col)`` for every ``i < p0 * width``, the group's threads taking them round-robin:
+    ``row = i / width``, ``col = i - row * width``."""
+    b = cc.b
+    n = b.i("mul.lo.u32", "u32", cc.p0, width)
+
+    def body(i: SSAValue) -> None:
+        row = b.i("div.u32", "u32", i, width)
+        emit(i, row, b.i("sub.u32", "u32", i, b.i("mul.lo.u32", "u32", row, width)))
+
+    b.for_range(cc.ct, n, cc.nthreads, body, hint)
 
 
 def rmsnorm_rope(cc: "F.ComputeCtx") -> None:
@@ -63,12 +76,9 @@ def _rope_pairs_in_place(cc: "F.ComputeCtx", table_dtype: str) -> None:
     """Rotate the result tile's heads by ``ins[2]`` / ``ins[3]``, one pair ``(c, c + D/2)`` per thread a trip."""
     b = cc.b
     d, half = cc.p1, b.i("shr.u32", "u32", cc.p1, 1)
-    n = b.i("mul.lo.u32", "u32", cc.p0, half)
     x_bytes, t_bytes = DTYPE_BYTES["bf16"], DTYPE_BYTES[table_dtype]
 
-    def body(j: SSAValue) -> None:
-        row = b.i("div.u32", "u32", j, half)
-        col = b.i("sub.u32", "u32", j, b.i("mul.lo.u32", "u32", row, half))
+    def pair(_j: SSAValue, row: SSAValue, col: SSAValue) -> None:
         lo_at = b.i("mul.lo.u32", "u32", b.i("mad.lo.u32", "u32", row, d, col), x_bytes)
         hi_at = b.i("mad.lo.u32", "u32", half, x_bytes, lo_at)
         lo = F.load_elem(b, b.i("add.u32", "u32", cc.out, lo_at), "bf16")
@@ -83,4 +93,4 @@ def _rope_pairs_in_place(cc: "F.ComputeCtx", table_dtype: str) -> None:
         F.store_elem(b, cc.out, lo_at, y_lo, "bf16")
         F.store_elem(b, cc.out, hi_at, y_hi, "bf16")
 
-    b.for_range(cc.ct, n, cc.nthreads, body, f"rmsnorm_rope_{table_dtype}")
+    _by_row_and_column(cc, half, pair, f"rmsnorm_rope_{table_dtype}")
