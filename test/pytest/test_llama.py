@@ -560,7 +560,7 @@ def test_the_benched_shapes_are_named_configs(name, layers, hidden, head_dim):
     longer = named_config(name, 4096)
     assert (longer.max_context, longer.block) == (4096, 128)
     assert [c.attended for c in bucket_configs(longer, "auto")] == [2048]
-    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-3b, llama-8b, qwen3-1.7b, qwen3-4b;"):
+    with pytest.raises(ModelError, match=r"unknown config 'llama-2b' \(named: tiny, tiny-qwen3, llama-1b, llama-3b, llama-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b;"):
         named_config("llama-2b")
 
 

@@ -76,7 +76,11 @@ NAMED_CONFIGS: dict[str, LlamaConfig] = {
     "llama-8b": LlamaConfig(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
                             vocab=128256, rope_theta=500000.0, rope_scaling=Llama3Scaling(8.0, 1.0, 4.0, 8192),
                             max_context=1024, proj_rows=8, name="llama_8b"),
-    # the Qwen3-1.7B and Qwen3-4B shapes (QK-norm, tied embeddings, a 151936-token vocabulary; 3.4 and 8.0 GB)
+    # the Qwen3-0.6B, 1.7B and 4B shapes (QK-norm, tied embeddings, a 151936-token vocabulary; 1.2, 3.4 and
+    # 8.0 GB)
+    "qwen3-0.6b": LlamaConfig(layers=28, hidden=1024, heads=16, kv_heads=8, head_dim=128, intermediate=3072,
+                              vocab=151936, rope_theta=1000000.0, eps=1e-6, tied_embeddings=True, qk_norm=True,
+                              max_context=1024, name="qwen3_0_6b"),
     "qwen3-1.7b": LlamaConfig(layers=28, hidden=2048, heads=16, kv_heads=8, head_dim=128, intermediate=6144,
                               vocab=151936, rope_theta=1000000.0, eps=1e-6, tied_embeddings=True, qk_norm=True,
                               max_context=1024, name="qwen3_1_7b"),
