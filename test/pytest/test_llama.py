@@ -486,6 +486,25 @@ def test_attention_block_left_out_is_the_largest_that_fits():
         attention_block_for(200)
 
 
+def test_qwen3_heads_are_normed_and_rotated_in_one_micro_op():
+    """vdir-fuse makes every QK-norm of a Qwen3 step one ``rmsnorm_rope`` with its rotation: the q heads of
+    each kv head's blocks and of its merge, and its new k row (the norm's only user is the rotation)."""
+    from xdsl.context import Context
+
+    from vdir.dialects import vdir as V
+    from vdir.transforms.fuse import FusePass
+
+    cfg = NAMED_CONFIGS["tiny-qwen3"]
+    module = build_decode_step(cfg)
+    FusePass().apply(Context(), module)
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, V.ComputeOp):
+            counts[op.family.data] = counts.get(op.family.data, 0) + 1
+    assert counts["rmsnorm_rope"] == 3 * cfg.kv_heads
+    assert "rmsnorm_rows" not in counts and "rope" not in counts
+
+
 def test_weight_shapes_follow_the_config():
     cfg = NAMED_CONFIGS["tiny-qwen3"]
     shapes = weight_shapes(cfg)
