@@ -14,8 +14,6 @@
 //   bash bench/run_all.sh claimprobe
 #include "probe_util.cuh"
 
-#include <cstring>
-
 static constexpr int MODE_STATIC = 0;
 static constexpr int MODE_HYBRID = 1;  // static_per_cta strided tiles, then claims (all claimed if 0)
 

@@ -584,15 +584,17 @@ def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAV
         b.store(lg, bufs["logits"], (0, row), name="lg_saved")
     width, last = cfg.argmax_width, cfg.argmax_last_width
     whole = cfg.argmax_parts if last == width else cfg.argmax_parts - 1
-    with b.repeat(0, whole, name="ap") as part:  # each part's argmax from 0; the final adds part * width
-        col = b.affine(part, width, name="apcol")
-        best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, col), (1, width), name="lgp")],
-                         params={"base": 0}, name="best")
-        b.store(best, bufs["best"], (part, 0), name="best_saved")
+
+    def argmax_part(part: SSAValue | int, col: SSAValue | int, logits: int, tag: str) -> None:
+        """Part ``part``'s argmax from 0 (``argmax_final`` adds ``part * width``) into row ``part`` of ``best``."""
+        best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, col), (1, logits), name=f"lgp{tag}")],
+                         params={"base": 0}, name=f"best{tag}")
+        b.store(best, bufs["best"], (part, 0), name=f"best{tag}_saved")
+
+    with b.repeat(0, whole, name="ap") as part:
+        argmax_part(part, b.affine(part, width, name="apcol"), width, "")
     if whole < cfg.argmax_parts:  # the shorter last part, at whole * width as argmax_final reckons
-        best = b.compute("argmax_partial", [b.load(bufs["logits"], (0, whole * width), (1, last), name="lgp_last")],
-                         params={"base": 0}, name="best_last")
-        b.store(best, bufs["best"], (whole, 0), name="best_last_saved")
+        argmax_part(whole, whole * width, last, "_last")
     partials = b.load(bufs["best"], (0, 0), (cfg.argmax_parts, 4), name="bests")
     token = b.compute("argmax_final", [partials], params={"stride": width}, name="next_tok")
     b.store(token, bufs["tok"], (0, 0), name="next_tok_saved")
