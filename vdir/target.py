@@ -10,6 +10,7 @@ passes, the encoding, the simulator and the kernel read them from here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum, auto
 
@@ -54,6 +55,11 @@ class EngineSpec:
         return self.kind.value
 
 
+#: loads the stream engine keeps in flight (its weight tiles) on a target that does not say
+#: (:attr:`TargetDescription.stream_ring`)
+DEFAULT_STREAM_RING = 2
+
+
 @dataclass(frozen=True)
 class TargetDescription:
     """Facts about one GPU that the passes, the lowering and the runtime read."""
@@ -74,6 +80,16 @@ class TargetDescription:
     hbm_bytes_per_us: float = 4.2e6
     flops_per_us_per_sm: float = 2.0e5
     description: str = ""
+    #: weight tiles the stream engine keeps in flight per SM, unless the lowering option
+    #: ``stream_ring`` says otherwise: enough bytes in flight to keep the HBM streaming, no more,
+    #: since every tile in flight is memory-system queueing that the hand-offs between SMs wait
+    #: behind. The H200 needs two 64 KB tiles per SM (one cost its gemvs 5-8%); on the H100, whose HBM
+    #: is slower, one covers it and takes 3-3.5% off the Llama and Qwen3 decode steps and 4.5% off a
+    #: 4-layer MLP stack (docs/performance.md, rounds 5 and 44)
+    stream_ring: int = DEFAULT_STREAM_RING
+    #: what the driver calls this GPU (a part of its name, e.g. ``H100``): how a platform recognises
+    #: the device it runs on (:func:`target_for_device`)
+    device_names: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def engine(self, name: str) -> EngineSpec | None:
@@ -114,6 +130,17 @@ class TargetDescription:
         """The same target restricted to ``num_sms`` SMs."""
         return replace(self, num_sms=num_sms)
 
+    def on_device(self, num_sms: int, smem_per_block: int, device_name: str) -> "TargetDescription":
+        """This target as a GPU with ``num_sms`` SMs, ``smem_per_block`` bytes of shared memory per CTA
+        and the driver's name ``device_name`` runs it: at most the device's SMs and shared memory, and
+        the stream ring of the GPU it is (:func:`target_for_device`; a program compiled for the H200 and
+        run on an H100 streams as the H100 needs), where the name is a known one."""
+        t = self.with_sms(num_sms) if num_sms < self.num_sms else self
+        if smem_per_block < t.smem_per_block:
+            t = replace(t, smem_per_block=smem_per_block)
+        device = target_for_device(device_name)
+        return replace(t, stream_ring=device.stream_ring) if device is not None else t
+
 
 _HOPPER_ENGINES = (
     EngineSpec(EngineKind.LOAD, frozenset({"load"}), reads_tiles=False, pipelined=True),
@@ -132,6 +159,7 @@ TARGETS: dict[str, TargetDescription] = {
         global_memory_bytes=141 * 10**9,
         hbm_bytes_per_us=4.2e6,
         description="NVIDIA H200 (Hopper, 141 GB HBM3e)",
+        device_names=("H200",),
     ),
     "h100": TargetDescription(
         name="h100",
@@ -142,6 +170,8 @@ TARGETS: dict[str, TargetDescription] = {
         global_memory_bytes=80 * 10**9,
         hbm_bytes_per_us=3.0e6,
         description="NVIDIA H100 SXM (Hopper, 80 GB HBM3)",
+        stream_ring=1,
+        device_names=("H100",),
     ),
 }
 
@@ -150,6 +180,15 @@ DEFAULT_TARGET = "h200"
 #: the fewest SMs a program can be placed on (``num-sms``, ``--num-sms``);
 #: the most is the target's ``num_sms``
 MIN_SMS = 1
+
+
+def target_for_device(device_name: str) -> TargetDescription | None:
+    """The target one of whose :attr:`~TargetDescription.device_names` is a word of the driver's name
+    ``device_name`` (``H100`` of ``NVIDIA H100 80GB HBM3``), or None for a GPU no target describes."""
+    for target in TARGETS.values():
+        if any(re.search(rf"\b{re.escape(part)}\b", device_name) for part in target.device_names):
+            return target
+    return None
 
 
 class UnknownTargetError(VdirError, ValueError):

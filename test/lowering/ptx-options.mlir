@@ -13,6 +13,7 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{load-ring=16}' 2>&1 | filecheck %s --check-prefix=RING-RANGE
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=8}' | filecheck %s --check-prefix=SRING
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-ring=3}' 2>&1 | filecheck %s --check-prefix=SRING-POW2
+// RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1}' -t ptx | filecheck %s --check-prefix=SRING-H100
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-evict-first=false}' | filecheck %s --check-prefix=NO-EVICT
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=EVICT
@@ -123,6 +124,15 @@
 // SRING:         setp.ge.u32 [[S8:%p[0-9]+]], {{%r[0-9]+}}, 8;
 // SRING-NEXT:    @[[S8]] bra $L_ld_stream_idle_0;
 // SRING-POW2:    error: target 'ptx': lowering option stream_ring must be a power of two, got 3
+// stream-ring left out (0): the target's ring (TargetDescription.stream_ring),
+// two on the H200 (RING above: 80 and 88), one on the H100: one mbarrier at
+// 80, and the stream engine idles with one load in flight.
+// SRING-H100:      mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+72], 1;
+// SRING-H100-NEXT: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
+// SRING-H100-NEXT: fence.mbarrier_init.release.cluster;
+// SRING-H100:      $L_ld_stream_issue_0:
+// SRING-H100:      setp.ge.u32 [[S1:%p[0-9]+]], {{%r[0-9]+}}, 1;
+// SRING-H100-NEXT: @[[S1]] bra $L_ld_stream_idle_0;
 // RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 6
 // RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
 

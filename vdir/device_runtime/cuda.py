@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import functools
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -245,11 +244,8 @@ class CudaPlatform(Platform):
         nsm = self._attribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         smem = self._attribute(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         t = get_target(target) if isinstance(target, str) else target
-        if nsm < t.num_sms:
-            t = t.with_sms(nsm)
-        if smem < t.smem_per_block:  # the device's limit, not the description's
-            t = dataclasses.replace(t, smem_per_block=smem)
-        self._target = t
+        # the device's SMs and shared-memory limit, not the description's, and its stream ring
+        self._target = t.on_device(nsm, smem, self.device_name())
         self.watchdog_ms = watchdog_ms
         self._buffers: dict[int, DeviceBuffer] = {}
         self._artifacts: list[CudaArtifact] = []
@@ -280,7 +276,8 @@ class CudaPlatform(Platform):
         return text.split("\0", 1)[0].strip()
 
     def target(self) -> TargetDescription:
-        """The target description (SM count and shared-memory limit read off the device)."""
+        """The target description as the device runs it (:meth:`~vdir.target.TargetDescription.on_device`:
+        its SM count, shared-memory limit and stream ring)."""
         return self._target
 
     def close(self) -> None:

@@ -77,8 +77,6 @@ HEADER_BYTES = isa.KERNEL_RESERVED_SMEM
 #: mbarriers in a load engine's ring = loads it may keep in flight at once (lowering option
 #: ``load_ring``; the default)
 DEFAULT_LOAD_RING = 8
-#: loads the stream engine keeps in flight by default (lowering option ``stream_ring``)
-DEFAULT_STREAM_RING = 2
 #: load engines an SM may have (each has its own ring: the load and the stream engine)
 MAX_LOAD_RINGS = 2
 #: the most one ring may hold: a power of two whose u64 mbarriers, one per slot of every ring, fit

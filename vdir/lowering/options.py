@@ -16,12 +16,12 @@ it checks the branches it declares warp-uniform.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from vdir.lowering import layout as L
 from vdir.options import OptionError, OptionSet
-from vdir.target import EngineKind
+from vdir.target import EngineKind, TargetDescription
 
 #: the load paths: ``bulk`` (``cp.async.bulk``, completion by transaction
 #: bytes) and ``lsu`` (16-byte ``cp.async`` per lane)
@@ -74,8 +74,9 @@ class LoweringOptions(OptionSet):
     load_ring: int = L.DEFAULT_LOAD_RING
     """Loads the load engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``)."""
 
-    stream_ring: int = L.DEFAULT_STREAM_RING
-    """Loads the stream engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``).
+    stream_ring: int = 0
+    """Loads the stream engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``);
+    0: the target's (:attr:`vdir.target.TargetDescription.stream_ring`: 2 on the H200, 1 on the H100).
 
     Fewer than the load engine: its loads are the weight tiles, and every
     tile in flight is memory-system queueing that the latency-bound hand-offs
@@ -179,9 +180,10 @@ class LoweringOptions(OptionSet):
                 f"lowering option cluster_size must be one of {', '.join(map(str, CLUSTER_SIZES))}, "
                 f"got {self.cluster_size}"
             )
+        self.check_range("load_ring", 1, L.MAX_LOAD_RING)
+        self.check_range("stream_ring", 0, L.MAX_LOAD_RING, " (0: the target's)")
         for name in ("load_ring", "stream_ring"):
             depth = getattr(self, name)
-            self.check_range(name, 1, L.MAX_LOAD_RING)
             if depth & (depth - 1):
                 raise LoweringOptionError(f"lowering option {name} must be a power of two, got {depth}")
 
@@ -197,8 +199,15 @@ class LoweringOptions(OptionSet):
         off, or the ``lsu`` path, whose register fetcher walks plain queues)."""
         return not self.run_loops or self.lsu_loads
 
+    def for_target(self, target: TargetDescription) -> LoweringOptions:
+        """These options with what they leave to the target filled in from ``target``: ``stream_ring``
+        0 becomes the target's ring (the kernel builder reads only such options)."""
+        return self if self.stream_ring else replace(self, stream_ring=target.stream_ring)
+
     def ring_depth(self, kind: EngineKind) -> int:
-        """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``)."""
+        """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``; options
+        :meth:`for_target` filled in)."""
+        assert self.stream_ring, "the stream ring is the target's until for_target fills it in"
         return self.stream_ring if kind == EngineKind.STREAM else self.load_ring
 
     @property
