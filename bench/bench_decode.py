@@ -156,11 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     floor_ms = (weight_bytes + kv_bytes) / bandwidth * 1000
     print(f"{'ms/token':<12}{'vdir':>10}{'torch eager':>14}{'torch graph':>14}{'compile+graph':>15}{'floor':>10}")
     print(f"{'':<12}{vdir_ms:10.3f}{eager_ms:14.3f}{graph_ms:14.3f}{compiled_ms:15.3f}{floor_ms:10.3f}  "
-          f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s)")
+          f"(context up to {steps}, copy {bandwidth / 1e12:.2f} TB/s, {torch.cuda.get_device_name()})")
     if opts.json:
         Path(opts.json).write_text(json.dumps({"config": cfg.name, "vdir_ms": vdir_ms, "eager_ms": eager_ms,
                                                "graph_ms": graph_ms, "compiled_graph_ms": compiled_ms,
                                                "torch_compile_mode": opts.torch_compile, "floor_ms": floor_ms,
+                                               "device": torch.cuda.get_device_name(),
                                                "vdir_runs": runs}, indent=1))
     return 0
 
@@ -253,6 +254,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     import torch
 
     from vdir.frontend.llama import build_decode_step
+    from vdir.lowering.options import LoweringOptions
     from vdir.models.llama import LlamaDecoder
     from vdir.transforms.pipeline import compile_to_encoded
 
@@ -265,6 +267,8 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options, pipeline=bucket_pipeline,
                       context_buckets=buckets, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
+        # the stream ring the kernel got: the option's, else the GPU's (TargetDescription.on_device)
+        ring = LoweringOptions.coerce(options).for_target(decoder.exe.platform.target()).stream_ring
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up
         result = decoder.generate(prompt, steps)
@@ -280,11 +284,12 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
     tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
-    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "pipeline": pipeline,
+    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "stream_ring": ring, "pipeline": pipeline,
          "context_buckets": list(buckets), "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
-          f"{l2_prefetch}, lowering '{lowering or 'defaults'}', pipeline '{pipeline or 'defaults'}', context buckets "
+          f"{l2_prefetch}, lowering '{lowering or 'defaults'}' (stream ring {ring}), pipeline '{pipeline or 'defaults'}', "
+          f"context buckets "
           f"{','.join(map(str, buckets)) or 'none'}: "
           f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
