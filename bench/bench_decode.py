@@ -289,8 +289,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
           f"{l2_prefetch}, lowering '{lowering or 'defaults'}' (stream ring {ring}), pipeline '{pipeline or 'defaults'}', "
-          f"context buckets "
-          f"{','.join(map(str, buckets)) or 'none'}: "
+          f"context buckets {','.join(map(str, buckets)) or 'none'}: "
           f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "
           f"{agree}/{compared}", flush=True)
