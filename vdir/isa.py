@@ -1431,6 +1431,14 @@ class EncodedProgram:
         return expand_queue(self.queue(sm, engine))
 
     @property
+    def has_global_handoffs(self) -> bool:
+        """True when the program hands rows from one engine to another through global memory (a
+        counter a store releases, or flag words): mostly between SMs. Such a store's release waits for
+        its SM's bulk copies in flight, which is why the stream engine keeps fewer of them on some GPUs
+        (:meth:`vdir.target.TargetDescription.stream_ring_for`)."""
+        return self.num_counters > 0 or self.flag_word_bytes > 0
+
+    @property
     def has_loops(self) -> bool:
         """True when some queue holds a loop record."""
         return bool(np.any(OPCODE.column(self.instrs.reshape(-1, INSTR_WORDS)) == OP_LOOP))

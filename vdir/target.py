@@ -56,7 +56,7 @@ class EngineSpec:
 
 
 #: loads the stream engine keeps in flight (its weight tiles) on a target that does not say
-#: (:attr:`TargetDescription.stream_ring`)
+#: (:attr:`TargetDescription.stream_ring`, :attr:`TargetDescription.handoff_stream_ring`)
 DEFAULT_STREAM_RING = 2
 
 
@@ -80,13 +80,18 @@ class TargetDescription:
     hbm_bytes_per_us: float = 4.2e6
     flops_per_us_per_sm: float = 2.0e5
     description: str = ""
-    #: weight tiles the stream engine keeps in flight per SM, unless the lowering option
-    #: ``stream_ring`` says otherwise: enough bytes in flight to keep the HBM streaming, no more,
-    #: since every tile in flight is memory-system queueing that the hand-offs between SMs wait
-    #: behind. The H200 needs two 64 KB tiles per SM (one cost its gemvs 5-8%); on the H100, whose HBM
-    #: is slower, one covers it and takes 3-3.5% off the Llama and Qwen3 decode steps and 4.5% off a
-    #: 4-layer MLP stack (docs/performance.md, rounds 5 and 44)
+    #: weight tiles the stream engine keeps in flight per SM in a program whose SMs hand nothing to
+    #: each other, unless the lowering option ``stream_ring`` says otherwise: a gemv streams its
+    #: tiles and nothing waits behind them, so two 64 KB tiles per SM pay on both GPUs (one costs the
+    #: gemvs 5-8% on the H200, up to 11% on the H100: docs/performance.md, rounds 5 and 45)
     stream_ring: int = DEFAULT_STREAM_RING
+    #: the same in a program whose engines hand rows to each other through global memory
+    #: (:attr:`vdir.isa.EncodedProgram.has_global_handoffs`): there, every tile in flight on an SM
+    #: is a wait for its releasing stores (a release's fence drains the SM's bulk copies), so enough
+    #: bytes in flight to keep the HBM streaming and no more. The H200 needs two; on the H100, whose
+    #: HBM is slower, one covers it and takes 1.7-3.5% off the Llama and Qwen3 decode steps and 0.7-7%
+    #: off the 16-layer MLP stacks (rounds 44 and 45)
+    handoff_stream_ring: int = DEFAULT_STREAM_RING
     #: what the driver calls this GPU (a part of its name, e.g. ``H100``): how a platform recognises
     #: the device it runs on (:func:`target_for_device`)
     device_names: tuple[str, ...] = ()
@@ -130,16 +135,23 @@ class TargetDescription:
         """The same target restricted to ``num_sms`` SMs."""
         return replace(self, num_sms=num_sms)
 
+    def stream_ring_for(self, global_handoffs: bool) -> int:
+        """The weight tiles the stream engine keeps in flight per SM in a program that hands rows
+        through global memory (``global_handoffs``) or not."""
+        return self.handoff_stream_ring if global_handoffs else self.stream_ring
+
     def on_device(self, num_sms: int, smem_per_block: int, device_name: str) -> "TargetDescription":
         """This target as a GPU with ``num_sms`` SMs, ``smem_per_block`` bytes of shared memory per CTA
         and the driver's name ``device_name`` runs it: at most the device's SMs and shared memory, and
-        the stream ring of the GPU it is (:func:`target_for_device`; a program compiled for the H200 and
+        the stream rings of the GPU it is (:func:`target_for_device`; a program compiled for the H200 and
         run on an H100 streams as the H100 needs), where the name is a known one."""
         t = self.with_sms(num_sms) if num_sms < self.num_sms else self
         if smem_per_block < t.smem_per_block:
             t = replace(t, smem_per_block=smem_per_block)
         device = target_for_device(device_name)
-        return replace(t, stream_ring=device.stream_ring) if device is not None else t
+        if device is None:
+            return t
+        return replace(t, stream_ring=device.stream_ring, handoff_stream_ring=device.handoff_stream_ring)
 
 
 _HOPPER_ENGINES = (
@@ -170,7 +182,7 @@ TARGETS: dict[str, TargetDescription] = {
         global_memory_bytes=80 * 10**9,
         hbm_bytes_per_us=3.0e6,
         description="NVIDIA H100 SXM (Hopper, 80 GB HBM3)",
-        stream_ring=1,
+        handoff_stream_ring=1,
         device_names=("H100",),
     ),
 }

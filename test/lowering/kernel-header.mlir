@@ -1,5 +1,5 @@
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefixes=CHECK,H200
-// RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1 fuse=false}' -t ptx | filecheck %s --check-prefixes=CHECK,H100
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1 fuse=false}' -t ptx | filecheck %s
+// RUN: vdir-opt %s -p 'vdir-pipeline{target=h100 num-sms=1 fuse=false}' -t ptx | filecheck %s
 
 // The header and prologue of the persistent kernel: PTX version, sm_90a,
 // the dynamic shared-memory declaration, the entry with its eight parameters
@@ -90,9 +90,10 @@
 
 // Thread 0: bitmap, abort flag and signalled count cleared, 8 mbarriers
 // (count 1) at 16..72 for the load engine's ring (load_ring) and the stream
-// engine's from 80 (stream_ring, left to the target: 2 on the H200, at 80
-// and 88, 1 on the H100; the rings are MAX_LOAD_RING = 8 apart; the header's
-// reduction scratch starts at 256).
+// engine's from 80 (stream_ring, left to the target: 2 at 80 and 88 for a
+// program without hand-offs through global memory, such as this one, on both
+// GPUs; the rings are MAX_LOAD_RING = 8 apart; the header's reduction scratch
+// starts at 256).
 // CHECK-NEXT: setp.eq.u32 [[T0:%p[0-9]+]], [[TID]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u64 {{\[}}[[BASE]]], 0;
 // CHECK-NEXT: @[[T0]] st.shared.u32 {{\[}}[[BASE]]+8], 0;
@@ -106,7 +107,7 @@
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+64], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+72], 1;
 // CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+80], 1;
-// H200-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
+// CHECK-NEXT: @[[T0]] mbarrier.init.shared::cta.b64 {{\[}}[[BASE]]+88], 1;
 // CHECK-NEXT: @[[T0]] fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: @[[T0]] fence.proxy.async.shared::cta;
 // CHECK-NEXT: bar.sync 0;

@@ -124,15 +124,18 @@
 // SRING:         setp.ge.u32 [[S8:%p[0-9]+]], {{%r[0-9]+}}, 8;
 // SRING-NEXT:    @[[S8]] bra $L_ld_stream_idle_0;
 // SRING-POW2:    error: target 'ptx': lowering option stream_ring must be a power of two, got 3
-// stream-ring left out (0): the target's ring (TargetDescription.stream_ring),
-// two on the H200 (RING above: 80 and 88), one on the H100: one mbarrier at
-// 80, and the stream engine idles with one load in flight.
+// stream-ring left out (0): the target's ring for the program
+// (TargetDescription.stream_ring_for). This program hands nothing through
+// global memory, so the H100 keeps two tiles in flight as the H200 does:
+// mbarriers at 80 and 88, and the stream engine idles with two loads in
+// flight (a program with hand-offs gets one there: stream-ring-handoffs.mlir).
 // SRING-H100:      mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+72], 1;
 // SRING-H100-NEXT: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+80], 1;
+// SRING-H100-NEXT: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+88], 1;
 // SRING-H100-NEXT: fence.mbarrier_init.release.cluster;
 // SRING-H100:      $L_ld_stream_issue_0:
-// SRING-H100:      setp.ge.u32 [[S1:%p[0-9]+]], {{%r[0-9]+}}, 1;
-// SRING-H100-NEXT: @[[S1]] bra $L_ld_stream_idle_0;
+// SRING-H100:      setp.ge.u32 [[S2:%p[0-9]+]], {{%r[0-9]+}}, 2;
+// SRING-H100-NEXT: @[[S2]] bra $L_ld_stream_idle_0;
 // RING-POW2:     error: target 'ptx': lowering option load_ring must be a power of two, got 6
 // RING-RANGE:    error: target 'ptx': lowering option load_ring must be in 1..8, got 16
 

@@ -2,18 +2,23 @@
 
 The CUDA backend adjusts the program's target to the GPU it opens
 (``TargetDescription.on_device``): at most the device's SMs and shared
-memory, and the stream ring of the GPU it is, so that a program compiled
-for the H200 (the default target) keeps one weight tile in flight per SM
-on an H100, as measured faster there (docs/performance.md, round 44).
+memory, and the stream rings of the GPU it is. The ring a kernel gets is the
+target's for the program (``TargetDescription.stream_ring_for``): a program
+that hands rows through global memory keeps one weight tile in flight per SM
+on an H100, one that does not (a gemv) two, as measured faster there
+(docs/performance.md, rounds 44 and 45); the H200 keeps two for both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
+from vdir import isa
 from vdir.frontend import ProgramBuilder
+from vdir.frontend.examples import build_mlp_block
 from vdir.lowering.emit import lower_to_ptx
 from vdir.lowering.options import LoweringOptions
 from vdir.target import DEFAULT_STREAM_RING, TARGETS, get_target, target_for_device
@@ -38,24 +43,29 @@ def test_an_unknown_gpu_has_no_target(name: str) -> None:
     assert target_for_device(name) is None
 
 
-def test_each_target_keeps_a_stream_ring_the_lowering_takes() -> None:
-    assert get_target("h200").stream_ring == DEFAULT_STREAM_RING == 2
-    assert get_target("h100").stream_ring == 1
+def test_each_target_keeps_stream_rings_the_lowering_takes() -> None:
+    h200, h100 = get_target("h200"), get_target("h100")
+    assert (h200.stream_ring, h200.handoff_stream_ring) == (DEFAULT_STREAM_RING, DEFAULT_STREAM_RING) == (2, 2)
+    assert (h100.stream_ring, h100.handoff_stream_ring) == (2, 1)
     for target in TARGETS.values():
-        LoweringOptions(stream_ring=target.stream_ring)  # a ring the option accepts (it raises on others)
-        assert LoweringOptions().for_target(target).stream_ring == target.stream_ring
+        for handoffs, ring in ((False, target.stream_ring), (True, target.handoff_stream_ring)):
+            LoweringOptions(stream_ring=ring)  # a ring the option accepts (it raises on others)
+            assert target.stream_ring_for(handoffs) == ring
+            assert LoweringOptions().for_target(target, global_handoffs=handoffs).stream_ring == ring
 
 
-def test_on_device_takes_the_devices_limits_and_stream_ring() -> None:
+def test_on_device_takes_the_devices_limits_and_stream_rings() -> None:
     h200 = get_target("h200")
     on_h100 = h200.on_device(114, 200_000, "NVIDIA H100 PCIe")
-    assert (on_h100.name, on_h100.num_sms, on_h100.smem_per_block, on_h100.stream_ring) == ("h200", 114, 200_000, 1)
+    assert (on_h100.name, on_h100.num_sms, on_h100.smem_per_block) == ("h200", 114, 200_000)
+    assert (on_h100.stream_ring, on_h100.handoff_stream_ring) == (2, 1)
     assert h200.on_device(132, 10**6, H200_NAME) == h200  # never more than the description says
     unknown = h200.on_device(132, 10**6, "a GPU no target names")
-    assert unknown.stream_ring == h200.stream_ring
+    assert (unknown.stream_ring, unknown.handoff_stream_ring) == (h200.stream_ring, h200.handoff_stream_ring)
 
 
-def _program():
+def _copy_program() -> isa.EncodedProgram:
+    """A tile copied on one SM: no hand-off through global memory."""
     b = ProgramBuilder("copy", target="h200")
     x = b.buffer("x", (16, 64))
     y = b.buffer("y", (16, 64))
@@ -64,22 +74,36 @@ def _program():
     return compile_to_encoded(b.finish(), num_sms=1)
 
 
-def test_the_stream_ring_left_to_the_target_is_its_ring() -> None:
-    program = _program()
-    default = lower_to_ptx(program)
-    assert len(STREAM_MBARRIER.findall(default)) == get_target("h200").stream_ring
+def _handoff_program() -> isa.EncodedProgram:
+    """A small MLP block on two SMs: its activation row goes from SM to SM through global memory."""
+    return compile_to_encoded(build_mlp_block(256, 512), num_sms=2)
+
+
+def test_global_handoffs_are_counters_or_flag_words() -> None:
+    copy, handoff = _copy_program(), _handoff_program()
+    assert (copy.num_counters, copy.has_global_handoffs) == (0, False)
+    assert handoff.num_counters > 0 and handoff.has_global_handoffs
+    assert dataclasses.replace(copy, flag_word_bytes=16).has_global_handoffs
+
+
+@pytest.mark.parametrize("program, h100_ring", [(_copy_program, 2), (_handoff_program, 1)])
+def test_the_stream_ring_left_to_the_target_is_its_ring_for_the_program(program, h100_ring: int) -> None:
+    prog = program()
+    default = lower_to_ptx(prog)
+    assert len(STREAM_MBARRIER.findall(default)) == 2  # the H200's, either way
     on_h100 = get_target("h200").on_device(132, 232_448, H100_NAME)
-    one = lower_to_ptx(program, on_h100)
-    assert len(STREAM_MBARRIER.findall(one)) == 1
+    kernel = lower_to_ptx(prog, on_h100)
+    assert len(STREAM_MBARRIER.findall(kernel)) == h100_ring
     # the kernel an H100 runs is the kernel the option asks for by name, byte for byte
-    assert one == lower_to_ptx(program, options="stream_ring=1")
+    assert kernel == lower_to_ptx(prog, options=f"stream_ring={h100_ring}")
     # an explicit ring wins over the target's
-    assert lower_to_ptx(program, on_h100, options="stream_ring=4") == lower_to_ptx(program, options="stream_ring=4")
+    assert lower_to_ptx(prog, on_h100, options="stream_ring=4") == lower_to_ptx(prog, options="stream_ring=4")
 
 
 def test_a_ring_left_to_the_target_is_filled_in_before_the_kernel_reads_it() -> None:
     opts = LoweringOptions()
     assert opts.stream_ring == 0 and opts.changed() == {}
-    assert opts.for_target(get_target("h100")).stream_ring == 1
+    assert opts.for_target(get_target("h100"), global_handoffs=True).stream_ring == 1
+    assert LoweringOptions(stream_ring=4).for_target(get_target("h100"), global_handoffs=True).stream_ring == 4
     with pytest.raises(AssertionError, match="the stream ring is the target's"):
         opts.ring_depth(get_target("h200").engines[3].kind)

@@ -76,7 +76,8 @@ class LoweringOptions(OptionSet):
 
     stream_ring: int = 0
     """Loads the stream engine keeps in flight at once (a power of two up to ``layout.MAX_LOAD_RING``);
-    0: the target's (:attr:`vdir.target.TargetDescription.stream_ring`: 2 on the H200, 1 on the H100).
+    0: the target's for the program (:meth:`vdir.target.TargetDescription.stream_ring_for`: 2 on the
+    H200; on the H100 2 in a program without hand-offs through global memory, 1 in one with them).
 
     Fewer than the load engine: its loads are the weight tiles, and every
     tile in flight is memory-system queueing that the latency-bound hand-offs
@@ -199,10 +200,13 @@ class LoweringOptions(OptionSet):
         off, or the ``lsu`` path, whose register fetcher walks plain queues)."""
         return not self.run_loops or self.lsu_loads
 
-    def for_target(self, target: TargetDescription) -> LoweringOptions:
-        """These options with what they leave to the target filled in from ``target``: ``stream_ring``
-        0 becomes the target's ring (the kernel builder reads only such options)."""
-        return self if self.stream_ring else replace(self, stream_ring=target.stream_ring)
+    def for_target(self, target: TargetDescription, *, global_handoffs: bool) -> LoweringOptions:
+        """These options with what they leave to the target filled in from ``target`` for a program with
+        or without ``global_handoffs`` (:attr:`vdir.isa.EncodedProgram.has_global_handoffs`):
+        ``stream_ring`` 0 becomes the target's ring for it (the kernel builder reads only such options)."""
+        if self.stream_ring:
+            return self
+        return replace(self, stream_ring=target.stream_ring_for(global_handoffs))
 
     def ring_depth(self, kind: EngineKind) -> int:
         """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``; options
