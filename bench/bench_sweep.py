@@ -389,7 +389,8 @@ def print_table(doc: dict) -> None:
         us, err = r["us"], r["err"]
         notes = [r["vdir_status"]] if r["vdir_status"] else []
         if r.get("tiling"):
-            notes.append(tiling_text(r["tiling"]) + f", compiled in {r['vdir_compile_s']:.1f} s")
+            ring = f", stream ring {r['stream_ring']}" if "stream_ring" in r else ""
+            notes.append(tiling_text(r["tiling"]) + f"{ring}, compiled in {r['vdir_compile_s']:.1f} s")
         if "torch_compile_s" in r:
             notes.append(f"torch.compile {r['torch_compile_s']:.1f} s")
         notes += r["notes"]
@@ -539,6 +540,9 @@ def gpu_main(opts, cases: list[Case]) -> int:
         else:
             prog = res["prog"]
             row["vdir_uops"] = len(prog.instrs)
+            # the weight tiles in flight per SM: the option's, else the GPU's for this program
+            row["stream_ring"] = lowering.for_target(
+                state["plat"].target(), global_handoffs=prog.has_global_handoffs).stream_ring
             stage = "load"
             try:
                 t0 = time.time()
