@@ -268,8 +268,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
                       context_buckets=buckets, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
         # the stream ring the kernel got: the option's, else the GPU's for it (TargetDescription.on_device)
-        ring = LoweringOptions.coerce(options).for_target(
-            decoder.exe.platform.target(), global_handoffs=program.has_global_handoffs).stream_ring
+        ring = LoweringOptions.coerce(options).for_program(program, decoder.exe.platform.target()).stream_ring
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up
         result = decoder.generate(prompt, steps)

@@ -541,8 +541,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
             prog = res["prog"]
             row["vdir_uops"] = len(prog.instrs)
             # the weight tiles in flight per SM: the option's, else the GPU's for this program
-            row["stream_ring"] = lowering.for_target(
-                state["plat"].target(), global_handoffs=prog.has_global_handoffs).stream_ring
+            row["stream_ring"] = lowering.for_program(prog, state["plat"].target()).stream_ring
             stage = "load"
             try:
                 t0 = time.time()

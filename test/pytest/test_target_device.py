@@ -47,11 +47,12 @@ def test_each_target_keeps_stream_rings_the_lowering_takes() -> None:
     h200, h100 = get_target("h200"), get_target("h100")
     assert (h200.stream_ring, h200.handoff_stream_ring) == (DEFAULT_STREAM_RING, DEFAULT_STREAM_RING) == (2, 2)
     assert (h100.stream_ring, h100.handoff_stream_ring) == (2, 1)
+    programs = {False: _copy_program(), True: _handoff_program()}
     for target in TARGETS.values():
         for handoffs, ring in ((False, target.stream_ring), (True, target.handoff_stream_ring)):
             LoweringOptions(stream_ring=ring)  # a ring the option accepts (it raises on others)
             assert target.stream_ring_for(handoffs) == ring
-            assert LoweringOptions().for_target(target, global_handoffs=handoffs).stream_ring == ring
+            assert LoweringOptions().for_program(programs[handoffs], target).stream_ring == ring
 
 
 def test_on_device_takes_the_devices_limits_and_stream_rings() -> None:
@@ -103,7 +104,8 @@ def test_the_stream_ring_left_to_the_target_is_its_ring_for_the_program(program,
 def test_a_ring_left_to_the_target_is_filled_in_before_the_kernel_reads_it() -> None:
     opts = LoweringOptions()
     assert opts.stream_ring == 0 and opts.changed() == {}
-    assert opts.for_target(get_target("h100"), global_handoffs=True).stream_ring == 1
-    assert LoweringOptions(stream_ring=4).for_target(get_target("h100"), global_handoffs=True).stream_ring == 4
+    program = _handoff_program()
+    assert opts.for_program(program, get_target("h100")).stream_ring == 1
+    assert LoweringOptions(stream_ring=4).for_program(program, get_target("h100")).stream_ring == 4
     with pytest.raises(AssertionError, match="the stream ring is the target's"):
         opts.ring_depth(get_target("h200").engines[3].kind)

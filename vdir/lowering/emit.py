@@ -79,7 +79,7 @@ def ptx_module(program: isa.EncodedProgram, target: TargetDescription | str | No
 
 
 def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: LoweringOptions) -> ptx.ModuleOp:
-    opts = opts.for_target(t, global_handoffs=program.has_global_handoffs)
+    opts = opts.for_program(program, t)
     if program.num_sms % opts.cluster_size:
         raise LoweringOptionError(
             f"lowering option cluster_size={opts.cluster_size} needs a grid of whole clusters; the program "

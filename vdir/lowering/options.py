@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vdir.lowering import layout as L
 from vdir.options import OptionError, OptionSet
 from vdir.target import EngineKind, TargetDescription
+
+if TYPE_CHECKING:
+    from vdir.isa import EncodedProgram
 
 #: the load paths: ``bulk`` (``cp.async.bulk``, completion by transaction
 #: bytes) and ``lsu`` (16-byte ``cp.async`` per lane)
@@ -200,18 +203,19 @@ class LoweringOptions(OptionSet):
         off, or the ``lsu`` path, whose register fetcher walks plain queues)."""
         return not self.run_loops or self.lsu_loads
 
-    def for_target(self, target: TargetDescription, *, global_handoffs: bool) -> LoweringOptions:
-        """These options with what they leave to the target filled in from ``target`` for a program with
-        or without ``global_handoffs`` (:attr:`vdir.isa.EncodedProgram.has_global_handoffs`):
-        ``stream_ring`` 0 becomes the target's ring for it (the kernel builder reads only such options)."""
+    def for_program(self, program: EncodedProgram, target: TargetDescription) -> LoweringOptions:
+        """These options with what they leave to the target filled in for ``program`` on ``target``:
+        ``stream_ring`` 0 becomes the target's ring for a program with or without hand-offs through
+        global memory (:attr:`vdir.isa.EncodedProgram.has_global_handoffs`). The kernel builder reads
+        only such options."""
         if self.stream_ring:
             return self
-        return replace(self, stream_ring=target.stream_ring_for(global_handoffs))
+        return replace(self, stream_ring=target.stream_ring_for(program.has_global_handoffs))
 
     def ring_depth(self, kind: EngineKind) -> int:
         """The loads a load engine of ``kind`` keeps in flight (``load_ring`` or ``stream_ring``; options
-        :meth:`for_target` filled in)."""
-        assert self.stream_ring, "the stream ring is the target's until for_target fills it in"
+        :meth:`for_program` filled in)."""
+        assert self.stream_ring, "the stream ring is the target's until for_program fills it in"
         return self.stream_ring if kind == EngineKind.STREAM else self.load_ring
 
     @property
