@@ -528,7 +528,8 @@ def gpu_main(opts) -> int:
                 if getattr(plat, "_closed", False):
                     raise
                 continue
-            cfg = f"rows={r} k_chunks={kc} tile={r * K // kc * 2 // 1024}KiB"
+            ring = base_lowering.for_program(prog, plat.target()).stream_ring  # the option's, else the GPU's
+            cfg = f"rows={r} k_chunks={kc} tile={r * K // kc * 2 // 1024}KiB ring={ring}"
             print(f"  gemv {M}x{K} pipeline {cfg}: {v_us:.2f} us {moved / v_us / 1e6:.3f} TB/s err {err:.2e} "
                   f"({len(prog.instrs)} uops, compiled in {ct:.2f} s)")
             if best is None or v_us < best[0]:
@@ -607,9 +608,10 @@ def gpu_main(opts) -> int:
               f"last row {err_last:.2e}; vs the f32 math: vdir {err_v32:.2e}, torch bf16 {err_t32:.2e}")
         if err_v32 > 2 * err_t32 + 1e-3:
             failed.append(name)
+        ring = base_lowering.for_program(prog, plat.target()).stream_ring
         rows.append(dict(case=name, moved=moved, vdir=v_us, torch=e_us, graph=g_us, err=err,
-                         cfg=f"{nsets} set(s); {mx} uops on the busiest SM; vs f32 math: vdir {err_v32:.1e}, "
-                             f"torch {err_t32:.1e}"))
+                         cfg=f"{nsets} set(s); {mx} uops on the busiest SM; stream ring {ring}; "
+                             f"vs f32 math: vdir {err_v32:.1e}, torch {err_t32:.1e}"))
         if layers is None and not opts.quick:
             for o in SWEEP:  # other lowering options, same sets
                 vc = VdirCase(plat, prog, sets, base_lowering.with_overrides(o))
