@@ -254,7 +254,6 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     import torch
 
     from vdir.frontend.llama import build_decode_step
-    from vdir.lowering.options import LoweringOptions
     from vdir.models.llama import LlamaDecoder
     from vdir.transforms.pipeline import compile_to_encoded
 
@@ -267,8 +266,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     with LlamaDecoder(cfg, weights, backend="cuda", program=program, options=options, pipeline=bucket_pipeline,
                       context_buckets=buckets, max_micro_ops=DECODE_MAX_MICRO_OPS) as decoder:
         compile_s = time.time() - t0
-        # the stream ring the kernel got: the option's, else the GPU's for it (TargetDescription.on_device)
-        ring = LoweringOptions.coerce(options).for_program(program, decoder.exe.platform.target()).stream_ring
+        ring = decoder.exe.artifact.lowered.stream_ring  # the option's, else the GPU's for the program
         prompt = [1]
         decoder.generate(prompt, 2)  # warm-up
         result = decoder.generate(prompt, steps)

@@ -354,6 +354,12 @@ class VdirCase:
                 bufs.append(DeviceBuffer(t.data_ptr(), t.numel() * t.element_size(), plat, owned=False, keepalive=t))
             self.specs.append(LaunchSpec(prog, bufs, sync, options=dict(options)))
 
+    @property
+    def stream_ring(self) -> int:
+        """The weight tiles in flight per SM that the kernel was built with (the option's, else the GPU's
+        for the program)."""
+        return self.arts[0].lowered.stream_ring
+
     def run_all(self) -> None:
         """One launch of every set (torch's writes must be finished: synchronize first)."""
         for a, s in zip(self.arts, self.specs, strict=True):
@@ -513,7 +519,7 @@ def gpu_main(opts) -> int:
             torch.cuda.synchronize()
             case.run_all()
             err = max(relerr(s["y"], r) for s, r in zip(sets, refs, strict=True))
-            return case.time(iters), err
+            return case.time(iters), err, case.stream_ring
 
         best = None
         for r, kc in GEMV_TILES[(M, K)]:
@@ -521,14 +527,13 @@ def gpu_main(opts) -> int:
             prog = compile_gemv(M, K, r, kc, nsm)
             ct = time.time() - t0
             try:
-                v_us, err = run_vdir(prog)
+                v_us, err, ring = run_vdir(prog)
             except Exception as e:  # noqa: BLE001  (a watchdog report: say so, go on)
                 print(f"  gemv {M}x{K} rows={r} k_chunks={kc}: FAILED {type(e).__name__}: {str(e)[:300]}")
                 failed.append(f"gemv {M}x{K} rows={r} k_chunks={kc}")
                 if getattr(plat, "_closed", False):
                     raise
                 continue
-            ring = base_lowering.for_program(prog, plat.target()).stream_ring  # the option's, else the GPU's
             cfg = f"rows={r} k_chunks={kc} tile={r * K // kc * 2 // 1024}KiB ring={ring}"
             print(f"  gemv {M}x{K} pipeline {cfg}: {v_us:.2f} us {moved / v_us / 1e6:.3f} TB/s err {err:.2e} "
                   f"({len(prog.instrs)} uops, compiled in {ct:.2f} s)")
@@ -540,7 +545,7 @@ def gpu_main(opts) -> int:
             prog0 = compile_gemv(M, K, *best[3], nsm)
             for o in SWEEP + BOX_SWEEP:
                 prog = variant(prog0, o["box"]) if "box" in o else prog0
-                d_us, d_err = run_vdir(prog, base_lowering.with_overrides({k: v for k, v in o.items() if k != "box"}))
+                d_us, d_err, _ring = run_vdir(prog, base_lowering.with_overrides({k: v for k, v in o.items() if k != "box"}))
                 notes.append(f"gemv {M}x{K} {best[2]} lowering {o}: {d_us:.2f} us "
                              f"({moved / d_us / 1e6:.3f} TB/s, {100 * moved / d_us / 1e6 / copy_tbs:.1f}% of copy; "
                              f"err {d_err:.1e})")
@@ -548,7 +553,7 @@ def gpu_main(opts) -> int:
                 if d_err > TOL_GEMV:
                     failed.append(f"gemv {M}x{K} lowering {o}")
         if not opts.no_handbuilt:
-            h_us, h_err = run_vdir(build_gemv_program(M, K, nsm, 64, 3))
+            h_us, h_err, _ring = run_vdir(build_gemv_program(M, K, nsm, 64, 3))
             print(f"  gemv {M}x{K} hand-built 64KiB/3 slots: {h_us:.2f} us err {h_err:.2e}")
             hb = f"; hand-built {h_us:.1f} us"
         if best is None:
@@ -608,7 +613,7 @@ def gpu_main(opts) -> int:
               f"last row {err_last:.2e}; vs the f32 math: vdir {err_v32:.2e}, torch bf16 {err_t32:.2e}")
         if err_v32 > 2 * err_t32 + 1e-3:
             failed.append(name)
-        ring = base_lowering.for_program(prog, plat.target()).stream_ring
+        ring = case.stream_ring
         rows.append(dict(case=name, moved=moved, vdir=v_us, torch=e_us, graph=g_us, err=err,
                          cfg=f"{nsets} set(s); {mx} uops on the busiest SM; stream ring {ring}; "
                              f"vs f32 math: vdir {err_v32:.1e}, torch {err_t32:.1e}"))

@@ -540,13 +540,12 @@ def gpu_main(opts, cases: list[Case]) -> int:
         else:
             prog = res["prog"]
             row["vdir_uops"] = len(prog.instrs)
-            # the weight tiles in flight per SM: the option's, else the GPU's for this program
-            row["stream_ring"] = lowering.for_program(prog, state["plat"].target()).stream_ring
             stage = "load"
             try:
                 t0 = time.time()
                 vc = VdirCase(state["plat"], prog, sets, lowering)
                 row["vdir_load_s"] = round(time.time() - t0, 3)
+                row["stream_ring"] = vc.stream_ring
                 stage = "run"
                 for s in sets:
                     vout(s).fill_(float("nan"))  # poisoned: every element must be written

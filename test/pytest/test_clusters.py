@@ -61,7 +61,8 @@ def _stand_in_driver(clusters: int, seen: list):
 def test_the_backend_refuses_clusters_that_cannot_all_be_resident(monkeypatch, clusters, fits):
     seen: list = []
     monkeypatch.setattr(cuda_backend, "_driver", lambda: _stand_in_driver(clusters, seen))
-    kernel = LoweredKernel(ptx="", name="k", block_threads=352, grid=132, dynamic_smem=200_000, families=[])
+    kernel = LoweredKernel(ptx="", name="k", block_threads=352, grid=132, dynamic_smem=200_000, families=[],
+                           stream_ring=2)
     if fits:
         cuda_backend._require_resident_clusters(None, kernel, 2, "stream")
     else:

@@ -19,7 +19,7 @@ import pytest
 from vdir import isa
 from vdir.frontend import ProgramBuilder
 from vdir.frontend.examples import build_mlp_block
-from vdir.lowering.emit import lower_to_ptx
+from vdir.lowering.emit import lower, lower_to_ptx
 from vdir.lowering.options import LoweringOptions
 from vdir.target import DEFAULT_STREAM_RING, TARGETS, get_target, target_for_device
 from vdir.transforms.pipeline import compile_to_encoded
@@ -95,6 +95,8 @@ def test_the_stream_ring_left_to_the_target_is_its_ring_for_the_program(program,
     on_h100 = get_target("h200").on_device(132, 232_448, H100_NAME)
     kernel = lower_to_ptx(prog, on_h100)
     assert len(STREAM_MBARRIER.findall(kernel)) == h100_ring
+    # what a launch (and a bench's report) learns of the ring is the one the kernel was built with
+    assert (lower(prog).stream_ring, lower(prog, on_h100).stream_ring) == (2, h100_ring)
     # the kernel an H100 runs is the kernel the option asks for by name, byte for byte
     assert kernel == lower_to_ptx(prog, options=f"stream_ring={h100_ring}")
     # an explicit ring wins over the target's

@@ -121,6 +121,9 @@ class LoweredKernel:
     grid: int
     dynamic_smem: int
     families: list[int]
+    #: the weight tiles its stream engine keeps in flight per SM (the option's, else the target's for the
+    #: program: :meth:`LoweringOptions.for_program`)
+    stream_ring: int
 
 
 def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = None,
@@ -128,6 +131,7 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
     """Lower ``program`` and return the text with its launch configuration."""
     options = LoweringOptions.coerce(options)
     t = _kernel_target(_resolve(program, target), options)
+    options = options.for_program(program, t)
     smem = L.dynamic_smem_bytes(program.smem_bytes)
     if smem > t.smem_per_block:
         raise ValueError(
@@ -136,5 +140,5 @@ def lower(program: isa.EncodedProgram, target: TargetDescription | str | None = 
         )
     return LoweredKernel(
         ptx=ptx.print_ptx(_build_module(program, t, options)), name=L.KERNEL_NAME, block_threads=L.block_threads(t, _runs_loops(program, options), options.control_warp),
-        grid=program.num_sms, dynamic_smem=smem, families=used_families(program),
+        grid=program.num_sms, dynamic_smem=smem, families=used_families(program), stream_ring=options.stream_ring,
     )
