@@ -10,7 +10,8 @@
 // shfl.sync.bfly butterfly, combine split rows through the partials scratch
 // (base + 512) and let the row's first warp run the epilogue, every lane
 // with the same sum, which rounds once with cvt.rn.bf16.f32. Warps with
-// whole rows run two passes' rows at once, reading x once for both. Every
+// whole rows run four (then two) passes' rows at once, reading x once for
+// them and reducing them in one reduce-scatter, one epilogue. Every
 // branch of the row loop is bra.uni: the chunk loops count the group's first
 // chunk, the same in every lane (lane l reads chunk jb + l), and in the last
 // group a lane past the warp's chunks reads chunk jb and adds zeros. A tile
@@ -41,16 +42,56 @@
 // CHECK-NEXT: selp.u32 [[G:%r[0-9]+]], 8, [[G4]], [[C8]];
 // CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[G]], 1;
 
-// Paired passes while each warp has whole rows (G = 1) and two passes' rows
-// remain: the four chunks of both rows, then x once; each row keeps its own
-// accumulators (the same order as one row alone), and the warp runs the
-// epilogue for both rows.
+// Four passes at once while each warp has whole rows (G = 1) and four
+// passes' rows remain: the four chunks of the four rows, then x once. Their
+// sums leave the warp in one reduce-scatter: across lane bit 16 a lane
+// keeps two rows and sends the other two, across bit 8 one and one, then
+// the butterfly's last three steps; lane l holds row l >> 3, and the warp
+// runs one epilogue (one rounding), each lane for its row.
+// CHECK:      $L_gemv_quad_0:
+// CHECK-NEXT: @[[SPLIT]] bra.uni $L_gemv_quad_done_0;
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4;
+// CHECK:      $L_gemv_main_0:
+// CHECK-COUNT-16: ld.shared.v4.b32 {{.*}}, {{\[}}{{%r[0-9]+}}{{(\+512|\+1024|\+1536)?}}];
+// CHECK-NEXT: ld.shared.v4.b32 {[[QX:%r[0-9]+]], {{.*}}}, {{\[}}[[QXROW:%r[0-9]+]]];
+// CHECK:      $L_gemv_tail_end_0:
+// CHECK:      and.b32 [[Q16:%r[0-9]+]], [[LANE4:%r[0-9]+]], 16;
+// CHECK-NEXT: setp.ne.u32 [[QU16:%p[0-9]+]], [[Q16]], 0;
+// CHECK-NEXT: selp.f32 [[QK0:%f[0-9]+]], [[QC:%f[0-9]+]], [[QA:%f[0-9]+]], [[QU16]];
+// CHECK-NEXT: selp.f32 [[QS0:%f[0-9]+]], [[QA]], [[QC]], [[QU16]];
+// CHECK-NEXT: shfl.sync.bfly.b32 [[QG0:%f[0-9]+]], [[QS0]], 16, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 {{%f[0-9]+}}, [[QK0]], [[QG0]];
+// CHECK-NEXT: selp.f32
+// CHECK-NEXT: selp.f32
+// CHECK-NEXT: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: and.b32 {{%r[0-9]+}}, [[LANE4]], 8;
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 8, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 4, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 2, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 1, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[LANE4]], 3;
+// CHECK-NOT:  bra
+// CHECK:      cvt.rn.bf16.f32
+// CHECK-NOT:  {{bra|cvt.rn.bf16.f32}}
+// CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4;
+// CHECK-NEXT: bra.uni $L_gemv_quad_0;
+// CHECK-NEXT: $L_gemv_quad_done_0:
+
+// Then paired passes while two passes' rows remain: the four chunks of both
+// rows, then x once; each row keeps its own accumulators (the same order as
+// one row alone); one step across lane bit 16 scatters the two rows (lane l
+// holds row l >> 4), and the warp runs one epilogue for both.
 // CHECK:      $L_gemv_pair_0:
 // CHECK-NEXT: @[[SPLIT]] bra.uni $L_gemv_pair_done_0;
 // CHECK:      mov.u32 [[JB:%r[0-9]+]], [[SEG_START:%r[0-9]+]];
-// CHECK-NEXT: $L_gemv_main_0:
+// CHECK-NEXT: $L_gemv_main_1:
 // CHECK-NEXT: setp.ge.u32 [[MAIN_DONE:%p[0-9]+]], [[JB]], {{%r[0-9]+}};
-// CHECK-NEXT: @[[MAIN_DONE]] bra.uni $L_gemv_main_end_0;
+// CHECK-NEXT: @[[MAIN_DONE]] bra.uni $L_gemv_main_end_1;
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[JB]], [[LANE:%r[0-9]+]];
 // CHECK:      ld.shared.v4.b32 {[[PW1:%r[0-9]+]], {{.*}}}, {{\[}}[[ROW1:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[ROW1]]+512];
@@ -81,9 +122,9 @@
 // CHECK-NEXT: fma.rn.f32 [[PB:%f[0-9]+]], [[PF2]], [[PFX]], [[PB]];
 // The last group: a lane past the end (chunk jb + lane >= the warp's end)
 // reads chunk jb, and its weight words and x values become zeros.
-// CHECK:      $L_gemv_tail_0:
+// CHECK:      $L_gemv_tail_1:
 // CHECK-NEXT: setp.ge.u32 [[TAIL_DONE:%p[0-9]+]], [[JB]], [[SEG_END:%r[0-9]+]];
-// CHECK-NEXT: @[[TAIL_DONE]] bra.uni $L_gemv_tail_end_0;
+// CHECK-NEXT: @[[TAIL_DONE]] bra.uni $L_gemv_tail_end_1;
 // CHECK-NEXT: add.u32 [[J:%r[0-9]+]], [[JB]], [[LANE]];
 // CHECK-NEXT: setp.lt.u32 [[KEEP:%p[0-9]+]], [[J]], [[SEG_END]];
 // CHECK-NEXT: selp.u32 {{%r[0-9]+}}, [[J]], [[JB]], [[KEEP]];
@@ -91,13 +132,15 @@
 // CHECK-NEXT: selp.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0, [[KEEP]];
 // CHECK:      selp.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f00000000, [[KEEP]];
 // CHECK-NEXT: selp.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f00000000, [[KEEP]];
-// CHECK:      $L_gemv_tail_end_0:
-// Both rows' epilogues in every lane, no branch: one rounding each.
+// CHECK:      $L_gemv_tail_end_1:
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16, 31, 4294967295;
+// CHECK-NOT:  shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16,
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 1, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32
+// CHECK-NEXT: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4;
 // CHECK-NOT:  bra
 // CHECK:      cvt.rn.bf16.f32
-// CHECK-NOT:  bra
-// CHECK:      cvt.rn.bf16.f32
-// CHECK-NOT:  bra
+// CHECK-NOT:  {{bra|cvt.rn.bf16.f32}}
 // CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2;
 // CHECK-NEXT: bra.uni $L_gemv_pair_0;
 // CHECK-NEXT: $L_gemv_pair_done_0:
@@ -105,7 +148,7 @@
 // The passes left, one row per warp per pass.
 // CHECK-NEXT: $L_gemv_pass_0:
 // CHECK-COUNT-4: mov.f32 %f{{[0-9]+}}, 0f00000000;
-// CHECK:      $L_gemv_main_1:
+// CHECK:      $L_gemv_main_2:
 // CHECK:      ld.shared.v4.b32 {[[WA:%r[0-9]+]], {{.*}}}, {{\[}}[[WROW:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+512];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[WROW]]+1024];
@@ -127,10 +170,10 @@
 // CHECK:      fma.rn.f32 [[ACC2:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC2]];
 // CHECK-NEXT: fma.rn.f32 [[ACC3:%f[0-9]+]], {{%f[0-9]+}}, {{%f[0-9]+}}, [[ACC3]];
 // CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 128;
-// CHECK-NEXT: bra.uni $L_gemv_main_1;
-// CHECK:      $L_gemv_tail_1:
+// CHECK-NEXT: bra.uni $L_gemv_main_2;
+// CHECK:      $L_gemv_tail_2:
 // CHECK:      add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
-// CHECK-NEXT: bra.uni $L_gemv_tail_1;
+// CHECK-NEXT: bra.uni $L_gemv_tail_2;
 
 // Reduction: the four accumulators, then the butterfly over the warp.
 // CHECK:      add.rn.f32 [[S01:%f[0-9]+]], [[ACC0]], [[ACC1]];
@@ -170,16 +213,27 @@
 // barrier the warp of row r adds column r in warp order and runs the
 // epilogue: one rounding.
 // CHECK:      $L_gemv_block_0:
-// CHECK:      $L_gemv_main_2:
+// CHECK:      $L_gemv_main_3:
 // CHECK-COUNT-16: ld.shared.v4.b32 {{.*}}, {{\[}}{{%r[0-9]+}}{{(\+512)?}}];
 // CHECK-NEXT: ld.shared.v4.b32 {[[BX:%r[0-9]+]], {{.*}}}, {{\[}}[[BXROW:%r[0-9]+]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[BXROW]]+512];
 // CHECK-NEXT: shl.b32
-// CHECK:      $L_gemv_tail_2:
-// CHECK:      $L_gemv_tail_end_2:
-// CHECK:      @[[L0:%p[0-9]+]] st.shared.f32 {{\[}}[[MINE:%r[0-9]+]]+768], {{%f[0-9]+}};
-// CHECK-NEXT: @[[L0]] st.shared.f32 {{\[}}[[MINE]]+772], {{%f[0-9]+}};
-// CHECK:      @[[L0]] st.shared.f32 {{\[}}[[MINE]]+796], {{%f[0-9]+}};
+// CHECK:      $L_gemv_tail_3:
+// CHECK:      $L_gemv_tail_end_3:
+// The eight rows leave the warp in one reduce-scatter (four, two and one
+// shuffles across lane bits 16, 8 and 4, then two more): lane l holds row
+// l >> 2, and the first lane of each row writes its partial.
+// CHECK-COUNT-4: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 16, 31, 4294967295;
+// CHECK-COUNT-2: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 8, 31, 4294967295;
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 4, 31, 4294967295;
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 2, 31, 4294967295;
+// CHECK:      shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 1, 31, 4294967295;
+// CHECK-NEXT: add.rn.f32 [[BS:%f[0-9]+]],
+// CHECK-NEXT: shr.u32 [[SLOT:%r[0-9]+]], {{%r[0-9]+}}, 2;
+// CHECK:      mad.lo.u32 [[MINE:%r[0-9]+]], [[SLOT]], 4,
+// CHECK-NEXT: and.b32 [[FIRST:%r[0-9]+]], {{%r[0-9]+}}, 3;
+// CHECK-NEXT: setp.eq.u32 [[L0:%p[0-9]+]], [[FIRST]], 0;
+// CHECK-NEXT: @[[L0]] st.shared.f32 {{\[}}[[MINE]]+768], [[BS]];
 // CHECK-NEXT: barrier.sync 1, 256;
 // CHECK:      ld.shared.f32 [[P0:%f[0-9]+]], {{\[}}[[COL:%r[0-9]+]]+768];
 // CHECK-NEXT: add.rn.f32 [[T:%f[0-9]+]], [[T]], [[P0]];

@@ -23,10 +23,11 @@
 // CHECK:      barrier.sync 1, 256;
 // CHECK:      sqrt.rn.f32 [[SQ:%f[0-9]+]], {{%f[0-9]+}};
 // CHECK-NEXT: div.rn.f32 [[INV:%f[0-9]+]], 0f3F800000, [[SQ]];
-// The paired passes (family-gemv.mlir) normalise each chunk of x once for
-// both rows; below, the loop of one row per warp.
+// The grouped passes (family-gemv.mlir: four rows, then two) normalise each
+// chunk of x once for the group; below, the loop of one row per warp.
+// CHECK:      $L_gemv_quad_0:
 // CHECK:      $L_gemv_pair_0:
-// CHECK:      $L_gemv_main_1:
+// CHECK:      $L_gemv_main_2:
 // CHECK:      shl.b32 [[OFF:%r[0-9]+]], {{%r[0-9]+}}, 4;
 // CHECK-NEXT: add.u32 [[WA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];
 // CHECK-NEXT: add.u32 [[XA:%r[0-9]+]], {{%r[0-9]+}}, [[OFF]];

@@ -101,6 +101,14 @@ CASES = {
     "gemv_silu_mul_rows8": ("gemv_silu_mul", [(8, 4104), (1, 4104), (1, 8)], ["bf16"] * 3, (1, 8), "bf16",
                             {"operand": 1}),
     "gemv_add_rows8": ("gemv_add", [(8, 8200), (1, 8200), (1, 8)], ["bf16"] * 3, (1, 8), "bf16", {}),
+    # 32 and 48 rows: each warp sums four rows at once (and then two), one epilogue for them, each lane its row
+    "gemv_acc_f32_rows32": ("gemv", [(32, 1024), (1, 1024), (1, 32)], ["bf16", "bf16", "f32"], (1, 32), "f32", {}),
+    "gemv_rows48": ("gemv", [(48, 1032), (1, 1032)], ["bf16"] * 2, (1, 48), "bf16", {}),
+    "rmsnorm_gemv_rows32": ("rmsnorm_gemv", [(32, 1024), (1, 1024), (1, 1024)], ["bf16"] * 3, (1, 32), "bf16",
+                            {"eps": 1e-5}),
+    "gemv_silu_mul_rows32": ("gemv_silu_mul", [(32, 1024), (1, 1024), (1, 32)], ["bf16"] * 3, (1, 32), "bf16",
+                             {"operand": 0}),
+    "gemv_add_rows48": ("gemv_add", [(48, 520), (1, 520), (1, 48)], ["bf16"] * 3, (1, 48), "bf16", {}),
 }
 
 

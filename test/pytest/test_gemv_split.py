@@ -14,6 +14,12 @@ the warps, each warp's slice read for all the rows. The same GPU cases run
 it with a group of 5 warps (two rounds of epilogues: rows ``cw`` and ``cw +
 5``), of 8, and not at all with 12, at K whose slices leave remainders;
 rows long enough for the block's unrolled loop run alone.
+
+Where a warp has whole rows, it sums four or two passes' rows at once and
+reduces them in one reduce-scatter (``scatter_sum``), which adds the same
+pairs as a butterfly per row: a GPU case checks the bytes against tiles
+whose rows run one per pass, and a CPU model of the shuffles checks the
+scatter against the butterfly for every group size.
 """
 
 from __future__ import annotations
@@ -28,7 +34,14 @@ import vdir
 from vdir.frontend import ProgramBuilder
 from vdir.frontend.layers import NARROW_TILE_ROWS
 from vdir.lowering import layout
-from vdir.lowering.families.gemv import BLOCK_ROWS, DIV_EXACT_BELOW, blocked_rows_fit, div_magic, share_classes
+from vdir.lowering.families.gemv import (
+    BLOCK_ROWS,
+    DIV_EXACT_BELOW,
+    ROW_GROUPS,
+    blocked_rows_fit,
+    div_magic,
+    share_classes,
+)
 from vdir.lowering.options import MAX_COMPUTE_WARPS
 from vdir.testing.gpu import gpu
 
@@ -146,3 +159,92 @@ def test_row_blocks_of_long_rows(warps):
         got = np.asarray(exe(w=wv, x=xv), np.float64).reshape(-1)
     want = wv.astype(np.float64) @ xv.astype(np.float64).reshape(-1)
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def _butterfly(v: np.ndarray) -> np.ndarray:
+    """``F.warp_sum`` on 32 lanes' f32 values: each lane adds its own value and its partner's."""
+    for k in (16, 8, 4, 2, 1):
+        v = (v + v[np.arange(32) ^ k]).astype(np.float32)
+    return v
+
+
+def _scatter(vals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``scatter_sum``'s shuffles on 32 lanes, step for step as the body emits them: (slot, total) per lane."""
+    lane = np.arange(32)
+    m = len(vals).bit_length() - 1
+    for step in range(m):
+        mask = 16 >> step
+        upper = (lane & mask) != 0
+        half = len(vals) // 2
+        vals = [(np.where(upper, hi, lo) + np.where(upper, lo, hi)[lane ^ mask]).astype(np.float32)
+                for lo, hi in zip(vals[:half], vals[half:], strict=True)]
+    v = vals[0]
+    for k in (16 >> s for s in range(m, 5)):
+        v = (v + v[lane ^ k]).astype(np.float32)
+    return lane >> (5 - m), v
+
+
+#: the reduce-scatter's group sizes checked: every power of two a warp's lanes allow
+_SCATTER_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+@pytest.mark.parametrize("n", _SCATTER_SIZES)
+def test_the_reduce_scatter_gives_each_lane_its_rows_butterfly_sum(n):
+    """Every lane ends with the total the butterfly gives its slot's row, bit for bit, over values of mixed
+    magnitudes and signs (where the order of the additions shows); the model itself is checked to see a
+    reordering: summing the lanes in index order differs."""
+    rng = np.random.default_rng(n)
+    reordered = False
+    for _ in range(50):
+        vals = [(rng.standard_normal(32) * 10.0 ** rng.uniform(-4, 4, 32)).astype(np.float32) for _ in range(n)]
+        slot, total = _scatter(vals)
+        assert np.array_equal(slot, np.arange(32) // (32 // n))
+        for lane in range(32):
+            assert total[lane].tobytes() == _butterfly(vals[slot[lane]])[lane].tobytes(), (n, lane)
+        serial = np.float32(0)
+        for v in vals[0]:
+            serial = np.float32(serial + v)
+        reordered |= serial.tobytes() != _butterfly(vals[0])[0].tobytes()
+    assert reordered
+    assert {*ROW_GROUPS, BLOCK_ROWS} <= set(_SCATTER_SIZES)  # the sizes the bodies use are among those checked
+
+
+def _tiled_gemv(k: int, tiles: list[int]):
+    """One gemv over ``sum(tiles)`` rows in tiles of those row counts, f32 out."""
+    b = ProgramBuilder("gemv_tiles")
+    total = sum(tiles)
+    w, x, y = b.buffer("w", (total, k)), b.buffer("x", (1, k)), b.buffer("y", (1, total), "f32")
+    xt = b.load(x, (0, 0), (1, k), name="xt")
+    row = 0
+    for t, rows in enumerate(tiles):
+        wt = b.load(w, (row, 0), (rows, k), name=f"w{t}")
+        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{t}"), y, (0, row), name=f"s{t}")
+        row += rows
+    return b.finish()
+
+
+#: compute warps -> (tiles whose warps sum four rows at once, then two or one; tiles of one row per pass)
+_GROUPED = {8: ([32, 48, 40], [12] * 10), 7: ([28, 32, 44, 40], [12] * 12)}
+
+
+@gpu
+@pytest.mark.parametrize("k", [520, 1032])
+@pytest.mark.parametrize("warps", sorted(_GROUPED))
+def test_grouped_rows_give_the_bytes_of_one_row_per_pass(warps, k):
+    """Rows summed four or two at a time (28 to 48-row tiles: quads, then a pair or single rows) give the
+    same bytes as the same rows in 12-row tiles, where each warp sums one row per pass with a butterfly;
+    K = 520 runs the tail groups only, 1032 the unrolled loop and a partial tail."""
+    grouped, single = _GROUPED[warps]
+    assert sum(grouped) == sum(single) and all(r >= 4 * warps for r in grouped)
+    assert all(warps <= r < 2 * warps and r != BLOCK_ROWS for r in single)
+    rng = np.random.default_rng(7 * warps + k)
+    w = (rng.standard_normal((sum(grouped), k)) / np.sqrt(k)).astype(bfloat16)
+    x = rng.standard_normal((1, k)).astype(bfloat16)
+    outs = []
+    for tiles in (grouped, single):
+        with vdir.compile(_tiled_gemv(k, tiles), backend="cuda", num_sms=4,
+                          options={"compute_warps": warps}) as exe:
+            outs.append(np.asarray(exe(w=w, x=x)).copy())
+    assert np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
+    want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
+    assert np.abs(outs[0].astype(np.float64).reshape(-1) - want).max() <= 1e-4 * np.abs(want).max()

@@ -14,11 +14,13 @@ for ptxas to set up): the chunk loops count a group's first chunk, the same
 in every lane, and the last group's lanes past the warp's end add zeros
 instead of branching; the epilogue runs in every lane instead of lane 0.
 
-Where a warp has a whole row to itself and two passes' rows remain, it runs
-them as one pass (:func:`_gemv_core`): each chunk of x is read from shared
-memory once for both rows and twice as many loads are in flight. Each row
-keeps its own accumulators in the same order, so the result is the same bit
-for bit.
+Where a warp has whole rows to itself and four or two passes' rows remain,
+it runs them as one pass (:func:`_grouped_passes`): each chunk of x is read
+from shared memory and widened once for the group, and more loads are in
+flight. Each row keeps its own accumulators in the same order, and the
+group's sums leave the warp in one reduce-scatter (:func:`scatter_sum`),
+which adds the same pairs as a butterfly per row: the result is the same
+bit for bit, with fewer shuffles and one epilogue for the group.
 
 A tile of :data:`BLOCK_ROWS` rows (the narrow tiles of long rows) runs as
 one row block instead (:func:`_row_block`): every warp takes a slice of K
@@ -88,12 +90,13 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     rs = _split_rows(cc)
     npass = rs.npass
     p = b.var("u32", 0)
-    _paired_passes(cc, rs, p, epilogue, inv)
+    for rows in ROW_GROUPS:
+        _grouped_passes(cc, rs, p, epilogue, inv, rows)
     b.place(top)
     b.bra(done, b.setp("ge.u32", p, npass), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     active = b.setp("lt.u32", r, R)
-    s = _warp_row_sums(cc, rs.seg, [r], active, inv)[0]
+    s = F.warp_sum(b, _warp_row_partials(cc, rs.seg, [r], active, inv)[0])
     tot = _combine_partials(cc, rs, p, s)
     # -- epilogue: the row's first warp, every lane with the same total and the same stores ---------
     writer = b.setp("eq.u32", rs.sub, 0)
@@ -138,7 +141,11 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
     that row's partials in warp order and runs its epilogue: a fixed order,
     the same at every run.
 
-    Memory model: lane 0 of each warp writes its partials with ``st.shared``
+    Each warp's row sums leave it in one reduce-scatter (:func:`scatter_sum`,
+    nine shuffles for the eight rows instead of forty), and the first lane of
+    each row's lanes writes that row's partial.
+
+    Memory model: each warp writes its partials with ``st.shared``
     before the group's ``barrier.sync``, which orders them before every
     warp's reads after it. The scratch is written again only by the next
     micro-op, after the compute step's closing barrier, so one buffer does
@@ -152,12 +159,13 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
     end = b.i("add.u32", "u32", start, per)
     end = b.i("selp.u32", "u32", chunks, end, b.setp("eq.u32", cc.cw, W - 1))
     seg = _segment(b, b.i("shl.b32", "u32", cc.p1, 1), start, end, BLOCK_UNROLL)
-    sums = _warp_row_sums(cc, seg, [b.var("u32", r) for r in range(BLOCK_ROWS)], None, inv)
+    partials = _warp_row_partials(cc, seg, [b.var("u32", r) for r in range(BLOCK_ROWS)], None, inv)
+    slot, s = scatter_sum(b, cc.lane, partials)
     base = cc.c.base  # type: ignore[attr-defined]
     mine = b.i("mad.lo.u32", "u32", cc.cw, 4 * BLOCK_ROWS, base)
-    lane0 = b.setp("eq.u32", cc.lane, 0)
-    for r, s in enumerate(sums):
-        b.st("st.shared.f32", mine, F.L.SMEM_GEMV_ROW_PARTIALS + 4 * r, s, guard=lane0)
+    mine = b.i("mad.lo.u32", "u32", slot, 4, mine)
+    first = b.i("and.b32", "u32", cc.lane, 32 // BLOCK_ROWS - 1)  # the slot's first lane writes its row
+    b.st("st.shared.f32", mine, F.L.SMEM_GEMV_ROW_PARTIALS, s, guard=b.setp("eq.u32", first, 0))
     b.raw("barrier.sync", "%d, %d" % (F.L.COMPUTE_BARRIER, cc.nthreads))
     for first in range(0, BLOCK_ROWS, W):  # rows first + cw: every lane of the warp alike
         row = b.i("add.u32", "u32", cc.cw, first) if first else cc.cw
@@ -171,25 +179,68 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
         epilogue(cc, row, tot)
 
 
-def _paired_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epilogue,
-                   inv: SSAValue | None) -> None:
-    """Passes ``p`` and ``p + 1`` as one while each warp has whole rows (G = 1) and both passes' rows
-    exist; ``p`` is left at the first pass not done. (Uniform branches: G and R are per op.)"""
+#: rows a warp with whole rows (G = 1) sums in one pass, most first, while that many passes' rows remain
+#: (:func:`_grouped_passes`); the rest run one row at a time
+ROW_GROUPS = (4, 2)
+#: each group's label names (``$L_gemv_pair_0``, ...)
+_GROUP_NAMES = {4: "quad", 2: "pair"}
+
+
+def _grouped_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epilogue,
+                    inv: SSAValue | None, rows: int) -> None:
+    """Passes ``p .. p + rows - 1`` as one while each warp has whole rows (G = 1) and all those passes'
+    rows exist; ``p`` is left at the first pass not done. (Uniform branches: G and R are per op.)
+
+    x is read and widened once for the ``rows`` rows; their sums leave the warp in one reduce-scatter
+    (:func:`scatter_sum`), so that each lane holds one row's total and the warp runs one epilogue, each
+    lane for its row (the lanes of a row store the same element, as in the one-row pass)."""
     b = cc.b
-    top, done = b.new_label("gemv_pair"), b.new_label("gemv_pair_done")
+    name = _GROUP_NAMES[rows]
+    top, done = b.new_label("gemv_" + name), b.new_label("gemv_%s_done" % name)
     b.place(top)
     b.bra(done, rs.split, uniform=True)
-    end = b.i("add.u32", "u32", p, 2)
+    end = b.i("add.u32", "u32", p, rows)
     end = b.i("mul.lo.u32", "u32", end, rs.rpp)
     b.bra(done, b.setp("gt.u32", end, cc.p0), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
-    r2 = b.i("add.u32", "u32", r, rs.rpp)
-    sums = _warp_row_sums(cc, rs.seg, [r, r2], None, inv)
-    for row, s in zip((r, r2), sums, strict=True):  # every lane: see the epilogue of _gemv_core
-        epilogue(cc, row, s)
-    b.i("add.u32", "u32", p, 2, dst=p)
+    group = [r] + [b.i("mad.lo.u32", "u32", rs.rpp, k, r) for k in range(1, rows)]
+    slot, s = scatter_sum(b, cc.lane, _warp_row_partials(cc, rs.seg, group, None, inv))
+    epilogue(cc, b.i("mad.lo.u32", "u32", slot, rs.rpp, r), s)
+    b.i("add.u32", "u32", p, rows, dst=p)
     b.bra(top)
     b.place(done)
+
+
+def scatter_sum(b: PtxBuilder, lane: SSAValue, vals: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+    """Butterfly sums over the warp of ``n = len(vals)`` values (a power of two up to 32), scattered:
+    returns ``(slot, total)``, where lane ``l`` holds the total of ``vals[slot]`` with ``slot = l >> (5 -
+    log2 n)``.
+
+    The first ``log2 n`` steps halve the values a lane carries: across the step's mask, the lower lane
+    keeps the lower half and sends the upper half, the upper lane the reverse; the last steps are
+    :func:`F.warp_sum`'s. Each step adds a lane's own value and its partner's, as ``warp_sum`` does, and
+    two lanes across a mask carry the same values before it, so every lane ends with the total
+    ``warp_sum`` gives its slot, bit for bit, after ``n - 1 + 5 - log2 n`` shuffles instead of ``5 n``."""
+    n = len(vals)
+    m = n.bit_length() - 1
+    assert n == 1 << m and m <= 5, n
+    for step in range(m):
+        mask = 16 >> step
+        upper = b.setp("ne.u32", b.i("and.b32", "u32", lane, mask), 0)
+        half = len(vals) // 2
+        kept = []
+        for lo, hi in zip(vals[:half], vals[half:], strict=True):
+            keep = b.i("selp.f32", "f32", hi, lo, upper)
+            send = b.i("selp.f32", "f32", lo, hi, upper)
+            got = b.i("shfl.sync.bfly.b32", "f32", send, mask, 31, F.FULL)
+            kept.append(b.i("add.rn.f32", "f32", keep, got))
+        vals = kept
+    v = vals[0]
+    for k in (16 >> step for step in range(m, 5)):
+        o = b.i("shfl.sync.bfly.b32", "f32", v, k, 31, F.FULL)
+        v = b.i("add.rn.f32", "f32", v, o)
+    slot = b.i("shr.u32", "u32", lane, 5 - m) if m else b.var("u32", 0)
+    return slot, v
 
 
 def share_classes(warps: int) -> list[tuple[int, int]]:
@@ -326,10 +377,11 @@ def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n:
                 b.i("fma.rn.f32", "f32", w1, x1, a, dst=a)
 
 
-def _warp_row_sums(cc: "F.ComputeCtx", seg: _Segment, rows: list[SSAValue], active: SSAValue | None,
-                   inv: SSAValue | None) -> list[SSAValue]:
-    """This warp's partial dot products of ``rows`` over its chunks ``seg`` (0 when not ``active``;
-    None: always), in every lane."""
+def _warp_row_partials(cc: "F.ComputeCtx", seg: _Segment, rows: list[SSAValue], active: SSAValue | None,
+                       inv: SSAValue | None) -> list[SSAValue]:
+    """Each lane's share of this warp's dot products of ``rows`` over its chunks ``seg`` (0 when not
+    ``active``; None: always): summed over the warp (:func:`F.warp_sum`, :func:`scatter_sum`), the
+    warp's partial sums of the rows."""
     b = cc.b
     accs = [[b.var("f32", 0.0) for _ in range(4)] for _ in rows]
     skip_rows = b.new_label("gemv_inactive")
@@ -358,12 +410,12 @@ def _warp_row_sums(cc: "F.ComputeCtx", seg: _Segment, rows: list[SSAValue], acti
     b.bra(tl)
     b.place(td)
     b.place(skip_rows)
-    sums = []
+    partials = []
     for a in accs:
         s = b.i("add.rn.f32", "f32", a[0], a[1])
         s2 = b.i("add.rn.f32", "f32", a[2], a[3])
-        sums.append(F.warp_sum(b, b.i("add.rn.f32", "f32", s, s2)))
-    return sums
+        partials.append(b.i("add.rn.f32", "f32", s, s2))
+    return partials
 
 
 def _combine_partials(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, s: SSAValue) -> SSAValue:
