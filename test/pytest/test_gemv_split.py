@@ -113,17 +113,23 @@ def _rmsnorm_gemvs(k: int):
     return b.finish()
 
 
-def _gemvs(k: int):
-    b = ProgramBuilder("gemv_rows")
-    total = sum(ROW_COUNTS)
+def _tiled_gemv(k: int, tiles: list[int]):
+    """One gemv over ``sum(tiles)`` rows in tiles of those row counts, f32 out."""
+    b = ProgramBuilder("gemv_tiles")
+    total = sum(tiles)
     w, x, y = b.buffer("w", (total, k)), b.buffer("x", (1, k)), b.buffer("y", (1, total), "f32")
     xt = b.load(x, (0, 0), (1, k), name="xt")
     row = 0
-    for rows in ROW_COUNTS:
-        wt = b.load(w, (row, 0), (rows, k), name=f"w{rows}")
-        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{rows}"), y, (0, row), name=f"s{rows}")
+    for t, rows in enumerate(tiles):
+        wt = b.load(w, (row, 0), (rows, k), name=f"w{t}")
+        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{t}"), y, (0, row), name=f"s{t}")
         row += rows
-    return b.finish(), total
+    return b.finish()
+
+
+def _gemvs(k: int):
+    """One gemv in tiles of each of :data:`ROW_COUNTS` rows, and its rows."""
+    return _tiled_gemv(k, list(ROW_COUNTS)), sum(ROW_COUNTS)
 
 
 @gpu
@@ -146,16 +152,11 @@ def test_gemvs_of_any_row_count_on_any_compute_group(warps, k):
 def test_row_blocks_of_long_rows(warps):
     """Two 8-row tiles of K = 8200 (1025 chunks: the unrolled loop's trips, then a partial last group)."""
     k, rows = 8200, 2 * BLOCK_ROWS
-    b = ProgramBuilder("row_blocks")
-    w, x, y = b.buffer("w", (rows, k)), b.buffer("x", (1, k)), b.buffer("y", (1, rows), "f32")
-    xt = b.load(x, (0, 0), (1, k), name="xt")
-    for t in range(2):
-        wt = b.load(w, (t * BLOCK_ROWS, 0), (BLOCK_ROWS, k), name=f"w{t}")
-        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{t}"), y, (0, t * BLOCK_ROWS), name=f"s{t}")
     rng = np.random.default_rng(100 + warps)
     wv = (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(bfloat16)
     xv = rng.standard_normal((1, k)).astype(bfloat16)
-    with vdir.compile(b.finish(), backend="cuda", num_sms=2, options={"compute_warps": warps}) as exe:
+    with vdir.compile(_tiled_gemv(k, [BLOCK_ROWS] * 2), backend="cuda", num_sms=2,
+                      options={"compute_warps": warps}) as exe:
         got = np.asarray(exe(w=wv, x=xv), np.float64).reshape(-1)
     want = wv.astype(np.float64) @ xv.astype(np.float64).reshape(-1)
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
@@ -207,20 +208,6 @@ def test_the_reduce_scatter_gives_each_lane_its_rows_butterfly_sum(n):
         reordered |= serial.tobytes() != _butterfly(vals[0])[0].tobytes()
     assert reordered
     assert {*ROW_GROUPS, BLOCK_ROWS} <= set(_SCATTER_SIZES)  # the sizes the bodies use are among those checked
-
-
-def _tiled_gemv(k: int, tiles: list[int]):
-    """One gemv over ``sum(tiles)`` rows in tiles of those row counts, f32 out."""
-    b = ProgramBuilder("gemv_tiles")
-    total = sum(tiles)
-    w, x, y = b.buffer("w", (total, k)), b.buffer("x", (1, k)), b.buffer("y", (1, total), "f32")
-    xt = b.load(x, (0, 0), (1, k), name="xt")
-    row = 0
-    for t, rows in enumerate(tiles):
-        wt = b.load(w, (row, 0), (rows, k), name=f"w{t}")
-        b.store(b.compute("gemv", [wt, xt], out_dtype="f32", name=f"y{t}"), y, (0, row), name=f"s{t}")
-        row += rows
-    return b.finish()
 
 
 #: compute warps -> (tiles whose warps sum four rows at once, then two or one; tiles of one row per pass)
