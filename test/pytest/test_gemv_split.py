@@ -16,7 +16,7 @@ it with a group of 5 warps (two rounds of epilogues: rows ``cw`` and ``cw +
 rows long enough for the block's unrolled loop run alone.
 
 Where a warp has whole rows, it sums four or two passes' rows at once and
-reduces them in one reduce-scatter (``scatter_sum``), which adds the same
+reduces them in one reduce-scatter (``families.scatter_sum``), which adds the same
 pairs as a butterfly per row: a GPU case checks the bytes against tiles
 whose rows run one per pass, and a CPU model of the shuffles checks the
 scatter against the butterfly for every group size.
@@ -170,7 +170,8 @@ def _butterfly(v: np.ndarray) -> np.ndarray:
 
 
 def _scatter(vals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``scatter_sum``'s shuffles on 32 lanes, step for step as the body emits them: (slot, total) per lane."""
+    """The shuffles of ``families.scatter_sum`` on 32 lanes, step for step as the body emits them: (slot,
+    total) per lane."""
     lane = np.arange(32)
     m = len(vals).bit_length() - 1
     for step in range(m):
@@ -207,7 +208,12 @@ def test_the_reduce_scatter_gives_each_lane_its_rows_butterfly_sum(n):
             serial = np.float32(serial + v)
         reordered |= serial.tobytes() != _butterfly(vals[0])[0].tobytes()
     assert reordered
-    assert {*ROW_GROUPS, BLOCK_ROWS} <= set(_SCATTER_SIZES)  # the sizes the bodies use are among those checked
+
+
+def test_the_bodies_scatter_only_checked_group_sizes():
+    """The groups the gemv bodies reduce-scatter (their grouped passes, the row block's rows) are among
+    the sizes the model above checks."""
+    assert {*ROW_GROUPS, BLOCK_ROWS} <= set(_SCATTER_SIZES)
 
 
 #: compute warps -> (tiles whose warps sum four rows at once, then two or one; tiles of one row per pass)

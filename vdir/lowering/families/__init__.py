@@ -133,12 +133,45 @@ def silu(b: PtxBuilder, x: SSAValue) -> SSAValue:
     return b.i("div.rn.f32", "f32", x, d)
 
 
-def warp_sum(b: PtxBuilder, v: SSAValue) -> SSAValue:
-    """Butterfly sum over the warp; every lane gets the total."""
-    for k in (16, 8, 4, 2, 1):
+def warp_sum(b: PtxBuilder, v: SSAValue, lanes: int = 32) -> SSAValue:
+    """Butterfly sum over each group of ``lanes`` consecutive lanes (a power of two; the whole warp by
+    default), masks ``lanes / 2`` down to 1; every lane gets its group's total."""
+    k = lanes // 2
+    while k:
         o = b.i("shfl.sync.bfly.b32", "f32", v, k, 31, FULL)
         v = b.i("add.rn.f32", "f32", v, o)
+        k //= 2
     return v
+
+
+def scatter_sum(b: PtxBuilder, lane: SSAValue, vals: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+    """Butterfly sums over the warp of ``n = len(vals)`` values (a power of two up to 32), scattered:
+    returns ``(slot, total)``, where lane ``l`` holds the total of ``vals[slot]`` with ``slot = l >> (5 -
+    log2 n)``.
+
+    The first ``log2 n`` steps halve the values a lane carries: across the step's mask, the lower lane
+    keeps the lower half and sends the upper half, the upper lane the reverse; the rest is
+    :func:`warp_sum` over groups of ``32 / n`` lanes. Each step adds a lane's own value and its
+    partner's, as ``warp_sum`` does, and two lanes across a mask carry the same values before it, so
+    every lane ends with the total ``warp_sum`` gives its slot over the whole warp, bit for bit, after
+    ``n - 1 + 5 - log2 n`` shuffles instead of ``5 n``."""
+    n = len(vals)
+    m = n.bit_length() - 1
+    assert n == 1 << m and m <= 5, n
+    for step in range(m):
+        mask = 16 >> step
+        upper = b.setp("ne.u32", b.i("and.b32", "u32", lane, mask), 0)
+        half = len(vals) // 2
+        kept = []
+        for lo, hi in zip(vals[:half], vals[half:], strict=True):
+            keep = b.i("selp.f32", "f32", hi, lo, upper)
+            send = b.i("selp.f32", "f32", lo, hi, upper)
+            got = b.i("shfl.sync.bfly.b32", "f32", send, mask, 31, FULL)
+            kept.append(b.i("add.rn.f32", "f32", keep, got))
+        vals = kept
+    total = warp_sum(b, vals[0], 32 >> m)
+    slot = b.i("shr.u32", "u32", lane, 5 - m) if m else b.var("u32", 0)
+    return slot, total
 
 
 def block_sum(cc: ComputeCtx, v: SSAValue) -> SSAValue:

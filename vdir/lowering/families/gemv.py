@@ -18,7 +18,7 @@ Where a warp has whole rows to itself and four or two passes' rows remain,
 it runs them as one pass (:func:`_grouped_passes`): each chunk of x is read
 from shared memory and widened once for the group, and more loads are in
 flight. Each row keeps its own accumulators in the same order, and the
-group's sums leave the warp in one reduce-scatter (:func:`scatter_sum`),
+group's sums leave the warp in one reduce-scatter (:func:`F.scatter_sum`),
 which adds the same pairs as a butterfly per row: the result is the same
 bit for bit, with fewer shuffles and one epilogue for the group.
 
@@ -141,7 +141,7 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
     that row's partials in warp order and runs its epilogue: a fixed order,
     the same at every run.
 
-    Each warp's row sums leave it in one reduce-scatter (:func:`scatter_sum`,
+    Each warp's row sums leave it in one reduce-scatter (:func:`F.scatter_sum`,
     nine shuffles for the eight rows instead of forty), and the first lane of
     each row's lanes writes that row's partial.
 
@@ -160,7 +160,7 @@ def _row_block(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None, don
     end = b.i("selp.u32", "u32", chunks, end, b.setp("eq.u32", cc.cw, W - 1))
     seg = _segment(b, b.i("shl.b32", "u32", cc.p1, 1), start, end, BLOCK_UNROLL)
     partials = _warp_row_partials(cc, seg, [b.var("u32", r) for r in range(BLOCK_ROWS)], None, inv)
-    slot, s = scatter_sum(b, cc.lane, partials)
+    slot, s = F.scatter_sum(b, cc.lane, partials)
     base = cc.c.base  # type: ignore[attr-defined]
     mine = b.i("mad.lo.u32", "u32", cc.cw, 4 * BLOCK_ROWS, base)
     mine = b.i("mad.lo.u32", "u32", slot, 4, mine)
@@ -192,7 +192,7 @@ def _grouped_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Ep
     rows exist; ``p`` is left at the first pass not done. (Uniform branches: G and R are per op.)
 
     x is read and widened once for the ``rows`` rows; their sums leave the warp in one reduce-scatter
-    (:func:`scatter_sum`), so that each lane holds one row's total and the warp runs one epilogue, each
+    (:func:`F.scatter_sum`), so that each lane holds one row's total and the warp runs one epilogue, each
     lane for its row (the lanes of a row store the same element, as in the one-row pass)."""
     b = cc.b
     name = _GROUP_NAMES[rows]
@@ -204,43 +204,11 @@ def _grouped_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Ep
     b.bra(done, b.setp("gt.u32", end, cc.p0), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     group = [r] + [b.i("mad.lo.u32", "u32", rs.rpp, k, r) for k in range(1, rows)]
-    slot, s = scatter_sum(b, cc.lane, _warp_row_partials(cc, rs.seg, group, None, inv))
+    slot, s = F.scatter_sum(b, cc.lane, _warp_row_partials(cc, rs.seg, group, None, inv))
     epilogue(cc, b.i("mad.lo.u32", "u32", slot, rs.rpp, r), s)
     b.i("add.u32", "u32", p, rows, dst=p)
     b.bra(top)
     b.place(done)
-
-
-def scatter_sum(b: PtxBuilder, lane: SSAValue, vals: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
-    """Butterfly sums over the warp of ``n = len(vals)`` values (a power of two up to 32), scattered:
-    returns ``(slot, total)``, where lane ``l`` holds the total of ``vals[slot]`` with ``slot = l >> (5 -
-    log2 n)``.
-
-    The first ``log2 n`` steps halve the values a lane carries: across the step's mask, the lower lane
-    keeps the lower half and sends the upper half, the upper lane the reverse; the last steps are
-    :func:`F.warp_sum`'s. Each step adds a lane's own value and its partner's, as ``warp_sum`` does, and
-    two lanes across a mask carry the same values before it, so every lane ends with the total
-    ``warp_sum`` gives its slot, bit for bit, after ``n - 1 + 5 - log2 n`` shuffles instead of ``5 n``."""
-    n = len(vals)
-    m = n.bit_length() - 1
-    assert n == 1 << m and m <= 5, n
-    for step in range(m):
-        mask = 16 >> step
-        upper = b.setp("ne.u32", b.i("and.b32", "u32", lane, mask), 0)
-        half = len(vals) // 2
-        kept = []
-        for lo, hi in zip(vals[:half], vals[half:], strict=True):
-            keep = b.i("selp.f32", "f32", hi, lo, upper)
-            send = b.i("selp.f32", "f32", lo, hi, upper)
-            got = b.i("shfl.sync.bfly.b32", "f32", send, mask, 31, F.FULL)
-            kept.append(b.i("add.rn.f32", "f32", keep, got))
-        vals = kept
-    v = vals[0]
-    for k in (16 >> step for step in range(m, 5)):
-        o = b.i("shfl.sync.bfly.b32", "f32", v, k, 31, F.FULL)
-        v = b.i("add.rn.f32", "f32", v, o)
-    slot = b.i("shr.u32", "u32", lane, 5 - m) if m else b.var("u32", 0)
-    return slot, v
 
 
 def share_classes(warps: int) -> list[tuple[int, int]]:
@@ -380,7 +348,7 @@ def _chunk_group(cc: "F.ComputeCtx", j: SSAValue, accs: list[list[SSAValue]], n:
 def _warp_row_partials(cc: "F.ComputeCtx", seg: _Segment, rows: list[SSAValue], active: SSAValue | None,
                        inv: SSAValue | None) -> list[SSAValue]:
     """Each lane's share of this warp's dot products of ``rows`` over its chunks ``seg`` (0 when not
-    ``active``; None: always): summed over the warp (:func:`F.warp_sum`, :func:`scatter_sum`), the
+    ``active``; None: always): summed over the warp (:func:`F.warp_sum`, :func:`F.scatter_sum`), the
     warp's partial sums of the rows."""
     b = cc.b
     accs = [[b.var("f32", 0.0) for _ in range(4)] for _ in rows]
