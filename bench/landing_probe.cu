@@ -16,7 +16,8 @@
 // compute engine runs them one after another: a step of FIXED_US plus BODY_US per 32 KiB, which may
 // start on a tile's first piece (the fixed part and that piece's share of the body), its later pieces'
 // shares each once that piece has landed; it reports the latest CTA's end, median over launches. The
-// two figures are round 27's (a 16 x 1024 step under load: about 0.45 µs outside the body, 0.45 in it).
+// two figures split round 28's 0.90 µs per 16 x 1024 step under load, about half of it outside the body
+// (round 20).
 //
 //   nvcc -arch=sm_90a -O3 -o landing_probe bench/landing_probe.cu && ./landing_probe
 //   bash bench/run_all.sh landprobe

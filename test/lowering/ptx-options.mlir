@@ -17,8 +17,6 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=xor32}' | filecheck %s --check-prefix=XOR32
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-evict-first=false}' | filecheck %s --check-prefix=NO-EVICT
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=EVICT
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-stagger-ns=500}' | filecheck %s --check-prefix=STAGGER
-// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{stream-stagger-ns=-1}' 2>&1 | filecheck %s --check-prefix=STAGGER-RANGE
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{bit-signal=or}' 2>&1 | filecheck %s --check-prefix=XOR-BAD
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t 'ptx{uniform-checks=true}' | filecheck %s --check-prefix=UNI-CHECKED
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' -t ptx | filecheck %s --check-prefix=UNI
@@ -75,24 +73,6 @@
 // UNI-CHECKED-NEXT:    [[OK]]:
 // UNI-CHECKED-NEXT:    @{{!?}}[[CLAIM]] bra $L_
 // UNI-CHECKED-NOT:     @{{!?%p[0-9]+}} bra.uni
-
-// stream-stagger-ns: the stream engine notes the time of its first issue, and its
-// second issue waits until that many ns have passed; the load engine has no such wait.
-// STAGGER:      $L_ld_issue_0:
-// STAGGER-NOT:  $L_ld_stagger
-// STAGGER:      $L_ld_stream_issue_0:
-// STAGGER:      mov.u64 [[NOW:%rd[0-9]+]], %globaltimer;
-// STAGGER-NEXT: setp.eq.u32 [[FIRST_POS:%p[0-9]+]], {{%r[0-9]+}}, 0;
-// STAGGER-NEXT: @[[FIRST_POS]] mov.u64 [[FIRST:%rd[0-9]+]], [[NOW]];
-// STAGGER-NEXT: setp.ne.u32 [[NOT_SECOND:%p[0-9]+]], {{%r[0-9]+}}, 1;
-// STAGGER-NEXT: @[[NOT_SECOND]] bra.uni $L_ld_stagger_done_0;
-// STAGGER-NEXT: $L_ld_stagger_0:
-// STAGGER-NEXT: mov.u64 [[T:%rd[0-9]+]], %globaltimer;
-// STAGGER-NEXT: sub.u64 [[GONE:%rd[0-9]+]], [[T]], [[FIRST]];
-// STAGGER-NEXT: setp.lt.u64 [[EARLY:%p[0-9]+]], [[GONE]], 500;
-// STAGGER-NEXT: @[[EARLY]] bra.uni $L_ld_stagger_0;
-// STAGGER-NEXT: $L_ld_stagger_done_0:
-// STAGGER-RANGE: error: target 'ptx': lowering option stream_stagger_ns must be in 0..100000, got -1
 
 // stream-evict-first (on by default): the stream engine makes one L2
 // evict_first policy and its copies carry it; the load engine's do not.
@@ -192,7 +172,7 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]+2048], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, stream_stagger_ns, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}
 // cluster-size: the kernel is launched in clusters of that many CTAs (the
 // default, 1, prints neither directive: DEFAULT-NOT above); the grid must be

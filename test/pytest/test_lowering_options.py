@@ -53,7 +53,7 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"load_ring, stream_ring, stream_evict_first, stream_stagger_ns, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks\)"),
+                        r"load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),
@@ -73,8 +73,6 @@ def test_tensor_copies_need_the_bulk_path():
         ({"tensor_copies": 2}, r"tensor_copies must be true or false \(or 1 or 0\), got 2"),
         ({"release_fence": "yes"}, r"release_fence must be true or false \(or 1 or 0\), got 'yes'"),
         ({"trace": "on"}, r"trace must be true or false \(or 1 or 0\), got 'on'"),
-        ({"stream_stagger_ns": -1}, r"stream_stagger_ns must be in 0\.\.100000, got -1"),
-        ({"stream_stagger_ns": 200_000}, r"stream_stagger_ns must be in 0\.\.100000, got 200000"),
         ({"stream_evict_first": "always"}, r"stream_evict_first must be true or false \(or 1 or 0\), got 'always'"),
         ({"cluster_size": 3}, r"cluster_size must be one of 1, 2, 4, 8, got 3"),
         ({"cluster_size": 16}, r"cluster_size must be one of 1, 2, 4, 8, got 16"),

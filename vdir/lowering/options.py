@@ -47,9 +47,6 @@ MAX_FETCH_DEPTH = 32
 #: the most compute warps: a CTA has at most 32 warps, three are the load, store and stream engines
 MAX_COMPUTE_WARPS = L.MAX_CTA_WARPS - L.COMPUTE_FIRST_WARP - 1
 
-#: the longest the stream engine's second load may be held back (ns): far beyond a tile's landing
-MAX_STREAM_STAGGER_NS = 100_000
-
 
 #: the cluster sizes a kernel may be launched in: powers of two up to the portable limit
 CLUSTER_SIZES = (1, 2, 4, 8)
@@ -94,12 +91,6 @@ class LoweringOptions(OptionSet):
     (``createpolicy``), so that streaming them does not push the activation rows, caches and states
     that the hand-offs between SMs read out of L2 (measured 2% faster on the 1B decode step, 1-5% on
     the gemvs and MLPs: docs/performance.md). False: the default policy."""
-
-    stream_stagger_ns: int = 0
-    """The stream engine issues its second load at least this many ns after its first (0: as soon as
-    the ring has room). A probe of the memory system: whether a weight tile that streams alone for a
-    while lands before its ring neighbour, so that the compute engine starts earlier
-    (``bench/landing_probe.cu``)."""
 
     compute_warps: int = 0
     """Warps in the compute group, 0..30; 0: the target's ``compute_threads``."""
@@ -194,7 +185,6 @@ class LoweringOptions(OptionSet):
                 f"got {self.cluster_size}"
             )
         self.check_range("load_ring", 1, L.MAX_LOAD_RING)
-        self.check_range("stream_stagger_ns", 0, MAX_STREAM_STAGGER_NS)
         self.check_range("stream_ring", 0, L.MAX_LOAD_RING, " (0: the target's)")
         for name in ("load_ring", "stream_ring"):
             depth = getattr(self, name)

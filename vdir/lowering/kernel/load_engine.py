@@ -70,8 +70,6 @@ class LoadLoop:
     done: str
     abort: str
     policy: SSAValue | None  # the L2 cache policy the copies carry (None: the default)
-    stagger_ns: int  # the second load waits this long after the first (LoweringOptions.stream_stagger_ns)
-    first_issue: SSAValue | None  # %globaltimer at the first load's issue (with stagger_ns only)
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -104,11 +102,8 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
-    stagger = c.options.stream_stagger_ns if kind == EngineKind.STREAM else 0
-    first_issue = b.var("u64", 0) if stagger else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
-                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy,
-                    stagger, first_issue)
+                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -125,8 +120,6 @@ def _issue_next(s: LoadLoop) -> None:
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
     flagged = _poll_flag_words(s, f) if c.flag_words else None
-    if s.first_issue is not None:
-        _stagger(s)
     stamp(c, s.q.exec_start, s.pos, L.TRACE_START, s.lane0)
     # Cross-SM RAW: another SM's writes into the source, made visible here by
     # the ld.acquire.gpu of the counter, must be ordered before this
@@ -165,21 +158,6 @@ def _issue_next(s: LoadLoop) -> None:
     s.fe.advance(s.pos)
     _progress(s)
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
-
-
-def _stagger(s: LoadLoop) -> None:
-    """The first load notes the time of its issue; the second waits until ``stagger_ns`` have passed
-    since (every lane reads the same timer: a uniform loop)."""
-    b = s.c.b
-    assert s.first_issue is not None
-    now = b.special("u64", "%globaltimer")
-    b.i("mov.u64", None, now, dst=s.first_issue, guard=b.setp("eq.u32", s.pos, 0))
-    go, wait = b.new_label("ld_stagger_done"), b.new_label("ld_stagger")
-    b.bra(go, b.setp("ne.u32", s.pos, 1), uniform=True)
-    b.place(wait)
-    gone = b.i("sub.u64", "u64", b.special("u64", "%globaltimer"), s.first_issue)
-    b.bra(wait, b.setp("lt.u64", gone, s.stagger_ns), uniform=True)
-    b.place(go)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
