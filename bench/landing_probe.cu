@@ -21,16 +21,9 @@
 //
 //   nvcc -arch=sm_90a -O3 -o landing_probe bench/landing_probe.cu && ./landing_probe
 //   bash bench/run_all.sh landprobe
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+#include "probe_util.cuh"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
-
-static const int MAX_SLOTS = 64;  // ring slots x pieces: mbarriers per CTA
+static const int MAX_SLOTS = 64;  // per CTA: mbarriers (ring slots x pieces), and landings (tiles x pieces)
 static const double FIXED_US = 0.45, BODY_US = 0.45;  // a compute step: outside the body, per 32 KiB of body
 
 struct Variant {
@@ -42,15 +35,6 @@ struct Variant {
   unsigned delay_ns;    // the ring's second issue waits this long after the first
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-extern __shared__ __align__(128) unsigned char smem[];
-
 // out per CTA: its start, then one landing time per (tile, piece)
 __global__ void landing(const char* src, Variant v, unsigned long long* out) {
   __shared__ __align__(8) unsigned long long bars[MAX_SLOTS];
@@ -61,7 +45,7 @@ __global__ void landing(const char* src, Variant v, unsigned long long* out) {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   const char* base = src + (size_t)blockIdx.x * v.tiles * v.tile_bytes;
   unsigned long long* o = out + (size_t)blockIdx.x * (1 + v.tiles * P);
-  const unsigned long long t0 = now_ns();
+  const uint64_t t0 = now_ns();
   o[0] = t0;
   auto issue = [&](int t) {
     int s = t % v.ring;
@@ -69,7 +53,7 @@ __global__ void landing(const char* src, Variant v, unsigned long long* out) {
       unsigned bar = smem_addr(&bars[s * P + p]);
       asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(bar), "r"(piece) : "memory");
       asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   :: "r"(smem_addr(smem + s * v.tile_bytes + p * piece)), "l"(base + (size_t)t * v.tile_bytes + p * piece),
+                   :: "r"(smem_addr(tile_slots + s * v.tile_bytes + p * piece)), "l"(base + (size_t)t * v.tile_bytes + p * piece),
                       "r"(piece), "r"(bar) : "memory");
     }
   };
@@ -110,15 +94,15 @@ static double model_end(const std::vector<double>& land, const Variant& v) {
 
 int main() {
   int sms;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
   cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
   const size_t area = (size_t)1 << 30;
   char* buf;
-  CK(cudaMalloc(&buf, area));
-  CK(cudaMemset(buf, 1, area));
+  check(cudaMalloc(&buf, area), "allocate the weights");
+  check(cudaMemset(buf, 1, area), "fill the weights");
   const int smem_max = 200 * 1024;
-  CK(cudaFuncSetAttribute(landing, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max));
+  check(cudaFuncSetAttribute(landing, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max), "shared memory limit");
   const unsigned K32 = 32768, K64 = 65536;
   std::vector<Variant> vs = {
       // 8192 x 1024: four 16-row tiles of 32 KiB per SM
@@ -145,9 +129,15 @@ int main() {
   printf("%s, %d SMs; µs from the launch's first CTA start; medians over CTAs and 16 launches\n", prop.name, sms);
   printf("%-36s %-44s %8s %10s\n", "variant", "tile landings (last piece; first piece)", "last", "model end");
   unsigned long long* out;
-  CK(cudaMalloc(&out, (size_t)sms * (1 + 64) * sizeof(unsigned long long)));
+  check(cudaMalloc(&out, (size_t)sms * (1 + MAX_SLOTS) * sizeof(unsigned long long)), "allocate the times");
   int window = 0;
   for (const Variant& v : vs) {
+    if (v.ring * v.pieces > MAX_SLOTS || v.tiles * v.pieces > MAX_SLOTS || v.tile_bytes % (16 * v.pieces) ||
+        v.ring * v.tile_bytes > (unsigned)smem_max) {
+      std::fprintf(stderr, "variant '%s': at most %d slots and landings, pieces of whole 16 bytes, a ring within "
+                   "%d bytes of shared memory\n", v.name, MAX_SLOTS, smem_max);
+      return 1;
+    }
     const size_t bytes = (size_t)sms * v.tiles * v.tile_bytes;
     const int windows = (int)(area / bytes);
     const int per_cta = 1 + v.tiles * v.pieces;
@@ -158,8 +148,8 @@ int main() {
     for (int launch = 0; launch < 24; launch++) {
       const char* src = buf + (size_t)(window++ % windows) * bytes;
       landing<<<sms, 32, dyn>>>(src, v, out);
-      CK(cudaGetLastError());
-      CK(cudaMemcpy(host.data(), out, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+      check(cudaGetLastError(), "launch");
+      check(cudaMemcpy(host.data(), out, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost), "read back");
       if (launch < 8) continue;
       unsigned long long t0 = ~0ull;
       for (int c = 0; c < sms; c++) t0 = std::min(t0, host[(size_t)c * per_cta]);
