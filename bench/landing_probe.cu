@@ -37,25 +37,21 @@ struct Variant {
 
 // out per CTA: its start, then one landing time per (tile, piece)
 __global__ void landing(const char* src, Variant v, unsigned long long* out) {
-  __shared__ __align__(8) unsigned long long bars[MAX_SLOTS];
+  __shared__ __align__(8) uint64_t bars[MAX_SLOTS];
   if (threadIdx.x != 0) return;
   const int P = v.pieces;
   const unsigned piece = v.tile_bytes / P;
-  for (int i = 0; i < v.ring * P; i++) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[i])));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  for (int i = 0; i < v.ring * P; i++) bar_init(smem_addr(&bars[i]));
+  fence_bar_inits();
   const char* base = src + (size_t)blockIdx.x * v.tiles * v.tile_bytes;
   unsigned long long* o = out + (size_t)blockIdx.x * (1 + v.tiles * P);
   const uint64_t t0 = now_ns();
   o[0] = t0;
   auto issue = [&](int t) {
     int s = t % v.ring;
-    for (int p = 0; p < P; p++) {
-      unsigned bar = smem_addr(&bars[s * P + p]);
-      asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(bar), "r"(piece) : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   :: "r"(smem_addr(tile_slots + s * v.tile_bytes + p * piece)), "l"(base + (size_t)t * v.tile_bytes + p * piece),
-                      "r"(piece), "r"(bar) : "memory");
-    }
+    for (int p = 0; p < P; p++)
+      bulk_copy(smem_addr(tile_slots + s * v.tile_bytes + p * piece), base + (size_t)t * v.tile_bytes + p * piece,
+                piece, smem_addr(&bars[s * P + p]));
   };
   int issued = 0;
   for (; issued < v.ring && issued < v.tiles; issued++) {
@@ -67,11 +63,10 @@ __global__ void landing(const char* src, Variant v, unsigned long long* out) {
     int s = t % v.ring;
     unsigned parity = (t / v.ring) & 1;
     for (int p = 0; p < P; p++) {
-      asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                   :: "r"(smem_addr(&bars[s * P + p])), "r"(parity) : "memory");
+      bar_wait(smem_addr(&bars[s * P + p]), parity);
       o[1 + t * P + p] = now_ns();
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    // nothing reads the slots: the next copy into one needs no proxy fence after its wait
     if (issued < v.tiles) issue(issued++);
   }
 }

@@ -43,6 +43,30 @@ __device__ __forceinline__ uint64_t now_ns() {
   return t;
 }
 
+// mbarrier ``bar`` (a shared-memory address) made ready for one arrival per phase; after all of a CTA's
+// inits, fence_bar_inits() before the first copy completes on them.
+__device__ __forceinline__ void bar_init(unsigned bar) { asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(bar)); }
+__device__ __forceinline__ void fence_bar_inits() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+// One bulk copy of ``bytes`` from global ``src`` to shared ``dst`` that completes the current phase of
+// mbarrier ``bar`` (the thread arrives and expects the bytes); ``hinted``: with the L2 cache ``policy``.
+__device__ __forceinline__ void bulk_copy(unsigned dst, const char* src, unsigned bytes, unsigned bar,
+                                          bool hinted = false, uint64_t policy = 0) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+  if (hinted)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+  else
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
+// Spin until the phase of mbarrier ``bar`` with parity ``parity`` has completed.
+__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
+               :: "r"(bar), "r"(parity) : "memory");
+}
+
 // The RING tile slots, the dynamic shared memory of a probe that copies (RING * TILE_BYTES bytes).
 extern __shared__ __align__(128) unsigned char tile_slots[];
 
@@ -54,10 +78,10 @@ struct TileRing {
 
   __device__ void init() {
     for (int s = 0; s < RING; s++) {
-      asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[s])));
+      bar_init(smem_addr(&bars[s]));
       uses[s] = 0;
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    fence_bar_inits();
   }
 
   // Copy ``tiles`` tiles from ``src`` (TILE_BYTES apart), RING in flight; ``evict_first``: with that L2
@@ -67,24 +91,15 @@ struct TileRing {
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     auto issue = [&](int t) {
       int s = t % RING;
-      unsigned b = smem_addr(&bars[s]);
-      unsigned d = smem_addr(tile_slots + s * TILE_BYTES);
-      const char* g = src + size_t(t) * TILE_BYTES;
-      asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(TILE_BYTES) : "memory");
-      if (evict_first)
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                     :: "r"(d), "l"(g), "r"(TILE_BYTES), "r"(b), "l"(pol) : "memory");
-      else
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     :: "r"(d), "l"(g), "r"(TILE_BYTES), "r"(b) : "memory");
+      bulk_copy(smem_addr(tile_slots + s * TILE_BYTES), src + size_t(t) * TILE_BYTES, TILE_BYTES, smem_addr(&bars[s]),
+                evict_first, pol);
     };
     for (int t = 0; t < RING && t < tiles; t++) issue(t);
     for (int t = 0; t < tiles; t++) {
       int s = t % RING;
       unsigned parity = uses[s] & 1;
       uses[s]++;
-      asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                   :: "r"(smem_addr(&bars[s])), "r"(parity) : "memory");
+      bar_wait(smem_addr(&bars[s]), parity);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       if (t + RING < tiles) issue(t + RING);
     }
