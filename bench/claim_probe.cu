@@ -51,14 +51,11 @@ __global__ void claim_stream(StreamArgs a) {
   };
   uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  for (int s = 0; s < RING; s++) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[s])));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  for (int s = 0; s < RING; s++) bar_init(smem_addr(&bars[s]));
+  fence_bar_inits();
   auto issue = [&](int s, long t) {
-    unsigned bar = smem_addr(&bars[s]);
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(bar), "r"(TILE_BYTES) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                 :: "r"(smem_addr(tile_slots + s * TILE_BYTES)), "l"(a.src + size_t(t) * TILE_BYTES), "r"(TILE_BYTES),
-                    "r"(bar), "l"(pol) : "memory");
+    bulk_copy(smem_addr(tile_slots + s * TILE_BYTES), a.src + size_t(t) * TILE_BYTES, TILE_BYTES, smem_addr(&bars[s]),
+              true, pol);
   };
   int inflight = 0;
   for (int s = 0; s < RING; s++) {
@@ -70,8 +67,7 @@ __global__ void claim_stream(StreamArgs a) {
   unsigned acc = 0, uses[RING] = {};
   for (int i = 0; inflight > 0; i++) {
     int s = i % RING;
-    asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                 :: "r"(smem_addr(&bars[s])), "r"(uses[s] & 1) : "memory");
+    bar_wait(smem_addr(&bars[s]), uses[s] & 1);
     uses[s]++;
     inflight--;
     acc ^= *(volatile unsigned*)(tile_slots + s * TILE_BYTES);

@@ -81,8 +81,8 @@ row_handoff(const char* region, int tiles, int own, int via, char* rows, unsigne
   unsigned rank, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&got)));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    bar_init(smem_addr(&got));
+    fence_bar_inits();
   }
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
   const char* mine = region + size_t(blockIdx.x) * 16 * TILE_BYTES;
@@ -122,8 +122,7 @@ row_handoff(const char* region, int tiles, int own, int via, char* rows, unsigne
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                      :: "r"(smem_addr(row[1])), "l"(to_me), "r"(ROW_BYTES), "r"(b) : "memory");
       }
-      asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                   :: "r"(b), "r"(received & 1) : "memory");
+      bar_wait(b, received & 1);
       received++;
     };
     uint64_t t0 = now_ns();

@@ -75,21 +75,17 @@ static constexpr size_t STREAM_BYTES = 16 * TILE_BYTES;  // each SM's share of t
 // until ``*done``; while ``*measuring``, add each landed tile's bytes to ``streamed``.
 __device__ void stream_until_done(const char* src, Stream s, uint64_t* bars, volatile int* done,
                                   volatile int* measuring, unsigned long long* streamed) {
-  for (int k = 0; k < s.depth; k++) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&bars[k])));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  for (int k = 0; k < s.depth; k++) bar_init(smem_addr(&bars[k]));
+  fence_bar_inits();
   const unsigned tiles = unsigned(STREAM_BYTES / s.tile);
   unsigned long long landed = 0;
   auto issue = [&](unsigned t) {
-    unsigned k = t % s.depth, b = smem_addr(&bars[k]);
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(s.tile) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(smem_addr(tile_slots + k * s.tile)), "l"(src + size_t(t % tiles) * s.tile), "r"(s.tile),
-                 "r"(b) : "memory");
+    unsigned k = t % s.depth;
+    bulk_copy(smem_addr(tile_slots + k * s.tile), src + size_t(t % tiles) * s.tile, s.tile, smem_addr(&bars[k]));
   };
   for (int k = 0; k < s.depth; k++) issue(k);
   auto landed_wait = [&](unsigned t) {
-    asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                 :: "r"(smem_addr(&bars[t % s.depth])), "r"((t / s.depth) & 1) : "memory");
+    bar_wait(smem_addr(&bars[t % s.depth]), (t / s.depth) & 1);
   };
   unsigned t = 0;
   for (;; t++) {
@@ -113,8 +109,8 @@ __global__ void rounds(int protocol, unsigned row_bytes, Buffers buf, const char
   const unsigned words = row_bytes / 4, chunk_words = words / PRODUCERS;
   if (threadIdx.x == 0) {
     done = measuring = 0;
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(smem_addr(&got)));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    bar_init(smem_addr(&got));
+    fence_bar_inits();
   }
   __syncthreads();
   if (warp == 1) {  // the weight stream, until warp 0 is done
@@ -156,11 +152,8 @@ __global__ void rounds(int protocol, unsigned row_bytes, Buffers buf, const char
         unsigned b = smem_addr(&got);
         counter_wait(buf.counters + r, PRODUCERS);
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(row_bytes) : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     :: "r"(smem_addr(row)), "l"(buf.rows + size_t(r) * MAX_ROW), "r"(row_bytes), "r"(b) : "memory");
-        asm volatile("{ .reg .pred p; W%=: mbarrier.try_wait.parity.shared.b64 p, [%0], %1; @!p bra W%=; }"
-                     :: "r"(b), "r"(unsigned(r & 1)) : "memory");
+        bulk_copy(smem_addr(row), buf.rows + size_t(r) * MAX_ROW, row_bytes, b);
+        bar_wait(b, unsigned(r & 1));
       }
       __syncwarp();
     } else if (protocol == 1) {
