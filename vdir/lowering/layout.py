@@ -64,6 +64,15 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 #: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
 #: warp polls it (:func:`compute_control_warp`); after the rings
 SMEM_CONTROL_DONE = 144
+#: tiles that land in pieces (``isa.TRANSFER_PIECES``, stream engine only): the u64 mbarrier of each
+#: stream ring slot's last piece, MAX_LOAD_RING of them
+SMEM_PIECE_MBARRIERS = 160
+#: then one byte per ``isa.TILE_PIECE_MIN_BYTES`` window of the tile arena: the ticket of the tile that
+#: last landed in pieces at an offset in it (its ring slot, and its phase's parity at bit
+#: PIECE_TICKET_PARITY_SHIFT), written by the stream engine before it signals the tile
+SMEM_PIECE_TICKETS = 224
+PIECE_TICKET_BYTES = 32
+PIECE_TICKET_PARITY_SHIFT = 3
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
@@ -83,7 +92,10 @@ MAX_LOAD_RINGS = 2
 #: the header in front of the scratch (and at most a warp's lanes: lane s holds slot s's signal)
 MAX_LOAD_RING = 8
 assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_CONTROL_DONE - SMEM_MBARRIERS
-assert SMEM_CONTROL_DONE + 8 <= SMEM_SCRATCH
+assert SMEM_CONTROL_DONE + 8 <= SMEM_PIECE_MBARRIERS
+assert SMEM_PIECE_MBARRIERS + MAX_LOAD_RING * 8 <= SMEM_PIECE_TICKETS
+assert SMEM_PIECE_TICKETS + PIECE_TICKET_BYTES <= SMEM_SCRATCH
+assert MAX_LOAD_RING <= 1 << PIECE_TICKET_PARITY_SHIFT
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -180,6 +192,12 @@ def load_ring_index(target: TargetDescription, engine: int) -> int:
 def ring_mbarriers(ring: int) -> int:
     """Header offset of load ring ``ring``'s mbarriers: the rings follow each other from ``SMEM_MBARRIERS``."""
     return SMEM_MBARRIERS + ring * MAX_LOAD_RING * 8
+
+
+def piece_windows(smem_per_block: int) -> int:
+    """Ticket windows (``isa.TILE_PIECE_MIN_BYTES`` each) of the tile arena on an SM that gives a block
+    ``smem_per_block`` bytes."""
+    return -(-isa.tile_arena_bytes(smem_per_block) // isa.TILE_PIECE_MIN_BYTES)
 
 
 def fetch_window(engine: int) -> int:

@@ -29,7 +29,8 @@ from vdir.target import EngineKind, TargetDescription
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
                  options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False,
-                 reduces: bool = False, flag_words: bool = False, release_first: bool = False) -> None:
+                 reduces: bool = False, flag_words: bool = False, release_first: bool = False,
+                 tile_pieces: bool = False) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
@@ -49,6 +50,9 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carry those paths (:mod:`vdir.lowering.kernel.flag_words`).
     ``release_first``: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``):
     the store engine then reads the flag (:func:`vdir.lowering.kernel.sync.signal`).
+    ``tile_pieces``: some load lands in pieces (``isa.TRANSFER_PIECES``): the stream engine then has
+    a piece mbarrier per ring slot, and the gemv body waits for a tile's last half
+    (``vdir.analysis.tile_pieces``).
     """
     L.check_engines(target)
     assert target.num_sms <= isa.SYNC_MAX_SMS, "the sync block holds a finish count per SM"
@@ -74,8 +78,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
-        reduces=reduces, flag_words=flag_words, release_first=release_first,
+        reduces=reduces, flag_words=flag_words, release_first=release_first, tile_pieces=tile_pieces,
     )
+    if tile_pieces:
+        _check_piece_room(target, options)
     if options.uniform_checks:
         b.uniform_check = lambda pred: check_uniform(c, pred)
     # thread 0 clears the header and initialises the mbarrier ring
@@ -86,6 +92,10 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     for ring, engine in enumerate(target.load_engines):
         for s in range(c.options.ring_depth(target.engines[engine].kind)):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
+                  ins=[base], guard=t0)
+    if tile_pieces:  # the stream ring's piece mbarriers (kernel.load_engine)
+        for s in range(c.options.ring_depth(EngineKind.STREAM)):
+            b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], 1" % (L.SMEM_PIECE_MBARRIERS + 8 * s),
                   ins=[base], guard=t0)
     control_warp = L.compute_control_warp(target, loops, options.control_warp)
     if control_warp is not None:  # the compute group's done mbarrier (kernel.compute_engine)
@@ -129,6 +139,18 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     compute_engine(c, families)
     b.place(c.exit_label)
     finish(c, finish_address, finish_count)
+
+
+def _check_piece_room(target: TargetDescription, options: LoweringOptions) -> None:
+    """A kernel whose tiles land in pieces needs a stream engine on the bulk-copy path and a ticket per
+    window of the tile arena; ValueError saying which is missing."""
+    if not L.has_stream_engine(target):
+        raise ValueError(f"tiles land in pieces on the stream engine, which target '{target.name}' does not have")
+    if options.lsu_loads:
+        raise ValueError("tiles land in pieces through bulk copies, not lowering option load_path='lsu'")
+    if L.piece_windows(target.smem_per_block) > L.PIECE_TICKET_BYTES:
+        raise ValueError(f"the tile arena of target '{target.name}' has more {isa.TILE_PIECE_MIN_BYTES}-byte windows "
+                         f"than the {L.PIECE_TICKET_BYTES} tickets of tiles in pieces")
 
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:

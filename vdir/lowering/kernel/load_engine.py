@@ -70,6 +70,16 @@ class LoadLoop:
     done: str
     abort: str
     policy: SSAValue | None  # the L2 cache policy the copies carry (None: the default)
+    pieces: "_Pieces | None" = None  # the stream engine of a kernel whose tiles may land in pieces
+
+
+@dataclass
+class _Pieces:
+    """The stream engine's registers for tiles that land in pieces (``isa.TRANSFER_PIECES``): each
+    ring slot has a second mbarrier, for the tile's last half, in ``layout.SMEM_PIECE_MBARRIERS``."""
+
+    pending: SSAValue  # bit s: slot s's piece mbarrier is armed by a tile whose last half may not have landed
+    phases: SSAValue  # bit s: the parity of slot s's piece mbarrier's current phase
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -102,8 +112,9 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
+    pieces = _Pieces(b.var("u32", 0), b.var("u32", 0)) if kind == EngineKind.STREAM and c.tile_pieces else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
-                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy)
+                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy, pieces)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -135,6 +146,7 @@ def _issue_next(s: LoadLoop) -> None:
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
+    in_pieces = _slot_free_for_pieces(s, f, slot) if s.pieces is not None else None
     # what to signal at retirement (in order, from the ring), kept in the registers of the lane
     # whose index is the slot: the retirement needs no round trip through shared memory
     holder = b.setp("eq.u32", c.lane, slot)
@@ -145,7 +157,7 @@ def _issue_next(s: LoadLoop) -> None:
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
-    _copy_region(s, f, bar, first, p_ctr, issued, flagged)
+    _copy_region(s, f, bar, first, p_ctr, issued, flagged, slot, in_pieces)
     b.bra(issued)
     b.place(nop_path)
     _prefetch(s, f, b.setp("eq.u32", opcode, isa.OP_PREFETCH))
@@ -158,6 +170,73 @@ def _issue_next(s: LoadLoop) -> None:
     s.fe.advance(s.pos)
     _progress(s)
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
+
+
+def _slot_free_for_pieces(s: LoadLoop, f: Fields, slot: SSAValue) -> SSAValue:
+    """For a load that lands in pieces (``isa.TRANSFER_PIECES``; the predicate returned): go idle
+    while the last half of the tile that armed ``slot``'s piece mbarrier before has not landed (its
+    phase must complete before the load arms the next), else mark it landed. Any other load goes on:
+    a pending piece is waited for by the next tile in pieces in its slot, or at the engine's end."""
+    c, b = s.c, s.c.b
+    assert s.pieces is not None
+    flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_PIECES)
+    in_pieces = b.setp("ne.u32", flags, 0)
+    bit = b.i("shl.b32", "u32", 1, slot)
+    armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces.pending, bit), 0)
+    go = b.new_label("ld_piece_slot_free")
+    b.bra(go, b.i("and.pred", "pred", in_pieces, armed), neg=True, uniform=True)
+    landed = _piece_landed(c, slot, s.pieces.phases, "test_wait")
+    b.bra(s.idle, landed, neg=True, uniform=True)
+    b.i("xor.b32", "u32", s.pieces.phases, bit, dst=s.pieces.phases)
+    b.i("xor.b32", "u32", s.pieces.pending, bit, dst=s.pieces.pending)
+    b.place(go)
+    return in_pieces
+
+
+def _piece_landed(c: Ctx, slot: SSAValue | int, phases: SSAValue, wait: str) -> SSAValue:
+    """Warp-uniform: the phase of ``slot``'s piece mbarrier whose parity ``phases`` holds has completed
+    (``wait``: ``test_wait`` polls, ``try_wait`` may suspend a while)."""
+    b = c.b
+    parity = b.i("and.b32", "u32", b.i("shr.b32", "u32", phases, slot), 1)
+    bar = piece_barrier(c, slot)
+    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                   ins=[bar, parity])[0]
+    return b.i("vote.sync.all.pred", "pred", landed, FULL)
+
+
+def _copy_in_pieces(s: LoadLoop, f: Fields, gptr: SSAValue, dst0: SSAValue, bar: SSAValue, first: SSAValue,
+                    p_ctr: SSAValue, slot: SSAValue) -> None:
+    """A tile in pieces (``isa.TRANSFER_PIECES``): its first half of rows onto the ring slot's mbarrier
+    ``bar``, whose completion retires it and signals its readers, the second onto the slot's piece
+    mbarrier; the ticket of its arena window names the slot and the phase for the readers.
+
+    Memory model: lane 0 writes the ticket before the warp's ``bar.warp.sync`` at the end of the
+    copies (which orders the lanes' accesses), and the slot's lane releases the load's bits after it:
+    a gemv that acquires them reads this ticket. Each of its threads then waits on the piece mbarrier
+    itself (``try_wait`` acquires at CTA scope), which makes the second half's bytes visible to it."""
+    c, b = s.c, s.c.b
+    assert s.pieces is not None
+    _bufi, _off_lo, _off_hi, rows, row_bytes, stride, smem = region_fields(f)
+    half = b.i("shr.u32", "u32", rows, 1)
+    half_bytes = b.i("mul.lo.u32", "u32", half, row_bytes)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    window = b.i("shr.u32", "u32", smem, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
+    parity = b.i("and.b32", "u32", b.i("shr.b32", "u32", s.pieces.phases, slot), 1)
+    ticket = b.i("or.b32", "u32", slot, b.i("shl.b32", "u32", parity, L.PIECE_TICKET_PARITY_SHIFT))
+    b.st("st.shared.u8", b.i("add.u32", "u32", c.base, window), L.SMEM_PIECE_TICKETS, ticket, guard=s.lane0)
+    bulk_load(c, gptr, dst0, half, row_bytes, stride, half_bytes, contig, bar, first, p_ctr, s.lane0, s.policy)
+    rest = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", half, stride))
+    bulk_load(c, rest, b.i("add.u32", "u32", dst0, half_bytes), half, row_bytes, stride, half_bytes, contig,
+              piece_barrier(c, slot), first, p_ctr, s.lane0, s.policy)
+    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, slot), dst=s.pieces.pending)
+
+
+def piece_barrier(c: Ctx, slot: SSAValue | int) -> SSAValue:
+    """The shared address of stream ring slot ``slot``'s piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``)."""
+    b = c.b
+    if isinstance(slot, int):
+        return b.i("add.u32", "u32", c.base, L.SMEM_PIECE_MBARRIERS + 8 * slot)
+    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", slot, 8, c.base), L.SMEM_PIECE_MBARRIERS)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
@@ -185,13 +264,16 @@ def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str,
-                 flagged: SSAValue | None = None) -> None:
+                 flagged: SSAValue | None = None, slot: SSAValue | None = None,
+                 in_pieces: SSAValue | None = None) -> None:
     """Issue the copies of load ``f`` into its tile slot, completing on ``bar``.
 
     Tensor copies where the region has a tensor map (and they are enabled),
     else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
     branch to ``issued`` when done, the bulk path falls through. Where ``flagged``
     (a flag-word load, its words in the slot already) only the mbarrier is completed.
+    Where ``in_pieces`` (a tile that lands in pieces, in ring slot ``slot``), plain bulk copies
+    in two halves (:func:`_copy_in_pieces`), branching to ``issued``.
     """
     c, b = s.c, s.c.b
     if flagged is not None:  # a flag-word load's words are in the slot already (_poll_flag_words)
@@ -207,6 +289,8 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     dst0 = b.i("add.u32", "u32", c.arena, smem)
     if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
+        if in_pieces is not None:  # pieces are plain copies, map or not
+            b.bra(plain, in_pieces, uniform=True)
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr, s.policy)
         b.bra(issued)
@@ -215,6 +299,13 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     # with a runtime offset never has a tensor map)
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, s.engine, s.pos, s.abort)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
+    if in_pieces is not None:
+        assert slot is not None
+        whole = b.new_label("ld_whole")
+        b.bra(whole, in_pieces, neg=True, uniform=True)
+        _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr, slot)
+        b.bra(issued)
+        b.place(whole)
     contig = b.setp("eq.u32", stride, row_bytes)
     if c.options.lsu_loads:
         b.raw("fence.proxy.async.global", "", guard=p_ctr)
@@ -301,4 +392,21 @@ def _drain(s: LoadLoop) -> None:
     b.bra(dl)
     b.place(dd)
     b.place(s.done)
+    if s.pieces is not None:
+        _await_pieces(s)
     b.bra(c.exit_label)
+
+
+def _await_pieces(s: LoadLoop) -> None:
+    """Before the engine leaves (done or aborting): wait for every tile's last half still in flight
+    (a reader whose condition failed, or that aborted, never waited for it), so that no copy writes
+    into the shared memory of a CTA that has left."""
+    c, b = s.c, s.c.b
+    assert s.pieces is not None
+    for slot in range(s.depth):
+        skip, spin = b.new_label(f"ld_piece_drained_{slot}"), b.new_label(f"ld_piece_drain_{slot}")
+        armed = b.i("and.b32", "u32", s.pieces.pending, 1 << slot)
+        b.bra(skip, b.setp("eq.u32", armed, 0), uniform=True)
+        b.place(spin)
+        b.bra(spin, _piece_landed(c, slot, s.pieces.phases, "try_wait"), neg=True, uniform=True)
+        b.place(skip)
