@@ -43,6 +43,9 @@
 #              accesses, a flag in every word), idle and with every SM streaming
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
+#   pieces   - weight tiles in two halves (vdir-pipeline{tile-pieces=true}): their GPU tests, then the
+#              gemv sweep without and with them, alternated, two rounds, compared ($PIECES_ARGS: more
+#              bench_sweep.py arguments, e.g. --gemv 2048x2048)
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   flagwords - the flag-word hand-offs in one go: their GPU tests, the 1B step timed with
@@ -228,6 +231,20 @@ for what in $steps; do
           --json "$OUT/holds-sweep-$tag-$(date +%s).json" 2>&1 | tee -a "$OUT/holds-sweep.log" \
           | grep -E "gemv|MLP|FAIL|release-first" | tee -a "$OUT/info.log"
       done ;;
+    pieces)
+      timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_tile_pieces.py \
+        2>&1 | tee "$OUT/pieces-test.log" | tail -n 5
+      runs=()
+      for round in 1 2; do  # the gemvs without and with tile pieces, alternated
+        for tag in whole pieces; do
+          flag=""; [ $tag = pieces ] && flag="--tile-pieces"
+          json="$OUT/pieces-$tag-$round.json"
+          timeout ${SWEEP_TIMEOUT:-150} python3 bench/bench_sweep.py --only gemv --torch-compile none --iters 100 \
+            $flag $PIECES_ARGS --json "$json" 2>&1 | tee -a "$OUT/pieces-sweep.log" | grep -E "^gemv|FAIL" | tee -a "$OUT/info.log"
+          runs+=("$json")
+        done
+      done
+      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/pieces-ab.log" ;;
     holds-decode)
       DECODE_ARGS="--torch-compile none --pipeline hold-streams=1,release-first=true" decode_all ;;
     buckets)
