@@ -252,20 +252,20 @@ TRANSFER_FLAG_WORDS = 1
 #: carries it; either order is the same completion (both are releases of the same writes).
 TRANSFER_RELEASE_FIRST = 2
 #: a weight tile that lands in two halves (``vdir.analysis.tile_pieces``): a load of the stream engine
-#: copies its first :data:`TILE_PIECES` - 1 parts of rows onto its ring slot's mbarrier and the last
-#: onto the slot's piece mbarrier, records the slot and the phase in the arena window's ticket, and
-#: signals its bits once the first half has landed; each of its readers is a gemv with
-#: :data:`GEMV_WEIGHT_PIECES` that waits for the second half before the rows that lie in it
-#: (:func:`check_tile_pieces`)
+#: copies the first half of its rows onto its ring slot's mbarrier, whose completion signals its bits,
+#: and the second onto the mbarrier of its tile-arena window (:data:`TILE_PIECE_MIN_BYTES` each), which
+#: it initialises afresh; each of its readers is a gemv with :data:`GEMV_WEIGHT_PIECES` that waits on
+#: that mbarrier before the rows of the second half (:func:`check_tile_pieces`)
 TRANSFER_PIECES = 4
 #: every flag a load or store may carry (any other bit of TRANSFER_FLAGS is refused: check_transfer_flags)
 TRANSFER_KNOWN_FLAGS = TRANSFER_FLAG_WORDS | TRANSFER_RELEASE_FIRST | TRANSFER_PIECES
 #: the parts a tile with :data:`TRANSFER_PIECES` lands in (halves of its rows)
 TILE_PIECES = 2
-#: the smallest tile that lands in pieces: the tile arena's windows of this many bytes hold one
-#: ticket each (the ring slot and phase of the tile loaded at an offset in it), so that no two tiles
-#: alive at once share a window
-TILE_PIECE_MIN_BYTES = 8192
+#: the smallest tile that lands in pieces, and the windows of the tile arena that each have an
+#: mbarrier for a tile's last half: two tiles of this size or more alive at once never start in the
+#: same window, and a tile that starts in a window overlaps the one that started there before, so
+#: the load waits for that tile's readers (and their waits) before it initialises the mbarrier again
+TILE_PIECE_MIN_BYTES = 32768
 #: bytes of a flag word: 4 bytes of a buffer, then the epoch of the launch that wrote them
 FLAG_WORD_BYTES = 8
 #: the bytes of a buffer one flag word holds

@@ -81,7 +81,7 @@ def test_tiles_read_by_other_families_land_whole():
 def test_the_kernel_carries_the_piece_paths_and_assembles():
     program = compile_to_encoded(build_gemv(256, 1024, rows_per_tile=16, k_chunks=1), num_sms=2, **PIECES)
     ptx = lower_to_ptx(program)
-    assert "ld_piece_slot_free" in ptx and "gemv_half_wait" in ptx and "ld_piece_drain_0" in ptx
+    assert "ld_piece_window_free" in ptx and "gemv_half_wait" in ptx and "ld_piece_drain_0" in ptx
 
 
 def _forge(program: isa.EncodedProgram, pick, change) -> isa.EncodedProgram:
@@ -150,7 +150,7 @@ def _run(module, w, x, launches: int, pipeline=None, options=None, num_sms: int 
     ([16] * 8, 1024),  # 32 KiB tiles: the first half's pass runs before the second lands
     ([8] * 8, 2048),  # row blocks: wait for both halves first
     ([32, 32], 1024),  # four passes: a pair group on each side of the half
-    ([12, 12, 12, 20], 520),  # passes across the half
+    ([12, 12, 12, 20], 1400),  # passes across the half
 ])
 @pytest.mark.parametrize("options", [None, {"tensor_copies": False}])
 def test_tiles_in_pieces_give_the_bytes_of_whole_tiles(tiles, k, options):
@@ -169,7 +169,8 @@ def test_tiles_in_pieces_give_the_bytes_of_whole_tiles(tiles, k, options):
 
 @gpu
 def test_more_tiles_in_pieces_than_ring_slots_per_sm():
-    """64 tiles per SM: each slot's piece mbarrier is armed again only after its last half landed."""
+    """64 tiles per SM, through a ring of two slots and a few tile buffers: each window's piece mbarrier
+    is initialised again for each tile that lands in it."""
     k, rows = 1024, 2048
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(bfloat16)

@@ -64,15 +64,12 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 #: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
 #: warp polls it (:func:`compute_control_warp`); after the rings
 SMEM_CONTROL_DONE = 144
-#: tiles that land in pieces (``isa.TRANSFER_PIECES``, stream engine only): the u64 mbarrier of each
-#: stream ring slot's last piece, MAX_LOAD_RING of them
+#: tiles that land in pieces (``isa.TRANSFER_PIECES``, stream engine only): one u64 mbarrier per
+#: ``isa.TILE_PIECE_MIN_BYTES`` window of the tile arena, for the last half of the tile that lands in
+#: pieces at an offset in that window; the stream engine initialises it afresh for each such tile
 SMEM_PIECE_MBARRIERS = 160
-#: then one byte per ``isa.TILE_PIECE_MIN_BYTES`` window of the tile arena: the ticket of the tile that
-#: last landed in pieces at an offset in it (its ring slot, and its phase's parity at bit
-#: PIECE_TICKET_PARITY_SHIFT), written by the stream engine before it signals the tile
-SMEM_PIECE_TICKETS = 224
-PIECE_TICKET_BYTES = 32
-PIECE_TICKET_PARITY_SHIFT = 3
+#: the windows those mbarriers cover: an arena of at most MAX_PIECE_WINDOWS * isa.TILE_PIECE_MIN_BYTES
+MAX_PIECE_WINDOWS = 12
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
@@ -93,9 +90,7 @@ MAX_LOAD_RINGS = 2
 MAX_LOAD_RING = 8
 assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_CONTROL_DONE - SMEM_MBARRIERS
 assert SMEM_CONTROL_DONE + 8 <= SMEM_PIECE_MBARRIERS
-assert SMEM_PIECE_MBARRIERS + MAX_LOAD_RING * 8 <= SMEM_PIECE_TICKETS
-assert SMEM_PIECE_TICKETS + PIECE_TICKET_BYTES <= SMEM_SCRATCH
-assert MAX_LOAD_RING <= 1 << PIECE_TICKET_PARITY_SHIFT
+assert SMEM_PIECE_MBARRIERS + MAX_PIECE_WINDOWS * 8 <= SMEM_SCRATCH
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -195,9 +190,14 @@ def ring_mbarriers(ring: int) -> int:
 
 
 def piece_windows(smem_per_block: int) -> int:
-    """Ticket windows (``isa.TILE_PIECE_MIN_BYTES`` each) of the tile arena on an SM that gives a block
-    ``smem_per_block`` bytes."""
+    """Windows (``isa.TILE_PIECE_MIN_BYTES`` each, one piece mbarrier each) of the tile arena on an SM
+    that gives a block ``smem_per_block`` bytes."""
     return -(-isa.tile_arena_bytes(smem_per_block) // isa.TILE_PIECE_MIN_BYTES)
+
+
+def piece_mbarrier_offset(window: int) -> int:
+    """Header offset of the piece mbarrier of arena window ``window``."""
+    return SMEM_PIECE_MBARRIERS + 8 * window
 
 
 def fetch_window(engine: int) -> int:

@@ -78,27 +78,19 @@ class _SecondHalf:
 
     waits: SSAValue  # predicate: the tile lands in pieces
     half: SSAValue  # its first half's rows
-    bar: SSAValue  # the stream ring slot's piece mbarrier
-    parity: SSAValue  # the parity of the phase the tile armed
+    bar: SSAValue  # its tile arena window's piece mbarrier, whose first phase is the last half landing
 
 
 def _second_half(cc: "F.ComputeCtx") -> _SecondHalf:
-    """Read the ticket of the weight tile's arena window (``layout.SMEM_PIECE_TICKETS``, written by the
-    stream engine before it signalled the tile): its ring slot and its phase's parity."""
+    """The piece mbarrier of the weight tile's arena window (``layout.SMEM_PIECE_MBARRIERS``)."""
     b = cc.b
     c = cc.c
-    flag = b.i("and.b32", "u32", cc.p2, isa.GEMV_WEIGHT_PIECES)
-    waits = b.setp("ne.u32", flag, 0)
+    waits = b.setp("ne.u32", b.i("and.b32", "u32", cc.p2, isa.GEMV_WEIGHT_PIECES), 0)
     window = b.i("sub.u32", "u32", cc.ins[0], c.arena)  # type: ignore[attr-defined]
     window = b.i("shr.u32", "u32", window, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
-    at = b.i("add.u32", "u32", window, c.base)  # type: ignore[attr-defined]
-    ticket = b.var("u32", 0)
-    b.ld("ld.shared.u8", "u32", at, F.L.SMEM_PIECE_TICKETS, dst=ticket, guard=waits)
-    slot = b.i("and.b32", "u32", ticket, (1 << F.L.PIECE_TICKET_PARITY_SHIFT) - 1)
-    parity = b.i("and.b32", "u32", b.i("shr.u32", "u32", ticket, F.L.PIECE_TICKET_PARITY_SHIFT), 1)
-    bar = b.i("mad.lo.u32", "u32", slot, 8, c.base)  # type: ignore[attr-defined]
+    bar = b.i("mad.lo.u32", "u32", window, 8, c.base)  # type: ignore[attr-defined]
     bar = b.i("add.u32", "u32", bar, F.L.SMEM_PIECE_MBARRIERS)
-    return _SecondHalf(waits, b.i("shr.u32", "u32", cc.p0, 1), bar, parity)
+    return _SecondHalf(waits, b.i("shr.u32", "u32", cc.p0, 1), bar)
 
 
 def _await_rows(cc: "F.ComputeCtx", second: "_SecondHalf | None", rows_end: SSAValue) -> None:
@@ -112,8 +104,8 @@ def _await_rows(cc: "F.ComputeCtx", second: "_SecondHalf | None", rows_end: SSAV
     need = b.i("and.pred", "pred", second.waits, b.setp("gt.u32", rows_end, second.half))
     b.bra(skip, need, neg=True, uniform=True)
     b.place(spin)
-    landed = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
-                   ins=[second.bar, second.parity])[0]
+    landed = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], 0", outs=["pred"],
+                   ins=[second.bar])[0]
     b.bra(spin, b.i("vote.sync.all.pred", "pred", landed, F.FULL), neg=True, uniform=True)
     b.place(skip)
 

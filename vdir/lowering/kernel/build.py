@@ -50,8 +50,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carry those paths (:mod:`vdir.lowering.kernel.flag_words`).
     ``release_first``: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``):
     the store engine then reads the flag (:func:`vdir.lowering.kernel.sync.signal`).
-    ``tile_pieces``: some load lands in pieces (``isa.TRANSFER_PIECES``): the stream engine then has
-    a piece mbarrier per ring slot, and the gemv body waits for a tile's last half
+    ``tile_pieces``: some load lands in pieces (``isa.TRANSFER_PIECES``): the stream engine then arms
+    a piece mbarrier per tile arena window, and the gemv body waits for a tile's last half
     (``vdir.analysis.tile_pieces``).
     """
     L.check_engines(target)
@@ -92,10 +92,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     for ring, engine in enumerate(target.load_engines):
         for s in range(c.options.ring_depth(target.engines[engine].kind)):
             b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.ring_mbarriers(ring) + 8 * s, mbar_count(c)),
-                  ins=[base], guard=t0)
-    if tile_pieces:  # the stream ring's piece mbarriers (kernel.load_engine)
-        for s in range(c.options.ring_depth(EngineKind.STREAM)):
-            b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], 1" % (L.SMEM_PIECE_MBARRIERS + 8 * s),
                   ins=[base], guard=t0)
     control_warp = L.compute_control_warp(target, loops, options.control_warp)
     if control_warp is not None:  # the compute group's done mbarrier (kernel.compute_engine)
@@ -142,15 +138,15 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
 
 
 def _check_piece_room(target: TargetDescription, options: LoweringOptions) -> None:
-    """A kernel whose tiles land in pieces needs a stream engine on the bulk-copy path and a ticket per
-    window of the tile arena; ValueError saying which is missing."""
+    """A kernel whose tiles land in pieces needs a stream engine on the bulk-copy path and an mbarrier
+    per window of the tile arena; ValueError saying which is missing."""
     if not L.has_stream_engine(target):
         raise ValueError(f"tiles land in pieces on the stream engine, which target '{target.name}' does not have")
     if options.lsu_loads:
         raise ValueError("tiles land in pieces through bulk copies, not lowering option load_path='lsu'")
-    if L.piece_windows(target.smem_per_block) > L.PIECE_TICKET_BYTES:
+    if L.piece_windows(target.smem_per_block) > L.MAX_PIECE_WINDOWS:
         raise ValueError(f"the tile arena of target '{target.name}' has more {isa.TILE_PIECE_MIN_BYTES}-byte windows "
-                         f"than the {L.PIECE_TICKET_BYTES} tickets of tiles in pieces")
+                         f"than the {L.MAX_PIECE_WINDOWS} mbarriers of tiles in pieces")
 
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:

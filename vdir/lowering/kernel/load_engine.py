@@ -75,11 +75,10 @@ class LoadLoop:
 
 @dataclass
 class _Pieces:
-    """The stream engine's registers for tiles that land in pieces (``isa.TRANSFER_PIECES``): each
-    ring slot has a second mbarrier, for the tile's last half, in ``layout.SMEM_PIECE_MBARRIERS``."""
+    """The stream engine's register for tiles that land in pieces (``isa.TRANSFER_PIECES``): each tile
+    arena window has an mbarrier for a tile's last half (``layout.SMEM_PIECE_MBARRIERS``)."""
 
-    pending: SSAValue  # bit s: slot s's piece mbarrier is armed by a tile whose last half may not have landed
-    phases: SSAValue  # bit s: the parity of slot s's piece mbarrier's current phase
+    pending: SSAValue  # bit w: window w's mbarrier is armed by a tile whose last half may not have landed
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -112,7 +111,7 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
-    pieces = _Pieces(b.var("u32", 0), b.var("u32", 0)) if kind == EngineKind.STREAM and c.tile_pieces else None
+    pieces = _Pieces(b.var("u32", 0)) if kind == EngineKind.STREAM and c.tile_pieces else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
                     lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy, pieces)
 
@@ -146,7 +145,7 @@ def _issue_next(s: LoadLoop) -> None:
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
-    in_pieces = _slot_free_for_pieces(s, f, slot) if s.pieces is not None else None
+    in_pieces = _window_free_for_pieces(s, f) if s.pieces is not None else None
     # what to signal at retirement (in order, from the ring), kept in the registers of the lane
     # whose index is the slot: the retirement needs no round trip through shared memory
     holder = b.setp("eq.u32", c.lane, slot)
@@ -157,7 +156,7 @@ def _issue_next(s: LoadLoop) -> None:
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
-    _copy_region(s, f, bar, first, p_ctr, issued, flagged, slot, in_pieces)
+    _copy_region(s, f, bar, first, p_ctr, issued, flagged, in_pieces)
     b.bra(issued)
     b.place(nop_path)
     _prefetch(s, f, b.setp("eq.u32", opcode, isa.OP_PREFETCH))
@@ -172,71 +171,78 @@ def _issue_next(s: LoadLoop) -> None:
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
 
 
-def _slot_free_for_pieces(s: LoadLoop, f: Fields, slot: SSAValue) -> SSAValue:
-    """For a load that lands in pieces (``isa.TRANSFER_PIECES``; the predicate returned): go idle
-    while the last half of the tile that armed ``slot``'s piece mbarrier before has not landed (its
-    phase must complete before the load arms the next), else mark it landed. Any other load goes on:
-    a pending piece is waited for by the next tile in pieces in its slot, or at the engine's end."""
+def _window_free_for_pieces(s: LoadLoop, f: Fields) -> SSAValue:
+    """For a load that lands in pieces (``isa.TRANSFER_PIECES``; the predicate returned): go idle while
+    the last half of the tile that armed its window's mbarrier before has not landed (so that no copy
+    is in flight onto it when it is initialised again; the readers of that tile, which the load waits
+    for, have seen it land, so this only guards a forged program), else mark it landed."""
     c, b = s.c, s.c.b
     assert s.pieces is not None
     flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_PIECES)
     in_pieces = b.setp("ne.u32", flags, 0)
-    bit = b.i("shl.b32", "u32", 1, slot)
+    window = piece_window(c, f.read(isa.SMEM))
+    bit = b.i("shl.b32", "u32", 1, window)
     armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces.pending, bit), 0)
-    go = b.new_label("ld_piece_slot_free")
+    go = b.new_label("ld_piece_window_free")
     b.bra(go, b.i("and.pred", "pred", in_pieces, armed), neg=True, uniform=True)
-    landed = _piece_landed(c, slot, s.pieces.phases, "test_wait")
-    b.bra(s.idle, landed, neg=True, uniform=True)
-    b.i("xor.b32", "u32", s.pieces.phases, bit, dst=s.pieces.phases)
+    b.bra(s.idle, _piece_landed(c, window, "test_wait"), neg=True, uniform=True)
     b.i("xor.b32", "u32", s.pieces.pending, bit, dst=s.pieces.pending)
     b.place(go)
     return in_pieces
 
 
-def _piece_landed(c: Ctx, slot: SSAValue | int, phases: SSAValue, wait: str) -> SSAValue:
-    """Warp-uniform: the phase of ``slot``'s piece mbarrier whose parity ``phases`` holds has completed
-    (``wait``: ``test_wait`` polls, ``try_wait`` may suspend a while)."""
+def piece_window(c: Ctx, smem: SSAValue) -> SSAValue:
+    """The tile arena window (``isa.TILE_PIECE_MIN_BYTES``) of arena offset ``smem``."""
+    return c.b.i("shr.u32", "u32", smem, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
+
+
+def piece_barrier(c: Ctx, window: SSAValue | int) -> SSAValue:
+    """The shared address of window ``window``'s piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``)."""
     b = c.b
-    parity = b.i("and.b32", "u32", b.i("shr.b32", "u32", phases, slot), 1)
-    bar = piece_barrier(c, slot)
-    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
-                   ins=[bar, parity])[0]
+    if isinstance(window, int):
+        return b.i("add.u32", "u32", c.base, L.piece_mbarrier_offset(window))
+    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", window, 8, c.base), L.SMEM_PIECE_MBARRIERS)
+
+
+def _piece_landed(c: Ctx, window: SSAValue | int, wait: str) -> SSAValue:
+    """Warp-uniform: the last half armed on window ``window``'s piece mbarrier has landed (its first
+    phase since it was initialised is complete; ``wait``: ``test_wait`` polls, ``try_wait`` may suspend
+    a while)."""
+    b = c.b
+    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], 0", outs=["pred"],
+                   ins=[piece_barrier(c, window)])[0]
     return b.i("vote.sync.all.pred", "pred", landed, FULL)
 
 
 def _copy_in_pieces(s: LoadLoop, f: Fields, gptr: SSAValue, dst0: SSAValue, bar: SSAValue, first: SSAValue,
-                    p_ctr: SSAValue, slot: SSAValue) -> None:
+                    p_ctr: SSAValue) -> None:
     """A tile in pieces (``isa.TRANSFER_PIECES``): its first half of rows onto the ring slot's mbarrier
-    ``bar``, whose completion retires it and signals its readers, the second onto the slot's piece
-    mbarrier; the ticket of its arena window names the slot and the phase for the readers.
+    ``bar``, whose completion retires it and signals its readers, the second onto its window's piece
+    mbarrier, initialised afresh (its readers wait for its first phase: parity 0).
 
-    Memory model: lane 0 writes the ticket before the warp's ``bar.warp.sync`` at the end of the
-    copies (which orders the lanes' accesses), and the slot's lane releases the load's bits after it:
-    a gemv that acquires them reads this ticket. Each of its threads then waits on the piece mbarrier
-    itself (``try_wait`` acquires at CTA scope), which makes the second half's bytes visible to it."""
+    Memory model: no thread waits on the window's mbarrier while it is initialised (the tile that
+    armed it before overlaps this one, so this load waited for its readers); lane 0 initialises it,
+    the warp's ``bar.warp.sync`` orders that before every lane's next accesses, and each lane's
+    ``fence.proxy.async.shared::cta`` orders it before the copies that lane issues (async proxy),
+    which complete on it. A reader learns of the tile from the bits the
+    slot's lane releases after the copies; each of its threads then waits on the mbarrier itself
+    (``try_wait`` acquires at CTA scope), which makes the second half's bytes visible to it."""
     c, b = s.c, s.c.b
     assert s.pieces is not None
     _bufi, _off_lo, _off_hi, rows, row_bytes, stride, smem = region_fields(f)
     half = b.i("shr.u32", "u32", rows, 1)
     half_bytes = b.i("mul.lo.u32", "u32", half, row_bytes)
     contig = b.setp("eq.u32", stride, row_bytes)
-    window = b.i("shr.u32", "u32", smem, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
-    parity = b.i("and.b32", "u32", b.i("shr.b32", "u32", s.pieces.phases, slot), 1)
-    ticket = b.i("or.b32", "u32", slot, b.i("shl.b32", "u32", parity, L.PIECE_TICKET_PARITY_SHIFT))
-    b.st("st.shared.u8", b.i("add.u32", "u32", c.base, window), L.SMEM_PIECE_TICKETS, ticket, guard=s.lane0)
+    window = piece_window(c, smem)
+    last = piece_barrier(c, window)
+    b.raw("mbarrier.init.shared::cta.b64", "[{0}], 1", ins=[last], guard=s.lane0)
+    b.raw("bar.warp.sync", "%d" % FULL)
+    b.raw("fence.proxy.async.shared::cta", "")
     bulk_load(c, gptr, dst0, half, row_bytes, stride, half_bytes, contig, bar, first, p_ctr, s.lane0, s.policy)
     rest = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", half, stride))
     bulk_load(c, rest, b.i("add.u32", "u32", dst0, half_bytes), half, row_bytes, stride, half_bytes, contig,
-              piece_barrier(c, slot), first, p_ctr, s.lane0, s.policy)
-    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, slot), dst=s.pieces.pending)
-
-
-def piece_barrier(c: Ctx, slot: SSAValue | int) -> SSAValue:
-    """The shared address of stream ring slot ``slot``'s piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``)."""
-    b = c.b
-    if isinstance(slot, int):
-        return b.i("add.u32", "u32", c.base, L.SMEM_PIECE_MBARRIERS + 8 * slot)
-    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", slot, 8, c.base), L.SMEM_PIECE_MBARRIERS)
+              last, first, p_ctr, s.lane0, s.policy)
+    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces.pending)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
@@ -264,16 +270,15 @@ def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str,
-                 flagged: SSAValue | None = None, slot: SSAValue | None = None,
-                 in_pieces: SSAValue | None = None) -> None:
+                 flagged: SSAValue | None = None, in_pieces: SSAValue | None = None) -> None:
     """Issue the copies of load ``f`` into its tile slot, completing on ``bar``.
 
     Tensor copies where the region has a tensor map (and they are enabled),
     else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
     branch to ``issued`` when done, the bulk path falls through. Where ``flagged``
     (a flag-word load, its words in the slot already) only the mbarrier is completed.
-    Where ``in_pieces`` (a tile that lands in pieces, in ring slot ``slot``), plain bulk copies
-    in two halves (:func:`_copy_in_pieces`), branching to ``issued``.
+    Where ``in_pieces`` (a tile that lands in pieces), plain bulk copies in two halves
+    (:func:`_copy_in_pieces`), branching to ``issued``.
     """
     c, b = s.c, s.c.b
     if flagged is not None:  # a flag-word load's words are in the slot already (_poll_flag_words)
@@ -300,10 +305,9 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, s.engine, s.pos, s.abort)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     if in_pieces is not None:
-        assert slot is not None
         whole = b.new_label("ld_whole")
         b.bra(whole, in_pieces, neg=True, uniform=True)
-        _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr, slot)
+        _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr)
         b.bra(issued)
         b.place(whole)
     contig = b.setp("eq.u32", stride, row_bytes)
@@ -399,14 +403,14 @@ def _drain(s: LoadLoop) -> None:
 
 def _await_pieces(s: LoadLoop) -> None:
     """Before the engine leaves (done or aborting): wait for every tile's last half still in flight
-    (a reader whose condition failed, or that aborted, never waited for it), so that no copy writes
-    into the shared memory of a CTA that has left."""
+    (a reader that aborted never waited for it), so that no copy writes into the shared memory of a
+    CTA that has left."""
     c, b = s.c, s.c.b
     assert s.pieces is not None
-    for slot in range(s.depth):
-        skip, spin = b.new_label(f"ld_piece_drained_{slot}"), b.new_label(f"ld_piece_drain_{slot}")
-        armed = b.i("and.b32", "u32", s.pieces.pending, 1 << slot)
+    for window in range(L.piece_windows(c.target.smem_per_block)):
+        skip, spin = b.new_label(f"ld_piece_drained_{window}"), b.new_label(f"ld_piece_drain_{window}")
+        armed = b.i("and.b32", "u32", s.pieces.pending, 1 << window)
         b.bra(skip, b.setp("eq.u32", armed, 0), uniform=True)
         b.place(spin)
-        b.bra(spin, _piece_landed(c, slot, s.pieces.phases, "try_wait"), neg=True, uniform=True)
+        b.bra(spin, _piece_landed(c, window, "try_wait"), neg=True, uniform=True)
         b.place(skip)
