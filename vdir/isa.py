@@ -1003,14 +1003,21 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     offset = GLOBAL_OFFSET.column(words)
     col_off = np.where(stride > 0, offset % np.maximum(stride, np.uint64(1)), offset)
     # the regions that differ only in their row share one form: (buffer, rows, row bytes, stride, column offset)
+    # a load in pieces (TRANSFER_PIECES) takes boxes of at most half its rows: each half whole boxes
+    pieces = ((ops[at] == OP_LOAD) & ((TRANSFER_FLAGS.column(words) & TRANSFER_PIECES) != 0)).astype(np.uint64)
     keys = np.stack([BUFFER.column(words).astype(np.uint64), ROWS.column(words).astype(np.uint64),
-                     ROW_BYTES.column(words).astype(np.uint64), stride, col_off], axis=1)
+                     ROW_BYTES.column(words).astype(np.uint64), stride, col_off, pieces], axis=1)
     unique, inverse = _unique_rows(keys)
     forms = []
     for key in unique.tolist():
-        b, rows, row_bytes, stride_b, col = key
-        forms.append(_region_form(buffers[b], b, rows, row_bytes, stride_b, col, max_box_rows, view_bytes)
-                     if b < len(buffers) else None)
+        b, rows, row_bytes, stride_b, col, halves = key
+        form = None
+        if b < len(buffers):
+            form = _region_form(buffers[b], b, rows // TILE_PIECES if halves else rows, row_bytes, stride_b, col,
+                                max_box_rows, view_bytes)
+        if form is not None and halves:
+            form = (form[0], form[1] * TILE_PIECES, form[2])
+        forms.append(form)
     row = np.where(stride > 0, offset // np.maximum(stride, np.uint64(1)), np.uint64(0))
     # a tensor copy needs a compile-time offset (a runtime one only the engine knows) and a row
     # within its signed 32-bit coordinates; the others are plain copies
@@ -1336,6 +1343,9 @@ def tile_piece_problems(engines: "Collection[EngineSpec]", queues: list[np.ndarr
             elif rows % TILE_PIECES or nbytes < TILE_PIECE_MIN_BYTES:
                 problems.append((e, k, f"a tile of {rows} rows and {nbytes} bytes cannot land in {TILE_PIECES} "
                                        f"pieces (whole rows each, {TILE_PIECE_MIN_BYTES} bytes or more)"))
+            elif TMAP.get(row) and (TBOXES.get(row) % TILE_PIECES or TBOXES.get(row) * TBOX_ROWS.get(row) != rows):
+                problems.append((e, k, f"a tile in pieces copies whole boxes in each piece: {TBOXES.get(row)} boxes "
+                                       f"of {TBOX_ROWS.get(row)} rows do not split its {rows} rows in {TILE_PIECES}"))
             elif pieces.setdefault(smem, (rows, nbytes)) != (rows, nbytes):
                 problems.append((e, k, f"tiles of different shapes land in pieces at shared offset {smem}"))
     spans = sorted((smem, smem + n) for smem, (_r, n) in pieces.items())

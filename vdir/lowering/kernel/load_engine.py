@@ -37,6 +37,7 @@ from vdir.lowering.kernel.copies import (
     ring_barrier,
     ring_landed,
     tensor_load,
+    tensor_load_halves,
 )
 from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, region_fields
 from vdir.lowering.kernel.flag_words import is_flag_words, read_flag_words
@@ -214,35 +215,53 @@ def _piece_landed(c: Ctx, window: SSAValue | int, wait: str) -> SSAValue:
     return b.i("vote.sync.all.pred", "pred", landed, FULL)
 
 
-def _copy_in_pieces(s: LoadLoop, f: Fields, gptr: SSAValue, dst0: SSAValue, bar: SSAValue, first: SSAValue,
-                    p_ctr: SSAValue) -> None:
-    """A tile in pieces (``isa.TRANSFER_PIECES``): its first half of rows onto the ring slot's mbarrier
-    ``bar``, whose completion retires it and signals its readers, the second onto its window's piece
-    mbarrier, initialised afresh (its readers wait for its first phase: parity 0).
+def _arm_last_half(s: LoadLoop, smem: SSAValue) -> SSAValue:
+    """Initialise afresh the piece mbarrier of the tile arena window of ``smem`` and mark it armed;
+    returns its address (the last half of a tile in pieces completes on it, :func:`_copy_in_pieces`).
 
-    Memory model: no thread waits on the window's mbarrier while it is initialised (the tile that
-    armed it before overlaps this one, so this load waited for its readers); lane 0 initialises it,
-    the warp's ``bar.warp.sync`` orders that before every lane's next accesses, and each lane's
+    Memory model: no thread waits on it while it is initialised (the tile that armed it before
+    overlaps this one, so this load waited for that tile's readers); lane 0 initialises it, the warp's
+    ``bar.warp.sync`` orders that before every lane's next accesses, and each lane's
     ``fence.proxy.async.shared::cta`` orders it before the copies that lane issues (async proxy),
-    which complete on it. A reader learns of the tile from the bits the
-    slot's lane releases after the copies; each of its threads then waits on the mbarrier itself
-    (``try_wait`` acquires at CTA scope), which makes the second half's bytes visible to it."""
+    which complete on it."""
     c, b = s.c, s.c.b
     assert s.pieces is not None
-    _bufi, _off_lo, _off_hi, rows, row_bytes, stride, smem = region_fields(f)
-    half = b.i("shr.u32", "u32", rows, 1)
-    half_bytes = b.i("mul.lo.u32", "u32", half, row_bytes)
-    contig = b.setp("eq.u32", stride, row_bytes)
     window = piece_window(c, smem)
     last = piece_barrier(c, window)
     b.raw("mbarrier.init.shared::cta.b64", "[{0}], 1", ins=[last], guard=s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.raw("fence.proxy.async.shared::cta", "")
+    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces.pending)
+    return last
+
+
+def _copy_in_pieces(s: LoadLoop, f: Fields, gptr: SSAValue, dst0: SSAValue, bar: SSAValue, first: SSAValue,
+                    p_ctr: SSAValue) -> None:
+    """A tile in pieces (``isa.TRANSFER_PIECES``) as plain bulk copies: its first half of rows onto the
+    ring slot's mbarrier ``bar``, whose completion retires it and signals its readers, the second onto
+    its window's piece mbarrier (:func:`_arm_last_half`; the readers wait for its first phase, parity 0,
+    each thread's ``try_wait`` acquiring the second half's bytes)."""
+    c, b = s.c, s.c.b
+    _bufi, _off_lo, _off_hi, rows, row_bytes, stride, smem = region_fields(f)
+    half = b.i("shr.u32", "u32", rows, 1)
+    half_bytes = b.i("mul.lo.u32", "u32", half, row_bytes)
+    contig = b.setp("eq.u32", stride, row_bytes)
+    last = _arm_last_half(s, smem)
     bulk_load(c, gptr, dst0, half, row_bytes, stride, half_bytes, contig, bar, first, p_ctr, s.lane0, s.policy)
     rest = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", half, stride))
     bulk_load(c, rest, b.i("add.u32", "u32", dst0, half_bytes), half, row_bytes, stride, half_bytes, contig,
               last, first, p_ctr, s.lane0, s.policy)
-    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces.pending)
+
+
+def _tensor_in_pieces(s: LoadLoop, f: Fields, dst0: SSAValue, bar: SSAValue, first: SSAValue,
+                      p_ctr: SSAValue) -> None:
+    """A tile in pieces as tensor copies: its boxes split at the half (``isa.check_tile_pieces``), the
+    first half's onto ``bar``, the others onto its window's piece mbarrier (:func:`_arm_last_half`)."""
+    c, b = s.c, s.c.b
+    _bufi, _off_lo, _off_hi, rows, row_bytes, _stride, smem = region_fields(f)
+    half_bytes = b.i("mul.lo.u32", "u32", b.i("shr.u32", "u32", rows, 1), row_bytes)
+    last = _arm_last_half(s, smem)
+    tensor_load_halves(c, f, dst0, row_bytes, half_bytes, bar, last, first, p_ctr, s.policy)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
@@ -277,8 +296,8 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
     branch to ``issued`` when done, the bulk path falls through. Where ``flagged``
     (a flag-word load, its words in the slot already) only the mbarrier is completed.
-    Where ``in_pieces`` (a tile that lands in pieces), plain bulk copies in two halves
-    (:func:`_copy_in_pieces`), branching to ``issued``.
+    Where ``in_pieces`` (a tile that lands in pieces), the same copies in two halves
+    (:func:`_tensor_in_pieces`, :func:`_copy_in_pieces`), branching to ``issued``.
     """
     c, b = s.c, s.c.b
     if flagged is not None:  # a flag-word load's words are in the slot already (_poll_flag_words)
@@ -294,9 +313,13 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     dst0 = b.i("add.u32", "u32", c.arena, smem)
     if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
-        if in_pieces is not None:  # pieces are plain copies, map or not
-            b.bra(plain, in_pieces, uniform=True)
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
+        if in_pieces is not None:
+            whole = b.new_label("ld_tensor_whole")
+            b.bra(whole, in_pieces, neg=True, uniform=True)
+            _tensor_in_pieces(s, f, dst0, bar, first, p_ctr)
+            b.bra(issued)
+            b.place(whole)
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr, s.policy)
         b.bra(issued)
         b.place(plain)
