@@ -1925,6 +1925,8 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         if g(TMAP):
             boxes = f" x{g(TBOXES)}" if g(TBOXES) > 1 else ""
             text += f" tmap{g(TMAP) - 1}({g(TROW)}, {g(TCHUNK)}){boxes}"
+        if ins.opcode == OP_LOAD and g(TRANSFER_FLAGS) & TRANSFER_PIECES:
+            text += f" in {TILE_PIECES} pieces"
         return text
     if ins.opcode == OP_PREFETCH:
         b = g(BUFFER)
