@@ -125,6 +125,7 @@ def _gemvs(words):
      "only a load lands in pieces"),
     (_piece_loads, lambda row: isa.GUARD_SOURCE.set(row, isa.SOURCE_SCALAR), "a load with a condition"),
     (_piece_loads, lambda row: isa.ROWS.set(row, 15), "cannot land in 2 pieces"),
+    (_piece_loads, lambda row: isa.TBOXES.set(row, 1), "copies whole boxes in each piece"),
 ])
 def test_a_forged_program_breaking_the_rules_is_refused_naming_the_micro_op(pick, change, message):
     program = compile_to_encoded(build_gemv(256, 1024, rows_per_tile=16, k_chunks=1), num_sms=2, **PIECES)
