@@ -27,6 +27,7 @@
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
 // CHECK-NEXT:       release-first=false
+// CHECK-NEXT:       tile-pieces=false
 // CHECK-NEXT:   vdir-pipeline {{ +}}All vdir passes in order.
 // CHECK-NEXT:       target=""
 // CHECK-NEXT:       num-sms=<unset>
@@ -44,6 +45,7 @@
 // CHECK-NEXT:       flag-words=0
 // CHECK-NEXT:       hold-streams=0
 // CHECK-NEXT:       release-first=false
+// CHECK-NEXT:       tile-pieces=false
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program
