@@ -135,7 +135,8 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     b.place(top)
     b.bra(done, b.setp("ge.u32", p, npass), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
-    _await_rows(cc, second, b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rpp))
+    if second is not None:
+        _await_rows(cc, second, b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rpp))
     active = b.setp("lt.u32", r, R)
     s = F.warp_sum(b, _warp_row_partials(cc, rs.seg, [r], active, inv)[0])
     tot = _combine_partials(cc, rs, p, s)
