@@ -43,9 +43,10 @@
 #              accesses, a flag in every word), idle and with every SM streaming
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
-#   pieces   - weight tiles in two halves (vdir-pipeline{tile-pieces=true}): their GPU tests, then the
-#              gemv sweep without and with them, alternated, two rounds, compared ($PIECES_ARGS: more
-#              bench_sweep.py arguments, e.g. --gemv 2048x2048)
+#   pieces   - weight tiles in two halves (vdir-pipeline{tile-pieces=true}): their GPU tests, the gemv
+#              sweep without and with them, alternated, two rounds, compared ($PIECES_ARGS: more
+#              bench_sweep.py arguments, e.g. --gemv 2048x2048), then two gemvs traced without and with
+#              them (bench/sm_pace.py: each engine's first start and last end over the SMs)
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   flagwords - the flag-word hand-offs in one go: their GPU tests, the 1B step timed with
@@ -244,7 +245,11 @@ for what in $steps; do
           runs+=("$json")
         done
       done
-      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/pieces-ab.log" ;;
+      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/pieces-ab.log"
+      for pipe in "" "--pipeline tile-pieces=true"; do  # each engine's first start and last end, traced
+        timeout ${PACE_TIMEOUT:-60} python3 bench/sm_pace.py --gemv 2048x2048 --gemv 8192x1024 --launches 3 --flush-l2 \
+          $pipe 2>&1 | tee -a "$OUT/pieces-trace.log" | grep -E "^gemv|first start"
+      done ;;
     holds-decode)
       DECODE_ARGS="--torch-compile none --pipeline hold-streams=1,release-first=true" decode_all ;;
     buckets)

@@ -58,6 +58,7 @@ from bench.bench_sweep import gemv_shape  # noqa: E402
 from vdir.device_runtime.trace import Trace, TraceEvent  # noqa: E402
 from vdir.lowering.options import LoweringOptionError, LoweringOptions  # noqa: E402
 from vdir.target import EngineKind, get_target  # noqa: E402
+from vdir.transforms.pipeline_options import PipelineOptionError, PipelineOptions  # noqa: E402
 
 #: ``--sim``: the gemv and the SMs it runs on
 SIM_GEMV, SIM_SMS = (512, 1024), 4
@@ -114,17 +115,17 @@ def step_and_gap(events: Sequence[TraceEvent], engine: int) -> tuple[float, floa
 
 
 def traces(backend: str, m: int, k: int, num_sms: int | None, launches: int,
-           flush_l2: bool = False, options: LoweringOptions | None = None
+           flush_l2: bool = False, options: LoweringOptions | None = None, pipeline: PipelineOptions | None = None,
            ) -> tuple[list, Trace, int, list[tuple[int, ...] | None]]:
     """The events of ``launches`` traced launches of the gemv, the first launch's trace, the SMs, and
     per launch the SM each CTA ran on (None where the backend does not record it); with ``flush_l2``,
     :data:`FLUSH_BYTES` written before each launch; ``options``: the lowering options (None: the defaults;
-    ``trace`` is turned on either way)."""
+    ``trace`` is turned on either way); ``pipeline``: the pass pipeline's (None: the defaults)."""
     import vdir
     from vdir.frontend.examples import build_gemv
     from vdir.transforms.pipeline import compile_to_encoded
 
-    program = compile_to_encoded(build_gemv(m, k), num_sms=num_sms)
+    program = compile_to_encoded(build_gemv(m, k), pipeline, num_sms=num_sms)
     rng = np.random.default_rng()
     runs: list[list[TraceEvent]] = []
     placements: list[tuple[int, ...] | None] = []
@@ -235,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                          "streams from the HBM")
     ap.add_argument("--lowering", default="", metavar="KEY=VALUE[,KEY=VALUE]",
                     help="lowering options beside trace=1 (e.g. control_warp=1)")
+    ap.add_argument("--pipeline", default="", metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="vdir-pipeline options of the gemvs (e.g. tile-pieces=true)")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")
@@ -242,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         lowering = LoweringOptions.parse(opts.lowering)
     except LoweringOptionError as e:
         ap.error(f"--lowering: {e}")
+    try:
+        pipeline = PipelineOptions.parse(opts.pipeline)
+    except PipelineOptionError as e:
+        ap.error(f"--pipeline: {e}")
     if opts.sim:
         if opts.gemv:
             ap.error("--sim traces its own small gemv: leave out --gemv")
@@ -261,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     first_placements: list[tuple[int, ...] | None] = []
     for m, k in shapes:
         runs, first, sms, placements = traces(backend, m, k, num_sms, opts.launches, opts.flush_l2,
-                                               lowering)
+                                               lowering, pipeline)
         first_placements.append(placements[0])
         print(f"gemv {m}x{k} on {sms} SMs, {opts.launches} launches ({backend})")
         paces = report(runs, first, sms, stream, target.engine_names)
