@@ -200,6 +200,17 @@ def piece_mbarrier_offset(window: int) -> int:
     return SMEM_PIECE_MBARRIERS + 8 * window
 
 
+def piece_window(b, arena_offset):  # noqa: ANN001, ANN201 -- a PtxBuilder and its registers
+    """The register of the tile arena window (``isa.TILE_PIECE_MIN_BYTES``) that holds the register
+    ``arena_offset``: the stream engine arms its mbarrier, the gemv waits on it."""
+    return b.i("shr.u32", "u32", arena_offset, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
+
+
+def piece_mbarrier(b, base, window):  # noqa: ANN001, ANN201 -- a PtxBuilder and its registers
+    """The shared address of the piece mbarrier of the register ``window`` (``base``: the header's)."""
+    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", window, 8, base), SMEM_PIECE_MBARRIERS)
+
+
 def fetch_window(engine: int) -> int:
     """Header offset of engine ``engine``'s instruction window: the windows follow each other from
     ``SMEM_IWINDOW`` in queue order, ``FETCH_DEPTH`` instructions each."""

@@ -86,10 +86,8 @@ def _second_half(cc: "F.ComputeCtx") -> _SecondHalf:
     b = cc.b
     c = cc.c
     waits = b.setp("ne.u32", b.i("and.b32", "u32", cc.p2, isa.GEMV_WEIGHT_PIECES), 0)
-    window = b.i("sub.u32", "u32", cc.ins[0], c.arena)  # type: ignore[attr-defined]
-    window = b.i("shr.u32", "u32", window, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
-    bar = b.i("mad.lo.u32", "u32", window, 8, c.base)  # type: ignore[attr-defined]
-    bar = b.i("add.u32", "u32", bar, F.L.SMEM_PIECE_MBARRIERS)
+    window = F.L.piece_window(b, b.i("sub.u32", "u32", cc.ins[0], c.arena))  # type: ignore[attr-defined]
+    bar = F.L.piece_mbarrier(b, c.base, window)  # type: ignore[attr-defined]
     return _SecondHalf(waits, b.i("shr.u32", "u32", cc.p0, 1), bar)
 
 

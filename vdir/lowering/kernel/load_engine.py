@@ -181,7 +181,7 @@ def _window_free_for_pieces(s: LoadLoop, f: Fields) -> SSAValue:
     assert s.pieces is not None
     flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_PIECES)
     in_pieces = b.setp("ne.u32", flags, 0)
-    window = piece_window(c, f.read(isa.SMEM))
+    window = L.piece_window(b, f.read(isa.SMEM))
     bit = b.i("shl.b32", "u32", 1, window)
     armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces.pending, bit), 0)
     go = b.new_label("ld_piece_window_free")
@@ -192,17 +192,11 @@ def _window_free_for_pieces(s: LoadLoop, f: Fields) -> SSAValue:
     return in_pieces
 
 
-def piece_window(c: Ctx, smem: SSAValue) -> SSAValue:
-    """The tile arena window (``isa.TILE_PIECE_MIN_BYTES``) of arena offset ``smem``."""
-    return c.b.i("shr.u32", "u32", smem, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
-
-
-def piece_barrier(c: Ctx, window: SSAValue | int) -> SSAValue:
+def _piece_barrier(c: Ctx, window: SSAValue | int) -> SSAValue:
     """The shared address of window ``window``'s piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``)."""
-    b = c.b
     if isinstance(window, int):
-        return b.i("add.u32", "u32", c.base, L.piece_mbarrier_offset(window))
-    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", window, 8, c.base), L.SMEM_PIECE_MBARRIERS)
+        return c.b.i("add.u32", "u32", c.base, L.piece_mbarrier_offset(window))
+    return L.piece_mbarrier(c.b, c.base, window)
 
 
 def _piece_landed(c: Ctx, window: SSAValue | int, wait: str) -> SSAValue:
@@ -211,7 +205,7 @@ def _piece_landed(c: Ctx, window: SSAValue | int, wait: str) -> SSAValue:
     a while)."""
     b = c.b
     landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], 0", outs=["pred"],
-                   ins=[piece_barrier(c, window)])[0]
+                   ins=[_piece_barrier(c, window)])[0]
     return b.i("vote.sync.all.pred", "pred", landed, FULL)
 
 
@@ -226,8 +220,8 @@ def _arm_last_half(s: LoadLoop, smem: SSAValue) -> SSAValue:
     which complete on it."""
     c, b = s.c, s.c.b
     assert s.pieces is not None
-    window = piece_window(c, smem)
-    last = piece_barrier(c, window)
+    window = L.piece_window(b, smem)
+    last = _piece_barrier(c, window)
     b.raw("mbarrier.init.shared::cta.b64", "[{0}], 1", ins=[last], guard=s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.raw("fence.proxy.async.shared::cta", "")
