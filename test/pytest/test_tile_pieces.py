@@ -182,3 +182,16 @@ def test_more_tiles_in_pieces_than_ring_slots_per_sm():
         assert np.array_equal(got.view(np.uint16), whole.view(np.uint16))
     want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
     assert np.abs(whole.astype(np.float64).reshape(-1) - want).max() <= 2e-2 * np.abs(want).max()
+
+
+def test_tiles_in_pieces_inside_rerolled_loops_pass_the_checks():
+    """64 tiles per SM encode as loop records whose ring words step the tiles' offsets: the marks and the
+    checks go by the executed queues, and every stream load of each SM lands in pieces."""
+    program = compile_to_encoded(build_gemv(2048, 1024, rows_per_tile=16, k_chunks=1), num_sms=2, **PIECES)
+    assert program.has_loops
+    isa.check_untrusted(program)
+    executed = program.executed_instrs().reshape(-1, isa.INSTR_WORDS)
+    ops = isa.OPCODE.column(executed)
+    pieces = (ops == isa.OP_LOAD) & ((isa.TRANSFER_FLAGS.column(executed) & isa.TRANSFER_PIECES) != 0)
+    assert int(pieces.sum()) == 2048 // 16
+    assert uses_tile_pieces(program)
