@@ -94,7 +94,9 @@ def _second_half(cc: "F.ComputeCtx") -> _SecondHalf:
 def _await_rows(cc: "F.ComputeCtx", second: "_SecondHalf | None", rows_end: SSAValue) -> None:
     """Before reading weight rows below ``rows_end``: where the tile lands in pieces and some of them
     lie in its last half, wait until it has landed (each lane's ``try_wait`` acquires its bytes; a
-    phase already complete passes at once, so a later pass pays one test)."""
+    phase already complete passes at once, so a later pass pays one test). The wait needs no watchdog:
+    the tile's bits were signalled after both halves' copies were issued, and an issued copy lands (an
+    aborting stream engine, too, waits for its copies in flight)."""
     if second is None:
         return
     b = cc.b
