@@ -1280,20 +1280,17 @@ def check_tile_pieces(program: "EncodedProgram") -> None:
     and by nothing else, and every gemv that waits for pieces (:data:`GEMV_WEIGHT_PIECES`) reads a
     tile that lands in them (:func:`tile_piece_problems`); ValueError naming the first micro-op
     otherwise. A reader that did not wait would read rows still in flight, and a gemv that waits for
-    a tile that lands whole would wait on a ticket no load wrote."""
-    target = get_target(program.target)
-    if any(len(row) != target.num_engines for row in program.queues):
-        return
+    a tile that lands whole would wait on an mbarrier no load armed. A queue table that does not match
+    the target's engines, or malformed loop records, are left to the readers that report them."""
     instrs = program.instrs.reshape(-1, INSTR_WORDS)
-    if not (((TRANSFER_FLAGS.column(instrs) & TRANSFER_PIECES) != 0) & (OPCODE.column(instrs) != OP_COMPUTE)).any() \
-            and not _gemv_piece_flags(instrs).any():
+    flagged = ((TRANSFER_FLAGS.column(instrs) & TRANSFER_PIECES) != 0) & (OPCODE.column(instrs) != OP_COMPUTE)
+    if not flagged.any() and not _gemv_piece_flags(instrs).any():
         return
-    try:
-        program.check_loops()
-    except LoopFormError:
-        return
-    for sm in range(len(program.queues)):
-        queues = [program.executed_queue(sm, e) for e in range(target.num_engines)]
+    target = get_target(program.target)
+    per_sm: dict[int, list[np.ndarray]] = {}
+    for engine, _spec, sm, words in _checked_queues(program):
+        per_sm.setdefault(sm, [instrs[:0]] * target.num_engines)[engine] = words
+    for sm, queues in sorted(per_sm.items()):
         problems = tile_piece_problems(target.engines, queues)
         if problems:
             engine, pos, why = problems[0]
