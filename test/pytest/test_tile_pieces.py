@@ -195,3 +195,24 @@ def test_tiles_in_pieces_inside_rerolled_loops_pass_the_checks():
     pieces = (ops == isa.OP_LOAD) & ((isa.TRANSFER_FLAGS.column(executed) & isa.TRANSFER_PIECES) != 0)
     assert int(pieces.sum()) == 2048 // 16
     assert uses_tile_pieces(program)
+
+
+def test_the_simulators_clock_starts_a_gemv_on_the_first_half_of_its_tile():
+    """The clock retires a tile in pieces when its first half has landed and holds the gemv's second half
+    of body until its last half has: the same bytes, a sooner end (the GPU measured the first form
+    slower: docs/performance.md, round 48)."""
+    from vdir.device_runtime.sim import simulate
+
+    module = build_gemv(512, 1024, rows_per_tile=16, k_chunks=1)
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((512, 1024)) / 32).astype(bfloat16)
+    x = rng.standard_normal((1, 1024)).astype(bfloat16)
+    runs = []
+    for pipeline in ({}, PIECES):
+        program = compile_to_encoded(module, num_sms=4, **pipeline)
+        arrays = [w.copy(), x.copy(), np.zeros((1, 512), bfloat16)]
+        runs.append((simulate(program, arrays).launch_time_us, arrays[2]))
+    (whole_us, whole), (pieces_us, pieces) = runs
+    assert np.abs(whole.astype(np.float32)).max() > 0
+    assert np.array_equal(whole.view(np.uint16), pieces.view(np.uint16))
+    assert pieces_us < whole_us
