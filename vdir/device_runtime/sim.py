@@ -1291,14 +1291,15 @@ class Simulation:
             end = start + op.latency_us + op.busy_us
         else:
             # a tile in pieces (isa.TRANSFER_PIECES) retires, and signals, once its first half has landed
-            first = region.nbytes // isa.TILE_PIECES if region is not None and op.pieces else 0
+            nbytes = region.nbytes if region is not None else 0
+            first = nbytes // isa.TILE_PIECES if op.pieces else 0
             begin = max(start + op.latency_us, self.landed[sm])
             if region is not None and self.ledger is not None:  # the SMs draw on the HBM together
                 half = self.ledger.stream(begin, first) if first else begin
-                end = self.landed[sm] = self.ledger.stream(half, region.nbytes - first)
+                end = self.landed[sm] = self.ledger.stream(half, nbytes - first)
             else:
                 end = self.landed[sm] = begin + op.busy_us
-                half = begin + op.busy_us * first / region.nbytes if first else begin
+                half = begin + op.busy_us * first / nbytes if first else begin
             if first:
                 self.last_half[sm, op.tile.smem] = end
                 end = half
