@@ -19,6 +19,7 @@ consumer of it) will toggle can never deadlock the engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -71,15 +72,10 @@ class LoadLoop:
     done: str
     abort: str
     policy: SSAValue | None  # the L2 cache policy the copies carry (None: the default)
-    pieces: "_Pieces | None" = None  # the stream engine of a kernel whose tiles may land in pieces
-
-
-@dataclass
-class _Pieces:
-    """The stream engine's register for tiles that land in pieces (``isa.TRANSFER_PIECES``): each tile
-    arena window has an mbarrier for a tile's last half (``layout.SMEM_PIECE_MBARRIERS``)."""
-
-    pending: SSAValue  # bit w: window w's mbarrier is armed by a tile whose last half may not have landed
+    #: the stream engine of a kernel whose tiles may land in pieces (``isa.TRANSFER_PIECES``): bit w is
+    #: set while tile arena window w's piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``) is armed by a
+    #: tile whose last half may not have landed; None in every other engine
+    pieces_pending: SSAValue | None = None
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -112,9 +108,9 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
-    pieces = _Pieces(b.var("u32", 0)) if kind == EngineKind.STREAM and c.tile_pieces else None
+    pending = b.var("u32", 0) if kind == EngineKind.STREAM and c.tile_pieces else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
-                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy, pieces)
+                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy, pending)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -146,7 +142,7 @@ def _issue_next(s: LoadLoop) -> None:
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
-    in_pieces = _window_free_for_pieces(s, f) if s.pieces is not None else None
+    in_pieces = _window_free_for_pieces(s, f) if s.pieces_pending is not None else None
     # what to signal at retirement (in order, from the ring), kept in the registers of the lane
     # whose index is the slot: the retirement needs no round trip through shared memory
     holder = b.setp("eq.u32", c.lane, slot)
@@ -178,16 +174,16 @@ def _window_free_for_pieces(s: LoadLoop, f: Fields) -> SSAValue:
     is in flight onto it when it is initialised again; the readers of that tile, which the load waits
     for, have seen it land, so this only guards a forged program), else mark it landed."""
     c, b = s.c, s.c.b
-    assert s.pieces is not None
+    assert s.pieces_pending is not None
     flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_PIECES)
     in_pieces = b.setp("ne.u32", flags, 0)
     window = L.piece_window(b, f.read(isa.SMEM))
     bit = b.i("shl.b32", "u32", 1, window)
-    armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces.pending, bit), 0)
+    armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces_pending, bit), 0)
     go = b.new_label("ld_piece_window_free")
     b.bra(go, b.i("and.pred", "pred", in_pieces, armed), neg=True, uniform=True)
     b.bra(s.idle, _piece_landed(c, window, "test_wait"), neg=True, uniform=True)
-    b.i("xor.b32", "u32", s.pieces.pending, bit, dst=s.pieces.pending)
+    b.i("xor.b32", "u32", s.pieces_pending, bit, dst=s.pieces_pending)
     b.place(go)
     return in_pieces
 
@@ -219,13 +215,13 @@ def _arm_last_half(s: LoadLoop, smem: SSAValue) -> SSAValue:
     ``fence.proxy.async.shared::cta`` orders it before the copies that lane issues (async proxy),
     which complete on it."""
     c, b = s.c, s.c.b
-    assert s.pieces is not None
+    assert s.pieces_pending is not None
     window = L.piece_window(b, smem)
     last = _piece_barrier(c, window)
     b.raw("mbarrier.init.shared::cta.b64", "[{0}], 1", ins=[last], guard=s.lane0)
     b.raw("bar.warp.sync", "%d" % FULL)
     b.raw("fence.proxy.async.shared::cta", "")
-    b.i("or.b32", "u32", s.pieces.pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces.pending)
+    b.i("or.b32", "u32", s.pieces_pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces_pending)
     return last
 
 
@@ -256,6 +252,17 @@ def _tensor_in_pieces(s: LoadLoop, f: Fields, dst0: SSAValue, bar: SSAValue, fir
     half_bytes = b.i("mul.lo.u32", "u32", b.i("shr.u32", "u32", rows, 1), row_bytes)
     last = _arm_last_half(s, smem)
     tensor_load_halves(c, f, dst0, row_bytes, half_bytes, bar, last, first, p_ctr, s.policy)
+
+
+def _unless_in_pieces(s: LoadLoop, in_pieces: SSAValue, issued: str, copy_in_pieces: Callable[[], None]) -> None:
+    """Where the load lands in pieces, emit its copies (``copy_in_pieces``) and branch to ``issued``;
+    the code after this call copies a tile whole."""
+    b = s.c.b
+    whole = b.new_label("ld_whole")
+    b.bra(whole, in_pieces, neg=True, uniform=True)
+    copy_in_pieces()
+    b.bra(issued)
+    b.place(whole)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
@@ -309,11 +316,7 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
         if in_pieces is not None:
-            whole = b.new_label("ld_tensor_whole")
-            b.bra(whole, in_pieces, neg=True, uniform=True)
-            _tensor_in_pieces(s, f, dst0, bar, first, p_ctr)
-            b.bra(issued)
-            b.place(whole)
+            _unless_in_pieces(s, in_pieces, issued, lambda: _tensor_in_pieces(s, f, dst0, bar, first, p_ctr))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr, s.policy)
         b.bra(issued)
         b.place(plain)
@@ -322,11 +325,7 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, s.engine, s.pos, s.abort)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
     if in_pieces is not None:
-        whole = b.new_label("ld_whole")
-        b.bra(whole, in_pieces, neg=True, uniform=True)
-        _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr)
-        b.bra(issued)
-        b.place(whole)
+        _unless_in_pieces(s, in_pieces, issued, lambda: _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr))
     contig = b.setp("eq.u32", stride, row_bytes)
     if c.options.lsu_loads:
         b.raw("fence.proxy.async.global", "", guard=p_ctr)
@@ -413,7 +412,7 @@ def _drain(s: LoadLoop) -> None:
     b.bra(dl)
     b.place(dd)
     b.place(s.done)
-    if s.pieces is not None:
+    if s.pieces_pending is not None:
         _await_pieces(s)
     b.bra(c.exit_label)
 
@@ -423,10 +422,10 @@ def _await_pieces(s: LoadLoop) -> None:
     (a reader that aborted never waited for it), so that no copy writes into the shared memory of a
     CTA that has left."""
     c, b = s.c, s.c.b
-    assert s.pieces is not None
+    assert s.pieces_pending is not None
     for window in range(L.piece_windows(c.target.smem_per_block)):
         skip, spin = b.new_label(f"ld_piece_drained_{window}"), b.new_label(f"ld_piece_drain_{window}")
-        armed = b.i("and.b32", "u32", s.pieces.pending, 1 << window)
+        armed = b.i("and.b32", "u32", s.pieces_pending, 1 << window)
         b.bra(skip, b.setp("eq.u32", armed, 0), uniform=True)
         b.place(spin)
         b.bra(spin, _piece_landed(c, window, "try_wait"), neg=True, uniform=True)
