@@ -346,6 +346,30 @@ def test_vdir_opt_with_standard_streams_closed(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "error: standard output is closed: write the result to a file with -o"
 
 
+def test_vdir_opt_with_a_target_whose_package_is_missing(tmp_path, monkeypatch, capsys):
+    """One of xDSL's targets whose Python package is not installed (``-t llvm`` without llvmlite)
+    used to end in a ModuleNotFoundError traceback; now one line names the package."""
+    from vdir.tools.vdir_opt import VdirOptMain
+    from vdir.tools.vdir_opt import main as opt_main
+
+    def missing() -> type:
+        raise ModuleNotFoundError("No module named 'no_such_package'", name="no_such_package")
+
+    registered = VdirOptMain.register_all_targets
+
+    def with_missing(self: VdirOptMain) -> None:
+        registered(self)
+        self.available_targets["needs-a-package"] = missing
+
+    monkeypatch.setattr(VdirOptMain, "register_all_targets", with_missing)
+    src = tmp_path / "gemv.mlir"
+    src.write_text((Path(__file__).resolve().parents[2] / "examples" / "gemv.mlir").read_text())
+    assert opt_main([str(src), "-t", "needs-a-package"]) == 1
+    out = capsys.readouterr()
+    assert out.err.strip() == "error: target 'needs-a-package' needs the Python package 'no_such_package', which is not installed"
+    assert out.out == ""
+
+
 # ---------------------------------------------------------------------------
 # Forged counts in an encoded program's header
 # ---------------------------------------------------------------------------

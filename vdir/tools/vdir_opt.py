@@ -9,7 +9,9 @@ each step of a chunk reports a failure as a :class:`~vdir.diagnostics.UserError`
 runs the chunks. Unlike the stock driver, every error — a parse or verify
 failure, a pass that cannot apply, an unknown pass or option, a missing file —
 prints that one line on stderr and exits non-zero; with ``--split-input-file``
-every chunk runs, and the good chunks' output is still written. The
+every chunk runs, and the good chunks' output is still written. One of xDSL's
+own targets (``-t wgsl``, ``x86-asm``, ...) that fails on a vdir program, or
+prints nothing for it, is such an error too, naming vdir's targets. The
 diagnostics flags are mlir-opt's: ``--verify-diagnostics`` checks the errors
 against the input's ``expected-error`` comments (see
 :mod:`vdir.tools.expected_diagnostics`); ``--print-diagnostics`` (or xDSL's
@@ -25,6 +27,7 @@ import inspect
 import re
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from io import BytesIO
 from typing import IO, ClassVar, NoReturn
@@ -58,6 +61,12 @@ STDIN_ARG = "-"
 STDIN_NAME = "<stdin>"
 #: What separates the chunks of ``--split-input-file``, in the input and in the output.
 CHUNK_SEPARATOR = "// -----\n"
+#: The targets that print vdir programs: vdir's own and the IR's text form.
+VDIR_TARGETS = (*VDIR_UNIVERSE.all_targets, "mlir")
+#: What a failure of any other target adds.
+_FOREIGN_TARGET = f"it is one of xDSL's targets, for other dialects (vdir's: {', '.join(VDIR_TARGETS)})"
+#: The most characters of a foreign target's own reason that a diagnostic quotes.
+_MAX_FOREIGN_REASON = 120
 
 
 class VdirOptMain(xDSLOptMain):
@@ -106,13 +115,16 @@ class VdirOptMain(xDSLOptMain):
         except ArgSpecParseError as e:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_spec_error(e)}") from None
         spec = parse_spec(self.args.target)
-        factory = self.available_targets[spec.name]
-        if not inspect.signature(factory).parameters:  # a Target class (not a legacy printing function)
-            try:
+        try:
+            factory = self.available_targets[spec.name]
+            if not inspect.signature(factory).parameters:  # a Target class (not a legacy printing function)
                 # xDSL types a target as one of two callables told apart by arity, as checked above
                 factory().from_spec(spec)  # pyright: ignore[reportCallIssue]
-            except ValueError as e:
-                raise UserError(f"error: bad target '{self.args.target}': {e}") from None
+        except ValueError as e:
+            raise UserError(f"error: bad target '{self.args.target}': {e}") from None
+        except ImportError as e:  # one of xDSL's targets whose Python package is not installed
+            raise UserError(f"error: target '{spec.name}' needs the Python package '{e.name}', "
+                            "which is not installed") from None
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input file's bytes, or standard input when the file is ``-`` or not given."""
@@ -164,14 +176,26 @@ class VdirOptMain(xDSLOptMain):
         return failure_message(e, self.get_input_name(), prefix=f"{pass_name}: ")
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        """The target's text for ``prog``; a target that cannot print it is one located error."""
+        """The target's text for ``prog``; a target that cannot print it, or one of xDSL's that
+        prints nothing for a program that is not empty (it knows none of its operations), is one
+        located error."""
+        foreign = parse_spec(self.args.target).name not in VDIR_TARGETS
+        where = f"{self.get_input_name()}: error: target '{self.args.target}'"
         try:
-            return super().output_resulting_program(prog)
+            with warnings.catch_warnings():
+                if foreign:  # xDSL's printers warn about the operations they do not know, on stderr
+                    warnings.simplefilter("ignore")
+                text = super().output_resulting_program(prog)
         except UserError:
             raise
         except Exception as e:
             reason = one_line(str(e)) or type(e).__name__
-            raise UserError(f"{self.get_input_name()}: error: target '{self.args.target}' failed: {reason}") from None
+            if foreign:  # its reason may quote the whole program
+                raise UserError(f"{where} failed: {_clipped(reason)}; {_FOREIGN_TARGET}") from None
+            raise UserError(f"{where} failed: {reason}") from None
+        if foreign and not text.strip() and prog.body.block.ops:
+            raise UserError(f"{where} printed nothing for this program; {_FOREIGN_TARGET}")
+        return text
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         """xDSL's arguments, with MLIR's meaning of ``--verify-diagnostics`` and vdir's ``--print-diagnostics``;
@@ -410,6 +434,11 @@ def _repeated_option(spec: str) -> str | None:
     except ArgSpecParseError:
         return None
     return None
+
+
+def _clipped(reason: str) -> str:
+    """``reason`` cut to :data:`_MAX_FOREIGN_REASON` characters, marked where cut."""
+    return reason if len(reason) <= _MAX_FOREIGN_REASON else reason[:_MAX_FOREIGN_REASON] + "..."
 
 
 def _spec_error(e: ArgSpecParseError) -> str:
