@@ -65,7 +65,7 @@ CHUNK_SEPARATOR = "// -----\n"
 VDIR_TARGETS = (*VDIR_UNIVERSE.all_targets, "mlir")
 #: What a failure of any other target adds.
 _FOREIGN_TARGET = f"it is one of xDSL's targets, for other dialects (vdir's: {', '.join(VDIR_TARGETS)})"
-#: The most characters of a foreign target's own reason that a diagnostic quotes.
+#: The most characters of a foreign target's or pass's own reason that a diagnostic quotes.
 _MAX_FOREIGN_REASON = 120
 
 
@@ -164,6 +164,12 @@ class VdirOptMain(xDSLOptMain):
                 p.apply(self.ctx, prog)
             except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass
                 raise UserError(self._pass_failure(p.name, e)) from None
+            except Exception as e:
+                if p.name in VDIR_UNIVERSE.all_passes:
+                    raise
+                reason = _clipped(one_line(str(e)) or type(e).__name__)  # one of xDSL's passes, off its path
+                raise UserError(f"{self.get_input_name()}: error: {p.name}: {reason}; "
+                                "it is one of xDSL's passes, and failed on this program") from None
             if self.args.time_passes:
                 self.pass_times.append((p.name, time.perf_counter() - start))
             if not self.args.disable_verify:
