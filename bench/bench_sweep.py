@@ -200,7 +200,7 @@ def one_line(e: BaseException, n: int = 200) -> str:
 def pipeline_options(opts) -> dict:
     """The vdir-pipeline options the command line sets for every program."""
     return {"side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
-            "release_first": opts.release_first, "tile_pieces": opts.tile_pieces}
+            "release_first": opts.release_first}
 
 
 def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None,
@@ -375,7 +375,6 @@ def print_table(doc: dict) -> None:
           f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
           f"side-loads: {doc.get('side_loads', DEFAULT_SIDE_LOADS)}  flag-words: {doc.get('flag_words', 0)}  "
           f"hold-streams: {doc.get('hold_streams', 0)}  release-first: {doc.get('release_first', False)}  "
-          f"tile-pieces: {doc.get('tile_pieces', False)}  "
           f"weight tiles of at most {doc['tile_bytes']} bytes, gemv tile rows: {doc['gemv_tile_rows']}")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -454,7 +453,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
            "side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
-           "release_first": opts.release_first, "tile_pieces": opts.tile_pieces,
+           "release_first": opts.release_first,
            "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
            "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
@@ -687,9 +686,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--release-first", action="store_true",
                     help="vdir-pipeline's release-first for every vdir program: a store a stream load on its "
                          "SM waits for releases its counter before its bits")
-    ap.add_argument("--tile-pieces", action="store_true",
-                    help="vdir-pipeline's tile-pieces for every vdir program: a gemv's weight tile lands in two "
-                         "halves and the gemv starts on the first")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
     if opts.gemv and opts.only == "mlp":

@@ -43,10 +43,6 @@
 #              accesses, a flag in every word), idle and with every SM streaming
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
-#   pieces   - weight tiles in two halves (vdir-pipeline{tile-pieces=true}): their GPU tests, the gemv
-#              sweep without and with them, alternated, two rounds, compared ($PIECES_ARGS: more
-#              bench_sweep.py arguments, e.g. --gemv 2048x2048), then two gemvs traced without and with
-#              them (bench/sm_pace.py: each engine's first start and last end over the SMs)
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
 #              after launch, in two programs, compared by CTA and by SM ($PACE_ARGS)
 #   flagwords - the flag-word hand-offs in one go: their GPU tests, the 1B step timed with
@@ -231,24 +227,6 @@ for what in $steps; do
         timeout ${SWEEP_TIMEOUT:-280} python3 bench/bench_sweep.py --torch-compile none $holds \
           --json "$OUT/holds-sweep-$tag-$(date +%s).json" 2>&1 | tee -a "$OUT/holds-sweep.log" \
           | grep -E "gemv|MLP|FAIL|release-first" | tee -a "$OUT/info.log"
-      done ;;
-    pieces)
-      timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider -rs -m gpu test/pytest/test_tile_pieces.py \
-        2>&1 | tee "$OUT/pieces-test.log" | tail -n 5
-      runs=()
-      for round in 1 2; do  # the gemvs without and with tile pieces, alternated
-        for tag in whole pieces; do
-          flag=""; [ $tag = pieces ] && flag="--tile-pieces"
-          json="$OUT/pieces-$tag-$round.json"
-          timeout ${SWEEP_TIMEOUT:-150} python3 bench/bench_sweep.py --only gemv --torch-compile none --iters 100 \
-            $flag $PIECES_ARGS --json "$json" 2>&1 | tee -a "$OUT/pieces-sweep.log" | grep -E "^gemv|FAIL" | tee -a "$OUT/info.log"
-          runs+=("$json")
-        done
-      done
-      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/pieces-ab.log"
-      for pipe in "" "--pipeline tile-pieces=true"; do  # each engine's first start and last end, traced
-        timeout ${PACE_TIMEOUT:-60} python3 bench/sm_pace.py --gemv 2048x2048 --gemv 8192x1024 --launches 3 --flush-l2 \
-          $pipe 2>&1 | tee -a "$OUT/pieces-trace.log" | grep -E "^gemv|first start"
       done ;;
     holds-decode)
       DECODE_ARGS="--torch-compile none --pipeline hold-streams=1,release-first=true" decode_all ;;

@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lowering", default="", metavar="KEY=VALUE[,KEY=VALUE]",
                     help="lowering options beside trace=1 (e.g. control_warp=1)")
     ap.add_argument("--pipeline", default="", metavar="KEY=VALUE[,KEY=VALUE]",
-                    help="vdir-pipeline options of the gemvs (e.g. tile-pieces=true)")
+                    help="vdir-pipeline options of the gemvs (e.g. hold-streams=1)")
     opts = ap.parse_args(argv)
     if opts.launches < 1:
         ap.error(f"--launches must be positive, not {opts.launches}")

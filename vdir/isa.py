@@ -251,21 +251,8 @@ TRANSFER_FLAG_WORDS = 1
 #: nops as well, the last of them holding its bits. Only a store, or a nop of the store engine,
 #: carries it; either order is the same completion (both are releases of the same writes).
 TRANSFER_RELEASE_FIRST = 2
-#: a weight tile that lands in two halves (``vdir.analysis.tile_pieces``): a load of the stream engine
-#: copies the first half of its rows onto its ring slot's mbarrier, whose completion signals its bits,
-#: and the second onto the mbarrier of its tile-arena window (:data:`TILE_PIECE_MIN_BYTES` each), which
-#: it initialises afresh; each of its readers is a gemv with :data:`GEMV_WEIGHT_PIECES` that waits on
-#: that mbarrier before the rows of the second half (:func:`check_tile_pieces`)
-TRANSFER_PIECES = 4
 #: every flag a load or store may carry (any other bit of TRANSFER_FLAGS is refused: check_transfer_flags)
-TRANSFER_KNOWN_FLAGS = TRANSFER_FLAG_WORDS | TRANSFER_RELEASE_FIRST | TRANSFER_PIECES
-#: the parts a tile with :data:`TRANSFER_PIECES` lands in (halves of its rows)
-TILE_PIECES = 2
-#: the smallest tile that lands in pieces, and the windows of the tile arena that each have an
-#: mbarrier for a tile's last half: two tiles of this size or more alive at once never start in the
-#: same window, and a tile that starts in a window overlaps the one that started there before, so
-#: the load waits for that tile's readers (and their waits) before it initialises the mbarrier again
-TILE_PIECE_MIN_BYTES = 32768
+TRANSFER_KNOWN_FLAGS = TRANSFER_FLAG_WORDS | TRANSFER_RELEASE_FIRST
 #: bytes of a flag word: 4 bytes of a buffer, then the epoch of the launch that wrote them
 FLAG_WORD_BYTES = 8
 #: the bytes of a buffer one flag word holds
@@ -344,9 +331,6 @@ REDUCE_DTYPES = {REDUCE_ADD: ("f32",)}
 # gemv flags in P2
 GEMV_HAS_ACC = 1
 GEMV_OUT_F32 = 2
-#: the weight tile (input 0) lands in pieces (:data:`TRANSFER_PIECES`): wait for its second half
-#: before reading the rows that lie in it
-GEMV_WEIGHT_PIECES = 4
 
 # add flags in P2 (0: bf16 operands and result)
 ADD_IN_F32 = 1  # the operands are f32
@@ -1003,21 +987,14 @@ def assign_tensor_maps(instrs: np.ndarray, buffers: list["BufferInfo"],
     offset = GLOBAL_OFFSET.column(words)
     col_off = np.where(stride > 0, offset % np.maximum(stride, np.uint64(1)), offset)
     # the regions that differ only in their row share one form: (buffer, rows, row bytes, stride, column offset)
-    # a load in pieces (TRANSFER_PIECES) takes boxes of at most half its rows: each half whole boxes
-    pieces = ((ops[at] == OP_LOAD) & ((TRANSFER_FLAGS.column(words) & TRANSFER_PIECES) != 0)).astype(np.uint64)
     keys = np.stack([BUFFER.column(words).astype(np.uint64), ROWS.column(words).astype(np.uint64),
-                     ROW_BYTES.column(words).astype(np.uint64), stride, col_off, pieces], axis=1)
+                     ROW_BYTES.column(words).astype(np.uint64), stride, col_off], axis=1)
     unique, inverse = _unique_rows(keys)
     forms = []
     for key in unique.tolist():
-        b, rows, row_bytes, stride_b, col, halves = key
-        form = None
-        if b < len(buffers):
-            form = _region_form(buffers[b], b, rows // TILE_PIECES if halves else rows, row_bytes, stride_b, col,
-                                max_box_rows, view_bytes)
-        if form is not None and halves:
-            form = (form[0], form[1] * TILE_PIECES, form[2])
-        forms.append(form)
+        b, rows, row_bytes, stride_b, col = key
+        forms.append(_region_form(buffers[b], b, rows, row_bytes, stride_b, col, max_box_rows, view_bytes)
+                     if b < len(buffers) else None)
     row = np.where(stride > 0, offset // np.maximum(stride, np.uint64(1)), np.uint64(0))
     # a tensor copy needs a compile-time offset (a runtime one only the engine knows) and a row
     # within its signed 32-bit coordinates; the others are plain copies
@@ -1275,119 +1252,6 @@ def check_transfer_flags(program: "EncodedProgram") -> None:
                 raise ValueError(f"{program.describe(sm, engine, k)}: {why}")
 
 
-def check_tile_pieces(program: "EncodedProgram") -> None:
-    """Every tile that lands in pieces (:data:`TRANSFER_PIECES`) is read by gemvs that wait for them
-    and by nothing else, and every gemv that waits for pieces (:data:`GEMV_WEIGHT_PIECES`) reads a
-    tile that lands in them (:func:`tile_piece_problems`); ValueError naming the first micro-op
-    otherwise. A reader that did not wait would read rows still in flight, and a gemv that waits for
-    a tile that lands whole would wait on an mbarrier no load armed. A queue table that does not match
-    the target's engines, or malformed loop records, are left to the readers that report them."""
-    instrs = program.instrs.reshape(-1, INSTR_WORDS)
-    flagged = ((TRANSFER_FLAGS.column(instrs) & TRANSFER_PIECES) != 0) & (OPCODE.column(instrs) != OP_COMPUTE)
-    if not flagged.any() and not _gemv_piece_flags(instrs).any():
-        return
-    target = get_target(program.target)
-    per_sm: dict[int, list[np.ndarray]] = {}
-    for engine, _spec, sm, words in _checked_queues(program):
-        per_sm.setdefault(sm, [instrs[:0]] * target.num_engines)[engine] = words
-    for sm, queues in sorted(per_sm.items()):
-        problems = tile_piece_problems(target.engines, queues)
-        if problems:
-            engine, pos, why = problems[0]
-            raise ValueError(f"{program.describe(sm, engine, pos)}: {why}")
-
-
-def _gemv_piece_flags(words: np.ndarray) -> np.ndarray:
-    """Per record: a compute of family ``gemv`` with :data:`GEMV_WEIGHT_PIECES`."""
-    from vdir.families import get_family
-
-    return ((OPCODE.column(words) == OP_COMPUTE) & (FAMILY.column(words) == get_family("gemv").opcode)
-            & ((P2.column(words) & GEMV_WEIGHT_PIECES) != 0))
-
-
-def tile_piece_problems(engines: "Collection[EngineSpec]", queues: list[np.ndarray]) -> list[tuple[int, int, str]]:
-    """(engine, queue position, why) of each record of one SM's executed ``queues`` (one per engine,
-    in the target's order) that breaks the rules of tiles landing in pieces (:data:`TRANSFER_PIECES`):
-
-    * such a load is a plain load of the stream engine (no flag words, no condition) of an even
-      number of rows and at least :data:`TILE_PIECE_MIN_BYTES`;
-    * a gemv with :data:`GEMV_WEIGHT_PIECES` reads its weights at the offset of such a load, of as
-      many rows, and no load lands whole there;
-    * every other read of shared memory (a compute's inputs, a store's tile) stays clear of the tiles
-      that land in pieces.
-
-    Static and by offset: a tile slot that holds pieces once holds them for the whole program."""
-    from vdir.families import family_by_opcode, get_family
-
-    gemv = get_family("gemv").opcode
-    problems: list[tuple[int, int, str]] = []
-    pieces: dict[int, tuple[int, int]] = {}  # smem -> (rows, bytes)
-    whole: dict[int, tuple[int, int]] = {}  # smem -> the first load landing whole there
-    for e, (spec, words) in enumerate(zip(engines, queues, strict=True)):
-        ops, flags = OPCODE.column(words), TRANSFER_FLAGS.column(words)
-        for k in np.nonzero(ops == OP_LOAD)[0].tolist():
-            row, smem = words[k], int(SMEM.get(words[k]))
-            if not flags[k] & TRANSFER_PIECES:
-                whole.setdefault(smem, (e, k))
-                continue
-            rows, nbytes = int(ROWS.get(row)), int(ROWS.get(row)) * int(ROW_BYTES.get(row))
-            if spec.kind != EngineKind.STREAM:
-                problems.append((e, k, f"only the stream engine lands tiles in pieces, not the {spec.name} engine"))
-            elif flags[k] & TRANSFER_FLAG_WORDS:
-                problems.append((e, k, "a flag-word load cannot land in pieces"))
-            elif GUARD_SOURCE.get(row) != SOURCE_NONE:
-                problems.append((e, k, "a load with a condition cannot land in pieces"))
-            elif rows % TILE_PIECES or nbytes < TILE_PIECE_MIN_BYTES:
-                problems.append((e, k, f"a tile of {rows} rows and {nbytes} bytes cannot land in {TILE_PIECES} "
-                                       f"pieces (whole rows each, {TILE_PIECE_MIN_BYTES} bytes or more)"))
-            elif TMAP.get(row) and (TBOXES.get(row) % TILE_PIECES or TBOXES.get(row) * TBOX_ROWS.get(row) != rows):
-                problems.append((e, k, f"a tile in pieces copies whole boxes in each piece: {TBOXES.get(row)} boxes "
-                                       f"of {TBOX_ROWS.get(row)} rows do not split its {rows} rows in {TILE_PIECES}"))
-            elif pieces.setdefault(smem, (rows, nbytes)) != (rows, nbytes):
-                problems.append((e, k, f"tiles of different shapes land in pieces at shared offset {smem}"))
-    spans = sorted((smem, smem + n) for smem, (_r, n) in pieces.items())
-
-    def overlapped(lo: int, hi: int) -> bool:
-        return any(a < hi and lo < b for a, b in spans)
-
-    for e, words in enumerate(queues):
-        ops = OPCODE.column(words)
-        waits = _gemv_piece_flags(words)
-        for k in np.nonzero(ops == OP_COMPUTE)[0].tolist():
-            row, fam = words[k], family_by_opcode(int(FAMILY.get(words[k])))
-            try:
-                sig = fam.decode_operands(_param_words(row)) if fam is not None else None
-            except ValueError:  # bad parameter words: the readers of the family report them
-                sig = None
-            if sig is None:
-                continue
-            ins = [int(IN_SMEM[i].get(row)) for i in range(len(sig.inputs))]
-            if waits[k]:
-                w = ins[0]
-                if pieces.get(w, (None,))[0] != int(P0.get(row)):
-                    problems.append((e, k, f"a gemv waits for the pieces of its weights at shared offset {w}, "
-                                           "where no load of its SM lands a tile of its rows in pieces"))
-                elif w in whole:
-                    we, wk = whole[w]
-                    problems.append((we, wk, f"a load lands whole at shared offset {w}, where a gemv reads its "
-                                             "weights in pieces"))
-            for i, (off, t) in enumerate(zip(ins, sig.inputs, strict=True)):
-                if not (waits[k] and i == 0 and int(FAMILY.get(row)) == gemv) and overlapped(off, off + t.nbytes):
-                    problems.append((e, k, f"input {i} at shared offset {off} reads a tile that lands in pieces "
-                                           "without waiting for them"))
-        for k in np.nonzero(ops == OP_STORE)[0].tolist():
-            off, n = int(SMEM.get(words[k])), int(ROWS.get(words[k])) * int(ROW_BYTES.get(words[k]))
-            if spans and overlapped(off, off + n):
-                problems.append((e, k, f"a store reads shared offset {off}, a tile that lands in pieces"))
-    return problems
-
-
-def _param_words(row: np.ndarray):  # noqa: ANN202 -- a vdir.families.ParamWords (imported lazily)
-    from vdir.families import ParamWords
-
-    return ParamWords.read(row)
-
-
 def _checked_queues(program: "EncodedProgram") -> Iterator[tuple[int, EngineSpec, int, np.ndarray]]:
     """(engine index, its spec, SM, executed records) of each queue, engine by engine, of a program
     whose queue table matches its target's engines and whose loop records are well formed; none
@@ -1412,8 +1276,6 @@ def transfer_flags_error(opcode: int, flags: int, store_engine: bool) -> str | N
         return f"transfer flags {flags:#x} carry unknown bits {unknown:#x}"
     if flags & TRANSFER_RELEASE_FIRST and not (opcode == OP_STORE or (opcode == OP_NOP and store_engine)):
         return "only a store, or a nop of the store engine, releases before its bits (TRANSFER_RELEASE_FIRST)"
-    if flags & TRANSFER_PIECES and opcode != OP_LOAD:
-        return "only a load lands in pieces (TRANSFER_PIECES)"
     return None
 
 
@@ -1796,8 +1658,8 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     runtime allocates by (:meth:`EncodedProgram.check_counts`), each instruction's opcode against its
     engine (:func:`check_opcodes`), each reduction against its instruction and buffer
     (:func:`check_reductions`), the regions against their buffers (:func:`check_regions`), the
-    flag-word records (:func:`check_flag_words`), each load's and store's flags
-    (:func:`check_transfer_flags`) and the tiles that land in pieces (:func:`check_tile_pieces`).
+    flag-word records (:func:`check_flag_words`) and each load's and store's flags
+    (:func:`check_transfer_flags`).
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
@@ -1806,7 +1668,6 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     check_regions(program)
     check_flag_words(program)
     check_transfer_flags(program)
-    check_tile_pieces(program)
 
 
 def encode_code(program: EncodedProgram) -> str:
@@ -1922,8 +1783,6 @@ def _body_text(ins: Instruction, program: EncodedProgram) -> str:
         if g(TMAP):
             boxes = f" x{g(TBOXES)}" if g(TBOXES) > 1 else ""
             text += f" tmap{g(TMAP) - 1}({g(TROW)}, {g(TCHUNK)}){boxes}"
-        if ins.opcode == OP_LOAD and g(TRANSFER_FLAGS) & TRANSFER_PIECES:
-            text += f" in {TILE_PIECES} pieces"
         return text
     if ins.opcode == OP_PREFETCH:
         b = g(BUFFER)

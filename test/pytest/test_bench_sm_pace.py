@@ -48,7 +48,7 @@ def test_step_and_gap_are_medians_over_the_sms_of_each_sms_median():
     assert all(math.isnan(v) for v in sm_pace.step_and_gap(overlapping, 1))  # another engine: none
 
 
-@pytest.mark.parametrize("flush", [[], ["--flush-l2"], ["--lowering", "stream_ring=4"]])
+@pytest.mark.parametrize("flush", [[], ["--flush-l2"], ["--lowering", "stream_ring=4"], ["--pipeline", "fuse=false"]])
 def test_the_script_runs_on_the_simulator(capsys, flush):
     assert sm_pace.main(["--sim", "--launches", "2", *flush]) == 0
     out = capsys.readouterr().out
@@ -87,7 +87,7 @@ def test_several_programs_are_compared_by_cta_and_by_sm(capsys):
 
 @pytest.mark.parametrize("argv", [["--gemv", "8192"], ["--gemv", "0x8"], ["--launches", "0"],
                                   ["--sim", "--gemv", "64x64"], ["--sim", "--lowering", "stream_ring=3"],
-                                  ["--sim", "--lowering", "no_such=1"]])
+                                  ["--sim", "--lowering", "no_such=1"], ["--sim", "--pipeline", "no-such=1"]])
 def test_bad_arguments_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as e:
         sm_pace.main(argv)

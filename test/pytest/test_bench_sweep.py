@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from bench import bench_sweep as sweep
-from vdir import isa
 from vdir.frontend.layers import WEIGHT_TILE_BYTES
 
 #: the SMs the sweep compiles for on an H200
@@ -115,17 +114,4 @@ def test_hold_streams_reach_the_programs_the_sweep_compiles(capsys):
     assert not np.array_equal(plain.instrs, held.instrs) and not np.array_equal(held.instrs, first.instrs)
     assert "--hold-streams must be 0 (none) or positive, not -1" in usage_error(["--sim", "--hold-streams", "-1"], capsys)
     assert sweep.main(["--sim", "--quick", "--only", "mlp", "--hold-streams", "1", "--release-first"]) == 0
-    assert "PASS" in capsys.readouterr().out
-
-
-def test_tile_pieces_reach_the_gemvs_the_sweep_compiles(capsys):
-    """``--tile-pieces`` goes to vdir-pipeline: a gemv compiled with it lands its weight tiles in pieces,
-    and the run on the simulator still matches the host math."""
-    gemv = sweep.Case("gemv", 512, 2048)
-    plain = sweep.compile_case(gemv, 8, WEIGHT_TILE_BYTES)["prog"]
-    pieces = sweep.compile_case(gemv, 8, WEIGHT_TILE_BYTES, pipeline={"tile_pieces": True})["prog"]
-    flagged = lambda p: int(((isa.TRANSFER_FLAGS.column(p.instrs.reshape(-1, isa.INSTR_WORDS))  # noqa: E731
-                              & isa.TRANSFER_PIECES) != 0).sum())
-    assert flagged(plain) == 0 and flagged(pieces) > 0
-    assert sweep.main(["--sim", "--quick", "--only", "gemv", "--tile-pieces"]) == 0
     assert "PASS" in capsys.readouterr().out

@@ -27,7 +27,6 @@
 // CHECK-NEXT:       reroll=true
 // CHECK-NEXT:       l2-prefetch=0
 // CHECK-NEXT:       release-first=false
-// CHECK-NEXT:       tile-pieces=false
 // CHECK-NEXT:   vdir-pipeline {{ +}}All vdir passes in order.
 // CHECK-NEXT:       target=""
 // CHECK-NEXT:       num-sms=<unset>
@@ -45,7 +44,6 @@
 // CHECK-NEXT:       flag-words=0
 // CHECK-NEXT:       hold-streams=0
 // CHECK-NEXT:       release-first=false
-// CHECK-NEXT:       tile-pieces=false
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

@@ -305,8 +305,6 @@ class Op:
         "sources",  # per shared-memory tile read: the writers it reads in program order (see SlotSources)
         "reduce",  # a store's reduction (isa.REDUCE_*)
         "flag_words",  # a load or store of the buffer's flag words (isa.TRANSFER_FLAG_WORDS)
-        "pieces",  # a load whose tile lands in halves, or a gemv that waits for them (isa.TRANSFER_PIECES)
-        "body_us",  # a compute's busy time besides its engine's fixed cost
     )
     # set by the decoder only for the kinds that have them: region and tile
     # for loads and stores, family and out for computes
@@ -340,8 +338,6 @@ class Op:
         self.sources = None
         self.reduce = isa.REDUCE.get(words)
         self.flag_words = False
-        self.pieces = False
-        self.body_us = 0.0
         self.buffer = -1
         self.inputs: tuple[TileRef, ...] = ()
         self.params: dict = {}
@@ -522,7 +518,6 @@ def _decode_op(
         _decode_transfer(op, words, program, buffer_bytes)
         op.latency_us = costs.load_latency_us if op.opcode == isa.OP_LOAD else costs.store_latency_us
         op.busy_us += op.region.nbytes / (load_bytes_per_us if op.opcode == isa.OP_LOAD else bw_per_sm)
-        op.pieces = op.opcode == isa.OP_LOAD and bool(isa.TRANSFER_FLAGS.get(words) & isa.TRANSFER_PIECES)
         if op.opcode == isa.OP_STORE and op.release_counter >= 0:  # its fence: part of the hand-off, never more
             op.hold_us = min(costs.release_fence_us, costs.handoff_us)
     elif op.opcode == isa.OP_COMPUTE:
@@ -532,9 +527,7 @@ def _decode_op(
         smem_bytes, flops = op.family.cost(
             [TileSig(t.shape, t.dtype) for t in op.inputs], TileSig(op.out.shape, op.out.dtype)
         )
-        op.body_us = flops / target.flops_per_us_per_sm + smem_bytes / costs.smem_bytes_per_us
-        op.busy_us += op.body_us
-        op.pieces = op.family.name == "gemv" and bool(isa.P2.get(words) & isa.GEMV_WEIGHT_PIECES)
+        op.busy_us += flops / target.flops_per_us_per_sm + smem_bytes / costs.smem_bytes_per_us
     return op
 
 
@@ -970,8 +963,6 @@ class Simulation:
         self.load_ends: dict[int, list[float]] = {g: [] for g in loading}
         # per SM, when the last load to land on it finished landing: its load engines share its bandwidth
         self.landed = [0.0] * n
-        # per (SM, tile offset), when the last half of the tile that landed there in pieces landed
-        self.last_half: dict[tuple[int, int], float] = {}
         costs = decoded.costs
         # with the ledger, the ready actions by when each can happen (time, sequence, action)
         self.timeline: list[tuple[float, int, int]] = []
@@ -1138,9 +1129,6 @@ class Simulation:
                 self._store(g, sm, op, self._region(g, sm, op))
             # a skipped compute or store costs its engine's fixed cost only: no body, no bytes
             end = start + (op.latency_us + op.busy_us if runs else self.skipped_us[engine])
-            if runs and op.pieces:  # the body's second half waits for its weights' last half
-                half = op.body_us / isa.TILE_PIECES
-                end = max(end - half, self.last_half.get((sm, op.inputs[0].smem), 0.0)) + half
             if runs and op.flag_words and op.opcode == isa.OP_STORE:
                 self._write_flag_words(g, sm, op, end)
             self.engine_free[g] = end + op.hold_us
@@ -1289,20 +1277,11 @@ class Simulation:
             end = start + self.decoded.costs.load_issue_us
         elif region is not None and region.nbytes <= SMALL_LOAD_BYTES:
             end = start + op.latency_us + op.busy_us
-        else:
-            # a tile in pieces (isa.TRANSFER_PIECES) retires, and signals, once its first half has landed
-            nbytes = region.nbytes if region is not None else 0
-            first = nbytes // isa.TILE_PIECES if op.pieces else 0
+        elif region is not None and self.ledger is not None:  # the SMs draw on the HBM together
             begin = max(start + op.latency_us, self.landed[sm])
-            if region is not None and self.ledger is not None:  # the SMs draw on the HBM together
-                half = self.ledger.stream(begin, first) if first else begin
-                end = self.landed[sm] = self.ledger.stream(half, nbytes - first)
-            else:
-                end = self.landed[sm] = begin + op.busy_us
-                half = begin + op.busy_us * first / nbytes if first else begin
-            if first:
-                self.last_half[sm, op.tile.smem] = end
-                end = half
+            end = self.landed[sm] = self.ledger.stream(begin, region.nbytes)
+        else:
+            end = self.landed[sm] = max(start + op.latency_us, self.landed[sm]) + op.busy_us
         if ends:  # the engine retires in queue order
             end = max(end, ends[-1])
         self.events.append(TraceEvent(sm, engine, op.uop_id, op.pos, start, end - start))

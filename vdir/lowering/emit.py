@@ -51,15 +51,6 @@ def uses_release_first(program: isa.EncodedProgram) -> bool:
     return bool((isa.TRANSFER_FLAGS.column(instrs)[completes] & isa.TRANSFER_RELEASE_FIRST).any())
 
 
-def uses_tile_pieces(program: isa.EncodedProgram) -> bool:
-    """Whether some load of the program lands in pieces (``isa.TRANSFER_PIECES``; ``isa.check_transfer_flags``
-    allows it on loads only): only then do the stream engine and the gemv body carry those paths, so
-    every other program lowers to the same text as before."""
-    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS)
-    loads = isa.OPCODE.column(instrs) == isa.OP_LOAD
-    return bool((isa.TRANSFER_FLAGS.column(instrs)[loads] & isa.TRANSFER_PIECES).any())
-
-
 def _resolve(program: isa.EncodedProgram, target: TargetDescription | str | None) -> TargetDescription:
     if target is None:
         target = program.target
@@ -110,7 +101,7 @@ def _build_module(program: isa.EncodedProgram, t: TargetDescription, opts: Lower
     mod.body.block.add_op(kernel)
     build_kernel(kernel, t, fams, opts, program.scalars, loops=loops, reduces=uses_reductions(program),
                  flag_words=uses_flag_words(program),
-                 release_first=uses_release_first(program), tile_pieces=uses_tile_pieces(program))
+                 release_first=uses_release_first(program))
     return mod
 
 

@@ -64,12 +64,6 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 #: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
 #: warp polls it (:func:`compute_control_warp`); after the rings
 SMEM_CONTROL_DONE = 144
-#: tiles that land in pieces (``isa.TRANSFER_PIECES``, stream engine only): one u64 mbarrier per
-#: ``isa.TILE_PIECE_MIN_BYTES`` window of the tile arena, for the last half of the tile that lands in
-#: pieces at an offset in that window; the stream engine initialises it afresh for each such tile
-SMEM_PIECE_MBARRIERS = 160
-#: the windows those mbarriers cover: an arena of at most MAX_PIECE_WINDOWS * isa.TILE_PIECE_MIN_BYTES
-MAX_PIECE_WINDOWS = 12
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
@@ -89,8 +83,7 @@ MAX_LOAD_RINGS = 2
 #: the header in front of the scratch (and at most a warp's lanes: lane s holds slot s's signal)
 MAX_LOAD_RING = 8
 assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_CONTROL_DONE - SMEM_MBARRIERS
-assert SMEM_CONTROL_DONE + 8 <= SMEM_PIECE_MBARRIERS
-assert SMEM_PIECE_MBARRIERS + MAX_PIECE_WINDOWS * 8 <= SMEM_SCRATCH
+assert SMEM_CONTROL_DONE + 8 <= SMEM_SCRATCH
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -187,28 +180,6 @@ def load_ring_index(target: TargetDescription, engine: int) -> int:
 def ring_mbarriers(ring: int) -> int:
     """Header offset of load ring ``ring``'s mbarriers: the rings follow each other from ``SMEM_MBARRIERS``."""
     return SMEM_MBARRIERS + ring * MAX_LOAD_RING * 8
-
-
-def piece_windows(smem_per_block: int) -> int:
-    """Windows (``isa.TILE_PIECE_MIN_BYTES`` each, one piece mbarrier each) of the tile arena on an SM
-    that gives a block ``smem_per_block`` bytes."""
-    return -(-isa.tile_arena_bytes(smem_per_block) // isa.TILE_PIECE_MIN_BYTES)
-
-
-def piece_mbarrier_offset(window: int) -> int:
-    """Header offset of the piece mbarrier of arena window ``window``."""
-    return SMEM_PIECE_MBARRIERS + 8 * window
-
-
-def piece_window(b, arena_offset):  # noqa: ANN001, ANN201 -- a PtxBuilder and its registers
-    """The register of the tile arena window (``isa.TILE_PIECE_MIN_BYTES``) that holds the register
-    ``arena_offset``: the stream engine arms its mbarrier, the gemv waits on it."""
-    return b.i("shr.u32", "u32", arena_offset, isa.TILE_PIECE_MIN_BYTES.bit_length() - 1)
-
-
-def piece_mbarrier(b, base, window):  # noqa: ANN001, ANN201 -- a PtxBuilder and its registers
-    """The shared address of the piece mbarrier of the register ``window`` (``base``: the header's)."""
-    return b.i("add.u32", "u32", b.i("mad.lo.u32", "u32", window, 8, base), SMEM_PIECE_MBARRIERS)
 
 
 def fetch_window(engine: int) -> int:

@@ -37,7 +37,6 @@ from vdir.analysis.reroll import FoundLoop, find_loops, with_loops
 from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
 from vdir.analysis.stream_holds import stores_releasing_first
-from vdir.analysis.tile_pieces import mark_tile_pieces, piece_candidates
 from vdir.diagnostics import PassFailure, VdirError
 from vdir.dialects.vdir import REDUCE_CODES, EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
@@ -524,16 +523,13 @@ def join_chunks(parts: list[tuple[np.ndarray, list[list[tuple[int, int]]]]]) -> 
 
 def encode_sms(graph: Graph, sms: Iterable[int], queues: dict[tuple[int, str], list[Node]],
                l2_prefetch: int = DEFAULT_BUDGET, first_trips: dict[int, int] | None = None,
-               release_first: bool = False, tile_pieces: bool = False,
-               ) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+               release_first: bool = False) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
     """The records of the queues of ``sms`` (SM after SM, in the target's engine order) and their
     table (per SM, each engine's first record and count), counted from the first record.
 
     ``first_trips``: :func:`first_trip_counts` of the graph, where the caller has it already.
     ``release_first``: the stores a stream load on their SM waits for release before their bits
     (:func:`~vdir.analysis.stream_holds.stores_releasing_first`, ``isa.TRANSFER_RELEASE_FIRST``).
-    ``tile_pieces``: the gemvs' weight tiles that can land in two halves do
-    (:mod:`vdir.analysis.tile_pieces`, ``isa.TRANSFER_PIECES``).
     """
     engines = graph.target.engine_names
     encoder = _NodeEncoder(graph, first_trips)
@@ -548,15 +544,11 @@ def encode_sms(graph: Graph, sms: Iterable[int], queues: dict[tuple[int, str], l
             encode_queue(queues.get((sm, engine), []), graph, encoder, prefetches)
             row.append((start, encoder.count - start))
         table.append(row)
-    instrs = encoder.instrs()
-    if tile_pieces:
-        mark_tile_pieces(instrs, table, graph.target, *piece_candidates(graph))
-    return instrs, table
+    return encoder.instrs(), table
 
 
 def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
-           queues: dict[tuple[int, str], list[Node]] | None = None, release_first: bool = False,
-           tile_pieces: bool = False) -> isa.EncodedProgram:
+           queues: dict[tuple[int, str], list[Node]] | None = None, release_first: bool = False) -> isa.EncodedProgram:
     """The :class:`~vdir.isa.EncodedProgram` of a laid-out graph.
 
     With ``reroll``, repeated instruction blocks become loops
@@ -564,12 +556,11 @@ def encode(graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
     ``l2_prefetch``: the bytes each load queue keeps asked of L2 ahead of a
     cross-SM wait (0: no prefetch records; see ``vdir.analysis.l2_prefetch``).
     ``queues``: :func:`~vdir.analysis.queues.queues_of` the graph, where the caller has it already.
-    ``release_first``, ``tile_pieces``: as :func:`encode_sms` takes them.
+    ``release_first``: as :func:`encode_sms` takes it.
     """
     if queues is None:
         queues = queues_of(graph)
-    instrs, table = encode_sms(graph, range(graph.num_sms), queues, l2_prefetch, release_first=release_first,
-                               tile_pieces=tile_pieces)
+    instrs, table = encode_sms(graph, range(graph.num_sms), queues, l2_prefetch, release_first=release_first)
     return encoded_program(graph, instrs, table, reroll, uop_names(graph))
 
 
@@ -641,9 +632,9 @@ def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
 
 def replace_with_encoded(module: ModuleOp, graph: Graph, reroll: bool = True, l2_prefetch: int = DEFAULT_BUDGET,
                          queues: dict[tuple[int, str], list[Node]] | None = None,
-                         release_first: bool = False, tile_pieces: bool = False) -> isa.EncodedProgram:
+                         release_first: bool = False) -> isa.EncodedProgram:
     """Encode ``graph`` (see :func:`encode`) and swap the module's program for the encoded op."""
-    program = encode(graph, reroll, l2_prefetch, queues, release_first, tile_pieces)
+    program = encode(graph, reroll, l2_prefetch, queues, release_first)
     replace_program(module, graph.name, program)
     return program
 
@@ -669,9 +660,6 @@ class EncodePass(ModulePass):
     and whose bits a stream load on its SM waits for releases before it
     toggles them (``vdir.analysis.stream_holds``), so that the load issues
     after the release's fence.
-    Option ``tile-pieces`` (default false): a gemv's weight tile that can
-    land in two halves does, and the gemv starts on the first
-    (``vdir.analysis.tile_pieces``).
     """
 
     name = "vdir-encode"
@@ -679,7 +667,6 @@ class EncodePass(ModulePass):
     reroll: bool = True
     l2_prefetch: int = DEFAULT_BUDGET
     release_first: bool = False
-    tile_pieces: bool = False
 
     def __post_init__(self) -> None:
         require_option_in_range(self.name, "l2-prefetch", self.l2_prefetch, 0)
@@ -693,5 +680,4 @@ class EncodePass(ModulePass):
                 graph.program_op,
             )
         check_queue_positions_follow_program_order(graph)  # the bits were laid out for that order
-        replace_with_encoded(op, graph, self.reroll, self.l2_prefetch, release_first=self.release_first,
-                             tile_pieces=self.tile_pieces)
+        replace_with_encoded(op, graph, self.reroll, self.l2_prefetch, release_first=self.release_first)

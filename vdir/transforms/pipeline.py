@@ -292,8 +292,7 @@ def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness
         if holds is not None:
             add_stream_holds(plan_stream_holds(nodes, holds))
         assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target))
-    instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips, opts.release_first,
-                               opts.tile_pieces)
+    instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips, opts.release_first)
     return instrs, table, smem
 
 

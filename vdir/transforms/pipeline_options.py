@@ -102,9 +102,6 @@ class PipelineOptions(OptionSet):
     slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (False, the default;
     what makes ``hold_streams`` pay on an H100 but not on the H200, docs/performance.md rounds 36 and
     37): the load then issues after the release's fence, not into it."""
-    tile_pieces: bool = False
-    """Land each gemv weight tile that can in two halves, the gemv starting on the first, as
-    ``vdir-encode``'s option (``vdir.analysis.tile_pieces``; False, the default)."""
 
     def __post_init__(self) -> None:
         try:

@@ -72,48 +72,8 @@ class _RowSplit:
     seg: _Segment  # this warp's chunks of each row
 
 
-@dataclass
-class _SecondHalf:
-    """Where a weight tile that lands in pieces (``isa.GEMV_WEIGHT_PIECES``) says its last half lands."""
-
-    waits: SSAValue  # predicate: the tile lands in pieces
-    half: SSAValue  # its first half's rows
-    bar: SSAValue  # its tile arena window's piece mbarrier, whose first phase is the last half landing
-
-
-def _second_half(cc: "F.ComputeCtx") -> _SecondHalf:
-    """The piece mbarrier of the weight tile's arena window (``layout.SMEM_PIECE_MBARRIERS``)."""
-    b = cc.b
-    c = cc.c
-    waits = b.setp("ne.u32", b.i("and.b32", "u32", cc.p2, isa.GEMV_WEIGHT_PIECES), 0)
-    window = F.L.piece_window(b, b.i("sub.u32", "u32", cc.ins[0], c.arena))  # type: ignore[attr-defined]
-    bar = F.L.piece_mbarrier(b, c.base, window)  # type: ignore[attr-defined]
-    return _SecondHalf(waits, b.i("shr.u32", "u32", cc.p0, 1), bar)
-
-
-def _await_rows(cc: "F.ComputeCtx", second: "_SecondHalf | None", rows_end: SSAValue) -> None:
-    """Before reading weight rows below ``rows_end``: where the tile lands in pieces and some of them
-    lie in its last half, wait until it has landed (each lane's ``try_wait`` acquires its bytes; a
-    phase already complete passes at once, so a later pass pays one test). The wait needs no watchdog:
-    the tile's bits were signalled after both halves' copies were issued, and an issued copy lands (an
-    aborting stream engine, too, waits for its copies in flight)."""
-    if second is None:
-        return
-    b = cc.b
-    skip, spin = b.new_label("gemv_half_landed"), b.new_label("gemv_half_wait")
-    need = b.i("and.pred", "pred", second.waits, b.setp("gt.u32", rows_end, second.half))
-    b.bra(skip, need, neg=True, uniform=True)
-    b.place(spin)
-    landed = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], 0", outs=["pred"],
-                   ins=[second.bar])[0]
-    b.bra(spin, b.i("vote.sync.all.pred", "pred", landed, F.FULL), neg=True, uniform=True)
-    b.place(skip)
-
-
-def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None,
-               second: _SecondHalf | None = None) -> None:
-    """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly; ``second``
-    set: the weight tile may land in pieces, each pass waiting for the rows it reads (:func:`_await_rows`).
+def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = None) -> None:
+    """The row loop; ``inv`` set means x is rmsnorm'ed (with ins[2] as weight) on the fly.
 
     Work split: with R rows and W compute warps, G = W // min(R, W) warps share
     a row, each taking a contiguous 1/G of its 16-byte chunks; a pass covers
@@ -131,12 +91,10 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     npass = rs.npass
     p = b.var("u32", 0)
     for rows in ROW_GROUPS:
-        _grouped_passes(cc, rs, p, epilogue, inv, rows, second)
+        _grouped_passes(cc, rs, p, epilogue, inv, rows)
     b.place(top)
     b.bra(done, b.setp("ge.u32", p, npass), uniform=True)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
-    if second is not None:
-        _await_rows(cc, second, b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rpp))
     active = b.setp("lt.u32", r, R)
     s = F.warp_sum(b, _warp_row_partials(cc, rs.seg, [r], active, inv)[0])
     tot = _combine_partials(cc, rs, p, s)
@@ -151,7 +109,6 @@ def _gemv_core(cc: "F.ComputeCtx", epilogue: Epilogue, inv: SSAValue | None = No
     b.bra(top)
     if block is not None:
         b.place(block)
-        _await_rows(cc, second, R)
         _row_block(cc, epilogue, inv, done)
     b.place(done)
 
@@ -230,15 +187,13 @@ _GROUP_NAMES = {4: "quad", 2: "pair"}
 
 
 def _grouped_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Epilogue,
-                    inv: SSAValue | None, rows: int, second: _SecondHalf | None = None) -> None:
+                    inv: SSAValue | None, rows: int) -> None:
     """Passes ``p .. p + rows - 1`` as one while each warp has whole rows (G = 1) and all those passes'
     rows exist; ``p`` is left at the first pass not done. (Uniform branches: G and R are per op.)
 
     x is read and widened once for the ``rows`` rows; their sums leave the warp in one reduce-scatter
     (:func:`F.scatter_sum`), so that each lane holds one row's total and the warp runs one epilogue, each
-    lane for its row (the lanes of a row store the same element, as in the one-row pass). Where the
-    weight tile lands in pieces (``second``), a group that spans both halves is left to the passes one
-    by one, so that the first half's rows do not wait for the second."""
+    lane for its row (the lanes of a row store the same element, as in the one-row pass)."""
     b = cc.b
     name = _GROUP_NAMES[rows]
     top, done = b.new_label("gemv_" + name), b.new_label("gemv_%s_done" % name)
@@ -247,11 +202,6 @@ def _grouped_passes(cc: "F.ComputeCtx", rs: _RowSplit, p: SSAValue, epilogue: Ep
     end = b.i("add.u32", "u32", p, rows)
     end = b.i("mul.lo.u32", "u32", end, rs.rpp)
     b.bra(done, b.setp("gt.u32", end, cc.p0), uniform=True)
-    if second is not None:  # a group across the halves of a tile in pieces runs pass by pass
-        begins = b.i("mul.lo.u32", "u32", p, rs.rpp)
-        across = b.i("and.pred", "pred", b.setp("lt.u32", begins, second.half), b.setp("gt.u32", end, second.half))
-        b.bra(done, b.i("and.pred", "pred", across, second.waits), uniform=True)
-    _await_rows(cc, second, end)
     r = b.i("mad.lo.u32", "u32", p, rs.rpp, rs.rw)
     group = [r] + [b.i("mad.lo.u32", "u32", rs.rpp, k, r) for k in range(1, rows)]
     slot, s = F.scatter_sum(b, cc.lane, _warp_row_partials(cc, rs.seg, group, None, inv))
@@ -483,8 +433,7 @@ def _other(cc: "F.ComputeCtx", r: SSAValue) -> SSAValue:
 
 
 def gemv(cc: "F.ComputeCtx") -> None:
-    """y = w . x (+ acc f32 when p2 & 1); bf16 out, or f32 when p2 & 2; w lands in pieces when p2 & 4
-    (in a kernel built for them)."""
+    """y = w . x (+ acc f32 when p2 & 1); bf16 out, or f32 when p2 & 2."""
     b = cc.b
 
     def epi(cc: "F.ComputeCtx", r: SSAValue, s: SSAValue) -> None:
@@ -503,7 +452,7 @@ def gemv(cc: "F.ComputeCtx") -> None:
         ha = b.i("mad.lo.u32", "u32", r, 2, cc.out)
         b.st("st.shared.b16", ha, 0, F.to_bf16(b, y), guard=p_f32, neg=True)
 
-    _gemv_core(cc, epi, second=_second_half(cc) if cc.c.tile_pieces else None)  # type: ignore[attr-defined]
+    _gemv_core(cc, epi)
 
 
 def rmsnorm_gemv(cc: "F.ComputeCtx") -> None:

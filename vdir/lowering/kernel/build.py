@@ -29,8 +29,7 @@ from vdir.target import EngineKind, TargetDescription
 
 def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list[int],
                  options: LoweringOptions, scalars: list[isa.ScalarInfo] | None = None, loops: bool = False,
-                 reduces: bool = False, flag_words: bool = False, release_first: bool = False,
-                 tile_pieces: bool = False) -> None:
+                 reduces: bool = False, flag_words: bool = False, release_first: bool = False) -> None:
     """Fill ``kernel``'s body: prologue, then one branch per warp role, then the shared exit.
 
     The roles: warp ``LOAD_WARP`` the load engine, ``STORE_WARP`` the store
@@ -50,9 +49,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     carry those paths (:mod:`vdir.lowering.kernel.flag_words`).
     ``release_first``: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``):
     the store engine then reads the flag (:func:`vdir.lowering.kernel.sync.signal`).
-    ``tile_pieces``: some load lands in pieces (``isa.TRANSFER_PIECES``): the stream engine then arms
-    a piece mbarrier per tile arena window, and the gemv body waits for a tile's last half
-    (``vdir.analysis.tile_pieces``).
     """
     L.check_engines(target)
     assert target.num_sms <= isa.SYNC_MAX_SMS, "the sync block holds a finish count per SM"
@@ -78,10 +74,8 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
         sm=sm, base=base, arena=b.i("add.u32", "u32", base, L.HEADER_BYTES),
         options=options, zero=b.mov("u32", 0), exit_label=b.new_label("kernel_exit"),
         trace=b.i("cvta.to.global.u64", "u64", p[L.TRACE_PARAM]) if options.trace else None, loops=loops,
-        reduces=reduces, flag_words=flag_words, release_first=release_first, tile_pieces=tile_pieces,
+        reduces=reduces, flag_words=flag_words, release_first=release_first,
     )
-    if tile_pieces:
-        _check_piece_room(target, options)
     if options.uniform_checks:
         b.uniform_check = lambda pred: check_uniform(c, pred)
     # thread 0 clears the header and initialises the mbarrier ring
@@ -135,18 +129,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     compute_engine(c, families)
     b.place(c.exit_label)
     finish(c, finish_address, finish_count)
-
-
-def _check_piece_room(target: TargetDescription, options: LoweringOptions) -> None:
-    """A kernel whose tiles land in pieces needs a stream engine on the bulk-copy path and an mbarrier
-    per window of the tile arena; ValueError saying which is missing."""
-    if not L.has_stream_engine(target):
-        raise ValueError(f"tiles land in pieces on the stream engine, which target '{target.name}' does not have")
-    if options.lsu_loads:
-        raise ValueError("tiles land in pieces through bulk copies, not lowering option load_path='lsu'")
-    if L.piece_windows(target.smem_per_block) > L.MAX_PIECE_WINDOWS:
-        raise ValueError(f"the tile arena of target '{target.name}' has more {isa.TILE_PIECE_MIN_BYTES}-byte windows "
-                         f"than the {L.MAX_PIECE_WINDOWS} mbarriers of tiles in pieces")
 
 
 def _warp_engine(b: PtxBuilder, warp: SSAValue, target: TargetDescription) -> SSAValue:

@@ -62,9 +62,6 @@ class Ctx:
     #: some store releases its counter before its bits (``isa.TRANSFER_RELEASE_FIRST``): the store
     #: engine reads the flag
     release_first: bool = False
-    #: some load lands in pieces (``isa.TRANSFER_PIECES``): the stream engine and the gemv body have
-    #: those paths
-    tile_pieces: bool = False
     #: u32: the launches done, this launch's epoch less one (``kernel.launch.launches_done``: worked out
     #: after the prologue's barrier)
     launches_done: SSAValue | None = None

@@ -109,38 +109,11 @@ def tensor_load(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, total: S
     b.raw("bar.warp.sync", "%d" % FULL)
 
     def issue(sa, tmap, chunk, r):
-        _tensor_copy(c, sa, tmap, chunk, r, bar, policy)
+        _copy_in(c, "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                 "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", [sa, tmap, c.zero, chunk, r, bar], policy)
 
     tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
     b.raw("bar.warp.sync", "%d" % FULL)
-
-
-def tensor_load_halves(c: Ctx, f: Fields, dst0: SSAValue, row_bytes: SSAValue, half_bytes: SSAValue,
-                       bar: SSAValue, last: SSAValue, first: SSAValue, p_ctr: SSAValue,
-                       policy: SSAValue | None = None) -> None:
-    """Issue a load in two halves of tensor copies (``isa.TRANSFER_PIECES``: its boxes split at the half,
-    ``isa.check_tile_pieces``): the boxes of the first half complete on ``bar``, the others on ``last``,
-    each armed with ``half_bytes``."""
-    b = c.b
-    lane0 = b.setp("eq.u32", c.lane, 0)
-    for target in (bar, last):
-        b.raw("mbarrier.arrive.expect_tx.shared::cta.b64", "{0}, [{1}], {2}", outs=["b64"],
-              ins=[target, half_bytes], guard=lane0)
-    b.raw("bar.warp.sync", "%d" % FULL)
-    second = b.i("add.u32", "u32", dst0, half_bytes)
-
-    def issue(sa, tmap, chunk, r):
-        _tensor_copy(c, sa, tmap, chunk, r, b.i("selp.u32", "u32", last, bar, b.setp("ge.u32", sa, second)), policy)
-
-    tensor_boxes(c, f, dst0, row_bytes, issue, first, p_ctr)
-    b.raw("bar.warp.sync", "%d" % FULL)
-
-
-def _tensor_copy(c: Ctx, sa: SSAValue, tmap: SSAValue, chunk: SSAValue, r: SSAValue, bar: SSAValue,
-                 policy: SSAValue | None) -> None:
-    """One box of a tensor load into ``sa``, completing on ``bar``."""
-    _copy_in(c, "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-             "[{0}], [{1}, {{{2}, {3}, {4}}}], [{5}]", [sa, tmap, c.zero, chunk, r, bar], policy)
 
 
 def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None:

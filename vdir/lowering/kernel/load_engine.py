@@ -19,7 +19,6 @@ consumer of it) will toggle can never deadlock the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -38,7 +37,6 @@ from vdir.lowering.kernel.copies import (
     ring_barrier,
     ring_landed,
     tensor_load,
-    tensor_load_halves,
 )
 from vdir.lowering.kernel.fetch import Fields, Queue, SmemFetcher, WarpFetcher, fetch, region_fields
 from vdir.lowering.kernel.flag_words import is_flag_words, read_flag_words
@@ -72,10 +70,6 @@ class LoadLoop:
     done: str
     abort: str
     policy: SSAValue | None  # the L2 cache policy the copies carry (None: the default)
-    #: the stream engine of a kernel whose tiles may land in pieces (``isa.TRANSFER_PIECES``): bit w is
-    #: set while tile arena window w's piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``) is armed by a
-    #: tile whose last half may not have landed; None in every other engine
-    pieces_pending: SSAValue | None = None
 
 
 def load_engine(c: Ctx, kind: EngineKind = EngineKind.LOAD) -> None:
@@ -108,9 +102,8 @@ def _start(c: Ctx, kind: EngineKind) -> LoadLoop:
     done, abort = b.new_label(f"{prefix}_done"), b.new_label(f"{prefix}_abort")
     # weight tiles are read once per launch: their lines go first when L2 needs room
     policy = evict_first_policy(c) if kind == EngineKind.STREAM and c.options.stream_evict_first else None
-    pending = b.var("u32", 0) if kind == EngineKind.STREAM and c.tile_pieces else None
     return LoadLoop(c, engine, L.load_ring_index(c.target, engine), c.options.ring_depth(kind), q,
-                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy, pending)
+                    lane0, pos, ret, phases, held, t0, tclk, fe, top, test, issue, idle, done, abort, policy)
 
 
 def _issue_next(s: LoadLoop) -> None:
@@ -142,7 +135,6 @@ def _issue_next(s: LoadLoop) -> None:
     p_ctr = b.setp("ne.u32", f.wctr, 0)
     first = issuer_index(c, p_ctr)
     slot, bar = ring_barrier(c, s.ring, s.depth, s.pos)
-    in_pieces = _window_free_for_pieces(s, f) if s.pieces_pending is not None else None
     # what to signal at retirement (in order, from the ring), kept in the registers of the lane
     # whose index is the slot: the retirement needs no round trip through shared memory
     holder = b.setp("eq.u32", c.lane, slot)
@@ -153,7 +145,7 @@ def _issue_next(s: LoadLoop) -> None:
     is_load = b.i("and.pred", "pred", b.setp("eq.u32", opcode, isa.OP_LOAD), condition_holds(c, f))
     nop_path, issued = b.new_label("ld_nop"), b.new_label("ld_issued")
     b.bra(nop_path, is_load, neg=True)
-    _copy_region(s, f, bar, first, p_ctr, issued, flagged, in_pieces)
+    _copy_region(s, f, bar, first, p_ctr, issued, flagged)
     b.bra(issued)
     b.place(nop_path)
     _prefetch(s, f, b.setp("eq.u32", opcode, isa.OP_PREFETCH))
@@ -166,103 +158,6 @@ def _issue_next(s: LoadLoop) -> None:
     s.fe.advance(s.pos)
     _progress(s)
     s.c.b.bra(s.test)  # a load is in flight now: straight to the oldest's test
-
-
-def _window_free_for_pieces(s: LoadLoop, f: Fields) -> SSAValue:
-    """For a load that lands in pieces (``isa.TRANSFER_PIECES``; the predicate returned): go idle while
-    the last half of the tile that armed its window's mbarrier before has not landed (so that no copy
-    is in flight onto it when it is initialised again; the readers of that tile, which the load waits
-    for, have seen it land, so this only guards a forged program), else mark it landed."""
-    c, b = s.c, s.c.b
-    assert s.pieces_pending is not None
-    flags = b.i("and.b32", "u32", f.read(isa.TRANSFER_FLAGS), isa.TRANSFER_PIECES)
-    in_pieces = b.setp("ne.u32", flags, 0)
-    window = L.piece_window(b, f.read(isa.SMEM))
-    bit = b.i("shl.b32", "u32", 1, window)
-    armed = b.setp("ne.u32", b.i("and.b32", "u32", s.pieces_pending, bit), 0)
-    go = b.new_label("ld_piece_window_free")
-    b.bra(go, b.i("and.pred", "pred", in_pieces, armed), neg=True, uniform=True)
-    b.bra(s.idle, _piece_landed(c, window, "test_wait"), neg=True, uniform=True)
-    b.i("xor.b32", "u32", s.pieces_pending, bit, dst=s.pieces_pending)
-    b.place(go)
-    return in_pieces
-
-
-def _piece_barrier(c: Ctx, window: SSAValue | int) -> SSAValue:
-    """The shared address of window ``window``'s piece mbarrier (``layout.SMEM_PIECE_MBARRIERS``)."""
-    if isinstance(window, int):
-        return c.b.i("add.u32", "u32", c.base, L.piece_mbarrier_offset(window))
-    return L.piece_mbarrier(c.b, c.base, window)
-
-
-def _piece_landed(c: Ctx, window: SSAValue | int, wait: str) -> SSAValue:
-    """Warp-uniform: the last half armed on window ``window``'s piece mbarrier has landed (its first
-    phase since it was initialised is complete; ``wait``: ``test_wait`` polls, ``try_wait`` may suspend
-    a while)."""
-    b = c.b
-    landed = b.raw(f"mbarrier.{wait}.parity.shared::cta.b64", "{0}, [{1}], 0", outs=["pred"],
-                   ins=[_piece_barrier(c, window)])[0]
-    return b.i("vote.sync.all.pred", "pred", landed, FULL)
-
-
-def _arm_last_half(s: LoadLoop, smem: SSAValue) -> SSAValue:
-    """Initialise afresh the piece mbarrier of the tile arena window of ``smem`` and mark it armed;
-    returns its address (the last half of a tile in pieces completes on it, :func:`_copy_in_pieces`).
-
-    Memory model: no thread waits on it while it is initialised (the tile that armed it before
-    overlaps this one, so this load waited for that tile's readers); lane 0 initialises it, the warp's
-    ``bar.warp.sync`` orders that before every lane's next accesses, and each lane's
-    ``fence.proxy.async.shared::cta`` orders it before the copies that lane issues (async proxy),
-    which complete on it."""
-    c, b = s.c, s.c.b
-    assert s.pieces_pending is not None
-    window = L.piece_window(b, smem)
-    last = _piece_barrier(c, window)
-    b.raw("mbarrier.init.shared::cta.b64", "[{0}], 1", ins=[last], guard=s.lane0)
-    b.raw("bar.warp.sync", "%d" % FULL)
-    b.raw("fence.proxy.async.shared::cta", "")
-    b.i("or.b32", "u32", s.pieces_pending, b.i("shl.b32", "u32", 1, window), dst=s.pieces_pending)
-    return last
-
-
-def _copy_in_pieces(s: LoadLoop, f: Fields, gptr: SSAValue, dst0: SSAValue, bar: SSAValue, first: SSAValue,
-                    p_ctr: SSAValue) -> None:
-    """A tile in pieces (``isa.TRANSFER_PIECES``) as plain bulk copies: its first half of rows onto the
-    ring slot's mbarrier ``bar``, whose completion retires it and signals its readers, the second onto
-    its window's piece mbarrier (:func:`_arm_last_half`; the readers wait for its first phase, parity 0,
-    each thread's ``try_wait`` acquiring the second half's bytes)."""
-    c, b = s.c, s.c.b
-    _bufi, _off_lo, _off_hi, rows, row_bytes, stride, smem = region_fields(f)
-    half = b.i("shr.u32", "u32", rows, 1)
-    half_bytes = b.i("mul.lo.u32", "u32", half, row_bytes)
-    contig = b.setp("eq.u32", stride, row_bytes)
-    last = _arm_last_half(s, smem)
-    bulk_load(c, gptr, dst0, half, row_bytes, stride, half_bytes, contig, bar, first, p_ctr, s.lane0, s.policy)
-    rest = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", half, stride))
-    bulk_load(c, rest, b.i("add.u32", "u32", dst0, half_bytes), half, row_bytes, stride, half_bytes, contig,
-              last, first, p_ctr, s.lane0, s.policy)
-
-
-def _tensor_in_pieces(s: LoadLoop, f: Fields, dst0: SSAValue, bar: SSAValue, first: SSAValue,
-                      p_ctr: SSAValue) -> None:
-    """A tile in pieces as tensor copies: its boxes split at the half (``isa.check_tile_pieces``), the
-    first half's onto ``bar``, the others onto its window's piece mbarrier (:func:`_arm_last_half`)."""
-    c, b = s.c, s.c.b
-    _bufi, _off_lo, _off_hi, rows, row_bytes, _stride, smem = region_fields(f)
-    half_bytes = b.i("mul.lo.u32", "u32", b.i("shr.u32", "u32", rows, 1), row_bytes)
-    last = _arm_last_half(s, smem)
-    tensor_load_halves(c, f, dst0, row_bytes, half_bytes, bar, last, first, p_ctr, s.policy)
-
-
-def _unless_in_pieces(s: LoadLoop, in_pieces: SSAValue, issued: str, copy_in_pieces: Callable[[], None]) -> None:
-    """Where the load lands in pieces, emit its copies (``copy_in_pieces``) and branch to ``issued``;
-    the code after this call copies a tile whole."""
-    b = s.c.b
-    whole = b.new_label("ld_whole")
-    b.bra(whole, in_pieces, neg=True, uniform=True)
-    copy_in_pieces()
-    b.bra(issued)
-    b.place(whole)
 
 
 def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
@@ -290,15 +185,13 @@ def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str,
-                 flagged: SSAValue | None = None, in_pieces: SSAValue | None = None) -> None:
+                 flagged: SSAValue | None = None) -> None:
     """Issue the copies of load ``f`` into its tile slot, completing on ``bar``.
 
     Tensor copies where the region has a tensor map (and they are enabled),
     else the ``lsu`` path or plain bulk copies; the tensor and ``lsu`` paths
     branch to ``issued`` when done, the bulk path falls through. Where ``flagged``
     (a flag-word load, its words in the slot already) only the mbarrier is completed.
-    Where ``in_pieces`` (a tile that lands in pieces), the same copies in two halves
-    (:func:`_tensor_in_pieces`, :func:`_copy_in_pieces`), branching to ``issued``.
     """
     c, b = s.c, s.c.b
     if flagged is not None:  # a flag-word load's words are in the slot already (_poll_flag_words)
@@ -315,8 +208,6 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     if c.options.tensor_copies_enabled:
         plain = b.new_label("ld_plain")
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0))
-        if in_pieces is not None:
-            _unless_in_pieces(s, in_pieces, issued, lambda: _tensor_in_pieces(s, f, dst0, bar, first, p_ctr))
         tensor_load(c, f, dst0, row_bytes, total, bar, first, p_ctr, s.policy)
         b.bra(issued)
         b.place(plain)
@@ -324,8 +215,6 @@ def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: 
     # with a runtime offset never has a tensor map)
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, s.engine, s.pos, s.abort)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
-    if in_pieces is not None:
-        _unless_in_pieces(s, in_pieces, issued, lambda: _copy_in_pieces(s, f, gptr, dst0, bar, first, p_ctr))
     contig = b.setp("eq.u32", stride, row_bytes)
     if c.options.lsu_loads:
         b.raw("fence.proxy.async.global", "", guard=p_ctr)
@@ -412,21 +301,4 @@ def _drain(s: LoadLoop) -> None:
     b.bra(dl)
     b.place(dd)
     b.place(s.done)
-    if s.pieces_pending is not None:
-        _await_pieces(s)
     b.bra(c.exit_label)
-
-
-def _await_pieces(s: LoadLoop) -> None:
-    """Before the engine leaves (done or aborting): wait for every tile's last half still in flight
-    (a reader that aborted never waited for it), so that no copy writes into the shared memory of a
-    CTA that has left."""
-    c, b = s.c, s.c.b
-    assert s.pieces_pending is not None
-    for window in range(L.piece_windows(c.target.smem_per_block)):
-        skip, spin = b.new_label(f"ld_piece_drained_{window}"), b.new_label(f"ld_piece_drain_{window}")
-        armed = b.i("and.b32", "u32", s.pieces_pending, 1 << window)
-        b.bra(skip, b.setp("eq.u32", armed, 0), uniform=True)
-        b.place(spin)
-        b.bra(spin, _piece_landed(c, window, "try_wait"), neg=True, uniform=True)
-        b.place(skip)
