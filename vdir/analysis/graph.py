@@ -791,6 +791,10 @@ class _Expander:
         sched = op.attributes[SCHED_KEY]
         assert isinstance(sched, ScheduleAttr)
         node.id = sched.uop_id.data
+        if node.id >= self.max_micro_ops:  # the encoded program's table of names is indexed by id
+            raise PassFailure(
+                f"{micro_op_text(node)}: id {node.id:,} is not below the limit of {self.max_micro_ops:,} "
+                f"micro-ops ({OPTIONS['max_micro_ops']} raises it): ids number a program's micro-ops", op)
         fact = sched.fact
         node.seq = node.id if (seq := fact("seq")) is None else seq
         node.hoist = fact("hoist") or 0
@@ -896,8 +900,21 @@ def build_graph(module: ModuleOp, target: TargetDescription | None = None, max_m
     if stage == "source":
         derive_memory_dependencies(graph)
     if stage != "source":  # a source program's nodes are made in program order
+        _check_tiles_stay_on_their_sm(nodes)
         nodes.sort(key=SCHEDULED_ORDER)
     return graph
+
+
+def _check_tiles_stay_on_their_sm(nodes: list[Node]) -> None:
+    """What every pass after ``vdir-place`` takes for granted of a placed program read back from its
+    text: a micro-op reads tiles made on its own SM (a tile lives in that SM's shared memory; another
+    SM's copy of it is made again there, as ``vdir-place`` recomputes shared activations)."""
+    for node in nodes:
+        for made in node.inputs:
+            if made.sm != node.sm:
+                raise PassFailure(
+                    f"{micro_op_text(node)} on SM {node.sm} reads {made.name}, made on SM {made.sm} ({made.loc}): "
+                    "a tile is read on the SM that made it", loc=node.loc)
 
 
 def _read_layout(graph: Graph, layout: LayoutAttr) -> None:
