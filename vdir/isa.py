@@ -417,6 +417,13 @@ COUNTER_MODULUS = 1 << 32
 FLAG_WORDS_ALIGN = 16
 
 
+def flag_word_share(buffer_bytes: int) -> int:
+    """Bytes of the sync block's flag words for a buffer of ``buffer_bytes``: two bytes of words per byte
+    of the buffer (:data:`FLAG_WORD_BYTES` per :data:`FLAG_WORD_DATA`), aligned to :data:`FLAG_WORDS_ALIGN`."""
+    words = buffer_bytes * FLAG_WORD_BYTES // FLAG_WORD_DATA
+    return -(-words // FLAG_WORDS_ALIGN) * FLAG_WORDS_ALIGN
+
+
 def moves_flag_words(instrs: np.ndarray) -> np.ndarray:
     """Per record of ``instrs`` (rows of words): a load or store with :data:`TRANSFER_FLAG_WORDS` (a
     compute keeps its family in that byte; any other record ignores it)."""
@@ -1530,8 +1537,9 @@ class EncodedProgram:
         by one, and each names at most one to wait on and one to release; a
         loop's step records may move the counter each trip, so its trips are
         counted: :meth:`executed_count`) and a dependency bitmap of at most
-        the bits of an instruction's masks. A forged header would otherwise
-        have the runtime allocate its state for billions of counters.
+        the bits of an instruction's masks; the flag words' bytes are whole
+        :data:`FLAG_WORDS_ALIGN` blocks, at most every buffer's :func:`flag_word_share`. A forged
+        header would otherwise have the runtime allocate its state for billions of counters.
         """
         shape = np.shape(self.instrs)
         if len(shape) != 2 or shape[1] != INSTR_WORDS:
@@ -1543,6 +1551,10 @@ class EncodedProgram:
         if not 0 <= self.bitmap_bits <= WAIT_MASK.max_value.bit_length():
             raise ValueError(f"the header's {self.bitmap_bits}-bit dependency bitmap is wider than an instruction's "
                              f"{WAIT_MASK.max_value.bit_length()}-bit masks")
+        most = sum(flag_word_share(math.prod(b.shape) * DTYPE_SIZES.get(b.dtype, 0)) for b in self.buffers)
+        if self.flag_word_bytes % FLAG_WORDS_ALIGN or not 0 <= self.flag_word_bytes <= most:
+            raise ValueError(f"the header's {self.flag_word_bytes:,} bytes of flag words are not whole "
+                             f"{FLAG_WORDS_ALIGN}-byte blocks within the {most:,} its buffers' words would take")
 
     # ---- binary form --------------------------------------------------
     def header(self) -> np.ndarray:

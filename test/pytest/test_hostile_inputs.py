@@ -382,11 +382,16 @@ def test_vdir_opt_with_a_target_whose_package_is_missing(tmp_path, monkeypatch, 
         ("bitmap_bits", 2**32 - 1, "the header's 4294967295-bit dependency bitmap is wider than an instruction's 64-bit masks"),
         ("num_buffers", 7, "encoded program has 7 buffers, its buffer table 2"),
         ("num_engines", 0xFFFF, "the queue table of 2 SMs x 65535 engines runs past the encoded program's 384 bytes"),
+        ("flag_word_bytes", 1, "the header's 1 bytes of flag words are not whole 16-byte blocks within the 512 "
+                               "its buffers' words would take"),
+        ("flag_word_bytes", 2**32 - 16, "the header's 4,294,967,280 bytes of flag words are not whole 16-byte "
+                                        "blocks within the 512 its buffers' words would take"),
     ],
 )
 def test_a_forged_header_count_is_a_located_error(field, value, message, tmp_path, capsys):
     """A header count the runtime allocates by is checked against the code: 2^32 - 1 counters had the
-    simulator allocate 22 GB and never start; a wrong engine count was numpy's 'buffer is smaller'."""
+    simulator allocate 22 GB and never start; a wrong engine count was numpy's 'buffer is smaller', and flag
+    words of a byte numpy's 'when changing to a larger dtype'."""
     import base64
     import re
     import zlib

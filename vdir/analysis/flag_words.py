@@ -290,5 +290,5 @@ def flag_word_layout(graph: Graph) -> FlagWordLayout:
     offsets: dict[int, int] = {}
     for b in flagged:
         offsets[b] = at
-        at += -(-2 * graph.args[b].nbytes // isa.FLAG_WORDS_ALIGN) * isa.FLAG_WORDS_ALIGN
+        at += isa.flag_word_share(graph.args[b].nbytes)
     return FlagWordLayout(offsets, at - start, words_only_buffers(graph) if flagged else frozenset())
