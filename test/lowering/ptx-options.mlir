@@ -185,7 +185,7 @@
 // VALUE:       error: target 'ptx': lowering option load_path must be 'bulk' or 'lsu', got 'dma'
 // RANGE:       error: target 'ptx': lowering option split_copies must be in 1..32, got 33
 // TWO:         error: target 'ptx': lowering option 'split-copies' takes one value
-// SYNTAX:      error: bad option syntax: Unknown argument value, wrap argument in quotes to pass arbitrary string values
+// SYNTAX:      {{^}}error: bad target 'ptx{split-copies=}': Unknown argument value, wrap argument in quotes to pass arbitrary string values
 // SYNTAX-NOT:  Traceback
 // PIPELINE:    error: bad pass pipeline 'vdir-pipeline{num-sms=': Unknown argument value
 // PIPELINE-NOT: Traceback

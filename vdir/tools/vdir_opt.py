@@ -453,6 +453,13 @@ def _spec_error(e: ArgSpecParseError) -> str:
     return lines[-1] if lines else "bad option syntax"
 
 
+def _target_argument(argv: Sequence[str]) -> str:
+    """The ``-t``/``--target`` value in ``argv`` (the driver's own parse failed on it)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-t", "--target", default="mlir")
+    return parser.parse_known_args(list(argv))[0].target
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     try:
@@ -462,7 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message if "error:" in message else f"error: {message}", file=sys.stderr)
         return 1
     except ArgSpecParseError as e:  # xDSL parses the -t spec before any vdir code runs
-        print(f"error: bad option syntax: {_spec_error(e)}", file=sys.stderr)
+        target = _target_argument(sys.argv[1:] if argv is None else argv)
+        print(f"error: bad target '{target}': {_spec_error(e)}", file=sys.stderr)
         return 1
     except FileNotFoundError as e:
         print(f"{e.filename}: error: no such file", file=sys.stderr)
