@@ -240,7 +240,7 @@ def gemv_exe(backend):
         (lambda w, x: ((w, x[:, :128]), {}), r"argument 'x' \(#2\): expected 1x256 bf16, got 1x128 bfloat16"),
         (lambda w, x: ((np.asfortranarray(np.concatenate([w, w])[::2]), x), {}),
          r"argument 'w' \(#1\): the array must be C-contiguous"),
-        (lambda w, x: ((w.tolist(), x), {}), r"argument 'w' \(#1\): expected a numpy array, got list"),
+        (lambda w, x: ((w.tolist(), x), {}), r"argument 'w' \(#1\): expected a numpy array or a tensor with __dlpack__ or __cuda_array_interface__, got list"),
     ],
     ids=["missing", "too-many", "unknown-name", "output-given", "duplicate", "dtype", "shape", "layout", "not-an-array"],
 )

@@ -446,3 +446,123 @@ def test_finish_counts_are_per_cta_and_wrap_at_2_64():
     isa.set_launches_done(sync, 2**32 - 1)  # the carry into the high word
     isa.finish_launch(sync, isa.SYNC_MAX_SMS)
     assert isa.finish_counts(sync, isa.SYNC_MAX_SMS) == [2**32] * isa.SYNC_MAX_SMS
+
+
+# ---------------------------------------------------------------------------
+# Hostile calls: each refused by name before anything is written, the executable usable after
+# ---------------------------------------------------------------------------
+
+
+def test_an_output_that_shares_memory_with_another_buffer_is_refused(exe):
+    """``launch(a, y=a)`` zeroed y, and with it x, before the program read x: every element came back 0."""
+    x = random_x(np.random.default_rng(11))
+    a = x.copy()
+    with pytest.raises(ArgumentError, match=r"'x' \(#1\) and 'y' \(#2\) share memory, and the program writes one"):
+        exe.launch(a, y=a, pos=3, n=2)
+    assert same_bits(a, x)  # nothing written
+    overlapping = np.zeros((96, 32), bfloat16)
+    overlapping[:64] = x
+    with pytest.raises(ArgumentError, match="share memory"):  # a partial overlap, through bind_buffer
+        exe.bind_buffer("x", overlapping[:64])
+        exe.launch(y=overlapping[32:], pos=3, n=2)
+    exe.unbind("x")
+    y = np.zeros_like(x)
+    exe.launch(x, y=y, pos=3, n=2)
+    assert same_bits(y, reference(x, 3, 2))
+
+
+def test_a_launch_without_scalars_writes_nothing_before_it_is_refused(exe):
+    x, y = random_x(np.random.default_rng(12)), np.full((64, 32), 7, bfloat16)
+    with pytest.raises(ArgumentError, match=r"no values for the scalars \(pos, n\)"):
+        exe.launch(x, y=y)
+    assert np.all(y.astype(np.float32) == 7)  # it zeroed the caller's y before
+
+
+def test_an_array_whose_strides_are_not_whole_elements_is_refused(exe):
+    """A row stride of 65 bytes looked contiguous (65 // 2 elements) and the launch wrote a copy."""
+    raw = np.zeros(65 * 64 + 64, np.uint8)
+    y = np.lib.stride_tricks.as_strided(raw.view(bfloat16), shape=(64, 32), strides=(65, 2))
+    with pytest.raises(ArgumentError, match=r"argument 'y' \(#2\): its strides \(65, 2 bytes\) are not whole 2-byte"):
+        exe.launch(random_x(np.random.default_rng(13)), y=y, pos=3, n=2)
+
+
+def test_set_scalars_refuses_extra_and_unknown_values(exe):
+    with pytest.raises(ArgumentError, match=r"expected at most 2 scalars \(pos, n\), got 3"):
+        exe.set_scalars(3, 2, 99)
+    with pytest.raises(ArgumentError, match=r"no scalar named 'nn' \(scalars: pos, n\)"):
+        exe.set_scalars(pos=3, n=2, nn=5)
+    exe.set_scalars(pos=3, n=2)
+    x = random_x(np.random.default_rng(14))
+    y = np.zeros_like(x)
+    exe.launch(x, y=y)
+    assert same_bits(y, reference(x, 3, 2))
+
+
+@pytest.mark.parametrize("values, message", [
+    ([0] * 2049, "2049 words do not fit the buffer's 1024"),
+    ([2**40], r"word 0 \(1099511627776\) is outside the s32 range"),
+    ([1.7], "word 0 is 1.7, not an integer"),
+    (["a"], "word 0 is 'a', not an integer"),
+    ([True], "word 0 is True, not an integer"),
+    (5, "expected a sequence of integers, got int"),
+])
+def test_write_words_refuses_what_is_not_s32_words(exe, values, message):
+    with pytest.raises(ArgumentError, match=message):
+        exe.buffer("y").write_words(values)
+    exe.scalar_block.write_words(np.array([3, 2], np.int64))
+    assert exe.scalar_block.numpy().tolist() == [3, 2]
+
+
+def test_the_scalar_block_of_a_program_without_scalars_is_empty():
+    from vdir.frontend.examples import build_gemv
+
+    with vdir.compile(build_gemv(M=64, K=128), backend="sim", num_sms=4) as g:
+        block = g.scalar_block
+        assert block.numpy().shape == (0,) and block.numpy_view().shape == (0,)
+        assert np.from_dlpack(block).shape == (0,)
+
+
+def test_a_device_array_of_a_closed_executable_is_a_platform_error():
+    e = vdir.compile(parse(), backend="sim")
+    buf = e.buffer("y")
+    e.close()
+    for use in (buf.numpy_view, buf.numpy, lambda: np.from_dlpack(buf)):
+        with pytest.raises(PlatformError, match="the executable is closed"):
+            use()
+
+
+def test_a_trace_path_that_cannot_be_written_is_refused_first(exe, tmp_path):
+    x = random_x(np.random.default_rng(15))
+    exe(x, 3, 2)
+    with pytest.raises(ArgumentError, match="trace: no such folder"):
+        exe.trace(tmp_path / "missing" / "t.json")
+    with pytest.raises(ArgumentError, match="is a folder"):
+        exe.trace(tmp_path)
+    with pytest.raises(ArgumentError, match="the path is a int"):
+        exe.trace(3)  # type: ignore[arg-type]
+    exe.trace(tmp_path / "t.json")
+    assert (tmp_path / "t.json").stat().st_size > 0
+
+
+def test_a_host_call_reads_bf16_dlpack_tensors(exe):
+    """The host call read DLPack tensors with numpy's from_dlpack, which knows no bf16."""
+    x = random_x(np.random.default_rng(16))
+    with vdir.compile(parse(), backend="sim") as other:
+        other.upload("x", x)
+        assert same_bits(exe(other.buffer("x"), 3, 2), reference(x, 3, 2))
+
+
+class _RaisingInterface:
+    """A tensor whose protocol attribute raises what torch raises for a tensor that requires grad."""
+
+    @property
+    def __cuda_array_interface__(self):  # noqa: PLW3201 -- the protocol's name
+        raise RuntimeError("requires grad")
+
+
+def test_a_protocol_attribute_that_raises_is_an_argument_error(exe):
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(#1\): its __cuda_array_interface__ failed "
+                                            r"\(RuntimeError: requires grad\)"):
+        exe.launch(_RaisingInterface(), pos=3, n=2)
+    with pytest.raises(ArgumentError, match="its __cuda_array_interface__ failed"):
+        exe(_RaisingInterface(), 3, 2)

@@ -61,17 +61,21 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def _as_host_array(value: Any, label: str) -> np.ndarray:
-    """``value`` as a numpy array without copying: numpy arrays, or DLPack-capable tensors."""
+    """``value`` as a numpy array without copying: numpy arrays, or host tensors that speak DLPack or the
+    array interface (read through :func:`tensor_view`, which knows bf16 where numpy's DLPack does not)."""
     if isinstance(value, np.ndarray):
         return value
-    if hasattr(value, "__dlpack__"):
-        try:
-            return np.from_dlpack(value)
-        except Exception as e:  # e.g. a device tensor, or a dtype numpy cannot name
-            raise ArgumentError(
-                f"{label}: cannot read a {type(value).__name__} as a host array through DLPack ({e})"
-            ) from None
-    raise ArgumentError(f"{label}: expected a numpy array, got {type(value).__name__}")
+    try:
+        view = tensor_view(value)
+    except TensorFormatError as e:
+        raise ArgumentError(f"{label}: {e}") from None
+    if view.host is None and view.device_type == DL_CPU:
+        raise ArgumentError(f"{label}: a {view.dtype} {type(value).__name__} whose elements are not dense rows "
+                            "cannot be read as a host array: pass a contiguous copy")
+    if view.host is None:
+        raise ArgumentError(f"{label}: a {type(value).__name__} on {view.device} is not a host array: "
+                            "pass it to launch(), or bind_buffer() it")
+    return view.host
 
 
 def _lowering_options(options: LoweringOptions | Mapping[str, Any] | str | None) -> LoweringOptions | None:
@@ -337,7 +341,15 @@ class Executable:
     def set_scalars(self, *values: Any, **named: Any) -> None:
         """Check the launch-time scalars (by position or name) and write them into :attr:`scalar_block`."""
         self._check_open()
-        scalars = self._take_scalars(values, dict(named), 0)
+        declared = self.program.scalars
+        if len(values) > len(declared):
+            raise ArgumentError(f"expected at most {len(declared)} scalars "
+                                f"({', '.join(sc.name for sc in declared) or 'the program has none'}), got {len(values)}")
+        rest = dict(named)
+        scalars = self._take_scalars(values, rest, 0)
+        if rest:
+            names = ", ".join(sc.name for sc in declared) or "none"
+            raise ArgumentError(f"no scalar named '{next(iter(rest))}' (scalars: {names})")
         self._write_scalars(scalars, None)
 
     def _write_scalars(self, scalars: tuple[int, ...] | None, stream: Any) -> None:
@@ -373,6 +385,7 @@ class Executable:
         scalars = self._take_scalars(args, named, len(self.call_inputs))
         arrays = self._host_arguments(args, named)
         buffers = [self._current(i) for i in range(len(self.program.buffers))]
+        self._check_disjoint(buffers)
         for i, (info, buf) in enumerate(zip(self.program.buffers, buffers, strict=True)):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
@@ -422,14 +435,31 @@ class Executable:
             raise ArgumentError(f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         buffers = [self._device_buffer(i, info, given[info.name]) if info.name in given else self._current(i)
                    for i, info in enumerate(self.program.buffers)]
+        self._check_disjoint(buffers)
+        self._write_scalars(scalars, handle)  # refuses a launch without scalars before any buffer is zeroed
         zeroed = [buf for i, buf in enumerate(buffers) if i in self._zeroed and self.program.buffers[i].name not in self._bound]
         for buf in zeroed:  # as on the host path
             self.platform.fill_zero(buf, handle)
-        self._write_scalars(scalars, handle)
         spec = self._spec(buffers)
         if not given and self._scalars_written:
             self._resident = (spec, zeroed)
         self._launch_spec(spec, handle)
+
+    def _check_disjoint(self, buffers: list[DeviceBuffer]) -> None:
+        """Refuse buffers that share memory where the program writes one of them (an output or scratch):
+        the launch would read bytes it had already zeroed or overwritten. Inputs may share memory."""
+        infos = self.program.buffers
+        spans = [(_address(buf), _address(buf) + buf.nbytes, i) for i, buf in enumerate(buffers)]
+        spans.sort()
+        for k, (_start, end, i) in enumerate(spans):
+            for start2, _end2, j in spans[k + 1:]:
+                if start2 >= end:
+                    break
+                if _written(infos[i]) or _written(infos[j]):
+                    first, second = sorted((i, j))
+                    raise ArgumentError(
+                        f"'{infos[first].name}' (#{first + 1}) and '{infos[second].name}' (#{second + 1}) share "
+                        "memory, and the program writes one of them: give each its own")
 
     def synchronize(self) -> None:
         """Wait for this executable's launches; raise :class:`PlatformError` on a device error.
@@ -500,6 +530,7 @@ class Executable:
         """
         recorded = self._last_trace()
         if path is not None:
+            _check_trace_path(path)
             recorded.write(path)
         return recorded.to_json()
 
@@ -535,6 +566,27 @@ class Executable:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_trace_path(path: Any) -> None:
+    """:class:`ArgumentError` unless ``path`` names a file that can be written (its folder exists)."""
+    if not isinstance(path, str | Path):
+        raise ArgumentError(f"trace: the path is a {type(path).__name__}, not a str or Path")
+    target = Path(path)
+    if target.is_dir():
+        raise ArgumentError(f"trace: '{path}' is a folder; name the file to write")
+    if not target.parent.is_dir():
+        raise ArgumentError(f"trace: no such folder '{target.parent}' (create it first)")
+
+
+def _written(info: BufferInfo) -> bool:
+    """Whether the program writes buffer ``info`` (an output, or scratch)."""
+    return info.is_output or not info.is_input
+
+
+def _address(buf: DeviceBuffer) -> int:
+    """The first byte's address of ``buf`` (the simulator's buffers are numpy arrays, the GPU's pointers)."""
+    return int(buf.handle.ctypes.data) if isinstance(buf.handle, np.ndarray) else int(buf.handle)
 
 
 def _nbytes(info: BufferInfo) -> int:
@@ -577,6 +629,25 @@ def _check_view(info: BufferInfo, label: str, view: TensorView) -> None:
         raise ArgumentError(f"{label}: the tensor is read-only, and the program writes '{info.name}'")
 
 
+def _s32_words(values: Any, room: int) -> list[int]:
+    """``values`` as s32 words for :meth:`DeviceArray.write_words`: integers (not bools) in the s32 range,
+    at most ``room`` of them; :class:`ArgumentError` naming the first that is not."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    try:
+        words = list(values)
+    except TypeError:
+        raise ArgumentError(f"write_words: expected a sequence of integers, got {type(values).__name__}") from None
+    if len(words) > room:
+        raise ArgumentError(f"write_words: {len(words)} words do not fit the buffer's {room}")
+    for k, v in enumerate(words):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ArgumentError(f"write_words: word {k} is {v!r}, not an integer")
+        if not -(1 << 31) <= int(v) < (1 << 31):
+            raise ArgumentError(f"write_words: word {k} ({int(v)}) is outside the s32 range")
+    return [int(v) for v in words]
+
+
 class DeviceArray:
     """Device memory of an executable's buffer, as a tensor other libraries can take without copying.
 
@@ -597,22 +668,26 @@ class DeviceArray:
 
     def numpy_view(self) -> np.ndarray:
         """On ``sim``: the buffer's host memory as a numpy array (no copy)."""
+        self._owner._check_open()
         if self._owner.backend != "sim":
             raise PlatformError(f"a '{self._owner.backend}' buffer is device memory: use numpy() to copy it")
-        return self._buffer.handle.view(DTYPES[self.dtype]).reshape(self.shape)
+        elements = self._buffer.handle.view(DTYPES[self.dtype])
+        return elements[: math.prod(self.shape)].reshape(self.shape)  # an empty scalar block keeps a word
 
     def write_words(self, values: Sequence[int], stream: Any = None) -> None:
         """Write s32 ``values`` at the buffer's start (a token id): ordered on ``stream``, not waited for;
         None: written and waited for now."""
         self._owner._check_open()
+        words = _s32_words(values, self._buffer.nbytes // 4)
         handle = None if stream is None else self._owner.platform.stream_handle(stream)
-        self._owner.platform.write_words(self._buffer, [int(v) for v in values], handle)
+        self._owner.platform.write_words(self._buffer, words, handle)
 
     def numpy(self) -> np.ndarray:
         """A host copy of the contents (waits for the executable's launches)."""
         self._owner._check_open()
         host = np.empty(self.shape, dtype=DTYPES[self.dtype])
-        self._owner.platform.copy_out(self._buffer, host)
+        if host.size:  # the scalar block of a program without scalars keeps a word, and holds none
+            self._owner.platform.copy_out(self._buffer, host)
         return host
 
     @property
@@ -631,5 +706,6 @@ class DeviceArray:
 
     def __dlpack__(self, stream: Any = None, **_kwargs: Any) -> Any:  # noqa: ARG002 -- launches are ordered by the caller
         """A DLPack capsule viewing the buffer (the array keeps the executable's memory referenced)."""
+        self._owner._check_open()
         address = self.numpy_view().ctypes.data if self._owner.backend == "sim" else int(self._buffer.handle)
         return dlpack_capsule(address, self.shape, self.dtype, self.__dlpack_device__(), self)

@@ -111,17 +111,29 @@ def tensor_view(value: Any) -> TensorView:
     """
     if isinstance(value, np.ndarray):
         return _numpy_view(value)
-    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+    if _speaks(value, "__dlpack__") and _speaks(value, "__dlpack_device__"):
         return _dlpack_view(value)
-    if hasattr(value, "__cuda_array_interface__"):
+    if _speaks(value, "__cuda_array_interface__"):
         return _cai_view(value)
     raise TensorFormatError(
         f"expected a numpy array or a tensor with __dlpack__ or __cuda_array_interface__, got {type(value).__name__}"
     )
 
 
+def _speaks(value: Any, protocol: str) -> bool:
+    """Whether ``value`` has the protocol attribute ``protocol``; a property of it that raises (torch's
+    ``__cuda_array_interface__`` of a tensor that requires grad) is a :class:`TensorFormatError`."""
+    try:
+        return hasattr(value, protocol)
+    except Exception as e:  # hasattr lets only AttributeError through as False
+        raise TensorFormatError(f"its {protocol} failed ({type(e).__name__}: {e})") from None
+
+
 def _numpy_view(array: np.ndarray) -> TensorView:
     dtype = next((name for name, dt in _numpy_dtypes().items() if array.dtype == dt), str(array.dtype))
+    if array.itemsize and any(s % array.itemsize for s in array.strides):
+        raise TensorFormatError(f"its strides ({', '.join(map(str, array.strides))} bytes) are not whole "
+                                f"{array.itemsize}-byte elements")
     strides = tuple(s // array.itemsize for s in array.strides) if array.itemsize else None
     return TensorView(array.ctypes.data, tuple(array.shape), strides, dtype, DL_CPU, 0,
                       not array.flags.writeable, array, array)
