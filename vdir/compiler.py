@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from vdir.device_runtime import platform_class
 from vdir.device_runtime.executable import Executable
 from vdir.diagnostics import UserError, VdirError
@@ -65,8 +67,9 @@ def compile(
     first: an invalid one raises :class:`InvalidModuleError` with the located
     message vdir-opt gives.
     """
-    if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int)):
+    if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int | np.integer)):
         raise TypeError(f"vdir.compile: num_sms must be an integer, got {num_sms!r}")
+    num_sms = None if num_sms is None else int(num_sms)
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
     if max_micro_ops is not None:

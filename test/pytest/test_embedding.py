@@ -566,3 +566,27 @@ def test_a_protocol_attribute_that_raises_is_an_argument_error(exe):
         exe.launch(_RaisingInterface(), pos=3, n=2)
     with pytest.raises(ArgumentError, match="its __cuda_array_interface__ failed"):
         exe(_RaisingInterface(), 3, 2)
+
+
+class _NullCapsule:
+    """A DLPack producer whose tensor has no data."""
+
+    def __dlpack__(self, stream=None):  # noqa: ARG002 -- the protocol's signature
+        return dlpack_capsule(0, (64, 32), "bf16", (1, 0), self)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_a_dlpack_tensor_without_data_is_named(exe):
+    """It was 'it is on cpu; the simulator runs on host memory', which contradicts itself."""
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(#1\): its DLPack tensor's data pointer is NULL"):
+        exe.launch(_NullCapsule(), pos=3, n=2)
+
+
+def test_numpy_integers_count_as_integers():
+    with vdir.compile(parse(), backend="sim", num_sms=np.int64(4)) as e:
+        x = random_x(np.random.default_rng(17))
+        assert same_bits(e(x, np.int64(3), np.int32(2)), reference(x, 3, 2))
+        e.upload("x", x)
+        assert len(e.time(pos=3, n=2, iterations=np.int64(2))) == 2

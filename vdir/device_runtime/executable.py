@@ -503,8 +503,9 @@ class Executable:
         ``iterations`` is a positive integer (else an :class:`ArgumentError`).
         """
         self._check_open()
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        if isinstance(iterations, bool) or not isinstance(iterations, int | np.integer) or iterations < 1:
             raise ArgumentError(f"iterations must be a positive integer, got {iterations!r}")
+        iterations = int(iterations)
         scalars = self._take_scalars(args, named, len(self.call_inputs))
         arrays = self._host_arguments(args, named)
         buffers = [self._current(i) for i in range(len(self.program.buffers))]

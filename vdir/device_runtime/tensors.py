@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,6 +167,8 @@ def _dlpack_view(value: Any) -> TensorView:
         dtype = f"{_DL_TYPE_NAMES.get(code, f'type code {code} ')}{bits}" + (f"x{lanes}" if lanes != 1 else "")
     view = TensorView(int(t.data or 0) + int(t.byte_offset), shape, strides, dtype, int(t.device.device_type),
                       int(t.device.device_id), False, (value, capsule))
+    if not t.data and math.prod(shape):
+        raise TensorFormatError("its DLPack tensor's data pointer is NULL")
     if view.device_type == DL_CPU and view.address and view.dtype in DTYPE_BYTES and view.contiguous:
         data = np.ctypeslib.as_array(ctypes.cast(view.address, ctypes.POINTER(ctypes.c_uint8)), (view.nbytes,))
         host = data.view(_numpy_dtypes()[view.dtype]).reshape(shape)
