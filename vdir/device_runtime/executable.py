@@ -500,7 +500,8 @@ class Executable:
 
         A list rather than one figure, so that the caller picks the summary
         (a median, a minimum) and sees the spread; modelled, not measured, on ``sim``.
-        ``iterations`` is a positive integer (else an :class:`ArgumentError`).
+        ``iterations`` is a positive integer (else an :class:`ArgumentError`). ``out`` buffers are not
+        zeroed before or between the timed launches (a plain call's result is the one to read).
         """
         self._check_open()
         if isinstance(iterations, bool) or not isinstance(iterations, int | np.integer) or iterations < 1:
@@ -509,6 +510,7 @@ class Executable:
         scalars = self._take_scalars(args, named, len(self.call_inputs))
         arrays = self._host_arguments(args, named)
         buffers = [self._current(i) for i in range(len(self.program.buffers))]
+        self._check_disjoint(buffers)
         for info, buf in zip(self.program.buffers, buffers, strict=True):
             if info.name in arrays:
                 self.platform.copy_in(buf, arrays[info.name])
