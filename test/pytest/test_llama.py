@@ -296,6 +296,31 @@ def test_vdir_generate_usage_and_config_errors_are_one_line(tmp_path, capsys):
     assert err.startswith(f"error: {bad}: Expecting ',' delimiter") and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize(("settings", "message"), [
+    ([1, 2], "expected a JSON object of the model's settings, got a list"),
+    ({"hidden_size": 64, "num_attention_heads": 3, "num_hidden_layers": 1, "intermediate_size": 128,
+      "vocab_size": 128}, "hidden_size 64 is not a multiple of num_attention_heads 3 (and no head_dim is given)"),
+    ({"hidden_size": 64, "num_attention_heads": 0}, "hidden_size (64) and num_attention_heads (0) must be positive"),
+    ({"hidden_size": 64, "num_attention_heads": 1, "rope_scaling": [1]}, "rope_scaling is a list, not an object"),
+])
+def test_vdir_generate_names_the_config_file_and_what_is_wrong_in_it(tmp_path, capsys, settings, message):
+    """A config that is not an object, or whose heads do not divide its width, was an error about
+    'config.json' (not the file given) from deep inside: 'list indices must be integers', 'no equal
+    split of K = 63'."""
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(settings))
+    assert generate_main(["--random", str(path), "--prompt", "1", "--backend", "sim", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {path}: {message}", err
+
+
+def test_vdir_generate_checks_its_json_path_before_the_work(tmp_path, capsys):
+    missing = tmp_path / "no-such-folder" / "out.json"
+    assert generate_main(["--random", "tiny", "--prompt", "1", "--json", str(missing), "--backend", "sim",
+                          "--no-progress"]) == 1
+    assert capsys.readouterr().err.strip() == f"{missing}: error: --json: no such folder '{missing.parent}' (create it first)"
+
+
 def test_vdir_generate_refuses_random_weights_the_host_cannot_hold(monkeypatch, capsys):
     """``--random`` with more weights than the host's available memory is a one-line error before any
     weight is made (it was the system's out-of-memory kill): the simulator counts twice, its buffers

@@ -334,16 +334,25 @@ _LAYER_TENSORS = {
 _GLOBAL_TENSORS = {"emb": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}
 
 
-def config_from_json(data: dict[str, Any], max_context: int, **tiling: Any) -> LlamaConfig:
-    """A :class:`LlamaConfig` from a Hugging-Face ``config.json`` (Llama or Qwen3)."""
+def config_from_json(data: Any, max_context: int, *, source: str = "config.json", **tiling: Any) -> LlamaConfig:
+    """A :class:`LlamaConfig` from a Hugging-Face ``config.json`` (Llama or Qwen3); errors name ``source``."""
+    if not isinstance(data, dict):
+        raise ModelError(f"{source}: expected a JSON object of the model's settings, got a {type(data).__name__}")
     try:
         heads = int(data["num_attention_heads"])
         hidden = int(data["hidden_size"])
+        if heads < 1 or hidden < 1:
+            raise ModelError(f"{source}: hidden_size ({hidden}) and num_attention_heads ({heads}) must be positive")
+        if not data.get("head_dim") and hidden % heads:
+            raise ModelError(f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads} "
+                             "(and no head_dim is given)")
         scaling = data.get("rope_scaling") or None
         llama3 = None
         if scaling is not None:
+            if not isinstance(scaling, dict):
+                raise ModelError(f"{source}: rope_scaling is a {type(scaling).__name__}, not an object")
             if scaling.get("rope_type", scaling.get("type")) != "llama3":
-                raise ModelError(f"config.json: rope_scaling type {scaling.get('rope_type')!r} is not supported "
+                raise ModelError(f"{source}: rope_scaling type {scaling.get('rope_type')!r} is not supported "
                                  "(only 'llama3')")
             llama3 = Llama3Scaling(float(scaling["factor"]), float(scaling["low_freq_factor"]),
                                    float(scaling["high_freq_factor"]),
@@ -357,11 +366,11 @@ def config_from_json(data: dict[str, Any], max_context: int, **tiling: Any) -> L
             qk_norm=str(data.get("model_type", "")).startswith("qwen3"), max_context=max_context, **tiling,
         )
     except KeyError as e:
-        raise ModelError(f"config.json: missing key {e}") from None
-    except (TypeError, ValueError) as e:
+        raise ModelError(f"{source}: missing key {e}") from None
+    except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong type (rope_scaling a list, ...)
         if isinstance(e, ModelError):
             raise
-        raise ModelError(f"config.json: {e}") from None
+        raise ModelError(f"{source}: {e}") from None
 
 
 def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
@@ -370,9 +379,10 @@ def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> t
 
     root = Path(directory)
     try:
-        cfg = config_from_json(json.loads((root / "config.json").read_text()), max_context, **tiling)
+        data = json.loads((root / "config.json").read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(f"{root / 'config.json'}: {e}") from None
+    cfg = config_from_json(data, max_context, source=str(root / "config.json"), **tiling)
     files = sorted(root.glob("*.safetensors"))
     if not files:
         raise ModelError(f"{root}: no *.safetensors file")
@@ -442,5 +452,5 @@ def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
             data = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ModelError(f"{path}: {e}") from None
-        return config_from_json(data, max_context or 256)
+        return config_from_json(data, max_context or 256, source=str(path))
     raise ModelError(f"unknown config '{name}' (named: {', '.join(NAMED_CONFIGS)}; or a config.json path)")

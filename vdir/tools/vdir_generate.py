@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 from vdir.device_runtime import backend_names, default_backend
 from vdir.diagnostics import UserError
 from vdir.limits import limits_in_effect
-from vdir.tools.common import OneLineParser, add_limit_options, flag_error, limits_from_args, run_cli
+from vdir.tools.common import (
+    OneLineParser,
+    add_limit_options,
+    check_output_path,
+    flag_error,
+    limits_from_args,
+    run_cli,
+)
 
 if TYPE_CHECKING:
     from vdir.frontend.llama import LlamaConfig
@@ -87,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"error: --seed {args.seed}: a seed is a non-negative integer")
     if args.flag_words < 0:
         raise UserError(f"error: --flag-words {args.flag_words}: 0 (none) or a positive byte count")
+    if args.json:
+        check_output_path(args.json, "--json")  # before the model is loaded and run, not after
     pipeline = _pipeline_options(args.pipeline, args.flag_words)
     backend = args.backend or default_backend()
     if args.weights:
