@@ -455,9 +455,12 @@ def _spec_error(e: ArgSpecParseError) -> str:
 
 def _target_argument(argv: Sequence[str]) -> str:
     """The ``-t``/``--target`` value in ``argv`` (the driver's own parse failed on it)."""
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     parser.add_argument("-t", "--target", default="mlir")
-    return parser.parse_known_args(list(argv))[0].target
+    try:
+        return parser.parse_known_args(list(argv))[0].target
+    except argparse.ArgumentError:
+        return "-t"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
