@@ -115,6 +115,7 @@ class VdirOptMain(xDSLOptMain):
         except ArgSpecParseError as e:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {_spec_error(e)}") from None
         spec = parse_spec(self.args.target)
+        self.target_name = spec.name
         try:
             factory = self.available_targets[spec.name]
             if not inspect.signature(factory).parameters:  # a Target class (not a legacy printing function)
@@ -185,7 +186,7 @@ class VdirOptMain(xDSLOptMain):
         """The target's text for ``prog``; a target that cannot print it, or one of xDSL's that
         prints nothing for a program that is not empty (it knows none of its operations), is one
         located error."""
-        foreign = parse_spec(self.args.target).name not in VDIR_TARGETS
+        foreign = self.target_name not in VDIR_TARGETS  # parsed once, in setup_pipeline
         where = f"{self.get_input_name()}: error: target '{self.args.target}'"
         try:
             with warnings.catch_warnings():
