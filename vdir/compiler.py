@@ -32,6 +32,10 @@ class InvalidModuleError(VdirError, ValueError):
     """The module given to :func:`compile` does not verify; ``str(e)`` is vdir-opt's one-line message."""
 
 
+class CompileArgumentError(VdirError, TypeError):
+    """An argument of :func:`compile` of the wrong type (a ``TypeError`` that ``except VdirError`` also catches)."""
+
+
 def compile(
     module_or_program: Any,
     backend: str = "sim",
@@ -68,7 +72,7 @@ def compile(
     message vdir-opt gives.
     """
     if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int | np.integer)):
-        raise TypeError(f"vdir.compile: num_sms must be an integer, got {num_sms!r}")
+        raise CompileArgumentError(f"vdir.compile: num_sms must be an integer, got {num_sms!r}")
     num_sms = None if num_sms is None else int(num_sms)
     if target is not None:
         get_target(target, num_sms)  # an unknown target or too many SMs fails here, by name
@@ -91,7 +95,7 @@ def compile(
         from xdsl.dialects.builtin import ModuleOp
 
         if not isinstance(module_or_program, ModuleOp):
-            raise TypeError(
+            raise CompileArgumentError(
                 f"vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(module_or_program).__name__}"
             )
         passes = _pipeline_options(pipeline, target, num_sms)

@@ -300,9 +300,20 @@ def test_compile_to_encoded_refuses_option_values_the_passes_refuse(options, mes
 
 @pytest.mark.parametrize("num_sms", [True, 1.0, "2"])
 def test_compile_names_a_num_sms_that_is_not_an_integer(num_sms):
-    """``num_sms=True`` used to compile and fail at the first call, ``"2"`` with a bare TypeError."""
-    with pytest.raises(TypeError, match=f"^vdir.compile: num_sms must be an integer, got {num_sms!r}$"):
+    """``num_sms=True`` used to compile and fail at the first call, ``"2"`` with a bare TypeError;
+    the error is a TypeError that ``except VdirError`` catches too."""
+    from vdir.compiler import CompileArgumentError
+
+    with pytest.raises(CompileArgumentError, match=f"^vdir.compile: num_sms must be an integer, got {num_sms!r}$") as info:
         vdir.compile(copy_program(), num_sms=num_sms)
+    assert isinstance(info.value, VdirError) and isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("given", [None, "module { }", b"\x00", 3])
+def test_compile_names_what_it_was_given_when_it_is_no_program(given):
+    """Anything but a module or an encoded program is refused by its type name, as a VdirError."""
+    with pytest.raises(VdirError, match=f"^vdir.compile takes an xDSL ModuleOp or an EncodedProgram, got {type(given).__name__}$"):
+        vdir.compile(given)
 
 
 def test_a_compression_bomb_in_an_encoded_program_is_refused(tmp_path, capsys):
