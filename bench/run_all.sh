@@ -41,6 +41,9 @@
 #   protoprobe - bench/handoff_protocol_probe.cu (nvcc): a row handed from 128 SMs to all, round
 #              after round, by three protocols (vdir's counter and bulk copies, a counter and plain
 #              accesses, a flag in every word), idle and with every SM streaming
+#   splitkprobe - bench/split_k_probe.cu (nvcc): an MLP layer's two hand-offs against a split-K down
+#              projection (partials added by reducing bulk stores, u64 fixed point or f32) under the
+#              weight stream, at three stack shapes
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
@@ -93,7 +96,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, paths, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, splitkprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, buckets, rows, paths, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -164,6 +167,7 @@ for what in $steps; do
     clusterprobe) cuda_probe clusterprobe cluster_handoff_probe ;;
     protoprobe) cuda_probe protoprobe handoff_protocol_probe ;;
     landprobe) cuda_probe landprobe landing_probe ;;
+    splitkprobe) cuda_probe splitkprobe split_k_probe ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
