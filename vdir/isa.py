@@ -19,6 +19,7 @@ import binascii
 import dataclasses
 import functools
 import math
+import re
 import sys
 import zlib
 from collections.abc import Collection, Iterator
@@ -1178,8 +1179,8 @@ REGION_OPCODES = (OP_LOAD, OP_STORE, OP_PREFETCH)
 
 
 def check_regions(program: "EncodedProgram") -> None:
-    """Every region a load, store or prefetch names lies within its buffer, at both ends of a runtime
-    offset's range (so at every value between); ValueError naming the micro-op otherwise.
+    """Every region a load, store or prefetch names is not empty and lies within its buffer, at both
+    ends of a runtime offset's range (so at every value between); ValueError naming the micro-op otherwise.
 
     The kernel copies what the words say: a forged region would read or write
     another allocation, or fault and take the device context with it. The
@@ -1286,6 +1287,28 @@ def transfer_flags_error(opcode: int, flags: int, store_engine: bool) -> str | N
     return None
 
 
+def check_queue_layout(program: "EncodedProgram") -> None:
+    """The queues lie one after another in table order (SM by SM, engine by engine), from the first
+    instruction to the last: every instruction is in exactly one queue. ValueError naming the queue
+    otherwise.
+
+    The encoder lays them out so, and the runtime relies on it: an instruction
+    outside every queue never runs, yet a store in it would count as writing
+    its buffer (:func:`fully_stored_buffers`), which is then not zeroed; two
+    queues sharing instructions would run them twice.
+    """
+    expected = 0
+    for sm, row in enumerate(program.queues):
+        for engine, (start, count) in enumerate(row):
+            if start != expected and count:
+                raise ValueError(f"queue (SM {sm}, engine {engine}) starts at instruction {start}, not at {expected} "
+                                 f"where the queue before it ends: the queues lie one after another in table order")
+            expected += count
+    if expected != len(program.instrs):
+        raise ValueError(f"the queues hold {expected:,} instructions, the program {len(program.instrs):,}: "
+                         f"every instruction is in exactly one queue")
+
+
 def check_opcodes(program: "EncodedProgram") -> None:
     """Every executed instruction's opcode is one its engine runs (:func:`engine_opcodes`); ValueError
     naming the micro-op otherwise.
@@ -1349,7 +1372,7 @@ def reduction_error(words, buffers: list["BufferInfo"]) -> str | None:
 
 
 def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[str]) -> tuple[int, str] | None:
-    """(row, why) of the first of ``regions`` (instruction rows) outside its buffer, or None."""
+    """(row, why) of the first of ``regions`` (instruction rows) empty or outside its buffer, or None."""
     nbuffers = len(names)
     buf = BUFFER.column(regions).astype(np.int64)
     if (buf >= nbuffers).any():
@@ -1358,6 +1381,10 @@ def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[st
     size = sizes[buf]
     offset = GLOBAL_OFFSET.column(regions)  # u64
     rows = ROWS.column(regions).astype(np.int64)
+    empty = (rows == 0) | (ROW_BYTES.column(regions) == 0)
+    if empty.any():  # the copies would move nothing, and the tile they fill would have no elements
+        k = int(np.argmax(empty))
+        return k, f"region of {int(rows[k])} rows of {int(ROW_BYTES.column(regions)[k])} bytes is empty"
     extent = np.where(rows > 0, (rows - 1) * ROW_STRIDE.column(regions).astype(np.int64), 0)
     extent += ROW_BYTES.column(regions).astype(np.int64)  # < 2^64: both terms are below 2^32 * 2^32
     outside = (offset >= np.uint64(1 << 63)) | (extent > size)
@@ -1395,9 +1422,9 @@ class ScalarInfo:
         """Inverse of :meth:`text`; ValueError for a malformed entry, or a range beyond the
         32-bit runtime values (``[-2**31, 2**31)``)."""
         parts = text.split(":")
-        try:
+        if len(parts) == 3 and all(re.fullmatch(r"-?[0-9]+", p) for p in parts[1:]):  # no '_', spaces or other digits
             name, lo, hi = parts[0], int(parts[1]), int(parts[2])
-        except (IndexError, ValueError):
+        else:
             name, lo, hi = "", 0, 0
         if len(parts) != 3 or not name.isidentifier() or not -(1 << 31) <= lo < hi <= 1 << 31:
             raise ValueError(f"malformed scalar entry '{text}' (want name:lo:hi with lo < hi, "
@@ -1667,7 +1694,8 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
 
     In order: the code its loops unroll to (:func:`check_unrolled_size`, with ``code_limit`` and
     ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
-    runtime allocates by (:meth:`EncodedProgram.check_counts`), each instruction's opcode against its
+    runtime allocates by (:meth:`EncodedProgram.check_counts`), the queues' layout
+    (:func:`check_queue_layout`), each instruction's opcode against its
     engine (:func:`check_opcodes`), each reduction against its instruction and buffer
     (:func:`check_reductions`), the regions against their buffers (:func:`check_regions`), the
     flag-word records (:func:`check_flag_words`) and each load's and store's flags
@@ -1675,6 +1703,7 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
+    check_queue_layout(program)
     check_opcodes(program)
     check_reductions(program)
     check_regions(program)

@@ -429,6 +429,50 @@ def test_a_forged_header_count_is_a_located_error(field, value, message, tmp_pat
     assert lines == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2
 
 
+@pytest.mark.parametrize(
+    "forge, message",
+    [
+        ("dropped_store", "the queues hold 1 instructions, the program 2: every instruction is in exactly one queue"),
+        ("shared", "queue (SM 0, engine 3) starts at instruction 0, not at 1 where the queue before it ends: "
+                   "the queues lie one after another in table order"),
+    ],
+)
+def test_a_forged_queue_table_is_refused(forge, message, tmp_path, capsys):
+    """An instruction outside every queue never runs, yet its store counted as writing the buffer, so
+    ``y`` was not zeroed and vdir-run returned leftover memory with exit 0; queues sharing instructions
+    would run them twice."""
+    import base64
+    import re
+    import zlib
+
+    from vdir.tools.vdir_opt import main as opt_main
+    from vdir.tools.vdir_run import main as run_main
+
+    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
+    src.write_text(str(copy_program()))
+    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
+    text = encoded.read_text()
+    code = re.search(r'code = "([^"]*)"', text)
+    assert code is not None
+    data = bytearray(zlib.decompress(base64.b64decode(code.group(1))))
+    h = isa.EncodedProgram.parse_header(bytes(data))
+    off = isa.HEADER_WORDS * isa.WORD_BYTES
+    table = np.frombuffer(bytes(data[off:]), "<u4", count=h["num_sms"] * h["num_engines"] * isa.QUEUE_ENTRY_WORDS)
+    table = table.reshape(h["num_sms"], h["num_engines"], isa.QUEUE_ENTRY_WORDS).copy()
+    # SM 0 holds the load (engine 2, instruction 0) and the store (engine 3, instruction 1)
+    assert [(isa.QUEUE_START.get(q), isa.QUEUE_COUNT.get(q)) for q in table[0]] == [(0, 0), (0, 0), (0, 1), (1, 1)]
+    if forge == "dropped_store":  # the store never runs
+        isa.QUEUE_COUNT.set(table[0, 3], 0)
+    else:  # the store queue points at the load
+        isa.QUEUE_START.set(table[0, 3], 0)
+    data[off: off + table.nbytes] = table.tobytes()
+    forged = tmp_path / "forged.mlir"
+    forged.write_text(text.replace(code.group(1), base64.b64encode(zlib.compress(bytes(data))).decode()))
+    assert opt_main([str(forged)]) == 1
+    assert run_main([str(forged), "--backend", "sim"]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2
+
+
 def test_a_forged_encoded_program_object_is_checked_before_it_is_loaded():
     from vdir.transforms.pipeline import compile_to_encoded
 
@@ -571,3 +615,62 @@ def test_an_instruction_on_an_engine_that_does_not_run_it_is_refused_on_every_ba
     with pytest.raises(ValueError, match=message):
         isa.check_untrusted(isa.EncodedProgram.from_bytes(program.to_bytes(), program.buffers, program.uop_names,
                                                           program.target, program.scalars))
+
+
+def test_a_buffer_named_self_binds_by_name():
+    """``exe(self=...)`` was Python's 'got multiple values for argument self' (vdir-run's internal error):
+    the executable's own parameter is positional-only, so every buffer name is free to bind."""
+    b = ProgramBuilder("named_self")
+    x = b.buffer("self", (1, 64))
+    y = b.buffer("y", (1, 64))
+    b.store(b.load(x, (0, 0), (1, 64)), y, (0, 0))
+    exe = vdir.compile(b.finish(), backend="sim")
+    data = np.random.default_rng(7).standard_normal((1, 64)).astype(bfloat16)
+    np.testing.assert_array_equal(exe(self=data).view(np.uint16), data.view(np.uint16))
+
+
+def _gemv_program():
+    b = ProgramBuilder("gemv_8")
+    w, x, y = b.buffer("w", (8, 64)), b.buffer("x", (1, 64)), b.buffer("y", (1, 8))
+    b.store(b.compute("gemv", [b.load(w, (0, 0), (8, 64)), b.load(x, (0, 0), (1, 64))]), y, (0, 0))
+    return b.finish()
+
+
+@pytest.mark.parametrize(
+    "opcode, field, message",
+    [
+        ("OP_LOAD", "ROWS", r"micro-op #\d+ \(SM 0, \w+ engine, queue position 0\): region of 0 rows of 128 bytes is empty"),
+        ("OP_LOAD", "ROW_BYTES", r"micro-op #\d+ \(SM 0, \w+ engine, queue position 0\): region of \d+ rows of 0 bytes "
+                                 r"is empty"),
+        ("OP_COMPUTE", "P0", r".*: family 'gemv': its input 0 is an empty 0x64 tile"),
+    ],
+)
+def test_an_empty_region_or_tile_is_a_located_error(opcode, field, message, tmp_path, capsys):
+    """A load of 0 rows, or a gemv of 0 rows, was numpy's 'zero-size array to reduction operation
+    maximum which has no identity', with no micro-op named."""
+    import base64
+    import re
+    import zlib
+
+    from vdir.tools.vdir_run import main as run_main
+
+    program = vdir.compile(_gemv_program(), backend="sim").program
+    instrs = program.instrs.copy()
+    first = int(np.argmax(isa.OPCODE.column(instrs) == getattr(isa, opcode)))
+    getattr(isa, field).set(instrs[first], 0)
+    forged_program = dataclasses.replace(program, instrs=instrs)
+    encoded = tmp_path / "forged.mlir"
+    src = tmp_path / "gemv.mlir"
+    src.write_text(str(_gemv_program()))
+    from vdir.tools.vdir_opt import main as opt_main
+
+    assert opt_main([str(src), "-p", "vdir-pipeline", "-o", str(encoded)]) == 0
+    text = encoded.read_text()
+    code = re.search(r'code = "([^"]*)"', text)
+    assert code is not None and isa.decode_code(code.group(1)) == program.to_bytes()
+    forged_code = base64.b64encode(zlib.compress(forged_program.to_bytes())).decode()
+    encoded.write_text(text.replace(code.group(1), forged_code))
+    assert run_main([str(encoded), "--backend", "sim"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.fullmatch(rf"{encoded}:\d+:\d+: error: bad encoded program: {message}"
+                                          if opcode == "OP_LOAD" else rf"error: {message}", err[0]), err

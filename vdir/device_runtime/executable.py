@@ -338,7 +338,7 @@ class Executable:
         self._scalars_written = True  # the caller holds the block now: launches read what it wrote
         return DeviceArray(self._scalar_block, (len(self.program.scalars),), "i32", self)
 
-    def set_scalars(self, *values: Any, **named: Any) -> None:
+    def set_scalars(self, /, *values: Any, **named: Any) -> None:
         """Check the launch-time scalars (by position or name) and write them into :attr:`scalar_block`."""
         self._check_open()
         declared = self.program.scalars
@@ -375,7 +375,7 @@ class Executable:
         return own
 
     # ---- running ----------------------------------------------------------
-    def __call__(self, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
+    def __call__(self, /, *args: Any, **named: Any) -> np.ndarray | dict[str, np.ndarray]:
         """Run the program once on host arrays; wait; return the output (or a dict name -> output).
 
         Bound buffers (:meth:`bind_buffer`, :meth:`upload`) are not passed;
@@ -403,7 +403,7 @@ class Executable:
             return {}
         return next(iter(results.values())) if len(results) == 1 else results
 
-    def launch(self, *args: Any, stream: Any = None, **named: Any) -> None:
+    def launch(self, /, *args: Any, stream: Any = None, **named: Any) -> None:
         """Enqueue one run on device tensors, on ``stream``, without waiting.
 
         Inputs not bound come positionally (in :attr:`call_inputs` order) or
@@ -495,7 +495,7 @@ class Executable:
         if not getattr(self.platform, "_closed", False):
             self.platform.fill_zero(self._sync)
 
-    def time(self, *args: Any, iterations: int = 10, **named: Any) -> list[float]:
+    def time(self, /, *args: Any, iterations: int = 10, **named: Any) -> list[float]:
         """The time of each of ``iterations`` launches on the bound inputs, in µs, in launch order.
 
         A list rather than one figure, so that the caller picks the summary

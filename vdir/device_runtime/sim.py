@@ -362,6 +362,9 @@ def _compute_operands(words: list[int]) -> tuple[Family, tuple[TileRef, ...], Ti
     if family is None:
         raise ValueError(f"unknown family opcode {fam_code}")
     sig = family.decode_operands(ParamWords.read(words))
+    for what, t in [*((f"input {i}", t) for i, t in enumerate(sig.inputs)), ("result", sig.result)]:
+        if 0 in t.shape:
+            raise ValueError(f"family '{family.name}': its {what} is an empty {'x'.join(map(str, t.shape))} tile")
     count = isa.NUM_INPUTS.get(words)
     if count != len(sig.inputs):
         raise ValueError(f"family '{family.name}' here takes {len(sig.inputs)} inputs, the instruction has {count}")
