@@ -1745,16 +1745,27 @@ def encode_text(lines: list[str]) -> str:
     return base64.b64encode(zlib.compress("\n".join(lines).encode("utf-8"), 1)).decode("ascii")
 
 
-def decode_text(text: str, limit: int | None = None) -> list[str]:
+def decode_text(text: str, limit: int | None = None, max_lines: int | None = None) -> list[str]:
     """Inverse of :func:`encode_text`; refused past ``limit`` bytes (None: the ``max_names_bytes``
-    in effect, see :mod:`vdir.limits`)."""
+    in effect, see :mod:`vdir.limits`) or past ``max_lines`` lines (None: any number), counted before
+    they are split (a few bytes a line would otherwise cost a Python string each: gigabytes)."""
     from vdir.limits import OPTIONS, current_limits
 
     try:
         limit = current_limits().max_names_bytes if limit is None else limit
-        return _inflate(text, limit, "micro-op names", OPTIONS["max_names_bytes"]).decode("utf-8").split("\n")
+        data = _inflate(text, limit, "micro-op names", OPTIONS["max_names_bytes"])
+        lines = data.count(b"\n") + 1
+        if max_lines is not None and lines > max_lines:
+            raise ValueError(f"the micro-op names are {lines:,} lines, more than the program's {max_lines:,} micro-ops")
+        return data.decode("utf-8").split("\n")
     except (binascii.Error, zlib.error, UnicodeError) as e:
         raise ValueError(f"cannot decode the micro-op names ({e})") from None
+
+
+def names_line_limit(program: "EncodedProgram") -> int:
+    """The most names a program's micro-ops can have: one per micro-op id, and the ids count the
+    micro-ops, each of which executes at least one instruction (at least one, for an empty program)."""
+    return max(program.executed_count(), 1)
 
 
 def _bits(mask: int) -> list[int]:

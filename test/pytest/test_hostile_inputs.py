@@ -674,3 +674,25 @@ def test_an_empty_region_or_tile_is_a_located_error(opcode, field, message, tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.fullmatch(rf"{encoded}:\d+:\d+: error: bad encoded program: {message}"
                                           if opcode == "OP_LOAD" else rf"error: {message}", err[0]), err
+
+
+def test_more_names_than_micro_ops_are_refused_before_they_are_split(tmp_path, capsys):
+    """Thirty million one-letter names compress to 350 KB and took 3.6 GB as Python strings; names are
+    one per micro-op, so their lines are counted against the program's micro-ops first."""
+    import re
+
+    from vdir.tools.vdir_opt import main as opt_main
+    from vdir.tools.vdir_run import main as run_main
+
+    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
+    src.write_text(str(copy_program()))
+    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
+    text = encoded.read_text()
+    names = re.search(r'names = "([^"]*)"', text)
+    assert names is not None
+    forged = tmp_path / "forged.mlir"
+    forged.write_text(text.replace(names.group(1), isa.encode_text(["a"] * 1_000_000)))
+    assert opt_main([str(forged)]) == 1
+    assert run_main([str(forged), "--backend", "sim"]) == 1
+    message = "the micro-op names are 1,000,000 lines, more than the program's 2 micro-ops"
+    assert capsys.readouterr().err.splitlines() == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2

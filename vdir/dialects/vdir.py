@@ -1718,15 +1718,22 @@ class EncodedProgramOp(IRDLOperation):
         for text in (self.code.data, self.names.data):
             if not _BASE64.fullmatch(text):
                 raise VerifyException("code and names must be base64 text")
-        from vdir.isa import EncodedProgram, ScalarInfo, check_stored_buffers, decode_code, decode_text
+        from vdir.isa import (
+            EncodedProgram,
+            ScalarInfo,
+            check_stored_buffers,
+            decode_code,
+            decode_text,
+            names_line_limit,
+        )
 
         buffers = self._buffer_infos()
         try:
             code = decode_code(self.code.data)
-            decode_text(self.names.data)
             scalars = [ScalarInfo.parse(e.data) for e in (self.scalars.data if self.scalars is not None else ())]
             _check_scalar_names(scalars, buffers)
             program = EncodedProgram.from_bytes(code, buffers, None, self.target.data, scalars)
+            decode_text(self.names.data, max_lines=names_line_limit(program))
             check_stored_buffers(program)
         except (ValueError, KeyError) as e:
             raise VerifyException(f"bad encoded program: {e}") from None

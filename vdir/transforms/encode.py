@@ -620,9 +620,11 @@ def encoded_op(name: str, program: isa.EncodedProgram) -> EncodedProgramOp:
 def program_of(op: EncodedProgramOp) -> isa.EncodedProgram:
     """Read a ``vdir.encoded_program`` back into an :class:`~vdir.isa.EncodedProgram`."""
     buffers = [isa.parse_buffer_entry(b.data) for b in op.buffers.data]
-    names = {i: s for i, s in enumerate(isa.decode_text(op.names.data)) if s}
     scalars = [isa.ScalarInfo.parse(s.data) for s in op.scalars.data] if op.scalars is not None else []
-    return isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, names, op.target.data, scalars)
+    program = isa.EncodedProgram.from_bytes(isa.decode_code(op.code.data), buffers, {}, op.target.data, scalars)
+    lines = isa.decode_text(op.names.data, max_lines=isa.names_line_limit(program))
+    program.uop_names = {i: s for i, s in enumerate(lines) if s}
+    return program
 
 
 def encoded_programs(module: ModuleOp) -> list[isa.EncodedProgram]:
