@@ -7,6 +7,8 @@ tiled is made once.
 
 from __future__ import annotations
 
+import math
+
 from xdsl.ir import SSAValue
 
 from vdir.dialects.vdir import BULK_COPY_ALIGN
@@ -41,12 +43,15 @@ def chunks_for(rows: int, k: int, what: str, tile_bytes: int = WEIGHT_TILE_BYTES
 
     A chunk's row must be whole bulk-copy units (``BULK_COPY_ALIGN``
     bytes); a :class:`ValueError` naming ``what`` where no split of ``k``
-    gives one.
+    gives one. The search runs over the chunk widths that fit the tile,
+    widest (the fewest chunks) first: at most ``tile_bytes / BULK_COPY_ALIGN``
+    steps for a positive ``rows``, however large ``k``.
     """
-    for chunks in range(1, k + 1):
-        width = k // chunks
-        if k % chunks == 0 and width * _BF16 % BULK_COPY_ALIGN == 0 and rows * width * _BF16 <= tile_bytes:
-            return chunks
+    unit = BULK_COPY_ALIGN // math.gcd(BULK_COPY_ALIGN, _BF16)  # the elements of a row's whole units
+    widest = k if rows <= 0 else min(k, tile_bytes // (rows * _BF16))  # the widest chunk within the tile
+    for width in range(widest - widest % unit, 0, -unit):
+        if k % width == 0:
+            return k // width
     raise ValueError(f"{what}: no equal split of K = {k} gives a {rows}-row bf16 tile of at most "
                      f"{tile_bytes} bytes in whole {BULK_COPY_ALIGN}-byte rows")
 

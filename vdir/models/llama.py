@@ -16,6 +16,7 @@ into a :class:`~vdir.frontend.llama.LlamaConfig` and the step's weights.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -334,43 +335,164 @@ _LAYER_TENSORS = {
 _GLOBAL_TENSORS = {"emb": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}
 
 
+#: the most each size setting of a ``config.json`` may be, so that a mistyped or hostile size is one
+#: line naming it rather than minutes of tiling or a host-memory error: about 8 times the largest
+#: published shapes (Llama-3.1-405B: hidden 16384, intermediate 53248, 126 layers, 128 heads; Gemma 3:
+#: a 262144-token vocabulary, head dim 256; Llama 3.1: a 131072-position context), and at least 8
+#: times those of :data:`NAMED_CONFIGS` (at most hidden 4096, intermediate 14336, vocabulary 151936,
+#: 36 layers, 32 heads, head dim 128)
+CONFIG_SIZE_LIMITS = {
+    "hidden_size": 1 << 17,
+    "intermediate_size": 1 << 19,
+    "vocab_size": 1 << 21,
+    "num_hidden_layers": 1 << 10,
+    "num_attention_heads": 1 << 10,
+    "num_key_value_heads": 1 << 10,
+    "head_dim": 1 << 11,
+    "rope_scaling.original_max_position_embeddings": 1 << 20,
+}
+#: the characters of a setting's value a message shows
+_SHOWN_CHARS = 40
+
+
 def config_from_json(data: Any, max_context: int, *, source: str = "config.json", **tiling: Any) -> LlamaConfig:
-    """A :class:`LlamaConfig` from a Hugging-Face ``config.json`` (Llama or Qwen3); errors name ``source``."""
+    """A :class:`LlamaConfig` from a Hugging-Face ``config.json`` (Llama or Qwen3); errors name ``source``.
+
+    Each setting must be of its JSON type (a size a JSON integer within :data:`CONFIG_SIZE_LIMITS`, a
+    float a finite number, a flag ``true`` or ``false``, ``model_type`` a string); an optional setting
+    given as ``null`` is left out.
+    """
     if not isinstance(data, dict):
         raise ModelError(f"{source}: expected a JSON object of the model's settings, got a {type(data).__name__}")
+    heads = _size(data, "num_attention_heads", source)
+    hidden = _size(data, "hidden_size", source)
+    if heads < 1 or hidden < 1:
+        raise ModelError(f"{source}: hidden_size ({hidden}) and num_attention_heads ({heads}) must be positive")
+    head_dim = _size(data, "head_dim", source, default=0)  # 0 (or null): the hidden size split into heads
+    if not head_dim and hidden % heads:
+        raise ModelError(f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads} "
+                         "(and no head_dim is given)")
     try:
-        heads = int(data["num_attention_heads"])
-        hidden = int(data["hidden_size"])
-        if heads < 1 or hidden < 1:
-            raise ModelError(f"{source}: hidden_size ({hidden}) and num_attention_heads ({heads}) must be positive")
-        if not data.get("head_dim") and hidden % heads:
-            raise ModelError(f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads} "
-                             "(and no head_dim is given)")
-        scaling = data.get("rope_scaling") or None
-        llama3 = None
-        if scaling is not None:
-            if not isinstance(scaling, dict):
-                raise ModelError(f"{source}: rope_scaling is a {type(scaling).__name__}, not an object")
-            if scaling.get("rope_type", scaling.get("type")) != "llama3":
-                raise ModelError(f"{source}: rope_scaling type {scaling.get('rope_type')!r} is not supported "
-                                 "(only 'llama3')")
-            llama3 = Llama3Scaling(float(scaling["factor"]), float(scaling["low_freq_factor"]),
-                                   float(scaling["high_freq_factor"]),
-                                   int(scaling["original_max_position_embeddings"]))
+        llama3 = _rope_scaling(data.get("rope_scaling") or None, source)
         return LlamaConfig(
-            layers=int(data["num_hidden_layers"]), hidden=hidden, heads=heads,
-            kv_heads=int(data.get("num_key_value_heads", heads)),
-            head_dim=int(data.get("head_dim") or hidden // heads), intermediate=int(data["intermediate_size"]),
-            vocab=int(data["vocab_size"]), rope_theta=float(data.get("rope_theta", 10000.0)), rope_scaling=llama3,
-            eps=float(data.get("rms_norm_eps", 1e-5)), tied_embeddings=bool(data.get("tie_word_embeddings", False)),
-            qk_norm=str(data.get("model_type", "")).startswith("qwen3"), max_context=max_context, **tiling,
+            layers=_size(data, "num_hidden_layers", source), hidden=hidden, heads=heads,
+            kv_heads=_size(data, "num_key_value_heads", source, default=heads),
+            head_dim=head_dim or hidden // heads, intermediate=_size(data, "intermediate_size", source),
+            vocab=_size(data, "vocab_size", source), rope_theta=_number(data, "rope_theta", source, 10000.0),
+            rope_scaling=llama3,
+            eps=_number(data, "rms_norm_eps", source, 1e-5),
+            tied_embeddings=_flag(data, "tie_word_embeddings", source, False),
+            qk_norm=_text(data, "model_type", source, "").startswith("qwen3"), max_context=max_context, **tiling,
         )
-    except KeyError as e:
-        raise ModelError(f"{source}: missing key {e}") from None
-    except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong type (rope_scaling a list, ...)
+    except (TypeError, ValueError) as e:  # a shape the step cannot take (head_dim 96, heads not over kv_heads, ...)
         if isinstance(e, ModelError):
             raise
         raise ModelError(f"{source}: {e}") from None
+
+
+def _rope_scaling(scaling: Any, source: str) -> Llama3Scaling | None:
+    """The ``rope_scaling`` object of a config (None: none); only Llama 3's is taken."""
+    if scaling is None:
+        return None
+    if not isinstance(scaling, dict):
+        raise ModelError(f"{source}: rope_scaling is a {type(scaling).__name__}, not an object")
+    if scaling.get("rope_type", scaling.get("type")) != "llama3":
+        raise ModelError(f"{source}: rope_scaling type {scaling.get('rope_type')!r} is not supported "
+                         "(only 'llama3')")
+    factor, low, high = (_number(scaling, key, source, prefix="rope_scaling.")
+                         for key in ("factor", "low_freq_factor", "high_freq_factor"))
+    return Llama3Scaling(factor, low, high,
+                         _size(scaling, "original_max_position_embeddings", source, prefix="rope_scaling."))
+
+
+#: marks a setting that a config must give (no default)
+_REQUIRED: Any = object()
+
+
+def _setting(data: dict[str, Any], key: str, source: str, default: Any, prefix: str) -> Any:
+    """The value of setting ``key``: ``default`` where it is absent or null, a :class:`ModelError`
+    naming it where it is required (``default`` :data:`_REQUIRED`)."""
+    value = data.get(key)
+    if value is None:
+        if default is _REQUIRED:
+            raise ModelError(f"{source}: missing key '{prefix}{key}'")
+        return default
+    return value
+
+
+def _refused(source: str, setting: str, expected: str, value: Any) -> ModelError:
+    """The error of a setting whose value is not of its type: names the setting and what was found,
+    as JSON (shortened)."""
+    if isinstance(value, (dict, list)):
+        found = "an object" if isinstance(value, dict) else "an array"
+    else:
+        found = json.dumps(value)
+        found = found if len(found) <= _SHOWN_CHARS else found[: _SHOWN_CHARS - 3] + "..."
+    return ModelError(f"{source}: {setting} must be {expected}, got {found}")
+
+
+def _size(data: dict[str, Any], key: str, source: str, default: Any = _REQUIRED, prefix: str = "") -> int:
+    """A size setting: a JSON integer (not a float, not true or false) within its
+    :data:`CONFIG_SIZE_LIMITS`."""
+    value = _setting(data, key, source, default, prefix)
+    setting = prefix + key
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _refused(source, setting, "an integer", value)
+    if value < 0:
+        raise ModelError(f"{source}: {setting} must be a positive integer, got {_shown(value)}")
+    limit = CONFIG_SIZE_LIMITS[setting]
+    if value > limit:
+        raise ModelError(f"{source}: {setting} {_shown(value)} is beyond {limit:,}, the most this reader "
+                         "takes (about 8 times the largest published model's)")
+    return value
+
+
+def _shown(value: int) -> str:
+    """An integer as a message shows it: at most :data:`_SHOWN_CHARS` digits."""
+    text = str(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:12]}... ({len(text)} digits)"
+
+
+def _number(data: dict[str, Any], key: str, source: str, default: Any = _REQUIRED, prefix: str = "") -> float:
+    """A float setting: a finite JSON number (not true or false)."""
+    value = _setting(data, key, source, default, prefix)
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an integer beyond the floats
+        number = math.inf
+    if not math.isfinite(number):
+        raise _refused(source, prefix + key, "a finite number", value)
+    return number
+
+
+def _flag(data: dict[str, Any], key: str, source: str, default: bool) -> bool:
+    """A flag setting: JSON ``true`` or ``false`` (not ``"false"``, not 0)."""
+    value = _setting(data, key, source, default, "")
+    if not isinstance(value, bool):
+        raise _refused(source, key, "true or false", value)
+    return value
+
+
+def _text(data: dict[str, Any], key: str, source: str, default: str) -> str:
+    """A string setting: a JSON string."""
+    value = _setting(data, key, source, default, "")
+    if not isinstance(value, str):
+        raise _refused(source, key, "a string", value)
+    return value
+
+
+def read_config_file(path: Path) -> Any:
+    """The JSON of a config file; a :class:`ModelError` naming ``path`` where it cannot be read or
+    is not JSON (a syntax error, arrays nested beyond Python's recursion, an integer of more digits
+    than Python converts)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelError(f"{path}: {e}") from None
+    except RecursionError:
+        raise ModelError(f"{path}: arrays or objects nested too deeply to read") from None
+    except ValueError as e:  # json.JSONDecodeError, or an integer too long to convert
+        raise ModelError(f"{path}: {str(e).split('; use sys.')[0]}") from None
 
 
 def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
@@ -378,12 +500,8 @@ def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> t
     from safetensors.numpy import load_file
 
     root = Path(directory)
-    try:
-        data = json.loads((root / "config.json").read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelError(f"{root / 'config.json'}: {e}") from None
-    cfg = config_from_json(data, max_context, source=str(root / "config.json"), **tiling)
-    files = sorted(root.glob("*.safetensors"))
+    config, files = checkpoint_files(root)
+    cfg = config_from_json(read_config_file(config), max_context, source=str(config), **tiling)
     if not files:
         raise ModelError(f"{root}: no *.safetensors file")
     tensors: dict[str, np.ndarray] = {}
@@ -393,6 +511,13 @@ def load_checkpoint(directory: str | Path, max_context: int, **tiling: Any) -> t
         except Exception as e:  # the reader's own errors: a truncated or foreign file
             raise ModelError(f"{path}: cannot read it as safetensors ({e})") from None
     return cfg, stack_weights(cfg, tensors, consume=True)
+
+
+def checkpoint_files(directory: str | Path) -> tuple[Path, list[Path]]:
+    """The files :func:`load_checkpoint` reads from a checkpoint folder: its ``config.json`` and its
+    ``*.safetensors`` files (in name order; none where the folder is missing)."""
+    root = Path(directory)
+    return root / "config.json", sorted(root.glob("*.safetensors"))
 
 
 def stack_weights(cfg: LlamaConfig, tensors: dict[str, np.ndarray], consume: bool = False) -> dict[str, np.ndarray]:
@@ -446,11 +571,14 @@ def named_config(name: str, max_context: int | None = None) -> LlamaConfig:
             return cfg
         keeps_block = max_context % cfg.context_quantum == 0
         return replace(cfg, max_context=max_context, block=cfg.block if keeps_block else AUTO_CHUNKS)
-    path = Path(name)
-    if path.suffix == ".json" and path.exists():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ModelError(f"{path}: {e}") from None
-        return config_from_json(data, max_context or 256, source=str(path))
+    path = config_file(name)
+    if path is not None:
+        return config_from_json(read_config_file(path), max_context or 256, source=str(path))
     raise ModelError(f"unknown config '{name}' (named: {', '.join(NAMED_CONFIGS)}; or a config.json path)")
+
+
+def config_file(name: str) -> Path | None:
+    """The file :func:`named_config` reads for ``name``: an existing ``.json`` file that is not a named
+    config; None for a named config or anything else."""
+    path = Path(name)
+    return path if name not in NAMED_CONFIGS and path.suffix == ".json" and path.exists() else None

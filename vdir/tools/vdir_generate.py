@@ -16,9 +16,12 @@ ids, ms/token and tokens/s; ``--json FILE`` writes them (``"tokens"``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,11 +97,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"error: --seed {args.seed}: a seed is a non-negative integer")
     if args.flag_words < 0:
         raise UserError(f"error: --flag-words {args.flag_words}: 0 (none) or a positive byte count")
-    if args.json:
-        check_output_path(args.json, "--json")  # before the model is loaded and run, not after
+    _check_paths(args)  # before the model is loaded and run, not after
     pipeline = _pipeline_options(args.pipeline, args.flag_words)
     backend = args.backend or default_backend()
-    if args.weights:
+    if args.weights is not None:
         cfg, weights = load_checkpoint(args.weights, args.max_context or 256)
     else:
         cfg = named_config(args.random, args.max_context)
@@ -121,10 +123,84 @@ def run(args: argparse.Namespace) -> int:
     attending = compiled["steps_attending"]
     print(f"compile: {seconds:.2f} s" + (" (read from the program cache)" if compiled["compile_cache_hit"] else "")
           + (f"; steps for {', '.join(map(str, attending))} positions" if len(attending) > 1 else ""))
-    if args.json:
-        Path(args.json).write_text(json.dumps({**result.to_json(), **compiled, "backend": backend, "config": cfg.name},
-                                              indent=1))
+    if args.json is not None:
+        _write_output(args.json, "--json", json.dumps({**result.to_json(), **compiled, "backend": backend,
+                                                       "config": cfg.name}, indent=1))
     return 0
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """A one-line error, before the work, where a path option is empty, or ``--json``'s file cannot be
+    written or is one of the inputs (the config file, or a file of the checkpoint that is read), which
+    it would overwrite."""
+    from vdir.models.llama import checkpoint_files, config_file
+
+    for option, path, what in (("--weights", args.weights, "a checkpoint folder"),
+                               ("--random", args.random, "a named config or a config.json"),
+                               ("--json", args.json, "the file to write")):
+        if path == "":
+            raise UserError(f"error: {option}: empty; give {what}")
+    if args.json is None:
+        return
+    check_output_path(args.json, "--json")
+    if args.weights is not None:
+        config, files = checkpoint_files(args.weights)
+        inputs = [config, *files]
+    else:
+        inputs = [path for path in [config_file(args.random)] if path is not None]
+    for path in inputs:
+        if _same_file(args.json, path):
+            raise UserError(f"{args.json}: error: --json: is the input {path}; name another file to write")
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one existing file (a link to it, another spelling of its path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is missing
+        return False
+
+
+def _write_output(path: str, option: str, text: str) -> None:
+    """Write ``text`` to ``option``'s file whole or not at all: into a temporary file beside it, renamed
+    into place (a file reached through a link is replaced, the link kept); a device or a pipe
+    (``/dev/stdout``) is written as it is. A failure is a one-line error naming the file, and leaves
+    no temporary file."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
+        return
+    target = os.path.realpath(path)
+    folder, name = os.path.split(target)
+    try:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    except OSError as e:
+        raise UserError(f"{path}: error: {option}: cannot write in its folder: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            os.fchmod(f.fileno(), _file_mode(target))
+        os.replace(temporary, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(e, OSError):
+            raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
+        raise
+
+
+def _file_mode(path: str) -> int:
+    """The permissions a written file gets: those of the file it replaces, else those a new file gets
+    (0o666 less the umask; ``mkstemp`` makes its file private)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 #: the copies of the weights in host memory while a backend runs the step: the decoder's, and on the
