@@ -1763,9 +1763,13 @@ def decode_text(text: str, limit: int | None = None, max_lines: int | None = Non
 
 
 def names_line_limit(program: "EncodedProgram") -> int:
-    """The most names a program's micro-ops can have: one per micro-op id, and the ids count the
-    micro-ops, each of which executes at least one instruction (at least one, for an empty program)."""
-    return max(program.executed_count(), 1)
+    """The most names a program's micro-ops can have: one per micro-op id, up to the largest id an
+    instruction carries or the instructions the queues execute (each micro-op executes at least one),
+    and never more than the micro-op limit in effect (:mod:`vdir.limits`) allows ids for."""
+    from vdir.limits import current_limits
+
+    ids = int(UOP_ID.column(program.instrs).max()) + 1 if len(program.instrs) else 0
+    return max(1, min(max(program.executed_count(), ids), current_limits().max_micro_ops))
 
 
 def _bits(mask: int) -> list[int]:

@@ -186,7 +186,7 @@ def test_a_json_file_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     def full(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(vdir_generate.os, "replace", full)
+    monkeypatch.setattr(os, "replace", full)  # the rename replaced_on_success ends with
     with pytest.raises(UserError, match=f"^{out}: error: --json: cannot write it: No space left on device$"):
         vdir_generate._write_output(str(out), "--json", "lost")
     assert out.read_text() == "new" and sorted(os.listdir(tmp_path)) == ["link.json", "out.json"]

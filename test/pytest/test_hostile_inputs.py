@@ -696,3 +696,26 @@ def test_more_names_than_micro_ops_are_refused_before_they_are_split(tmp_path, c
     assert run_main([str(forged), "--backend", "sim"]) == 1
     message = "the micro-op names are 1,000,000 lines, more than the program's 2 micro-ops"
     assert capsys.readouterr().err.splitlines() == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2
+
+
+def test_vdir_opt_writes_its_output_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    """``-o`` was written in place: a full disk or ``ulimit -f`` left part of a file, and the error
+    ('[Errno 27] File too large') named none."""
+    import os
+
+    from vdir.tools.vdir_opt import main as opt_main
+
+    src, out = tmp_path / "copy.mlir", tmp_path / "out.mlir"
+    src.write_text(str(copy_program()))
+    out.write_text("old")
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    assert opt_main([str(src), "-o", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{out}: error: -o: cannot write it: No space left on device"]
+    assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["copy.mlir", "out.mlir"]
+    monkeypatch.undo()
+    assert opt_main([str(src), "-o", str(out)]) == 0
+    assert out.read_text().startswith("builtin.module")

@@ -5,14 +5,20 @@ Every error path must print exactly one line on stderr and exit non-zero.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
+import stat
 import subprocess
 import sys
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
+from numpy.lib import format as npy_format
 
 from vdir.isa import BufferInfo
 from vdir.testing.compare import compare_outputs
@@ -315,6 +321,177 @@ def test_demo_finds_its_argument_from_the_callers_folder(gemv_file):
 
 
 # ---------------------------------------------------------------------------
+# Files read and written
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make_argv, fragment",
+    [
+        (lambda d: ["--trace", d / "gemv.mlir"], "gemv.mlir: error: --trace: is the program file"),
+        (lambda d: ["--outputs", d / "gemv.mlir"], "gemv.mlir: error: --outputs: is the program file"),
+        (lambda d: ["--outputs", d / "link.mlir"], "link.mlir: error: --outputs: is the program file"),
+        (lambda d: ["--trace", d / "hard.mlir"], "hard.mlir: error: --trace: is the program file"),
+        (lambda d: ["--inputs", d / "in.npz", "--outputs", d / "in.npz"],
+         "in.npz: error: --outputs: is the --inputs file"),
+        (lambda d: ["--trace", d / "p", "--outputs", d / "sub" / ".." / "p"],
+         "p: error: --outputs: is the --trace file"),
+    ],
+    ids=["trace-program", "outputs-program", "symlink", "hard-link", "outputs-inputs", "trace-outputs"],
+)
+def test_an_output_onto_a_file_the_run_reads_or_writes_is_refused(gemv_file, tmp_path, capsys, make_argv, fragment):
+    """``--trace prog.mlir`` used to replace the program with its trace, and exit 0."""
+    (tmp_path / "link.mlir").symlink_to(gemv_file)
+    (tmp_path / "hard.mlir").hardlink_to(gemv_file)
+    (tmp_path / "sub").mkdir()
+    np.savez(tmp_path / "in.npz", w=np.zeros((128, 256), np.float32), x=np.zeros((1, 256), np.float32))
+    before = (tmp_path / "in.npz").read_bytes()
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", *make_argv(tmp_path))
+    assert_one_line_error(status, err, fragment, "name another file to write")
+    assert out == ""  # said before the run
+    assert gemv_file.read_text() == GEMV and (tmp_path / "in.npz").read_bytes() == before
+    assert not (tmp_path / "p").exists()
+
+
+def test_outputs_are_written_to_exactly_the_path_named(gemv_file, tmp_path, capsys):
+    """``--outputs out`` used to write ``out.npz`` (np.savez adds the suffix to a name)."""
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--outputs", tmp_path / "out")
+    assert status == 0, err
+    assert np.load(tmp_path / "out")["y"].shape == (1, 128)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o666 & ~umask  # as open() makes it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemv.mlir", "out"]  # no out.npz, no temporary
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_device_is_no_outputs_file_and_a_full_one_fails_the_trace(gemv_file, capsys):
+    """``--outputs /dev/full`` used to exit 0 having written ``/dev/full.npz``."""
+    for device in ("/dev/full", "/dev/null"):  # an .npz is a zip, written with seeks back
+        status, out, err = run_main(capsys, gemv_file, "--backend", "sim", "--outputs", device)
+        assert_one_line_error(status, err, f"{device}: error: --outputs: not a regular file")
+        assert out == "" and not os.path.exists(device + ".npz")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--trace", "/dev/full")
+    assert_one_line_error(status, err, "/dev/full: error: cannot write the trace (No space left on device)")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--trace", "/dev/null")
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("option", ["--trace", "--outputs", "--inputs"])
+def test_an_empty_path_is_refused(gemv_file, capsys, option):
+    """An empty ``--trace`` or ``--outputs`` used to be ignored, an empty ``--inputs`` to mean random inputs."""
+    status, out, err = run_main(capsys, gemv_file, "--backend", "sim", option, "")
+    assert_one_line_error(status, err, f"error: {option}: the path is empty")
+    assert out == ""
+    status, _, err = run_main(capsys, "", "--backend", "sim")
+    assert_one_line_error(status, err, "error: the program's path is empty")
+
+
+def _half_then_fail(file, *_args, **_kwargs):
+    """A write (to a file object, or to a path: Trace.write's) that stops halfway: some bytes, then a full disk."""
+    if not hasattr(file, "write"):
+        with open(file, "wb") as f:
+            _half_then_fail(f)
+    file.write(b"{half")
+    file.flush()
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("option", ["--trace", "--outputs"])
+def test_a_failed_write_leaves_the_old_file_and_no_part(gemv_file, tmp_path, capsys, monkeypatch, option):
+    """A write that failed used to leave a truncated file in place of the old one."""
+    from vdir.device_runtime.trace import Trace
+
+    monkeypatch.setattr(Trace, "write", lambda self, path: _half_then_fail(path))
+    monkeypatch.setattr(vdir_run.np, "savez", _half_then_fail)
+    path = tmp_path / "old.out"
+    path.write_text("old")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", option, path)
+    assert_one_line_error(status, err, "old.out: error: cannot write", "No space left on device")
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemv.mlir", "old.out"]  # no temporary left
+    path.unlink()
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", option, path)
+    assert status == 1 and not path.exists()
+
+
+def test_a_trace_over_the_file_size_limit_is_not_left_half_written(gemv_file, tmp_path):
+    """Under ``ulimit -f`` the write fails for real (EFBIG), part of the way through."""
+    trace = tmp_path / "part.json"
+    command = f"ulimit -f 2; exec {sys.executable} -m vdir.tools.vdir_run {gemv_file} --backend sim --trace {trace}"
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"{trace}: error: cannot write the trace (File too large)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemv.mlir"]
+
+
+def _npz_of_headers(path, **shapes):
+    """An .npz whose arrays are .npy headers alone (``name=(shape, descr)``): no data to decompress."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, (shape, descr) in shapes.items():
+            header = io.BytesIO()
+            npy_format.write_array_header_2_0(header, {"descr": descr, "fortran_order": False, "shape": shape})
+            archive.writestr(f"{name}.npy", header.getvalue())
+    return path
+
+
+@pytest.mark.parametrize(
+    "w, fragment",
+    [
+        (((20000, 20000), "<f4"), "array 'w' is 20000x20000, the input 'w' is 128x256 bf16"),
+        (((10**12,), "<f4"), "array 'w' is 1000000000000, the input 'w' is 128x256 bf16"),
+        (((128, 256), "|O"), "array 'w' has dtype object, expected a number array for bf16"),
+        (((128, 256), "<U8"), "array 'w' has dtype <U8, expected a number array for bf16"),
+    ],
+    ids=["large", "huge", "object", "text"],
+)
+def test_input_arrays_are_checked_from_their_headers(gemv_file, tmp_path, capsys, w, fragment):
+    """A shape or dtype is refused before the data is read: a 20000x20000 array that the file only
+    declares (as a compressed one would hold it) used to be decompressed first, and one of 10^12
+    elements to be reported as the host out of memory."""
+    bad = _npz_of_headers(tmp_path / "bad.npz", w=w, x=((1, 256), "<f4"))
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", bad)
+    assert_one_line_error(status, err, f"bad.npz: error: {fragment}")
+
+
+def test_an_npz_member_that_is_not_an_array_is_named(gemv_file, tmp_path, capsys):
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:
+        archive.writestr("w", b"hello")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "bad.npz")
+    assert_one_line_error(status, err, "bad.npz: error: 'w' is not a .npy array")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:
+        archive.writestr("w.npy", b"\x93NUMPY\x01\x00\x10\x00{garbage      }\n")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "bad.npz")
+    assert_one_line_error(status, err, "bad.npz: error: array 'w' has a bad .npy header")
+
+
+def test_a_program_that_is_not_a_regular_file_is_refused_unread(tmp_path, capsys):
+    """``vdir-run /dev/zero`` used to read until the memory ran out; a pipe may never end either."""
+    os.mkfifo(tmp_path / "pipe")  # opening it would wait for a writer
+    for path in ("/dev/zero", tmp_path / "pipe"):
+        status, _, err = run_main(capsys, path, "--backend", "sim")
+        assert_one_line_error(status, err, f"{path}: error: not a regular file", "- reads standard input")
+
+
+def _stdin(monkeypatch, text):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+
+def test_dash_reads_the_program_from_standard_input(capsys, monkeypatch):
+    """As for vdir-opt: ``-`` is standard input, and errors there are located in ``<stdin>``."""
+    _stdin(monkeypatch, GEMV)
+    status, out, err = run_main(capsys, "-", "--backend", "sim", "--check")
+    assert status == 0, err
+    assert "check passed" in out
+    _stdin(monkeypatch, GEMV.replace("vdir.compute gemv", "vdir.compute gemv gemv"))
+    status, _, err = run_main(capsys, "-", "--backend", "sim")
+    assert_one_line_error(status, err, "<stdin>:4:")
+    monkeypatch.setattr("sys.stdin", None)
+    status, _, err = run_main(capsys, "-", "--backend", "sim")
+    assert_one_line_error(status, err, "error: standard input is closed")
+
+
+# ---------------------------------------------------------------------------
 # Pieces
 # ---------------------------------------------------------------------------
 
@@ -361,7 +538,8 @@ def test_tolerances():
     assert mismatch is not None and mismatch.index == (0, 3) and "atol = rtol = 2e-2" in str(mismatch)
     nan = y.copy()
     nan[0, 2] = np.nan
-    assert compare_outputs({"y": nan}, {"y": y}, "sim").index == (0, 2)
+    mismatch = compare_outputs({"y": nan}, {"y": y}, "sim")
+    assert mismatch is not None and mismatch.index == (0, 2)
 
 
 #: a doubling in f32: NaN stays NaN, 3e38 overflows to infinity

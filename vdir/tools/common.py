@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import dataclasses
+import os
 import re
+import stat
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -435,6 +439,62 @@ def check_output_path(path: str, option: str) -> None:
         raise UserError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
     if Path(path).is_dir():
         raise UserError(f"{path}: error: {option}: is a folder; name the file to write")
+
+
+def writes_over(path: str, other: "str | os.PathLike[str]") -> bool:
+    """Whether writing ``path`` would replace the file ``other`` (the same path after links, or the same
+    file by another name); a device such as ``/dev/null`` is written, never replaced."""
+    if is_special_file(path):
+        return False
+    if os.path.realpath(path) == os.path.realpath(other):
+        return True
+    try:
+        return os.path.samefile(path, other)
+    except OSError:  # either is missing (or cannot be looked at): not one file
+        return False
+
+
+def is_special_file(path: str) -> bool:
+    """Whether ``path`` names something that exists and is not a regular file (a device, a pipe)."""
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
+@contextlib.contextmanager
+def replaced_on_success(path: str) -> Iterator[str]:
+    """The path to write ``path``'s new content to: a temporary file beside it, renamed onto it
+    (``os.replace``) when the block ends, removed if the block fails; so ``path`` holds either its
+    old content or the whole new one, never part of it.
+
+    A symbolic link's target is replaced (the link stays); a ``path`` that exists and is not a
+    regular file (``/dev/null``, a pipe) has no content to keep and is written directly. The new
+    file gets an existing file's permissions, else those ``open`` would give (the umask's).
+    """
+    if is_special_file(path):  # /dev/fd/N too, whose link realpath cannot follow
+        yield path
+        return
+    target = os.path.realpath(path)
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.",
+                                     suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, _new_file_mode(target))  # mkstemp's file is private
+        finally:
+            os.close(fd)
+        yield temporary
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _new_file_mode(path: str) -> int:
+    """The permissions of the file at ``path``, or those a new file gets (0o666 less the umask)."""
+    with contextlib.suppress(OSError):
+        return stat.S_IMODE(os.stat(path).st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:

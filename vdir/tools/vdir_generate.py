@@ -16,12 +16,9 @@ ids, ms/token and tokens/s; ``--json FILE`` writes them (``"tokens"``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +32,9 @@ from vdir.tools.common import (
     check_output_path,
     flag_error,
     limits_from_args,
+    replaced_on_success,
     run_cli,
+    writes_over,
 )
 
 if TYPE_CHECKING:
@@ -149,58 +148,18 @@ def _check_paths(args: argparse.Namespace) -> None:
     else:
         inputs = [path for path in [config_file(args.random)] if path is not None]
     for path in inputs:
-        if _same_file(args.json, path):
+        if writes_over(args.json, path):
             raise UserError(f"{args.json}: error: --json: is the input {path}; name another file to write")
 
 
-def _same_file(a: str | Path, b: str | Path) -> bool:
-    """Whether ``a`` and ``b`` name one existing file (a link to it, another spelling of its path)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # either is missing
-        return False
-
-
 def _write_output(path: str, option: str, text: str) -> None:
-    """Write ``text`` to ``option``'s file whole or not at all: into a temporary file beside it, renamed
-    into place (a file reached through a link is replaced, the link kept); a device or a pipe
-    (``/dev/stdout``) is written as it is. A failure is a one-line error naming the file, and leaves
-    no temporary file."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        try:
-            with open(path, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
-        return
-    target = os.path.realpath(path)
-    folder, name = os.path.split(target)
+    """Write ``text`` to ``option``'s file whole or not at all (:func:`replaced_on_success`); a failure
+    is a one-line error naming the file."""
     try:
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    except OSError as e:
-        raise UserError(f"{path}: error: {option}: cannot write in its folder: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w") as f:
+        with replaced_on_success(path) as temporary, open(temporary, "w") as f:
             f.write(text)
-            os.fchmod(f.fileno(), _file_mode(target))
-        os.replace(temporary, target)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(e, OSError):
-            raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
-        raise
-
-
-def _file_mode(path: str) -> int:
-    """The permissions a written file gets: those of the file it replaces, else those a new file gets
-    (0o666 less the umask; ``mkstemp`` makes its file private)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    except OSError as e:
+        raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
 
 
 #: the copies of the weights in host memory while a backend runs the step: the decoder's, and on the

@@ -2,7 +2,7 @@
 
 ::
 
-    vdir-run prog.mlir [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
+    vdir-run prog.mlir|- [--backend sim|cuda] [--inputs in.npz] [--outputs out.npz]
                        [--seed N] [--check] [--trace trace.json] [--profile]
                        [--target h200] [--num-sms N] [--load-window N]
                        [--lowering 'key=value ...'] [--pipeline 'key=value ...']
@@ -28,19 +28,28 @@ it is; ``--check`` then needs the source form). The first output line names
 the backend that ran. ``--max-micro-ops``, ``--max-code-bytes`` and
 ``--max-names-bytes`` set the size limits (:mod:`vdir.limits`) of the compile,
 of reading an encoded program back and of ``--check``'s reference evaluator.
+The program is read from standard input when the file is ``-`` (as for
+``vdir-opt``); anything but a regular file is refused unread. ``--inputs``'
+arrays are checked from their .npy headers before their data is read.
+``--outputs`` and ``--trace`` write the path named, whole or not at all (a
+temporary file renamed into place), and never the program, the inputs or
+each other's file.
 Every error is one line on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
+from numpy.lib import format as npy_format
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -60,10 +69,19 @@ from vdir.tools.common import (
     OneLineParser,
     add_limit_options,
     check_output_path,
+    default_context,
+    failure_message,
     flag_error,
+    is_special_file,
     limits_from_args,
+    parse_module_file,
+    parse_text,
+    replaced_on_success,
     run_cli,
+    verify_module,
+    writes_over,
 )
+from vdir.tools.vdir_opt import STDIN_ARG, STDIN_NAME
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
@@ -78,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = OneLineParser(prog="vdir-run", description="Compile a vdir IR file and run it on a backend.")
     p.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
-    p.add_argument("file", help="the IR file (.mlir)")
+    p.add_argument("file", help="the IR file (.mlir); - reads standard input")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
     p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32; i32 as int32) to this .npz file")
@@ -176,39 +194,96 @@ def random_bf16(rng: np.random.Generator, shape: tuple[int, ...], scale: float) 
 def read_inputs(path: str, buffers: Sequence[BufferInfo]) -> dict[str, np.ndarray]:
     """Input arrays from an .npz file, converted to each buffer's dtype.
 
-    Floating-point arrays are rounded to the buffer dtype; raw 2-byte arrays
-    (bf16 saved by numpy) are reinterpreted as bf16. An i32 buffer takes
-    integer arrays whose values fit in int32, nothing else.
+    Each array's name, shape and dtype are checked against its input from
+    the array's .npy header before any data is read (an array too large is
+    an error, not gigabytes decompressed). Floating-point arrays are rounded
+    to the buffer dtype; raw 2-byte arrays (bf16 saved by numpy) are
+    reinterpreted as bf16. An i32 buffer takes integer arrays whose values
+    fit in int32, nothing else.
     """
     if not Path(path).is_file():
         raise RunError(f"{path}: error: no such file")
     if not zipfile.is_zipfile(path):
         raise RunError(f"{path}: error: not an .npz file (np.savez writes one)")
+    headers = _npz_headers(path)
+    inputs = {b.name: b for b in buffers if b.is_input}
+    unknown = sorted(set(headers) - set(inputs))
+    if unknown:
+        raise RunError(f"{path}: error: the program has no input named '{unknown[0]}' (inputs: {', '.join(inputs)})")
+    missing = [name for name in inputs if name not in headers]
+    if missing:
+        raise RunError(f"{path}: error: no array for input '{missing[0]}'")
+    for name, (shape, dtype) in headers.items():
+        want = tuple(inputs[name].shape)
+        if shape != want:
+            raise RunError(f"{path}: error: array '{name}' is {_shape_text(shape)}, "
+                           f"the input '{name}' is {_shape_text(want)} {inputs[name].dtype}")
+        _check_dtype(path, name, dtype, inputs[name].dtype)
     try:
         with np.load(path, allow_pickle=False) as npz:
             stored = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
+    except _UNREADABLE_NPZ as e:
         raise RunError(f"{path}: error: not a readable .npz file ({e})") from None
-    inputs = {b.name: b for b in buffers if b.is_input}
-    unknown = sorted(set(stored) - set(inputs))
-    if unknown:
-        raise RunError(f"{path}: error: the program has no input named '{unknown[0]}' (inputs: {', '.join(inputs)})")
-    missing = [name for name in inputs if name not in stored]
-    if missing:
-        raise RunError(f"{path}: error: no array for input '{missing[0]}'")
-    for name, array in stored.items():
-        want = tuple(inputs[name].shape)
-        if array.shape != want:
-            raise RunError(f"{path}: error: array '{name}' is {_shape_text(array.shape)}, "
-                           f"the input '{name}' is {_shape_text(want)} {inputs[name].dtype}")
     return {name: _to_dtype(path, name, array, inputs[name].dtype) for name, array in stored.items()}
+
+
+#: what reading a damaged .npz raises: zipfile's errors (an encrypted member: RuntimeError; an unknown
+#: compression: NotImplementedError; a damaged deflate stream: zlib.error) and numpy's (a bad .npy header)
+_UNREADABLE_NPZ = (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error)
+
+#: the .npy header readers by format version (3.0 differs from 2.0 only in structured dtypes' field names)
+_NPY_HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}
+
+
+def _npz_headers(path: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Each array's (shape, dtype) by name (as ``np.load`` names it), read from its .npy header alone."""
+    headers = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                name = member.removesuffix(".npy")
+                if name in headers:
+                    raise RunError(f"{path}: error: holds two arrays named '{name}'")
+                with archive.open(member) as f:
+                    headers[name] = _npy_header(path, name, f)
+    except _UNREADABLE_NPZ as e:
+        raise RunError(f"{path}: error: not a readable .npz file ({e})") from None
+    return headers
+
+
+def _npy_header(path: str, name: str, f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the .npy header at the start of ``f``; an error naming the array if there is none."""
+    try:
+        version = npy_format.read_magic(f)
+    except ValueError:
+        raise RunError(f"{path}: error: '{name}' is not a .npy array (np.savez writes one per array)") from None
+    reader = _NPY_HEADER_READERS.get(version)
+    if reader is None:
+        raise RunError(f"{path}: error: array '{name}' is in .npy format version {version[0]}.{version[1]}; "
+                       "expected 1.0 or 2.0 (np.savez writes them)")
+    try:
+        shape, _, dtype = reader(f)
+    except ValueError:  # numpy's reason may quote the parser's objects: said here without it
+        raise RunError(f"{path}: error: array '{name}' has a bad .npy header") from None
+    return tuple(shape), dtype
 
 
 def _shape_text(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "a scalar"
 
 
+def _check_dtype(path: str, name: str, dtype: np.dtype, want: str) -> None:
+    """Say, from its header, that an array of ``dtype`` cannot be an input of dtype ``want``
+    (an i32 input's values are checked once read: :func:`_to_i32`)."""
+    if dtype == DTYPES[want] or (want == "bf16" and dtype.kind == "V" and dtype.itemsize == 2):
+        return
+    kinds, what = ("iu", "an integer array") if want == "i32" else ("fiu", "a number array")
+    if dtype.kind not in kinds:
+        raise RunError(f"{path}: error: array '{name}' has dtype {dtype}, expected {what} for {want}")
+
+
 def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
+    """``array`` as an input of ``dtype`` (its dtype already accepted by :func:`_check_dtype`)."""
     want = DTYPES[dtype]
     if array.dtype == want:
         return np.ascontiguousarray(array)
@@ -216,15 +291,11 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
         return np.ascontiguousarray(array).view(want)
     if dtype == "i32":
         return _to_i32(path, name, array)
-    if array.dtype.kind in "fiu":
-        return np.ascontiguousarray(array.astype(want))
-    raise RunError(f"{path}: error: array '{name}' has dtype {array.dtype}, expected a number array for {dtype}")
+    return np.ascontiguousarray(array.astype(want))
 
 
 def _to_i32(path: str, name: str, array: np.ndarray) -> np.ndarray:
-    """An integer array whose values fit in int32, as int32; anything else is an error."""
-    if array.dtype.kind not in "iu":
-        raise RunError(f"{path}: error: array '{name}' has dtype {array.dtype}, expected an integer array for i32")
+    """An integer array, as int32; values outside the int32 range are an error."""
     if array.size and (int(array.min()) < I32_MIN or int(array.max()) > I32_MAX):
         raise RunError(f"{path}: error: array '{name}' has values outside the int32 range")
     return np.ascontiguousarray(array.astype(np.int32))
@@ -249,15 +320,14 @@ def compile_file(path: str, target: str | None, num_sms: int | None, pipeline: P
     prints) is read back as it is, and the source module is then None: the
     encoded form keeps no source for the reference evaluator.
     """
-    from vdir.tools.common import failure_message, parse_module_file
-
-    module = parse_module_file(path)
+    module = _parse_program(path)
+    name = program_name(path)
     encoded = [op for op in module.ops if isinstance(op, EncodedProgramOp)]
     if encoded and not any(isinstance(op, ProgramOp) for op in module.ops):
         if pipeline is not None:
             raise UserError(located("--pipeline applies when compiling; the program is already encoded", encoded[0],
-                                    path))
-        return None, _encoded_program(path, encoded, target, num_sms)
+                                    name))
+        return None, _encoded_program(name, encoded, target, num_sms)
     for op in module.ops:
         if isinstance(op, ProgramOp) and op.stage is not Stage.SOURCE:
             rest = ",".join(STAGE_PASSES[list(Stage).index(op.stage):])
@@ -267,8 +337,34 @@ def compile_file(path: str, target: str | None, num_sms: int | None, pipeline: P
     try:  # the module stays as parsed: the reference evaluator runs it
         program = compile_module(module, target=target, num_sms=num_sms, pipeline=pipeline)
     except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass: located as vdir-opt does
-        raise UserError(failure_message(e, path)) from None
+        raise UserError(failure_message(e, name)) from None
     return module, program
+
+
+def program_name(path: str) -> str:
+    """The name errors locate the program in: its path, or ``<stdin>`` for ``-`` (as ``vdir-opt`` names it)."""
+    return STDIN_NAME if path == STDIN_ARG else path
+
+
+def _parse_program(path: str) -> ModuleOp:
+    """Read, parse and verify the program: the file ``path``, or standard input for ``-`` (as ``vdir-opt``).
+
+    Anything but a regular file or a folder (a device such as ``/dev/zero``,
+    a pipe) is refused before it is read: it may never end.
+    """
+    if path != STDIN_ARG:
+        if is_special_file(path) and not os.path.isdir(path):
+            raise UserError(f"{path}: error: not a regular file; name the program's IR file (- reads standard input)")
+        return parse_module_file(path)
+    if sys.stdin is None:
+        raise UserError("error: standard input is closed: name the program's IR file")
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{STDIN_NAME}: error: the input is not UTF-8 text") from None
+    module = parse_text(default_context(), text, STDIN_NAME)
+    verify_module(module)
+    return module
 
 
 def _encoded_program(
@@ -303,11 +399,30 @@ def run(args: argparse.Namespace) -> int:
         get_target(args.target, args.num_sms)  # an unknown target or too many SMs: say so before compiling
     lowering = _lowering_options(args.lowering, trace=bool(args.trace or args.profile) and backend != "sim")
     pipeline = _pipeline_options(args.pipeline, args.target, args.num_sms)
-    for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
-        if path:
-            check_output_path(path, option)
+    _check_paths(args)
     with limits_in_effect(limits), np.errstate(all="ignore"):  # NaN and infinities are data:
         return _compile_and_run(args, backend, lowering, pipeline)  # the summary and --check report them
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Before anything is compiled: no path is empty, each output file can be written, and none is a
+    file that the run reads (the program, ``--inputs``) or that the other output option writes."""
+    if args.file == "":
+        raise RunError("error: the program's path is empty; name its IR file (- reads standard input)")
+    for option in ("--inputs", "--trace", "--outputs"):
+        if getattr(args, option[2:]) == "":
+            raise RunError(f"error: {option}: the path is empty; name the file")
+    taken = [("the program file", None if args.file == STDIN_ARG else args.file), ("the --inputs file", args.inputs)]
+    for option, path in (("--trace", args.trace), ("--outputs", args.outputs)):
+        if path is None:
+            continue
+        check_output_path(path, option)
+        if option == "--outputs" and is_special_file(path):  # /dev/null included: zipfile seeks back in what it writes
+            raise RunError(f"{path}: error: --outputs: not a regular file; name the .npz file to write")
+        for what, other in taken:
+            if other is not None and writes_over(path, other):
+                raise RunError(f"{path}: error: {option}: is {what}; name another file to write")
+        taken.append((f"the {option} file", path))
 
 
 def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringOptions | None,
@@ -315,12 +430,12 @@ def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringO
     """Compile, run, optionally save / trace / check (the options already checked); return the exit status."""
     module, program = compile_file(args.file, args.target, args.num_sms, pipeline)
     if module is None and args.check:  # said before the run, which may be long
-        raise RunError(f"{args.file}: error: --check needs the source program: the encoded form keeps "
+        raise RunError(f"{program_name(args.file)}: error: --check needs the source program: the encoded form keeps "
                        "no source for the reference evaluator (run vdir-run on the file given to vdir-opt)")
     if args.check and not any(b.is_output for b in program.buffers):
-        raise RunError(f"{args.file}: error: --check: the program has no outputs (it stores to no buffer), "
+        raise RunError(f"{program_name(args.file)}: error: --check: the program has no outputs (it stores to no buffer), "
                        "so there is nothing to compare with the reference evaluator")
-    if args.inputs:
+    if args.inputs is not None:
         arrays = read_inputs(args.inputs, program.buffers)
     else:
         arrays = random_inputs(program.buffers, args.seed, index_ranges(program))
@@ -438,19 +553,22 @@ def _summary(name: str, array: np.ndarray) -> str:
 
 
 def _write_trace(exe: Executable, path: str) -> None:
-    """Write the launch's trace; a write failure is one line naming the file."""
+    """Write the launch's trace, whole or not at all; a write failure is one line naming the file."""
     try:
-        exe.trace(path)
+        with replaced_on_success(path) as temporary:
+            exe.trace(temporary)
     except OSError as e:
         raise RunError(f"{path}: error: cannot write the trace ({e.strerror or e})") from None
 
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
-    """Write the outputs to an .npz file: float outputs widened to float32, i32 outputs as int32."""
+    """Write the outputs to the .npz file ``path`` (that name, no suffix added), whole or not at all:
+    float outputs widened to float32, i32 outputs as int32."""
+    saved = {name: a if a.dtype.kind == "i" else a.astype(np.float32) for name, a in outputs.items()}
     try:
-        saved = {name: a if a.dtype.kind == "i" else a.astype(np.float32) for name, a in outputs.items()}
-        # numpy's stub matches the unpacked names against savez's allow_pickle flag
-        np.savez(path, **saved)  # pyright: ignore[reportArgumentType]
+        with replaced_on_success(path) as temporary, open(temporary, "wb") as f:
+            # numpy's stub matches the unpacked names against savez's allow_pickle flag
+            np.savez(f, **saved)  # pyright: ignore[reportArgumentType]
     except OSError as e:
         raise RunError(f"{path}: error: cannot write ({e.strerror or e})") from None
 
