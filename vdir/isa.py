@@ -346,6 +346,9 @@ ROPE_TABLES_F32 = 1  # the cos / sin tiles are f32 (else bf16)
 # argmax_partial flags in P2
 ARGMAX_IN_F32 = 1  # the row x is f32 (else bf16)
 
+# vecmat flags in P2
+VECMAT_HAS_ACC = 1  # a third input, the f32 partial sums to add the products to (else they start at +0.0)
+
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
 W_WAIT_MASK = WAIT_MASK.word

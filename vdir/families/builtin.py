@@ -1,5 +1,5 @@
-"""The built-in op families: gemv, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, slice, the fused
-gemv forms and the decode-attention families (defined in :mod:`vdir.families.attention`).
+"""The built-in op families: gemv, vecmat, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, slice, the
+fused gemv forms and the decode-attention families (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -9,10 +9,11 @@ do. The fused families are the exact composition of their parts, including
 the bf16 rounding of the intermediate tile. No built-in family computes on
 i32 tiles: they are only loaded and stored (``argmax_final`` writes one).
 
-Parameter words (``docs/isa.md``): every family puts the shape of its first
-input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``; rmsnorm:
-``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``; rope: ``H x D``);
-``p2`` holds gemv's flags (``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``),
+Parameter words (``docs/isa.md``): every family but vecmat puts the shape of
+its first input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``;
+rmsnorm: ``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``; rope:
+``H x D``), vecmat its weights' ``K x N``; ``p2`` holds gemv's flags
+(``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``), vecmat's (``isa.VECMAT_HAS_ACC``),
 add's (``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows'
 (``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``),
 argmax_partial's (``isa.ARGMAX_IN_F32``), ``gemv_silu_mul``'s
@@ -103,6 +104,23 @@ def _run_gemv_silu_mul(ins, params):
 
 def _run_gemv_add(ins, params):
     return _gemv_bf16(ins) + _f32(ins[2])
+
+
+def vecmat_f32(x: np.ndarray, w: np.ndarray, acc: np.ndarray | None = None) -> np.ndarray:
+    """``x[1,K] . w[K,N]`` -> ``[1,N]`` in fp32, each column's products added in row order 0..K-1 to
+    ``acc`` (or to +0.0).
+
+    The GPU body adds each product with one ``fma``; the product of two bf16
+    values is exact in f32 (8-bit significands), so ``total + x * w`` in f32
+    rounds as the ``fma`` does (away from f32's underflow and overflow): the
+    result is the same bits on every backend and does not depend on how the
+    compute group splits the columns.
+    """
+    xs, ws = _f32(x).reshape(-1), _f32(w)
+    total = np.zeros((1, ws.shape[1]), dtype=np.float32) if acc is None else _f32(acc).copy()
+    for k in range(ws.shape[0]):
+        total += xs[k] * ws[k]
+    return total
 
 
 def sum_rows_f32(partials: np.ndarray) -> np.ndarray:
@@ -238,6 +256,21 @@ def _infer_gemv(ins: Sequence[TileSig], params: dict, fam: str = "gemv") -> Tile
             f"family 'gemv': the accumulator must be 1x{rows}xf32, got {acc}",
         )
     return TileSig((1, rows), "bf16")
+
+
+def _infer_vecmat(ins: Sequence[TileSig], params: dict) -> TileSig:
+    """x ``1 x K`` bf16, weights ``K x N`` bf16 (N whole 16-byte rows), and optionally acc ``1 x N`` f32
+    -> ``1 x N`` f32."""
+    x, w = ins[0], ins[1]
+    _bf16([x, w], "vecmat", ["x", "weights"])
+    k = _vec(x, "x", "vecmat")
+    _need(w.shape[0] == k, f"family 'vecmat': x {x} and weights {w} disagree on K ({k} vs {w.shape[0]})")
+    n = w.shape[1]
+    _need(n % 8 == 0, f"family 'vecmat': N = {n} must be a multiple of 8 (16-byte rows)")
+    if len(ins) > 2:
+        _need(ins[2].shape == (1, n) and ins[2].dtype == "f32",
+              f"family 'vecmat': the accumulator must be 1x{n}xf32, got {ins[2]}")
+    return TileSig((1, n), "f32")
 
 
 def _infer_elementwise(fam: str):
@@ -411,6 +444,20 @@ def _decode_gemv(w: ParamWords) -> ComputeSignature:
         inputs.append(_tile(1, R, "f32"))
     out = _tile(1, R, "f32" if w.p2 & isa.GEMV_OUT_F32 else "bf16")
     return ComputeSignature(tuple(inputs), out)
+
+
+def _encode_vecmat(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: the weights' ``K x N``; ``p2``: ``isa.VECMAT_HAS_ACC`` with an accumulator."""
+    k, n = sig.inputs[1].shape
+    return ParamWords(k, n, isa.VECMAT_HAS_ACC if len(sig.inputs) > 2 else 0)
+
+
+def _decode_vecmat(w: ParamWords) -> ComputeSignature:
+    K, N = w.p0, w.p1
+    inputs = [_tile(1, K), _tile(K, N)]
+    if w.p2 & isa.VECMAT_HAS_ACC:
+        inputs.append(_tile(1, N, "f32"))
+    return ComputeSignature(tuple(inputs), _tile(1, N, "f32"))
 
 
 def _decode_rmsnorm(w: ParamWords) -> ComputeSignature:
@@ -639,10 +686,20 @@ RMSNORM_ROPE = Family(
     description="rope with an rmsnorm_rows prologue on x (Qwen3's QK-norm then RoPE; fused by vdir-fuse)",
 )
 
+VECMAT = Family(
+    "vecmat", 18, ("x", "weights", "acc"), (),
+    _infer_vecmat, lambda ins, p: vecmat_f32(ins[0], ins[1], ins[2] if len(ins) > 2 else None),
+    lambda ins: 2 * ins[1].shape[0] * ins[1].shape[1], _encode_vecmat, _decode_vecmat,
+    Role.WEIGHT_STREAMING, f"{_PTX}.vecmat:vecmat",
+    description="y[1,N] = x[1,K] . w[K,N] (+ acc f32), f32, each column added in row order: the partial of a "
+                "split-K projection over the rows of its (transposed) weights",
+    optional_operands=1, out_dtypes=("f32",),
+)
+
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
                     RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE,
-                    ATTN_SELF, RMSNORM_ROPE)
+                    ATTN_SELF, RMSNORM_ROPE, VECMAT)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)
