@@ -17,27 +17,31 @@ from vdir import isa
 from vdir.target import get_target
 
 
-@pytest.mark.parametrize("argv", [["--sim"], ["--sim", "--gemv", "16x256"], ["--sim", "--gemv", "8x64"]])
+@pytest.mark.parametrize("argv", [["--sim"], ["--sim", "--gemv", "16x256"], ["--sim", "--gemv", "8x64"],
+                                  ["--sim", "--vecmat", "16x256"]])
 def test_the_programs_match_their_reference_on_the_simulator(argv):
     assert uop.main(argv) == 0
 
 
-@pytest.mark.parametrize("gemv", [None, (16, 256)])
-def test_the_result_check_rejects_a_wrong_element(gemv):
+@pytest.mark.parametrize("kind", [None, ("gemv", 16, 256), ("vecmat", 16, 64)])
+def test_the_result_check_rejects_a_wrong_element(kind):
     rng = np.random.default_rng(1)
-    inp = uop.inputs(rng, 4, 2, gemv)
-    good = uop._reference(inp, gemv).astype(np.float32)
-    uop._check(good, inp, 4, 2, gemv)  # the exact answer passes
+    inp = uop.inputs(rng, 4, 2, kind)
+    good = uop._reference(inp, kind).astype(np.float32)
+    uop._check(good, inp, 4, 2, kind)  # the exact answer passes
     bad = good.copy()
     bad.flat[3] += 1.0 + abs(bad.flat[3])
     with pytest.raises(SystemExit, match="differs from the reference"):
-        uop._check(bad, inp, 4, 2, gemv)
+        uop._check(bad, inp, 4, 2, kind)
 
 
 def test_a_bad_tile_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         uop.main(["--sim", "--gemv", "16x"])
     assert "--gemv takes RxK" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        uop.main(["--sim", "--vecmat", "0x8"])
+    assert "--vecmat takes KxN" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["only=compute", "only=store", "loads_free"])
