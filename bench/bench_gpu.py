@@ -188,7 +188,8 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
         kept = set(target.load_engines) if kind == "loads_free" else {_engine_index(target, kind[len("only="):])}
         instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2] = 0
         instrs[:, isa.W_WAIT_COUNTER] = 0
-        queues = [[q if e in kept else (q[0], 0) for e, q in enumerate(sm)] for sm in prog.queues]
+        instrs, queues = _kept_queues(instrs, prog.queues, kept)
+        isa.assign_tensor_maps(instrs, prog.buffers)  # the kept instructions' maps, numbered densely
     elif kind == "no_counter_waits":  # racy: only to time what the cross-SM waits cost
         instrs[:, isa.W_WAIT_COUNTER] = 0
     elif kind.startswith("box_rows="):  # tensor copies of at most that many rows per box
@@ -201,6 +202,22 @@ def variant(prog: isa.EncodedProgram, kind: str) -> isa.EncodedProgram:
         instrs[nop, isa.TMAP.word] = 0  # a nop copies nothing: the stores' maps go, the rest renumbered densely
         isa.assign_tensor_maps(instrs, prog.buffers)
     return dataclasses.replace(prog, instrs=instrs, queues=queues)
+
+
+def _kept_queues(instrs: np.ndarray, queues: list, kept: set[int]) -> tuple[np.ndarray, list]:
+    """The instructions of the queues of the engines ``kept`` alone, laid out one queue after another in
+    table order as an encoded program's are (``isa.check_queue_layout``), and their queue table; the
+    other engines' queues are empty."""
+    parts, table, start = [], [], 0
+    for row in queues:
+        entries = []
+        for e, (first, count) in enumerate(row):
+            count = count if e in kept else 0
+            parts.append(instrs[first:first + count])
+            entries.append((start, count))
+            start += count
+        table.append(entries)
+    return (np.concatenate(parts) if parts else instrs[:0]), table
 
 
 def _engine_index(target: TargetDescription, name: str) -> int:

@@ -54,9 +54,13 @@ def test_a_variant_keeps_the_queues_it_names_and_drops_every_wait(kind):
     for sm, engines in enumerate(v.queues):
         for e, (_start, count) in enumerate(engines):
             assert count == (full.queues[sm][e][1] if e in kept else 0), (sm, e)
+            if count:
+                ops = v.queue(sm, e)[:, isa.W_OPCODE]
+                assert np.array_equal(ops, full.queue(sm, e)[:, isa.W_OPCODE]), (sm, e)
     assert not v.instrs[:, isa.W_WAIT_MASK:isa.W_WAIT_MASK + 2].any()
     assert not v.instrs[:, isa.W_WAIT_COUNTER].any()
     assert any(count for engines in v.queues for _s, count in engines)
+    isa.check_untrusted(v)  # laid out as an encoded program must be: it loads
 
 
 def test_a_variant_for_an_unknown_engine_names_the_engines():
