@@ -44,6 +44,33 @@ def copy_program():
     return b.finish()
 
 
+def encoded_copy_program(tmp_path: Path) -> str:
+    """The text of ``copy_program`` encoded for 2 SMs by vdir-opt."""
+    from vdir.tools.vdir_opt import main as opt_main
+
+    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
+    src.write_text(str(copy_program()))
+    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
+    return encoded.read_text()
+
+
+def forged_copy_program(tmp_path: Path, forge) -> Path:
+    """:func:`encoded_copy_program` with its code's bytes changed in place by ``forge``, written back as
+    ``forged.mlir`` (the path returned)."""
+    import base64
+    import re
+    import zlib
+
+    text = encoded_copy_program(tmp_path)
+    code = re.search(r'code = "([^"]*)"', text)
+    assert code is not None
+    data = bytearray(zlib.decompress(base64.b64decode(code.group(1))))
+    forge(data)
+    forged = tmp_path / "forged.mlir"
+    forged.write_text(text.replace(code.group(1), base64.b64encode(zlib.compress(bytes(data))).decode()))
+    return forged
+
+
 def test_compile_verifies_the_module_first():
     module = parse_text(default_context(), GEMV_K_MISMATCH, "gemv_k.mlir")
     with pytest.raises(InvalidModuleError) as e:
@@ -403,26 +430,15 @@ def test_a_forged_header_count_is_a_located_error(field, value, message, tmp_pat
     """A header count the runtime allocates by is checked against the code: 2^32 - 1 counters had the
     simulator allocate 22 GB and never start; a wrong engine count was numpy's 'buffer is smaller', and flag
     words of a byte numpy's 'when changing to a larger dtype'."""
-    import base64
-    import re
-    import zlib
-
-    from vdir import isa
     from vdir.tools.vdir_opt import main as opt_main
     from vdir.tools.vdir_run import main as run_main
 
-    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
-    src.write_text(str(copy_program()))
-    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
-    text = encoded.read_text()
-    code = re.search(r'code = "([^"]*)"', text)
-    assert code is not None
-    data = bytearray(zlib.decompress(base64.b64decode(code.group(1))))
-    header = np.frombuffer(bytes(data[: isa.HEADER_WORDS * isa.WORD_BYTES]), "<u4").copy()
-    next(f for f in isa.HEADER_FIELDS if f.name == field).set(header, value)
-    data[: header.nbytes] = header.tobytes()
-    forged = tmp_path / "forged.mlir"
-    forged.write_text(text.replace(code.group(1), base64.b64encode(zlib.compress(bytes(data))).decode()))
+    def forge(data: bytearray) -> None:
+        header = np.frombuffer(bytes(data[: isa.HEADER_WORDS * isa.WORD_BYTES]), "<u4").copy()
+        next(f for f in isa.HEADER_FIELDS if f.name == field).set(header, value)
+        data[: header.nbytes] = header.tobytes()
+
+    forged = forged_copy_program(tmp_path, forge)
     assert opt_main([str(forged)]) == 1
     assert run_main([str(forged), "--backend", "sim"]) == 1
     lines = capsys.readouterr().err.splitlines()
@@ -441,33 +457,23 @@ def test_a_forged_queue_table_is_refused(forge, message, tmp_path, capsys):
     """An instruction outside every queue never runs, yet its store counted as writing the buffer, so
     ``y`` was not zeroed and vdir-run returned leftover memory with exit 0; queues sharing instructions
     would run them twice."""
-    import base64
-    import re
-    import zlib
-
     from vdir.tools.vdir_opt import main as opt_main
     from vdir.tools.vdir_run import main as run_main
 
-    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
-    src.write_text(str(copy_program()))
-    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
-    text = encoded.read_text()
-    code = re.search(r'code = "([^"]*)"', text)
-    assert code is not None
-    data = bytearray(zlib.decompress(base64.b64decode(code.group(1))))
-    h = isa.EncodedProgram.parse_header(bytes(data))
-    off = isa.HEADER_WORDS * isa.WORD_BYTES
-    table = np.frombuffer(bytes(data[off:]), "<u4", count=h["num_sms"] * h["num_engines"] * isa.QUEUE_ENTRY_WORDS)
-    table = table.reshape(h["num_sms"], h["num_engines"], isa.QUEUE_ENTRY_WORDS).copy()
-    # SM 0 holds the load (engine 2, instruction 0) and the store (engine 3, instruction 1)
-    assert [(isa.QUEUE_START.get(q), isa.QUEUE_COUNT.get(q)) for q in table[0]] == [(0, 0), (0, 0), (0, 1), (1, 1)]
-    if forge == "dropped_store":  # the store never runs
-        isa.QUEUE_COUNT.set(table[0, 3], 0)
-    else:  # the store queue points at the load
-        isa.QUEUE_START.set(table[0, 3], 0)
-    data[off: off + table.nbytes] = table.tobytes()
-    forged = tmp_path / "forged.mlir"
-    forged.write_text(text.replace(code.group(1), base64.b64encode(zlib.compress(bytes(data))).decode()))
+    def change_table(data: bytearray) -> None:
+        h = isa.EncodedProgram.parse_header(bytes(data))
+        off = isa.HEADER_WORDS * isa.WORD_BYTES
+        count = h["num_sms"] * h["num_engines"] * isa.QUEUE_ENTRY_WORDS
+        table = np.frombuffer(bytes(data[off:]), "<u4", count=count).reshape(h["num_sms"], h["num_engines"], -1).copy()
+        # SM 0 holds the load (engine 2, instruction 0) and the store (engine 3, instruction 1)
+        assert [(isa.QUEUE_START.get(q), isa.QUEUE_COUNT.get(q)) for q in table[0]] == [(0, 0), (0, 0), (0, 1), (1, 1)]
+        if forge == "dropped_store":  # the store never runs
+            isa.QUEUE_COUNT.set(table[0, 3], 0)
+        else:  # the store queue points at the load
+            isa.QUEUE_START.set(table[0, 3], 0)
+        data[off: off + table.nbytes] = table.tobytes()
+
+    forged = forged_copy_program(tmp_path, change_table)
     assert opt_main([str(forged)]) == 1
     assert run_main([str(forged), "--backend", "sim"]) == 1
     assert capsys.readouterr().err.splitlines() == [f"{forged}:2:3: error: bad encoded program: {message}"] * 2
@@ -684,10 +690,7 @@ def test_more_names_than_micro_ops_are_refused_before_they_are_split(tmp_path, c
     from vdir.tools.vdir_opt import main as opt_main
     from vdir.tools.vdir_run import main as run_main
 
-    src, encoded = tmp_path / "copy.mlir", tmp_path / "copy.encoded.mlir"
-    src.write_text(str(copy_program()))
-    assert opt_main([str(src), "-p", "vdir-pipeline{num-sms=2}", "-o", str(encoded)]) == 0
-    text = encoded.read_text()
+    text = encoded_copy_program(tmp_path)
     names = re.search(r'names = "([^"]*)"', text)
     assert names is not None
     forged = tmp_path / "forged.mlir"
