@@ -64,6 +64,11 @@ MAX_NESTING = 64
 _OPENING = frozenset({MLIRTokenKind.L_PAREN, MLIRTokenKind.L_SQUARE, MLIRTokenKind.L_BRACE})
 _CLOSING = frozenset({MLIRTokenKind.R_PAREN, MLIRTokenKind.R_SQUARE, MLIRTokenKind.R_BRACE})
 
+#: The input file argument that means standard input (as for mlir-opt), for vdir-opt and vdir-run.
+STDIN_ARG = "-"
+#: The file name diagnostics use for standard input (as mlir-opt does).
+STDIN_NAME = "<stdin>"
+
 
 class LinearLexer(MLIRLexer):
     """xDSL's MLIR lexer, with a string-literal pattern that runs in linear time, and a nesting limit.

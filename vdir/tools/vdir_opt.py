@@ -43,6 +43,8 @@ from vdir import installed_version
 from vdir.diagnostics import UserError, VdirError
 from vdir.limits import limits_in_effect
 from vdir.tools.common import (
+    STDIN_ARG,
+    STDIN_NAME,
     add_limit_options,
     check_output_path,
     failure_message,
@@ -56,10 +58,6 @@ from vdir.tools.common import (
 from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
 from vdir.universe import VDIR_UNIVERSE
 
-#: The input file argument that means standard input (as for mlir-opt).
-STDIN_ARG = "-"
-#: The file name diagnostics use for standard input (as mlir-opt does).
-STDIN_NAME = "<stdin>"
 #: What separates the chunks of ``--split-input-file``, in the input and in the output.
 CHUNK_SEPARATOR = "// -----\n"
 #: The targets that print vdir programs: vdir's own and the IR's text form.

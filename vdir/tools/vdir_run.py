@@ -66,6 +66,8 @@ from vdir.limits import limits_in_effect
 from vdir.target import MIN_SMS, get_target
 from vdir.testing.compare import TOLERANCES, compare_outputs
 from vdir.tools.common import (
+    STDIN_ARG,
+    STDIN_NAME,
     OneLineParser,
     add_limit_options,
     check_output_path,
@@ -81,7 +83,6 @@ from vdir.tools.common import (
     verify_module,
     writes_over,
 )
-from vdir.tools.vdir_opt import STDIN_ARG, STDIN_NAME
 
 if TYPE_CHECKING:
     from vdir.lowering.options import LoweringOptions
