@@ -1726,7 +1726,12 @@ def _inflate(text: str, limit: int, what: str, option: str) -> bytes:
     data = inflater.decompress(base64.b64decode(text.encode("ascii"), validate=True), min(limit, sys.maxsize))
     if inflater.unconsumed_tail or len(data) > limit:
         raise ValueError(f"the {what} decompressed to more than {limit:,} bytes (the limit; {option} raises it)")
-    return data + inflater.flush()
+    data += inflater.flush()
+    if not inflater.eof:
+        raise zlib.error("the compressed stream ends early")
+    if inflater.unused_data:
+        raise zlib.error(f"{len(inflater.unused_data):,} bytes follow the compressed stream")
+    return data
 
 
 def decode_code(text: str, limit: int | None = None) -> bytes:

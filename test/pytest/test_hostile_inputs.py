@@ -722,3 +722,19 @@ def test_vdir_opt_writes_its_output_whole_or_not_at_all(tmp_path, capsys, monkey
     monkeypatch.undo()
     assert opt_main([str(src), "-o", str(out)]) == 0
     assert out.read_text().startswith("builtin.module")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda z: z + b"junk", "4 bytes follow the compressed stream"),
+    (lambda z: z[:-3], "the compressed stream ends early"),
+])
+def test_encoded_text_is_one_whole_compressed_stream(damage, message):
+    """Bytes after the code's or names' zlib stream were ignored, and a cut stream was taken as it was."""
+    import base64
+    import zlib
+
+    program = vdir.compile(copy_program(), backend="sim").program
+    for decode, raw in ((isa.decode_code, program.to_bytes()), (isa.decode_text, b"%t = load @x\n%s = store @y")):
+        text = base64.b64encode(damage(zlib.compress(raw))).decode()
+        with pytest.raises(ValueError, match=message):
+            decode(text)

@@ -9,10 +9,10 @@
 // RUN: not vdir-run %s --backend sim --max-micro-ops 7 2>&1 | filecheck %s --check-prefix=RUN-LOW
 // RUN: vdir-run %s --backend sim --check --max-micro-ops 8 | filecheck %s --check-prefix=RUN-OK
 
-// OPT-LOW:      limits.mlir:[[# @LINE + 35]]:3: error: vdir-place: the program expands to more than 7 micro-ops (the limit; --max-micro-ops raises it): this repeat alone reaches 8
+// OPT-LOW:      limits.mlir:[[# @LINE + 38]]:3: error: vdir-place: the program expands to more than 7 micro-ops (the limit; --max-micro-ops raises it): this repeat alone reaches 8
 // OPT-LOW-NOT:  {{.}}
 // OPT-OK:       vdir.program @p
-// RUN-LOW:      limits.mlir:[[# @LINE + 32]]:3: error: the program expands to more than 7 micro-ops (the limit; --max-micro-ops raises it): this repeat alone reaches 8
+// RUN-LOW:      limits.mlir:[[# @LINE + 35]]:3: error: the program expands to more than 7 micro-ops (the limit; --max-micro-ops raises it): this repeat alone reaches 8
 // RUN-LOW-NOT:  {{.}}
 // RUN-OK:       check passed
 
@@ -28,13 +28,15 @@
 // NAMES:      encoded.mlir:2:3: error: bad encoded program: the micro-op names decompressed to more than 10 bytes (the limit; --max-names-bytes raises it)
 // ENCODED-OK: backend: sim
 
-// A value that is not a positive integer is one line and exit status 1,
-// before the input is read.
+// A value that is not a positive integer in plain digits (Python's int()
+// would also take '1_000', ' 8' or other scripts' digits) is one line and
+// exit status 1, before the input is read.
 
 // RUN: not vdir-opt %s --max-micro-ops 0 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not vdir-opt %s --max-code-bytes=-3 2>&1 | filecheck %s --check-prefix=NEGATIVE
 // RUN: not vdir-run %s --backend sim --max-names-bytes 1.5 2>&1 | filecheck %s --check-prefix=FRACTION
 // RUN: not vdir-run %s --backend sim --max-micro-ops lots 2>&1 | filecheck %s --check-prefix=WORD
+// RUN: not vdir-run %s --backend sim --max-micro-ops 1_000 2>&1 | filecheck %s --check-prefix=UNDERSCORE
 
 // ZERO:          {{^}}error: --max-micro-ops: expected a positive integer, got '0'
 // ZERO-NOT:      {{.}}
@@ -42,6 +44,7 @@
 // FRACTION:      {{^}}error: --max-names-bytes: expected a positive integer, got '1.5'
 // FRACTION-NOT:  {{.}}
 // WORD:          {{^}}error: --max-micro-ops: expected a positive integer, got 'lots'
+// UNDERSCORE:    {{^}}error: --max-micro-ops: expected a positive integer, got '1_000'
 
 vdir.program @p(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>) {
   vdir.repeat %i = 0 to 4 {

@@ -527,10 +527,7 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
         text = getattr(args, name, None)
         if text is None:
             continue
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
+        value = int(text) if re.fullmatch(r"[0-9]+", text) else 0  # plain digits: no '_', signs or other scripts
         if value < 1:
             raise UserError(f"error: {option}: expected a positive integer, got '{text}'")
         given[name] = value
