@@ -199,3 +199,14 @@ def test_a_device_is_written_in_place_and_its_error_named():
     with pytest.raises(UserError, match="^/dev/full: error: --json: cannot write it: No space left on device$"):
         vdir_generate._write_output("/dev/full", "--json", "{}")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prompt", "\u0663"], "error: --prompt '\u0663': expected comma-separated integer token ids"),
+    (["--prompt", "1", "--tokens", "\u0663"], "vdir-generate: error: argument --tokens: '\u0663' is not an integer"),
+    (["--prompt", "1", "--seed", "\u0663"], "vdir-generate: error: argument --seed: '\u0663' is not an integer"),
+])
+def test_integers_are_written_in_ascii(argv, message, capsys):
+    """Python's int() reads '\u0663' (Arabic-Indic three) as 3; a command line takes ASCII digits only."""
+    status = generate_main(["--random", "tiny", "--backend", "sim", "--no-progress", *argv])
+    assert status in (1, 2) and capsys.readouterr().err.strip() == message

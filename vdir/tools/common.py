@@ -519,6 +519,25 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(option, metavar="N", dest=name, help=helps[name].format(getattr(defaults, name)))
 
 
+def ascii_integer(text: str) -> int:
+    """``text`` as an integer written in ASCII (decimal, or 0x / 0o / 0b); ValueError otherwise.
+
+    Python's ``int`` also reads other scripts' digits (``'٣'`` is 3), which a
+    command line should not take silently.
+    """
+    if not text.isascii():
+        raise ValueError(text)
+    return int(text, 0)
+
+
+def integer_option(text: str) -> int:
+    """An argparse ``type`` for an integer option, read by :func:`ascii_integer`."""
+    try:
+        return ascii_integer(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+
+
 def limits_from_args(args: argparse.Namespace) -> Limits:
     """The limits the options of :func:`add_limit_options` ask for (the defaults where not given);
     a value that is not a positive integer is a one-line :class:`UserError` naming the option."""

@@ -29,8 +29,10 @@ from vdir.limits import limits_in_effect
 from vdir.tools.common import (
     OneLineParser,
     add_limit_options,
+    ascii_integer,
     check_output_path,
     flag_error,
+    integer_option,
     limits_from_args,
     replaced_on_success,
     run_cli,
@@ -51,20 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--weights", metavar="DIR", help="a checkpoint directory (config.json, *.safetensors)")
     source.add_argument("--random", metavar="CONFIG", help="seeded random weights for a named config or config.json")
     p.add_argument("--prompt", required=True, help="comma-separated token ids, e.g. 1,2,3")
-    p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default 16)")
+    p.add_argument("--tokens", type=integer_option, default=16, help="new tokens to generate (default 16)")
     p.add_argument("--backend", choices=backend_names(), default=None, help="default: cuda when a GPU is usable")
-    p.add_argument("--max-context", type=int, default=None, help="positions the compiled step serves")
+    p.add_argument("--max-context", type=integer_option, default=None, help="positions the compiled step serves")
     p.add_argument("--context-buckets", default="auto", metavar="auto|none|N[,N]",
                    help="also compile steps for these shorter contexts, e.g. 1024,2048: each position runs the "
                         "shortest step that covers it (multiples of four attention blocks below --max-context); "
                         "default auto: the context halved while at least 2048; none: the full step alone")
-    p.add_argument("--seed", type=int, default=0, help="the seed of --random weights (default 0)")
+    p.add_argument("--seed", type=integer_option, default=0, help="the seed of --random weights (default 0)")
     p.add_argument("--json", metavar="FILE", help="write the prompt, the generated ids and the timings here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--pipeline", default="", metavar="OPTIONS",
                    help="compile the step with these vdir-pipeline options, 'key=value ...' "
                         "(e.g. 'flag-words=4096 prefetch=1'; default: the pipeline's defaults)")
-    p.add_argument("--flag-words", type=int, default=0, metavar="N",
+    p.add_argument("--flag-words", type=integer_option, default=0, metavar="N",
                    help="hand the step's rows of at most N bytes between SMs as flag words "
                         "(the same as --pipeline flag-words=N; default 0: through counters)")
     add_limit_options(p)  # a large model's step may expand beyond the default --max-micro-ops
@@ -73,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _prompt(text: str) -> list[int]:
     try:
-        ids = [int(t, 0) for t in text.split(",") if t.strip()]
+        ids = [ascii_integer(t.strip()) for t in text.split(",") if t.strip()]
     except ValueError:
         raise UserError(f"error: --prompt {text!r}: expected comma-separated integer token ids") from None
     if not ids:

@@ -70,10 +70,12 @@ from vdir.tools.common import (
     STDIN_NAME,
     OneLineParser,
     add_limit_options,
+    ascii_integer,
     check_output_path,
     default_context,
     failure_message,
     flag_error,
+    integer_option,
     is_special_file,
     limits_from_args,
     parse_module_file,
@@ -111,8 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print where the launch's time went: engines busy, the critical path by stage "
                         "(sim: modelled; cuda: lowered with the trace option)")
     p.add_argument("--target", default=None, help="target description (default: the program's, h200 unless it says otherwise)")
-    p.add_argument("--num-sms", type=int, help="use only this many SMs")
-    p.add_argument("--load-window", type=int, help="simulator: loads in flight per load engine")
+    p.add_argument("--num-sms", type=integer_option, help="use only this many SMs")
+    p.add_argument("--load-window", type=integer_option, help="simulator: loads in flight per load engine")
     p.add_argument("--lowering", metavar="OPTIONS",
                    help="lowering options, e.g. 'load_path=lsu split_copies=4'")
     p.add_argument("--pipeline", metavar="OPTIONS",
@@ -464,21 +466,10 @@ def _compile_and_run(args: argparse.Namespace, backend: str, lowering: LoweringO
     return 0
 
 
-def _integer(text: str) -> int:
-    """``text`` as an integer written in ASCII (decimal, or 0x / 0o / 0b); ValueError otherwise.
-
-    Python's ``int`` also reads other scripts' digits (``'٣'`` is 3), which a
-    command line should not take silently.
-    """
-    if not text.isascii():
-        raise ValueError(text)
-    return int(text, 0)
-
-
 def _seed(text: str) -> int:
     """``--seed``'s value: a non-negative integer (numpy's generators take no other)."""
     try:
-        value = _integer(text)
+        value = ascii_integer(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
     if value < 0:
@@ -498,7 +489,7 @@ def parse_scalars(given: Sequence[str], scalars: Sequence[ScalarInfo], seed: int
         if name in values:
             raise RunError(f"error: --scalar {item}: scalar '{name}' is already given ({name}={values[name]})")
         try:
-            values[name] = _integer(text)
+            values[name] = ascii_integer(text)
         except ValueError:
             raise RunError(f"error: --scalar {item}: '{text}' is not an integer") from None
     rng = np.random.default_rng(seed)
