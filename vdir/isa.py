@@ -1290,6 +1290,17 @@ def transfer_flags_error(opcode: int, flags: int, store_engine: bool) -> str | N
     return None
 
 
+def check_argument_names(program: "EncodedProgram") -> None:
+    """Each buffer and launch-time scalar has a name of its own (a launch binds both by name, in one
+    namespace); ValueError naming the argument otherwise."""
+    taken: dict[str, str] = {}
+    for kind, args in (("buffer", program.buffers), ("scalar", program.scalars)):
+        for i, arg in enumerate(args):
+            if arg.name in taken:
+                raise ValueError(f"{kind} #{i}: name '{arg.name}' is already taken by {taken[arg.name]}")
+            taken[arg.name] = f"{kind} '{arg.name}'" if kind == "buffer" else f"scalar #{i}"
+
+
 def check_queue_layout(program: "EncodedProgram") -> None:
     """The queues lie one after another in table order (SM by SM, engine by engine), from the first
     instruction to the last: every instruction is in exactly one queue. ValueError naming the queue
@@ -1697,8 +1708,8 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
 
     In order: the code its loops unroll to (:func:`check_unrolled_size`, with ``code_limit`` and
     ``raised_by``; first, since the counters are bounded by the unrolled count), the counts the
-    runtime allocates by (:meth:`EncodedProgram.check_counts`), the queues' layout
-    (:func:`check_queue_layout`), each instruction's opcode against its
+    runtime allocates by (:meth:`EncodedProgram.check_counts`), the arguments' names
+    (:func:`check_argument_names`), the queues' layout (:func:`check_queue_layout`), each instruction's opcode against its
     engine (:func:`check_opcodes`), each reduction against its instruction and buffer
     (:func:`check_reductions`), the regions against their buffers (:func:`check_regions`), the
     flag-word records (:func:`check_flag_words`) and each load's and store's flags
@@ -1706,6 +1717,7 @@ def check_untrusted(program: EncodedProgram, code_limit: int | None = None, rais
     """
     check_unrolled_size(program, code_limit, raised_by)
     program.check_counts()
+    check_argument_names(program)
     check_queue_layout(program)
     check_opcodes(program)
     check_reductions(program)

@@ -12,9 +12,9 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' | sed 's/"n:0:8"/"n:8:8"/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=EMPTY
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' | sed 's/"n:0:8"/"n:0:1_0"/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=UNDERSCORE
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' | sed 's/"n:0:8"/"x:0:8"/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=BUFFER
-// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' | sed 's/"n:0:8"/"n:0:8", "n:0:4"/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=1}' | sed 's/"m:0:4"/"n:0:4"/' | not vdir-opt - 2>&1 | filecheck %s --check-prefix=TWICE
 
-// OK:         scalars = ["n:0:8"]
+// OK:         scalars = ["n:0:8", "m:0:4"]
 // PARTS:      <stdin>:2:3: error: bad encoded program: malformed scalar entry 'n:0:8:9' (want name:lo:hi with lo < hi, a half-open range of 32-bit integers)
 // PARTS-NOT:  {{.}}
 // WORD:       <stdin>:2:3: error: bad encoded program: malformed scalar entry 'n:zero:8'
@@ -24,7 +24,7 @@
 // BUFFER:     <stdin>:2:3: error: bad encoded program: scalar #0: name 'x' is already taken by buffer 'x'
 // TWICE:      <stdin>:2:3: error: bad encoded program: scalar #1: name 'n' is already taken by scalar #0
 
-vdir.program @copy(%x: !vdir.buffer<8x64xbf16>, %y: !vdir.buffer<8x64xbf16>, %n: index in 0 to 8) {
+vdir.program @copy(%x: !vdir.buffer<8x64xbf16>, %y: !vdir.buffer<8x64xbf16>, %n: index in 0 to 8, %m: index in 0 to 4) {
   %t = vdir.load %x[%n, 0] : !vdir.buffer<8x64xbf16> -> !vdir.tile<1x64xbf16>
-  vdir.store %t, %y[%n, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<8x64xbf16>
+  vdir.store %t, %y[%m, 0] : !vdir.tile<1x64xbf16>, !vdir.buffer<8x64xbf16>
 }

@@ -738,3 +738,12 @@ def test_encoded_text_is_one_whole_compressed_stream(damage, message):
         text = base64.b64encode(damage(zlib.compress(raw))).decode()
         with pytest.raises(ValueError, match=message):
             decode(text)
+
+
+def test_an_encoded_program_object_with_two_arguments_of_one_name_is_refused():
+    """A program handed over as a Python object is checked as one read back from text: a scalar named
+    like a buffer would bind the launch's one namespace twice."""
+    program = vdir.compile(copy_program(), backend="sim").program
+    forged = dataclasses.replace(program, scalars=[isa.ScalarInfo("x", 0, 4)])
+    with pytest.raises(ValueError, match="^scalar #0: name 'x' is already taken by buffer 'x'$"):
+        vdir.compile(forged, backend="sim")

@@ -1731,7 +1731,6 @@ class EncodedProgramOp(IRDLOperation):
         try:
             code = decode_code(self.code.data)
             scalars = [ScalarInfo.parse(e.data) for e in (self.scalars.data if self.scalars is not None else ())]
-            _check_scalar_names(scalars, buffers)
             program = EncodedProgram.from_bytes(code, buffers, None, self.target.data, scalars)
             decode_text(self.names.data, max_lines=names_line_limit(program))
             check_stored_buffers(program)
@@ -1762,16 +1761,6 @@ class EncodedProgramOp(IRDLOperation):
                                       f"{memory:,} bytes of global memory of {self.target.data}")
             infos.append(info)
         return infos
-
-
-def _check_scalar_names(scalars: list, buffers: list) -> None:
-    """Each launch-time scalar of an encoded program has its own name, not a buffer's (a launch binds
-    buffers and scalars by name, in one namespace); ValueError naming the scalar otherwise."""
-    taken = {info.name: f"buffer '{info.name}'" for info in buffers}
-    for i, scalar in enumerate(scalars):
-        if scalar.name in taken:
-            raise ValueError(f"scalar #{i}: name '{scalar.name}' is already taken by {taken[scalar.name]}")
-        taken[scalar.name] = f"scalar #{i}"
 
 
 def _target_memory_bytes(name: str) -> int | None:
