@@ -1394,13 +1394,13 @@ def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[st
         return k, f"buffer {int(buf[k])} does not exist (the program has {nbuffers})"
     size = sizes[buf]
     offset = GLOBAL_OFFSET.column(regions)  # u64
-    rows = ROWS.column(regions).astype(np.int64)
-    empty = (rows == 0) | (ROW_BYTES.column(regions) == 0)
+    rows, row_bytes = ROWS.column(regions).astype(np.int64), ROW_BYTES.column(regions).astype(np.int64)
+    empty = (rows == 0) | (row_bytes == 0)
     if empty.any():  # the copies would move nothing, and the tile they fill would have no elements
         k = int(np.argmax(empty))
-        return k, f"region of {int(rows[k])} rows of {int(ROW_BYTES.column(regions)[k])} bytes is empty"
-    extent = np.where(rows > 0, (rows - 1) * ROW_STRIDE.column(regions).astype(np.int64), 0)
-    extent += ROW_BYTES.column(regions).astype(np.int64)  # < 2^64: both terms are below 2^32 * 2^32
+        return k, f"region of {int(rows[k])} rows of {int(row_bytes[k])} bytes is empty"
+    extent = (rows - 1) * ROW_STRIDE.column(regions).astype(np.int64)
+    extent += row_bytes  # < 2^64: both terms are below 2^32 * 2^32
     outside = (offset >= np.uint64(1 << 63)) | (extent > size)
     start = np.where(outside, 0, offset.astype(np.int64))
     outside |= start > size - extent
@@ -1419,6 +1419,10 @@ def _first_region_outside(regions: np.ndarray, sizes: np.ndarray, names: list[st
                f"({int(size[k])} bytes)")
 
 
+#: a scalar entry's text, ``name:lo:hi``
+_SCALAR_ENTRY = re.compile(r"([^:]*):(-?[0-9]+):(-?[0-9]+)")
+
+
 @dataclass(frozen=True)
 class ScalarInfo:
     """A launch-time scalar as the runtime sees it: slot order, name, half-open range."""
@@ -1435,12 +1439,9 @@ class ScalarInfo:
     def parse(cls, text: str) -> "ScalarInfo":
         """Inverse of :meth:`text`; ValueError for a malformed entry, or a range beyond the
         32-bit runtime values (``[-2**31, 2**31)``)."""
-        parts = text.split(":")
-        if len(parts) == 3 and all(re.fullmatch(r"-?[0-9]+", p) for p in parts[1:]):  # no '_', spaces or other digits
-            name, lo, hi = parts[0], int(parts[1]), int(parts[2])
-        else:
-            name, lo, hi = "", 0, 0
-        if len(parts) != 3 or not name.isidentifier() or not -(1 << 31) <= lo < hi <= 1 << 31:
+        entry = _SCALAR_ENTRY.fullmatch(text)  # plain digits: no '_', spaces or other scripts' digits
+        name, lo, hi = (entry[1], int(entry[2]), int(entry[3])) if entry else ("", 0, 0)
+        if not name.isidentifier() or not -(1 << 31) <= lo < hi <= 1 << 31:
             raise ValueError(f"malformed scalar entry '{text}' (want name:lo:hi with lo < hi, "
                              "a half-open range of 32-bit integers)")
         return cls(name, lo, hi)

@@ -17,7 +17,7 @@ import pytest
 from vdir.diagnostics import UserError
 from vdir.frontend.layers import BULK_COPY_ALIGN, WEIGHT_TILE_BYTES, chunks_for
 from vdir.models.llama import CONFIG_SIZE_LIMITS, NAMED_CONFIGS, config_from_json
-from vdir.tools import vdir_generate
+from vdir.tools.common import write_text_whole
 from vdir.tools.vdir_generate import main as generate_main
 
 #: a config.json of the tiny shape, which every case below changes in one setting
@@ -176,11 +176,11 @@ def test_a_json_file_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     out = tmp_path / "out.json"
     out.write_text("old")
     out.chmod(0o640)
-    vdir_generate._write_output(str(out), "--json", '{"tokens": [1]}')
+    write_text_whole(str(out), "--json", '{"tokens": [1]}')
     assert out.read_text() == '{"tokens": [1]}' and stat.S_IMODE(out.stat().st_mode) == 0o640
     link = tmp_path / "link.json"
     link.symlink_to(out)
-    vdir_generate._write_output(str(link), "--json", "new")
+    write_text_whole(str(link), "--json", "new")
     assert link.is_symlink() and out.read_text() == "new"
 
     def full(*args):
@@ -188,7 +188,7 @@ def test_a_json_file_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", full)  # the rename replaced_on_success ends with
     with pytest.raises(UserError, match=f"^{out}: error: --json: cannot write it: No space left on device$"):
-        vdir_generate._write_output(str(out), "--json", "lost")
+        write_text_whole(str(out), "--json", "lost")
     assert out.read_text() == "new" and sorted(os.listdir(tmp_path)) == ["link.json", "out.json"]
 
 
@@ -197,7 +197,7 @@ def test_a_device_is_written_in_place_and_its_error_named():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     with pytest.raises(UserError, match="^/dev/full: error: --json: cannot write it: No space left on device$"):
-        vdir_generate._write_output("/dev/full", "--json", "{}")
+        write_text_whole("/dev/full", "--json", "{}")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 

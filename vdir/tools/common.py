@@ -493,6 +493,16 @@ def replaced_on_success(path: str) -> Iterator[str]:
         raise
 
 
+def write_text_whole(path: str, option: str, text: str) -> None:
+    """Write ``text`` to ``option``'s file ``path`` whole or not at all (:func:`replaced_on_success`); a
+    failure is a one-line :class:`UserError` naming the file and the option."""
+    try:
+        with replaced_on_success(path) as temporary, open(temporary, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
+
+
 def _new_file_mode(path: str) -> int:
     """The permissions of the file at ``path``, or those a new file gets (0o666 less the umask)."""
     with contextlib.suppress(OSError):

@@ -34,8 +34,8 @@ from vdir.tools.common import (
     flag_error,
     integer_option,
     limits_from_args,
-    replaced_on_success,
     run_cli,
+    write_text_whole,
     writes_over,
 )
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"compile: {seconds:.2f} s" + (" (read from the program cache)" if compiled["compile_cache_hit"] else "")
           + (f"; steps for {', '.join(map(str, attending))} positions" if len(attending) > 1 else ""))
     if args.json is not None:
-        _write_output(args.json, "--json", json.dumps({**result.to_json(), **compiled, "backend": backend,
+        write_text_whole(args.json, "--json", json.dumps({**result.to_json(), **compiled, "backend": backend,
                                                        "config": cfg.name}, indent=1))
     return 0
 
@@ -152,16 +152,6 @@ def _check_paths(args: argparse.Namespace) -> None:
     for path in inputs:
         if writes_over(args.json, path):
             raise UserError(f"{args.json}: error: --json: is the input {path}; name another file to write")
-
-
-def _write_output(path: str, option: str, text: str) -> None:
-    """Write ``text`` to ``option``'s file whole or not at all (:func:`replaced_on_success`); a failure
-    is a one-line error naming the file."""
-    try:
-        with replaced_on_success(path) as temporary, open(temporary, "w") as f:
-            f.write(text)
-    except OSError as e:
-        raise UserError(f"{path}: error: {option}: cannot write it: {e.strerror or e}") from None
 
 
 #: the copies of the weights in host memory while a backend runs the step: the decoder's, and on the

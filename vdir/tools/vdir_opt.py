@@ -52,8 +52,8 @@ from vdir.tools.common import (
     one_line,
     parse_text,
     register_vdir_dialects,
-    replaced_on_success,
     verify_module,
+    write_text_whole,
 )
 from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
 from vdir.universe import VDIR_UNIVERSE
@@ -317,18 +317,13 @@ class VdirOptMain(xDSLOptMain):
         return self.output_resulting_program(module)
 
     def _write_output(self, text: str) -> None:
-        """Write ``text`` to ``-o``'s file (:func:`replaced_on_success`), or to stdout."""
+        """Write ``text`` to ``-o``'s file, whole or not at all, or to stdout."""
         if self.args.output_file is None:
             if sys.stdout is None:
                 raise UserError("error: standard output is closed: write the result to a file with -o")
             sys.stdout.write(text)
             return
-        path = self.args.output_file
-        try:  # whole or not at all: a failed write leaves the file as it was
-            with replaced_on_success(path) as temporary, open(temporary, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise UserError(f"{path}: error: -o: cannot write it: {e.strerror or e}") from None
+        write_text_whole(self.args.output_file, "-o", text)  # a failed write leaves the file as it was
 
 
 def vdir_listing() -> str:
