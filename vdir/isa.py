@@ -280,8 +280,8 @@ DYN_SCALE = Field("dyn_scale", 28, signed=True)  # bytes per unit of v
 DYN_MIN = Field("dyn_min", 29, signed=True)
 DYN_MAX = Field("dyn_max", 30, signed=True)
 DYNAMIC_FIELDS = (DYN_INDEX, DYN_SCALE, DYN_MIN, DYN_MAX)
-# a store's reduction: REDUCE_NONE overwrites the region, REDUCE_ADD adds the tile into it (f32 regions
-# only). Word 31 is zero in every other instruction, and in every store without one, so programs
+# a store's reduction: REDUCE_NONE overwrites the region, REDUCE_ADD adds the tile into it (f32 regions),
+# REDUCE_ADD_I64 too (i64 regions). Word 31 is zero in every other instruction, and in every store without one, so programs
 # encoded before it existed read as plain stores.
 REDUCE = Field("reduce", 31)
 TRANSFER_FIELDS = (TRANSFER_FLAGS,) + REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS + (REDUCE,)
@@ -324,10 +324,19 @@ STEP_RING_WORDS = Field("ring_words", 0)
 # reductions of a store (the REDUCE field)
 REDUCE_NONE = 0
 REDUCE_ADD = 1  # f32 add, element by element, in the order the stores complete
-#: each reduction's name (``reduce add`` in the IR and the listing)
-REDUCE_NAMES = {REDUCE_ADD: "add"}
+REDUCE_ADD_I64 = 2  # 64-bit integer add, element by element, wrapping: exact, so any order gives the same bits
+#: each reduction's name (``reduce add`` in the IR and the listing; the buffer's element type picks the code)
+REDUCE_NAMES = {REDUCE_ADD: "add", REDUCE_ADD_I64: "add"}
 #: the buffer element types each reduction combines
-REDUCE_DTYPES = {REDUCE_ADD: ("f32",)}
+REDUCE_DTYPES = {REDUCE_ADD: ("f32",), REDUCE_ADD_I64: ("i64",)}
+#: the reductions whose adds commute exactly: two of them into one region need no order between them
+#: (the dependency analysis and the simulator's race check leave them unordered)
+COMMUTING_REDUCTIONS = frozenset({REDUCE_ADD_I64})
+
+
+def reduce_code(name: str, dtype: str) -> int | None:
+    """The REDUCE code of reduction ``name`` (``add``) on a ``dtype`` region, None where none combines it."""
+    return next((code for code, n in REDUCE_NAMES.items() if n == name and dtype in REDUCE_DTYPES[code]), None)
 
 # gemv flags in P2
 GEMV_HAS_ACC = 1
@@ -348,6 +357,7 @@ ARGMAX_IN_F32 = 1  # the row x is f32 (else bf16)
 
 # vecmat flags in P2
 VECMAT_HAS_ACC = 1  # a third input, the f32 partial sums to add the products to (else they start at +0.0)
+VECMAT_OUT_FIXED = 2  # the result is i64 fixed point (families.core.FIXED_POINT_BITS), not f32
 
 # word indices of the fields, for code that addresses words directly
 W_OPCODE = OPCODE.word
@@ -861,7 +871,7 @@ class Instruction:
 
 
 #: bytes per element of a buffer dtype
-DTYPE_SIZES = {"bf16": 2, "f32": 4, "i32": 4}
+DTYPE_SIZES = {"bf16": 2, "f32": 4, "i32": 4, "i64": 8}
 
 #: the most elements a tensor-copy box may span in one dimension
 TMA_BOX_MAX = 256
@@ -1125,7 +1135,7 @@ class BufferInfo:
 
     name: str
     shape: tuple[int, ...]
-    dtype: str  # "bf16" | "f32" | "i32"
+    dtype: str  # "bf16" | "f32" | "i32" | "i64"
     is_output: bool
     is_input: bool = True  # the program reads data it did not write itself
 
@@ -1349,8 +1359,9 @@ def check_reductions(program: "EncodedProgram") -> None:
     whose buffer holds an element type it combines (``REDUCE_DTYPES``); ValueError naming the
     micro-op otherwise.
 
-    The kernel adds f32 values where a store names ``REDUCE_ADD``: a forged flag on another
-    instruction, or on a bf16 or i32 region, would be read as plain data or add the wrong bits. A
+    The kernel adds f32 values where a store names ``REDUCE_ADD`` and 64-bit integers where it names
+    ``REDUCE_ADD_I64``: a forged flag on another instruction, or on a region of another element type,
+    would be read as plain data or add the wrong bits. A
     program with malformed loop records is left to the readers that name the queue and the record
     (:meth:`EncodedProgram.check_loops`).
     """
@@ -1377,7 +1388,8 @@ def reduction_error(words, buffers: list["BufferInfo"]) -> str | None:
         name = OPCODE_NAMES.get(opcode, f"opcode {opcode}")
         return f"a {name} instruction has reduction {reduce}; only a store may reduce"
     if reduce not in REDUCE_NAMES:
-        return f"unknown reduction {reduce} (known: {', '.join(f'{k} {v}' for k, v in REDUCE_NAMES.items())})"
+        known = ", ".join(f"{k} {v} ({'/'.join(REDUCE_DTYPES[k])})" for k, v in REDUCE_NAMES.items())
+        return f"unknown reduction {reduce} (known: {known})"
     b = BUFFER.get(words)
     if b < len(buffers) and buffers[b].dtype not in REDUCE_DTYPES[reduce]:
         return (f"'reduce {REDUCE_NAMES[reduce]}' store to '{buffers[b].name}', a {buffers[b].dtype} buffer "

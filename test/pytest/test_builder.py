@@ -205,7 +205,7 @@ def test_bad_tile_shape():
 
 def test_bad_dtype_and_duplicate_buffer():
     b = ProgramBuilder("p")
-    with pytest.raises(ValueError, match=r"element type must be one of bf16, f32, i32, got 'f16'"):
+    with pytest.raises(ValueError, match=r"element type must be one of bf16, f32, i32, i64, got 'f16'"):
         b.buffer("a", (8, 8), "f16")
     b.buffer("a", (8, 8), "bf16")
     with pytest.raises(ValueError, match="buffer 'a' is already declared"):

@@ -220,7 +220,7 @@ def _variant(**changes) -> Family:
         ({"name": "scale2", "opcode": 201, "fusion": Epilogue("gemv", "mul")},
          "family 'scale2' fuses 'mul', which is not registered"),
         ({"name": "scale2", "opcode": 201, "out_dtypes": ("f16",)},
-         r"family 'scale2': result dtypes \('f16',\) must be some of \('bf16', 'f32', 'i32'\)"),
+         r"family 'scale2': result dtypes \('f16',\) must be some of \('bf16', 'f32', 'i32', 'i64'\)"),
     ],
 )
 def test_bad_registration(changes, message):

@@ -16,7 +16,7 @@ import vdir
 from vdir.device_runtime.cuda import CudaPlatform
 from vdir.frontend.builder import ProgramBuilder
 from vdir.testing.compare import compare_outputs
-from vdir.tools.vdir_run import I32_MAX, I32_MIN, main, random_inputs
+from vdir.tools.vdir_run import INT_RANGES, main, random_inputs
 
 #: rows gathered by :func:`gather_program`, in output order (repeats and the last row too)
 GATHERED = (5, 0, 63, 17, 17, 2, 40, 9)
@@ -24,8 +24,9 @@ GATHERED = (5, 0, 63, 17, 17, 2, 40, 9)
 
 def full_range_i32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Random int32 over the whole range, with both extremes, -1 and 0 planted."""
-    a = rng.integers(I32_MIN, I32_MAX, shape, dtype=np.int32, endpoint=True)
-    a.flat[:4] = [I32_MIN, I32_MAX, -1, 0]
+    lo, hi = INT_RANGES["i32"]
+    a = rng.integers(lo, hi, shape, dtype=np.int32, endpoint=True)
+    a.flat[:4] = [lo, hi, -1, 0]
     return a
 
 

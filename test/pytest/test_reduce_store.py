@@ -123,7 +123,7 @@ def test_builder_refuses_a_reduction_it_cannot_do():
     a = b.buffer("a", (1, 8), "bf16")
     y = b.buffer("y", (1, 8), "bf16")
     t = b.load(a, (0, 0), (1, 8))
-    with pytest.raises(ValueError, match="needs an f32 tile, got bf16"):
+    with pytest.raises(ValueError, match="needs an f32 or i64 tile, got bf16"):
         b.store(t, y, (0, 0), reduce="add")
     with pytest.raises(ValueError, match="unknown reduction 'mul'"):
         b.store(t, y, (0, 0), reduce="mul")

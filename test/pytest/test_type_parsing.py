@@ -71,7 +71,7 @@ def test_the_same_text_as_a_tile_and_as_a_buffer_gives_each_type():
     ("bad", "message"),
     [
         ("!vdir.tile<0x16xbf16>", "vdir.tile dimensions must be positive"),
-        ("!vdir.tile<1x16xf64>", "vdir.tile element type must be bf16, f32 or i32"),
+        ("!vdir.tile<1x16xf64>", "vdir.tile element type must be bf16, f32, i32 or i64"),
         ("!vdir.tile<1x2x16xbf16>", "vdir.tile must be two-dimensional"),
     ],
 )

@@ -58,6 +58,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
+from vdir import isa
 from vdir.analysis.runtime_values import (
     Condition,
     RuntimeIndex,
@@ -1076,10 +1077,11 @@ def derive_memory_dependencies(graph: Graph) -> None:
 
     A reducing store (``reduce add``) reads its region and then writes it:
     it waits for the earlier accesses, counts as a read for the input role,
-    and never covers earlier writes. Two reducing
-    stores to one region are ordered like any two writes (in program order),
-    although their adds would commute: simple, and what the race check
-    expects.
+    and never covers earlier writes. Two f32 reducing stores to one region
+    are ordered like any two writes (in program order). Two i64 ones are
+    not ordered against each other (:func:`commutes`: their adds are exact,
+    so the sum is the same in any order); each still waits for the region's
+    earlier plain writes and reads, and a later access waits for all of them.
     """
     args = graph.args
     written = {n.buffer for n in graph.nodes if n.kind == "store"}
@@ -1102,15 +1104,39 @@ def derive_memory_dependencies(graph: Graph) -> None:
                 _mark_input(graph, node.buffer, node)
         elif kind == "store":
             region = region_of(args[node.buffer], node)
-            if node.reduce is not None:
-                producers += _read_region(graph, reads, writes, node, node.buffer, region)
-            producers += _write_region(reads, writes, node, region)
+            if commutes(graph, node):
+                producers += _add_commuting(graph, reads, writes, node, region)
+            else:
+                if node.reduce is not None:
+                    producers += _read_region(graph, reads, writes, node, node.buffer, region)
+                producers += _write_region(reads, writes, node, region)
         else:
             producers += _read_region(graph, reads, writes, node, node.buffer, region_of(args[node.buffer], node))
         if producers:
             producers = [p for p in producers if p is not node]
             if producers:
                 node.deps.append(intern(producers))
+
+
+def commutes(graph: Graph, node: Node) -> bool:
+    """Whether ``node`` is a reducing store whose adds commute exactly with those of the others like it
+    (``isa.COMMUTING_REDUCTIONS``: i64 adds), so that no order between them is needed."""
+    if node.kind != "store" or node.reduce is None:
+        return False
+    return isa.reduce_code(node.reduce.value, graph.args[node.buffer].dtype) in isa.COMMUTING_REDUCTIONS
+
+
+def _add_commuting(graph: Graph, reads: dict, writes: dict, node: Node, region: BufferRegion) -> list[Node]:
+    """Record commuting reducing store ``node`` on ``region``; the earlier accesses it must wait for: the
+    plain writes and the reads it meets, not the other commuting adds."""
+    b = node.buffer
+    met = writes[b].meeting(region)
+    if not _covered(region, [access[2] for access in met if covers_exactly(access[3])]):
+        _mark_input(graph, b, node)
+    producers = [access[3] for access in met if not commutes(graph, access[3])]
+    producers += [access[3] for access in reads[b].meeting(region)]
+    writes[b].add(region, node)
+    return producers
 
 
 def _read_region(graph: Graph, reads: dict, writes: dict, node: Node, buffer: int, region: BufferRegion) -> list[Node]:

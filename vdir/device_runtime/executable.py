@@ -695,8 +695,9 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:  # noqa: PLW3201 -- the protocol's name
-        """The CUDA array interface (version 3) of ``f32`` and ``i32`` buffers (bf16 has no typestr: DLPack)."""
-        typestr = {"f32": "<f4", "i32": "<i4"}.get(self.dtype)
+        """The CUDA array interface (version 3) of ``f32``, ``i32`` and ``i64`` buffers (bf16 has no typestr:
+        DLPack)."""
+        typestr = {"f32": "<f4", "i32": "<i4", "i64": "<i8"}.get(self.dtype)
         if self._owner.backend == "sim" or typestr is None:
             raise AttributeError("__cuda_array_interface__")
         return {"shape": self.shape, "typestr": typestr, "data": (int(self._buffer.handle), False),

@@ -73,6 +73,8 @@ if TYPE_CHECKING:
 
 #: Element sizes of tile dtypes; "u8" is the raw byte tile of a load or store.
 _ELEMENT_BYTES = {**DTYPE_BYTES, "u8": 1}
+#: the element view each reduction adds in (``isa.REDUCE_*``)
+_REDUCE_VIEWS = {isa.REDUCE_ADD: np.dtype(np.float32), isa.REDUCE_ADD_I64: np.dtype(np.int64)}
 
 #: Loads each load engine may have issued but not yet completed.
 DEFAULT_LOAD_WINDOW = 8
@@ -858,15 +860,27 @@ class GlobalTracker:
     memory, the last position suffices: a load engine completes in its queue
     order. None when the program has no loads (nothing to track) or when the
     table would pass :data:`MAX_READER_TABLE` entries.
+
+    ``adders`` has one row per engine of the launch, for a buffer that
+    commuting reducing stores (``isa.COMMUTING_REDUCTIONS``) add into: the
+    last queue position of that engine that added into each granule since
+    the granule's last plain write. Those adds need no order among
+    themselves, so they are kept apart from the last writer: a later read or
+    plain write must know every one of them; a later add only the plain
+    writer and the readers. None where no such store exists or the table
+    would pass :data:`MAX_READER_TABLE` entries (the adds are then not
+    checked).
     """
 
-    def __init__(self, nbytes: int, granule: int, reader_rows: int):
+    def __init__(self, nbytes: int, granule: int, reader_rows: int, adder_rows: int = 0):
         self.granule = granule
         n = max(nbytes // granule, 1)
         self.writer_engine = np.full(n, -1, dtype=np.int64)  # global engine id
         self.writer_pos = np.full(n, -1, dtype=np.int64)
         tracked = 0 < n * reader_rows <= MAX_READER_TABLE
         self.readers = np.full((reader_rows, n), -1, dtype=np.int64) if tracked else None
+        added = 0 < n * adder_rows <= MAX_READER_TABLE
+        self.adders = np.full((adder_rows, n), -1, dtype=np.int64) if added else None
         #: i32 element read as a runtime value -> per global engine, the last queue position that read it
         self.value_readers: dict[int, np.ndarray] = {}
 
@@ -957,8 +971,12 @@ class Simulation:
         self.slot_writer = [np.full(len(t.written[0]), NO_WRITER, dtype=np.int64) for t in self.smem_track]
         self.skipped: list[set[int]] = [set() for _ in range(n)]
         self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
+        summed = {op.buffer for sm in decoded.ops for queue in sm for op in queue
+                  if op.opcode == isa.OP_STORE and op.reduce in isa.COMMUTING_REDUCTIONS}
         self.global_track = {
-            b: GlobalTracker(decoded.buffer_bytes[b], g, len(self.reader_engines)) for b, g in decoded.tracked.items()
+            b: GlobalTracker(decoded.buffer_bytes[b], g, len(self.reader_engines),
+                             self.num_engines if b in summed else 0)
+            for b, g in decoded.tracked.items()
         } if check_races else {}
         # logical time
         self.engine_free = [0.0] * self.num_engines
@@ -1326,11 +1344,13 @@ class Simulation:
             self._check_global_write(g, op, region)
         src = self.smem[sm][op.tile.smem : op.tile.smem + region.nbytes]
         dst = _global_view(self.buffers[op.buffer], region)
-        if op.reduce == isa.REDUCE_ADD:
+        if op.reduce in _REDUCE_VIEWS:
             # f32 adds, element by element, in the order this run completes the stores (the GPU's
             # order across SMs is not fixed: see docs/runtime.md); the race check above holds the
-            # stores to the order the dependencies give them
-            dst.view(np.float32)[...] += src.view(np.float32).reshape(region.rows, region.row_bytes // 4)
+            # stores to the order the dependencies give them. i64 adds wrap, and any order gives them
+            # the same bits (the race check leaves them unordered among themselves).
+            view = _REDUCE_VIEWS[op.reduce]
+            dst.view(view)[...] += src.view(view).reshape(region.rows, region.row_bytes // view.itemsize)
         else:
             dst[...] = src.reshape(region.rows, region.row_bytes)
 
@@ -1520,6 +1540,8 @@ class Simulation:
                 "only their words)"
             )
         hit = self._unordered(g, writers, track.view(track.writer_pos, region))
+        if hit is None:
+            hit = self._unordered_adder(g, track, region)
         if hit is not None:
             name = self.decoded.program.buffers[op.buffer].name
             raise SimRaceError(
@@ -1530,11 +1552,17 @@ class Simulation:
             track.view(track.readers[self.reader_row[g]], region)[...] = op.pos
 
     def _check_global_write(self, g: int, op: Op, region: Region) -> None:
+        """A store's write of ``region``: ordered after the region's earlier writers and readers. A
+        commuting add (``isa.COMMUTING_REDUCTIONS``) need not be ordered after the other adds, and is
+        recorded as an adder (:class:`GlobalTracker`), not as the region's writer."""
         track = self.global_track[op.buffer]
         name = self.decoded.program.buffers[op.buffer].name
         engines = track.view(track.writer_engine, region)
         positions = track.view(track.writer_pos, region)
+        adding = op.reduce in isa.COMMUTING_REDUCTIONS
         hit = self._unordered(g, engines, positions)
+        if hit is None and not adding:
+            hit = self._unordered_adder(g, track, region)
         if hit is not None:
             raise SimRaceError(
                 f"race on buffer '{name}': {self._name(g, op.pos)} overwrites bytes that {self._name(*hit)} "
@@ -1553,8 +1581,25 @@ class Simulation:
                 )
         if track.value_readers:
             self._check_value_readers(g, op, region, track, name)
+        if adding:
+            if track.adders is not None:
+                track.view(track.adders[g], region)[...] = op.pos
+            return
+        if track.adders is not None:  # ordered after them all: a later access ordered after this write is too
+            track.view(track.adders, region)[...] = -1
         engines[...] = g
         positions[...] = op.pos
+
+    def _unordered_adder(self, g: int, track: GlobalTracker, region: Region) -> tuple[int, int] | None:
+        """(engine, pos) of a commuting add into ``region`` not in engine ``g``'s clock, if any."""
+        if track.adders is None:
+            return None
+        latest = track.view(track.adders, region).reshape(track.adders.shape[0], -1).max(axis=1)
+        late = np.nonzero((latest >= 0) & (self.clock[g] <= latest))[0]
+        if not late.size:
+            return None
+        engine = int(late[0])
+        return engine, int(latest[engine])
 
     def _check_value_readers(self, g: int, op: Op, region: Region, track: GlobalTracker, name: str) -> None:
         """A store over an i32 element is ordered after every earlier read of it as a runtime value."""

@@ -30,10 +30,10 @@ DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 DEVICE_NAMES = {DL_CPU: "cpu", DL_CUDA: "cuda", DL_CUDA_HOST: "cuda pinned host", DL_CUDA_MANAGED: "cuda managed"}
 
 #: (DLPack type code, bits) -> vdir element type; code 0 int, 1 uint, 2 float, 4 bfloat
-_DL_DTYPES = {(2, 32): "f32", (4, 16): "bf16", (0, 32): "i32"}
+_DL_DTYPES = {(2, 32): "f32", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64"}
 _DL_TYPE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 #: ``__cuda_array_interface__`` typestr -> vdir element type (bf16 has no typestr: use DLPack)
-_CAI_DTYPES = {"<f4": "f32", "<i4": "i32"}
+_CAI_DTYPES = {"<f4": "f32", "<i4": "i32", "<i8": "i64"}
 
 #: byte alignment a buffer's base address needs (bulk and tensor copies)
 BUFFER_ALIGNMENT = 16

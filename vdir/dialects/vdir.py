@@ -116,9 +116,10 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: the range of the i64 properties (repeat bounds, flow ids)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-_ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32)}
+_ELEMENT_TYPES = {"bf16": BFloat16Type, "f32": Float32Type, "i32": lambda: IntegerType(32),
+                  "i64": lambda: IntegerType(64)}
 #: how messages list the supported element types
-_ELEMENT_TYPE_LIST = "bf16, f32 or i32"
+_ELEMENT_TYPE_LIST = "bf16, f32, i32 or i64"
 
 
 def is_argument_name(name: str) -> bool:
@@ -128,22 +129,33 @@ def is_argument_name(name: str) -> bool:
 
 def is_i32(t: Attribute) -> bool:
     """Whether ``t`` is the signless 32-bit integer type ``i32``."""
-    return isinstance(t, IntegerType) and t.width.data == 32 and t.signedness.data == Signedness.SIGNLESS
+    return _is_signless(t, 32)
+
+
+def is_i64(t: Attribute) -> bool:
+    """Whether ``t`` is the signless 64-bit integer type ``i64`` (fixed-point accumulators)."""
+    return _is_signless(t, 64)
+
+
+def _is_signless(t: Attribute, width: int) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == width and t.signedness.data == Signedness.SIGNLESS
 
 
 def dtype_name(t: Attribute) -> str:
-    """``"bf16"`` / ``"f32"`` / ``"i32"`` for a supported element type."""
+    """``"bf16"`` / ``"f32"`` / ``"i32"`` / ``"i64"`` for a supported element type."""
     if isinstance(t, BFloat16Type):
         return "bf16"
     if isinstance(t, Float32Type):
         return "f32"
     if is_i32(t):
         return "i32"
+    if is_i64(t):
+        return "i64"
     raise VerifyException(f"element type {t} is not supported (use {_ELEMENT_TYPE_LIST})")
 
 
 def element_type(name: str) -> Attribute:
-    """The xDSL element type a dtype name (``bf16``, ``f32``, ``i32``) stands for."""
+    """The xDSL element type a dtype name (``bf16``, ``f32``, ``i32``, ``i64``) stands for."""
     return _ELEMENT_TYPES[name]()
 
 
@@ -152,7 +164,7 @@ def element_type(name: str) -> Attribute:
 # --------------------------------------------------------------------------
 
 #: a buffer's or tile's ``<RxCxT>`` as a program spells it (no spaces)
-_SHAPE_TEXT = re.compile(r"<[0-9]+x[0-9]+x(?:bf16|f32|i32)>")
+_SHAPE_TEXT = re.compile(r"<[0-9]+x[0-9]+x(?:bf16|f32|i32|i64)>")
 #: the parameters of each shape text parsed so far, by type class: a flat file
 #: repeats a handful of shapes on every micro-op, and parsing one costs a third
 #: of parsing the op (docs/performance.md). The parameters are immutable
@@ -202,7 +214,7 @@ class _ShapedType(ParametrizedAttribute, TypeAttribute):
             )
         if any(d <= 0 for d in dims):
             parser.raise_error(f"{cls.name} dimensions must be positive", pos, parser.pos)
-        if not (isinstance(elem, BFloat16Type | Float32Type) or is_i32(elem)):
+        if not (isinstance(elem, BFloat16Type | Float32Type) or is_i32(elem) or is_i64(elem)):
             parser.raise_error(
                 f"{cls.name} element type must be {_ELEMENT_TYPE_LIST}, got {elem}", pos, parser.pos
             )
@@ -306,14 +318,15 @@ class EngineKindAttr(_AngleBracketedEnum[EngineKind], EnumAttribute[EngineKind])
 class ReduceKind(StrEnum):
     """How a reducing ``vdir.store`` combines its tile with the destination."""
 
-    #: add the tile into the destination, element by element (f32 only)
+    #: add the tile into the destination, element by element (f32, or i64 fixed point)
     ADD = "add"
 
 
-#: each reduction's code in the ISA's REDUCE field, and the element types it combines: both read
-#: from the ISA's tables (``isa.REDUCE_NAMES``, ``isa.REDUCE_DTYPES``), their one owner
-REDUCE_CODES = {ReduceKind(name): code for code, name in isa.REDUCE_NAMES.items()}
-REDUCE_DTYPES = {kind: isa.REDUCE_DTYPES[code] for kind, code in REDUCE_CODES.items()}
+#: the element types each reduction combines, read from the ISA's tables (``isa.REDUCE_NAMES``,
+#: ``isa.REDUCE_DTYPES``: their one owner, which also picks the code for an element type,
+#: ``isa.reduce_code``)
+REDUCE_DTYPES = {kind: tuple(d for code, name in isa.REDUCE_NAMES.items() if name == kind.value
+                             for d in isa.REDUCE_DTYPES[code]) for kind in ReduceKind}
 
 
 @irdl_attr_definition
@@ -804,10 +817,12 @@ class StoreOp(MicroOp):
 
     ``%tok = vdir.store %t, %buf[%row, 0] on store : !vdir.tile<..>, !vdir.buffer<..>``
 
-    With ``reduce add`` (f32 tiles only) the store adds the tile into the
-    region instead of overwriting it. Reducing stores from several SMs add
-    in the order they happen to run, so their result may differ in the last
-    bits from run to run: the option is off by default and no pass chooses it.
+    With ``reduce add`` (f32 or i64 tiles) the store adds the tile into the
+    region instead of overwriting it. Reducing f32 stores from several SMs
+    add in the order they happen to run, so their result may differ in the
+    last bits from run to run; i64 adds (fixed-point sums) are exact and
+    wrap, so theirs does not, and the dependency analysis leaves two of them
+    into one region unordered.
     """
 
     name = "vdir.store"

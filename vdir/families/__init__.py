@@ -44,7 +44,9 @@ from vdir.families.core import (
     F32,
     FAMILIES,
     FAMILY_BY_OPCODE,
+    FIXED_POINT_BITS,
     I32,
+    I64,
     ComputeSignature,
     Epilogue,
     Family,
@@ -57,14 +59,17 @@ from vdir.families.core import (
     TileSig,
     UnknownFamilyError,
     family_by_opcode,
+    from_fixed,
     get_family,
     register_family,
     round_to,
+    to_fixed,
 )
 
 __all__ = [
-    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "I32", "FAMILY_BY_OPCODE",
+    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "FIXED_POINT_BITS", "I32", "I64",
+    "FAMILY_BY_OPCODE",
     "ComputeSignature", "Epilogue", "Family", "FamilyError", "FamilyRegistration", "ParamSpec", "ParamWords",
     "Prologue", "Role", "TileSig", "UnknownFamilyError", "family_by_opcode", "gemv_f32", "get_family",
-    "register_family", "rmsnorm_f32", "round_to", "silu",
+    "register_family", "rmsnorm_f32", "round_to", "silu", "from_fixed", "to_fixed",
 ]

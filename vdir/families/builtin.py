@@ -1,5 +1,5 @@
-"""The built-in op families: gemv, vecmat, rmsnorm(_rows), silu_mul, add, sum_rows, rope, argmax, slice, the
-fused gemv forms and the decode-attention families (defined in :mod:`vdir.families.attention`).
+"""The built-in op families: gemv, vecmat, rmsnorm(_rows), silu_mul, add, fixed_add, zeros, sum_rows, rope,
+argmax, slice, the fused gemv forms and the decode-attention families (defined in :mod:`vdir.families.attention`).
 
 Each is one :class:`~vdir.families.core.Family` value below, registered when
 :mod:`vdir.families` is imported. Inputs are bf16 unless said otherwise
@@ -7,13 +7,15 @@ Each is one :class:`~vdir.families.core.Family` value below, registered when
 arithmetic is fp32 with one rounding to the output dtype, as the GPU bodies
 do. The fused families are the exact composition of their parts, including
 the bf16 rounding of the intermediate tile. No built-in family computes on
-i32 tiles: they are only loaded and stored (``argmax_final`` writes one).
+i32 tiles: they are only loaded and stored (``argmax_final`` writes one). An i64
+tile is fixed point (:data:`~vdir.families.core.FIXED_POINT_BITS`): ``vecmat``
+writes one, reducing stores add them across SMs, ``fixed_add`` reads one.
 
 Parameter words (``docs/isa.md``): every family but vecmat puts the shape of
 its first input in ``p0``/``p1`` (gemv forms: the weight tile ``R x K``;
 rmsnorm: ``1 x N``; elementwise: ``R x C``; sum_rows: ``P x C``; rope:
 ``H x D``), vecmat its weights' ``K x N``; ``p2`` holds gemv's flags
-(``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``), vecmat's (``isa.VECMAT_HAS_ACC``),
+(``isa.GEMV_HAS_ACC``, ``isa.GEMV_OUT_F32``), vecmat's (``isa.VECMAT_HAS_ACC``, ``isa.VECMAT_OUT_FIXED``),
 add's (``isa.ADD_IN_F32``, ``isa.ADD_OUT_F32``), sum_rows'
 (``isa.SUM_ROWS_OUT_F32``), rope's (``isa.ROPE_TABLES_F32``),
 argmax_partial's (``isa.ARGMAX_IN_F32``), ``gemv_silu_mul``'s
@@ -39,6 +41,7 @@ from vdir.families.core import (
     Prologue,
     Role,
     TileSig,
+    from_fixed,
     register_family,
     round_to,
 )
@@ -447,9 +450,12 @@ def _decode_gemv(w: ParamWords) -> ComputeSignature:
 
 
 def _encode_vecmat(sig: ComputeSignature) -> ParamWords:
-    """``p0``/``p1``: the weights' ``K x N``; ``p2``: ``isa.VECMAT_HAS_ACC`` with an accumulator."""
+    """``p0``/``p1``: the weights' ``K x N``; ``p2``: ``isa.VECMAT_HAS_ACC`` with an accumulator,
+    ``isa.VECMAT_OUT_FIXED`` for an i64 (fixed-point) result."""
     k, n = sig.inputs[1].shape
-    return ParamWords(k, n, isa.VECMAT_HAS_ACC if len(sig.inputs) > 2 else 0)
+    flags = (isa.VECMAT_HAS_ACC if len(sig.inputs) > 2 else 0) | (
+        isa.VECMAT_OUT_FIXED if sig.result.dtype == "i64" else 0)
+    return ParamWords(k, n, flags)
 
 
 def _decode_vecmat(w: ParamWords) -> ComputeSignature:
@@ -457,7 +463,41 @@ def _decode_vecmat(w: ParamWords) -> ComputeSignature:
     inputs = [_tile(1, K), _tile(K, N)]
     if w.p2 & isa.VECMAT_HAS_ACC:
         inputs.append(_tile(1, N, "f32"))
-    return ComputeSignature(tuple(inputs), _tile(1, N, "f32"))
+    return ComputeSignature(tuple(inputs), _tile(1, N, "i64" if w.p2 & isa.VECMAT_OUT_FIXED else "f32"))
+
+
+#: the result dtypes of ``zeros``, by their code in its p2
+ZEROS_DTYPES = ("bf16", "f32", "i32", "i64")
+
+
+def _infer_zeros(ins: Sequence[TileSig], params: dict) -> TileSig:
+    """No operands; ``rows x cols`` of the declared dtype (bf16 unless declared)."""
+    return TileSig((int(params["rows"]), int(params["cols"])), "bf16")
+
+
+def _encode_zeros(sig: ComputeSignature) -> ParamWords:
+    """``p0``/``p1``: the result's ``R x C``; ``p2``: its dtype's index in :data:`ZEROS_DTYPES`."""
+    rows, cols = sig.result.shape
+    return ParamWords(rows, cols, ZEROS_DTYPES.index(sig.result.dtype))
+
+
+def _decode_zeros(w: ParamWords) -> ComputeSignature:
+    if w.p2 >= len(ZEROS_DTYPES):
+        raise FamilyError(f"family 'zeros': dtype code {w.p2} is not one of 0..{len(ZEROS_DTYPES) - 1}")
+    return ComputeSignature((), _tile(w.p0, w.p1, ZEROS_DTYPES[w.p2]), {"rows": w.p0, "cols": w.p1})
+
+
+def _infer_fixed_add(ins: Sequence[TileSig], params: dict) -> TileSig:
+    """sum ``R x C`` i64 (fixed point), residual ``R x C`` bf16 -> ``R x C`` bf16."""
+    total, residual = ins
+    _need(total.dtype == "i64", f"family 'fixed_add': sum must be i64 (fixed point), got {total}")
+    _bf16([residual], "fixed_add", ["residual"])
+    _need(total.shape == residual.shape, f"family 'fixed_add': operand shapes differ ({total} vs {residual})")
+    return TileSig(total.shape, "bf16")
+
+
+def _decode_fixed_add(w: ParamWords) -> ComputeSignature:
+    return ComputeSignature((_tile(w.p0, w.p1, "i64"), _tile(w.p0, w.p1)), _tile(w.p0, w.p1))
 
 
 def _decode_rmsnorm(w: ParamWords) -> ComputeSignature:
@@ -692,14 +732,33 @@ VECMAT = Family(
     lambda ins: 2 * ins[1].shape[0] * ins[1].shape[1], _encode_vecmat, _decode_vecmat,
     Role.WEIGHT_STREAMING, f"{_PTX}.vecmat:vecmat",
     description="y[1,N] = x[1,K] . w[K,N] (+ acc f32), f32, each column added in row order: the partial of a "
-                "split-K projection over the rows of its (transposed) weights",
-    optional_operands=1, out_dtypes=("f32",),
+                "split-K projection over the rows of its (transposed) weights; i64 out: as fixed point",
+    optional_operands=1, out_dtypes=("f32", "i64"),
+)
+
+FIXED_ADD = Family(
+    "fixed_add", 19, ("sum", "residual"), (),
+    _infer_fixed_add, lambda ins, p: from_fixed(ins[0]) + _f32(ins[1]), _elem_flops(2),
+    _encode_shape, _decode_fixed_add,
+    Role.ACTIVATION, f"{_PTX}.elementwise:fixed_add",
+    description="y = sum + residual: an i64 fixed-point sum (reducing stores of vecmat's fixed-point partials) "
+                "read as f32, plus a bf16 residual",
+)
+
+ZEROS = Family(
+    "zeros", 20, (), ("rows", "cols"),
+    _infer_zeros, lambda ins, p: np.zeros((int(p["rows"]), int(p["cols"])), dtype=np.float32), lambda ins: 0,
+    _encode_zeros, _decode_zeros,
+    Role.ACTIVATION, f"{_PTX}.elementwise:zeros",
+    description="y = 0 (rows x cols, any dtype): the start of a sum that reducing stores add into",
+    out_dtypes=ZEROS_DTYPES,
+    param_specs={"rows": ParamSpec.integral(1), "cols": ParamSpec.integral(1)},
 )
 
 #: in registration order (a fused family after its parts)
 BUILTIN_FAMILIES = (GEMV, RMSNORM, SILU_MUL, ADD, RMSNORM_GEMV, GEMV_SILU_MUL, GEMV_ADD, SUM_ROWS, ROPE,
                     RMSNORM_ROWS, ATTN_BLOCK, ATTN_MERGE, ARGMAX_PARTIAL, ARGMAX_FINAL, SLICE,
-                    ATTN_SELF, RMSNORM_ROPE, VECMAT)
+                    ATTN_SELF, RMSNORM_ROPE, VECMAT, FIXED_ADD, ZEROS)
 
 for _family in BUILTIN_FAMILIES:
     register_family(_family)

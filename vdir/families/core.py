@@ -24,11 +24,13 @@ from vdir.diagnostics import VdirError
 BF16 = np.dtype(bfloat16)
 F32 = np.dtype(np.float32)
 I32 = np.dtype(np.int32)
+I64 = np.dtype(np.int64)
 
 #: dtype names as they appear in types (``!vdir.tile<1x64xbf16>``); ``i32``
 #: (token ids, positions, indices) is loaded and stored, but no built-in
-#: family computes on it
-DTYPES = {"bf16": BF16, "f32": F32, "i32": I32}
+#: family computes on it; ``i64`` holds fixed-point sums (``vecmat``'s
+#: fixed-point result, added across SMs by reducing stores, read by ``fixed_add``)
+DTYPES = {"bf16": BF16, "f32": F32, "i32": I32, "i64": I64}
 #: bytes per element: the ISA's table (tile and region sizes are counted in them)
 DTYPE_BYTES = isa.DTYPE_SIZES
 
@@ -64,9 +66,39 @@ class UnknownFamilyError(FamilyError):
     """No family of that name is registered."""
 
 
+#: the fractional bits of an ``i64`` compute result: a fixed-point number, the value times 2^32 rounded
+#: to an integer. Its adds are exact, so a sum of them has the same bits in any order (reducing stores
+#: from many SMs); it holds magnitudes below 2^31 to 2^-32 (about 2.3e-10).
+FIXED_POINT_BITS = 32
+_FIXED_SCALE = float(2**FIXED_POINT_BITS)
+_I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
 def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
-    """Round fp32 values once to ``dtype`` (``"bf16"`` or ``"f32"``)."""
+    """Round fp32 values once to ``dtype``: ``"bf16"`` or ``"f32"`` (nearest even), ``"i32"`` (toward zero),
+    or ``"i64"``, fixed point (:func:`to_fixed`)."""
+    if dtype == "i64":
+        return to_fixed(a)
     return np.asarray(a, dtype=np.float32).astype(DTYPES[dtype])
+
+
+def to_fixed(a: np.ndarray) -> np.ndarray:
+    """fp32 values as :data:`FIXED_POINT_BITS` fixed point: ``value * 2^32`` rounded to the nearest integer
+    (ties to even), saturated to the int64 range, NaN as 0: the GPU's ``cvt.rni.s64.f32`` of the value
+    times 2^32 (an exact product in f32 below the overflow, and in float64 here)."""
+    scaled = np.rint(np.asarray(a, dtype=np.float32).astype(np.float64) * _FIXED_SCALE)
+    out = np.zeros(scaled.shape, dtype=np.int64)
+    inside = (scaled > -(2.0**63)) & (scaled < 2.0**63)  # False for NaN
+    out[inside] = scaled[inside].astype(np.int64)
+    out[scaled >= 2.0**63] = _I64_MAX
+    out[scaled <= -(2.0**63)] = _I64_MIN
+    return out
+
+
+def from_fixed(a: np.ndarray) -> np.ndarray:
+    """:data:`FIXED_POINT_BITS` fixed-point values as fp32: the integer rounded once to f32 (nearest even,
+    the GPU's ``cvt.rn.f32.s64``), then scaled by 2^-32 (exact)."""
+    return np.asarray(a, dtype=np.int64).astype(np.float32) * np.float32(1.0 / _FIXED_SCALE)
 
 
 # ---------------------------------------------------------------------------

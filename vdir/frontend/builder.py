@@ -354,8 +354,8 @@ class ProgramBuilder:
     ) -> SSAValue:
         """``vdir.store``: copy ``tile`` to ``buffer[offsets]``; returns its token.
 
-        ``reduce="add"`` adds the tile into the region instead (``reduce add``, f32 only):
-        order-dependent across SMs, so never the default.
+        ``reduce="add"`` adds the tile into the region instead (``reduce add``): f32 adds
+        depend on their order across SMs; i64 (fixed-point) adds do not.
         """
         self._check_open()
         if not isinstance(tile, SSAValue) or not isinstance(tile.type, TileType):

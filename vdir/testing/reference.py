@@ -84,7 +84,7 @@ def evaluate_graph(
             tiles[node.id] = fam.run(ins, node.params, node.tile.dtype)  # type: ignore[union-attr]
         elif node.kind == "store":
             row, col = _origin(node, buffers, scalars)
-            if node.reduce is not None:  # reduce add: f32, in program order
+            if node.reduce is not None:  # reduce add: f32 in program order; i64 wraps (any order, same bits)
                 buffers[node.buffer][row : row + r, col : col + c] += tiles[node.inputs[0].id]
             else:
                 buffers[node.buffer][row : row + r, col : col + c] = tiles[node.inputs[0].id]

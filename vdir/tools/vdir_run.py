@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the IR file (.mlir); - reads standard input")
     p.add_argument("--backend", choices=backend_names(), help="default: cuda when a GPU is usable, else sim")
     p.add_argument("--inputs", metavar="NPZ", help="input arrays by argument name (default: random)")
-    p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32; i32 as int32) to this .npz file")
+    p.add_argument("--outputs", metavar="NPZ", help="save the outputs (as float32; i32 and i64 as integers) to this .npz file")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs and of the simulator's interleaving")
     p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                    help="a launch-time scalar's value (repeatable; default: random in its range)")
@@ -154,8 +154,9 @@ def random_inputs(
         scale = 1.0 / np.sqrt(columns) if rows >= MATRIX_ROWS else 0.5
         if info.dtype == "bf16":
             arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
-        elif info.dtype == "i32":  # token ids, positions: any int32 bit pattern
-            ints = rng.integers(I32_MIN, I32_MAX, info.shape, dtype=np.int32, endpoint=True)
+        elif info.dtype in INT_RANGES:  # token ids, positions, fixed-point sums: any bit pattern
+            lo, hi = INT_RANGES[info.dtype]
+            ints = rng.integers(lo, hi, info.shape, dtype=DTYPES[info.dtype], endpoint=True)
             for (buffer, element), (lo, hi) in (offset_ranges or {}).items():
                 if buffer == b:
                     ints.reshape(-1)[element] = rng.integers(lo, hi, endpoint=True)
@@ -166,8 +167,8 @@ def random_inputs(
     return arrays
 
 
-#: the int32 range that random i32 inputs cover
-I32_MIN, I32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
+#: each integer dtype's range: what random inputs cover, and what an input array's values must lie in
+INT_RANGES = {name: (int(np.iinfo(DTYPES[name]).min), int(np.iinfo(DTYPES[name]).max)) for name in ("i32", "i64")}
 
 #: buffers with at least this many rows are treated as weight matrices by :func:`random_inputs`.
 MATRIX_ROWS = 64
@@ -277,10 +278,10 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 def _check_dtype(path: str, name: str, dtype: np.dtype, want: str) -> None:
     """Say, from its header, that an array of ``dtype`` cannot be an input of dtype ``want``
-    (an i32 input's values are checked once read: :func:`_to_i32`)."""
+    (an integer input's values are checked once read: :func:`_to_int`)."""
     if dtype == DTYPES[want] or (want == "bf16" and dtype.kind == "V" and dtype.itemsize == 2):
         return
-    kinds, what = ("iu", "an integer array") if want == "i32" else ("fiu", "a number array")
+    kinds, what = ("iu", "an integer array") if want in INT_RANGES else ("fiu", "a number array")
     if dtype.kind not in kinds:
         raise RunError(f"{path}: error: array '{name}' has dtype {dtype}, expected {what} for {want}")
 
@@ -292,16 +293,17 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
         return np.ascontiguousarray(array)
     if dtype == "bf16" and array.dtype.kind == "V" and array.dtype.itemsize == 2:
         return np.ascontiguousarray(array).view(want)
-    if dtype == "i32":
-        return _to_i32(path, name, array)
+    if dtype in INT_RANGES:
+        return _to_int(path, name, array, dtype)
     return np.ascontiguousarray(array.astype(want))
 
 
-def _to_i32(path: str, name: str, array: np.ndarray) -> np.ndarray:
-    """An integer array, as int32; values outside the int32 range are an error."""
-    if array.size and (int(array.min()) < I32_MIN or int(array.max()) > I32_MAX):
-        raise RunError(f"{path}: error: array '{name}' has values outside the int32 range")
-    return np.ascontiguousarray(array.astype(np.int32))
+def _to_int(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray:
+    """An integer array, as ``dtype`` (i32 or i64); values outside its range are an error."""
+    lo, hi = INT_RANGES[dtype]
+    if array.size and (int(array.min()) < lo or int(array.max()) > hi):
+        raise RunError(f"{path}: error: array '{name}' has values outside the {DTYPES[dtype]} range")
+    return np.ascontiguousarray(array.astype(DTYPES[dtype]))
 
 
 # ---------------------------------------------------------------------------
@@ -555,7 +557,7 @@ def _write_trace(exe: Executable, path: str) -> None:
 
 def _save(path: str, outputs: dict[str, np.ndarray]) -> None:
     """Write the outputs to the .npz file ``path`` (that name, no suffix added), whole or not at all:
-    float outputs widened to float32, i32 outputs as int32."""
+    float outputs widened to float32, integer outputs as they are."""
     saved = {name: a if a.dtype.kind == "i" else a.astype(np.float32) for name, a in outputs.items()}
     try:
         with replaced_on_success(path) as temporary, open(temporary, "wb") as f:

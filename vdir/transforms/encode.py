@@ -38,7 +38,7 @@ from vdir.analysis.runtime_values import RuntimeSource
 from vdir.analysis.stages import require_option_in_range
 from vdir.analysis.stream_holds import stores_releasing_first
 from vdir.diagnostics import PassFailure, VdirError
-from vdir.dialects.vdir import REDUCE_CODES, EncodedProgramOp
+from vdir.dialects.vdir import EncodedProgramOp
 from vdir.families import DTYPE_BYTES, ComputeSignature, get_family
 from vdir.target import EngineKind
 
@@ -180,6 +180,16 @@ def encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None = No
         raise PassFailure(f"{node.name} cannot be encoded: {e}", loc=node.loc) from None
 
 
+def _reduce_code(node: Node, graph: Graph) -> int:
+    """The REDUCE code of reducing store ``node``: its kind on its buffer's element type."""
+    assert node.reduce is not None
+    dtype = graph.args[node.buffer].dtype
+    code = isa.reduce_code(node.reduce.value, dtype)
+    if code is None:
+        raise ValueError(f"no 'reduce {node.reduce.value}' combines {dtype} elements")
+    return code
+
+
 def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None,
                  release_first: bool) -> list[list[int]]:
     waits = node.wait_counters
@@ -198,7 +208,7 @@ def _encode_node(node: Node, graph: Graph, flag_words: FlagWordLayout | None,
     elif node.kind == "store":
         _memory_fields(row, node, graph, node.inputs[0].smem)
         if node.reduce is not None:
-            isa.REDUCE.set(row, REDUCE_CODES[node.reduce])
+            isa.REDUCE.set(row, _reduce_code(node, graph))
     else:
         _check_input_count(node)
         _compute_fields(row, node)

@@ -1,4 +1,4 @@
-"""Bodies of the elementwise families: ``rmsnorm``, ``silu_mul``, ``add``, ``slice``.
+"""Bodies of the elementwise families: ``rmsnorm``, ``silu_mul``, ``add``, ``fixed_add``, ``zeros``, ``slice``.
 
 Threads of the compute group take elements round-robin (2- or 4-byte
 accesses: these tiles are small next to the gemv weights).
@@ -11,7 +11,8 @@ from collections.abc import Callable
 from xdsl.ir import SSAValue
 
 from vdir import isa
-from vdir.families import DTYPE_BYTES
+from vdir.families import DTYPE_BYTES, FIXED_POINT_BITS
+from vdir.families.builtin import ZEROS_DTYPES
 from vdir.lowering import families as F
 from vdir.lowering import layout as L
 from vdir.lowering.builder import PtxBuilder
@@ -73,6 +74,41 @@ def add(cc: "F.ComputeCtx") -> None:
 def _add_loop(cc: "F.ComputeCtx", in_dtype: str, out_dtype: str) -> None:
     hint = "add" if (in_dtype, out_dtype) == ("bf16", "bf16") else f"add_{in_dtype}_{out_dtype}_loop"
     _binary(cc, lambda b, x, y: b.i("add.rn.f32", "f32", x, y), hint, in_dtype, out_dtype)
+
+
+#: 2^-FIXED_POINT_BITS: a fixed-point value rounded to f32 times it is its f32 value (exact scaling)
+_FIXED_UNIT = 1.0 / 2**FIXED_POINT_BITS
+
+
+def fixed_add(cc: "F.ComputeCtx") -> None:
+    """y = f32(sum) * 2^-32 + residual over an RxC tile: ``sum`` i64 fixed point (rounded once to f32 by
+    ``cvt.rn.f32.s64``, then scaled exactly), ``residual`` bf16, the result rounded once to bf16."""
+    b = cc.b
+    n = b.i("mul.lo.u32", "u32", cc.p0, cc.p1)
+    i64_bytes, bf16_bytes = DTYPE_BYTES["i64"], DTYPE_BYTES["bf16"]
+
+    def body(i: SSAValue) -> None:
+        total = b.ld("ld.shared.s64", "s64", b.i("mad.lo.u32", "u32", i, i64_bytes, cc.ins[0]))
+        value = b.i("mul.rn.f32", "f32", b.i("cvt.rn.f32.s64", "f32", total), _FIXED_UNIT)
+        o = b.i("mul.lo.u32", "u32", i, bf16_bytes)
+        residual = F.load_bf16(b, b.i("add.u32", "u32", cc.ins[1], o))
+        F.store_elem(b, cc.out, o, b.i("add.rn.f32", "f32", value, residual), "bf16")
+
+    b.for_range(cc.ct, n, cc.nthreads, body, "fixed_add")
+
+
+#: each ``zeros`` result dtype's element size in 2-byte halves, 4 bits a dtype in ``ZEROS_DTYPES`` order
+_ZEROS_HALVES = sum((DTYPE_BYTES[d] // 2) << (4 * i) for i, d in enumerate(ZEROS_DTYPES))
+
+
+def zeros(cc: "F.ComputeCtx") -> None:
+    """y = 0 over an RxC tile of any dtype (p2: its index in ``ZEROS_DTYPES``), 2 bytes a store: every
+    element size is a whole number of them."""
+    b = cc.b
+    halves = b.i("and.b32", "b32", b.i("shr.u32", "u32", _ZEROS_HALVES, b.i("shl.b32", "b32", cc.p2, 2)), 15)
+    n = b.i("mul.lo.u32", "u32", b.i("mul.lo.u32", "u32", cc.p0, cc.p1), halves)
+    b.for_range(cc.ct, n, cc.nthreads,
+                lambda i: b.st("st.shared.b16", b.i("mad.lo.u32", "u32", i, 2, cc.out), 0, 0), "zeros")
 
 
 def rmsnorm(cc: "F.ComputeCtx") -> None:

@@ -1,4 +1,4 @@
-"""Body of the ``vecmat`` family: ``y[1, N] = x[1, K] . w[K, N]`` (+ acc), f32.
+"""Body of the ``vecmat`` family: ``y[1, N] = x[1, K] . w[K, N]`` (+ acc), f32 or i64 fixed point.
 
 The partial of a split-K projection over the rows of its weights: with the
 weights stored transposed, an SM that made K elements of x multiplies them by
@@ -13,7 +13,9 @@ shuffles, no shared scratch, no barrier. A bf16 product is exact in f32
 does (:func:`vdir.families.builtin.vecmat_f32`, away from f32's underflow and
 overflow), and the result does not depend on the group's size. A warp reads
 512 contiguous bytes of a weight row per load (no bank conflicts) and x's
-element k as one broadcast 2-byte load.
+element k as one broadcast 2-byte load. A fixed-point result
+(``isa.VECMAT_OUT_FIXED``) is each total times 2^32 rounded to the nearest
+integer (:func:`vdir.families.core.to_fixed`), stored as i64.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from vdir import isa
-from vdir.families import DTYPE_BYTES
+from vdir.families import DTYPE_BYTES, FIXED_POINT_BITS
 from vdir.lowering import families as F
 
 #: result columns a thread owns at a time: one 16-byte chunk of a weight row
 GROUP = 8
+#: 2^FIXED_POINT_BITS: an f32 total times it, rounded to an integer, is its fixed-point value (exact
+#: scaling below f32's overflow; ``cvt.rni.s64.f32`` saturates beyond, and reads NaN as 0)
+FIXED_SCALE = float(2**FIXED_POINT_BITS)
 
 
 def vecmat(cc: "F.ComputeCtx") -> None:
@@ -34,7 +39,9 @@ def vecmat(cc: "F.ComputeCtx") -> None:
     b = cc.b
     rows, cols = cc.p0, cc.p1
     f32_bytes, bf16_bytes = DTYPE_BYTES["f32"], DTYPE_BYTES["bf16"]
+    i64_bytes = DTYPE_BYTES["i64"]
     has_acc = b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.VECMAT_HAS_ACC), 0)
+    out_fixed = b.setp("ne.u32", b.i("and.b32", "b32", cc.p2, isa.VECMAT_OUT_FIXED), 0)
     row_bytes = b.i("mul.lo.u32", "u32", cols, bf16_bytes)
     groups = b.i("shr.u32", "u32", cols, GROUP.bit_length() - 1)
 
@@ -55,8 +62,18 @@ def vecmat(cc: "F.ComputeCtx") -> None:
             b.i("add.u32", "u32", x, bf16_bytes, dst=x)
 
         b.for_range(0, rows, 1, row, "vecmat_row")
+        fixed, stored = b.new_label("vecmat_fixed"), b.new_label("vecmat_stored")
+        b.bra(fixed, out_fixed, uniform=True)
         out = b.i("mad.lo.u32", "u32", g, GROUP * f32_bytes, cc.out)
         b.st_v4("st.shared.v4.f32", out, 0, totals[:4])
         b.st_v4("st.shared.v4.f32", out, 4 * f32_bytes, totals[4:])
+        b.bra(stored, uniform=True)
+        b.place(fixed)
+        out = b.i("mad.lo.u32", "u32", g, GROUP * i64_bytes, cc.out)
+        words = [b.i("cvt.rni.s64.f32", "s64", b.i("mul.rn.f32", "f32", t, FIXED_SCALE)) for t in totals]
+        for pair in range(GROUP // 2):
+            b.raw("st.shared.v2.b64", "[{0}+%d], {{{1}, {2}}}" % (pair * 2 * i64_bytes),
+                  ins=[out, words[2 * pair], words[2 * pair + 1]])
+        b.place(stored)
 
     b.for_range(cc.ct, groups, cc.nthreads, group, "vecmat")

@@ -25,6 +25,8 @@ Memory-model notes, written where the instructions are emitted:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.ir import SSAValue
 
 from vdir import isa
@@ -137,26 +139,42 @@ def tensor_store(c: Ctx, f: Fields, src0: SSAValue, row_bytes: SSAValue) -> None
     tensor_boxes(c, f, src0, row_bytes, issue)
 
 
-#: the bulk reduction of an f32 row: ``[global], [shared], bytes`` (a ``bulk_group`` completion)
-BULK_REDUCE_ADD_F32 = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32"
-#: bytes of one f32 element (the unit of the unaligned fallback's ``red.global.add.f32``)
-F32_BYTES = 4
+@dataclass(frozen=True)
+class Reduction:
+    """How the kernel adds a tile into a region for one ``isa.REDUCE_*`` code: the bulk reduction of a
+    row (``[global], [shared], bytes``, a ``bulk_group`` completion), and the element-wise fallback
+    (``red.global``) with its element's bytes and shared-memory load."""
+
+    bulk: str
+    red: str
+    element_bytes: int
+    load: str
+    reg: str
+
+
+#: each reduction the store engine performs, by its ``isa.REDUCE`` code
+REDUCTIONS = {
+    isa.REDUCE_ADD: Reduction("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32", "red.global.add.f32",
+                              4, "ld.shared.f32", "f32"),
+    # two's-complement adds: u64 adds give an i64 sum's bits
+    isa.REDUCE_ADD_I64: Reduction("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u64",
+                                  "red.global.add.u64", 8, "ld.shared.u64", "u64"),
+}
 
 
 def reduce_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_bytes: SSAValue,
-                stride: SSAValue) -> None:
-    """Add an f32 tile at shared ``src0`` into global ``gptr`` (a reducing store, ``isa.REDUCE_ADD``).
+                stride: SSAValue, how: Reduction) -> None:
+    """Add a tile at shared ``src0`` into global ``gptr`` (a reducing store, ``isa.REDUCE``), as ``how``
+    says.
 
-    One bulk reduction (:data:`BULK_REDUCE_ADD_F32`) per row, lane i taking
-    rows ``i, i + 32, ..``, when the global rows are 16-byte aligned (a bulk
-    copy's rule; rows are whole 16-byte units and tiles start on 128 bytes);
-    else ``red.global.add.f32`` per element, the lanes splitting each row.
-    Each add is atomic per element; the order of the adds of different SMs
-    is whatever order they reach L2 in. The protocol is the tensor store's
-    (:func:`tensor_store`): ``fence.proxy.async.shared::cta`` orders the
-    compute threads' writes of the tile before the copy engine reads it; the
-    store engine commits, waits for and fences the bulk reductions as it does
-    a tensor store's copies.
+    One bulk reduction (``how.bulk``) per row, lane i taking rows ``i, i + 32, ..``, when the global rows
+    are 16-byte aligned (a bulk copy's rule; rows are whole 16-byte units and tiles start on 128 bytes);
+    else ``how.red`` per element, the lanes splitting each row. Each add is atomic per element; the
+    order of the adds of different SMs is whatever order they reach L2 in (f32 sums depend on it, i64
+    sums do not). The protocol is the tensor store's (:func:`tensor_store`):
+    ``fence.proxy.async.shared::cta`` orders the compute threads' writes of the tile before the copy
+    engine reads it; the store engine commits, waits for and fences the bulk reductions as it does a
+    tensor store's copies.
     """
     b = c.b
     g64 = b.i("cvt.u64.u32", "u64", stride)
@@ -170,21 +188,21 @@ def reduce_rows(c: Ctx, gptr: SSAValue, src0: SSAValue, rows: SSAValue, row_byte
     def bulk_row(r: SSAValue) -> None:
         srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
         grow = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", r, stride))
-        b.raw(BULK_REDUCE_ADD_F32, "[{0}], [{1}], {2}", ins=[grow, srow, row_bytes])
+        b.raw(how.bulk, "[{0}], [{1}], {2}", ins=[grow, srow, row_bytes])
 
     b.for_range(c.lane, rows, 32, bulk_row, "red_rows")
     b.bra(done)
     b.place(unaligned)
-    units = b.i("shr.u32", "u32", row_bytes, F32_BYTES.bit_length() - 1)
+    units = b.i("shr.u32", "u32", row_bytes, how.element_bytes.bit_length() - 1)
 
     def element_row(r: SSAValue) -> None:
         srow = b.i("mad.lo.u32", "u32", r, row_bytes, src0)
         grow = b.i("add.u64", "u64", gptr, b.i("mul.wide.u32", "u64", r, stride))
 
         def element(j: SSAValue) -> None:
-            v = b.ld("ld.shared.f32", "f32", b.i("mad.lo.u32", "u32", j, F32_BYTES, srow), 0)
-            ga = b.i("add.u64", "u64", grow, b.i("mul.wide.u32", "u64", j, F32_BYTES))
-            b.raw("red.global.add.f32", "[{0}], {1}", ins=[ga, v])
+            v = b.ld(how.load, how.reg, b.i("mad.lo.u32", "u32", j, how.element_bytes, srow), 0)
+            ga = b.i("add.u64", "u64", grow, b.i("mul.wide.u32", "u64", j, how.element_bytes))
+            b.raw(how.red, "[{0}], {1}", ins=[ga, v])
 
         b.for_range(c.lane, units, 32, element, "red_col")
 

@@ -9,7 +9,7 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
-from vdir.lowering.kernel.copies import buffer_address, reduce_rows, store_rows, tensor_store
+from vdir.lowering.kernel.copies import REDUCTIONS, buffer_address, reduce_rows, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, region_fields
 from vdir.lowering.kernel.flag_words import is_flag_words, write_flag_words
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
@@ -24,8 +24,9 @@ def store_engine(c: Ctx) -> None:
     Tensor stores where the region has a tensor map, else 16-byte
     ``ld.shared.v4`` / ``st.global.v4`` when the destination rows are
     16-byte aligned, else 2-byte copies; a reducing store (``isa.REDUCE``,
-    in a kernel whose program has one: ``Ctx.reduces``) adds its f32 tile
-    into the region with bulk reductions instead (:func:`reduce_rows`),
+    in a kernel whose program has one: ``Ctx.reduces``) adds its tile into
+    the region with bulk reductions instead (:func:`reduce_rows`; f32 or i64
+    adds, ``copies.REDUCTIONS``),
     never through a tensor map. Every lane commits the store's bulk copies
     as one group (empty where it issued none), and the store completes and
     signals (:func:`_complete`) before the engine reads the next
@@ -118,8 +119,9 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     b = c.b
     bufi, off_lo, off_hi, rows, row_bytes, stride, smem = region_fields(f)
     src0 = b.i("add.u32", "u32", c.arena, smem)
-    # the checks (isa.check_reductions) let only REDUCE_ADD, on an f32 region, reach the kernel
-    reduces = b.setp("ne.u32", f.read(isa.REDUCE), isa.REDUCE_NONE) if c.reduces else None
+    # the checks (isa.check_reductions) let only the REDUCTIONS, each on a region it combines, reach the kernel
+    code = f.read(isa.REDUCE) if c.reduces else None
+    reduces = b.setp("ne.u32", code, isa.REDUCE_NONE) if code is not None else None
     if c.options.tensor_copies_enabled:
         plain = b.new_label("st_plain")
         b.bra(plain, b.setp("eq.u32", f.read(isa.TMAP), 0), uniform=True)
@@ -133,8 +135,12 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
     if reduces is not None:
         overwrite = b.new_label("st_overwrite")
         b.bra(overwrite, reduces, neg=True, uniform=True)
-        reduce_rows(c, gptr, src0, rows, row_bytes, stride)
-        b.bra(nxt)
+        for kind, how in REDUCTIONS.items():
+            other = b.new_label("st_other_reduction")
+            b.bra(other, b.setp("ne.u32", code, kind), uniform=True)
+            reduce_rows(c, gptr, src0, rows, row_bytes, stride, how)
+            b.bra(nxt)
+            b.place(other)
         b.place(overwrite)
     store_rows(c, gptr, src0, rows, row_bytes, stride)
 
