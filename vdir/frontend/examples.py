@@ -7,7 +7,7 @@ program structure at a size that tests and the simulator handle quickly.
 * :func:`build_gemv` — ``examples/gemv.mlir``
 * :func:`build_rmsnorm_gemv` — ``examples/rmsnorm_gemv.mlir``
 * :func:`build_mlp_block` — ``examples/mlp.mlir``
-* :func:`build_mlp_stack` — ``examples/mlp_stack.mlir``
+* :func:`build_mlp_stack` — ``examples/mlp_stack.mlir``; :func:`build_split_k_mlp_stack`, its split-K form
 * :func:`build_split_k_gemv` — ``examples/split_k_gemv.mlir``
 * :func:`build_argmax` — ``examples/argmax.mlir``
 """
@@ -22,11 +22,14 @@ from xdsl.ir import SSAValue
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import (
     chunked_gemv,
+    gate_up_inputs,
     gemv_tiling,
     load_chunks,
     mlp_layer,
     mlp_tiling,
     split_evenly,
+    split_k_groups,
+    split_k_mlp_layer,
     tile_count,
 )
 from vdir.target import get_target
@@ -133,6 +136,7 @@ def build_mlp_stack(
     eps: float = 1e-5,
     target: str = "h200",
     scratch_act: bool = False,
+    split_k: bool = False,
 ) -> ModuleOp:
     """``layers`` MLP blocks in sequence (``examples/mlp_stack.mlir``).
 
@@ -141,9 +145,14 @@ def build_mlp_stack(
     row ``layers`` the output; ``act`` has one row per layer (``scratch``
     with ``scratch_act``, as :func:`build_mlp_block`'s). A
     tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
+    With ``split_k`` the down projections are split along K
+    (:func:`build_split_k_mlp_stack`: the down weights come transposed, as
+    ``wdt``, and there is no ``act``).
     """
     if layers <= 0:
         raise ValueError(f"layers must be positive, got {layers}")
+    if split_k:
+        return build_split_k_mlp_stack(layers, hidden, intermediate, up_rows=up_rows, eps=eps, target=target)
     up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
     b = ProgramBuilder("mlp_stack", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
@@ -158,6 +167,77 @@ def build_mlp_stack(
     }
     with b.repeat(0, layers, name="l") as layer:
         mlp_layer(b, bufs, layer, hidden, intermediate, up_rows, down_rows, down_chunks, eps)
+    return b.finish()
+
+
+def build_split_k_mlp_stack(
+    layers: int = 16,
+    hidden: int = 2048,
+    intermediate: int = 8192,
+    *,
+    up_rows: int | None = None,
+    group: int | None = None,
+    eps: float = 1e-5,
+    target: str = "h200",
+) -> ModuleOp:
+    """:func:`build_mlp_stack`'s layers with each down projection split along K across the SMs.
+
+    Each SM multiplies the activation tiles it made by the matching rows of
+    the transposed down weights ``wdt`` (``layers * intermediate x hidden``:
+    row ``l * intermediate + i`` is column ``i`` of layer l's ``Wd``) and adds
+    its partial row, in fixed point, into row l of the i64 scratch
+    accumulator ``acc`` (:func:`~vdir.frontend.layers.split_k_mlp_layer`;
+    ``group`` activation tiles an SM, by default
+    :func:`~vdir.frontend.layers.split_k_groups` for the target's SMs). The
+    next layer's residual row is ``fixed_add(acc[l], hs[l])``, made by every
+    SM that needs it; one of them also stores it to ``hs[l + 1]``. A layer
+    thus hands over one row among the SMs, not two. The program first
+    clears ``acc`` (a ``zeros`` tile stored to each row), so each launch
+    starts from zero.
+
+    The result differs from :func:`build_mlp_stack`'s in its roundings: the
+    down projection is summed exactly (to 2^-32) and rounded once, with the
+    residual, to bf16, where the plain stack rounds it to bf16 before adding.
+    """
+    if layers <= 0:
+        raise ValueError(f"layers must be positive, got {layers}")
+    up_rows = mlp_tiling(hidden, intermediate, up_rows)[0]
+    if group is None:
+        group = split_k_groups(tile_count(intermediate, up_rows, "intermediate"), get_target(target).num_sms)
+    elif group <= 0:
+        raise ValueError(f"group must be positive, got {group}")
+    b = ProgramBuilder("mlp_stack_split_k", target=target)
+    hs = b.buffer("hs", (layers + 1, hidden), "bf16")
+    g = b.buffer("g", (layers, hidden), "bf16")
+    bufs = {
+        "wg": b.buffer("wg", (layers * intermediate, hidden), "bf16"),
+        "wu": b.buffer("wu", (layers * intermediate, hidden), "bf16"),
+        "wdt": b.buffer("wdt", (layers * intermediate, hidden), "bf16"),
+        "acc": b.buffer("acc", (layers, hidden), "i64", scratch=True),
+    }
+    zero = b.compute("zeros", [], params={"rows": 1, "cols": hidden}, out_dtype="i64", name="zero")
+    with b.repeat(0, layers, name="c") as c:
+        b.store(zero, bufs["acc"], (c, 0), name="cleared")
+
+    def layer_body(layer, ht: SSAValue) -> None:
+        gt = b.load(g, (layer, 0), (1, hidden), name="gt")
+        xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
+        split_k_mlp_layer(b, bufs, layer, gate_up_inputs(b, xn, up_rows, hidden), hidden, intermediate, up_rows,
+                          group)
+
+    def residual(prev, row) -> SSAValue:
+        """``hs[prev] + acc[prev]``, stored to ``hs[row]``."""
+        total = b.load(bufs["acc"], (prev, 0), (1, hidden), name="total")
+        before = b.load(hs, (prev, 0), (1, hidden), name="before")
+        ht = b.compute("fixed_add", [total, before], name="ht")
+        b.store(ht, hs, (row, 0), name="h_saved")
+        return ht
+
+    layer_body(0, b.load(hs, (0, 0), (1, hidden), name="h0"))
+    if layers > 1:
+        with b.repeat(1, layers, name="l") as layer:
+            layer_body(layer, residual(b.affine(layer, offset=-1, name="prev"), layer))
+    residual(layers - 1, layers)
     return b.finish()
 
 

@@ -195,6 +195,33 @@ def load_chunks(
     return [b.load(buf, (row, c * kc), (1, kc), name=f"{prefix}{c}") for c in range(chunks)]
 
 
+def gate_up_inputs(b: ProgramBuilder, xn: SSAValue, up_rows: int, hidden: int) -> list[SSAValue]:
+    """What an MLP's gate and up tiles multiply: ``[xn]`` where they span the whole hidden size, else its
+    K chunks (:func:`up_chunks_for`), sliced once (``%xn0``, ``%xn1``, ..)."""
+    up_chunks = up_chunks_for(up_rows, hidden)
+    if up_chunks == 1:
+        return [xn]
+    kc = split_evenly(hidden, up_chunks, "hidden")
+    return [b.compute("slice", [xn], params={"start": c * kc, "width": kc}, name=f"xn{c}") for c in range(up_chunks)]
+
+
+def activation_tile(b: ProgramBuilder, wg: SSAValue, wu: SSAValue, row: Offset, up_rows: int, hidden: int,
+                    xs: list[SSAValue], suffix: str) -> SSAValue:
+    """``silu(Wg . xn) * (Wu . xn)`` for the ``up_rows`` gate and up weight rows at ``row``: an MLP's
+    activation tile ``%a{suffix}``; ``xs`` is :func:`gate_up_inputs`' (the tiles span the whole hidden
+    size, or K chunks of it)."""
+    if len(xs) == 1:
+        wgt = b.load(wg, (row, 0), (up_rows, hidden), name=f"wgt{suffix}")
+        wut = b.load(wu, (row, 0), (up_rows, hidden), name=f"wut{suffix}")
+        gate = b.compute("gemv", [wgt, xs[0]], name=f"gate{suffix}")
+        up = b.compute("gemv", [wut, xs[0]], name=f"up{suffix}")
+    else:
+        sep = "_" if suffix else ""  # chunk c of tile "_1": "wgt_1_0"; of the one tile: "wgt0"
+        gate = chunked_gemv(b, wg, row, up_rows, xs, f"wgt{suffix}{sep}", f"gp{suffix}{sep}", f"gate{suffix}")
+        up = chunked_gemv(b, wu, row, up_rows, xs, f"wut{suffix}{sep}", f"upp{suffix}{sep}", f"up{suffix}")
+    return b.compute("silu_mul", [gate, up], name=f"a{suffix}")
+
+
 def mlp_layer(
     b: ProgramBuilder,
     bufs: dict[str, SSAValue],
@@ -224,26 +251,14 @@ def mlp_layer(
     ht = b.load(h, (h_row, 0), (1, hidden), name="ht")
     gt = b.load(g, (row, 0), (1, hidden), name="gt")
     xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
-    up_chunks = up_chunks_for(up_rows, hidden)
-    if up_chunks > 1:  # the normalised row in K chunks, for gate and up tiles split along K
-        kc = split_evenly(hidden, up_chunks, "hidden")
-        xs = [b.compute("slice", [xn], params={"start": c * kc, "width": kc}, name=f"xn{c}")
-              for c in range(up_chunks)]
+    xs = gate_up_inputs(b, xn, up_rows, hidden)
 
     # gate and up projections, silu_mul, into the act scratch row
     with b.repeat(0, tile_count(inter, up_rows, "intermediate"), name="j") as j:
         if stacked:
             wrow = b.linear([(layer, inter), (j, up_rows)], name="wrow")
         rj = b.affine(j, scale=up_rows, name="rj")
-        if up_chunks == 1:
-            wgt = b.load(wg, (wrow if stacked else rj, 0), (up_rows, hidden), name="wgt")
-            wut = b.load(wu, (wrow if stacked else rj, 0), (up_rows, hidden), name="wut")
-            gate = b.compute("gemv", [wgt, xn], name="gate")
-            up = b.compute("gemv", [wut, xn], name="up")
-        else:
-            gate = chunked_gemv(b, wg, wrow if stacked else rj, up_rows, xs, "wgt", "gp", "gate")
-            up = chunked_gemv(b, wu, wrow if stacked else rj, up_rows, xs, "wut", "upp", "up")
-        a = b.compute("silu_mul", [gate, up], name="a")
+        a = activation_tile(b, wg, wu, wrow if stacked else rj, up_rows, hidden, xs, "")
         b.store(a, act, (row, rj), name="a_saved")
 
     # down projection over the act row (read after the writes above: the
@@ -261,3 +276,66 @@ def mlp_layer(
         b.store(o, out, (out_row, rk), name="o_saved")
 
 
+
+
+def split_k_groups(tiles: int, sms: int) -> int:
+    """Activation tiles per SM group of a split-K MLP layer: as many as the busiest SM would take
+    anyway (``tiles`` over ``sms``, rounded up), so grouping costs no SM more tiles."""
+    return max(1, -(-tiles // sms))
+
+
+def split_k_mlp_layer(
+    b: ProgramBuilder,
+    bufs: dict[str, SSAValue],
+    layer: Offset,
+    xs: list[SSAValue],
+    hidden: int,
+    inter: int,
+    up_rows: int,
+    group: int,
+) -> None:
+    """One MLP layer's projections, its down projection split along K: add ``Wd . act`` into row
+    ``layer`` of the i64 accumulator ``acc`` (fixed point), which must hold zeros; ``xs`` is
+    :func:`gate_up_inputs`' of the normalised row.
+
+    The activation tiles (:func:`activation_tile`, ``up_rows`` each) go in
+    groups of ``group``: a group's tiles chain their down partials through an
+    f32 accumulator (``vecmat`` of the tile by the matching ``up_rows`` rows of
+    the transposed down weights ``wdt``, ``layers * inter x hidden``), and the
+    last one's partial, in fixed point, is added into ``acc`` by one reducing
+    store. The tiles of a group are joined by their tiles, so placement keeps
+    each group on one SM: the activations never leave it, and the layer
+    hands over one row (the accumulator's) instead of two. The adds are
+    exact, so the sum does not depend on the order the SMs' stores land in.
+    """
+    wg, wu, wdt, acc = (bufs[k] for k in ("wg", "wu", "wdt", "acc"))
+    tiles = tile_count(inter, up_rows, "intermediate")
+    full, rest = divmod(tiles, group)
+    base = layer * inter if isinstance(layer, int) else b.affine(layer, scale=inter, name="lrow")
+
+    def one_group(first: Offset, size: int) -> None:
+        partial = None
+        for t in range(size):
+            row = _row_plus(b, base, first, t * up_rows)
+            a = activation_tile(b, wg, wu, row, up_rows, hidden, xs, f"_{t}")
+            wdt_t = b.load(wdt, (row, 0), (up_rows, hidden), name=f"wdt_{t}")
+            ins = [a, wdt_t] if partial is None else [a, wdt_t, partial]
+            last = t == size - 1
+            partial = b.compute("vecmat", ins, out_dtype="i64" if last else "f32", name="dsum" if last else f"dp_{t}")
+        assert partial is not None
+        b.store(partial, acc, (layer, 0), name="added", reduce="add")
+
+    if full:
+        with b.repeat(0, full, name="q") as q:
+            one_group(b.affine(q, scale=group * up_rows, name="rq"), group)
+    if rest:
+        one_group(full * group * up_rows, rest)
+
+
+def _row_plus(b: ProgramBuilder, base: Offset, first: Offset, extra: int) -> Offset:
+    """``base + first + extra`` as an index value (or a plain int where all three are)."""
+    terms = [(v, 1) for v in (base, first) if not isinstance(v, int)]
+    const = sum(v for v in (base, first) if isinstance(v, int)) + extra
+    if not terms:
+        return const
+    return b.linear(terms, const, name="wrow")
