@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 
 from vdir import isa  # noqa: E402
-from vdir.families import FAMILIES  # noqa: E402
+from vdir.families import DTYPE_BYTES, FAMILIES  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
 from vdir.target import TargetDescription, get_target  # noqa: E402
 from vdir.testing.assembler import ProgramAssembler  # noqa: E402
@@ -367,7 +367,8 @@ class VdirCase:
             bufs = []
             for info in prog.buffers:
                 t = s[info.name]
-                assert t.is_contiguous() and t.dtype.itemsize == 2 and tuple(t.shape) == tuple(info.shape), info
+                assert t.is_contiguous() and t.dtype.itemsize == DTYPE_BYTES[info.dtype], info
+                assert tuple(t.shape) == tuple(info.shape), info
                 bufs.append(DeviceBuffer(t.data_ptr(), t.numel() * t.element_size(), plat, owned=False, keepalive=t))
             self.specs.append(LaunchSpec(prog, bufs, sync, options=dict(options)))
 

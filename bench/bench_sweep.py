@@ -66,6 +66,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 
 from bench.bench_gpu import (  # noqa: E402
+    EPS,
     L2_BYTES,
     TOL_GEMV,
     TOL_MLP,
@@ -113,8 +114,8 @@ SIM_REAL_SMS = 132
 ROTATE_L2S = 2.5
 #: torch.compile modes that capture CUDA graphs themselves (timed as torch runs them)
 SELF_GRAPHED_MODES = ("reduce-overhead", "max-autotune")
-#: the contenders, in the table's order
-CONTENDERS = ("vdir", "eager", "graph", "cublas", "compile")
+#: the contenders, in the table's order (``splitk``: the split-K stack, with ``--split-k``)
+CONTENDERS = ("vdir", "splitk", "eager", "graph", "cublas", "compile")
 
 
 # ---------------------------------------------------------------------------
@@ -391,6 +392,11 @@ def print_table(doc: dict) -> None:
         if r.get("tiling"):
             ring = f", stream ring {r['stream_ring']}" if "stream_ring" in r else ""
             notes.append(tiling_text(r["tiling"]) + f"{ring}, compiled in {r['vdir_compile_s']:.1f} s")
+        if "splitk" in us:
+            gains = ", ".join(f"{r[f'splitk_speedup_{k}']:.2f}x {k}" for k in ("vdir", "graph", "compile")
+                              if f"splitk_speedup_{k}" in r)
+            notes.append(f"split-K {us['splitk']:.2f} us ({r['splitk_pct_copy']:.1f}% copy; {gains}; "
+                         f"err {err.get('splitk', float('nan')):.1e})")
         if "torch_compile_s" in r:
             notes.append(f"torch.compile {r['torch_compile_s']:.1f} s")
         notes += r["notes"]
@@ -561,6 +567,9 @@ def gpu_main(opts, cases: list[Case]) -> int:
                 if getattr(state["plat"], "_closed", False):
                     state["plat"] = None
 
+        if opts.split_k and case.kind == "stack" and state["plat"] is not None:
+            run_split_k(case, row, sets, nsm, vout, errs_of, record, failed, state["plat"], lowering, iters)
+
         # ---- torch.compile, in CUDA graphs unless the mode makes its own
         if mode != "none":
             def compiled(fullgraph: bool):
@@ -618,6 +627,11 @@ def gpu_main(opts, cases: list[Case]) -> int:
             torch.cuda.empty_cache()
             row["wall_s"] = round(time.time() - t0, 1)
             us = row["us"]
+            if "splitk" in us:
+                row["splitk_pct_copy"] = 100.0 * case.moved / us["splitk"] / 1e3 / copy_gbps
+                for k in ("vdir", "graph", "compile"):
+                    if k in us:
+                        row[f"splitk_speedup_{k}"] = us[k] / us["splitk"]
             if "vdir" in us:
                 row["vdir_gbps"] = case.moved / us["vdir"] / 1e3
                 row["vdir_pct_copy"] = 100.0 * row["vdir_gbps"] / copy_gbps
@@ -640,6 +654,50 @@ def gpu_main(opts, cases: list[Case]) -> int:
     if state["plat"] is not None and not getattr(state["plat"], "_closed", False):
         state["plat"].close()
     return 0 if not failed else 1
+
+
+def split_k_sets(sets: list[dict], layers: int, hidden: int, inter: int) -> list[dict]:
+    """The split-K stack's tensors for each of ``sets`` (``build_split_k_mlp_stack``'s names): the same
+    ``hs``, ``g``, ``wg``, ``wu``, the down weights transposed layer by layer (``wdt``), and the i64
+    accumulator."""
+    import torch
+
+    out = []
+    for s in sets:
+        wdt = s["wd"].view(layers, hidden, inter).transpose(1, 2).contiguous().view(layers * inter, hidden)
+        acc = torch.empty(layers, hidden, dtype=torch.int64, device=s["hs"].device)
+        out.append({"hs": s["hs"], "g": s["g"], "wg": s["wg"], "wu": s["wu"], "wdt": wdt, "acc": acc})
+    return out
+
+
+def run_split_k(case: Case, row: dict, sets: list[dict], nsm: int, vout, errs_of, record, failed: list[str],
+                plat, lowering: LoweringOptions, iters: int) -> None:
+    """Time the split-K form of a stack (``build_split_k_mlp_stack``) on the case's weights, checked as
+    vdir's plain stack is (its rows poisoned first); the row notes why where it fails."""
+    import torch
+
+    from vdir.frontend.examples import build_split_k_mlp_stack
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    stage = "compile"
+    try:
+        t0 = time.time()
+        prog = compile_to_encoded(build_split_k_mlp_stack(case.layers, case.a, case.b, eps=EPS), num_sms=nsm)
+        row["splitk_compile_s"] = round(time.time() - t0, 2)
+        stage = "run"
+        split = split_k_sets(sets, case.layers, case.a, case.b)
+        vc = VdirCase(plat, prog, split, lowering)
+        for s in split:
+            vout(s).fill_(float("nan"))
+        torch.cuda.synchronize()
+        vc.run_all()
+        errs = errs_of([vout(s) for s in split])
+        vc.time(2 * len(split))
+        record("splitk", vc.time(iters), errs)
+        del vc, split
+    except Exception as e:  # noqa: BLE001  (the row says why; the sweep goes on)
+        row["notes"].append(f"split-K {stage} failed: {type(e).__name__}: {one_line(e, 160)}")
+        failed.append(f"{case.name} [splitk]")
 
 
 def gemv_shape(text: str) -> tuple[int, int]:
@@ -686,8 +744,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--release-first", action="store_true",
                     help="vdir-pipeline's release-first for every vdir program: a store a stream load on its "
                          "SM waits for releases its counter before its bits")
+    ap.add_argument("--split-k", action="store_true",
+                    help="also time each stack's split-K form (build_split_k_mlp_stack) on the same weights")
     add_lowering_argument(ap, "the sweep")
     opts = ap.parse_args(argv)
+    if opts.split_k and opts.sim:
+        ap.error("--split-k applies on the GPU (the simulator's tests cover the split-K stack)")
     if opts.gemv and opts.only == "mlp":
         ap.error("--gemv adds gemvs: it cannot be given with --only mlp")
     if opts.tile_rows is not None:
