@@ -132,7 +132,7 @@ def _copy_region(c: Ctx, f: Fields, nxt: str, engine: int, pos: SSAValue, on_err
         b.place(plain)
     off_lo, off_hi = runtime_offset(c, f, off_lo, off_hi, engine, pos, on_error)
     gptr = buffer_address(c, bufi, off_lo, off_hi)
-    if reduces is not None:
+    if code is not None and reduces is not None:
         overwrite = b.new_label("st_overwrite")
         b.bra(overwrite, reduces, neg=True, uniform=True)
         for kind, how in REDUCTIONS.items():
