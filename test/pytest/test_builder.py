@@ -25,6 +25,7 @@ from vdir.frontend.examples import (
     build_mlp_stack,
     build_rmsnorm_gemv,
     build_split_k_gemv,
+    build_split_k_mlp_stack,
 )
 from vdir.target import TARGETS
 from vdir.tools.common import default_context, parse_text, verify_module
@@ -50,6 +51,7 @@ def parse(text: str):
         ("rmsnorm_gemv", build_rmsnorm_gemv),
         ("mlp", build_mlp_block),
         ("mlp_stack", build_mlp_stack),
+        ("mlp_stack_split_k", build_split_k_mlp_stack),
         ("split_k_gemv", build_split_k_gemv),
         ("split_k_gemv_reduce", functools.partial(build_split_k_gemv, reduce=True)),
         ("argmax", build_argmax),

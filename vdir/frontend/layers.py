@@ -216,7 +216,7 @@ def activation_tile(b: ProgramBuilder, wg: SSAValue, wu: SSAValue, row: Offset, 
         gate = b.compute("gemv", [wgt, xs[0]], name=f"gate{suffix}")
         up = b.compute("gemv", [wut, xs[0]], name=f"up{suffix}")
     else:
-        sep = "_" if suffix else ""  # chunk c of tile "_1": "wgt_1_0"; of the one tile: "wgt0"
+        sep = "_" if suffix else ""  # chunk c of tile "_t1": "wgt_t1_0"; of the one tile: "wgt0"
         gate = chunked_gemv(b, wg, row, up_rows, xs, f"wgt{suffix}{sep}", f"gp{suffix}{sep}", f"gate{suffix}")
         up = chunked_gemv(b, wu, row, up_rows, xs, f"wut{suffix}{sep}", f"upp{suffix}{sep}", f"up{suffix}")
     return b.compute("silu_mul", [gate, up], name=f"a{suffix}")
@@ -317,11 +317,12 @@ def split_k_mlp_layer(
         partial = None
         for t in range(size):
             row = _row_plus(b, base, first, t * up_rows)
-            a = activation_tile(b, wg, wu, row, up_rows, hidden, xs, f"_{t}")
-            wdt_t = b.load(wdt, (row, 0), (up_rows, hidden), name=f"wdt_{t}")
+            a = activation_tile(b, wg, wu, row, up_rows, hidden, xs, f"_t{t}")
+            wdt_t = b.load(wdt, (row, 0), (up_rows, hidden), name=f"wdt_t{t}")
             ins = [a, wdt_t] if partial is None else [a, wdt_t, partial]
             last = t == size - 1
-            partial = b.compute("vecmat", ins, out_dtype="i64" if last else "f32", name="dsum" if last else f"dp_{t}")
+            partial = b.compute("vecmat", ins, out_dtype="i64" if last else "f32",
+                                name="dsum" if last else f"dp_t{t}")
         assert partial is not None
         b.store(partial, acc, (layer, 0), name="added", reduce="add")
 
@@ -338,4 +339,6 @@ def _row_plus(b: ProgramBuilder, base: Offset, first: Offset, extra: int) -> Off
     const = sum(v for v in (base, first) if isinstance(v, int)) + extra
     if not terms:
         return const
+    if len(terms) == 1 and const == 0:
+        return terms[0][0]
     return b.linear(terms, const, name="wrow")

@@ -23,9 +23,12 @@ class ReferenceInputError(VdirError, ValueError):
 
 
 def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> None:
-    """Every argument present, with the declared shape and dtype."""
+    """Every argument present, with the declared shape and dtype (a ``scratch`` one may be left out: the
+    program writes its bytes before it reads them)."""
     for arg in graph.args:
         if arg.name not in inputs:
+            if arg.scratch:
+                continue
             raise ReferenceInputError(f"missing input '{arg.name}'")
         a = np.asarray(inputs[arg.name])
         if a.shape != tuple(arg.shape) or a.dtype != DTYPES[arg.dtype]:
@@ -69,7 +72,8 @@ def evaluate_graph(
     check_inputs(graph, inputs)
     if len(scalars) != len(graph.scalars):
         raise ReferenceInputError(f"the program takes {len(graph.scalars)} scalars, got {len(scalars)}")
-    buffers = [np.array(inputs[a.name], copy=True) for a in graph.args]
+    buffers = [np.array(inputs[a.name], copy=True) if a.name in inputs else np.zeros(a.shape, DTYPES[a.dtype])
+               for a in graph.args]
     tiles: dict[int, np.ndarray] = {}
     for node in sorted(graph.nodes, key=lambda n: n.seq):
         if node.guard is not None and not node.guard.holds(_value(node.guard.source, buffers, scalars)):
