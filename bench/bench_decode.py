@@ -173,7 +173,9 @@ def _usage_error(text: str) -> SystemExit:
 
 #: the LlamaConfig fields ``--variant`` may change: how the step is tiled, not the model
 TILING_FIELDS = ("block", "proj_rows", "qkv_rows", "o_rows", "up_rows", "down_rows", "vocab_rows", "down_chunks", "logit_chunks", "o_chunks", "argmax_parts",
-                 "rope_in_tiles")
+                 "rope_in_tiles", "split_k_mlp", "mlp_group")
+#: the boolean ones among them (``true``/``1``/``yes`` or anything else for false)
+TILING_FLAGS = ("rope_in_tiles", "split_k_mlp")
 
 
 def tiling_variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
@@ -185,7 +187,7 @@ def tiling_variant(cfg: LlamaConfig, text: str) -> LlamaConfig:
         if key not in TILING_FIELDS or not value:
             raise _usage_error(f"--variant takes FIELD=VALUE with FIELD one of {', '.join(TILING_FIELDS)}; "
                              f"got '{item}'")
-        changes[key] = value.lower() in ("1", "true", "yes") if key == "rope_in_tiles" else int(value)
+        changes[key] = value.lower() in ("1", "true", "yes") if key in TILING_FLAGS else int(value)
     try:
         return cfg.retiled(**changes)
     except ValueError as e:
@@ -285,7 +287,8 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "stream_ring": ring, "pipeline": pipeline,
          "context_buckets": list(buckets), "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
-    print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, l2-prefetch "
+    print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, "
+          f"{f'split-K MLP (groups of {cfg.mlp_group})' if cfg.split_k_mlp else 'two-phase MLP'}, l2-prefetch "
           f"{l2_prefetch}, lowering '{lowering or 'defaults'}' (stream ring {ring}), pipeline '{pipeline or 'defaults'}', "
           f"context buckets {','.join(map(str, buckets)) or 'none'}: "
           f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "

@@ -293,10 +293,11 @@ def split_k_mlp_layer(
     inter: int,
     up_rows: int,
     group: int,
+    acc_row: Offset | None = None,
 ) -> None:
     """One MLP layer's projections, its down projection split along K: add ``Wd . act`` into row
-    ``layer`` of the i64 accumulator ``acc`` (fixed point), which must hold zeros; ``xs`` is
-    :func:`gate_up_inputs`' of the normalised row.
+    ``acc_row`` (default ``layer``) of the i64 accumulator ``acc`` (fixed point), which must hold zeros;
+    ``xs`` is :func:`gate_up_inputs`' of the normalised row.
 
     The activation tiles (:func:`activation_tile`, ``up_rows`` each) go in
     groups of ``group``: a group's tiles chain their down partials through an
@@ -324,7 +325,7 @@ def split_k_mlp_layer(
             partial = b.compute("vecmat", ins, out_dtype="i64" if last else "f32",
                                 name="dsum" if last else f"dp_t{t}")
         assert partial is not None
-        b.store(partial, acc, (layer, 0), name="added", reduce="add")
+        b.store(partial, acc, (layer if acc_row is None else acc_row, 0), name="added", reduce="add")
 
     if full:
         with b.repeat(0, full, name="q") as q:

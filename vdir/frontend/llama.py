@@ -45,14 +45,17 @@ from xdsl.ir import SSAValue
 from vdir.dialects.vdir import BULK_COPY_ALIGN
 from vdir.families import DTYPE_BYTES
 from vdir.families.attention import BLOCK_ROW_MULTIPLE, MAX_BLOCK_ROWS
-from vdir.frontend.builder import ProgramBuilder
+from vdir.frontend.builder import Offset, ProgramBuilder
 from vdir.frontend.layers import (
     balanced_rows,
     chunked_gemv,
     chunks_for,
+    gate_up_inputs,
     load_chunks,
     mlp_layer,
     split_evenly,
+    split_k_groups,
+    split_k_mlp_layer,
     tile_count,
 )
 from vdir.frontend.rope import Llama3Scaling, rope_tables
@@ -117,6 +120,12 @@ class LlamaConfig:
     (:func:`~vdir.frontend.layers.chunks_for`). ``rope_in_tiles``: rotate q
     and k in the projection tiles that make them where the model allows
     (:func:`rope_in_projection`), rather than as whole heads after a hand-off.
+    ``split_k_mlp``: split each MLP's down projection along K across the SMs
+    (:func:`~vdir.frontend.layers.split_k_mlp_layer`: the down weights held
+    transposed, as ``wdt``; each SM group of ``mlp_group`` activation tiles,
+    left out :func:`~vdir.frontend.layers.split_k_groups` for
+    :data:`DECODE_SMS` SMs, adds its partial in fixed point into the layer's
+    accumulator row), so that the MLP hands over one row instead of two.
     """
 
     layers: int
@@ -145,6 +154,8 @@ class LlamaConfig:
     o_chunks: int = AUTO_CHUNKS
     argmax_parts: int = AUTO_CHUNKS
     rope_in_tiles: bool = False
+    split_k_mlp: bool = False
+    mlp_group: int = AUTO_CHUNKS
     name: str = field(default="llama", compare=False)
 
     def __post_init__(self) -> None:
@@ -199,8 +210,14 @@ class LlamaConfig:
             raise ValueError(f"config: argmax_parts = {self.argmax_parts}: {self.argmax_parts - 1} parts of "
                              f"{self.argmax_width} logits (whole {BULK_COPY_ALIGN}-byte rows) leave none of "
                              f"vocab = {self.vocab} for the last")
-        if not isinstance(self.rope_in_tiles, bool):
-            raise ValueError(f"config: rope_in_tiles must be true or false, got {self.rope_in_tiles!r}")
+        for flag in ("rope_in_tiles", "split_k_mlp"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"config: {flag} must be true or false, got {getattr(self, flag)!r}")
+        if self.mlp_group == AUTO_CHUNKS:  # frozen: the chosen group is set once, here
+            object.__setattr__(self, "mlp_group",
+                               split_k_groups(tile_count(self.intermediate, self.up_rows, "intermediate"),
+                                              DECODE_SMS))
+        self._check_positive("mlp_group")
         if not (self.eps > 0 and self.rope_theta > 0):
             raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
@@ -260,8 +277,8 @@ class LlamaConfig:
 #: the tiling fields a config chooses from another where they are left out, by the field they follow
 #: (:meth:`LlamaConfig.retiled`)
 DERIVED_TILING: dict[str, tuple[str, ...]] = {
-    "proj_rows": ("qkv_rows", "o_rows", "up_rows", "down_rows", "down_chunks", "o_chunks"),
-    "o_rows": ("o_chunks",), "down_rows": ("down_chunks",), "vocab_rows": ("logit_chunks",)}
+    "proj_rows": ("qkv_rows", "o_rows", "up_rows", "down_rows", "down_chunks", "o_chunks", "mlp_group"),
+    "o_rows": ("o_chunks",), "down_rows": ("down_chunks",), "vocab_rows": ("logit_chunks",), "up_rows": ("mlp_group",)}
 
 
 #: the attention blocks of a context come in multiples of this: the merge reads one f32 mask entry
@@ -311,6 +328,17 @@ def weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
     return shapes
 
 
+def step_weight_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
+    """The weight buffers of the step program, in argument order: :func:`weight_shapes`, but with
+    ``split_k_mlp`` the down weights transposed (``wdt``, row ``l * intermediate + i`` column ``i`` of layer
+    ``l``'s ``wd``; :func:`device_weights` makes it)."""
+    shapes = weight_shapes(cfg)
+    if not cfg.split_k_mlp:
+        return shapes
+    return {("wdt" if name == "wd" else name): ((cfg.layers * cfg.intermediate, cfg.hidden) if name == "wd" else shape)
+            for name, shape in shapes.items()}
+
+
 def weight_bytes(cfg: LlamaConfig) -> int:
     """The bytes of the step's weights (:func:`weight_shapes`, bf16)."""
     return sum(rows * cols for rows, cols in weight_shapes(cfg).values()) * _BF16
@@ -347,12 +375,16 @@ def head_row_order(cfg: LlamaConfig) -> np.ndarray:
 
 
 def device_weights(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``weights`` (the model's, :func:`weight_shapes`) as the step reads them: each q and k head's rows
-    in :func:`head_row_order`."""
+    """``weights`` (the model's, :func:`weight_shapes`) as the step reads them (:func:`step_weight_shapes`):
+    each q and k head's rows in :func:`head_row_order`; with ``split_k_mlp``, ``wd`` as ``wdt``, each layer's
+    down weights transposed."""
+    out = dict(weights)
+    if cfg.split_k_mlp:
+        wd = np.asarray(out.pop("wd")).reshape(cfg.layers, cfg.hidden, cfg.intermediate)
+        out["wdt"] = np.ascontiguousarray(wd.transpose(0, 2, 1)).reshape(cfg.layers * cfg.intermediate, cfg.hidden)
     order = head_row_order(cfg)
     if np.array_equal(order, np.arange(cfg.head_dim)):
-        return dict(weights)
-    out = dict(weights)
+        return out
     for name, heads in (("wq", cfg.heads), ("wk", cfg.kv_heads)):
         rows = np.arange(cfg.layers * heads)[:, None] * cfg.head_dim + order[None, :]
         out[name] = np.asarray(weights[name])[rows.reshape(-1)]
@@ -402,21 +434,25 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     """The decode step of ``cfg`` as a program (see the module docstring for its buffers)."""
     b = ProgramBuilder(cfg.name, target=target)
     bufs: dict[str, SSAValue] = {}
-    for name, shape in weight_shapes(cfg).items():
+    for name, shape in step_weight_shapes(cfg).items():
         bufs[name] = b.buffer(name, shape, "bf16")
     for name, table in decode_tables(cfg).items():
         bufs[name] = b.buffer(name, table.shape, "f32")
     for name, (shape, dtype) in state_shapes(cfg).items():
         bufs[name] = b.buffer(name, shape, dtype)
     L, H, D = cfg.layers, cfg.heads, cfg.head_dim
-    # the rows handed between the step's stages: scratch, which the caller never sees
-    bufs["hs"] = b.buffer("hs", (2 * L + 1, cfg.hidden), "bf16", scratch=True)
+    # the rows handed between the step's stages: scratch, which the caller never sees (split-K: two rows
+    # more, the embedding at row 1, each layer's rows two further on; see _residual)
+    bufs["hs"] = b.buffer("hs", (2 * L + (3 if cfg.split_k_mlp else 1), cfg.hidden), "bf16", scratch=True)
     bufs["q"] = b.buffer("q", (L * H, D), "bf16", scratch=True)
     # the new position's k (rotated when the projection tiles rotate) and v rows, row l*KV + kv head
     bufs["knew"] = b.buffer("knew", (L * cfg.kv_heads, D), "bf16", scratch=True)
     bufs["vnew"] = b.buffer("vnew", (L * cfg.kv_heads, D), "bf16", scratch=True)
     bufs["ao"] = b.buffer("ao", (L, H * D), "bf16", scratch=True)  # row l: layer l's heads side by side
-    bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16", scratch=True)
+    if cfg.split_k_mlp:  # row l + 1: layer l's down projection, in fixed point (row 0 stays zero)
+        bufs["acc"] = b.buffer("acc", (L + 1, cfg.hidden), "i64", scratch=True)
+    else:
+        bufs["act"] = b.buffer("act", (L, cfg.intermediate), "bf16", scratch=True)
     bufs["logits"] = b.buffer("logits", (1, cfg.vocab), "bf16")
     if cfg.logit_chunks > 1:
         bufs["final_x"] = b.buffer("final_x", (1, cfg.hidden), "bf16", scratch=True)
@@ -425,15 +461,57 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
 
     tok = b.read(bufs["tok"], 0, 0, name="tok_id")
     row = b.load(bufs["emb"], (tok, 0), (1, cfg.hidden), name="emb_row")
-    b.store(row, bufs["hs"], (0, 0), name="embedded")
+    first = 1 if cfg.split_k_mlp else 0  # the embedding's row of hs
+    b.store(row, bufs["hs"], (first, 0), name="embedded")
+    if cfg.split_k_mlp:
+        zero = b.compute("zeros", [], params={"rows": 1, "cols": cfg.hidden}, out_dtype="i64", name="zero")
+        with b.repeat(0, L + 1, name="c") as c:
+            b.store(zero, bufs["acc"], (c, 0), name="cleared")
     with b.repeat(0, L, name="l") as layer:
-        _attention(b, cfg, bufs, layer, pos)
-        mlp = {"h": bufs["hs"], "g": bufs["mlp_norm"], "wg": bufs["wg"], "wu": bufs["wu"], "wd": bufs["wd"],
-               "act": bufs["act"], "out": bufs["hs"]}
-        mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.up_rows, cfg.down_rows, cfg.down_chunks,
-                  cfg.eps, in_row=b.affine(layer, 2, 1, name="mid"), out_row=b.affine(layer, 2, 2, name="next"))
-    _logits_and_argmax(b, cfg, bufs, pos)
+        x_row = b.affine(layer, 2, 2 * first, name="x_row")
+        mid = b.affine(layer, 2, 2 * first + 1, name="mid")
+        x = _residual(b, cfg, bufs, layer, x_row) if cfg.split_k_mlp else \
+            b.load(bufs["hs"], (x_row, 0), (1, cfg.hidden), name="x")
+        _attention(b, cfg, bufs, layer, pos, x, x_row, mid)
+        if cfg.split_k_mlp:
+            _split_k_mlp(b, cfg, bufs, layer, mid)
+        else:
+            mlp = {"h": bufs["hs"], "g": bufs["mlp_norm"], "wg": bufs["wg"], "wu": bufs["wu"], "wd": bufs["wd"],
+                   "act": bufs["act"], "out": bufs["hs"]}
+            mlp_layer(b, mlp, layer, cfg.hidden, cfg.intermediate, cfg.up_rows, cfg.down_rows, cfg.down_chunks,
+                      cfg.eps, in_row=mid, out_row=b.affine(layer, 2, 2, name="next"))
+    final_row = 2 * L + 2 * first
+    x = _residual(b, cfg, bufs, L, final_row) if cfg.split_k_mlp else \
+        b.load(bufs["hs"], (final_row, 0), (1, cfg.hidden), name="xf")
+    _logits_and_argmax(b, cfg, bufs, pos, x)
     return b.finish()
+
+
+def _residual(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: Offset,
+              x_row: Offset) -> SSAValue:
+    """Split-K: the residual row entering layer ``layer`` (``cfg.layers``: the final norm's), made on each
+    SM that needs it, and stored to row ``x_row`` of ``hs`` (the output projection's residual reads it there).
+
+    It is the row before the previous layer's MLP (``hs[x_row - 1]``: the embedding for layer 0) plus that
+    MLP's down projection (``acc[layer]``, fixed point; row 0, for layer 0, stays zero)."""
+    hs = bufs["hs"]
+    before_row = x_row - 1 if isinstance(x_row, int) else b.affine(x_row, 1, -1, name="before_row")
+    total = b.load(bufs["acc"], (layer, 0), (1, cfg.hidden), name="total")
+    before = b.load(hs, (before_row, 0), (1, cfg.hidden), name="before")
+    x = b.compute("fixed_add", [total, before], name="x")
+    b.store(x, hs, (x_row, 0), name="x_saved")
+    return x
+
+
+def _split_k_mlp(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
+                 mid: SSAValue) -> None:
+    """Split-K: layer ``layer``'s MLP on row ``mid`` of ``hs``, its down projection added into row
+    ``layer + 1`` of ``acc`` (:func:`~vdir.frontend.layers.split_k_mlp_layer`)."""
+    h = b.load(bufs["hs"], (mid, 0), (1, cfg.hidden), name="h_mid")
+    xn = b.compute("rmsnorm", [h, b.load(bufs["mlp_norm"], (layer, 0), (1, cfg.hidden), name="gm")],
+                   params={"eps": cfg.eps}, name="xn_m")
+    split_k_mlp_layer(b, bufs, layer, gate_up_inputs(b, xn, cfg.up_rows, cfg.hidden), cfg.hidden,
+                      cfg.intermediate, cfg.up_rows, cfg.mlp_group, acc_row=b.affine(layer, 1, 1, name="acc_row"))
 
 
 def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, layer: SSAValue, heads: int,
@@ -459,12 +537,11 @@ def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, 
 
 
 def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
-               pos: SSAValue) -> None:
-    """Layer ``layer``'s attention: norm, projections, RoPE, cache append, blocks, merge, output projection."""
+               pos: SSAValue, x: SSAValue, x_row: SSAValue, mid: SSAValue) -> None:
+    """Layer ``layer``'s attention on ``x`` (row ``x_row`` of ``hs``): norm, projections, RoPE, cache append,
+    blocks, merge, output projection plus the residual into row ``mid``."""
     H, KV, D = cfg.heads, cfg.kv_heads, cfg.head_dim
     hs = bufs["hs"]
-    x_row = b.affine(layer, 2, name="x_row")
-    x = b.load(hs, (x_row, 0), (1, cfg.hidden), name="x")
     xn = b.compute("rmsnorm", [x, b.load(bufs["attn_norm"], (layer, 0), (1, cfg.hidden), name="an")],
                    params={"eps": cfg.eps}, name="xn_a")
     # q first: the attention blocks wait for its row (and nothing else of this
@@ -487,8 +564,7 @@ def _attention(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], l
         col = b.affine(r, R, name="ocol")
         d = chunked_gemv(b, bufs["wo"], orow, R, heads, "wo", "op", "od")
         res = b.load(hs, (x_row, col), (1, R), name="ores")
-        b.store(b.compute("add", [d, res], name="oa"), hs, (b.affine(layer, 2, 1, name="a_row"), col),
-                name="oa_saved")
+        b.store(b.compute("add", [d, res], name="oa"), hs, (mid, col), name="oa_saved")
 
 
 def _attend(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue, pos: SSAValue,
@@ -558,15 +634,15 @@ def _as_attended(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue],
     return heads
 
 
-def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue) -> None:
-    """The final norm, the logits slice by slice, the greedy token in two argmax phases, written back.
+def _logits_and_argmax(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], pos: SSAValue,
+                       x: SSAValue) -> None:
+    """The final norm of ``x``, the logits slice by slice, the greedy token in two argmax phases, written back.
 
     The slices only multiply (a weight tile of the gemv's best shape each);
     the argmax then reads the stored logits in ``argmax_parts`` parts of
     :attr:`~LlamaConfig.argmax_width` (the last possibly shorter), one
     ``argmax_partial`` each, and ``argmax_final`` picks among them.
     """
-    x = b.load(bufs["hs"], (2 * cfg.layers, 0), (1, cfg.hidden), name="xf")
     xn = b.compute("rmsnorm", [x, b.load(bufs["final_norm"], (0, 0), (1, cfg.hidden), name="fn")],
                    params={"eps": cfg.eps}, name="xn_f")
     head = bufs["emb"] if cfg.tied_embeddings else bufs["lm_head"]

@@ -35,6 +35,7 @@ from vdir.frontend.llama import (
     decode_tables,
     device_weights,
     state_shapes,
+    step_weight_shapes,
     weight_shapes,
 )
 from vdir.frontend.rope import Llama3Scaling
@@ -300,7 +301,7 @@ def shared_buffers(cfg: LlamaConfig) -> list[str]:
     """The buffers a shorter step shares with the full one: the weights, the tables of every position,
     and the state kept from launch to launch but the attention states (whose rows follow the blocks)."""
     states = [name for name in state_shapes(cfg) if name != "states"]
-    return [*weight_shapes(cfg), "rope_cos", "rope_sin", "attn_bias", *states]
+    return [*step_weight_shapes(cfg), "rope_cos", "rope_sin", "attn_bias", *states]
 
 
 def _check_weights(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> None:

@@ -158,7 +158,24 @@ class MirrorModel:
         gate = _run("gemv", [self._rows("wg", layer, I), xn])
         up = _run("gemv", [self._rows("wu", layer, I), xn])
         act = _run("silu_mul", [gate, up])
+        if cfg.split_k_mlp:
+            return _run("fixed_add", [self._split_k_down(layer, act), h])
         return _run("add", [_chunked(self._rows("wd", layer, cfg.hidden), act, cfg.down_chunks), h])
+
+    def _split_k_down(self, layer: int, act: np.ndarray) -> np.ndarray:
+        """The split-K down projection's fixed-point sum: per group of ``mlp_group`` ``up_rows``-row tiles,
+        a chain of ``vecmat``s in f32, the last in fixed point; the groups' sums added exactly (any order)."""
+        cfg = self.cfg
+        wdt, R = self._rows("wdt", layer, cfg.intermediate), cfg.up_rows
+        total = np.zeros((1, cfg.hidden), np.int64)
+        for first in range(0, cfg.intermediate // R, cfg.mlp_group):
+            tiles = range(first, min(first + cfg.mlp_group, cfg.intermediate // R))
+            partial = None
+            for t in tiles:
+                ins = [act[:, t * R : (t + 1) * R], wdt[t * R : (t + 1) * R]] + ([partial] if partial is not None else [])
+                partial = _run("vecmat", ins, "i64" if t == tiles[-1] else "f32")
+            total += partial
+        return total
 
 
 def follow_mirror_exactly(decoder: LlamaDecoder, mirror: MirrorModel, token: int, steps: int) -> None:
