@@ -81,11 +81,14 @@ def teacher_forced(decoder: LlamaDecoder, mirror: MirrorModel, steps: int, backe
 SIM_CONFIGS = {**NAMED_CONFIGS, "tiny-rope-in-tiles": dataclasses.replace(NAMED_CONFIGS["tiny"], rope_in_tiles=True),
                "tiny-short-last-argmax": dataclasses.replace(NAMED_CONFIGS["tiny"], argmax_parts=3),
                "tiny-mixed-rows": NAMED_CONFIGS["tiny"].retiled(rope_in_tiles=True, qkv_rows=8, o_rows=32,
-                                                                up_rows=8, down_rows=8)}
+                                                                up_rows=8, down_rows=8),
+               # the MLPs' down projections split along K: groups of 3 of the 32 activation tiles (the last 2)
+               "tiny-split-k": NAMED_CONFIGS["tiny"].retiled(split_k_mlp=True, mlp_group=3),
+               "tiny-qwen3-split-k": NAMED_CONFIGS["tiny-qwen3"].retiled(split_k_mlp=True)}
 
 
 @pytest.mark.parametrize("name", ["tiny", "tiny-qwen3", "tiny-rope-in-tiles", "tiny-mixed-rows",
-                                  "tiny-short-last-argmax"])
+                                  "tiny-short-last-argmax", "tiny-split-k", "tiny-qwen3-split-k"])
 def test_decode_matches_the_mirror_token_for_token_on_the_simulator(name):
     cfg = SIM_CONFIGS[name]
     weights = random_weights(cfg, seed=1)
@@ -548,6 +551,34 @@ def test_decode_on_the_gpu_follows_the_mirror(name):
         teacher_forced(decoder, MirrorModel(cfg, weights), 60, "cuda")
         result = decoder.generate(PROMPT, 20)
     assert len(result.tokens) == 20 and all(0 <= t < cfg.vocab for t in result.tokens)
+
+
+@gpu
+def test_split_k_decode_on_the_gpu_follows_the_mirror():
+    """The split-K MLP on the cuda backend: 60 teacher-forced steps within tolerance of the mirror, whose
+    fixed-point sums are the device's in any order of the adds."""
+    cfg = SIM_CONFIGS["tiny-split-k"]
+    weights = random_weights(cfg, seed=7)
+    with LlamaDecoder(cfg, weights, backend="cuda") as decoder:
+        teacher_forced(decoder, MirrorModel(cfg, weights), 60, "cuda")
+
+
+def test_split_k_keeps_the_models_weights_and_transposes_the_down_projection():
+    """A split-K step takes the model's weights as they are (a checkpoint's layout); the step reads the down
+    weights transposed, layer by layer, and its MLPs hand over no act row."""
+    cfg = SIM_CONFIGS["tiny-split-k"]
+    assert weight_shapes(cfg) == weight_shapes(NAMED_CONFIGS["tiny"])
+    weights = random_weights(cfg, seed=2)
+    on_device = device_weights(cfg, weights)
+    assert "wd" not in on_device
+    inter, hidden = cfg.intermediate, cfg.hidden
+    for layer in range(cfg.layers):
+        assert np.array_equal(on_device["wdt"][layer * inter:(layer + 1) * inter],
+                              weights["wd"][layer * hidden:(layer + 1) * hidden].T)
+    text = str(build_decode_step(cfg))
+    assert "%act" not in text and "reduce add" in text and "fixed_add" in text
+    with pytest.raises(ValueError, match="mlp_group must be a positive integer"):
+        NAMED_CONFIGS["tiny"].retiled(split_k_mlp=True, mlp_group=-1)
 
 
 #: the torch comparison's tolerance: a logit within this fraction of the step's largest |logit|
