@@ -44,8 +44,9 @@
 #   splitkprobe - bench/split_k_probe.cu (nvcc): an MLP layer's two hand-offs against a split-K down
 #              projection (partials added by reducing bulk stores, u64 fixed point or f32) under the
 #              weight stream, at three stack shapes
-#   splitk   - the split-K MLP stack (build_split_k_mlp_stack): its GPU tests, then the three 16-layer
-#              stacks of the sweep with the split-K form beside vdir's plain stack and torch ($SWEEP_ARGS)
+#   splitk   - the split-K MLPs: their GPU tests, the three 16-layer stacks of the sweep with the split-K
+#              form (build_split_k_mlp_stack) beside vdir's plain stack and torch ($SWEEP_ARGS), then the 1B
+#              decode step with split_k_mlp beside the default in one process ($DECODE_ARGS, $SPLITK_STEPS)
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
@@ -171,11 +172,15 @@ for what in $steps; do
     landprobe) cuda_probe landprobe landing_probe ;;
     splitkprobe) cuda_probe splitkprobe split_k_probe ;;
     splitk)
-      timeout ${SPLITK_TEST_TIMEOUT:-240} python3 -m pytest -q -m gpu test/pytest/test_fixed_point_sums.py 2>&1 \
-        | tail -5 | tee "$OUT/splitk-test.log"
+      timeout ${SPLITK_TEST_TIMEOUT:-240} python3 -m pytest -q -m gpu test/pytest/test_fixed_point_sums.py \
+        test/pytest/test_vecmat.py test/pytest/test_reduce_store.py test/pytest/test_llama.py -k "split or vecmat or reduc" \
+        2>&1 | tail -5 | tee "$OUT/splitk-test.log"
       timeout ${SWEEP_TIMEOUT:-540} python3 bench/bench_sweep.py --only mlp --split-k --case "MLP x16 2048/8192" \
         --case "MLP x16 4096/14336" --case "MLP x16 5120/13824" --json "$OUT/splitk.json" $SWEEP_ARGS 2>&1 \
-        | tee "$OUT/splitk.log" ;;
+        | tee "$OUT/splitk.log"
+      timeout ${DECODE_TIMEOUT:-300} python3 bench/bench_decode.py --config llama-1b --context 1024 \
+        --steps ${SPLITK_STEPS:-512} --variant split_k_mlp=true --json "$OUT/splitk-decode.json" \
+        ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/splitk-decode.log" ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
