@@ -174,6 +174,7 @@ class MirrorModel:
             for t in tiles:
                 ins = [act[:, t * R : (t + 1) * R], wdt[t * R : (t + 1) * R]] + ([partial] if partial is not None else [])
                 partial = _run("vecmat", ins, "i64" if t == tiles[-1] else "f32")
+            assert partial is not None
             total += partial
         return total
 
