@@ -167,8 +167,8 @@ def test_the_race_check_holds_a_read_to_every_add():
             exe(**summing_inputs())
 
 
-def test_an_f32_add_is_still_ordered_after_an_i64_one():
-    """Only i64 adds commute: a builder refuses an f32 tile added into an i64 region."""
+def test_an_f32_tile_is_not_added_into_an_i64_region():
+    """An add's tile has its region's element type: the builder refuses an f32 tile into an i64 region."""
     b = ProgramBuilder("mixed")
     x = b.buffer("x", (1, 8), "f32")
     acc = b.buffer("acc", (1, 8), "i64")

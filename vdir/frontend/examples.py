@@ -19,9 +19,10 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from vdir.frontend.builder import ProgramBuilder
+from vdir.frontend.builder import Offset, ProgramBuilder
 from vdir.frontend.layers import (
     chunked_gemv,
+    clear_rows,
     gate_up_inputs,
     gemv_tiling,
     load_chunks,
@@ -215,17 +216,15 @@ def build_split_k_mlp_stack(
         "wdt": b.buffer("wdt", (layers * intermediate, hidden), "bf16"),
         "acc": b.buffer("acc", (layers, hidden), "i64", scratch=True),
     }
-    zero = b.compute("zeros", [], params={"rows": 1, "cols": hidden}, out_dtype="i64", name="zero")
-    with b.repeat(0, layers, name="c") as c:
-        b.store(zero, bufs["acc"], (c, 0), name="cleared")
+    clear_rows(b, bufs["acc"], layers, hidden)
 
-    def layer_body(layer, ht: SSAValue) -> None:
+    def layer_body(layer: Offset, ht: SSAValue) -> None:
         gt = b.load(g, (layer, 0), (1, hidden), name="gt")
         xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
         split_k_mlp_layer(b, bufs, layer, gate_up_inputs(b, xn, up_rows, hidden), hidden, intermediate, up_rows,
                           group)
 
-    def residual(prev, row) -> SSAValue:
+    def residual(prev: Offset, row: Offset) -> SSAValue:
         """``hs[prev] + acc[prev]``, stored to ``hs[row]``."""
         total = b.load(bufs["acc"], (prev, 0), (1, hidden), name="total")
         before = b.load(hs, (prev, 0), (1, hidden), name="before")

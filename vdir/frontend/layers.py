@@ -334,6 +334,14 @@ def split_k_mlp_layer(
         one_group(full * group * up_rows, rest)
 
 
+def clear_rows(b: ProgramBuilder, acc: SSAValue, rows: int, cols: int) -> None:
+    """Store a ``1 x cols`` i64 ``zeros`` tile to each of rows ``0 .. rows - 1`` of ``acc``: the accumulator a
+    split-K layer adds into starts every launch at zero (:func:`split_k_mlp_layer`)."""
+    zero = b.compute("zeros", [], params={"rows": 1, "cols": cols}, out_dtype="i64", name="zero")
+    with b.repeat(0, rows, name="c") as c:
+        b.store(zero, acc, (c, 0), name="cleared")
+
+
 def _row_plus(b: ProgramBuilder, base: Offset, first: Offset, extra: int) -> Offset:
     """``base + first + extra`` as an index value (or a plain int where all three are)."""
     terms = [(v, 1) for v in (base, first) if not isinstance(v, int)]

@@ -50,6 +50,7 @@ from vdir.frontend.layers import (
     balanced_rows,
     chunked_gemv,
     chunks_for,
+    clear_rows,
     gate_up_inputs,
     load_chunks,
     mlp_layer,
@@ -464,9 +465,7 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
     first = 1 if cfg.split_k_mlp else 0  # the embedding's row of hs
     b.store(row, bufs["hs"], (first, 0), name="embedded")
     if cfg.split_k_mlp:
-        zero = b.compute("zeros", [], params={"rows": 1, "cols": cfg.hidden}, out_dtype="i64", name="zero")
-        with b.repeat(0, L + 1, name="c") as c:
-            b.store(zero, bufs["acc"], (c, 0), name="cleared")
+        clear_rows(b, bufs["acc"], L + 1, cfg.hidden)
     with b.repeat(0, L, name="l") as layer:
         x_row = b.affine(layer, 2, 2 * first, name="x_row")
         mid = b.affine(layer, 2, 2 * first + 1, name="mid")
