@@ -33,6 +33,7 @@ from vdir.families.builtin import vecmat_f32
 from vdir.families.core import ComputeSignature, TileSig
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.examples import build_split_k_mlp_stack
+from vdir.frontend.layers import split_k_rows
 from vdir.testing.gpu import gpu
 
 #: |h - h64| <= TOL * max|h64| per residual row (bf16 activations, as the plain stack's tests)
@@ -248,6 +249,16 @@ def test_split_k_stack_keeps_each_group_on_one_sm():
         assert vecmats == 4 * adds, f"SM {sm}: {vecmats} vecmats, {adds} reducing stores"
         total += adds
     assert total == 512 // 16 // 4  # one reducing store a group
+
+
+def test_split_k_stack_takes_tiles_that_fit_at_every_swept_shape():
+    """The plain layer's tile rows, halved where two weight tiles would not fit beside the layer's rows
+    (5120/13824: 4 rows of 40 KiB; at 8 rows, 80 KiB, the program does not compile)."""
+    assert split_k_rows(2048, 8192, 16, 227 * 1024) == 16
+    assert split_k_rows(4096, 14336, 8, 227 * 1024) == 8
+    assert split_k_rows(5120, 13824, 8, 227 * 1024) == 4
+    program = compile_module(build_split_k_mlp_stack(1, 5120, 13824), num_sms=132)
+    assert program.smem_bytes <= 227 * 1024
 
 
 def test_split_k_stack_refuses_a_bad_group():

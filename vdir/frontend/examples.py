@@ -31,6 +31,7 @@ from vdir.frontend.layers import (
     split_evenly,
     split_k_groups,
     split_k_mlp_layer,
+    split_k_rows,
     tile_count,
 )
 from vdir.target import get_target
@@ -189,7 +190,10 @@ def build_split_k_mlp_stack(
     its partial row, in fixed point, into row l of the i64 scratch
     accumulator ``acc`` (:func:`~vdir.frontend.layers.split_k_mlp_layer`;
     ``group`` activation tiles an SM, by default
-    :func:`~vdir.frontend.layers.split_k_groups` for the target's SMs). The
+    :func:`~vdir.frontend.layers.split_k_groups` for the target's SMs; tiles
+    of ``up_rows`` rows, by default :func:`~vdir.frontend.layers.split_k_rows`:
+    the plain layer's, halved where two of them would not fit beside the
+    layer's own rows). The
     next layer's residual row is ``fixed_add(acc[l], hs[l])``, made by every
     SM that needs it; one of them also stores it to ``hs[l + 1]``. A layer
     thus hands over one row among the SMs, not two. The program first
@@ -202,9 +206,11 @@ def build_split_k_mlp_stack(
     """
     if layers <= 0:
         raise ValueError(f"layers must be positive, got {layers}")
-    up_rows = mlp_tiling(hidden, intermediate, up_rows)[0]
+    chip = get_target(target)
+    if up_rows is None:
+        up_rows = split_k_rows(hidden, intermediate, mlp_tiling(hidden, intermediate)[0], chip.smem_per_block)
     if group is None:
-        group = split_k_groups(tile_count(intermediate, up_rows, "intermediate"), get_target(target).num_sms)
+        group = split_k_groups(tile_count(intermediate, up_rows, "intermediate"), chip.num_sms)
     elif group <= 0:
         raise ValueError(f"group must be positive, got {group}")
     b = ProgramBuilder("mlp_stack_split_k", target=target)

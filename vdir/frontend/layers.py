@@ -278,6 +278,23 @@ def mlp_layer(
 
 
 
+#: bytes per hidden column that a split-K layer keeps in an SM's shared memory beside its weight tiles: the
+#: accumulator row it loads and the fixed-point row it adds (8 bytes an element each), and two chained f32
+#: partials (4 each)
+SPLIT_K_ROW_BYTES = 8 + 8 + 4 + 4
+
+
+def split_k_rows(hidden: int, inter: int, rows: int, smem_bytes: int) -> int:
+    """Activation-tile rows of a split-K MLP layer: ``rows``, halved while two weight tiles of
+    ``rows x hidden`` bf16 beside the layer's rows (:data:`SPLIT_K_ROW_BYTES` a column) would not fit
+    ``smem_bytes``, and while the halves still divide ``inter``; at 5120/13824, 4 rows (40 KiB tiles)
+    where the plain layer takes 8."""
+    while rows % 2 == 0 and inter % (rows // 2) == 0 and \
+            2 * rows * hidden * _BF16 + SPLIT_K_ROW_BYTES * hidden > smem_bytes:
+        rows //= 2
+    return rows
+
+
 def split_k_groups(tiles: int, sms: int) -> int:
     """Activation tiles per SM group of a split-K MLP layer: as many as the busiest SM would take
     anyway (``tiles`` over ``sms``, rounded up), so grouping costs no SM more tiles."""
