@@ -280,3 +280,46 @@ def test_split_k_stack_on_the_gpu_is_deterministic_and_close():
             results += [np.asarray(exe(**given)).copy() for _ in range(launches)]
     assert all(np.array_equal(results[0].view(np.uint16), r.view(np.uint16)) for r in results[1:])
     assert_stack_close(results[0], given, layers, inter)
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code, message", [
+    (isa.REDUCE_ADD, "'reduce add' store to 'acc', a i64 buffer [(]it combines f32 only[)]"),
+    (9, "unknown reduction 9 [(]known: 1 add [(]f32[)], 2 add [(]i64[)][)]"),
+])
+def test_a_forged_reduction_code_is_refused(code, message):
+    """The kernel adds f32 or 64-bit integers by the code: one that does not match its region is refused."""
+    program = compile_module(summing_program(), num_sms=2)
+    instrs = program.instrs.reshape(-1, isa.INSTR_WORDS).copy()
+    adds = np.nonzero(isa.REDUCE.column(instrs) == isa.REDUCE_ADD_I64)[0]
+    assert adds.size == 4
+    isa.REDUCE.set(instrs[adds[0]], code)
+    with pytest.raises(ValueError, match=message):
+        isa.check_untrusted(dataclasses.replace(program, instrs=instrs))
+
+
+def test_zeros_words_name_a_dtype_it_knows():
+    words = FAMILIES["zeros"].encode_params(ComputeSignature((), TileSig((1, 8), "i64"), {"rows": 1, "cols": 8}))
+    assert FAMILIES["zeros"].decode_operands(words).result == TileSig((1, 8), "i64")
+    with pytest.raises(FamilyError, match="family 'zeros': dtype code 7 is not one of 0..3"):
+        FAMILIES["zeros"].decode_operands(dataclasses.replace(words, p2=7))
+
+
+def test_vdir_run_takes_integer_arrays_within_int64_for_an_i64_input(tmp_path):
+    from vdir.isa import BufferInfo
+    from vdir.tools.vdir_run import RunError, read_inputs
+
+    buffers = [BufferInfo("acc", (1, 4), "i64", False)]
+    path = tmp_path / "in.npz"
+    np.savez(path, acc=np.array([[-(2**63), 2**63 - 1, -1, 0]], np.int64))
+    assert read_inputs(str(path), buffers)["acc"].tolist() == [[-(2**63), 2**63 - 1, -1, 0]]
+    np.savez(path, acc=np.array([[2**63, 0, 0, 0]], np.uint64))
+    with pytest.raises(RunError, match="array 'acc' has values outside the int64 range"):
+        read_inputs(str(path), buffers)
+    np.savez(path, acc=np.zeros((1, 4), np.float32))
+    with pytest.raises(RunError, match="expected an integer array for i64"):
+        read_inputs(str(path), buffers)
