@@ -1392,7 +1392,9 @@ def reduction_error(words, buffers: list["BufferInfo"]) -> str | None:
         return f"unknown reduction {reduce} (known: {known})"
     b = BUFFER.get(words)
     if b < len(buffers) and buffers[b].dtype not in REDUCE_DTYPES[reduce]:
-        return (f"'reduce {REDUCE_NAMES[reduce]}' store to '{buffers[b].name}', a {buffers[b].dtype} buffer "
+        dtype = buffers[b].dtype
+        article = "an" if dtype[0] in "fi" else "a"  # an f32, an i64; a bf16
+        return (f"'reduce {REDUCE_NAMES[reduce]}' store to '{buffers[b].name}', {article} {dtype} buffer "
                 f"(it combines {' or '.join(REDUCE_DTYPES[reduce])} only)")
     return None
 

@@ -288,7 +288,7 @@ def test_split_k_stack_on_the_gpu_is_deterministic_and_close():
 
 
 @pytest.mark.parametrize("code, message", [
-    (isa.REDUCE_ADD, "'reduce add' store to 'acc', a i64 buffer [(]it combines f32 only[)]"),
+    (isa.REDUCE_ADD, "'reduce add' store to 'acc', an i64 buffer [(]it combines f32 only[)]"),
     (9, "unknown reduction 9 [(]known: 1 add [(]f32[)], 2 add [(]i64[)][)]"),
 ])
 def test_a_forged_reduction_code_is_refused(code, message):
