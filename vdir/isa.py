@@ -281,8 +281,8 @@ DYN_MIN = Field("dyn_min", 29, signed=True)
 DYN_MAX = Field("dyn_max", 30, signed=True)
 DYNAMIC_FIELDS = (DYN_INDEX, DYN_SCALE, DYN_MIN, DYN_MAX)
 # a store's reduction: REDUCE_NONE overwrites the region, REDUCE_ADD adds the tile into it (f32 regions),
-# REDUCE_ADD_I64 too (i64 regions). Word 31 is zero in every other instruction, and in every store without one, so programs
-# encoded before it existed read as plain stores.
+# REDUCE_ADD_I64 too (i64 regions). Word 31 is zero in every other instruction, and in every store without
+# one, so programs encoded before it existed read as plain stores.
 REDUCE = Field("reduce", 31)
 TRANSFER_FIELDS = (TRANSFER_FLAGS,) + REGION_FIELDS + TENSOR_FIELDS + DYNAMIC_FIELDS + (REDUCE,)
 

@@ -45,6 +45,7 @@ from vdir.families.core import (
     FAMILIES,
     FAMILY_BY_OPCODE,
     FIXED_POINT_BITS,
+    FIXED_SCALE,
     I32,
     I64,
     ComputeSignature,
@@ -67,7 +68,7 @@ from vdir.families.core import (
 )
 
 __all__ = [
-    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "FIXED_POINT_BITS", "I32", "I64",
+    "BF16", "BUILTIN_FAMILIES", "DTYPE_BYTES", "DTYPES", "F32", "FAMILIES", "FIXED_POINT_BITS", "FIXED_SCALE", "I32", "I64",
     "FAMILY_BY_OPCODE",
     "ComputeSignature", "Epilogue", "Family", "FamilyError", "FamilyRegistration", "ParamSpec", "ParamWords",
     "Prologue", "Role", "TileSig", "UnknownFamilyError", "family_by_opcode", "gemv_f32", "get_family",

@@ -70,7 +70,8 @@ class UnknownFamilyError(FamilyError):
 #: to an integer. Its adds are exact, so a sum of them has the same bits in any order (reducing stores
 #: from many SMs); it holds magnitudes below 2^31 to 2^-32 (about 2.3e-10).
 FIXED_POINT_BITS = 32
-_FIXED_SCALE = float(2**FIXED_POINT_BITS)
+#: 2^FIXED_POINT_BITS: a value times it, rounded, is its fixed-point integer
+FIXED_SCALE = float(2**FIXED_POINT_BITS)
 _I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
@@ -86,7 +87,7 @@ def to_fixed(a: np.ndarray) -> np.ndarray:
     """fp32 values as :data:`FIXED_POINT_BITS` fixed point: ``value * 2^32`` rounded to the nearest integer
     (ties to even), saturated to the int64 range, NaN as 0: the GPU's ``cvt.rni.s64.f32`` of the value
     times 2^32 (an exact product in f32 below the overflow, and in float64 here)."""
-    scaled = np.rint(np.asarray(a, dtype=np.float32).astype(np.float64) * _FIXED_SCALE)
+    scaled = np.rint(np.asarray(a, dtype=np.float32).astype(np.float64) * FIXED_SCALE)
     out = np.zeros(scaled.shape, dtype=np.int64)
     inside = (scaled > -(2.0**63)) & (scaled < 2.0**63)  # False for NaN
     out[inside] = scaled[inside].astype(np.int64)
@@ -98,7 +99,7 @@ def to_fixed(a: np.ndarray) -> np.ndarray:
 def from_fixed(a: np.ndarray) -> np.ndarray:
     """:data:`FIXED_POINT_BITS` fixed-point values as fp32: the integer rounded once to f32 (nearest even,
     the GPU's ``cvt.rn.f32.s64``), then scaled by 2^-32 (exact)."""
-    return np.asarray(a, dtype=np.int64).astype(np.float32) * np.float32(1.0 / _FIXED_SCALE)
+    return np.asarray(a, dtype=np.int64).astype(np.float32) * np.float32(1.0 / FIXED_SCALE)
 
 
 # ---------------------------------------------------------------------------

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from vdir.frontend.builder import Offset, ProgramBuilder
+from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import (
     chunked_gemv,
     clear_rows,
-    gate_up_inputs,
+    fixed_point_residual,
     gemv_tiling,
     load_chunks,
     mlp_layer,
@@ -138,7 +138,6 @@ def build_mlp_stack(
     eps: float = 1e-5,
     target: str = "h200",
     scratch_act: bool = False,
-    split_k: bool = False,
 ) -> ModuleOp:
     """``layers`` MLP blocks in sequence (``examples/mlp_stack.mlir``).
 
@@ -147,14 +146,11 @@ def build_mlp_stack(
     row ``layers`` the output; ``act`` has one row per layer (``scratch``
     with ``scratch_act``, as :func:`build_mlp_block`'s). A
     tiling argument left out is :func:`~vdir.frontend.layers.mlp_tiling`'s.
-    With ``split_k`` the down projections are split along K
-    (:func:`build_split_k_mlp_stack`: the down weights come transposed, as
-    ``wdt``, and there is no ``act``).
+    :func:`build_split_k_mlp_stack` is the same layers with their down
+    projections split along K.
     """
     if layers <= 0:
         raise ValueError(f"layers must be positive, got {layers}")
-    if split_k:
-        return build_split_k_mlp_stack(layers, hidden, intermediate, up_rows=up_rows, eps=eps, target=target)
     up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
     b = ProgramBuilder("mlp_stack", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
@@ -215,34 +211,23 @@ def build_split_k_mlp_stack(
         raise ValueError(f"group must be positive, got {group}")
     b = ProgramBuilder("mlp_stack_split_k", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
-    g = b.buffer("g", (layers, hidden), "bf16")
     bufs = {
+        "g": b.buffer("g", (layers, hidden), "bf16"),
         "wg": b.buffer("wg", (layers * intermediate, hidden), "bf16"),
         "wu": b.buffer("wu", (layers * intermediate, hidden), "bf16"),
         "wdt": b.buffer("wdt", (layers * intermediate, hidden), "bf16"),
         "acc": b.buffer("acc", (layers, hidden), "i64", scratch=True),
     }
-    clear_rows(b, bufs["acc"], layers, hidden)
-
-    def layer_body(layer: Offset, ht: SSAValue) -> None:
-        gt = b.load(g, (layer, 0), (1, hidden), name="gt")
-        xn = b.compute("rmsnorm", [ht, gt], params={"eps": eps}, name="xn")
-        split_k_mlp_layer(b, bufs, layer, gate_up_inputs(b, xn, up_rows, hidden), hidden, intermediate, up_rows,
-                          group)
-
-    def residual(prev: Offset, row: Offset) -> SSAValue:
-        """``hs[prev] + acc[prev]``, stored to ``hs[row]``."""
-        total = b.load(bufs["acc"], (prev, 0), (1, hidden), name="total")
-        before = b.load(hs, (prev, 0), (1, hidden), name="before")
-        ht = b.compute("fixed_add", [total, before], name="ht")
-        b.store(ht, hs, (row, 0), name="h_saved")
-        return ht
-
-    layer_body(0, b.load(hs, (0, 0), (1, hidden), name="h0"))
+    acc = bufs["acc"]
+    clear_rows(b, acc, layers, hidden)
+    split_k_mlp_layer(b, bufs, 0, b.load(hs, (0, 0), (1, hidden), name="h0"), hidden, intermediate, up_rows,
+                      group, eps)
     if layers > 1:
         with b.repeat(1, layers, name="l") as layer:
-            layer_body(layer, residual(b.affine(layer, offset=-1, name="prev"), layer))
-    residual(layers - 1, layers)
+            prev = b.affine(layer, offset=-1, name="prev")
+            ht = fixed_point_residual(b, acc, prev, hs, prev, layer, hidden)
+            split_k_mlp_layer(b, bufs, layer, ht, hidden, intermediate, up_rows, group, eps)
+    fixed_point_residual(b, acc, layers - 1, hs, layers - 1, layers, hidden)
     return b.finish()
 
 

@@ -276,8 +276,6 @@ def mlp_layer(
         b.store(o, out, (out_row, rk), name="o_saved")
 
 
-
-
 #: bytes per hidden column that a split-K layer keeps in an SM's shared memory beside its weight tiles: the
 #: accumulator row it loads and the fixed-point row it adds (8 bytes an element each), and two chained f32
 #: partials (4 each)
@@ -305,28 +303,32 @@ def split_k_mlp_layer(
     b: ProgramBuilder,
     bufs: dict[str, SSAValue],
     layer: Offset,
-    xs: list[SSAValue],
+    h: SSAValue,
     hidden: int,
     inter: int,
     up_rows: int,
     group: int,
+    eps: float,
     acc_row: Offset | None = None,
 ) -> None:
-    """One MLP layer's projections, its down projection split along K: add ``Wd . act`` into row
-    ``acc_row`` (default ``layer``) of the i64 accumulator ``acc`` (fixed point), which must hold zeros;
-    ``xs`` is :func:`gate_up_inputs`' of the normalised row.
+    """One MLP layer on the row ``h``, its down projection split along K: ``h`` normalised by row ``layer`` of
+    ``g``, and ``Wd . act`` added into row ``acc_row`` (default ``layer``) of the i64 accumulator ``acc``
+    (fixed point), which must hold zeros.
 
     The activation tiles (:func:`activation_tile`, ``up_rows`` each) go in
     groups of ``group``: a group's tiles chain their down partials through an
     f32 accumulator (``vecmat`` of the tile by the matching ``up_rows`` rows of
     the transposed down weights ``wdt``, ``layers * inter x hidden``), and the
     last one's partial, in fixed point, is added into ``acc`` by one reducing
-    store. The tiles of a group are joined by their tiles, so placement keeps
-    each group on one SM: the activations never leave it, and the layer
+    store. A group's micro-ops are joined by the tiles they pass, so placement
+    keeps each group on one SM: the activations never leave it, and the layer
     hands over one row (the accumulator's) instead of two. The adds are
     exact, so the sum does not depend on the order the SMs' stores land in.
     """
     wg, wu, wdt, acc = (bufs[k] for k in ("wg", "wu", "wdt", "acc"))
+    gt = b.load(bufs["g"], (layer, 0), (1, hidden), name="gt")
+    xn = b.compute("rmsnorm", [h, gt], params={"eps": eps}, name="xn")
+    xs = gate_up_inputs(b, xn, up_rows, hidden)
     tiles = tile_count(inter, up_rows, "intermediate")
     full, rest = divmod(tiles, group)
     base = layer * inter if isinstance(layer, int) else b.affine(layer, scale=inter, name="lrow")
@@ -349,6 +351,18 @@ def split_k_mlp_layer(
             one_group(b.affine(q, scale=group * up_rows, name="rq"), group)
     if rest:
         one_group(full * group * up_rows, rest)
+
+
+def fixed_point_residual(b: ProgramBuilder, acc: SSAValue, acc_row: Offset, hs: SSAValue, before_row: Offset,
+                         row: Offset, hidden: int) -> SSAValue:
+    """The residual row after a split-K MLP: ``hs[before_row]`` (the row entering it) plus ``acc[acc_row]``
+    (its down projection, fixed point), made by ``fixed_add`` on each SM that needs it, and stored to
+    ``hs[row]`` once for the readers that want it from memory."""
+    total = b.load(acc, (acc_row, 0), (1, hidden), name="total")
+    before = b.load(hs, (before_row, 0), (1, hidden), name="before")
+    ht = b.compute("fixed_add", [total, before], name="ht")
+    b.store(ht, hs, (row, 0), name="h_saved")
+    return ht
 
 
 def clear_rows(b: ProgramBuilder, acc: SSAValue, rows: int, cols: int) -> None:

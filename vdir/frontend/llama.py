@@ -51,7 +51,7 @@ from vdir.frontend.layers import (
     chunked_gemv,
     chunks_for,
     clear_rows,
-    gate_up_inputs,
+    fixed_point_residual,
     load_chunks,
     mlp_layer,
     split_evenly,
@@ -489,17 +489,11 @@ def build_decode_step(cfg: LlamaConfig, target: str = "h200") -> ModuleOp:
 def _residual(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: Offset,
               x_row: Offset) -> SSAValue:
     """Split-K: the residual row entering layer ``layer`` (``cfg.layers``: the final norm's), made on each
-    SM that needs it, and stored to row ``x_row`` of ``hs`` (the output projection's residual reads it there).
-
-    It is the row before the previous layer's MLP (``hs[x_row - 1]``: the embedding for layer 0) plus that
-    MLP's down projection (``acc[layer]``, fixed point; row 0, for layer 0, stays zero)."""
-    hs = bufs["hs"]
+    SM that needs it and stored to row ``x_row`` of ``hs`` (the output projection's residual reads it there):
+    the row before the previous layer's MLP (``hs[x_row - 1]``: the embedding for layer 0) plus that MLP's
+    down projection (``acc[layer]``; row 0, for layer 0, stays zero)."""
     before_row = x_row - 1 if isinstance(x_row, int) else b.affine(x_row, 1, -1, name="before_row")
-    total = b.load(bufs["acc"], (layer, 0), (1, cfg.hidden), name="total")
-    before = b.load(hs, (before_row, 0), (1, cfg.hidden), name="before")
-    x = b.compute("fixed_add", [total, before], name="x")
-    b.store(x, hs, (x_row, 0), name="x_saved")
-    return x
+    return fixed_point_residual(b, bufs["acc"], layer, bufs["hs"], before_row, x_row, cfg.hidden)
 
 
 def _split_k_mlp(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue], layer: SSAValue,
@@ -507,10 +501,8 @@ def _split_k_mlp(b: ProgramBuilder, cfg: LlamaConfig, bufs: dict[str, SSAValue],
     """Split-K: layer ``layer``'s MLP on row ``mid`` of ``hs``, its down projection added into row
     ``layer + 1`` of ``acc`` (:func:`~vdir.frontend.layers.split_k_mlp_layer`)."""
     h = b.load(bufs["hs"], (mid, 0), (1, cfg.hidden), name="h_mid")
-    xn = b.compute("rmsnorm", [h, b.load(bufs["mlp_norm"], (layer, 0), (1, cfg.hidden), name="gm")],
-                   params={"eps": cfg.eps}, name="xn_m")
-    split_k_mlp_layer(b, bufs, layer, gate_up_inputs(b, xn, cfg.up_rows, cfg.hidden), cfg.hidden,
-                      cfg.intermediate, cfg.up_rows, cfg.mlp_group, acc_row=b.affine(layer, 1, 1, name="acc_row"))
+    split_k_mlp_layer(b, {**bufs, "g": bufs["mlp_norm"]}, layer, h, cfg.hidden, cfg.intermediate, cfg.up_rows,
+                      cfg.mlp_group, cfg.eps, acc_row=b.affine(layer, 1, 1, name="acc_row"))
 
 
 def _projection(b: ProgramBuilder, cfg: LlamaConfig, w: SSAValue, xn: SSAValue, layer: SSAValue, heads: int,

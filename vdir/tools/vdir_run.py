@@ -155,8 +155,8 @@ def random_inputs(
         if info.dtype == "bf16":
             arrays[info.name] = random_bf16(rng, tuple(info.shape), scale)
         elif info.dtype in INT_RANGES:  # token ids, positions, fixed-point sums: any bit pattern
-            lo, hi = INT_RANGES[info.dtype]
-            ints = rng.integers(lo, hi, info.shape, dtype=DTYPES[info.dtype], endpoint=True)
+            low, high = INT_RANGES[info.dtype]
+            ints = rng.integers(low, high, info.shape, dtype=DTYPES[info.dtype], endpoint=True)
             for (buffer, element), (lo, hi) in (offset_ranges or {}).items():
                 if buffer == b:
                     ints.reshape(-1)[element] = rng.integers(lo, hi, endpoint=True)

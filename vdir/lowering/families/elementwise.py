@@ -11,7 +11,7 @@ from collections.abc import Callable
 from xdsl.ir import SSAValue
 
 from vdir import isa
-from vdir.families import DTYPE_BYTES, FIXED_POINT_BITS
+from vdir.families import DTYPE_BYTES, FIXED_SCALE
 from vdir.families.builtin import ZEROS_DTYPES
 from vdir.lowering import families as F
 from vdir.lowering import layout as L
@@ -76,8 +76,8 @@ def _add_loop(cc: "F.ComputeCtx", in_dtype: str, out_dtype: str) -> None:
     _binary(cc, lambda b, x, y: b.i("add.rn.f32", "f32", x, y), hint, in_dtype, out_dtype)
 
 
-#: 2^-FIXED_POINT_BITS: a fixed-point value rounded to f32 times it is its f32 value (exact scaling)
-_FIXED_UNIT = 1.0 / 2**FIXED_POINT_BITS
+#: 1 / FIXED_SCALE: a fixed-point value rounded to f32 times it is its f32 value (exact scaling)
+_FIXED_UNIT = 1.0 / FIXED_SCALE
 
 
 def fixed_add(cc: "F.ComputeCtx") -> None:

@@ -23,14 +23,11 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from vdir import isa
-from vdir.families import DTYPE_BYTES, FIXED_POINT_BITS
+from vdir.families import DTYPE_BYTES, FIXED_SCALE
 from vdir.lowering import families as F
 
 #: result columns a thread owns at a time: one 16-byte chunk of a weight row
 GROUP = 8
-#: 2^FIXED_POINT_BITS: an f32 total times it, rounded to an integer, is its fixed-point value (exact
-#: scaling below f32's overflow; ``cvt.rni.s64.f32`` saturates beyond, and reads NaN as 0)
-FIXED_SCALE = float(2**FIXED_POINT_BITS)
 
 
 def vecmat(cc: "F.ComputeCtx") -> None:
@@ -70,6 +67,7 @@ def vecmat(cc: "F.ComputeCtx") -> None:
         b.bra(stored, uniform=True)
         b.place(fixed)
         out = b.i("mad.lo.u32", "u32", g, GROUP * i64_bytes, cc.out)
+        # exact scaling below f32's overflow; cvt.rni saturates beyond it and reads NaN as 0 (to_fixed)
         words = [b.i("cvt.rni.s64.f32", "s64", b.i("mul.rn.f32", "f32", t, FIXED_SCALE)) for t in totals]
         for pair in range(GROUP // 2):
             b.raw("st.shared.v2.b64", "[{0}+%d], {{{1}, {2}}}" % (pair * 2 * i64_bytes),
