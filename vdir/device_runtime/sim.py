@@ -400,6 +400,9 @@ class DecodedProgram:
     #: checker tracks the global-memory readers of these only, so that a load
     #: engine a program leaves empty costs no reader table
     reading_engines: tuple[int, ...] = ()
+    #: the buffers some commuting reducing store adds into (``isa.COMMUTING_REDUCTIONS``): the race checker
+    #: keeps their adders apart (:class:`GlobalTracker`)
+    summed: frozenset[int] = frozenset()
 
     def describe(self, sm: int, engine: int, pos: int) -> str:
         """The program's readable name of a queue position."""
@@ -468,8 +471,10 @@ def decode_program(program: isa.EncodedProgram, target: TargetDescription, costs
         e for e in target.load_engines if any(op.opcode == isa.OP_LOAD for sm_ops in ops for op in sm_ops[e])
     )
     scratch = {b for b, info in enumerate(program.buffers) if info.role == "scratch"}
+    summed = frozenset(op.buffer for sm_ops in ops for queue in sm_ops for op in queue
+                       if op.opcode == isa.OP_STORE and op.reduce in isa.COMMUTING_REDUCTIONS)
     return DecodedProgram(program, ops, buffer_bytes, _tracked_buffers(ops, buffer_bytes, scratch), target, costs,
-                          writers, reading)
+                          writers, reading, summed)
 
 
 def _executed_words(
@@ -971,11 +976,9 @@ class Simulation:
         self.slot_writer = [np.full(len(t.written[0]), NO_WRITER, dtype=np.int64) for t in self.smem_track]
         self.skipped: list[set[int]] = [set() for _ in range(n)]
         self.unwritten_reads: list[tuple[int, int, int, TileRef]] = []
-        summed = {op.buffer for sm in decoded.ops for queue in sm for op in queue
-                  if op.opcode == isa.OP_STORE and op.reduce in isa.COMMUTING_REDUCTIONS}
         self.global_track = {
             b: GlobalTracker(decoded.buffer_bytes[b], g, len(self.reader_engines),
-                             self.num_engines if b in summed else 0)
+                             self.num_engines if b in decoded.summed else 0)
             for b, g in decoded.tracked.items()
         } if check_races else {}
         # logical time
