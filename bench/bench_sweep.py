@@ -459,7 +459,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
            "side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
-           "release_first": opts.release_first,
+           "release_first": opts.release_first, "also_lowering": [text for text, _ in opts.also_lowering],
            "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
            "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
@@ -560,6 +560,10 @@ def gpu_main(opts, cases: list[Case]) -> int:
                 errs = errs_of([vout(s) for s in sets])
                 vc.time(2 * nsets)  # warm-up
                 record("vdir", vc.time(iters), errs)
+                if opts.also_lowering:
+                    stage = "lowering variants"
+                    time_lowering_variants(case, row, vc, sets, opts.also_lowering, vout, errs_of, record, failed,
+                                           iters)
                 del vc
             except Exception as e:  # noqa: BLE001  (a watchdog report, a refused program: say so, go on)
                 row["vdir_status"] = f"{stage} failed: {type(e).__name__}: {one_line(e)}"
@@ -656,6 +660,43 @@ def gpu_main(opts, cases: list[Case]) -> int:
     return 0 if not failed else 1
 
 
+def time_lowering_variants(case: Case, row: dict, vc: VdirCase, sets: list[dict],
+                           variants: list[tuple[str, LoweringOptions]], vout, errs_of, record, failed: list[str],
+                           iters: int) -> None:
+    """``--also-lowering``: the case's program lowered with each of ``variants`` (label, options) on the same
+    sets, each checked as vdir's own figure is (its rows poisoned first) and timed right after it, then the
+    program's own kernel (``vc``) timed again, so that each variant sits between two figures of the
+    default in one process. The row's notes give each against the mean of those two."""
+    import torch
+
+    before = row["us"]["vdir"]
+    timed: list[tuple[str, float, int]] = []
+    for label, options in variants:
+        name = f"vdir {label}"
+        try:
+            variant = VdirCase(vc.plat, vc.prog, sets, options)
+            for s in sets:
+                vout(s).fill_(float("nan"))
+            torch.cuda.synchronize()
+            variant.run_all()
+            errs = errs_of([vout(s) for s in sets])
+            variant.time(2 * len(sets))  # warm-up
+            us = variant.time(iters)
+            record(name, us, errs)
+            timed.append((label, us, variant.stream_ring))
+            del variant
+        except Exception as e:  # noqa: BLE001  (the row says why; the other variants go on)
+            row["notes"].append(f"lowering {label} failed: {type(e).__name__}: {one_line(e, 120)}")
+            failed.append(f"{case.name} [{name}]")
+    after = vc.time(iters)
+    row["us"]["vdir again"] = after
+    row["notes"].append(f"vdir again: {after:.2f} us")
+    default = (before + after) / 2
+    for label, us, ring in timed:
+        row["notes"].append(f"lowering {label}: {us:.2f} us ({us / default - 1:+.1%} against the default's two "
+                            f"figures; stream ring {ring})")
+
+
 def split_k_sets(sets: list[dict], layers: int, hidden: int, inter: int) -> list[dict]:
     """The split-K stack's tensors for each of ``sets`` (``build_split_k_mlp_stack``'s names): the same
     ``hs``, ``g``, ``wg``, ``wu``, the down weights transposed layer by layer (``wdt``), and the i64
@@ -699,6 +740,20 @@ def run_split_k(case: Case, row: dict, sets: list[dict], nsm: int, vout, errs_of
         row["notes"].append(f"split-K {stage} failed: {type(e).__name__}: {one_line(e, 160)}")
         if stage != "compile":  # as for vdir's own column, a program that does not compile is no wrong result
             failed.append(f"{case.name} [splitk]")
+
+
+def lowering_variant(ap: argparse.ArgumentParser, base: LoweringOptions, text: str) -> LoweringOptions:
+    """``--also-lowering``'s ``text`` (``"key=value[,key=value]"``) over the options ``base``; an argparse error
+    naming a bad one."""
+    try:
+        LoweringOptions.parse(text)  # the pairs well formed, each option known and in range
+        pairs: dict[str, str] = {}
+        for item in text.replace(",", " ").split():
+            key, _, value = item.partition("=")
+            pairs[key] = value
+        return base.with_overrides(pairs)
+    except ValueError as e:
+        ap.error(f"--also-lowering {text}: {e}")
 
 
 def gemv_shape(text: str) -> tuple[int, int]:
@@ -748,7 +803,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split-k", action="store_true",
                     help="also time each stack's split-K form (build_split_k_mlp_stack) on the same weights")
     add_lowering_argument(ap, "the sweep")
+    ap.add_argument("--also-lowering", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="also time every vdir program lowered with these options (on top of --lowering) in the "
+                         "same process, right after its own figure, which is then timed again (repeatable)")
     opts = ap.parse_args(argv)
+    if opts.also_lowering and opts.sim:
+        ap.error("--also-lowering applies on the GPU (the simulator does not model the kernel's lowering)")
     if opts.split_k and opts.sim:
         ap.error("--split-k applies on the GPU (the simulator's tests cover the split-K stack)")
     if opts.gemv and opts.only == "mlp":
@@ -769,6 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.hold_streams < 0:
         ap.error(f"--hold-streams must be 0 (none) or positive, not {opts.hold_streams}")
     opts.lowering = lowering_options(ap, opts.lowering)
+    opts.also_lowering = [(text, lowering_variant(ap, opts.lowering, text)) for text in opts.also_lowering]
     cases = select_cases(opts)
     return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)
 

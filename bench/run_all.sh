@@ -47,10 +47,11 @@
 #   splitk   - the split-K MLPs: their GPU tests, the three 16-layer stacks of the sweep with the split-K
 #              form (build_split_k_mlp_stack) beside vdir's plain stack and torch ($SWEEP_ARGS), then the 1B
 #              decode step with split_k_mlp beside the default in one process ($DECODE_ARGS, $SPLITK_STEPS)
-#   ring     - two weight tiles in flight per SM against one (--lowering stream_ring=2, then 1: the same on
-#              every GPU, whatever its target's ring) on programs that hand rows between SMs: MLP blocks and
-#              stacks of the sweep ($RING_CASES), alternated, $RING_ROUNDS rounds (default 2), compared by
-#              bench/compare_runs.py; then the 1B decode step with both beside the default in one process
+#   ring     - two weight tiles in flight per SM against one on programs that hand rows between SMs (the
+#              same on every GPU, whatever its target's ring): the MLP blocks and stacks of the sweep
+#              ($RING_CASES) with --lowering stream_ring=2 --also-lowering stream_ring=1 (each case's ring-1
+#              kernel timed between two figures of its ring-2 kernel, in one process), then the 1B decode
+#              step with both beside the default in one process
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
@@ -188,22 +189,12 @@ for what in $steps; do
     ring)
       IFS=, read -ra ring_cases <<< "${RING_CASES:-MLP block 2048/8192,MLP x16 2048/8192,MLP x16 4096/14336,MLP x16 5120/13824}"
       case_args=(); for c in "${ring_cases[@]}"; do case_args+=(--case "$c"); done
-      runs=()
-      for round in $(seq 1 ${RING_ROUNDS:-2}); do
-        for ring in 2 1; do
-          side=ring$ring
-          timeout ${SWEEP_TIMEOUT:-240} python3 bench/bench_sweep.py --only mlp "${case_args[@]}" --torch-compile none \
-            --iters ${RING_ITERS:-100} --lowering stream_ring=$ring --json "$OUT/ring-$side-$round.json" \
-            > "$OUT/ring-$side-$round.log" 2>&1 \
-            || echo "ring $side $round: exit $?" | tee -a "$OUT/info.log"
-          runs+=("$OUT/ring-$side-$round.json")
-        done
-      done
-      python3 bench/compare_runs.py "${runs[@]}" 2>&1 | tee "$OUT/ring-compare.log"
+      timeout ${SWEEP_TIMEOUT:-300} python3 bench/bench_sweep.py --only mlp "${case_args[@]}" --torch-compile none \
+        --iters ${RING_ITERS:-100} --lowering stream_ring=2 --also-lowering stream_ring=1 --json "$OUT/ring.json" 2>&1 \
+        | tee "$OUT/ring.log"
       timeout ${DECODE_TIMEOUT:-240} python3 bench/bench_decode.py --config llama-1b --context 1024 \
         --steps ${RING_STEPS:-256} --lowering stream_ring=2 --lowering stream_ring=1 --json "$OUT/ring-decode.json" \
-        --torch-compile none 2>&1 \
-        | tee "$OUT/ring-decode.log" ;;
+        --torch-compile none 2>&1 | tee "$OUT/ring-decode.log" ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
+import types
+
 import numpy as np
 import pytest
 
 from bench import bench_sweep as sweep
 from vdir.frontend.layers import WEIGHT_TILE_BYTES
+from vdir.lowering.options import LoweringOptions
 
 #: the SMs the sweep compiles for on an H200
 H200_SMS = 132
@@ -115,3 +120,86 @@ def test_hold_streams_reach_the_programs_the_sweep_compiles(capsys):
     assert "--hold-streams must be 0 (none) or positive, not -1" in usage_error(["--sim", "--hold-streams", "-1"], capsys)
     assert sweep.main(["--sim", "--quick", "--only", "mlp", "--hold-streams", "1", "--release-first"]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_also_lowering_is_a_variant_of_the_runs_lowering():
+    """``--also-lowering`` changes the options it names and keeps the rest of ``--lowering``'s."""
+    ap = argparse.ArgumentParser()
+    base = LoweringOptions.parse("stream_ring=2 load_ring=4")
+    variant = sweep.lowering_variant(ap, base, "stream_ring=1")
+    assert (variant.stream_ring, variant.load_ring) == (1, 4)
+    assert sweep.lowering_variant(ap, base, "stream_ring=1,load_ring=8").load_ring == 8
+    assert (base.stream_ring, base.load_ring) == (2, 4)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--also-lowering", "stream_ring=99"], "--also-lowering stream_ring=99: lowering option stream_ring must be in"),
+    (["--also-lowering", "no_such_option=1"], "unknown lowering option 'no_such_option'"),
+    (["--also-lowering", "stream_ring"], "lowering options are key=value pairs"),
+    (["--sim", "--also-lowering", "stream_ring=1"], "--also-lowering applies on the GPU"),
+])
+def test_a_bad_lowering_variant_is_a_usage_error(argv, message, capsys):
+    assert message in usage_error(argv, capsys)
+
+
+class _Row:
+    """An output row as the sweep's checks use it: ``fill_`` (torch's in-place fill) and its values."""
+
+    def __init__(self) -> None:
+        self.values = np.zeros(4)
+
+    def fill_(self, value: float) -> None:
+        self.values[:] = value
+
+
+class _FakeVariant:
+    """A program lowered with some options on the GPU, as ``time_lowering_variants`` uses one: it writes
+    1.0 (with one tile in flight) or 0.5 into each set's output and gives two figures (a warm-up, then
+    the timed one), or refuses to load (with ``split_copies=2``)."""
+
+    def __init__(self, plat, prog, sets, options):
+        if options.split_copies == 2:
+            raise RuntimeError("refused")
+        self.plat, self.prog, self.sets, self.options = plat, prog, sets, options
+        self.stream_ring = options.stream_ring or 2
+        self.figures = iter([0.0, 90.0] if options.stream_ring == 1 else [0.0, 105.0])
+
+    def run_all(self):
+        for s in self.sets:
+            s["y"].values[:] = 1.0 if self.options.stream_ring == 1 else 0.5
+
+    def time(self, n):
+        return next(self.figures)
+
+
+def test_lowering_variants_are_checked_timed_and_set_between_two_figures_of_the_default(monkeypatch):
+    """Each variant's output is checked as vdir's own (poisoned first), its figure recorded, a variant that
+    fails is named in the notes and the failures, and each is set against the mean of the default's figure
+    before and after them."""
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None)))
+    monkeypatch.setattr(sweep, "VdirCase", _FakeVariant)
+    sets = [{"y": _Row()}, {"y": _Row()}]
+    base = _FakeVariant(None, None, sets, LoweringOptions())
+    base.figures = iter([110.0])  # its second figure
+    row = {"us": {"vdir": 90.0}, "err": {}, "notes": []}
+    failed: list[str] = []
+    recorded: dict[str, tuple[float, list[float]]] = {}
+
+    def record(name, us, errs):
+        recorded[name] = (us, errs)
+        row["us"][name] = us
+
+    variants = [("stream_ring=1", LoweringOptions(stream_ring=1)), ("split_copies=2", LoweringOptions(split_copies=2)),
+                ("stream_ring=2", LoweringOptions(stream_ring=2))]
+    sweep.time_lowering_variants(sweep.Case("stack", 256, 512, 2), row, base, sets, variants,  # type: ignore[arg-type]
+                                 lambda s: s["y"], lambda outs: [float(abs(o.values - 1.0).max()) for o in outs],
+                                 record, failed, 10)
+    assert recorded == {"vdir stream_ring=1": (90.0, [0.0, 0.0]), "vdir stream_ring=2": (105.0, [0.5, 0.5])}
+    assert row["us"]["vdir again"] == 110.0
+    assert failed == ["MLP x2 256/512 [vdir split_copies=2]"]
+    assert row["notes"] == [
+        "lowering split_copies=2 failed: RuntimeError: refused",
+        "vdir again: 110.00 us",
+        "lowering stream_ring=1: 90.00 us (-10.0% against the default's two figures; stream ring 1)",
+        "lowering stream_ring=2: 105.00 us (+5.0% against the default's two figures; stream ring 2)",
+    ]
