@@ -31,8 +31,12 @@ actions in time order.
 as the shorter steps of ``LlamaDecoder``'s ``context_buckets``, at one
 position that each covers.
 
+``--split-k`` models two MLP stacks plain and with their down projections
+split along K (``build_split_k_mlp_stack``), in several forms, each against
+the plain stack.
+
     python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
-                              [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F]
+                              [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F] [--split-k]
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ from bench.bench_gpu import compile_gemv, compile_mlp  # noqa: E402
 from bench.bench_sweep import Case, tiling  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.device_runtime.sim import SimCosts, costs_for, simulate  # noqa: E402
+from vdir.diagnostics import PassFailure  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
+from vdir.frontend.examples import build_split_k_mlp_stack  # noqa: E402
 from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables  # noqa: E402
 from vdir.target import TargetDescription, get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
@@ -259,6 +265,41 @@ def print_step_variants(config: str, variants: list[str]) -> None:
         print(f"| {text or 'the config’s'} | {ms:.3f} | {ms / base:.3f} |")
 
 
+#: ``--split-k``: the stacks (layers, hidden, intermediate) modelled plain and with their down projections split
+#: along K (rounds 51 and 52 of the performance log)
+SPLIT_K_STACKS = ((4, 2048, 8192), (2, 4096, 14336))
+#: the split-K forms modelled: (label, ``build_split_k_mlp_stack`` arguments, pipeline options)
+SPLIT_K_FORMS = (
+    ("split-K", {}, {}),
+    ("split-K, weight-ring=3", {}, {"weight_ring": 3}),
+    ("split-K, weight-ring=4", {}, {"weight_ring": 4}),
+    ("split-K, 8-row tiles", {"up_rows": 8}, {}),
+)
+
+
+def print_split_k() -> None:
+    """Each of :data:`SPLIT_K_STACKS` plain (compiled as the GPU benches compile it) and in each of
+    :data:`SPLIT_K_FORMS`, modelled, each against the plain stack; a form that does not compile says why."""
+    print("\n| stack | form | modelled µs | vs plain |\n| --- | --- | ---: | ---: |")
+    rng = np.random.default_rng(0)
+    for layers, hidden, inter in SPLIT_K_STACKS:
+        case = Case("stack", hidden, inter, layers)
+        label = f"{layers} x {hidden}/{inter}"
+        plain = compile_mlp(layers, hidden, inter, SMS, **tiling(case, SMS))
+        base = Simulated(case.name, plain, filled(plain, rng), None).modelled_us()
+        print(f"| {label} | plain | {base:.1f} | 1.000 |")
+        for form, builder, pipeline in SPLIT_K_FORMS:
+            try:
+                program = compile_to_encoded(build_split_k_mlp_stack(layers, hidden, inter, **builder),
+                                             num_sms=SMS, prefetch=2, **pipeline)
+            except PassFailure as e:
+                print(f"| {label} | {form} | does not compile: {str(e).splitlines()[0]} | |")
+                continue
+            us = Simulated(f"{case.name}, {form}", program, filled(program, rng), None).modelled_us()
+            print(f"  {label}, {form}: {us:.1f} µs", file=sys.stderr, flush=True)
+            print(f"| {label} | {form} | {us:.1f} | {us / base:.3f} |")
+
+
 def print_sensitivity(programs: list[Simulated], factor: float) -> None:
     """Each program's modelled time with each of :data:`SENSITIVITY_COSTS` scaled by ``factor`` in turn,
     as a change against its default clock."""
@@ -292,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sm-stream", type=float, metavar="F",
                    help="model the SMs sharing the HBM, one SM streaming at up to F times its even share while "
                         "others leave bandwidth spare (the simulator then runs in time order)")
+    p.add_argument("--split-k", action="store_true",
+                   help="also the MLP stacks with their down projections split along K, beside the plain stacks "
+                        "(a minute)")
     p.add_argument("--sensitivity", type=float, metavar="F",
                    help="also each program's time with each cost of the clock scaled by F in turn")
     opts = p.parse_args(argv)
@@ -320,6 +364,8 @@ def _report(opts: argparse.Namespace) -> int:
         print_buckets()
     if opts.step:
         print_step_variants(opts.step, opts.variant)
+    if opts.split_k:
+        print_split_k()
     if opts.sensitivity is not None:
         print_sensitivity(programs, opts.sensitivity)
     print(f"\n({time.time() - t0:.0f} s on the CPU)")

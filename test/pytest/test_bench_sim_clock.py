@@ -139,3 +139,20 @@ def test_sm_stream_models_the_sms_sharing_the_hbm(monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         sim_clock.main(["--only", "gemv", "--sm-stream", "0.5"])
     assert e.value.code == 2 and "--sm-stream: a factor of at least 1" in capsys.readouterr().err
+
+
+def test_the_split_k_table_models_each_form_against_the_plain_stack(monkeypatch, capsys):
+    """``--split-k``: each stack plain, then each split-K form against it; a form whose tiles do not fit
+    says so in its row instead of stopping the table."""
+    monkeypatch.setattr(sim_clock, "SMS", 8)
+    monkeypatch.setattr(sim_clock, "SPLIT_K_STACKS", ((2, 256, 512),))
+    monkeypatch.setattr(sim_clock, "SPLIT_K_FORMS", (("split-K", {}, {}), ("one 256 KiB tile", {"up_rows": 512}, {})))
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    assert sim_clock.main(["--only", "gemv", "--split-k"]) == 0
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| 2 x 256/512")]
+    assert [r[1] for r in rows] == ["plain", "split-K", "one 256 KiB tile"]
+    plain, split = float(rows[0][2]), float(rows[1][2])
+    assert rows[0][3] == "1.000" and plain > 0.0 and split > 0.0
+    assert float(rows[1][3]) == pytest.approx(split / plain, abs=1e-3)
+    assert rows[2][2].startswith("does not compile: ") and "shared memory" in rows[2][2]
