@@ -553,13 +553,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
                 row["vdir_load_s"] = round(time.time() - t0, 3)
                 row["stream_ring"] = vc.stream_ring
                 stage = "run"
-                for s in sets:
-                    vout(s).fill_(float("nan"))  # poisoned: every element must be written
-                torch.cuda.synchronize()
-                vc.run_all()
-                errs = errs_of([vout(s) for s in sets])
-                vc.time(2 * nsets)  # warm-up
-                record("vdir", vc.time(iters), errs)
+                record("vdir", *checked_figure(vc, sets, vout, errs_of, iters))
                 if opts.also_lowering:
                     stage = "lowering variants"
                     time_lowering_variants(case, row, vc, sets, opts.also_lowering, vout, errs_of, record, failed,
@@ -660,6 +654,21 @@ def gpu_main(opts, cases: list[Case]) -> int:
     return 0 if not failed else 1
 
 
+def checked_figure(vc: VdirCase, sets: list[dict], vout, errs_of, iters: int) -> tuple[float, list[float]]:
+    """One vdir kernel's figure on ``sets``: each set's output rows poisoned (every element must be
+    written), one launch of each checked by ``errs_of``, a warm-up, then the median of ``iters`` launches;
+    (µs, the errors)."""
+    import torch
+
+    for s in sets:
+        vout(s).fill_(float("nan"))
+    torch.cuda.synchronize()
+    vc.run_all()
+    errs = errs_of([vout(s) for s in sets])
+    vc.time(2 * len(sets))  # warm-up
+    return vc.time(iters), errs
+
+
 def time_lowering_variants(case: Case, row: dict, vc: VdirCase, sets: list[dict],
                            variants: list[tuple[str, LoweringOptions]], vout, errs_of, record, failed: list[str],
                            iters: int) -> None:
@@ -667,21 +676,13 @@ def time_lowering_variants(case: Case, row: dict, vc: VdirCase, sets: list[dict]
     sets, each checked as vdir's own figure is (its rows poisoned first) and timed right after it, then the
     program's own kernel (``vc``) timed again, so that each variant sits between two figures of the
     default in one process. The row's notes give each against the mean of those two."""
-    import torch
-
     before = row["us"]["vdir"]
     timed: list[tuple[str, float, int]] = []
     for label, options in variants:
         name = f"vdir {label}"
         try:
             variant = VdirCase(vc.plat, vc.prog, sets, options)
-            for s in sets:
-                vout(s).fill_(float("nan"))
-            torch.cuda.synchronize()
-            variant.run_all()
-            errs = errs_of([vout(s) for s in sets])
-            variant.time(2 * len(sets))  # warm-up
-            us = variant.time(iters)
+            us, errs = checked_figure(variant, sets, vout, errs_of, iters)
             record(name, us, errs)
             timed.append((label, us, variant.stream_ring))
             del variant
@@ -715,8 +716,6 @@ def run_split_k(case: Case, row: dict, sets: list[dict], nsm: int, vout, errs_of
                 plat, lowering: LoweringOptions, iters: int) -> None:
     """Time the split-K form of a stack (``build_split_k_mlp_stack``) on the case's weights, checked as
     vdir's plain stack is (its rows poisoned first); the row notes why where it fails."""
-    import torch
-
     from vdir.frontend.examples import build_split_k_mlp_stack
     from vdir.transforms.pipeline import compile_to_encoded
 
@@ -728,13 +727,7 @@ def run_split_k(case: Case, row: dict, sets: list[dict], nsm: int, vout, errs_of
         stage = "run"
         split = split_k_sets(sets, case.layers, case.a, case.b)
         vc = VdirCase(plat, prog, split, lowering)
-        for s in split:
-            vout(s).fill_(float("nan"))
-        torch.cuda.synchronize()
-        vc.run_all()
-        errs = errs_of([vout(s) for s in split])
-        vc.time(2 * len(split))
-        record("splitk", vc.time(iters), errs)
+        record("splitk", *checked_figure(vc, split, vout, errs_of, iters))
         del vc, split
     except Exception as e:  # noqa: BLE001  (the row says why; the sweep goes on)
         row["notes"].append(f"split-K {stage} failed: {type(e).__name__}: {one_line(e, 160)}")
@@ -746,12 +739,7 @@ def lowering_variant(ap: argparse.ArgumentParser, base: LoweringOptions, text: s
     """``--also-lowering``'s ``text`` (``"key=value[,key=value]"``) over the options ``base``; an argparse error
     naming a bad one."""
     try:
-        LoweringOptions.parse(text)  # the pairs well formed, each option known and in range
-        pairs: dict[str, str] = {}
-        for item in text.replace(",", " ").split():
-            key, _, value = item.partition("=")
-            pairs[key] = value
-        return base.with_overrides(pairs)
+        return base.with_text(text)
     except ValueError as e:
         ap.error(f"--also-lowering {text}: {e}")
 

@@ -87,15 +87,19 @@ class OptionSet:
     @classmethod
     def parse(cls, text: str) -> Self:
         """Options from ``"key=value key=value"`` (spaces or commas between the pairs)."""
+        return cls().with_text(text)
+
+    def with_text(self, text: str) -> Self:
+        """These options with those ``text`` names (:meth:`parse`'s form) changed: a variant of a set."""
         pairs: dict[str, str] = {}
         for item in text.replace(",", " ").split():
             key, eq, value = item.partition("=")
             if not eq or not key or not value:
-                raise cls.ERROR(f"{cls.KIND} options are key=value pairs, got {item!r} in {text!r}")
+                raise self.ERROR(f"{self.KIND} options are key=value pairs, got {item!r} in {text!r}")
             if key in pairs:  # (other spellings of one name: with_overrides)
-                raise cls.ERROR(f"{cls.KIND} option '{key}' is given twice in {text!r}")
+                raise self.ERROR(f"{self.KIND} option '{key}' is given twice in {text!r}")
             pairs[key] = value
-        return cls.from_mapping(pairs)
+        return self.with_overrides(pairs)
 
     @classmethod
     def coerce(cls, value: Self | Mapping[str, Any] | str | None) -> Self:

@@ -43,6 +43,20 @@ def test_mapping_string_and_overrides_agree():
     assert want.changed() == {"split_copies": 4, "load_path": "lsu", "tensor_copies": False}
 
 
+def test_a_variant_changes_only_the_options_its_text_names():
+    """``with_text``: a set of options with some changed, in ``parse``'s form; an option set to its default
+    still overrides the base (a variant is not a diff against the defaults), and a bad pair is refused."""
+    base = LoweringOptions.parse("stream_ring=2 load_ring=4")
+    variant = base.with_text("stream_ring=1")
+    assert (variant.stream_ring, variant.load_ring) == (1, 4)
+    assert base.with_text("load_ring=8, stream_ring=0").changed() == {}
+    assert base.with_text("") == base
+    with pytest.raises(LoweringOptionError, match="stream_ring must be in 0..8"):
+        base.with_text("stream_ring=99")
+    with pytest.raises(LoweringOptionError, match="key=value pairs"):
+        base.with_text("stream_ring")
+
+
 def test_tensor_copies_need_the_bulk_path():
     assert not LoweringOptions(load_path="lsu").tensor_copies_enabled
     assert not LoweringOptions(tensor_copies=False).tensor_copies_enabled
