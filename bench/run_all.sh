@@ -51,7 +51,7 @@
 #              same on every GPU, whatever its target's ring): the MLP blocks and stacks of the sweep
 #              ($RING_CASES) with --lowering stream_ring=2 --also-lowering stream_ring=1 (each case's ring-1
 #              kernel timed between two figures of its ring-2 kernel, in one process), then the 1B decode
-#              step with both beside the default in one process
+#              step (or $RING_DECODE_RUNS, decode_all's form) with both beside the default in one process
 #   landprobe - bench/landing_probe.cu (nvcc): when a small gemv's few weight tiles per SM land,
 #              by ring depth and the ring's second issue, and whether a tile's pieces land in order
 #   pace     - bench/sm_pace.py: each SM's pace through a gemv's weight tiles, launch
@@ -126,14 +126,16 @@ trace_pair() {
     echo "trace $variant: exit $?" | tee -a "$OUT/info.log"
   done
 }
-# decode_all: the four decode runs docs/performance.md quotes (or $DECODE_RUNS: "CONFIG CONTEXT STEPS" runs
-# separated by commas), each with $DECODE_ARGS
+# decode_all [PREFIX]: the four decode runs docs/performance.md quotes (or $DECODE_RUNS: "CONFIG CONTEXT
+# STEPS" runs separated by commas), each with $DECODE_ARGS, logged to $OUT/PREFIX-CONFIG-CONTEXT.* (PREFIX:
+# decode)
 decode_all() {
+  local prefix=${1:-decode}
   IFS=, read -ra runs <<< "${DECODE_RUNS:-llama-1b 1024 256,llama-1b 4096 1024,llama-3b 1024 64,llama-8b 1024 64}"
   for run in "${runs[@]}"; do
     set -- $run
     timeout ${DECODE_TIMEOUT:-420} python3 bench/bench_decode.py --config "$1" --context "$2" --steps "$3" \
-      --json "$OUT/decode-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/decode-$1-$2.log"
+      --json "$OUT/$prefix-$1-$2.json" ${DECODE_ARGS:---torch-compile none} 2>&1 | tee "$OUT/$prefix-$1-$2.log"
   done
 }
 for what in $steps; do
@@ -192,9 +194,8 @@ for what in $steps; do
       timeout ${SWEEP_TIMEOUT:-300} python3 bench/bench_sweep.py --only mlp "${case_args[@]}" --torch-compile none \
         --iters ${RING_ITERS:-100} --lowering stream_ring=2 --also-lowering stream_ring=1 --json "$OUT/ring.json" 2>&1 \
         | tee "$OUT/ring.log"
-      timeout ${DECODE_TIMEOUT:-240} python3 bench/bench_decode.py --config llama-1b --context 1024 \
-        --steps ${RING_STEPS:-256} --lowering stream_ring=2 --lowering stream_ring=1 --json "$OUT/ring-decode.json" \
-        --torch-compile none 2>&1 | tee "$OUT/ring-decode.log" ;;
+      DECODE_RUNS=${RING_DECODE_RUNS:-llama-1b 1024 256} DECODE_TIMEOUT=${DECODE_TIMEOUT:-240} \
+        DECODE_ARGS="--lowering stream_ring=2 --lowering stream_ring=1 --torch-compile none" decode_all ring ;;
     pace)
       timeout ${PACE_TIMEOUT:-180} python3 bench/sm_pace.py ${PACE_ARGS:---gemv 28672x8192 --gemv 8192x28672 --gemv 14336x4096} 2>&1 | tee "$OUT/pace.log" ;;
     loops)
