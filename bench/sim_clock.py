@@ -35,8 +35,16 @@ position that each covers.
 split along K (``build_split_k_mlp_stack``), in several forms, each against
 the plain stack.
 
+``--load-window W`` (repeatable) models every program again with the
+simulator's load window (loads in flight per load engine) at W, against
+its default: how far the clock's figures lean on the window, which stands
+for the kernel's rings (the stream engine keeps 2 weight tiles in flight
+on the H200) without modelling what fewer tiles in flight save the
+hand-offs.
+
     python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
                               [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F] [--split-k]
+                              [--load-window W ...]
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ from bench.bench_decode import DECODE_MAX_MICRO_OPS, decode_configs, tiling_vari
 from bench.bench_gpu import compile_gemv, compile_mlp  # noqa: E402
 from bench.bench_sweep import Case, tiling  # noqa: E402
 from vdir import isa  # noqa: E402
-from vdir.device_runtime.sim import SimCosts, costs_for, simulate  # noqa: E402
+from vdir.device_runtime.sim import DEFAULT_LOAD_WINDOW, SimCosts, costs_for, simulate  # noqa: E402
 from vdir.diagnostics import PassFailure  # noqa: E402
 from vdir.families import DTYPES  # noqa: E402
 from vdir.frontend.examples import build_split_k_mlp_stack  # noqa: E402
@@ -106,19 +114,19 @@ class Simulated:
     arrays: list[np.ndarray]
     measured: float | None
     scalars: tuple[int, ...] = ()
-    #: the modelled times already simulated, by clock (the sweep's table and the sensitivity's base
-    #: are the same launch)
-    _times: dict[SimCosts, float] = dataclasses.field(default_factory=dict, repr=False)
+    #: the modelled times already simulated, by clock and load window (the sweep's table and the
+    #: sensitivity's base are the same launch)
+    _times: dict[tuple[SimCosts, int], float] = dataclasses.field(default_factory=dict, repr=False)
 
-    def modelled_us(self, costs: SimCosts | None = None) -> float:
+    def modelled_us(self, costs: SimCosts | None = None, load_window: int = DEFAULT_LOAD_WINDOW) -> float:
         """One simulated launch's modelled time (:attr:`~vdir.device_runtime.sim.SimTrace.launch_time_us`)
-        on clock ``costs`` (None: the target's), simulated once per clock. The times do not depend on
-        the arrays' values."""
-        costs = costs or self.default_costs()
-        if costs not in self._times:
-            self._times[costs] = simulate(self.program, self.arrays, check_races=False, scalars=self.scalars,
-                                          costs=costs).launch_time_us
-        return self._times[costs]
+        on clock ``costs`` (None: the target's) with ``load_window`` loads in flight per load engine,
+        simulated once per clock and window. The times do not depend on the arrays' values."""
+        key = (costs or self.default_costs(), load_window)
+        if key not in self._times:
+            self._times[key] = simulate(self.program, self.arrays, check_races=False, scalars=self.scalars,
+                                        costs=key[0], load_window=load_window).launch_time_us
+        return self._times[key]
 
     def default_costs(self) -> SimCosts:
         """The clock the simulator keeps for this program's target, with the SMs sharing the HBM where
@@ -300,6 +308,19 @@ def print_split_k() -> None:
             print(f"| {label} | {form} | {us:.1f} | {us / base:.3f} |")
 
 
+def print_load_windows(programs: list[Simulated], windows: list[int]) -> None:
+    """Each program modelled with the simulator's load window at each of ``windows``, as its time and the
+    change against the default window (:data:`~vdir.device_runtime.sim.DEFAULT_LOAD_WINDOW`)."""
+    print(f"\n| program | modelled µs (window {DEFAULT_LOAD_WINDOW}) | "
+          + " | ".join(f"window {w}" for w in windows) + " |\n| --- | ---: |" + " ---: |" * len(windows))
+    for s in programs:
+        base = s.modelled_us()
+        cells = [f"{us:.2f} ({100.0 * (us / base - 1.0):+.1f}%)" for us in (s.modelled_us(load_window=w)
+                                                                          for w in windows)]
+        print(f"  {s.name}: load windows done", file=sys.stderr, flush=True)
+        print(f"| {s.name} | {base:.2f} | " + " | ".join(cells) + " |")
+
+
 def print_sensitivity(programs: list[Simulated], factor: float) -> None:
     """Each program's modelled time with each of :data:`SENSITIVITY_COSTS` scaled by ``factor`` in turn,
     as a change against its default clock."""
@@ -338,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(a minute)")
     p.add_argument("--sensitivity", type=float, metavar="F",
                    help="also each program's time with each cost of the clock scaled by F in turn")
+    p.add_argument("--load-window", type=int, action="append", default=[], metavar="W",
+                   help=f"also each program's time with the simulator keeping W loads in flight per load engine "
+                        f"(default {DEFAULT_LOAD_WINDOW}); repeatable")
     opts = p.parse_args(argv)
+    if any(w < 1 for w in opts.load_window):
+        p.error(f"--load-window: at least 1 load in flight, not {min(opts.load_window)}")
     if opts.sensitivity is not None and not opts.sensitivity > 0:
         p.error(f"--sensitivity: a factor above 0, not {opts.sensitivity:g}")
     if opts.variant and not opts.step:
@@ -366,6 +392,8 @@ def _report(opts: argparse.Namespace) -> int:
         print_step_variants(opts.step, opts.variant)
     if opts.split_k:
         print_split_k()
+    if opts.load_window:
+        print_load_windows(programs, opts.load_window)
     if opts.sensitivity is not None:
         print_sensitivity(programs, opts.sensitivity)
     print(f"\n({time.time() - t0:.0f} s on the CPU)")

@@ -156,3 +156,25 @@ def test_the_split_k_table_models_each_form_against_the_plain_stack(monkeypatch,
     assert rows[0][3] == "1.000" and plain > 0.0 and split > 0.0
     assert float(rows[1][3]) == pytest.approx(split / plain, abs=1e-3)
     assert rows[2][2].startswith("does not compile: ") and "shared memory" in rows[2][2]
+
+
+def test_load_windows_model_each_program_again_against_the_default_window(monkeypatch, capsys):
+    """``--load-window W``: each program's time with W loads in flight per load engine beside the default
+    window's, each cell its change against it; a gemv of four tiles per SM waits for each tile with one."""
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 8192x1024": 11.74})
+    assert sim_clock.main(["--only", "gemv", "--load-window", "8", "--load-window", "1"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("| program | modelled µs (window 8)"))
+    assert header.endswith("| window 8 | window 1 |")
+    (row,) = [[c.strip() for c in line.strip("|").split("|")] for line in out.split(header, 1)[1].splitlines()
+              if line.startswith("| gemv")]
+    base, same, one = float(row[1]), row[2], row[3]
+    assert same == f"{base:.2f} (+0.0%)"  # the default window again: the same launch
+    one_us, one_change = float(one.split()[0]), float(one.split()[1].strip("(%)"))
+    assert one_us > base and one_change == pytest.approx(100.0 * (one_us / base - 1.0), abs=0.06)
+
+
+def test_a_load_window_below_one_is_refused(capsys):
+    with pytest.raises(SystemExit) as e:
+        sim_clock.main(["--only", "gemv", "--load-window", "0"])
+    assert e.value.code == 2 and "--load-window: at least 1 load in flight, not 0" in capsys.readouterr().err
