@@ -38,9 +38,9 @@ the plain stack.
 ``--load-window W`` (repeatable) models every program again with the
 simulator's load window (loads in flight per load engine) at W, against
 its default: how far the clock's figures lean on the window, which stands
-for the kernel's rings (the stream engine keeps 2 weight tiles in flight
-on the H200) without modelling what fewer tiles in flight save the
-hand-offs.
+for the kernel's rings (the stream engine's is the target's,
+``TargetDescription.stream_ring_for``) without modelling what fewer tiles
+in flight save the hand-offs.
 
     python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
                               [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F] [--split-k]
