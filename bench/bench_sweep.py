@@ -37,6 +37,7 @@ processes while the GPU measures the cases before them; a program that does
 not compile is reported as ``compile failed: <reason>`` in its row.
 Bandwidth counts the bytes that must move (as in ``bench_gpu.py``) and is
 also given as a share of a 1 GiB device-to-device copy measured in the run.
+Under the table, each performance target against this run (``bench/targets.py``).
 
 ``--json FILE`` (rewritten after every case, so a run cut short keeps what it
 measured) holds per case: the us and the checked error of each contender,
@@ -84,6 +85,7 @@ from bench.bench_gpu import (  # noqa: E402
     torch_mlp_stack,
     torch_times,
 )
+from bench.targets import print_verdicts  # noqa: E402
 from vdir.frontend.layers import WEIGHT_TILE_BYTES, gemv_tiling, mlp_tiling  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
 from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS  # noqa: E402
@@ -419,6 +421,7 @@ def print_table(doc: dict) -> None:
         print("vdir compile failed (not counted as a correctness failure):", ", ".join(compile_failed))
     failed = doc["failed"]
     print("correctness:", "PASS" if not failed else "FAIL " + ", ".join(failed), f" (run {doc['wall_s']:.0f} s)")
+    print_verdicts(doc)
 
 
 def gpu_main(opts, cases: list[Case]) -> int:
