@@ -1,6 +1,7 @@
 """The performance targets, checked against one run of the shape sweep: each target, its figures, met or not.
 
     python3 bench/targets.py sweep.json [sweep2.json ...]
+    python3 bench/targets.py --together gemvs.json stacks.json   # one sweep run in parts, judged as one
 
 ``bench/bench_sweep.py`` prints the same lines under its table. Every
 target is a ratio within one run (``docs/performance.md``, "Where it
@@ -41,6 +42,8 @@ STACK_COPY = 0.80
 STACK_OVER_COMPILE = 1.2
 #: the torch.compile mode the stack target names
 TARGET_COMPILE_MODE = "max-autotune-no-cudagraphs"
+#: what a sweep run says of the code it timed (``bench_sweep.py``'s options): runs judged together agree on it
+BUILD_KEYS = ("lowering", "side_loads", "flag_words", "hold_streams", "release_first", "tile_bytes", "gemv_tile_rows")
 
 
 @dataclass(frozen=True)
@@ -122,15 +125,18 @@ def verdicts(doc: dict) -> list[Verdict]:
     ]
 
 
-def print_verdicts(doc: dict, judged: list[Verdict] | None = None) -> None:
+def print_verdicts(doc: dict) -> None:
     """The targets, one line each, under a heading that names the run."""
-    print(f"targets ({doc.get('device', 'unknown device')}, {doc.get('date', 'undated')}; ratios in this run):")
-    for v in verdicts(doc) if judged is None else judged:
+    lowering = doc.get("lowering", "defaults")
+    built = "" if lowering == "defaults" else f"; lowering options {lowering}"
+    print(f"targets ({doc.get('device', 'unknown device')}, {doc.get('date', 'undated')}{built}; "
+          "each ratio within one run):")
+    for v in verdicts(doc):
         print("  " + v.line())
 
 
-def load_run(path: str) -> tuple[dict, list[Verdict]]:
-    """A sweep run's document and its verdicts; ValueError says what is wrong with the file."""
+def load_run(path: str) -> dict:
+    """A sweep run's document, its verdicts checked to be computable; ValueError says what is wrong."""
     try:
         doc = json.loads(Path(path).read_text())
     except json.JSONDecodeError as e:
@@ -140,24 +146,64 @@ def load_run(path: str) -> tuple[dict, list[Verdict]]:
     if doc.get("mode") == "sim":
         raise ValueError("a simulator run (--sim) has no GPU figures to judge")
     try:
-        return doc, verdicts(doc)
+        verdicts(doc)
     except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"a row without the sweep's figures ({type(e).__name__}: {e})") from None
+    return doc
+
+
+def together(runs: dict[str, dict]) -> dict:
+    """Runs of one GPU as one document, each case from the run that timed it (each ratio still from one
+    run: a case's figures and its copy share come from the same run). ValueError: runs of different GPUs,
+    runs of different code (:data:`BUILD_KEYS`), a case in two runs, or stacks timed against two
+    torch.compile modes."""
+    devices = {doc.get("device") for doc in runs.values()}
+    if len(devices) > 1:
+        raise ValueError(f"runs of different GPUs ({', '.join(sorted(map(str, devices)))}) are not judged together")
+    for key in BUILD_KEYS:
+        values = {str(doc.get(key)) for doc in runs.values()}
+        if len(values) > 1:
+            raise ValueError(f"the runs timed different code ({key}: {', '.join(sorted(values))})")
+    owner: dict[str, str] = {}
+    for path, doc in runs.items():
+        for row in doc["rows"]:
+            if "vdir" in row.get("us", {}):
+                if row["case"] in owner:
+                    raise ValueError(f"{row['case']!r} is timed in both {owner[row['case']]} and {path}")
+                owner[row["case"]] = path
+    modes = {doc.get("torch_compile_mode") for doc in runs.values() if _timed(doc, "stack")}
+    if len(modes) > 1:
+        raise ValueError(f"the stacks were timed against torch.compile modes {sorted(map(str, modes))}")
+    first = next(iter(runs.values()))
+    return {key: first.get(key) for key in BUILD_KEYS if key in first} | {
+            "device": first.get("device"), "date": ", ".join(str(d.get("date")) for d in runs.values()),
+            "torch_compile_mode": modes.pop() if modes else first.get("torch_compile_mode"),
+            "rows": [r for path, doc in runs.items() for r in doc["rows"] if owner.get(r.get("case")) == path]}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="JSON files written by bench/bench_sweep.py --json")
+    ap.add_argument("--together", action="store_true",
+                    help="judge the runs as one (runs of one GPU, each case in one run): a sweep split over calls")
     opts = ap.parse_args(argv)
+    runs: dict[str, dict] = {}
     for path in opts.runs:
         try:
-            doc, judged = load_run(path)
+            runs[path] = load_run(path)
         except (OSError, ValueError) as e:
             print(f"targets: {path}: {e.strerror if isinstance(e, OSError) else e}", file=sys.stderr)
             return 1
+    if opts.together:
+        try:
+            runs = {" + ".join(runs): together(runs)}
+        except ValueError as e:
+            print(f"targets: {e}", file=sys.stderr)
+            return 1
+    for path, doc in runs.items():
         print(f"{path}:")
-        print_verdicts(doc, judged)
+        print_verdicts(doc)
     return 0
 
 

@@ -79,7 +79,7 @@ def test_the_script_prints_each_runs_verdicts(tmp_path, capsys):
     path.write_text(json.dumps(_run(*_all_met())))
     assert targets.main([str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == [f"{path}:", "targets (a GPU, today; ratios in this run):"]
+    assert out[:2] == [f"{path}:", "targets (a GPU, today; each ratio within one run):"]
     assert len(out) == 7 and all(line.startswith("  met ") for line in out[2:])
 
 
@@ -106,9 +106,56 @@ def test_the_sweeps_table_ends_with_the_targets(capsys):
     row = _gemv(8192, 8192, 36.0, 36.5, 88.1) | {
         "err": {"vdir": 1e-3}, "vdir_status": None, "notes": [], "moved_bytes": 2 * 8192 * 8192, "sets": 3,
         "tol": 1e-2, "vdir_gbps": 3700.0}
-    doc = _run(row) | {"sms": 132, "iters": 100, "torch": "2", "lowering": {}, "tile_bytes": 65536,
+    doc = _run(row) | {"sms": 132, "iters": 100, "torch": "2", "lowering": "defaults", "tile_bytes": 65536,
                        "gemv_tile_rows": None, "copy": {"us": 500.0, "gbps": 4200.0}, "failed": [], "wall_s": 1.0}
     bench_sweep.print_table(doc)
     out = capsys.readouterr().out.splitlines()
-    assert out[-6] == "targets (a GPU, today; ratios in this run):"
+    assert out[-6] == "targets (a GPU, today; each ratio within one run):"
     assert out[-5].startswith("  met          gemv 8192 x 8192 at 88% of the copy, above cuBLAS: 88.1% (36.00 us)")
+
+
+def _write(tmp_path, name: str, doc: dict) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_runs_judged_together_take_each_case_from_the_run_that_timed_it(tmp_path, capsys):
+    gemvs, stacks = _all_met()[:3], _all_met()[3:]
+    skipped = {"case": "MLP x16 2048/8192", "kind": "stack", "us": {}, "vdir_status": "skipped"}
+    a = _write(tmp_path, "gemvs.json", _run(*gemvs, skipped, mode="none"))
+    b = _write(tmp_path, "stacks.json", _run(*stacks))
+    assert targets.main(["--together", a, b]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{a} + {b}:" and out[1] == "targets (a GPU, today, today; each ratio within one run):"
+    assert len(out) == 7 and all(line.startswith("  met ") for line in out[2:])  # the stacks' mode: max-autotune
+
+
+@pytest.mark.parametrize("second, message", [
+    (_run(_gemv(4096, 1024, 8.0, 7.6, 60.0)), "'gemv 4096x1024' is timed in both"),
+    (_run(_stack(2048, 8192, 85.0, 1.3)) | {"device": "another GPU"}, "runs of different GPUs"),
+    (_run(_stack(5120, 13824, 85.0, 1.3), mode="default"), "torch.compile modes ['default', "),
+    (_run(_stack(5120, 13824, 85.0, 1.3)) | {"lowering": "{'stream_ring': 1}"},
+     "the runs timed different code (lowering: None, {'stream_ring': 1})"),
+])
+def test_runs_that_cannot_be_judged_together_are_refused(tmp_path, capsys, second: dict, message: str):
+    a = _write(tmp_path, "a.json", _run(*_all_met()))
+    b = _write(tmp_path, "b.json", second)
+    assert targets.main([a, b]) == 0  # apart, each is a run of its own
+    capsys.readouterr()
+    assert targets.main(["--together", a, b]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("targets: ") and message in err
+
+
+def test_a_bad_file_among_several_leaves_nothing_printed(tmp_path, capsys):
+    good = _write(tmp_path, "good.json", _run(*_all_met()))
+    assert targets.main([good, str(tmp_path / "missing.json")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "missing.json: No such file or directory" in err
+
+
+def test_a_run_of_other_lowering_options_says_so_in_its_heading(capsys):
+    targets.print_verdicts(_run(*_all_met()) | {"lowering": "{'stream_ring': 2}"})
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "targets (a GPU, today; lowering options {'stream_ring': 2}; each ratio within one run):")
