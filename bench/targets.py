@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="JSON files written by bench/bench_sweep.py --json")
     ap.add_argument("--together", action="store_true",
-                    help="judge the runs as one (runs of one GPU, each case in one run): a sweep split over calls")
+                    help="judge the runs as one (runs of one GPU, each case in one run): a sweep run in parts")
     opts = ap.parse_args(argv)
     runs: dict[str, dict] = {}
     for path in opts.runs:
