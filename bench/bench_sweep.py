@@ -2,7 +2,7 @@
 
 Run on a machine with an H100/H200 and PyTorch:
 
-    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp] [--case NAME] [--torch-compile MODE] [--tile-bytes N] [--json FILE]
+    python3 bench/bench_sweep.py [--quick] [--only gemv|mlp|stack] [--case NAME] [--torch-compile MODE] [--tile-bytes N] [--json FILE]
     python3 bench/bench_sweep.py --only gemv --tile-rows N [--tile-bytes N]   # a tiling other than the library's
     python3 bench/bench_sweep.py --only gemv --gemv 1024x6144 [--gemv MxK]...  # other gemv shapes
     python3 bench/bench_sweep.py --sim      # no GPU: the same cases, 32 times smaller, on the simulator
@@ -173,6 +173,7 @@ def select_cases(opts) -> list[Case]:
         cases += [Case("gemv", m, k) for m, k in gemv]
     if opts.only in (None, "mlp"):
         cases += [Case("block", h, i) for h, i in mlp]
+    if opts.only in (None, "mlp", "stack"):
         cases += [Case("stack", h, i, STACK_LAYERS) for h, i in stack]
     if opts.case:
         unknown = set(opts.case) - {c.name for c in cases}
@@ -760,7 +761,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few cases (4 gemvs, 1 MLP layer, 1 stack), fewer launches")
     ap.add_argument("--sim", action="store_true", help="no GPU: the cases, 32 times smaller, on the simulator")
-    ap.add_argument("--only", choices=("gemv", "mlp"), help="only the gemvs or only the MLPs")
+    ap.add_argument("--only", choices=("gemv", "mlp", "stack"),
+                    help="only the gemvs, only the MLPs (blocks and stacks) or only the 16-layer stacks")
     ap.add_argument("--case", action="append", default=[], metavar="NAME",
                     help="only this case, named as in the table (e.g. 'MLP block 8192/28672'); repeatable")
     ap.add_argument("--torch-compile", default="default", metavar="MODE",
@@ -802,8 +804,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--also-lowering applies on the GPU (the simulator does not model the kernel's lowering)")
     if opts.split_k and opts.sim:
         ap.error("--split-k applies on the GPU (the simulator's tests cover the split-K stack)")
-    if opts.gemv and opts.only == "mlp":
-        ap.error("--gemv adds gemvs: it cannot be given with --only mlp")
+    if opts.gemv and opts.only in ("mlp", "stack"):
+        ap.error(f"--gemv adds gemvs: it cannot be given with --only {opts.only}")
     if opts.tile_rows is not None:
         if opts.sim or opts.only != "gemv":
             ap.error("--tile-rows applies to the gemvs on the GPU: give it with --only gemv, without --sim")

@@ -22,6 +22,9 @@
 #              processes, driver JIT against the kernel cache cold and warm
 #   sweep    - bench/bench_sweep.py: gemvs, MLP blocks and stacks over shapes, against
 #              torch eager, CUDA graph, cuBLAS and torch.compile ($SWEEP_ARGS)
+#   targets  - every performance target judged in one call (bench/targets.py): the sweep's gemvs
+#              against cuBLAS (no torch.compile), then its 16-layer stacks against torch.compile
+#              (max-autotune), judged together ($TARGETS_ARGS: more bench_sweep.py options for both)
 #   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine ($UOP_ARGS)
 #   loops    - bench/diag_loops.py: the 16-layer stack with keep_trips, unrolled against
 #              run_loops, and run_loops with one engine's queues unrolled at a time
@@ -104,7 +107,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, splitkprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, ring, buckets, rows, paths, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, targets, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, splitkprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, ring, buckets, rows, paths, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -168,6 +171,13 @@ for what in $steps; do
     sweep)
       timeout ${SWEEP_TIMEOUT:-540} python3 bench/bench_sweep.py --json "$OUT/sweep.json" $SWEEP_ARGS 2>&1 \
         | tee "$OUT/sweep.log" ;;
+    targets)
+      timeout ${SWEEP_TIMEOUT:-120} python3 bench/bench_sweep.py --only gemv --torch-compile none \
+        --json "$OUT/targets-gemv.json" $TARGETS_ARGS 2>&1 | tee "$OUT/targets-gemv.log"
+      timeout ${STACKS_TIMEOUT:-420} python3 bench/bench_sweep.py --only stack --torch-compile max-autotune-no-cudagraphs \
+        --json "$OUT/targets-stacks.json" $TARGETS_ARGS 2>&1 | tee "$OUT/targets-stacks.log"
+      python3 bench/targets.py --together "$OUT/targets-gemv.json" "$OUT/targets-stacks.json" 2>&1 \
+        | tee "$OUT/targets.log" ;;
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
     probe) cuda_probe probe stream_probe ;;

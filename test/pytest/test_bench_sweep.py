@@ -74,8 +74,16 @@ def test_a_gemv_shape_that_is_not_m_by_k_is_a_usage_error(shape, capsys):
     assert "is not MxK with M and K positive integers" in usage_error(["--only", "gemv", "--gemv", shape], capsys)
 
 
-def test_gemv_shapes_with_only_mlps_are_a_usage_error(capsys):
-    assert "--gemv adds gemvs" in usage_error(["--only", "mlp", "--gemv", "64x64"], capsys)
+@pytest.mark.parametrize("only", ["mlp", "stack"])
+def test_gemv_shapes_with_only_mlps_are_a_usage_error(only, capsys):
+    assert f"--gemv adds gemvs: it cannot be given with --only {only}" in usage_error(
+        ["--only", only, "--gemv", "64x64"], capsys)
+
+
+def test_only_stack_selects_the_16_layer_stacks_alone():
+    opts = sweep.argparse.Namespace(quick=False, only="stack", gemv=None, case=[])
+    assert [c.name for c in sweep.select_cases(opts)] == [
+        f"MLP x{sweep.STACK_LAYERS} {h}/{i}" for h, i in sweep.STACK_SHAPES]
 
 
 def test_side_loads_reach_the_programs_the_sweep_compiles(capsys):
