@@ -172,9 +172,9 @@ for what in $steps; do
       timeout ${SWEEP_TIMEOUT:-540} python3 bench/bench_sweep.py --json "$OUT/sweep.json" $SWEEP_ARGS 2>&1 \
         | tee "$OUT/sweep.log" ;;
     targets)
-      timeout ${SWEEP_TIMEOUT:-120} python3 bench/bench_sweep.py --only gemv --torch-compile none \
+      timeout ${TARGETS_GEMV_TIMEOUT:-120} python3 bench/bench_sweep.py --only gemv --torch-compile none \
         --json "$OUT/targets-gemv.json" $TARGETS_ARGS 2>&1 | tee "$OUT/targets-gemv.log"
-      timeout ${STACKS_TIMEOUT:-420} python3 bench/bench_sweep.py --only stack --torch-compile max-autotune-no-cudagraphs \
+      timeout ${TARGETS_STACK_TIMEOUT:-420} python3 bench/bench_sweep.py --only stack --torch-compile max-autotune-no-cudagraphs \
         --json "$OUT/targets-stacks.json" $TARGETS_ARGS 2>&1 | tee "$OUT/targets-stacks.log"
       python3 bench/targets.py --together "$OUT/targets-gemv.json" "$OUT/targets-stacks.json" 2>&1 \
         | tee "$OUT/targets.log" ;;

@@ -159,3 +159,10 @@ def test_a_run_of_other_lowering_options_says_so_in_its_heading(capsys):
     targets.print_verdicts(_run(*_all_met()) | {"lowering": "{'stream_ring': 2}"})
     assert capsys.readouterr().out.splitlines()[0] == (
         "targets (a GPU, today; lowering options {'stream_ring': 2}; each ratio within one run):")
+
+
+def test_the_8192_gemv_without_cublas_is_not_measured_whatever_its_copy_share():
+    rows = _all_met()
+    rows[0] = _gemv(8192, 8192, 36.0, None, 95.0)
+    verdict = targets.verdicts(_run(*rows))[0]
+    assert verdict.met is None and verdict.figures == "95.0% (36.00 us); cuBLAS not timed"
