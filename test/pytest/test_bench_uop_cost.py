@@ -66,3 +66,11 @@ def test_a_variant_keeps_the_queues_it_names_and_drops_every_wait(kind):
 def test_a_variant_for_an_unknown_engine_names_the_engines():
     with pytest.raises(SystemExit, match="only=nosuch: the target's engines are load, compute, store, stream"):
         variant(uop.compile_program(2, 1), "only=nosuch")
+
+
+@pytest.mark.parametrize("argv", [["--variant", "only=compute", "--gemv", "8x64"], ["--variant", "full", "--vecmat", "16x64"],
+                                  ["--variant", "loads_free"]])
+def test_the_profiling_script_builds_and_launches_its_program(argv):
+    from bench import profile_uop
+
+    assert profile_uop.main(["--backend", "sim", "--triples", "4", *argv]) == 0
