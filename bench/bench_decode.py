@@ -206,7 +206,7 @@ def _byte_list(text: str) -> list[int]:
 
 
 #: vdir-pipeline options the bench sets itself, which ``--pipeline`` may not
-BENCH_PIPELINE_OPTIONS = {"target": "the bench's", "num_sms": "every SM", "l2_prefetch": "--l2-prefetch"}
+BENCH_PIPELINE_OPTIONS = {"target": "the GPU's", "num_sms": "every SM", "l2_prefetch": "--l2-prefetch"}
 
 
 def pipeline_options(text: str) -> dict:
@@ -255,12 +255,14 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     (compiled alike), time ``steps`` greedy steps, compare 16 teacher-forced ones with ``ref``."""
     import torch
 
+    from bench.bench_gpu import device_target
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
     from vdir.transforms.pipeline import compile_to_encoded
 
     t0 = time.time()
-    passes = pipeline_options(pipeline)
+    target = device_target(torch.cuda.get_device_name())  # what the pipeline leaves to the target: the GPU's
+    passes = {**pipeline_options(pipeline), "target": target}
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
                                  **passes)
     options = _lowering_options(lowering)
@@ -284,12 +286,14 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
             worst = max(worst, float((got - want).abs().max() / want.abs().max()))
             agree += int(decoder.history(pos + 1)[pos] == int(ref.token))
     tiling = {k: getattr(cfg, k) for k in TILING_FIELDS}
-    r = {"tiling": tiling, "l2_prefetch": l2_prefetch, "lowering": lowering, "stream_ring": ring, "pipeline": pipeline,
+    r = {"tiling": tiling, "target": target, "l2_prefetch": l2_prefetch, "lowering": lowering, "stream_ring": ring,
+         "pipeline": pipeline,
          "context_buckets": list(buckets), "vdir_ms": result.ms_per_token, "compile_s": compile_s,
          "instructions": len(program.instrs), "worst_logit_error": worst, "same_tokens": agree, "compared": compared}
     print(f"vdir, block {cfg.block}, RoPE {'in tiles' if cfg.rope_in_tiles else 'whole-head'}, "
           f"{f'split-K MLP (groups of {cfg.mlp_group})' if cfg.split_k_mlp else 'two-phase MLP'}, l2-prefetch "
-          f"{l2_prefetch}, lowering '{lowering or 'defaults'}' (stream ring {ring}), pipeline '{pipeline or 'defaults'}', "
+          f"{l2_prefetch}, lowering '{lowering or 'defaults'}' (stream ring {ring}), pipeline '{pipeline or 'defaults'}' "
+          f"for {target}, "
           f"context buckets {','.join(map(str, buckets)) or 'none'}: "
           f"{r['vdir_ms']:.3f} ms/token, {r['instructions']} "
           f"instructions, compiled in {compile_s:.1f} s; worst logit error {worst:.3g}, same greedy token "

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.families import DTYPE_BYTES, FAMILIES  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
-from vdir.target import TargetDescription, get_target  # noqa: E402
+from vdir.target import DEFAULT_TARGET, TargetDescription, get_target, target_for_device  # noqa: E402
 from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
@@ -332,6 +332,15 @@ def sim_main(opts) -> int:
 # GPU
 # ---------------------------------------------------------------------------
 
+def device_target(device_name: str) -> str:
+    """The target that describes the GPU the driver calls ``device_name`` (the default target for a GPU
+    none describes). The benches compile for it: what the pass pipeline leaves to the target (the stream
+    holds, :attr:`vdir.target.TargetDescription.stream_holds`) is then the measured GPU's, as the stream
+    rings are at lowering (:meth:`vdir.target.TargetDescription.on_device`)."""
+    known = target_for_device(device_name)
+    return known.name if known is not None else DEFAULT_TARGET
+
+
 def gpu_sm_count() -> int | None:
     """The CUDA device's SM count, or None (after printing why) when no GPU is usable."""
     from vdir.device_runtime.cuda import CudaPlatform
@@ -497,6 +506,7 @@ def gpu_main(opts) -> int:
     plat = CudaPlatform()
     base_lowering: LoweringOptions = opts.lowering
     nsm = plat.target().num_sms
+    on_gpu = {"target": device_target(plat.device_name())}  # the pipeline options of every program here
     iters = 50 if opts.quick else opts.iters
     dev = torch.device("cuda")
     torch.manual_seed(int(time.time()))
@@ -542,7 +552,7 @@ def gpu_main(opts) -> int:
         best = None
         for r, kc in GEMV_TILES[(M, K)]:
             t0 = time.time()
-            prog = compile_gemv(M, K, r, kc, nsm)
+            prog = compile_gemv(M, K, r, kc, nsm, on_gpu)
             ct = time.time() - t0
             try:
                 v_us, err, ring = run_vdir(prog)
@@ -560,7 +570,7 @@ def gpu_main(opts) -> int:
         hb = ""
         if (M, K) == (8192, 8192) and best is not None and not opts.quick:
             # other lowering options on the best tiling, same sets
-            prog0 = compile_gemv(M, K, *best[3], nsm)
+            prog0 = compile_gemv(M, K, *best[3], nsm, on_gpu)
             for o in SWEEP + BOX_SWEEP:
                 prog = variant(prog0, o["box"]) if "box" in o else prog0
                 d_us, d_err, _ring = run_vdir(prog, base_lowering.with_overrides({k: v for k, v in o.items() if k != "box"}))
@@ -605,7 +615,7 @@ def gpu_main(opts) -> int:
         g_us = torch_times(lambda i, graphs=graphs, nsets=nsets: graphs[i % nsets][0].replay(), iters)
         # vdir: compiled once, outside the timed region
         t0 = time.time()
-        prog = compile_mlp(layers, H, I, nsm)
+        prog = compile_mlp(layers, H, I, nsm, pipeline=on_gpu)
         ct = time.time() - t0
         refs = [torch.cat(torch_mlp_stack(s, L)) for s in sets]
         refs32 = [torch.cat(torch_mlp_stack(s, L, torch.float32)) for s in sets]  # the same math in f32
@@ -695,14 +705,14 @@ def gpu_main(opts) -> int:
                 for kind in ("load_only", "loads_free", "no_counter_waits", "view=2")]
         layers_hidden_inter = diag_shape
         for n in (0, 1, 3, 4):  # the scheduler's prefetch (the table uses its default, 2)
-            vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=n)
+            vp = compile_mlp(*layers_hidden_inter, nsm, prefetch=n, pipeline=on_gpu)
             exps.append((f"scheduler prefetch={n}", vp, {}))
-        kept = compile_mlp(*layers_hidden_inter, plat.target().num_sms, keep_trips=True)
+        kept = compile_mlp(*layers_hidden_inter, nsm, keep_trips=True, pipeline=on_gpu)
         exps.append(("keep_trips (every layer placed as the first; its loops unrolled on the host)", kept, {}))
         exps.append(("keep_trips, the engines run its loops (run_loops=1)", kept, {"run_loops": True}))
         exps += [(f"lowering {o}", prog, o) for o in SWEEP]
         for rows, chunks, pf in STACK_TILINGS:  # other tilings of the down projection
-            vp = compile_mlp(*layers_hidden_inter, plat.target().num_sms, prefetch=pf,
+            vp = compile_mlp(*layers_hidden_inter, nsm, prefetch=pf, pipeline=on_gpu,
                              down_rows=rows, down_chunks=chunks)
             exps.append((f"down_rows={rows} down_chunks={chunks} prefetch={pf}", vp, {}))
         for label, vp, lopts in exps:

@@ -76,6 +76,7 @@ from bench.bench_gpu import (  # noqa: E402
     compile_gemv,
     compile_mlp,
     copy_time_us,
+    device_target,
     graph_of,
     lowering_options,
     mlp_inputs,
@@ -201,10 +202,14 @@ def one_line(e: BaseException, n: int = 200) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def pipeline_options(opts) -> dict:
-    """The vdir-pipeline options the command line sets for every program."""
-    return {"side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
-            "release_first": opts.release_first}
+def pipeline_options(opts, target: str | None = None) -> dict:
+    """The vdir-pipeline options the command line sets for every program, compiled for ``target`` (None: the
+    programs' own); the stream holds and release-first where given (else the target's)."""
+    chosen = {"side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
+              "release_first": opts.release_first}
+    if target is not None:
+        chosen["target"] = target
+    return {name: value for name, value in chosen.items() if value is not None}
 
 
 def compile_case(case: Case, num_sms: int, tile_bytes: int, gemv_rows: int | None = None,
@@ -378,7 +383,8 @@ def print_table(doc: dict) -> None:
     print(f"device: {doc['device']}  SMs: {doc['sms']}  date: {doc['date']}  launches per figure: {doc['iters']} "
           f"(median)  torch {doc['torch']}  torch.compile mode: {mode}  lowering options: {doc['lowering']}  "
           f"side-loads: {doc.get('side_loads', DEFAULT_SIDE_LOADS)}  flag-words: {doc.get('flag_words', 0)}  "
-          f"hold-streams: {doc.get('hold_streams', 0)}  release-first: {doc.get('release_first', False)}  "
+          f"compiled for: {doc.get('target', 'h200')}  hold-streams: {doc.get('hold_streams', 0)}  "
+          f"release-first: {doc.get('release_first', False)}  "
           f"weight tiles of at most {doc['tile_bytes']} bytes, gemv tile rows: {doc['gemv_tile_rows']}")
     print(f"copy 1 GiB (read+write): {doc['copy']['us']:.1f} us = {doc['copy']['gbps']:.0f} GB/s (the %copy reference)")
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
@@ -440,9 +446,10 @@ def gpu_main(opts, cases: list[Case]) -> int:
         return 1
     plat = CudaPlatform()
     nsm = plat.target().num_sms
+    target = device_target(plat.device_name())
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
     # compiling while the GPU measures
-    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, pipeline_options(opts))
+    programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, pipeline_options(opts, target))
     print(f"{len(cases)} cases; vdir programs compiled for {nsm} SMs in {jobs} process(es), weight tiles of "
           f"at most {opts.tile_bytes} bytes; torch.compile mode: {opts.torch_compile}", flush=True)
     lowering: LoweringOptions = opts.lowering
@@ -462,8 +469,10 @@ def gpu_main(opts, cases: list[Case]) -> int:
     doc = {"device": torch.cuda.get_device_name(), "sms": nsm, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
            "torch_compile_mode": mode, "compile_jobs": jobs, "lowering": str(lowering.changed() or "defaults"),
-           "side_loads": opts.side_loads, "flag_words": opts.flag_words, "hold_streams": opts.hold_streams,
-           "release_first": opts.release_first, "also_lowering": [text for text, _ in opts.also_lowering],
+           "target": target, "side_loads": opts.side_loads, "flag_words": opts.flag_words,
+           "hold_streams": "the target's" if opts.hold_streams is None else opts.hold_streams,
+           "release_first": "the target's" if opts.release_first is None else opts.release_first,
+           "also_lowering": [text for text, _ in opts.also_lowering],
            "tile_bytes": opts.tile_bytes, "gemv_tile_rows": opts.tile_rows or "the library's",
            "copy": {"bytes": 2 * copy_bytes, "us": copy_us, "gbps": copy_gbps}, "tol_gemv": TOL_GEMV,
            "tol_mlp": "2 x torch bf16's own error against the f32 math + 1e-3", "rows": rows, "failed": failed}
@@ -758,6 +767,13 @@ def gemv_shape(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: the command line); run on the GPU (default) or the simulator (``--sim``)."""
+    opts = parse_options(argv)
+    cases = select_cases(opts)
+    return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)
+
+
+def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's options, checked (a usage error exits), the lowering options parsed."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few cases (4 gemvs, 1 MLP layer, 1 stack), fewer launches")
     ap.add_argument("--sim", action="store_true", help="no GPU: the cases, 32 times smaller, on the simulator")
@@ -788,11 +804,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flag-words", type=int, default=0, metavar="N",
                     help="vdir-pipeline's flag-words for every vdir program (0, the default: none); the MLPs "
                          "then declare act scratch, so that its hand-offs go as words alone")
-    ap.add_argument("--hold-streams", type=int, default=0, metavar="N",
-                    help="vdir-pipeline's hold-streams for every vdir program (0, the default: none)")
-    ap.add_argument("--release-first", action="store_true",
+    ap.add_argument("--hold-streams", type=int, default=None, metavar="N",
+                    help="vdir-pipeline's hold-streams for every vdir program (0: none; default: the target's, "
+                         "the programs being compiled for the GPU's target)")
+    ap.add_argument("--release-first", action=argparse.BooleanOptionalAction, default=None,
                     help="vdir-pipeline's release-first for every vdir program: a store a stream load on its "
-                         "SM waits for releases its counter before its bits")
+                         "SM waits for releases its counter before its bits (default: the target's)")
     ap.add_argument("--split-k", action="store_true",
                     help="also time each stack's split-K form (build_split_k_mlp_stack) on the same weights")
     add_lowering_argument(ap, "the sweep")
@@ -819,12 +836,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--tile-bytes must be positive, not {opts.tile_bytes}")
     if opts.flag_words < 0:
         ap.error(f"--flag-words must be 0 (none) or positive, not {opts.flag_words}")
-    if opts.hold_streams < 0:
+    if opts.hold_streams is not None and opts.hold_streams < 0:
         ap.error(f"--hold-streams must be 0 (none) or positive, not {opts.hold_streams}")
     opts.lowering = lowering_options(ap, opts.lowering)
     opts.also_lowering = [(text, lowering_variant(ap, opts.lowering, text)) for text in opts.also_lowering]
-    cases = select_cases(opts)
-    return sim_main(opts, cases) if opts.sim else gpu_main(opts, cases)
+    return opts
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ STACK_OVER_COMPILE = 1.2
 #: the torch.compile mode the stack target names
 TARGET_COMPILE_MODE = "max-autotune-no-cudagraphs"
 #: what a sweep run says of the code it timed (``bench_sweep.py``'s options): runs judged together agree on it
-BUILD_KEYS = ("lowering", "side_loads", "flag_words", "hold_streams", "release_first", "tile_bytes", "gemv_tile_rows")
+BUILD_KEYS = ("target", "lowering", "side_loads", "flag_words", "hold_streams", "release_first", "tile_bytes",
+              "gemv_tile_rows")
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ def verdicts(doc: dict) -> list[Verdict]:
 def print_verdicts(doc: dict) -> None:
     """The targets, one line each, under a heading that names the run."""
     lowering = doc.get("lowering", "defaults")
-    built = "" if lowering == "defaults" else f"; lowering options {lowering}"
+    built = f"; compiled for {doc['target']}" if "target" in doc else ""
+    built += "" if lowering == "defaults" else f"; lowering options {lowering}"
     print(f"targets ({doc.get('device', 'unknown device')}, {doc.get('date', 'undated')}{built}; "
           "each ratio within one run):")
     for v in verdicts(doc):

@@ -35,6 +35,7 @@ class OptionError(VdirError, ValueError):
 #: whether None is allowed
 _FIELD_TYPES: dict[str, tuple[type, bool]] = {
     "int": (int, False), "str": (str, False), "bool": (bool, False), "int | None": (int, True),
+    "bool | None": (bool, True),
 }
 
 #: what a value of each type is called in a message
@@ -46,7 +47,8 @@ class OptionSet:
     """Base of vdir's option dataclasses: building one from a mapping or text, overriding, reporting.
 
     A subclass is a frozen dataclass whose fields are its options (typed
-    ``int``, ``str``, ``bool`` or ``int | None``), and sets :attr:`KIND` (the
+    ``int``, ``str``, ``bool``, ``int | None`` or ``bool | None``; None, written ``none``, leaves the
+    choice to something else, such as the target), and sets :attr:`KIND` (the
     word its messages use) and :attr:`ERROR` (the exception they raise).
     """
 

@@ -92,6 +92,18 @@ class TargetDescription:
     #: HBM is slower, one covers it and takes 1.7-3.5% off the Llama and Qwen3 decode steps and 0.7-7%
     #: off the 16-layer MLP stacks (rounds 44 and 45)
     handoff_stream_ring: int = DEFAULT_STREAM_RING
+    #: the pass pipeline's stream holds on this GPU, where its options leave them to the target
+    #: (``vdir-pipeline{hold-streams}``, ``vdir-hold-streams``' ``phases``; 0: none): the weight tile
+    #: that would issue into a hand-off store's slot waits for the store. Only programs whose SMs hand
+    #: rows to each other have such stores. With :attr:`release_first`, one phase takes 0.8-4.2% off the
+    #: H100's 16-layer MLP stacks and 0.4-1.8% off its Llama and Qwen3-1.7B decode steps (the Qwen3-0.6B
+    #: step, whose HBM idles most of the time, +1.2%); on the H200 the pair loses (1B step +2.0%):
+    #: docs/performance.md, rounds 37 and 55
+    stream_holds: int = 0
+    #: a hand-off store that a stream load on its SM waits for releases its counter before its bits,
+    #: where the pipeline's options leave it to the target (``vdir-pipeline{release-first}``): what
+    #: makes :attr:`stream_holds` pay, docs/performance.md round 36
+    release_first: bool = False
     #: what the driver calls this GPU (a part of its name, e.g. ``H100``): how a platform recognises
     #: the device it runs on (:func:`target_for_device`)
     device_names: tuple[str, ...] = ()
@@ -183,6 +195,8 @@ TARGETS: dict[str, TargetDescription] = {
         hbm_bytes_per_us=3.0e6,
         description="NVIDIA H100 SXM (Hopper, 80 GB HBM3)",
         handoff_stream_ring=1,
+        stream_holds=1,
+        release_first=True,
         device_names=("H100",),
     ),
 }

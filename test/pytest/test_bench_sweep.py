@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bench import bench_sweep as sweep
+from bench.bench_gpu import device_target
 from vdir.frontend.layers import WEIGHT_TILE_BYTES
 from vdir.lowering.options import LoweringOptions
 
@@ -128,6 +129,21 @@ def test_hold_streams_reach_the_programs_the_sweep_compiles(capsys):
     assert "--hold-streams must be 0 (none) or positive, not -1" in usage_error(["--sim", "--hold-streams", "-1"], capsys)
     assert sweep.main(["--sim", "--quick", "--only", "mlp", "--hold-streams", "1", "--release-first"]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_the_programs_are_compiled_for_the_gpus_target_with_its_holds_unless_told():
+    """On the GPU the sweep compiles for the target of the GPU it opened (the default target for one that
+    none describes); the holds and release-first it leaves to that target unless the command line gives
+    them (``--hold-streams 0``, ``--no-release-first``: none)."""
+    def chosen(*argv: str, target: str | None = None) -> dict:
+        return sweep.pipeline_options(sweep.parse_options(list(argv)), target)
+
+    assert chosen(target="h100") == {"side_loads": "idle", "flag_words": 0, "target": "h100"}
+    assert chosen("--hold-streams", "0", "--no-release-first") == {
+        "side_loads": "idle", "flag_words": 0, "hold_streams": 0, "release_first": False}
+    assert chosen("--release-first")["release_first"] is True
+    assert device_target("NVIDIA H100 80GB HBM3") == "h100" and device_target("NVIDIA H200") == "h200"
+    assert device_target("NVIDIA A100-SXM4-80GB") == "h200"
 
 
 def test_also_lowering_is_a_variant_of_the_runs_lowering():

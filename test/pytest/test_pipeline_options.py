@@ -109,7 +109,7 @@ _VALID = {
     "prefetch": st.integers(0, 64), "l2_prefetch": st.integers(0, 1 << 20),
     "run_ahead": st.integers(0, 8), "weight_ring": st.integers(0, 8),
     "side_loads": st.sampled_from(["none", "idle"]), "flag_words": st.integers(0, 1 << 16),
-    "hold_streams": st.integers(0, 8), "release_first": st.booleans(),
+    "hold_streams": st.none() | st.integers(0, 8), "release_first": st.none() | st.booleans(),
 }
 
 

@@ -35,7 +35,7 @@ from vdir.frontend.llama import build_decode_step
 from vdir.isa import index_ranges
 from vdir.lowering.emit import lower_to_ptx
 from vdir.models.llama import NAMED_CONFIGS
-from vdir.target import EngineKind
+from vdir.target import EngineKind, get_target
 from vdir.testing.gpu import gpu
 from vdir.tools.vdir_run import parse_scalars, random_inputs
 from vdir.transforms import pipeline as P
@@ -159,6 +159,26 @@ def test_holds_change_the_encoding_not_the_bytes(module, sms, options):
         assert a.keys() == b.keys() == c.keys()
         for name in a:
             assert np.asarray(a[name]).tobytes() == np.asarray(b[name]).tobytes() == np.asarray(c[name]).tobytes(), name
+
+
+def test_the_pipeline_takes_the_holds_of_the_target_it_compiles_for_unless_told():
+    """hold-streams and release-first left to the target (None, the default): the H100's, one phase with
+    release first, and the H200's, none, each the same records as those options spelt out; spelt out
+    they win; and the target compiled for decides, not the one the module names."""
+    h100, h200 = get_target("h100"), get_target("h200")
+    assert (h100.stream_holds, h100.release_first, h200.stream_holds, h200.release_first) == (1, True, 0, False)
+
+    def records(named: str, **options) -> np.ndarray:
+        """The block whose module names target ``named``, compiled with ``options``."""
+        return compile_to_encoded(build_mlp_block(256, 1024, target=named), num_sms=4, **options).instrs
+
+    held = records("h100")
+    assert np.array_equal(held, records("h100", hold_streams=1, release_first=True))
+    assert not np.array_equal(held, records("h100", hold_streams=0, release_first=False))
+    assert np.array_equal(records("h200"), records("h200", hold_streams=0, release_first=False))
+    assert np.array_equal(records("h200", target="h100"), held)
+    assert np.array_equal(records("h100", target="h200"), records("h200"))
+    assert np.array_equal(records("h100", hold_streams=0), records("h100", hold_streams=0, release_first=True))
 
 
 @gpu

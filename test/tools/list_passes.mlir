@@ -42,8 +42,8 @@
 // CHECK-NEXT:       stamp-trips=true
 // CHECK-NEXT:       side-loads=idle
 // CHECK-NEXT:       flag-words=0
-// CHECK-NEXT:       hold-streams=0
-// CHECK-NEXT:       release-first=false
+// CHECK-NEXT:       hold-streams=<unset>
+// CHECK-NEXT:       release-first=<unset>
 // CHECK-EMPTY:
 // CHECK-NEXT: vdir targets:
 // CHECK-NEXT:   ptx {{ +}}Emit the PTX kernel that runs the module's encoded program

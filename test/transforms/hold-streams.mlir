@@ -5,6 +5,8 @@
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t isa | filecheck %s --check-prefix=PLAIN
 // RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 hold-streams=1 release-first=true}' -t isa | filecheck %s --check-prefix=FIRST
 // RUN: vdir-opt %s -p 'vdir-place{num-sms=2},vdir-schedule,vdir-alloc-smem,vdir-hold-streams,vdir-layout-deps,vdir-encode{release-first=true}' -t isa | filecheck %s --check-prefix=FIRST
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 target=h100}' -t isa | filecheck %s --check-prefix=FIRST
+// RUN: vdir-opt %s -p 'vdir-pipeline{num-sms=2 target=h100 hold-streams=0 release-first=false}' -t isa | filecheck %s --check-prefix=PLAIN
 
 // Each SM multiplies four 64 KiB tiles of @w and stores its rows of @mid,
 // which both SMs load back for a second gemv over 64 KiB tiles of @u. A
@@ -34,7 +36,10 @@
 // ISA:          7: load  @u+262144 {{.*}} wait(b[[B]]={{[01]}}) {{.*}}// %ut[j=4]
 // With release-first, the store that the held tile waits for releases its
 // counter before it toggles that bit: the tile issues after the release's
-// fence. The stores before it release nothing and keep their order.
+// fence. The stores before it release nothing and keep their order. Left to
+// the target (no hold-streams, no release-first given), the pipeline takes
+// the H100's: one phase of holds, release first; the H200's (this
+// program's own target): none.
 // FIRST:      sm 0 store:
 // FIRST:        1: store {{.*}} wait(b3=1) signal(b2)  // store to @mid[i=2]
 // FIRST:        3: store {{.*}} wait(b0=1) release(c0) signal(b[[B:[0-9]+]])  // store to @mid[i=6]

@@ -241,6 +241,7 @@ def _run_stages(module: ModuleOp, opts: PipelineOptions, limit: int) -> tuple[Gr
     if graph.stage != "source":
         raise PassFailure(f"vdir-pipeline needs a source program (this one is at stage '{graph.stage}')", graph.program_op)
     graph.target = resolve_target(opts.target, opts.num_sms, graph.target)
+    opts = opts.for_target(graph.target)  # what the options leave to the target, from the one compiled for
     verify_dependencies(graph)
     place(graph, graph.target.num_sms, opts.stream_loads, opts.phase_balance, opts.keep_trips, opts.side_loads)
     shares, by_liveness = schedule_for_allocation(graph, opts.prefetch, opts.stream_room)
@@ -292,7 +293,7 @@ def _finish_sms(graph: Graph, sms: list[int], shares: list[SmShare], by_liveness
         if holds is not None:
             add_stream_holds(plan_stream_holds(nodes, holds))
         assign_bits(graph, sm, vector_clocks(nodes, cache, graph.target))
-    instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips, opts.release_first)
+    instrs, table = encode_sms(graph, sms, queues, opts.l2_prefetch, first_trips, bool(opts.release_first))
     return instrs, table, smem
 
 

@@ -15,14 +15,14 @@ never its results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from vdir.analysis.l2_prefetch import DEFAULT_BUDGET
 from vdir.analysis.stages import require_option_choice, require_option_in_range
 from vdir.diagnostics import UserError
 from vdir.options import OptionError, OptionSet
-from vdir.target import MIN_SMS
+from vdir.target import MIN_SMS, TargetDescription
 from vdir.transforms.alloc_smem import STREAM_RUN_AHEAD, StreamRoom
 from vdir.transforms.place import DEFAULT_SIDE_LOADS, SIDE_LOADS
 from vdir.transforms.schedule import DEFAULT_PREFETCH, MAX_PREFETCH, MIN_PREFETCH
@@ -89,19 +89,20 @@ class PipelineOptions(OptionSet):
     """Hand rows of at most this many bytes between SMs as flag words (``vdir-flag-words``' ``max-bytes``;
     0: none)."""
 
-    hold_streams: int = 0
+    hold_streams: int | None = None
     """Make the weight tile that would issue into a hand-off store's compute slot wait for the store,
     where the tile's readers come at least this many phases after it (``vdir-hold-streams``'
-    ``phases``; 0: none, the default: on an H100, with ``release_first``, 1 took 4.6% off the 2048/8192
-    stack and 1% off the 1B step, and alone lost; on the H200 the pair lost 2% on the 1B step,
-    docs/performance.md rounds 36 and 37): the store's release then finds no tile of that slot in
-    flight."""
+    ``phases``; 0: none; None, the default: the target's
+    :attr:`~vdir.target.TargetDescription.stream_holds`, 1 on the H100 and 0 on the H200, where the
+    holds with ``release_first`` gained and lost, docs/performance.md rounds 37 and 55): the store's
+    release then finds no tile of that slot in flight."""
 
-    release_first: bool = False
+    release_first: bool | None = None
     """A store that releases a counter and whose bits a stream load on its SM waits for (a hold's, or a
-    slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (False, the default;
-    what makes ``hold_streams`` pay on an H100 but not on the H200, docs/performance.md rounds 36 and
-    37): the load then issues after the release's fence, not into it."""
+    slot's reuse) releases before it toggles its bits, as ``vdir-encode``'s option (None, the default:
+    the target's :attr:`~vdir.target.TargetDescription.release_first`, true on the H100; what makes
+    ``hold_streams`` pay there but not on the H200, docs/performance.md rounds 36 and 37): the load then
+    issues after the release's fence, not into it."""
 
     def __post_init__(self) -> None:
         try:
@@ -112,7 +113,8 @@ class PipelineOptions(OptionSet):
             self.stream_room.check(PIPELINE_PASS)
             require_option_choice(PIPELINE_PASS, "side-loads", self.side_loads, SIDE_LOADS)
             require_option_in_range(PIPELINE_PASS, "flag-words", self.flag_words, 0)
-            require_option_in_range(PIPELINE_PASS, "hold-streams", self.hold_streams, 0)
+            if self.hold_streams is not None:
+                require_option_in_range(PIPELINE_PASS, "hold-streams", self.hold_streams, 0)
         except UserError as e:
             raise PipelineOptionError(str(e)) from None
         self.check_types()  # what the checks above do not cover: the flags and the target's name
@@ -128,6 +130,15 @@ class PipelineOptions(OptionSet):
                 dashed = name.replace("_", "-")
                 raise PipelineOptionError(f"{dashed}={value} and the pipeline option {dashed}={mine} disagree")
         return self.with_overrides({name: value for name, value in given.items() if value is not None})
+
+    def for_target(self, target: TargetDescription) -> PipelineOptions:
+        """These options with what they leave to the target (None: ``hold_streams``, ``release_first``)
+        taken from ``target``, the one the program is compiled for."""
+        return replace(
+            self,
+            hold_streams=target.stream_holds if self.hold_streams is None else self.hold_streams,
+            release_first=target.release_first if self.release_first is None else self.release_first,
+        )
 
     @property
     def stream_room(self) -> StreamRoom:
