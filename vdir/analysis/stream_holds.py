@@ -46,7 +46,7 @@ comes first), the order every queue follows, so no wait can deadlock.
 (``vdir.lowering.kernel.sync.signal``): a held tile sees the bits and
 issues while the release's fence still waits, and the fence may wait for it
 too. With ``vdir-encode{release-first=true}`` (``vdir-pipeline{release-first=true}``;
-off by default; with the holds it pays on an H100, round 36, and loses on
+by default the target's: with the holds it pays on an H100, rounds 36 and 55, and loses on
 the H200, round 37) a store that releases a counter and whose bits a stream
 load on its SM waits on, other than a load of the bytes it wrote, releases first and toggles its bits after
 (:func:`stores_releasing_first`; the encoder marks it
@@ -63,8 +63,8 @@ stream engine waits for something later before it anyway) marks nothing:
 with ``phases`` 2, most of the 1B step's.
 
 Whether the holds pay is for the GPU to say; ``vdir-pipeline{hold-streams=N}``
-(``phases`` N; 0, the default: none) and the pass ``vdir-hold-streams{phases=N}``
-place them.
+(``phases`` N; 0: none; by default the target's, ``TargetDescription.stream_holds``: one phase on the
+H100, none on the H200) and the pass ``vdir-hold-streams{phases=N}`` place them.
 """
 
 from __future__ import annotations

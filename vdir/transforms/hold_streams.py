@@ -5,10 +5,10 @@ Which tiles and why: :mod:`vdir.analysis.stream_holds`. Runs on an
 allocated program (after ``vdir-alloc-smem``, whose slot reuse says which
 tile would issue into the store's compute's slot; before
 ``vdir-layout-deps``, which turns each hold into a dependency bit);
-``vdir-pipeline{hold-streams=N}`` runs it in place with ``phases`` N (0, the
-default: not at all; with ``release-first``, 4.6% off the 2048/8192 MLP stack and 1% off the 1B
-step on an H100, but 2% slower on the 1B step on the H200; alone slower: docs/performance.md rounds
-36 and 37).
+``vdir-pipeline{hold-streams=N}`` runs it in place with ``phases`` N (0: not at all; by default the
+target's, ``TargetDescription.stream_holds``: with ``release-first``, on an H100 0.8-4.2% off the
+16-layer MLP stacks and up to 1.8% off the decode steps, so one phase there; 2% slower on the 1B
+step on the H200, so none; alone slower: docs/performance.md rounds 36, 37 and 55).
 """
 
 from __future__ import annotations
