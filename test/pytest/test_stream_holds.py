@@ -30,7 +30,7 @@ from vdir.analysis.graph import Graph, build_graph
 from vdir.analysis.queues import check_dependencies_point_forward
 from vdir.analysis.stages import resolve_target
 from vdir.analysis.stream_holds import add_stream_holds, hold_facts, plan_stream_holds, stores_releasing_first
-from vdir.frontend.examples import build_mlp_block, build_mlp_stack
+from vdir.frontend.examples import build_mlp_block, build_mlp_stack, build_split_k_mlp_stack
 from vdir.frontend.llama import build_decode_step
 from vdir.isa import index_ranges
 from vdir.lowering.emit import lower_to_ptx
@@ -145,9 +145,10 @@ def released_first(program) -> np.ndarray:
     (build_mlp_block(256, 1024), 4, {}),
     (build_mlp_stack(2, 256, 512), 8, {}),
     (build_decode_step(NAMED_CONFIGS["tiny"]), 8, {}),
+    (build_split_k_mlp_stack(2, 256, 512), 8, {}),
     # six layers in one loop, compiled at two short trip counts and stamped (vdir.analysis.trip_stamp)
     (build_decode_step(replace(NAMED_CONFIGS["tiny"], layers=6)), 8, {"keep_trips": True}),
-], ids=["block", "stack", "tiny-decode", "stamped-layers"])
+], ids=["block", "stack", "tiny-decode", "split-k-stack", "stamped-layers"])
 def test_holds_change_the_encoding_not_the_bytes(module, sms, options):
     plain = compile_to_encoded(module, num_sms=sms, **options)
     held = compile_to_encoded(module, num_sms=sms, hold_streams=1, **options)
