@@ -96,7 +96,7 @@ class TargetDescription:
     #: (``vdir-pipeline{hold-streams}``, ``vdir-hold-streams``' ``phases``; 0: none): the weight tile
     #: that would issue into a hand-off store's slot waits for the store. Only programs whose SMs hand
     #: rows to each other have such stores. With :attr:`release_first`, one phase takes 0.8-4.2% off the
-    #: H100's 16-layer MLP stacks and 0.4-1.8% off its Llama and Qwen3-1.7B decode steps (the Qwen3-0.6B
+    #: H100's 16-layer MLP stacks and 0.35-1.8% off its Llama and Qwen3-1.7B decode steps (the Qwen3-0.6B
     #: step, whose HBM idles most of the time, +1.2%); on the H200 the pair loses (1B step +2.0%):
     #: docs/performance.md, rounds 37 and 55
     stream_holds: int = 0
