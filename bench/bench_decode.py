@@ -261,7 +261,7 @@ def _run_vdir(cfg, weights, ref, steps: int, l2_prefetch: int, lowering: str = "
     from vdir.transforms.pipeline import compile_to_encoded
 
     t0 = time.time()
-    target = device_target(torch.cuda.get_device_name())  # what the pipeline leaves to the target: the GPU's
+    target = device_target()  # what the pipeline leaves to the target: the GPU's
     passes = {**pipeline_options(pipeline), "target": target}
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=l2_prefetch, max_micro_ops=DECODE_MAX_MICRO_OPS,
                                  **passes)

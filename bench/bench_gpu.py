@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.families import DTYPE_BYTES, FAMILIES  # noqa: E402
 from vdir.lowering.options import LoweringOptions  # noqa: E402
-from vdir.target import DEFAULT_TARGET, TargetDescription, get_target, target_for_device  # noqa: E402
+from vdir.target import DEFAULT_TARGET, TargetDescription, get_target  # noqa: E402
 from vdir.testing.assembler import ProgramAssembler  # noqa: E402
 
 L2_BYTES = 60 * 2**20
@@ -332,13 +332,14 @@ def sim_main(opts) -> int:
 # GPU
 # ---------------------------------------------------------------------------
 
-def device_target(device_name: str) -> str:
-    """The target that describes the GPU the driver calls ``device_name`` (the default target for a GPU
-    none describes). The benches compile for it: what the pass pipeline leaves to the target (the stream
-    holds, :attr:`vdir.target.TargetDescription.stream_holds`) is then the measured GPU's, as the stream
-    rings are at lowering (:meth:`vdir.target.TargetDescription.on_device`)."""
-    known = target_for_device(device_name)
-    return known.name if known is not None else DEFAULT_TARGET
+def device_target() -> str:
+    """The target that describes the GPU (``CudaPlatform.device_target``; the default target for a GPU
+    none describes, or without one). The benches compile for it: what the pass pipeline leaves to the
+    target (the stream holds, :attr:`vdir.target.TargetDescription.stream_holds`) is then the measured
+    GPU's, as the stream rings are at lowering (:meth:`vdir.target.TargetDescription.on_device`)."""
+    from vdir.device_runtime.cuda import CudaPlatform
+
+    return CudaPlatform.device_target() or DEFAULT_TARGET
 
 
 def gpu_sm_count() -> int | None:
@@ -506,7 +507,7 @@ def gpu_main(opts) -> int:
     plat = CudaPlatform()
     base_lowering: LoweringOptions = opts.lowering
     nsm = plat.target().num_sms
-    on_gpu = {"target": device_target(plat.device_name())}  # the pipeline options of every program here
+    on_gpu = {"target": device_target()}  # the pipeline options of every program here
     iters = 50 if opts.quick else opts.iters
     dev = torch.device("cuda")
     torch.manual_seed(int(time.time()))

@@ -446,7 +446,7 @@ def gpu_main(opts, cases: list[Case]) -> int:
         return 1
     plat = CudaPlatform()
     nsm = plat.target().num_sms
-    target = device_target(plat.device_name())
+    target = device_target()
     jobs = opts.jobs or min(4, max(1, (os.cpu_count() or 2) - 2))
     # compiling while the GPU measures
     programs = Programs(cases, nsm, opts.tile_bytes, jobs, opts.tile_rows, pipeline_options(opts, target))

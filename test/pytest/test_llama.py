@@ -114,6 +114,28 @@ def test_generate_feeds_the_token_back_on_the_device():
         assert decoder.generate(PROMPT, 4).tokens == expected  # a new sequence starts from empty caches
 
 
+def test_the_decoder_compiles_for_the_target_of_its_backends_device(monkeypatch):
+    """A step compiled by the decoder is for the target the backend's device names (here a simulator
+    made to say ``h100``: its stream holds), unless the pipeline names one; the simulator itself names
+    none, and the step keeps its own (``h200``)."""
+    from vdir.device_runtime.cuda import CudaPlatform
+    from vdir.device_runtime.sim import SimPlatform
+
+    cfg = NAMED_CONFIGS["tiny"]
+    weights = random_weights(cfg, seed=2)
+    assert SimPlatform.device_target() is None
+    with LlamaDecoder(cfg, weights, backend="sim") as decoder:
+        assert decoder.exe.program.target == "h200"
+        tokens = decoder.generate(PROMPT, 3).tokens
+    monkeypatch.setattr(SimPlatform, "device_target", classmethod(lambda cls: "h100"))
+    with LlamaDecoder(cfg, weights, backend="sim") as decoder:
+        assert decoder.exe.program.target == "h100" and decoder.generate(PROMPT, 3).tokens == tokens
+    with LlamaDecoder(cfg, weights, backend="sim", pipeline="target=h200") as decoder:
+        assert decoder.exe.program.target == "h200"
+    ok, _why = CudaPlatform.is_available()
+    assert ok or CudaPlatform.device_target() is None  # no usable GPU: no device to describe
+
+
 def _hf_tensors(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Our stacked weights split back into Hugging-Face tensors (the layout a checkpoint has)."""
     from vdir.models.llama import _GLOBAL_TENSORS, _LAYER_TENSORS
@@ -245,6 +267,7 @@ def test_vdir_generate_command(tmp_path, capsys):
     # the suite runs with the program cache off: the step was compiled
     assert data["compile_seconds"] > 0 and data["compile_cache_hit"] is False
     assert f"compile: {data['compile_seconds']:.2f} s\n" in printed
+    assert data["target"] == "h200"  # the simulator runs the step's own target
 
 
 def test_vdir_generate_with_flag_words_gives_the_same_tokens(capsys):

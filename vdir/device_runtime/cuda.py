@@ -46,7 +46,7 @@ from vdir.device_runtime.trace import Trace
 from vdir.lowering import layout as L
 from vdir.lowering.emit import LoweredKernel, lower
 from vdir.lowering.options import LoweringOptions
-from vdir.target import TargetDescription, get_target
+from vdir.target import TargetDescription, get_target, target_for_device
 
 DEFAULT_WATCHDOG_MS = 1000.0
 #: what the times of a decoded trace are
@@ -198,6 +198,16 @@ class _Pending:
     watchdog_ms: float
 
 
+def _device_name(dev: Any) -> str:
+    """Device ``dev``'s name as the driver reports it (e.g. ``NVIDIA H200``); empty if it cannot say."""
+    try:
+        raw = _check(_driver().cuDeviceGetName(256, dev), "cuDeviceGetName")
+    except PlatformError:
+        return ""
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+    return text.split("\0", 1)[0].strip()
+
+
 class CudaPlatform(Platform):
     """A CUDA device driven through ``cuda.bindings.driver``."""
 
@@ -268,12 +278,21 @@ class CudaPlatform(Platform):
     # -- context ---------------------------------------------------------
     def device_name(self) -> str:
         """The GPU's name as the driver reports it (e.g. ``NVIDIA H200``); empty if it cannot say."""
+        return _device_name(self._dev)
+
+    @classmethod
+    def device_target(cls) -> str | None:
+        """The target whose ``device_names`` the name of device 0 matches (:func:`target_for_device`:
+        ``h100`` on an H100), without opening a context; None without a usable device or for a GPU no
+        target describes."""
+        if not cls.is_available()[0]:
+            return None
         try:
-            raw = _check(_driver().cuDeviceGetName(256, self._dev), "cuDeviceGetName")
-        except PlatformError:
-            return ""
-        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
-        return text.split("\0", 1)[0].strip()
+            err, dev = _driver().cuDeviceGet(0)
+        except Exception:  # noqa: BLE001  (is_available probed the driver: nothing is expected here)
+            return None
+        known = target_for_device(_device_name(dev)) if err == _driver().CUresult.CUDA_SUCCESS else None
+        return known.name if known is not None else None
 
     def target(self) -> TargetDescription:
         """The target description as the device runs it (:meth:`~vdir.target.TargetDescription.on_device`:

@@ -133,6 +133,14 @@ class Platform(abc.ABC):
     def is_available(cls) -> tuple[bool, str]:
         """(True, "") when usable here, else (False, reason); must never hang."""
 
+    @classmethod
+    def device_target(cls) -> str | None:
+        """The name of the target that describes the device this backend would run on, for a caller that
+        compiles a program for it (the pass pipeline leaves some choices to the target: the stream
+        holds); None where none does, or where any target's program runs as compiled (the simulator).
+        Never raises."""
+        return None
+
     @abc.abstractmethod
     def target(self) -> TargetDescription:
         """The target description of the device this platform drives."""

@@ -113,6 +113,18 @@ class Generation:
                 "tokens_per_second": 1000.0 / ms if ms else None}
 
 
+def for_device(pipeline: Any, backend: str) -> Any:
+    """``pipeline`` (pass pipeline options in any form ``vdir.compile`` takes) for a step compiled to run
+    on ``backend``: with the target of its device where they name none and a target describes the
+    device (:meth:`~vdir.device_runtime.platform.Platform.device_target`), else as given."""
+    from vdir.device_runtime import platform_class
+    from vdir.transforms.pipeline_options import PipelineOptions
+
+    options = PipelineOptions.coerce(pipeline)
+    target = None if options.target else platform_class(backend).device_target()
+    return pipeline if target is None else options.with_overrides(target=target)
+
+
 class LlamaDecoder:
     """One compiled decode step with its weights resident; :meth:`generate` runs greedy decoding.
 
@@ -120,7 +132,10 @@ class LlamaDecoder:
     :func:`load_checkpoint`) named as :func:`vdir.frontend.llama.weight_shapes` says;
     ``options`` are the lowering options (``"trace=1"`` records a timeline),
     ``pipeline`` the pass pipeline's (``"flag-words=4096"``; see ``vdir.compile``);
-    ``program``, the step already compiled (then it takes no ``pipeline``).
+    ``program``, the step already compiled (then it takes no ``pipeline``). A step compiled here is
+    compiled for the target of the backend's device where ``pipeline`` names no target and a target
+    describes the device (:meth:`~vdir.device_runtime.platform.Platform.device_target`: ``h100`` on an
+    H100, whose stream holds it then gets; otherwise the step's own, ``h200``).
 
     ``context_buckets``: shorter contexts (each a multiple of four attention
     blocks, below the step's) to compile a step for as well; by default
@@ -145,6 +160,8 @@ class LlamaDecoder:
         self.cfg = cfg
         buckets = bucket_configs(cfg, context_buckets)
         step = build_decode_step(cfg) if program is None else program
+        if program is None or buckets:  # a step is compiled here
+            pipeline = for_device(pipeline, backend)
         # a compiled program takes no pipeline options (vdir.compile refuses them); with buckets they are
         # the buckets' own
         self.exe = vdir.compile(step, backend=backend, options=options,

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             steps = decoder.steps
             compiled = {"compile_seconds": sum(exe.compile_seconds or 0.0 for _, exe in steps),
                         "compile_cache_hit": all(exe.compile_cache_hit for _, exe in steps),
-                        "steps_attending": [attended for attended, _ in steps]}
+                        "steps_attending": [attended for attended, _ in steps],
+                        "target": decoder.exe.program.target}
     print("tokens: " + ",".join(map(str, result.tokens)))
     ms = result.ms_per_token
     print(f"backend: {backend}; {result.steps} steps; {ms:.3f} ms/token; "
