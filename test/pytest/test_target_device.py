@@ -111,3 +111,47 @@ def test_a_ring_left_to_the_target_is_filled_in_before_the_kernel_reads_it() -> 
     assert LoweringOptions(stream_ring=4).for_program(program, get_target("h100")).stream_ring == 4
     with pytest.raises(AssertionError, match="the stream ring is the target's"):
         opts.ring_depth(get_target("h200").engines[3].kind)
+
+
+class _FakeDriver:
+    """As much of ``cuda.bindings.driver`` as ``CudaPlatform.device_target`` reads: one sm_90 device
+    called ``name``, or none (``count`` 0)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    class CUdevice_attribute:
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+
+    def __init__(self, name: str, count: int = 1):
+        self.name, self.count = name, count
+
+    def cuInit(self, flags: int) -> tuple[int]:
+        return (0,)
+
+    def cuDeviceGetCount(self) -> tuple[int, int]:
+        return 0, self.count
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[int, int]:
+        return 0, ordinal
+
+    def cuDeviceGetAttribute(self, attribute: int, dev: int) -> tuple[int, int]:
+        return 0, 9
+
+    def cuDeviceGetName(self, length: int, dev: int) -> tuple[int, bytes]:
+        return 0, self.name.encode() + b"\0" * (length - len(self.name))
+
+
+@pytest.mark.parametrize("driver, target", [
+    (_FakeDriver(H100_NAME), "h100"), (_FakeDriver(H200_NAME), "h200"),
+    (_FakeDriver("NVIDIA GH2000"), None), (_FakeDriver(H100_NAME, count=0), None),
+])
+def test_the_cuda_backend_names_the_target_of_its_device(monkeypatch, driver, target) -> None:
+    """``CudaPlatform.device_target``, what a caller compiles for (``LlamaDecoder``, the benches): the
+    target device 0's name finds, None for a GPU no target describes or without a device."""
+    from vdir.device_runtime import cuda
+    from vdir.device_runtime.sim import SimPlatform
+
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    assert cuda.CudaPlatform.device_target() == target
+    assert SimPlatform.device_target() is None  # the simulator runs any target's program as compiled

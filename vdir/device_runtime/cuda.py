@@ -287,11 +287,12 @@ class CudaPlatform(Platform):
         target describes."""
         if not cls.is_available()[0]:
             return None
-        try:
+        try:  # as is_available reads device 0; cuDeviceGetName needs no context
             err, dev = _driver().cuDeviceGet(0)
+            name = _device_name(dev) if err == _driver().CUresult.CUDA_SUCCESS else ""
         except Exception:  # noqa: BLE001  (is_available probed the driver: nothing is expected here)
             return None
-        known = target_for_device(_device_name(dev)) if err == _driver().CUresult.CUDA_SUCCESS else None
+        known = target_for_device(name)
         return known.name if known is not None else None
 
     def target(self) -> TargetDescription:
