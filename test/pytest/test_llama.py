@@ -116,9 +116,9 @@ def test_generate_feeds_the_token_back_on_the_device():
 
 def test_the_decoder_compiles_for_the_target_of_its_backends_device(monkeypatch):
     """A step compiled by the decoder is for the target the backend's device names (here a simulator
-    made to say ``h100``: its stream holds), unless the pipeline names one; the simulator itself names
-    none, and the step keeps its own (``h200``)."""
-    from vdir.device_runtime.cuda import CudaPlatform
+    made to say ``h100``: its stream holds, the same tokens), unless the pipeline names one; the
+    simulator itself names none, and the step keeps its own (``h200``). (The CUDA backend's naming:
+    ``test_target_device.py``.)"""
     from vdir.device_runtime.sim import SimPlatform
 
     cfg = NAMED_CONFIGS["tiny"]
@@ -132,8 +132,6 @@ def test_the_decoder_compiles_for_the_target_of_its_backends_device(monkeypatch)
         assert decoder.exe.program.target == "h100" and decoder.generate(PROMPT, 3).tokens == tokens
     with LlamaDecoder(cfg, weights, backend="sim", pipeline="target=h200") as decoder:
         assert decoder.exe.program.target == "h200"
-    ok, _why = CudaPlatform.is_available()
-    assert ok or CudaPlatform.device_target() is None  # no usable GPU: no device to describe
 
 
 def _hf_tensors(cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
