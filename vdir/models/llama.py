@@ -113,7 +113,7 @@ class Generation:
                 "tokens_per_second": 1000.0 / ms if ms else None}
 
 
-def for_device(pipeline: Any, backend: str) -> Any:
+def _pipeline_for_device(pipeline: Any, backend: str) -> Any:
     """``pipeline`` (pass pipeline options in any form ``vdir.compile`` takes) for a step compiled to run
     on ``backend``: with the target of its device where they name none and a target describes the
     device (:meth:`~vdir.device_runtime.platform.Platform.device_target`), else as given."""
@@ -161,7 +161,7 @@ class LlamaDecoder:
         buckets = bucket_configs(cfg, context_buckets)
         step = build_decode_step(cfg) if program is None else program
         if program is None or buckets:  # a step is compiled here
-            pipeline = for_device(pipeline, backend)
+            pipeline = _pipeline_for_device(pipeline, backend)
         # a compiled program takes no pipeline options (vdir.compile refuses them); with buckets they are
         # the buckets' own
         self.exe = vdir.compile(step, backend=backend, options=options,
