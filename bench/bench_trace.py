@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 
 import vdir  # noqa: E402
-from bench.bench_gpu import compile_gemv, compile_mlp, uops_per_sm  # noqa: E402
+from bench.bench_gpu import compile_gemv, compile_mlp, device_target, uops_per_sm  # noqa: E402
 from vdir import isa  # noqa: E402
 from vdir.device_runtime.trace import check_tracks  # noqa: E402
 from vdir.tools.vdir_run import random_inputs  # noqa: E402
@@ -44,15 +44,17 @@ H, I = 2048, 8192  # noqa: E741 -- the MLP's hidden and intermediate sizes
 
 
 def programs(quick: bool, sim: bool, num_sms: int) -> list[tuple[str, isa.EncodedProgram]]:
-    """(name, program) of every case, compiled for ``num_sms`` SMs."""
+    """(name, program) of every case, compiled for ``num_sms`` SMs (on the GPU, for its target)."""
     if sim:
         return [("gemv 512x1024", compile_gemv(512, 1024, 8, 1, num_sms)),
                 ("MLP stack x2 256/512", compile_mlp(2, 256, 512, num_sms))]
+    on_gpu = {"target": device_target()}
     if quick:
-        return [("gemv 2048x2048", compile_gemv(2048, 2048, 16, 1, num_sms)),
-                ("MLP stack x4", compile_mlp(4, H, I, num_sms))]
-    return [("gemv 8192x8192", compile_gemv(8192, 8192, 8, 2, num_sms)), ("MLP block", compile_mlp(None, H, I, num_sms)),
-            ("MLP stack x16", compile_mlp(16, H, I, num_sms))]
+        return [("gemv 2048x2048", compile_gemv(2048, 2048, 16, 1, num_sms, pipeline=on_gpu)),
+                ("MLP stack x4", compile_mlp(4, H, I, num_sms, pipeline=on_gpu))]
+    return [("gemv 8192x8192", compile_gemv(8192, 8192, 8, 2, num_sms, pipeline=on_gpu)),
+            ("MLP block", compile_mlp(None, H, I, num_sms, pipeline=on_gpu)),
+            ("MLP stack x16", compile_mlp(16, H, I, num_sms, pipeline=on_gpu))]
 
 
 def outputs_of(result) -> list[np.ndarray]:

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
 
     plat = CudaPlatform()
     n = opts.layers
-    program = bg.compile_mlp(n, HIDDEN, INTER, plat.target().num_sms, keep_trips=True)
+    program = bg.compile_mlp(n, HIDDEN, INTER, plat.target().num_sms, keep_trips=True,
+                             pipeline={"target": bg.device_target()})
     print(f"MLP stack x{n}, keep_trips: {len(program.instrs)} records, {program.executed_count()} executed")
     torch.manual_seed(0)
     (data,) = bg.mlp_torch_sets(n, HIDDEN, INTER, 1)

@@ -37,7 +37,13 @@ the weight tiles of its engine), its
 duration, the last producer's duration, and the spread between the first and
 the last producer (the wait for the slowest SM). ``--json FILE`` keeps the
 trace; ``--from-json FILE`` reads such a trace back instead of running (on
-the CPU: the step is compiled again, so the code must be the one that ran).
+the CPU: the step is compiled again, so the code must be the one that ran,
+and the target the one it ran on, ``--target``).
+
+On the GPU the step is compiled for the GPU's target (as
+``bench_decode.py``'s), so that what the pass pipeline leaves to the target,
+such as the H100's stream holds, is the traced GPU's; on the clock and for a
+trace read back, for the default target unless ``--target`` names another.
 
 ``--sim POS`` models the launch at position ``POS`` on the simulator's
 clock instead (:class:`vdir.device_runtime.sim.SimCosts`, the target's; on
@@ -71,7 +77,7 @@ from vdir.device_runtime.profile import path_totals, stage_of  # noqa: E402
 from vdir.device_runtime.trace import Trace  # noqa: E402
 from vdir.diagnostics import VdirError  # noqa: E402
 from vdir.frontend.llama import AUTO_CHUNKS  # noqa: E402
-from vdir.target import EngineKind, get_target  # noqa: E402
+from vdir.target import DEFAULT_TARGET, TARGETS, EngineKind, get_target  # noqa: E402
 
 
 def summarize(trace, layers: set[int]) -> list[str]:
@@ -250,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="trace the step compiled with these vdir-pipeline options (as bench_decode's)")
     p.add_argument("--sim", type=int, metavar="POS",
                    help="model the launch at position POS on the simulator's clock (CPU) instead of the GPU")
+    p.add_argument("--target", choices=sorted(TARGETS),
+                   help="compile the step for this target (default: the GPU's when run on it, else "
+                   f"{DEFAULT_TARGET}; with --from-json, name the GPU's target the trace was taken on)")
     opts = p.parse_args(argv)
+    from bench.bench_gpu import device_target
     from vdir.frontend.llama import build_decode_step
     from vdir.models.llama import LlamaDecoder
     from vdir.testing.llama import random_weights
@@ -261,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg = dataclasses.replace(cfg, max_context=opts.context, block=AUTO_CHUNKS)
     if opts.variant:
         cfg = tiling_variant(cfg, opts.variant)
+    # on the GPU, compiled for its target (as bench_decode's steps); on the clock, for the default target
+    target = opts.target or (DEFAULT_TARGET if opts.sim is not None or opts.from_json else device_target())
     program = compile_to_encoded(build_decode_step(cfg), l2_prefetch=opts.l2_prefetch,
-                                 max_micro_ops=DECODE_MAX_MICRO_OPS, **pipeline_options(opts.pipeline))
+                                 max_micro_ops=DECODE_MAX_MICRO_OPS, target=target,
+                                 **pipeline_options(opts.pipeline))
     if opts.from_json:
         report(opts, Trace.from_json(program, json.loads(Path(opts.from_json).read_text())))
         return 0

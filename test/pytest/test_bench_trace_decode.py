@@ -5,7 +5,7 @@ are otherwise printed only from a GPU trace. Here the tiny step is modelled
 at one position: the tables must list that layer's stages and hand-offs, the
 path must add up, a position the step does not cover and a model that runs
 out of memory are each said in one line, and the modelled trace written with ``--json`` must read back (``--from-json``)
-to the same tables.
+to the same tables. ``--target`` names the target the step is compiled for.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import pytest
 
 from bench import trace_decode
+from vdir.target import DEFAULT_TARGET
 
 TINY = ["--config", "tiny", "--layers", "1", "--handoffs", "--stores", "--path-layer", "1"]
 
@@ -40,6 +41,21 @@ def test_the_modelled_step_lists_the_layers_stages_hand_offs_and_path(capsys):
     # (each of the four printed to 0.1 µs)
     span = max(end for _, end in spans) - min(start for start, _ in spans)
     assert sum(map(float, totals.groups())) == pytest.approx(span, abs=0.25)
+
+
+def test_the_step_is_compiled_for_the_target_named(monkeypatch, capsys):
+    """On the clock the default target's step, unless ``--target`` names another (a GPU run takes the GPU's)."""
+    targets = []
+    modelled_trace = trace_decode.modelled_trace
+
+    def spy(cfg, program, pos):
+        targets.append(program.target)
+        return modelled_trace(cfg, program, pos)
+
+    monkeypatch.setattr(trace_decode, "modelled_trace", spy)
+    _modelled(capsys)
+    _modelled(capsys, "--target", "h100")
+    assert targets == [DEFAULT_TARGET, "h100"] and DEFAULT_TARGET != "h100"
 
 
 def test_a_position_the_step_does_not_cover_is_refused(capsys):
