@@ -28,10 +28,17 @@
 // A tile of exactly 8 rows runs as one row block (placed after the row loop).
 // CHECK:      setp.eq.u32 [[B8:%p[0-9]+]], {{%r[0-9]+}}, 8;
 // CHECK-NEXT: @[[B8]] bra.uni $L_gemv_block_0;
-// Work split: G = 8 / max(min(R, 8), 1) warps per row, picked among the
-// classes 8, 4, 2, 1 by comparisons; the quantities of each class are shifts
-// (divisions by constants): no division instruction in the kernel.
-// CHECK:      min.u32 [[RM:%r[0-9]+]], {{%r[0-9]+}}, 8;
+// Work split: a tile of the rows and K of the last gemv the group ran takes
+// that gemv's split, kept in registers made before the loop
+// (sched-compute.mlir); otherwise G = 8 / max(min(R, 8), 1) warps per row,
+// picked among the classes 8, 4, 2, 1 by comparisons; the quantities of
+// each class are shifts (divisions by constants): no division instruction in
+// the kernel. The split worked out is kept for the next gemv.
+// CHECK:      setp.eq.u32 [[SAMER:%p[0-9]+]], [[R:%r[0-9]+]], [[KEPTR:%r[0-9]+]];
+// CHECK-NEXT: setp.eq.u32 [[SAMEK:%p[0-9]+]], [[K:%r[0-9]+]], [[KEPTK:%r[0-9]+]];
+// CHECK-NEXT: and.pred [[SAME:%p[0-9]+]], [[SAMER]], [[SAMEK]];
+// CHECK-NEXT: @[[SAME]] bra.uni $L_gemv_split_kept_0;
+// CHECK:      min.u32 [[RM:%r[0-9]+]], [[R]], 8;
 // CHECK-NEXT: max.u32 [[RM1:%r[0-9]+]], [[RM]], 1;
 // CHECK-NEXT: setp.le.u32 [[C8:%p[0-9]+]], [[RM1]], 1;
 // CHECK-NEXT: setp.le.u32 [[C4:%p[0-9]+]], [[RM1]], 2;
@@ -40,7 +47,11 @@
 // CHECK-NEXT: selp.u32 [[G2:%r[0-9]+]], 2, [[G1]], [[C2]];
 // CHECK-NEXT: selp.u32 [[G4:%r[0-9]+]], 4, [[G2]], [[C4]];
 // CHECK-NEXT: selp.u32 [[G:%r[0-9]+]], 8, [[G4]], [[C8]];
-// CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[G]], 1;
+// CHECK:      mov.u32 [[KEPTR]], [[R]];
+// CHECK-NEXT: mov.u32 [[KEPTK]], [[K]];
+// CHECK-NEXT: mov.u32 [[KEPTG:%r[0-9]+]], [[G]];
+// CHECK:      $L_gemv_split_kept_0:
+// CHECK:      setp.gt.u32 [[SPLIT:%p[0-9]+]], [[KEPTG]], 1;
 
 // Four passes at once while each warp has whole rows (G = 1) and four
 // passes' rows remain: the four chunks of the four rows, then x once. Their

@@ -48,6 +48,20 @@
 // CHECK-COUNT-8: cp.async.ca.shared.global
 // CHECK:      $L_cp_prime_skip_0:
 
+// The group states of the program's families, made once before the loop:
+// the gemv bodies' row split of the last gemv the group ran (its rows, K and
+// eight split registers; 2^32 - 1 rows: no tile's yet), which a gemv of the
+// same rows and K takes instead of working the split out (family-gemv.mlir).
+// CHECK-NEXT: mov.u32 [[SPLIT_ROWS:%r[0-9]+]], 4294967295;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
+// CHECK-NEXT: mov.u32 {{%r[0-9]+}}, 0;
 // CHECK-NEXT: $L_cp_top_0:
 // CHECK-NEXT: setp.ge.u32 [[END:%p[0-9]+]], [[POS]], [[COUNT]];
 // CHECK-NEXT: @[[END]] bra.uni $L_cp_done_0;
@@ -117,6 +131,7 @@
 // CHECK:      $L_report_done_[[RD]]:
 // CHECK-NEXT: bra.uni $L_cp_done_0;
 // CHECK-NEXT: $L_fam1_0:
+// CHECK:      setp.eq.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, [[SPLIT_ROWS]];
 // CHECK:      bra.uni $L_cp_body_done_0;
 
 // Completion by lane 0 of the last warp after the group barrier; every

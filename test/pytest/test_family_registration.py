@@ -13,6 +13,7 @@ module, the family is gone again.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 
@@ -41,6 +42,7 @@ from vdir.families import (
 )
 from vdir.frontend import ProgramBuilder
 from vdir.lowering import families as F
+from vdir.lowering.emit import lower_to_ptx
 from vdir.lowering.families import ComputeCtx
 from vdir.tools.vdir_opt import main as vdir_opt
 from vdir.transforms.place import is_rematerialisable
@@ -185,6 +187,46 @@ def test_family_without_a_body_is_a_ptx_error(tmp_path, capsys):
         assert vdir_opt([str(src), "-p", "vdir-pipeline", "-t", "ptx"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == (f"{src}: error: target 'ptx' failed: the PTX lowering has no body for family opcode(s) [203]")
+
+
+def test_a_group_state_is_made_once_before_the_loop_and_reaches_the_bodies():
+    """A family's ``ptx_state`` emitter runs once per kernel, before the compute group's loop, however many
+    families name it, and each of their bodies finds what it made in its context (``ComputeCtx.state``);
+    an emitter no family names makes nothing, and a body asking for its state finds None."""
+    made, seen = [], []
+
+    def keep_a_count(c) -> SSAValue:
+        made.append(c.b.var("u32", 12345))
+        return made[-1]
+
+    def counting_body(cc: ComputeCtx) -> None:
+        seen.append(cc.state(keep_a_count))
+        cc.b.i("add.u32", "u32", cc.state(keep_a_count), 1, dst=cc.state(keep_a_count))
+        _scale_body(cc)
+
+    def named_by_no_family(c) -> None:
+        raise AssertionError("no family names this emitter: it never runs")
+
+    def plain_body(cc: ComputeCtx) -> None:
+        seen.append(cc.state(named_by_no_family))
+        _scale_body(cc)
+
+    with register_family(_variant(name="scale_a", opcode=204, ptx_state=keep_a_count, ptx_body=counting_body)), \
+            register_family(_variant(name="scale_b", opcode=205, ptx_state=keep_a_count, ptx_body=counting_body)), \
+            register_family(_variant(name="scale_c", opcode=206, ptx_body=plain_body)):
+        program = compile_module(scale_add_program(), num_sms=1)
+        ops = program.instrs[:, isa.W_OPCODE].copy()
+        compute = ops & 0xFF == isa.OP_COMPUTE
+        families = ops >> 8 & 0xFF
+        # the scale tiles become scale_a, scale_b and scale_c in turn (the same words: SCALE's variants);
+        # the kernel emits each family's body once, in opcode order
+        for k, idx in enumerate(np.flatnonzero(compute & (families == SCALE_OPCODE))):
+            program.instrs[idx, isa.W_OPCODE] = (int(ops[idx]) & ~0xFF00) | ((204 + k % 3) << 8)
+        text = lower_to_ptx(program)
+    assert len(made) == 1
+    assert len(re.findall(r"mov\.u32 %r\d+, 12345;", text)) == 1
+    assert text.index(", 12345;") < text.index("$L_cp_top_0:") < text.index(f"$L_fam{SCALE_OPCODE + 4}_0:")
+    assert seen == [made[0], made[0], None]
 
 
 def test_placement_reads_the_role():

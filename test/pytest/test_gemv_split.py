@@ -241,3 +241,57 @@ def test_grouped_rows_give_the_bytes_of_one_row_per_pass(warps, k):
     assert np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
     want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
     assert np.abs(outs[0].astype(np.float64).reshape(-1) - want).max() <= 1e-4 * np.abs(want).max()
+
+
+#: (family, rows, K) of the gemvs of :func:`_shape_run`, in program order on one SM: the same shape again
+#: (the split kept), another K, other rows, fewer rows than warps (G > 1 on 8 warps), the first shape back
+#: through another gemv family (the split is shared by the gemv families), and an odd K
+_SHAPE_RUN = (("gemv", 16, 512), ("gemv", 16, 512), ("gemv", 16, 1024), ("gemv", 12, 1024), ("gemv", 4, 1024),
+              ("gemv", 4, 1024), ("gemv", 16, 512), ("rmsnorm_gemv", 16, 512), ("gemv", 20, 520))
+
+
+def _shape_run():
+    """Each gemv of :data:`_SHAPE_RUN` on its own buffers (``w<t>``, ``x<t>``, for rmsnorm_gemv ``g<t>``;
+    out ``y<t>``: f32 for gemv, bf16 for rmsnorm_gemv)."""
+    b = ProgramBuilder("shape_run")
+    for t, (family, rows, k) in enumerate(_SHAPE_RUN):
+        w, x = b.buffer(f"w{t}", (rows, k)), b.buffer(f"x{t}", (1, k))
+        wt, xt = b.load(w, (0, 0), (rows, k), name=f"wt{t}"), b.load(x, (0, 0), (1, k), name=f"xt{t}")
+        if family == "gemv":
+            y = b.buffer(f"y{t}", (1, rows), "f32")
+            out = b.compute("gemv", [wt, xt], out_dtype="f32", name=f"out{t}")
+        else:
+            g, y = b.buffer(f"g{t}", (1, k)), b.buffer(f"y{t}", (1, rows))
+            gt = b.load(g, (0, 0), (1, k), name=f"gt{t}")
+            out = b.compute(family, [wt, xt, gt], params={"eps": 1e-5}, name=f"out{t}")
+        b.store(out, y, (0, 0), name=f"s{t}")
+    return b.finish()
+
+
+@gpu
+@pytest.mark.parametrize("warps", [5, 8])
+def test_a_kept_split_serves_only_gemvs_of_its_shape(warps):
+    """The compute group keeps the row split of the last gemv it ran (``gemv.SplitCache``) and takes it for
+    a gemv of the same rows and K: on one SM, gemvs of the same shape, of another K, of other rows and of
+    another gemv family in turn each give their own product (f32 results to 1e-4 of the largest, the
+    rmsnorm_gemv's bf16 result to its rounding), against numpy."""
+    from vdir.families import get_family
+
+    rng = np.random.default_rng(warps)
+    inputs = {}
+    for t, (family, rows, k) in enumerate(_SHAPE_RUN):
+        inputs[f"w{t}"] = (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(bfloat16)
+        inputs[f"x{t}"] = rng.standard_normal((1, k)).astype(bfloat16)
+        if family != "gemv":
+            inputs[f"g{t}"] = (1.0 + 0.1 * rng.standard_normal((1, k))).astype(bfloat16)
+    with vdir.compile(_shape_run(), backend="cuda", num_sms=1, options={"compute_warps": warps}) as exe:
+        got = {name: np.asarray(v, np.float64).reshape(-1) for name, v in exe(**inputs).items()}
+    for t, (family, _rows, _k) in enumerate(_SHAPE_RUN):
+        w, x = inputs[f"w{t}"], inputs[f"x{t}"]
+        if family == "gemv":
+            want = w.astype(np.float64) @ x.astype(np.float64).reshape(-1)
+            tol = 1e-4
+        else:
+            want = get_family(family).run([w, x, inputs[f"g{t}"]], {"eps": 1e-5}, "bf16").astype(np.float64)
+            want, tol = want.reshape(-1), 1e-2
+        assert np.abs(got[f"y{t}"] - want).max() <= tol * np.abs(want).max(), (t, family)

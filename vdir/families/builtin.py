@@ -48,6 +48,8 @@ from vdir.families.core import (
 
 #: the package of the built-in PTX bodies (referenced lazily: see vdir.families)
 _PTX = "vdir.lowering.families"
+#: the gemv bodies' shared group state: the row split of the last gemv the group ran
+_GEMV_STATE = f"{_PTX}.gemv:split_cache"
 
 # ---------------------------------------------------------------------------
 # Numerics
@@ -613,7 +615,7 @@ GEMV = Family(
     _infer_gemv, _run_gemv, _gemv_flops, _encode_gemv, _decode_gemv,
     Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv",
     description="y[1,R] = w[R,K] . x[1,K] (+ acc f32); bf16 out, or f32 for a partial sum",
-    optional_operands=1, out_dtypes=("bf16", "f32"),
+    optional_operands=1, out_dtypes=("bf16", "f32"), ptx_state=_GEMV_STATE,
 )
 RMSNORM = Family(
     "rmsnorm", 2, ("x", "weight"), ("eps",),
@@ -642,7 +644,7 @@ RMSNORM_GEMV = Family(
     _infer_rmsnorm_gemv, _run_rmsnorm_gemv, _gemv_flops, _encode_shape, _decode_rmsnorm_gemv,
     Role.WEIGHT_STREAMING, f"{_PTX}.gemv:rmsnorm_gemv",
     fusion=Prologue(producer="rmsnorm", consumer="gemv", operand=1),
-    description="gemv with an rmsnorm prologue on x (fused by vdir-fuse)",
+    description="gemv with an rmsnorm prologue on x (fused by vdir-fuse)", ptx_state=_GEMV_STATE,
 )
 GEMV_SILU_MUL = Family(
     "gemv_silu_mul", 6, ("weights", "x", "other"), ("operand",),
@@ -651,14 +653,14 @@ GEMV_SILU_MUL = Family(
     Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_silu_mul",
     fusion=Epilogue(producer="gemv", consumer="silu_mul", operand_param="operand"),
     description="gemv with a silu_mul epilogue; operand says which silu_mul input the gemv is",
-    param_specs={"operand": ParamSpec.integral()},
+    param_specs={"operand": ParamSpec.integral()}, ptx_state=_GEMV_STATE,
 )
 GEMV_ADD = Family(
     "gemv_add", 7, ("weights", "x", "residual"), (),
     _infer_gemv_epilogue("gemv_add"), _run_gemv_add, _gemv_flops, _encode_shape, _decode_gemv_epilogue(None),
     Role.WEIGHT_STREAMING, f"{_PTX}.gemv:gemv_add",
     fusion=Epilogue(producer="gemv", consumer="add"),
-    description="gemv with a residual-add epilogue",
+    description="gemv with a residual-add epilogue", ptx_state=_GEMV_STATE,
 )
 
 SUM_ROWS = Family(

@@ -241,6 +241,8 @@ class Epilogue:
 
 #: a PTX body emitter, or a lazy ``"module:function"`` reference to one
 PtxBodyRef = str | Callable[[Any], None]
+#: a PTX group-state emitter (:attr:`Family.ptx_state`), or a lazy ``"module:function"`` reference to one
+PtxStateRef = str | Callable[[Any], Any]
 
 
 @dataclass(frozen=True, repr=False)
@@ -262,7 +264,13 @@ class Family:
       ComputeSignature``: the family words of its instructions
       (:meth:`encode_params`, :meth:`decode_operands`);
     * ``ptx_body``: the PTX body emitter, or a ``"module:function"``
-      reference to it (:meth:`ptx_emitter`).
+      reference to it (:meth:`ptx_emitter`);
+    * ``ptx_state`` (optional): what the compute group keeps in registers
+      from one of the family's micro-ops to the next, made once before the
+      group's loop by this emitter (the kernel context in, the state out;
+      :meth:`state_emitter`); families naming the same emitter share one
+      state, and the body finds it in its context
+      (``vdir.lowering.families.ComputeCtx.state``).
 
     ``param_specs`` says what values a parameter takes (a parameter not
     named there is a number: :class:`ParamSpec`'s default);
@@ -294,6 +302,8 @@ class Family:
     param_specs: Mapping[str, ParamSpec] = field(default_factory=dict)
     #: parameter name -> its value where a program leaves it out
     param_defaults: Mapping[str, float] = field(default_factory=dict)
+    #: the group-state emitter, or None: the body keeps nothing from one micro-op to the next
+    ptx_state: PtxStateRef | None = None
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, opcode={self.opcode})"
@@ -351,15 +361,24 @@ class Family:
         body = self.ptx_body
         if body is None:
             raise FamilyError(f"family '{self.name}' has no PTX body")
-        if callable(body):
-            return body
-        module, _, attr = body.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _resolve(body)
+
+    def state_emitter(self) -> Callable[[Any], Any] | None:
+        """The PTX group-state emitter (:attr:`ptx_state`, imported on first use), or None."""
+        return None if self.ptx_state is None else _resolve(self.ptx_state)
 
     @property
     def rematerialisable(self) -> bool:
         """Whether placement may recompute the op on every SM that reads its result."""
         return self.role is not Role.WEIGHT_STREAMING
+
+
+def _resolve(ref: PtxBodyRef | PtxStateRef) -> Callable[[Any], Any]:
+    """A callable itself, or the function a ``"module:function"`` reference names (imported now)."""
+    if callable(ref):
+        return ref
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 # ---------------------------------------------------------------------------

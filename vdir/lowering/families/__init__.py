@@ -11,18 +11,28 @@ Each family object names its body (``Family.ptx_body``, a lazy
 ``"module:function"`` reference for the built-in ones, which live in
 ``gemv.py``, ``elementwise.py``, ``reduce.py``, ``rope.py``, ``attention.py`` and ``argmax.py``);
 :func:`body_of` looks it up by opcode.
+
+A family may also name a group state (``Family.ptx_state``): registers the
+compute group keeps from one of its micro-ops to the next, made once before
+the group's loop (:func:`group_states`) and found by the body in its context
+(:meth:`ComputeCtx.state`). The gemv bodies keep the row split of the last
+gemv there (``gemv.split_cache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.ir import SSAValue
 
 from vdir.families import family_by_opcode
 from vdir.lowering import layout as L  # noqa: F401  (bodies use F.L)
 from vdir.lowering.builder import PtxBuilder
+
+#: group-state emitter -> the state it made (:func:`group_states`)
+GroupStates = Mapping[Callable[[Any], Any], Any]
 
 FULL = 0xFFFFFFFF
 LOG2E = 1.4426950408889634
@@ -44,6 +54,13 @@ class ComputeCtx:
     p2: SSAValue
     p3: SSAValue
     f0: SSAValue  # f32
+    #: group-state emitter -> the state it made before the group's loop (:func:`group_states`)
+    states: GroupStates = field(default_factory=dict)
+
+    def state(self, emitter: Callable[[Any], Any]) -> Any:
+        """The group state ``emitter`` made for this kernel, or None where the group made none (a body
+        emitted outside a compute group's loop, such as a test's)."""
+        return self.states.get(emitter)
 
     @property
     def b(self) -> PtxBuilder:
@@ -219,6 +236,18 @@ def body_of(opcode: int) -> Callable[[ComputeCtx], None]:
     if family is None:
         raise ValueError(f"no op family has opcode {opcode}")
     return family.ptx_emitter()
+
+
+def group_states(c: Any, families: list[int]) -> dict[Callable[[Any], Any], Any]:
+    """Make the group states of ``families`` (``Family.ptx_state``), one per emitter however many
+    families name it, in the kernel context ``c``: the compute group calls this once, before its loop."""
+    states: dict[Callable[[Any], Any], Any] = {}
+    for opcode in families:
+        family = family_by_opcode(opcode)
+        emitter = family.state_emitter() if family is not None else None
+        if emitter is not None and emitter not in states:
+            states[emitter] = emitter(c)
+    return states
 
 
 def has_body(opcode: int) -> bool:

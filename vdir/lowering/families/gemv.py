@@ -245,7 +245,83 @@ def div_magic(d: int) -> int:
 
 
 def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
-    """Compute the work split of :func:`_gemv_core` for this warp and lane.
+    """The work split of :func:`_gemv_core` for this warp and lane: the group's cached one
+    (:class:`SplitCache`) where the last gemv it ran had this tile's rows and K, else worked out
+    (:func:`_work_out_split`) and cached. Without a cache (a body emitted outside a compute group's
+    loop), worked out every time."""
+    cache = cc.state(split_cache)
+    if cache is None:
+        return _work_out_split(cc)
+    b = cc.b
+    kept = b.new_label("gemv_split_kept")
+    same = b.i("and.pred", "pred", b.setp("eq.u32", cc.p0, cache.rows), b.setp("eq.u32", cc.p1, cache.k))
+    b.bra(kept, same, uniform=True)
+    cache.keep(cc, _work_out_split(cc))
+    b.place(kept)
+    return cache.split(cc)
+
+
+#: the rows a :class:`SplitCache` holds before the group's first gemv: no tile has them (a tile's rows
+#: are far below :data:`DIV_EXACT_BELOW`)
+NO_ROWS = 0xFFFFFFFF
+
+
+@dataclass
+class SplitCache:
+    """The row split of the last gemv the compute group ran, in registers (each thread its own), kept
+    from one micro-op to the next: the gemv bodies' group state (``Family.ptx_state``).
+
+    The split depends only on the tile's rows and K (and the group's warps,
+    fixed in the kernel), and an SM's gemv tiles mostly share one shape: a
+    projection's tiles, or a decode layer's q/k/v, output and gate/up tiles
+    of one hidden size. A step whose rows and K are the cached ones takes the
+    split from here (a compare and a uniform branch) instead of working it
+    out again (the classes, the divisions by constants and the segment:
+    about 45 instructions per warp; docs/performance.md, round 56).
+
+    Every thread of the group runs every gemv body with the same rows and K,
+    so the cached key, and the branch on it, is the same in every thread.
+    """
+
+    rows: SSAValue  # the key: the last gemv's rows (NO_ROWS before the first)
+    k: SSAValue  # and its K
+    G: SSAValue
+    rpp: SSAValue
+    npass: SSAValue
+    rw: SSAValue
+    sub: SSAValue
+    start: SSAValue  # this warp's chunks of each row (_Segment)
+    end: SSAValue
+    main_end: SSAValue
+
+    def keep(self, cc: "F.ComputeCtx", rs: _RowSplit) -> None:
+        """Cache ``rs``, the split of this tile's rows and K."""
+        b = cc.b
+        for reg, value in ((self.rows, cc.p0), (self.k, cc.p1), (self.G, rs.G), (self.rpp, rs.rpp),
+                           (self.npass, rs.npass), (self.rw, rs.rw), (self.sub, rs.sub),
+                           (self.start, rs.seg.start), (self.end, rs.seg.end), (self.main_end, rs.seg.main_end)):
+            b.set(reg, value)
+
+    def split(self, cc: "F.ComputeCtx") -> _RowSplit:
+        """The cached split (its predicates made again: a register each is not worth keeping)."""
+        b = cc.b
+        rowb = b.i("shl.b32", "u32", cc.p1, 1)
+        return _RowSplit(G=self.G, rpp=self.rpp, npass=self.npass, sub=self.sub, rw=self.rw,
+                         split=b.setp("gt.u32", self.G, 1), lane0=b.setp("eq.u32", cc.lane, 0),
+                         seg=_Segment(rowb=rowb, start=self.start, end=self.end, main_end=self.main_end,
+                                      unroll=UNROLL))
+
+
+def split_cache(c: object) -> SplitCache:
+    """The gemv families' group state (``Family.ptx_state``): a :class:`SplitCache` that no tile's
+    shape matches yet, made in kernel context ``c`` before the compute group's loop."""
+    b: PtxBuilder = c.b  # type: ignore[attr-defined]
+    rows = b.var("u32", NO_ROWS)
+    return SplitCache(rows, *(b.var("u32", 0) for _ in range(9)))
+
+
+def _work_out_split(cc: "F.ComputeCtx") -> _RowSplit:
+    """Work out the split of :func:`_gemv_core` for this warp and lane.
 
     W is known when the kernel is built, so G takes one of a few values
     (:func:`share_classes`): each class's quantities are divisions by

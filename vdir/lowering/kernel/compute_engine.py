@@ -32,6 +32,7 @@ from xdsl.ir import SSAValue
 
 from vdir import isa
 from vdir.lowering import layout as L
+from vdir.lowering.families import ComputeCtx, GroupStates, body_of, group_states
 from vdir.lowering.kernel.context import FULL, Ctx
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, smem_fields, window_slot
 from vdir.lowering.kernel.runtime_values import condition_holds
@@ -78,7 +79,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
     handoff_txt = "%d, %d" % (L.FETCH_BARRIER, L.HANDOFF_THREADS)
-
+    states = group_states(c, families)
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     if handed:
@@ -98,7 +99,7 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     if signaller is not None:
         _await_shared_bits(c, signaller[1], fw, pos)
     _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
-    f = _group_step(c, lambda: fe.slot_address(pos), families, ct, cw, engine, pos, done, body_done)
+    f = _group_step(c, lambda: fe.slot_address(pos), families, states, ct, cw, engine, pos, done, body_done)
     if signaller is None:
         signal(c, f.signal, f.rel, leader)
         stamp(c, q.exec_start, pos, L.TRACE_END, leader)
@@ -180,7 +181,7 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     pos = b.var("u32", 0)
     top, done, sync = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_sync")
     body_done, abort_w, leave = b.new_label("cp_body_done"), b.new_label("cp_abort"), b.new_label("cp_leave")
-
+    states = group_states(c, families)
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     addr = window_slot(c, win, pos)
@@ -190,7 +191,7 @@ def _fed_group(c: Ctx, families: list[int]) -> None:
     fw = smem_fields(c, addr)
     _first_warp_wait(c, fw, engine, q.exec_start, pos, leader, abort_w, sync)
     # the group's reads of the slot precede its second barrier, and so the hand-back
-    f = _group_step(c, lambda: addr, families, ct, cw, engine, pos, leave, body_done)
+    f = _group_step(c, lambda: addr, families, states, ct, cw, engine, pos, leave, body_done)
     _hand_back(c, first_warp, aborting=False)
     signal(c, f.signal, f.rel, leader)
     stamp(c, q.exec_start, pos, L.TRACE_END, leader)
@@ -235,6 +236,7 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     pos = b.var("u32", 0)
     top, done, failed = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_failed")
     body_done = b.new_label("cp_body_done")
+    states = group_states(c, families)
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     # acquire: pairs with the control warp's bar.arrive once pos may start
@@ -242,7 +244,7 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(done, b.setp("ne.u32", ab, 0), uniform=True)
     f = smem_fields(c, window_slot(c, win, pos))
-    _run_step(c, f, families, ct, cw, engine, pos, failed, body_done)
+    _run_step(c, f, families, states, ct, cw, engine, pos, failed, body_done)
     _arrive_done(c)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top)
@@ -425,8 +427,8 @@ def _first_warp_wait(c: Ctx, fw: Fields, engine: int, exec_start: SSAValue, pos:
     b.place(sync)
 
 
-def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: SSAValue, cw: SSAValue,
-                engine: int, pos: SSAValue, out: str, body_done: str) -> Fields:
+def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], states: GroupStates, ct: SSAValue,
+                cw: SSAValue, engine: int, pos: SSAValue, out: str, body_done: str) -> Fields:
     """One position's work for the whole compute group, from its first barrier to its second.
 
     The group leaves to ``out`` when the first warp has raised the abort
@@ -446,13 +448,13 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], ct: S
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(out, b.setp("ne.u32", ab, 0), uniform=True)
     f = smem_fields(c, slot())
-    _run_step(c, f, families, ct, cw, engine, pos, out, body_done)
+    _run_step(c, f, families, states, ct, cw, engine, pos, out, body_done)
     b.raw("barrier.sync", bar_txt)
     return f
 
 
-def _run_step(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int, pos: SSAValue,
-              out: str, body_done: str) -> None:
+def _run_step(c: Ctx, f: Fields, families: list[int], states: GroupStates, ct: SSAValue, cw: SSAValue,
+              engine: int, pos: SSAValue, out: str, body_done: str) -> None:
     """Run instruction ``f`` on the whole group, ending at ``body_done`` (placed here): its family body,
     unless it is not a compute or its condition does not hold (skipped: no result, the same signals).
     An unknown family reports and leaves to ``out``."""
@@ -460,7 +462,7 @@ def _run_step(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue
     opcode = f.read(isa.OPCODE)
     b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE), uniform=True)
     b.bra(body_done, condition_holds(c, f), neg=True, uniform=True)
-    _run_family_body(c, f, families, ct, cw, engine, pos, out, body_done)
+    _run_family_body(c, f, families, states, ct, cw, engine, pos, out, body_done)
     b.place(body_done)
 
 
@@ -528,18 +530,16 @@ def compute_fetch(c: Ctx) -> None:
     b.bra(c.exit_label)
 
 
-def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: SSAValue, engine: int,
-                     pos: SSAValue, done: str, body_done: str) -> None:
+def _run_family_body(c: Ctx, f: Fields, families: list[int], states: GroupStates, ct: SSAValue, cw: SSAValue,
+                     engine: int, pos: SSAValue, done: str, body_done: str) -> None:
     """Decode compute instruction ``f``'s operands and dispatch on its family to the body.
 
-    One body per family in ``families``, each ending in a branch to
-    ``body_done``, reached by a compare-and-branch per family or, from
+    One body per family in ``families`` (with the group ``states`` made before the loop), each ending
+    in a branch to ``body_done``, reached by a compare-and-branch per family or, from
     ``DISPATCH_TABLE_FAMILIES`` families on, through a table indexed by the
     opcode (after a bound check); an unknown family writes the error record
     and branches to ``done``.
     """
-    from vdir.lowering.families import ComputeCtx, body_of
-
     b = c.b
     fam = f.read(isa.FAMILY)
     f.prefetch(isa.COMPUTE_FIELDS)
@@ -548,7 +548,7 @@ def _run_family_body(c: Ctx, f: Fields, families: list[int], ct: SSAValue, cw: S
         out=b.i("add.u32", "u32", c.arena, f.read(isa.OUT_SMEM)),
         ins=[b.i("add.u32", "u32", c.arena, f.read(x)) for x in isa.IN_SMEM],
         p0=f.read(isa.P0), p1=f.read(isa.P1), p2=f.read(isa.P2), p3=f.read(isa.P3),
-        f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[f.read(isa.F0)])[0],
+        f0=b.raw("mov.b32", "{0}, {1}", outs=["f32"], ins=[f.read(isa.F0)])[0], states=states,
     )
     labels = {fo: b.new_label(f"fam{fo}") for fo in families}
     if len(labels) < DISPATCH_TABLE_FAMILIES:
