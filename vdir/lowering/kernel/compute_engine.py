@@ -2,7 +2,10 @@
 
 The first compute warp waits for the instruction, a named barrier releases
 the group, the family body (``vdir/lowering/families``) runs on every thread,
-a second barrier, and the leader thread signals.
+a second barrier, and the leader thread signals. Before its loop, each
+variant of the group makes the group states its families name
+(``Family.ptx_state``: registers a body keeps from one micro-op to the next,
+such as the gemv's row split) and hands them to every body it runs.
 
 In a kernel that runs loops, one warp owns the instruction window and hands
 each instruction over to the first compute warp with a two-warp named
