@@ -229,6 +229,20 @@ def test_a_group_state_is_made_once_before_the_loop_and_reaches_the_bodies():
     assert seen == [made[0], made[0], None]
 
 
+def test_a_reference_to_no_function_is_a_ptx_error(tmp_path, capsys):
+    """A group state (or body) named by a ``"module:function"`` reference that names nothing: ``-t ptx``
+    fails with one line naming the family, the field and the reference."""
+    src = tmp_path / "no_state.mlir"
+    ref = "vdir.lowering.families.gemv:no_such_state"
+    with register_family(_variant(name="scale_no_state", opcode=207, ptx_state=ref)):
+        src.write_text(str(scale_add_program()).replace("vdir.compute scale(", "vdir.compute scale_no_state("))
+        assert vdir_opt([str(src), "-p", "vdir-pipeline", "-t", "ptx"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{src}: error: target 'ptx' failed: family 'scale_no_state': ptx_state '{ref}' "
+                          "names no function (")
+    assert "\n" not in err
+
+
 def test_placement_reads_the_role():
     """Placement may recompute an activation-role family per SM, as it does ``add``."""
     graph = build_graph(scale_add_program())
@@ -263,6 +277,10 @@ def _variant(**changes) -> Family:
          "family 'scale2' fuses 'mul', which is not registered"),
         ({"name": "scale2", "opcode": 201, "out_dtypes": ("f16",)},
          r"family 'scale2': result dtypes \('f16',\) must be some of \('bf16', 'f32', 'i32', 'i64'\)"),
+        ({"name": "scale2", "opcode": 201, "ptx_state": "split_cache"},
+         "family 'scale2': ptx_state must be a function or a 'module:function' string, got 'split_cache'"),
+        ({"name": "scale2", "opcode": 201, "ptx_body": 3},
+         "family 'scale2': ptx_body must be a function or a 'module:function' string, got 3"),
     ],
 )
 def test_bad_registration(changes, message):

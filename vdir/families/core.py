@@ -361,11 +361,11 @@ class Family:
         body = self.ptx_body
         if body is None:
             raise FamilyError(f"family '{self.name}' has no PTX body")
-        return _resolve(body)
+        return _resolve(body, self.name, "ptx_body")
 
     def state_emitter(self) -> Callable[[Any], Any] | None:
         """The PTX group-state emitter (:attr:`ptx_state`, imported on first use), or None."""
-        return None if self.ptx_state is None else _resolve(self.ptx_state)
+        return None if self.ptx_state is None else _resolve(self.ptx_state, self.name, "ptx_state")
 
     @property
     def rematerialisable(self) -> bool:
@@ -373,12 +373,27 @@ class Family:
         return self.role is not Role.WEIGHT_STREAMING
 
 
-def _resolve(ref: PtxBodyRef | PtxStateRef) -> Callable[[Any], Any]:
-    """A callable itself, or the function a ``"module:function"`` reference names (imported now)."""
+def _resolve(ref: PtxBodyRef | PtxStateRef, family: str, what: str) -> Callable[[Any], Any]:
+    """A callable itself, or the function a ``"module:function"`` reference names (imported now); a
+    :class:`FamilyError` naming family ``family``'s field ``what`` where the reference names none."""
     if callable(ref):
         return ref
     module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise FamilyError(f"family '{family}': {what} '{ref}' names no function ({e})") from None
+    if not callable(found):
+        raise FamilyError(f"family '{family}': {what} '{ref}' is not a function")
+    return found
+
+
+def _check_reference(ref: object, family: str, what: str) -> None:
+    """``ref`` is None, a callable or a ``"module:function"`` string (resolved only when used)."""
+    if ref is None or callable(ref):
+        return
+    if not isinstance(ref, str) or not all(ref.partition(":")[::2]) or ref.count(":") != 1:
+        raise FamilyError(f"family '{family}': {what} must be a function or a 'module:function' string, got {ref!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -425,6 +440,8 @@ def _check_registrable(family: Family) -> None:
     unknown = [d for d in family.out_dtypes if d not in DTYPES]
     if unknown or not family.out_dtypes:
         raise FamilyError(f"family '{family.name}': result dtypes {family.out_dtypes} must be some of {tuple(DTYPES)}")
+    _check_reference(family.ptx_body, family.name, "ptx_body")
+    _check_reference(family.ptx_state, family.name, "ptx_state")
     if family.fusion is not None:
         for part in (family.fusion.producer, family.fusion.consumer):
             if part not in _BY_NAME:
