@@ -277,7 +277,7 @@ class SplitCache:
     of one hidden size. A step whose rows and K are the cached ones takes the
     split from here (a compare and a uniform branch) instead of working it
     out again (the classes, the divisions by constants and the segment:
-    about 45 instructions per warp; docs/performance.md, round 56).
+    about 44 SASS instructions per warp; docs/performance.md, round 56).
 
     Every thread of the group runs every gemv body with the same rows and K,
     so the cached key, and the branch on it, is the same in every thread.
