@@ -31,7 +31,7 @@ the slices' partial sums are added in warp order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from xdsl.ir import SSAValue
 
@@ -251,14 +251,38 @@ def _split_rows(cc: "F.ComputeCtx") -> _RowSplit:
     loop), worked out every time."""
     cache = cc.state(split_cache)
     if cache is None:
-        return _work_out_split(cc)
+        return _row_split(cc, _work_out_split(cc))
     b = cc.b
     kept = b.new_label("gemv_split_kept")
     same = b.i("and.pred", "pred", b.setp("eq.u32", cc.p0, cache.rows), b.setp("eq.u32", cc.p1, cache.k))
     b.bra(kept, same, uniform=True)
     cache.keep(cc, _work_out_split(cc))
     b.place(kept)
-    return cache.split(cc)
+    return _row_split(cc, cache.words)
+
+
+@dataclass
+class _SplitWords:
+    """The registers that make a row split (:class:`_RowSplit`, whose predicates and row bytes follow
+    from them and the instruction): what a :class:`SplitCache` keeps."""
+
+    G: SSAValue
+    rpp: SSAValue
+    npass: SSAValue
+    rw: SSAValue
+    sub: SSAValue
+    start: SSAValue  # this warp's chunks of each row (_Segment)
+    end: SSAValue
+    main_end: SSAValue
+
+
+def _row_split(cc: "F.ComputeCtx", w: _SplitWords) -> _RowSplit:
+    """The split that ``w`` makes, for this warp and lane."""
+    b = cc.b
+    seg = _Segment(rowb=b.i("shl.b32", "u32", cc.p1, 1), start=w.start, end=w.end, main_end=w.main_end,
+                   unroll=UNROLL)
+    return _RowSplit(G=w.G, rpp=w.rpp, npass=w.npass, sub=w.sub, rw=w.rw, split=b.setp("gt.u32", w.G, 1),
+                     lane0=b.setp("eq.u32", cc.lane, 0), seg=seg)
 
 
 #: the rows a :class:`SplitCache` holds before the group's first gemv: no tile has them (a tile's rows
@@ -285,42 +309,26 @@ class SplitCache:
 
     rows: SSAValue  # the key: the last gemv's rows (NO_ROWS before the first)
     k: SSAValue  # and its K
-    G: SSAValue
-    rpp: SSAValue
-    npass: SSAValue
-    rw: SSAValue
-    sub: SSAValue
-    start: SSAValue  # this warp's chunks of each row (_Segment)
-    end: SSAValue
-    main_end: SSAValue
+    words: _SplitWords  # its split
 
-    def keep(self, cc: "F.ComputeCtx", rs: _RowSplit) -> None:
-        """Cache ``rs``, the split of this tile's rows and K."""
+    def keep(self, cc: "F.ComputeCtx", words: _SplitWords) -> None:
+        """Cache ``words``, the split of this tile's rows and K."""
         b = cc.b
-        for reg, value in ((self.rows, cc.p0), (self.k, cc.p1), (self.G, rs.G), (self.rpp, rs.rpp),
-                           (self.npass, rs.npass), (self.rw, rs.rw), (self.sub, rs.sub),
-                           (self.start, rs.seg.start), (self.end, rs.seg.end), (self.main_end, rs.seg.main_end)):
-            b.set(reg, value)
-
-    def split(self, cc: "F.ComputeCtx") -> _RowSplit:
-        """The cached split (its predicates made again: a register each is not worth keeping)."""
-        b = cc.b
-        rowb = b.i("shl.b32", "u32", cc.p1, 1)
-        return _RowSplit(G=self.G, rpp=self.rpp, npass=self.npass, sub=self.sub, rw=self.rw,
-                         split=b.setp("gt.u32", self.G, 1), lane0=b.setp("eq.u32", cc.lane, 0),
-                         seg=_Segment(rowb=rowb, start=self.start, end=self.end, main_end=self.main_end,
-                                      unroll=UNROLL))
+        b.set(self.rows, cc.p0)
+        b.set(self.k, cc.p1)
+        for f in fields(_SplitWords):
+            b.set(getattr(self.words, f.name), getattr(words, f.name))
 
 
 def split_cache(c: object) -> SplitCache:
     """The gemv families' group state (``Family.ptx_state``): a :class:`SplitCache` that no tile's
     shape matches yet, made in kernel context ``c`` before the compute group's loop."""
     b: PtxBuilder = c.b  # type: ignore[attr-defined]
-    rows = b.var("u32", NO_ROWS)
-    return SplitCache(rows, *(b.var("u32", 0) for _ in range(9)))
+    rows, k = b.var("u32", NO_ROWS), b.var("u32", 0)
+    return SplitCache(rows, k, _SplitWords(*(b.var("u32", 0) for _ in fields(_SplitWords))))
 
 
-def _work_out_split(cc: "F.ComputeCtx") -> _RowSplit:
+def _work_out_split(cc: "F.ComputeCtx") -> _SplitWords:
     """Work out the split of :func:`_gemv_core` for this warp and lane.
 
     W is known when the kernel is built, so G takes one of a few values
@@ -334,8 +342,6 @@ def _work_out_split(cc: "F.ComputeCtx") -> _RowSplit:
     W = cc.nwarps
     R, K = cc.p0, cc.p1
     chunks = b.i("shr.u32", "u32", K, 3)
-    rowb = b.i("shl.b32", "u32", K, 1)
-    lane0 = b.setp("eq.u32", cc.lane, 0)
     rmin = b.i("min.u32", "u32", R, W)
     rmin = b.i("max.u32", "u32", rmin, 1)
     classes = share_classes(W)
@@ -354,26 +360,29 @@ def _work_out_split(cc: "F.ComputeCtx") -> _RowSplit:
     rw = pick(lambda g: _div_by_constant(b, cc.cw, g))
     sub = b.i("mul.lo.u32", "u32", rw, G)
     sub = b.i("sub.u32", "u32", cc.cw, sub)
-    split = b.setp("gt.u32", G, 1)
     seg = pick(lambda g: _div_by_constant(b, chunks, g))
     seg_start = b.i("mul.lo.u32", "u32", sub, seg)
     last = b.i("add.u32", "u32", sub, 1)
     last = b.setp("eq.u32", last, G)
     seg_end = b.i("add.u32", "u32", seg_start, seg)
     seg_end = b.i("selp.u32", "u32", chunks, seg_end, last)
-    return _RowSplit(G=G, rpp=rpp, npass=npass, sub=sub, rw=rw, split=split, lane0=lane0,
-                     seg=_segment(b, rowb, seg_start, seg_end, UNROLL))
+    return _SplitWords(G=G, rpp=rpp, npass=npass, rw=rw, sub=sub, start=seg_start, end=seg_end,
+                       main_end=_main_end(b, seg_end, UNROLL))
 
 
 def _segment(b: PtxBuilder, rowb: SSAValue, start: SSAValue, end: SSAValue, unroll: int) -> _Segment:
     """Chunks ``start .. end`` of each row, read ``unroll`` chunks per lane at a time while they last."""
+    return _Segment(rowb=rowb, start=start, end=end, main_end=_main_end(b, end, unroll), unroll=unroll)
+
+
+def _main_end(b: PtxBuilder, end: SSAValue, unroll: int) -> SSAValue:
+    """Where the unrolled loop over chunks up to ``end`` stops (:attr:`_Segment.main_end`)."""
     # the unrolled loop takes 32 * unroll chunks from jb while all of them are the warp's:
     # jb + 32 * unroll <= end, that is jb < end - 32 * unroll + 1
     span = 32 * unroll
     has_main = b.setp("ge.u32", end, span)
     main_end = b.i("sub.u32", "u32", end, span - 1)
-    main_end = b.i("selp.u32", "u32", main_end, 0, has_main)
-    return _Segment(rowb=rowb, start=start, end=end, main_end=main_end, unroll=unroll)
+    return b.i("selp.u32", "u32", main_end, 0, has_main)
 
 
 def _xvals(b: PtxBuilder, xw: SSAValue, gw: SSAValue | None, inv: SSAValue | None) -> tuple[SSAValue, SSAValue]:
