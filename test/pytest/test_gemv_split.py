@@ -295,3 +295,33 @@ def test_a_kept_split_serves_only_gemvs_of_its_shape(warps):
             want = get_family(family).run([w, x, inputs[f"g{t}"]], {"eps": 1e-5}, "bf16").astype(np.float64)
             want, tol = want.reshape(-1), 1e-2
         assert np.abs(got[f"y{t}"] - want).max() <= tol * np.abs(want).max(), (t, family)
+
+
+@pytest.mark.parametrize("lowering", [{}, {"control_warp": True}, {"run_loops": True}])
+def test_every_compute_group_keeps_the_split(lowering):
+    """Each form of the compute group (the default; with the control warp; fed by the compute fetch warp
+    in a kernel that runs loops) makes the gemv's kept split once, before its loop, and every gemv body
+    of the stack (several gemv families, sharing it) tests it; the PTX assembles."""
+    from test_ptx_lowering import assemble
+
+    from vdir.families import family_by_opcode
+    from vdir.frontend.examples import build_mlp_stack
+    from vdir.lowering.emit import lower_to_ptx, used_families
+    from vdir.lowering.families.gemv import split_cache
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(build_mlp_stack(2, 256, 1024), num_sms=4, keep_trips=True)
+    assert program.has_loops
+    ptx = lower_to_ptx(program, "h200", lowering)
+    gemvs = [op for op in used_families(program) if family_by_opcode(op).state_emitter() is split_cache]
+    assert len(gemvs) >= 2
+    # each gemv body tests the kept rows and K, and takes the kept split where they match
+    tests = re.findall(r"setp\.eq\.u32 %p\d+, %r\d+, (%r\d+);\n\tsetp\.eq\.u32 %p\d+, %r\d+, (%r\d+);\n"
+                       r"\tand\.pred (%p\d+), %p\d+, %p\d+;\n\t@\3 bra\.uni \$L_gemv_split_kept_\d+;", ptx)
+    assert len(tests) == len(gemvs)
+    # against one state shared by all of them, made once, before the loop: no tile's rows at first
+    assert len({(rows, k) for rows, k, _ in tests}) == 1
+    rows = tests[0][0]
+    made = [m.start() for m in re.finditer(rf"mov\.u32 {rows}, 4294967295;", ptx)]
+    assert len(made) == 1 and made[0] < ptx.index("$L_cp_top_0:")
+    assemble(ptx)
