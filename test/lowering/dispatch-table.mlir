@@ -26,6 +26,8 @@
 // CHECK:      $L_fam4_0:
 // CHECK:      $L_fam8_0:
 // CHECK:      bra.uni $L_cp_body_done_0;
+// CHECK-NEXT: $L_cp_not_run_0:
+// CHECK-NEXT: @{{%p[0-9]+}} bra.uni $L_cp_done_0;
 // CHECK-NEXT: $L_cp_body_done_0:
 
 // With the uniform branches checked, the indexed branch is a plain brx.idx

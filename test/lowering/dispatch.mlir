@@ -33,6 +33,8 @@
 // NOFUSE-NEXT: $L_fam4_0:
 // NOFUSE:      $L_add_0:
 // NOFUSE:      bra.uni $L_cp_body_done_0;
+// NOFUSE-NEXT: $L_cp_not_run_0:
+// NOFUSE-NEXT: @{{%p[0-9]+}} bra.uni $L_cp_done_0;
 // NOFUSE-NEXT: $L_cp_body_done_0:
 // NOFUSE-NOT:  $L_fam
 

@@ -123,15 +123,19 @@
 // CHECK-NEXT: setp.ge.u32 {{%p[0-9]+}}, [[GPOS:%r[0-9]+]], {{%r[0-9]+}};
 // CHECK-NEXT: @{{%p[0-9]+}} bra.uni $L_cp_done_0;
 // CHECK-NEXT: bar.sync 4, 288;
-// CHECK-NEXT: ld.shared.u32 [[GAB:%r[0-9]+]], {{\[}}[[BASE]]+8];
-// CHECK-NEXT: setp.ne.u32 [[GABP:%p[0-9]+]], [[GAB]], 0;
-// CHECK-NEXT: @[[GABP]] bra.uni $L_cp_done_0;
 // CHECK-NEXT: and.b32 {{%r[0-9]+}}, [[GPOS]], 7;
-// CHECK:      @{{%p[0-9]+}} bra.uni $L_cp_body_done_0;
+// CHECK-NEXT: mad.lo.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 128, {{%r[0-9]+}};
+// CHECK-NEXT: ld.shared.u32 [[GAB:%r[0-9]+]], {{\[}}[[BASE]]+8];
+// CHECK:      setp.ne.u32 [[GABP:%p[0-9]+]], [[GAB]], 0;
+// CHECK:      or.pred [[GSKIP:%p[0-9]+]], {{%p[0-9]+}}, [[GABP]];
+// CHECK-NEXT: @[[GSKIP]] bra.uni $L_cp_not_run_0;
+// CHECK:      @!{{%p[0-9]+}} bra.uni $L_cp_body_done_0;
 // An unknown family reports, raises the flag and arrives.
 // CHECK:      atom.relaxed.gpu.global.cas.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}], 0, 2;
 // CHECK:      bra.uni $L_cp_failed_0;
-// CHECK:      $L_cp_body_done_0:
+// CHECK:      $L_cp_not_run_0:
+// CHECK-NEXT: @[[GABP]] bra.uni $L_cp_done_0;
+// CHECK-NEXT: $L_cp_body_done_0:
 // CHECK-NEXT: mbarrier.arrive.shared::cta.b64 {{%rd[0-9]+}}, {{\[}}[[BASE]]+144];
 // CHECK-NEXT: add.u32 [[GPOS]], [[GPOS]], 1;
 // CHECK-NEXT: bra.uni $L_cp_top_0;

@@ -91,20 +91,26 @@
 // CHECK-NEXT: @[[LEADER]] st.shared.u32 {{\[}}[[BASE]]+8], 1;
 // CHECK-NEXT: $L_cp_sync_0:
 // CHECK-NEXT: barrier.sync 1, 256;
-// CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
-// CHECK-NEXT: setp.ne.u32 [[ABP:%p[0-9]+]], [[AB]], 0;
-// CHECK-NEXT: @[[ABP]] bra.uni $L_cp_done_0;
 
-// Decode: the group reads the instruction from the window after the barrier.
+// Decode: after the barrier the group loads the abort flag and every word of
+// the instruction it decodes at once (one shared-memory latency), then tests
+// the flag and the opcode in one branch.
 // CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
+// CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
 // CHECK-NEXT: ld.shared.v4.b32 {[[W0:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]];
 // CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, [[W5:%r[0-9]+]], [[W6:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[IA]]+16];
 // CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, [[W9:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+32];
 // CHECK:      mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
+// Operand addresses are arena-relative; f0 (eps) is word 22 as f32.
+// CHECK:      ld.shared.v4.b32 {[[O0:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+64];
+// CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, {{%r[0-9]+}}, [[F0W:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[IA]]+80];
+// CHECK-NEXT: setp.ne.u32 [[ABP:%p[0-9]+]], [[AB]], 0;
 // CHECK-NEXT: and.b32 [[OPC:%r[0-9]+]], [[W0]], 255;
 // CHECK-NEXT: setp.ne.u32 [[NOTCP:%p[0-9]+]], [[OPC]], 2;
-// CHECK-NEXT: @[[NOTCP]] bra.uni $L_cp_body_done_0;
+// CHECK-NEXT: or.pred [[SKIP:%p[0-9]+]], [[NOTCP]], [[ABP]];
+// CHECK-NEXT: @[[SKIP]] bra.uni $L_cp_not_run_0;
 // A compute whose runtime condition fails skips its body; it still signals.
 // CHECK-NEXT: shr.u32 {{%r[0-9]+}}, [[W0]], 16;
 // CHECK:      @{{%p[0-9]+}} bra.uni [[CD:\$L_cond_done_[0-9]+]];
@@ -113,11 +119,6 @@
 // CHECK-NEXT: @![[RUNS]] bra.uni $L_cp_body_done_0;
 // CHECK-NEXT: shr.u32 [[F8:%r[0-9]+]], [[W0]], 8;
 // CHECK-NEXT: and.b32 [[FAM:%r[0-9]+]], [[F8]], 255;
-
-// Operand addresses are arena-relative; f0 (eps) is word 22 as f32.
-// CHECK-NEXT: ld.shared.v4.b32 {[[O0:%r[0-9]+]], {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{\[}}[[IA]]+48];
-// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+64];
-// CHECK-NEXT: ld.shared.v4.b32 {{\{%r[0-9]+}}, {{%r[0-9]+}}, [[F0W:%r[0-9]+]], {{%r[0-9]+}}}, {{\[}}[[IA]]+80];
 // CHECK-NEXT: add.u32 {{%r[0-9]+}}, [[ARENA]], [[O0]];
 // CHECK:      mov.b32 %f{{[0-9]+}}, [[F0W]];
 
@@ -133,6 +134,10 @@
 // CHECK-NEXT: $L_fam1_0:
 // CHECK:      setp.eq.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, [[SPLIT_ROWS]];
 // CHECK:      bra.uni $L_cp_body_done_0;
+
+// Not a compute, or the abort flag raised: which of the two is found out here.
+// CHECK-NEXT: $L_cp_not_run_0:
+// CHECK-NEXT: @[[ABP]] bra.uni $L_cp_done_0;
 
 // Completion by lane 0 of the last warp after the group barrier; every
 // thread keeps the bits for the next wait's test.

@@ -244,10 +244,8 @@ def _controlled_group(c: Ctx, families: list[int]) -> None:
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     # acquire: pairs with the control warp's bar.arrive once pos may start
     b.raw("bar.sync", go)
-    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(done, b.setp("ne.u32", ab, 0), uniform=True)
-    f = smem_fields(c, window_slot(c, win, pos))
-    _run_step(c, f, families, states, ct, cw, engine, pos, failed, body_done)
+    f, aborted = _take_instruction(c, window_slot(c, win, pos))
+    _run_step(c, f, families, states, ct, cw, engine, pos, failed, body_done, aborted, done)
     _arrive_done(c)
     b.i("add.u32", "u32", pos, 1, dst=pos)
     b.bra(top)
@@ -448,24 +446,47 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], state
     b = c.b
     bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, c.target.compute_threads)
     b.raw("barrier.sync", bar_txt)
-    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(out, b.setp("ne.u32", ab, 0), uniform=True)
-    f = smem_fields(c, slot())
-    _run_step(c, f, families, states, ct, cw, engine, pos, out, body_done)
+    f, aborted = _take_instruction(c, slot())
+    _run_step(c, f, families, states, ct, cw, engine, pos, out, body_done, aborted, out)
     b.raw("barrier.sync", bar_txt)
     return f
 
 
+def _take_instruction(c: Ctx, addr: SSAValue) -> tuple[Fields, SSAValue]:
+    """The group's read of the instruction at ``addr`` once it holds the go: the abort flag, the sync
+    words and every word a compute decodes, loaded together; returns the fields and a predicate, the
+    flag raised (:func:`_run_step` tests it with the opcode, in one branch).
+
+    Loaded one after another (the flag, tested; the sync words, the opcode tested; then the operands),
+    these reads cost every step three shared-memory latencies in a row before its body; issued together
+    and tested in one branch, one (the operands' loads, which ptxas keeps below that branch, land while
+    the condition is tested). Reading the slot before the flag is tested is harmless: on an abort the
+    words are not used, and the slot lies in the window whatever it holds.
+    """
+    b = c.b
+    ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    f = smem_fields(c, addr)
+    f.prefetch(isa.COMPUTE_FIELDS)
+    return f, b.setp("ne.u32", ab, 0)
+
+
 def _run_step(c: Ctx, f: Fields, families: list[int], states: GroupStates, ct: SSAValue, cw: SSAValue,
-              engine: int, pos: SSAValue, out: str, body_done: str) -> None:
+              engine: int, pos: SSAValue, out: str, body_done: str, aborted: SSAValue, leave: str) -> None:
     """Run instruction ``f`` on the whole group, ending at ``body_done`` (placed here): its family body,
     unless it is not a compute or its condition does not hold (skipped: no result, the same signals).
-    An unknown family reports and leaves to ``out``."""
+    With ``aborted`` true the group leaves to ``leave`` instead, running nothing. An unknown family
+    reports and leaves to ``out``.
+
+    The common case (no abort, a compute) takes one branch: the abort flag and the opcode are tested
+    together, and only when either says so does the group find out which."""
     b = c.b
-    opcode = f.read(isa.OPCODE)
-    b.bra(body_done, b.setp("ne.u32", opcode, isa.OP_COMPUTE), uniform=True)
+    not_run = b.new_label("cp_not_run")
+    other_op = b.setp("ne.u32", f.read(isa.OPCODE), isa.OP_COMPUTE)
+    b.bra(not_run, b.i("or.pred", "pred", other_op, aborted), uniform=True)
     b.bra(body_done, condition_holds(c, f), neg=True, uniform=True)
     _run_family_body(c, f, families, states, ct, cw, engine, pos, out, body_done)
+    b.place(not_run)
+    b.bra(leave, aborted, uniform=True)
     b.place(body_done)
 
 
