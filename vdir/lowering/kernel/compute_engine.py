@@ -458,10 +458,11 @@ def _take_instruction(c: Ctx, addr: SSAValue) -> tuple[Fields, SSAValue]:
     flag raised (:func:`_run_step` tests it with the opcode, in one branch).
 
     Loaded one after another (the flag, tested; the sync words, the opcode tested; then the operands),
-    these reads cost every step three shared-memory latencies in a row before its body; issued together
-    and tested in one branch, one (the operands' loads, which ptxas keeps below that branch, land while
-    the condition is tested). Reading the slot before the flag is tested is harmless: on an abort the
-    words are not used, and the slot lies in the window whatever it holds.
+    these reads cost every step three shared-memory latencies in a row before its body, since ptxas
+    keeps each load below the branch before its use. With the flag tested beside the opcode they cost
+    two: the flag and the sync words, then the operands, whose loads ptxas now issues before the runtime
+    condition's test. Reading the slot before the flag is tested is harmless: on an abort the words are
+    not used, and the slot lies in the window whatever it holds.
     """
     b = c.b
     ab = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
