@@ -55,10 +55,16 @@
 // CHECK-NEXT: mov.b64 [[MASK:%rd[0-9]+]], {[[W1]], [[W2]]};
 // CHECK-NEXT: mov.b64 [[PAR:%rd[0-9]+]], {[[W3]], [[W4]]};
 // CHECK-NEXT: mov.b64 [[SIG:%rd[0-9]+]], {[[W5]], [[W6]]};
+// The words its copies read (the region and the tensor map, words 12 to 23)
+// are loaded before the spin, so that their latency passes while it waits.
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+48];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+64];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}, {{\[}}[[IA]]+80];
+// CHECK-NOT:  ld.shared
+// CHECK:      $L_spin_0:
 
 // The spin: ready when the bits and the counter are (on a watchdog report or
 // an abort, to the exit).
-// CHECK:      $L_spin_0:
 // CHECK-NEXT: ld.acquire.cta.shared.b64 [[BM:%rd[0-9]+]], {{\[}}[[BASE]]];
 // CHECK-NEXT: xor.b64 [[X:%rd[0-9]+]], [[BM]], [[PAR]];
 // CHECK-NEXT: and.b64 [[XM:%rd[0-9]+]], [[X]], [[MASK]];

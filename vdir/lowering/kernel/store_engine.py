@@ -18,6 +18,11 @@ from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
 
+#: the words a store's copies read (its region and tensor map), loaded with its sync words ahead of its
+#: wait, so that their shared-memory latency passes while it waits rather than after
+ISSUE_FIELDS = isa.REGION_FIELDS + (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW)
+
+
 def store_engine(c: Ctx) -> None:
     """Warp 1: copy result tiles from shared to global memory, in queue order.
 
@@ -55,6 +60,7 @@ def store_engine(c: Ctx) -> None:
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     f = fe.fields_at(pos)
+    f.prefetch(ISSUE_FIELDS)
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
     stamp(c, q.exec_start, pos, L.TRACE_START, lane0)
     opcode = f.read(isa.OPCODE)
