@@ -17,7 +17,6 @@ from vdir.lowering.kernel.sync import ready_check, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
-
 #: the words a store's copies read (its region and tensor map), loaded with its sync words ahead of its
 #: wait, so that their shared-memory latency passes while it waits rather than after
 ISSUE_FIELDS = isa.REGION_FIELDS + (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW)
