@@ -432,11 +432,12 @@ def _group_step(c: Ctx, slot: Callable[[], SSAValue], families: list[int], state
                 cw: SSAValue, engine: int, pos: SSAValue, out: str, body_done: str) -> Fields:
     """One position's work for the whole compute group, from its first barrier to its second.
 
-    The group leaves to ``out`` when the first warp has raised the abort
-    flag; otherwise it reads the instruction from the window slot at
-    ``slot()`` (worked out after the first barrier) and runs it
-    (:func:`_run_step`), and meets at the second barrier. Returns the
-    instruction's fields, for the leader's signal.
+    The group reads the abort flag and the instruction from the window slot
+    at ``slot()`` (worked out after the first barrier) together
+    (:func:`_take_instruction`); it leaves to ``out`` when the first warp has
+    raised the flag, and otherwise runs the instruction (:func:`_run_step`)
+    and meets at the second barrier. Returns the instruction's fields, for
+    the leader's signal.
 
     Memory-model note: the first warp's acquires (the dependency bits, and
     in a fed group the fetch warp's words) reach the group through the first
