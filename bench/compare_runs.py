@@ -1,4 +1,5 @@
-"""Compare two or more runs of ``bench/bench_gpu.py --json`` or ``bench/bench_sweep.py --json``, figure by figure.
+"""Compare two or more runs of ``bench/bench_gpu.py --json``, ``bench/bench_sweep.py --json`` or
+``bench/bench_uop_cost.py --json``, figure by figure.
 
     python3 bench/compare_runs.py before.json after.json [before2.json after2.json ...]
 
@@ -40,8 +41,21 @@ def table_rows(log_text: str) -> list[dict]:
     return rows
 
 
-def figures(run: dict, log_path: str | None = None) -> dict[str, float]:
+def uop_figures(rows: list[dict]) -> dict[str, float]:
+    """A ``bench_uop_cost.py`` run's figures: each engine's cost per micro-op (the slope between its two
+    sizes), in microseconds, named by the micro-op's kind, the variant, the SMs and the lowering options."""
+    out: dict[str, float] = {}
+    for row in rows:
+        kind = f"gemv {row['gemv']}" if row.get("gemv") else f"vecmat {row['vecmat']}" if row.get("vecmat") else "add"
+        options = f", {row['lowering']}" if row.get("lowering") else ""
+        out[f"uop {kind} {row['variant']}, {row['sms']} SMs{options} [vdir]"] = row["ns_per_triple"] / 1000.0
+    return out
+
+
+def figures(run: dict | list, log_path: str | None = None) -> dict[str, float]:
     """Every timed figure of one run, in microseconds, by name."""
+    if isinstance(run, list):  # bench_uop_cost writes its rows alone
+        return uop_figures(run)
     out: dict[str, float] = {}
     rows = run["rows"]
     if not isinstance(rows, list):  # an older bench wrote only the row count; read its printed table
@@ -68,7 +82,7 @@ def load(ap: argparse.ArgumentParser, path: str) -> dict[str, float]:
     try:
         with open(path) as f:
             return figures(json.load(f), path.removesuffix(".json") + ".log")
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         ap.error(f"{path}: not a run's JSON ({type(e).__name__}: {e})")
 
 

@@ -16,7 +16,9 @@
 #              from `git archive`) and of this one, alternately, $AB_ROUNDS
 #              rounds (default 2), compared by bench/compare_runs.py; the bench is
 #              bench/bench_gpu.py ($BENCH_ARGS), or with AB_BENCH=sweep
-#              bench/bench_sweep.py ($SWEEP_ARGS, e.g. --only gemv --torch-compile none);
+#              bench/bench_sweep.py ($SWEEP_ARGS, e.g. --only gemv --torch-compile none),
+#              or with AB_BENCH=uop bench/bench_uop_cost.py ($UOP_ARGS, e.g. --gemv 16x1024
+#              --sms 1 --sizes 16,64 --variants only=compute,only=store,full);
 #              the runs' logs come back in one tar, $OUT/ab-runs.tar
 #   kcache   - bench/bench_kernel_cache.py: the kernel's load time in fresh
 #              processes, driver JIT against the kernel cache cold and warm
@@ -156,6 +158,8 @@ for what in $steps; do
           dir=$PWD; [ "$side" = before ] && dir=${BASE_DIR:?set BASE_DIR to the earlier checkout}
           if [ "${AB_BENCH:-gpu}" = sweep ]; then
             bench="bench/bench_sweep.py $SWEEP_ARGS"; limit=${SWEEP_TIMEOUT:-540}
+          elif [ "${AB_BENCH}" = uop ]; then
+            bench="bench/bench_uop_cost.py $UOP_ARGS"; limit=${UOP_TIMEOUT:-180}
           else
             bench="bench/bench_gpu.py $BENCH_ARGS"; limit=${BENCH_TIMEOUT:-240}
           fi
