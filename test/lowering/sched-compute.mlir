@@ -92,9 +92,10 @@
 // CHECK-NEXT: $L_cp_sync_0:
 // CHECK-NEXT: barrier.sync 1, 256;
 
-// Decode: after the barrier the group loads the abort flag and every word of
-// the instruction it decodes at once (one shared-memory latency), then tests
-// the flag and the opcode in one branch.
+// Decode: after the barrier the group issues the loads of the abort flag and
+// of every word of the instruction it decodes, then tests the flag and the
+// opcode in one branch (ptxas keeps the operand words' loads below it: two
+// shared-memory latencies before the dispatch instead of three).
 // CHECK-NEXT: and.b32 [[WS:%r[0-9]+]], [[POS]], 7;
 // CHECK-NEXT: mad.lo.u32 [[IA:%r[0-9]+]], [[WS]], 128, [[WIN]];
 // CHECK-NEXT: ld.shared.u32 [[AB:%r[0-9]+]], {{\[}}[[BASE]]+8];
