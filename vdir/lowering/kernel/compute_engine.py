@@ -568,7 +568,6 @@ def _run_family_body(c: Ctx, f: Fields, families: list[int], states: GroupStates
     """
     b = c.b
     fam = f.read(isa.FAMILY)
-    f.prefetch(isa.COMPUTE_FIELDS)
     cc = ComputeCtx(
         c=c, ct=ct, cw=cw, nthreads=c.target.compute_threads,
         out=b.i("add.u32", "u32", c.arena, f.read(isa.OUT_SMEM)),

@@ -18,7 +18,9 @@ from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
 
 #: the words a store's copies read (its region and tensor map), loaded with its sync words ahead of its
-#: wait, so that their shared-memory latency passes while it waits rather than after
+#: wait, so that their shared-memory latency passes while it waits rather than after; loaded there, they
+#: are also defined on every path after it (a word the fields first load on one path is a register
+#: another path would read undefined: the flag-word and plain stores both read the region)
 ISSUE_FIELDS = isa.REGION_FIELDS + (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW)
 
 
@@ -100,9 +102,6 @@ def _flag_word_store(c: Ctx, f: Fields, lane0: SSAValue, unsettled: SSAValue) ->
     before its copies.
     """
     b = c.b
-    # both paths read the region: load its words here, ahead of the branch (a word the fields first
-    # load on one path is a register the other path would read undefined)
-    f.prefetch(isa.REGION_FIELDS)
     plain, completed = b.new_label("st_plain_words"), b.new_label("st_words_done")
     b.bra(plain, is_flag_words(c, f), neg=True, uniform=True)
     write_flag_words(c, f, b.i("add.u32", "u32", c.arena, f.read(isa.SMEM)))
