@@ -63,6 +63,20 @@ def cross_sm_fence(c: Ctx, p_ctr: SSAValue, first: SSAValue, n: SSAValue) -> Non
     b.raw("fence.proxy.async.global", "", guard=p)
 
 
+#: the tensor map's words a tensor copy reads (:func:`tensor_boxes`)
+TENSOR_BOX_FIELDS = (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW)
+
+
+def copy_fields(c: Ctx) -> tuple[isa.Field, ...]:
+    """The words a load's or store's copies read from its instruction: the region's and, where tensor
+    copies are emitted, the tensor map's (:data:`TENSOR_BOX_FIELDS`). The engines load them with the
+    sync words, ahead of the wait, so that their shared-memory latency passes while it waits; loaded
+    there, they are also defined on every path after it (a word the fields first load on one path is a
+    register another path would read undefined)."""
+    tensor = TENSOR_BOX_FIELDS if c.options.tensor_copies_enabled else ()
+    return (*isa.REGION_FIELDS, *tensor)
+
+
 def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
                  first: SSAValue | None = None, fence_if: SSAValue | None = None) -> None:
     """Call ``issue(smem, tmap, chunk, row)`` for each box of the region, boxes split over the lanes.
@@ -73,7 +87,7 @@ def tensor_boxes(c: Ctx, f: Fields, smem0: SSAValue, row_bytes: SSAValue, issue,
     with ``fence_if`` the issuing lanes first fence the async proxy.
     """
     b = c.b
-    tm, boxes, box_rows, chunk, row0 = (f.read(x) for x in (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW))
+    tm, boxes, box_rows, chunk, row0 = (f.read(x) for x in TENSOR_BOX_FIELDS)
     if fence_if is not None:
         assert first is not None, "a fenced tensor copy names its first issuing lane"
         cross_sm_fence(c, fence_if, first, boxes)

@@ -30,6 +30,7 @@ from vdir.lowering.kernel.copies import (
     buffer_address,
     bulk_load,
     bulk_prefetch,
+    copy_fields,
     evict_first_policy,
     issuer_index,
     lsu_load,
@@ -116,7 +117,7 @@ def _issue_next(s: LoadLoop) -> None:
     f = s.fe.fields() if isinstance(s.fe, WarpFetcher) else s.fe.fields_at(s.pos)
     # every word the issue reads, loaded at once ahead of the wait's test (their latencies overlap,
     # and every path after the test uses registers defined on all of them)
-    f.prefetch(_issue_fields(c))
+    f.prefetch(copy_fields(c))
     ready, _bm, _cv, _wt = ready_check(c, f, warp_uniform=True)
     b.bra(s.idle, ready, neg=True)
     flagged = _poll_flag_words(s, f) if c.flag_words else None
@@ -175,13 +176,6 @@ def _poll_flag_words(s: LoadLoop, f: Fields) -> SSAValue:
     b.bra(s.idle, landed, neg=True, uniform=True)
     b.place(plain)
     return flagged
-
-
-def _issue_fields(c: Ctx) -> tuple[isa.Field, ...]:
-    """The fields the issue path reads from every instruction: the region's and, where tensor copies
-    are emitted, the tensor map's (the sync fields are decoded with the instruction)."""
-    tensor = (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW) if c.options.tensor_copies_enabled else ()
-    return (*isa.REGION_FIELDS, *tensor)
 
 
 def _copy_region(s: LoadLoop, f: Fields, bar: SSAValue, first: SSAValue, p_ctr: SSAValue, issued: str,

@@ -9,19 +9,13 @@ from xdsl.ir import SSAValue
 from vdir import isa
 from vdir.lowering import layout as L
 from vdir.lowering.kernel.context import FULL, Ctx
-from vdir.lowering.kernel.copies import REDUCTIONS, buffer_address, reduce_rows, store_rows, tensor_store
+from vdir.lowering.kernel.copies import REDUCTIONS, buffer_address, copy_fields, reduce_rows, store_rows, tensor_store
 from vdir.lowering.kernel.fetch import Fields, SmemFetcher, region_fields
 from vdir.lowering.kernel.flag_words import is_flag_words, write_flag_words
 from vdir.lowering.kernel.runtime_values import condition_holds, runtime_offset
 from vdir.lowering.kernel.sync import ready_check, signal, spin_wait
 from vdir.lowering.kernel.trace import stamp
 from vdir.target import EngineKind
-
-#: the words a store's copies read (its region and tensor map), loaded with its sync words ahead of its
-#: wait, so that their shared-memory latency passes while it waits rather than after; loaded there, they
-#: are also defined on every path after it (a word the fields first load on one path is a register
-#: another path would read undefined: the flag-word and plain stores both read the region)
-ISSUE_FIELDS = isa.REGION_FIELDS + (isa.TMAP, isa.TBOXES, isa.TBOX_ROWS, isa.TCHUNK, isa.TROW)
 
 
 def store_engine(c: Ctx) -> None:
@@ -61,7 +55,7 @@ def store_engine(c: Ctx) -> None:
     b.place(top)
     b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
     f = fe.fields_at(pos)
-    f.prefetch(ISSUE_FIELDS)
+    f.prefetch(copy_fields(c))  # ahead of the wait, as the load engines do
     spin_wait(c, f, engine, pos, done, warp_uniform=True)
     stamp(c, q.exec_start, pos, L.TRACE_START, lane0)
     opcode = f.read(isa.OPCODE)
