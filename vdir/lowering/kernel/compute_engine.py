@@ -558,7 +558,8 @@ def compute_fetch(c: Ctx) -> None:
 
 def _run_family_body(c: Ctx, f: Fields, families: list[int], states: GroupStates, ct: SSAValue, cw: SSAValue,
                      engine: int, pos: SSAValue, done: str, body_done: str) -> None:
-    """Decode compute instruction ``f``'s operands and dispatch on its family to the body.
+    """Decode compute instruction ``f``'s operands (their words loaded with the instruction, by
+    :func:`_take_instruction`) and dispatch on its family to the body.
 
     One body per family in ``families`` (with the group ``states`` made before the loop), each ending
     in a branch to ``body_done``, reached by a compare-and-branch per family or, from
