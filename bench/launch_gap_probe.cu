@@ -10,6 +10,8 @@
 // over N, the median of 5 batches; it less the body is what a launch costs around its body. Then
 // the same with an event recorded before and after each launch, as bench_gpu.torch_times times one
 // launch (the median of the launches' own spans). Each batch is queued behind a 20 ms spin.
+// A second table times an empty launch that way by its shape (threads per CTA, dynamic shared memory),
+// from vdir's down to a small library kernel's: how much of the events' span is the shape's own.
 //
 //   nvcc -arch=sm_90a -O3 -o launch_gap_probe bench/launch_gap_probe.cu && ./launch_gap_probe
 //   bash bench/run_all.sh gapprobe
@@ -23,14 +25,14 @@ static constexpr int LAUNCHES = 400;
 static constexpr int BATCHES = 5;
 
 
-__global__ void persistent_like(unsigned body_ns, int pdl, unsigned* last) {
+__global__ void persistent_like(unsigned body_ns, int pdl, unsigned* last, int touch_smem) {
   if (pdl) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
   uint64_t start = now_ns();
   if (threadIdx.x == 0) {
-    tile_slots[0] = 1;
+    if (touch_smem) tile_slots[0] = 1;
     while (now_ns() - start < body_ns) {
     }
     last[blockIdx.x] = unsigned(start);
@@ -82,7 +84,7 @@ int main() {
         check(cudaEventRecord(a, stream), "record");
         for (int i = 0; i < LAUNCHES; i++) {
           if (each) check(cudaEventRecord(marks[2 * i], stream), "record");
-          check(cudaLaunchKernelEx(&cfg, persistent_like, body_us * 1000, pdl, last), "launch");
+          check(cudaLaunchKernelEx(&cfg, persistent_like, body_us * 1000, pdl, last, 1), "launch");
           if (each) check(cudaEventRecord(marks[2 * i + 1], stream), "record");
         }
         check(cudaEventRecord(b, stream), "record");
@@ -106,6 +108,34 @@ int main() {
                   us - body_us);
      }
     }
+  }
+  std::printf("\nan empty launch by shape, %d CTAs, an event before and after each (median span, us)\n", sms);
+  std::printf("%8s %14s %14s\n", "threads", "smem bytes", "us per launch");
+  const int shapes[][2] = {{THREADS, smem}, {THREADS, 96 * 1024}, {THREADS, 16 * 1024}, {THREADS, 0},
+                           {128, 0}, {32, 0}};
+  for (const auto& shape : shapes) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(sms);
+    cfg.blockDim = dim3(shape[0]);
+    cfg.dynamicSmemBytes = shape[1];
+    cfg.stream = stream;
+    std::vector<float> per;
+    for (int batch = 0; batch < BATCHES + 1; batch++) {
+      hold<<<1, 1, 0, stream>>>(20'000'000ull);
+      for (int i = 0; i < LAUNCHES; i++) {
+        check(cudaEventRecord(marks[2 * i], stream), "record");
+        check(cudaLaunchKernelEx(&cfg, persistent_like, 0u, 0, last, shape[1] > 0 ? 1 : 0), "launch");
+        check(cudaEventRecord(marks[2 * i + 1], stream), "record");
+      }
+      check(cudaEventSynchronize(marks[2 * LAUNCHES - 1]), "sync");
+      std::vector<float> spans(LAUNCHES);
+      for (int i = 0; i < LAUNCHES; i++)
+        check(cudaEventElapsedTime(&spans[i], marks[2 * i], marks[2 * i + 1]), "elapsed");
+      std::sort(spans.begin(), spans.end());
+      if (batch > 0) per.push_back(spans[LAUNCHES / 2] * 1000);
+    }
+    std::sort(per.begin(), per.end());
+    std::printf("%8d %14d %14.2f\n", shape[0], shape[1], per[BATCHES / 2]);
   }
   return 0;
 }

@@ -40,7 +40,8 @@
 #              a cache hint, serves the bulk copies that follow it after a wait
 #   gapprobe - bench/launch_gap_probe.cu (nvcc): what a launch of a kernel shaped like vdir's
 #              costs around its body, back to back, with programmatic dependent launch, and
-#              timed one launch at a time between events
+#              timed one launch at a time between events; then an empty launch between events by its
+#              shape (threads, shared memory), vdir's down to a small library kernel's
 #   clusterprobe - bench/cluster_handoff_probe.cu (nvcc): a hand-off between two SMs through
 #              global memory against one through a cluster's shared memory, idle and under load
 #   protoprobe - bench/handoff_protocol_probe.cu (nvcc): a row handed from 128 SMs to all, round
