@@ -21,6 +21,9 @@ import re
 import statistics
 import sys
 
+#: decimals of the µs figures printed: to the nanosecond, which a micro-op's cost moves by
+DECIMALS = 3
+
 #: "<what>: 39.90 us (...)" in the bench's notes
 _NOTE = re.compile(r"^(?P<what>.+?): (?P<us>\d+(?:\.\d+)?) us\b")
 
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         noise = spread(b)
         flag = " <-" if name.endswith("[vdir]") and abs(change) > max(args.limit, noise) else ""
         flagged += bool(flag)
-        print(f"{name:70s} {mb:10.2f} {ma:10.2f} {change:+7.2f}% {noise:7.2f}%{flag}")
+        print(f"{name:70s} {mb:10.{DECIMALS}f} {ma:10.{DECIMALS}f} {change:+7.2f}% {noise:7.2f}%{flag}")
     print(f"{len(names)} figures, {flagged} vdir figure(s) changed by more than {args.limit}% and the spread")
     return 1 if flagged else 0
 

@@ -82,6 +82,7 @@ def test_a_uop_change_is_flagged_and_a_level_one_is_not(tmp_path, capsys):
     out = capsys.readouterr().out
     flagged = [line for line in out.splitlines() if line.endswith("<-")]
     assert len(flagged) == 1 and flagged[0].startswith("uop gemv 16x1024 only=compute, 1 SMs [vdir]")
+    assert flagged[0].split()[-5:-3] == ["0.991", "0.961"]  # the medians, to the nanosecond
     assert "1 vdir figure(s) changed" in out
 
 
