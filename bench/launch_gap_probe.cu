@@ -47,6 +47,40 @@ __global__ void hold(unsigned long long ns) {
   }
 }
 
+// The us per launch of ``cfg`` (``body_us`` of spin in each, PDL's wait if ``pdl``), the median of
+// BATCHES batches of LAUNCHES launches queued behind a 20 ms spin: the batch's span over LAUNCHES, or
+// with ``each`` the median of the launches' own spans between an event before and after each.
+static float us_per_launch(const cudaLaunchConfig_t& cfg, unsigned body_us, int pdl, int each, unsigned* last,
+                           std::vector<cudaEvent_t>& marks) {
+  int touch_smem = cfg.dynamicSmemBytes > 0;
+  std::vector<float> per;
+  for (int batch = 0; batch < BATCHES + 1; batch++) {
+    hold<<<1, 1, 0, cfg.stream>>>(20'000'000ull);
+    check(cudaEventRecord(marks[0], cfg.stream), "record");
+    for (int i = 0; i < LAUNCHES; i++) {
+      if (each) check(cudaEventRecord(marks[2 + 2 * i], cfg.stream), "record");
+      check(cudaLaunchKernelEx(&cfg, persistent_like, body_us * 1000, pdl, last, touch_smem), "launch");
+      if (each) check(cudaEventRecord(marks[3 + 2 * i], cfg.stream), "record");
+    }
+    check(cudaEventRecord(marks[1], cfg.stream), "record");
+    check(cudaEventSynchronize(marks[1]), "sync");
+    float ms = 0;
+    if (each) {
+      std::vector<float> spans(LAUNCHES);
+      for (int i = 0; i < LAUNCHES; i++)
+        check(cudaEventElapsedTime(&spans[i], marks[2 + 2 * i], marks[3 + 2 * i]), "elapsed");
+      std::sort(spans.begin(), spans.end());
+      ms = spans[LAUNCHES / 2];
+    } else {
+      check(cudaEventElapsedTime(&ms, marks[0], marks[1]), "elapsed");
+      ms /= LAUNCHES;
+    }
+    if (batch > 0) per.push_back(ms * 1000);  // the first batch warms up
+  }
+  std::sort(per.begin(), per.end());
+  return per[BATCHES / 2];
+}
+
 int main() {
   int sms = 0, smem = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
@@ -57,56 +91,28 @@ int main() {
   check(cudaMalloc(&last, sms * sizeof(unsigned)), "alloc");
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
+  std::vector<cudaEvent_t> marks(2 + 2 * LAUNCHES);  // the batch's two, then two around each launch
+  for (cudaEvent_t& e : marks) check(cudaEventCreate(&e), "event");
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   std::printf("%d CTAs of %d threads, %d bytes of shared memory each; %d launches a batch\n", sms, THREADS,
               smem, LAUNCHES);
   std::printf("%8s %12s %8s %14s %14s\n", "body us", "launch", "events", "us per launch", "less the body");
-  std::vector<cudaEvent_t> marks(2 * LAUNCHES);
-  for (cudaEvent_t& e : marks) check(cudaEventCreate(&e), "event");
   for (unsigned body_us : {0u, 5u, 20u}) {
     for (int pdl : {0, 1}) {
-     for (int each : {0, 1}) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(sms);
-      cfg.blockDim = dim3(THREADS);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = pdl ? attr : nullptr;
-      cfg.numAttrs = pdl ? 1 : 0;
-      std::vector<float> per;
-      for (int batch = 0; batch < BATCHES + 1; batch++) {
-        hold<<<1, 1, 0, stream>>>(20'000'000ull);
-        check(cudaEventRecord(a, stream), "record");
-        for (int i = 0; i < LAUNCHES; i++) {
-          if (each) check(cudaEventRecord(marks[2 * i], stream), "record");
-          check(cudaLaunchKernelEx(&cfg, persistent_like, body_us * 1000, pdl, last, 1), "launch");
-          if (each) check(cudaEventRecord(marks[2 * i + 1], stream), "record");
-        }
-        check(cudaEventRecord(b, stream), "record");
-        check(cudaEventSynchronize(b), "sync");
-        float ms = 0;
-        if (each) {
-          std::vector<float> spans(LAUNCHES);
-          for (int i = 0; i < LAUNCHES; i++)
-            check(cudaEventElapsedTime(&spans[i], marks[2 * i], marks[2 * i + 1]), "elapsed");
-          std::sort(spans.begin(), spans.end());
-          ms = spans[LAUNCHES / 2];
-        } else {
-          check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-          ms /= LAUNCHES;
-        }
-        if (batch > 0) per.push_back(ms * 1000);  // the first batch warms up
+      for (int each : {0, 1}) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(sms);
+        cfg.blockDim = dim3(THREADS);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        cfg.attrs = pdl ? attr : nullptr;
+        cfg.numAttrs = pdl ? 1 : 0;
+        float us = us_per_launch(cfg, body_us, pdl, each, last, marks);
+        std::printf("%8u %12s %8s %14.2f %14.2f\n", body_us, pdl ? "PDL" : "plain", each ? "each" : "batch", us,
+                    us - body_us);
       }
-      std::sort(per.begin(), per.end());
-      float us = per[BATCHES / 2];
-      std::printf("%8u %12s %8s %14.2f %14.2f\n", body_us, pdl ? "PDL" : "plain", each ? "each" : "batch", us,
-                  us - body_us);
-     }
     }
   }
   std::printf("\nan empty launch by shape, %d CTAs, an event before and after each (median span, us)\n", sms);
@@ -119,23 +125,7 @@ int main() {
     cfg.blockDim = dim3(shape[0]);
     cfg.dynamicSmemBytes = shape[1];
     cfg.stream = stream;
-    std::vector<float> per;
-    for (int batch = 0; batch < BATCHES + 1; batch++) {
-      hold<<<1, 1, 0, stream>>>(20'000'000ull);
-      for (int i = 0; i < LAUNCHES; i++) {
-        check(cudaEventRecord(marks[2 * i], stream), "record");
-        check(cudaLaunchKernelEx(&cfg, persistent_like, 0u, 0, last, shape[1] > 0 ? 1 : 0), "launch");
-        check(cudaEventRecord(marks[2 * i + 1], stream), "record");
-      }
-      check(cudaEventSynchronize(marks[2 * LAUNCHES - 1]), "sync");
-      std::vector<float> spans(LAUNCHES);
-      for (int i = 0; i < LAUNCHES; i++)
-        check(cudaEventElapsedTime(&spans[i], marks[2 * i], marks[2 * i + 1]), "elapsed");
-      std::sort(spans.begin(), spans.end());
-      if (batch > 0) per.push_back(spans[LAUNCHES / 2] * 1000);
-    }
-    std::sort(per.begin(), per.end());
-    std::printf("%8d %14d %14.2f\n", shape[0], shape[1], per[BATCHES / 2]);
+    std::printf("%8d %14d %14.2f\n", shape[0], shape[1], us_per_launch(cfg, 0, 0, 1, last, marks));
   }
   return 0;
 }
