@@ -47,12 +47,12 @@ __global__ void hold(unsigned long long ns) {
   }
 }
 
-// The us per launch of ``cfg`` (``body_us`` of spin in each, PDL's wait if ``pdl``), the median of
+// The us per launch of ``cfg`` (``body_us`` of spin in each; PDL's wait where ``cfg`` asks for PDL), the median of
 // BATCHES batches of LAUNCHES launches queued behind a 20 ms spin: the batch's span over LAUNCHES, or
 // with ``each`` the median of the launches' own spans between an event before and after each.
-static float us_per_launch(const cudaLaunchConfig_t& cfg, unsigned body_us, int pdl, int each, unsigned* last,
+static float us_per_launch(const cudaLaunchConfig_t& cfg, unsigned body_us, int each, unsigned* last,
                            std::vector<cudaEvent_t>& marks) {
-  int touch_smem = cfg.dynamicSmemBytes > 0;
+  int touch_smem = cfg.dynamicSmemBytes > 0, pdl = cfg.numAttrs > 0;
   std::vector<float> per;
   for (int batch = 0; batch < BATCHES + 1; batch++) {
     hold<<<1, 1, 0, cfg.stream>>>(20'000'000ull);
@@ -109,7 +109,7 @@ int main() {
         cfg.stream = stream;
         cfg.attrs = pdl ? attr : nullptr;
         cfg.numAttrs = pdl ? 1 : 0;
-        float us = us_per_launch(cfg, body_us, pdl, each, last, marks);
+        float us = us_per_launch(cfg, body_us, each, last, marks);
         std::printf("%8u %12s %8s %14.2f %14.2f\n", body_us, pdl ? "PDL" : "plain", each ? "each" : "batch", us,
                     us - body_us);
       }
@@ -125,7 +125,7 @@ int main() {
     cfg.blockDim = dim3(shape[0]);
     cfg.dynamicSmemBytes = shape[1];
     cfg.stream = stream;
-    std::printf("%8d %14d %14.2f\n", shape[0], shape[1], us_per_launch(cfg, 0, 0, 1, last, marks));
+    std::printf("%8d %14d %14.2f\n", shape[0], shape[1], us_per_launch(cfg, 0, 1, last, marks));
   }
   return 0;
 }
