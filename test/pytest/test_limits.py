@@ -75,6 +75,45 @@ def test_a_repeat_beyond_the_default_limit_is_refused_at_once(trips, tmp_path, c
     assert elapsed < 5, f"refusing took {elapsed:.1f} s"
 
 
+#: a repeat whose body holds no micro-op (empty, or index arithmetic only) expands to nothing, however many
+#: its trips: the copy beside it compiles at once rather than spinning through 10^12 empty trips
+DEAD_REPEATS = """\
+vdir.program @dead(%x: !vdir.buffer<64x16xbf16>, %y: !vdir.buffer<64x16xbf16>) {{
+  vdir.repeat %i = 0 to 1000000000000 {{
+  }}
+  vdir.repeat %j = 0 to 1000000000000 {{
+    %r = affine.apply affine_map<(d0) -> (d0 * 16)> (%j)
+    vdir.repeat %k = 0 to 1000000000000 {{
+      {inner}
+    }}
+  }}
+  %t = vdir.load %x[0, 0] : !vdir.buffer<64x16xbf16> -> !vdir.tile<1x16xbf16>
+  %s = vdir.store %t, %y[0, 0] : !vdir.tile<1x16xbf16>, !vdir.buffer<64x16xbf16>
+}}
+"""
+
+
+def test_a_repeat_without_micro_ops_expands_at_once(tmp_path, capsys):
+    from vdir.tools.vdir_run import main as run_main
+
+    src = tmp_path / "dead.mlir"
+    src.write_text(DEAD_REPEATS.format(inner="%c = affine.apply affine_map<(d0, d1) -> (d0 + d1)> (%r, %k)"))
+    start = time.perf_counter()
+    assert run_main([str(src), "--backend", "sim", "--check"]) == 0
+    assert time.perf_counter() - start < 30
+    assert "check passed" in capsys.readouterr().out
+
+
+def test_an_error_in_a_repeat_without_micro_ops_is_still_located(tmp_path, capsys):
+    from vdir.tools.vdir_opt import main as opt_main
+
+    src = tmp_path / "dead.mlir"
+    src.write_text(DEAD_REPEATS.format(inner='%c = "test.op"() : () -> i32'))
+    assert opt_main([str(src), "-p", "vdir-pipeline"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{src}:7:7: error: ") and "'test.op' cannot appear" in err[0], err
+
+
 def test_compile_to_encoded_takes_the_micro_op_limit():
     module = repeated_copy(4)
     assert compile_to_encoded(module, num_sms=2, max_micro_ops=8).buffers

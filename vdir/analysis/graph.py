@@ -585,7 +585,10 @@ class _Expander:
         env = self.env
         shadows = name in iters  # an inner index of the same name replaces the outer one's entry
         layer = op is self.layer_loop
-        for trip, i in enumerate(range(lower, upper, step)):
+        trips = range(lower, upper, step)
+        if not expanded_micro_ops(op):  # nothing to expand: its first trip is checked, the rest would only spin
+            trips = trips[:1]
+        for trip, i in enumerate(trips):
             env[var] = i
             if layer:
                 self.trip, self.template = trip, 0
