@@ -459,6 +459,15 @@ def writes_over(path: str, other: "str | os.PathLike[str]") -> bool:
         return False
 
 
+def check_program_path(path: str) -> None:
+    """Refuse, unread, a named program file that is a folder or not a regular file (a device such as
+    ``/dev/zero``, a pipe: it may never end); a path that does not exist is left to the read."""
+    if os.path.isdir(path):
+        raise UserError(f"{path}: error: is a directory, not an IR file")
+    if is_special_file(path):
+        raise UserError(f"{path}: error: not a regular file; name the program's IR file (- reads standard input)")
+
+
 def is_special_file(path: str) -> bool:
     """Whether ``path`` names something that exists and is not a regular file (a device, a pipe)."""
     return os.path.exists(path) and not os.path.isfile(path)

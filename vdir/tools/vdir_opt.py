@@ -47,6 +47,7 @@ from vdir.tools.common import (
     STDIN_NAME,
     add_limit_options,
     check_output_path,
+    check_program_path,
     failure_message,
     limits_from_args,
     one_line,
@@ -127,12 +128,19 @@ class VdirOptMain(xDSLOptMain):
                             "which is not installed") from None
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
-        """The input file's bytes, or standard input when the file is ``-`` or not given."""
-        if self.args.input_file in (None, STDIN_ARG):
+        """The input file's bytes, or standard input when the file is ``-`` or not given.
+
+        The file is read as MLIR text whatever its name ends in (as ``mlir-opt`` does: vdir has no
+        other frontend). A folder, or anything but a regular file (a device such as ``/dev/zero``, a
+        pipe, which may never end), is refused unread, as ``vdir-run`` refuses it.
+        """
+        path = self.args.input_file
+        if path in (None, STDIN_ARG):
             if sys.stdin is None:
                 raise UserError("error: standard input is closed: name an input file")
             return sys.stdin.buffer, "mlir"
-        return super().get_input_stream()
+        check_program_path(path)
+        return open(path, "rb"), "mlir"
 
     def get_input_name(self) -> str:
         """The name diagnostics locate errors in: the file's path, or ``<stdin>``."""

@@ -40,7 +40,6 @@ Every error is one line on stderr and a non-zero exit status.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import zipfile
 import zlib
@@ -72,6 +71,7 @@ from vdir.tools.common import (
     add_limit_options,
     ascii_integer,
     check_output_path,
+    check_program_path,
     default_context,
     failure_message,
     flag_error,
@@ -358,8 +358,7 @@ def _parse_program(path: str) -> ModuleOp:
     a pipe) is refused before it is read: it may never end.
     """
     if path != STDIN_ARG:
-        if is_special_file(path) and not os.path.isdir(path):
-            raise UserError(f"{path}: error: not a regular file; name the program's IR file (- reads standard input)")
+        check_program_path(path)
         return parse_module_file(path)
     if sys.stdin is None:
         raise UserError("error: standard input is closed: name the program's IR file")
