@@ -574,9 +574,9 @@ class _Expander:
         if tmpl is None:
             tmpl = self.repeat_templates[id(op)] = (
                 op.induction_var.name_hint or "i", op.lower.value.data, op.upper.value.data, op.step.value.data,
-                op.dynamic_upper, id(op.induction_var), op.body.block,
+                op.dynamic_upper, id(op.induction_var), op.body.block, expanded_micro_ops(op) > 0,
             )
-        name, lower, upper, step, dynamic_upper, var, body = tmpl
+        name, lower, upper, step, dynamic_upper, var, body, live = tmpl
         bound = self._index(dynamic_upper, op) if dynamic_upper is not None else upper
         if isinstance(bound, int):
             upper = min(upper, bound)
@@ -586,7 +586,7 @@ class _Expander:
         shadows = name in iters  # an inner index of the same name replaces the outer one's entry
         layer = op is self.layer_loop
         trips = range(lower, upper, step)
-        if not expanded_micro_ops(op):  # nothing to expand: its first trip is checked, the rest would only spin
+        if not live:  # no micro-op to expand: its first trip is checked, the rest would only spin
             trips = trips[:1]
         for trip, i in enumerate(trips):
             env[var] = i
