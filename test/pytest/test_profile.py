@@ -16,7 +16,7 @@ from test_trace import gemv_program
 import vdir
 from vdir.compiler import compile_module
 from vdir.device_runtime.platform import PlatformError
-from vdir.device_runtime.profile import launch_profile, path_totals, stage_of
+from vdir.device_runtime.profile import EngineStep, engine_steps, launch_profile, path_totals, stage_of
 from vdir.device_runtime.sim import SIM_COSTS
 from vdir.device_runtime.trace import Trace, TraceEvent
 from vdir.isa import index_ranges
@@ -138,3 +138,27 @@ def test_a_gap_after_the_queue_cleared_goes_to_the_counter_only_when_no_issue_ex
     chain = Trace(trace.program, [*events, held]).wait_chain(0.0, held.start_us + held.dur_us)
     assert chain[0] == (held, how)
     assert chain[1][0] == first if how == "queue" else chain[1][0].sm != held.sm  # to a releasing store
+
+
+def test_the_timeline_lists_each_engines_first_micro_ops_and_last_over_the_sms():
+    """SM 0 ran three loads and SM 1 one, out of queue order on SM 0 (the timeline follows the start
+    times); two listed: the first (both SMs), the second (SM 0 only), then each SM's last (SM 1's
+    only load is its last too). The compute engine, one micro-op per SM, gets no "last" row."""
+    events = [TraceEvent(0, 3, 0, 0, 0.0, 2.0), TraceEvent(0, 3, 2, 2, 3.0, 2.0), TraceEvent(0, 3, 1, 1, 1.0, 1.0),
+              TraceEvent(1, 3, 3, 0, 0.5, 1.0), TraceEvent(0, 1, 4, 0, 2.0, 1.0), TraceEvent(1, 1, 5, 0, 2.0, 3.0)]
+    steps = engine_steps(events, ["load", "compute", "store", "stream"], listed=2)
+    assert steps == [
+        EngineStep("compute", 0, 2, 2.0, 4.0, 3.0, 5.0),
+        EngineStep("stream", 0, 2, 0.25, 1.75, 1.5, 2.0),
+        EngineStep("stream", 1, 1, 1.0, 2.0, 2.0, 2.0),
+        EngineStep("stream", -1, 2, 1.75, 3.25, 1.5, 5.0),
+    ]
+    assert steps[3].line().split() == ["stream", "last", "2", "SMs", "1.75", "->", "3.25", "us", "(ends", "1.50",
+                                       "to", "5.00)"]
+
+
+def test_a_simulated_profile_has_a_timeline_row_per_step():
+    p = launch_profile(simulated(TWO_SMS, 2))
+    assert p.timeline and all(step.sms >= 1 and step.start_us <= step.end_us for step in p.timeline)
+    assert {step.engine for step in p.timeline} == {"load", "compute", "store", "stream"}
+    assert p.lines()[-len(p.timeline) - 1].startswith("timeline (")

@@ -11,7 +11,8 @@
 // through `mid` to the sum on one SM: the path crosses SMs through the
 // counter, whose hand-off the simulator's clock charges 2.0 us after the
 // store's bytes, the first 1.6 of them in the store's span (its release
-// fence), so 0.4 us on the counter.
+// fence), so 0.4 us on the counter. Last, the timeline: each engine's first
+// micro-ops on an SM, in the order it ran them, over the SMs.
 
 // CHECK:      backend: sim
 // CHECK:      y: 1x8 f32
@@ -25,6 +26,8 @@
 // CHECK-DAG:  {{^}}  p {{ +[0-9.]+}} us
 // CHECK-DAG:  {{^}}  m {{ +[0-9.]+}} us
 // CHECK-DAG:  {{^}}  yt {{ +[0-9.]+}} us
+// CHECK:      timeline (an engine's n-th micro-op on an SM, and its last: median start and end over the SMs)
+// CHECK-NEXT: {{^}}  load {{ +}}#0 {{ +}}2 SMs {{ +[0-9.]+}} -> {{ +[0-9.]+}} us  (ends {{[0-9.]+}} to {{[0-9.]+}})
 // SEED:       critical path:
 // PLAIN-NOT:  profile
 

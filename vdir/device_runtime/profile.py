@@ -12,6 +12,13 @@ its SM, a global counter from other SMs, flag words). A stage is a micro-op's
 name without its indices (:func:`stage_of`): ``%wd1[l=5][k=71]`` is stage
 ``wd``, ``store to @hs[l=5]`` is ``->hs``.
 
+Beside them, a timeline by the order each engine ran its micro-ops on an
+SM (:class:`EngineStep`): when an SM's first, second, ... and last micro-op
+on each engine began and ended, the medians over the SMs and the range of
+the end. On a program whose SMs do alike work (a gemv's row tiles) it shows
+which engine an SM waits for: a second weight tile landed before the first
+compute ended means the compute engine sets the pace.
+
 ``vdir-run --profile`` prints it; ``bench/trace_decode.py --path`` prints the
 path itself micro-op by micro-op with the same totals. On the simulator the
 times are the model's, not measurements (``docs/runtime.md``).
@@ -20,6 +27,7 @@ times are the model's, not measurements (``docs/runtime.md``).
 from __future__ import annotations
 
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +42,8 @@ _LAYER = re.compile(r"\[l=(\d+)\]")
 STAGES_LISTED = 12
 #: a micro-op's name where the program keeps none for it
 UNNAMED = "?"
+#: the micro-ops per engine and SM the timeline lists from the first (and then each SM's last)
+STEPS_LISTED = 4
 
 
 def stage_of(name: str) -> tuple[str, int | None]:
@@ -89,6 +99,48 @@ def path_totals(chain: Sequence[tuple[TraceEvent, str]], names: Mapping[int, str
 
 
 @dataclass(frozen=True)
+class EngineStep:
+    """When the ``step``-th micro-op that an engine ran on an SM began and ended, over the SMs that ran
+    one (``step`` -1: each SM's last on that engine): the medians, and the earliest and latest end."""
+
+    engine: str
+    step: int
+    sms: int
+    start_us: float
+    end_us: float
+    earliest_end_us: float
+    latest_end_us: float
+
+    def line(self) -> str:
+        """The step as one line of the timeline."""
+        which = "last" if self.step < 0 else f"#{self.step}"
+        return (f"  {self.engine:<8}{which:>5}{self.sms:5d} SMs {self.start_us:8.2f} -> {self.end_us:6.2f} us"
+                f"  (ends {self.earliest_end_us:.2f} to {self.latest_end_us:.2f})")
+
+
+def engine_steps(events: Sequence[TraceEvent], engine_names: Sequence[str],
+                 listed: int = STEPS_LISTED) -> list[EngineStep]:
+    """The timeline of ``events``: per engine (in engine order, named by ``engine_names``), its first
+    ``listed`` micro-ops on each SM in the order it ran them, then each SM's last where some SM ran more
+    than ``listed`` (:class:`EngineStep`)."""
+    runs: dict[tuple[int, int], list[TraceEvent]] = defaultdict(list)
+    for ev in events:
+        runs[(ev.engine, ev.sm)].append(ev)
+    steps = []
+    for engine, name in enumerate(engine_names):
+        per_sm = [sorted(evs, key=lambda e: e.start_us) for (eng, _), evs in sorted(runs.items()) if eng == engine]
+        longest = max((len(evs) for evs in per_sm), default=0)
+        picks = [(k, [evs[k] for evs in per_sm if len(evs) > k]) for k in range(min(listed, longest))]
+        if longest > listed:
+            picks.append((-1, [evs[-1] for evs in per_sm]))
+        for k, evs in picks:
+            ends = [e.start_us + e.dur_us for e in evs]
+            steps.append(EngineStep(name, k, len(evs), statistics.median(e.start_us for e in evs),
+                                    statistics.median(ends), min(ends), max(ends)))
+    return steps
+
+
+@dataclass(frozen=True)
 class LaunchProfile:
     """Where one launch's time went (:func:`launch_profile`)."""
 
@@ -105,6 +157,8 @@ class LaunchProfile:
     """SMs that ran a micro-op."""
     micro_ops: int
     path: PathTotals
+    timeline: Sequence[EngineStep] = ()
+    """Each engine's first micro-ops and last one on an SM, over the SMs (:func:`engine_steps`)."""
 
     def lines(self, stages: int = STAGES_LISTED) -> list[str]:
         """The profile as text (what ``vdir-run --profile`` prints)."""
@@ -114,7 +168,9 @@ class LaunchProfile:
         return [f"profile ({self.clock}): {self.micro_ops} micro-ops on {self.sms} SMs in {self.span_us:.2f} us"
                 + total,
                 f"engines busy (share of the span, mean over SMs): {busy}",
-                f"critical path: {self.path.micro_ops} micro-ops", *self.path.lines(stages)]
+                f"critical path: {self.path.micro_ops} micro-ops", *self.path.lines(stages),
+                "timeline (an engine's n-th micro-op on an SM, and its last: median start and end over the SMs)",
+                *(step.line() for step in self.timeline)]
 
 
 def launch_profile(trace: Trace) -> LaunchProfile:
@@ -128,4 +184,5 @@ def launch_profile(trace: Trace) -> LaunchProfile:
             busy[str(spec.kind)] = 1.0 - sum(idle.values()) / (len(idle) * span)
     chain = trace.wait_chain(0.0, span) if trace.events else []
     return LaunchProfile(trace.clock, span, trace.launch_us, busy, len({e.sm for e in trace.events}),
-                         len(trace.events), path_totals(chain, trace.program.uop_names))
+                         len(trace.events), path_totals(chain, trace.program.uop_names),
+                         engine_steps(trace.events, [str(spec.kind) for spec in target.engines]))
