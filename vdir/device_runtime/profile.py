@@ -169,7 +169,8 @@ class LaunchProfile:
                 + total,
                 f"engines busy (share of the span, mean over SMs): {busy}",
                 f"critical path: {self.path.micro_ops} micro-ops", *self.path.lines(stages),
-                "timeline (an engine's n-th micro-op on an SM, and its last: median start and end over the SMs)",
+                *(["timeline (an engine's n-th micro-op on an SM, and its last: median start and end over the SMs)"]
+                  if self.timeline else []),
                 *(step.line() for step in self.timeline)]
 
 
