@@ -354,8 +354,9 @@ def program_name(path: str) -> str:
 def _parse_program(path: str) -> ModuleOp:
     """Read, parse and verify the program: the file ``path``, or standard input for ``-`` (as ``vdir-opt``).
 
-    Anything but a regular file or a folder (a device such as ``/dev/zero``,
-    a pipe) is refused before it is read: it may never end.
+    A folder, or anything but a regular file (a device such as ``/dev/zero``,
+    a pipe, which may never end), is refused before it is read
+    (:func:`~vdir.tools.common.check_program_path`, as ``vdir-opt`` refuses it).
     """
     if path != STDIN_ARG:
         check_program_path(path)
