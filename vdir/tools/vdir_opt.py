@@ -140,7 +140,12 @@ class VdirOptMain(xDSLOptMain):
                 raise UserError("error: standard input is closed: name an input file")
             return sys.stdin.buffer, "mlir"
         check_program_path(path)
-        return open(path, "rb"), "mlir"
+        try:
+            return open(path, "rb"), "mlir"
+        except FileNotFoundError:
+            raise UserError(f"{path}: error: no such file") from None
+        except OSError as e:
+            raise UserError(f"{path}: error: cannot read ({e.strerror})") from None
 
     def get_input_name(self) -> str:
         """The name diagnostics locate errors in: the file's path, or ``<stdin>``."""
@@ -292,10 +297,12 @@ class VdirOptMain(xDSLOptMain):
 
     def _run_chunk(self, source: bytes, offset: int) -> tuple[str, bool]:
         """One chunk's output text, and whether it failed (as the diagnostics mode judges)."""
-        if self.args.verify_diagnostics:
-            return self._verify_chunk(source, offset)
         try:
+            if self.args.verify_diagnostics:
+                return self._verify_chunk(source, offset)
             return self._compile_chunk(source, offset), False
+        except UnicodeDecodeError:
+            raise UserError(f"{self.get_input_name()}: error: the input is not UTF-8 text") from None
         except DiagnosticException as e:
             message = _diagnostic_text(e)
             if self.args.print_diagnostics or self.args.parsing_diagnostics:
