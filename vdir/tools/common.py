@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -326,7 +326,7 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
         raise UserError(parse_error_message(ParseError(span, "the input nests too deeply to parse"))) from None
     except UnicodeDecodeError:
-        raise UserError(f"{name}: error: the file is not UTF-8 text") from None
+        raise not_utf8(name) from None
 
 
 def _is_blank(text: str) -> bool:
@@ -393,19 +393,38 @@ def _failing_property(op: Operation) -> str:
 def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
     """Read, parse and verify an IR file; raise :class:`UserError` on any problem."""
     ctx = ctx or default_context()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: error: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: error: is a directory, not an IR file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: error: the file is not UTF-8 text") from None
-    except OSError as e:
-        raise UserError(f"{path}: error: cannot read ({e.strerror})") from None
-    module = parse_text(ctx, text, str(path))
+    with open_program_file(str(path)) as f:
+        data = f.read()
+    module = parse_text(ctx, decode_program(data, str(path)), str(path))
     verify_module(module)
     return module
+
+
+def open_program_file(path: str) -> IO[bytes]:
+    """The program file ``path``, open for reading its bytes. A folder or anything but a regular file is
+    refused unread (:func:`check_program_path`), and a file that is missing or cannot be read is an error
+    located at its path (:class:`UserError`)."""
+    check_program_path(path)
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise UserError(f"{path}: error: no such file") from None
+    except OSError as e:
+        raise UserError(f"{path}: error: cannot read ({e.strerror})") from None
+
+
+def decode_program(data: bytes, name: str) -> str:
+    """A program's bytes as text, or the error located at ``name`` (its file, or ``<stdin>``) that they
+    are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise not_utf8(name) from None
+
+
+def not_utf8(name: str) -> UserError:
+    """The error for a program read from ``name`` that is not UTF-8 text."""
+    return UserError(f"{name}: error: the input is not UTF-8 text")
 
 
 def failure_message(e: DiagnosticException, fallback: str, prefix: str = "") -> str:

@@ -47,10 +47,11 @@ from vdir.tools.common import (
     STDIN_NAME,
     add_limit_options,
     check_output_path,
-    check_program_path,
+    decode_program,
     failure_message,
     limits_from_args,
     one_line,
+    open_program_file,
     parse_text,
     register_vdir_dialects,
     verify_module,
@@ -139,13 +140,7 @@ class VdirOptMain(xDSLOptMain):
             if sys.stdin is None:
                 raise UserError("error: standard input is closed: name an input file")
             return sys.stdin.buffer, "mlir"
-        check_program_path(path)
-        try:
-            return open(path, "rb"), "mlir"
-        except FileNotFoundError:
-            raise UserError(f"{path}: error: no such file") from None
-        except OSError as e:
-            raise UserError(f"{path}: error: cannot read ({e.strerror})") from None
+        return open_program_file(path), "mlir"
 
     def get_input_name(self) -> str:
         """The name diagnostics locate errors in: the file's path, or ``<stdin>``."""
@@ -159,7 +154,7 @@ class VdirOptMain(xDSLOptMain):
         ``--disable-verify`` skips the verifiers here too, as after each pass
         (the parser's own checks, types and SSA names, still apply).
         """
-        text = chunk.read().decode("utf-8", errors="strict")
+        text = decode_program(chunk.read(), self.get_input_name())
         module = parse_text(self.ctx, text, self.get_input_name(), start_offset)
         if not self.args.disable_verify:
             verify_module(module)
@@ -297,12 +292,10 @@ class VdirOptMain(xDSLOptMain):
 
     def _run_chunk(self, source: bytes, offset: int) -> tuple[str, bool]:
         """One chunk's output text, and whether it failed (as the diagnostics mode judges)."""
+        if self.args.verify_diagnostics:
+            return self._verify_chunk(source, offset)
         try:
-            if self.args.verify_diagnostics:
-                return self._verify_chunk(source, offset)
             return self._compile_chunk(source, offset), False
-        except UnicodeDecodeError:
-            raise UserError(f"{self.get_input_name()}: error: the input is not UTF-8 text") from None
         except DiagnosticException as e:
             message = _diagnostic_text(e)
             if self.args.print_diagnostics or self.args.parsing_diagnostics:
@@ -313,7 +306,7 @@ class VdirOptMain(xDSLOptMain):
     def _verify_chunk(self, source: bytes, offset: int) -> tuple[str, bool]:
         """Run one chunk and check its diagnostics against its ``expected-*`` comments; print the mismatches."""
         name = self.get_input_name()
-        expected = expected_diagnostics(source.decode("utf-8", errors="strict"), name, offset)
+        expected = expected_diagnostics(decode_program(source, name), name, offset)
         produced: list[ProducedDiagnostic] = []
         output = ""
         try:

@@ -71,7 +71,7 @@ from vdir.tools.common import (
     add_limit_options,
     ascii_integer,
     check_output_path,
-    check_program_path,
+    decode_program,
     default_context,
     failure_message,
     flag_error,
@@ -356,18 +356,13 @@ def _parse_program(path: str) -> ModuleOp:
 
     A folder, or anything but a regular file (a device such as ``/dev/zero``,
     a pipe, which may never end), is refused before it is read
-    (:func:`~vdir.tools.common.check_program_path`, as ``vdir-opt`` refuses it).
+    (:func:`~vdir.tools.common.parse_module_file`, as ``vdir-opt`` refuses it).
     """
     if path != STDIN_ARG:
-        check_program_path(path)
         return parse_module_file(path)
     if sys.stdin is None:
         raise UserError("error: standard input is closed: name the program's IR file")
-    try:
-        text = sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{STDIN_NAME}: error: the input is not UTF-8 text") from None
-    module = parse_text(default_context(), text, STDIN_NAME)
+    module = parse_text(default_context(), decode_program(sys.stdin.buffer.read(), STDIN_NAME), STDIN_NAME)
     verify_module(module)
     return module
 
