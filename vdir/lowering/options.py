@@ -133,6 +133,14 @@ class LoweringOptions(OptionSet):
     (``vdir.lowering.kernel.compute_engine``). False: the first compute warp signals, then waits
     for the next instruction."""
 
+    group_waits: bool = False
+    """In a kernel without loops or a control warp, every compute warp tests each compute instruction's
+    wait itself, and the group meets at one barrier per instruction, after the body
+    (``vdir.lowering.kernel.compute_engine``): the first warp's wait, refill and the barrier that
+    released the group from it come off the path between two bodies. A warp other than the first
+    sleeps between polls of a wait not yet met, so that the group's polls leave the other engines'
+    warps their issue slots. False: the first compute warp waits, and a barrier releases the group."""
+
     cluster_size: int = 1
     """The CTAs of each cluster the kernel is launched in (1, 2, 4 or 8; the program's SM count must be a
     multiple of it). 1: no clusters. The kernel does nothing with its cluster yet; the option is there
