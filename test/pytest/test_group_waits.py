@@ -30,7 +30,7 @@ from vdir.testing.assembler import ProgramAssembler, family_program
 from vdir.testing.gpu import gpu
 from vdir.transforms.pipeline import compile_to_encoded
 
-WAITS = {"group_waits": True}
+WAITS = {"group_waits": 1}
 
 
 def _compute_loop(text: str) -> str:
@@ -67,16 +67,17 @@ def test_the_kernel_with_group_waits_assembles_without_spills(options):
 
 
 @gpu
+@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("signal_warp", [True, False], ids=["signal_warp", "leader_signals"])
 @pytest.mark.parametrize("case", ["gemv", "stack", "chain", "shared_bit"])
-def test_programs_give_the_same_bytes_with_group_waits(case, signal_warp):
+def test_programs_give_the_same_bytes_with_group_waits(case, signal_warp, form):
     """A gemv (several tiles per SM), a 2-layer MLP stack on 8 SMs (counter waits across SMs), a chain of
     dependent adds (the same engine's order only) and the shared-bit program, three launches each: the
     bytes of the default kernel (and for the two hand-made programs, the values they must have)."""
     program = _shared_bit() if case == "shared_bit" else _case(case)
     inputs = _inputs(program, np.random.default_rng())
     plain = _run(program, inputs)
-    waited = _run(program, inputs, {**WAITS, "signal_warp": signal_warp}, launches=3)
+    waited = _run(program, inputs, {"group_waits": form, "signal_warp": signal_warp}, launches=3)
     for p, q in zip(plain, waited, strict=True):
         assert np.array_equal(p.view(np.uint8), q.view(np.uint8))
     if case == "chain":  # a doubling per add: exact in bf16 while it does not overflow
@@ -86,7 +87,8 @@ def test_programs_give_the_same_bytes_with_group_waits(case, signal_warp):
 
 
 @gpu
-def test_a_watchdog_report_of_the_group_leaves_the_platform_usable():
+@pytest.mark.parametrize("form", [1, 2])
+def test_a_watchdog_report_of_the_group_leaves_the_platform_usable(form):
     """Every compute warp reports a wait that never comes (one report wins), twice on one executable: the
     group meets at its barrier and leaves on its flag, so the launch ends; a program run after it
     computes its result."""
@@ -97,7 +99,7 @@ def test_a_watchdog_report_of_the_group_leaves_the_platform_usable():
                  signal=2, name="%s = add (never ready)")
     hang.store(0, 1, 0, 1, 128, 128, 1024, name="store b")
     data = (np.random.default_rng().standard_normal((1, 64), dtype=np.float32) / 8).astype(bfloat16)
-    with vdir.compile(hang.finish(), backend="cuda", options=WAITS, watchdog_ms=200) as exe:
+    with vdir.compile(hang.finish(), backend="cuda", options={"group_waits": form}, watchdog_ms=200) as exe:
         for _ in range(2):
             with pytest.raises(PlatformError, match=r"watchdog.*never ready.*compute engine"):
                 exe(a=data, b=data)

@@ -60,8 +60,9 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     if L.compute_control_warp(c.target, c.loops, c.options.control_warp) is not None:
         _controlled_group(c, families)
         return
-    if c.options.group_waits and not c.loops:
-        _waiting_group(c, families)
+    waits = L.compute_group_waits(c.loops, False, c.options.group_waits)
+    if waits:
+        _waiting_group(c, families, woken=waits == 2)
         return
     b = c.b
     nthreads = c.target.compute_threads
@@ -142,7 +143,7 @@ def _signal_from_warp(c: Ctx, f: Fields, cw: SSAValue, ct: SSAValue, warp: int, 
     b.place(skip)
 
 
-def _waiting_group(c: Ctx, families: list[int]) -> None:
+def _waiting_group(c: Ctx, families: list[int], woken: bool) -> None:
     """The compute group of a kernel without loops with the lowering option ``group_waits``: every warp
     tests each instruction's wait itself, and the group meets at one barrier per instruction.
 
@@ -190,7 +191,7 @@ def _waiting_group(c: Ctx, families: list[int]) -> None:
     # release: the first instruction's words, landed in the first warp's lanes, reach the group
     b.raw("barrier.sync", bar_txt)
     states = group_states(c, families)
-    sleeper = b.i("not.pred", "pred", first_warp)
+    sleeper = None if woken else b.i("not.pred", "pred", first_warp)
     top, done, joined = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_joined")
     body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
     b.place(top)
@@ -199,7 +200,10 @@ def _waiting_group(c: Ctx, families: list[int]) -> None:
     f.prefetch(isa.COMPUTE_FIELDS)
     if signalled is not None:
         _await_shared_bits(c, signalled, f, pos)
-    spin_wait(c, f, engine, pos, abort_w, warp_uniform=True, sleeper=sleeper)
+    if woken:
+        _wait_or_sleep(c, f, engine, pos, first_warp, lane0, abort_w)
+    else:
+        spin_wait(c, f, engine, pos, abort_w, warp_uniform=True, sleeper=sleeper)
     stamp(c, q.exec_start, pos, L.TRACE_START, leader)
     _run_step(c, f, families, states, ct, cw, engine, pos, done, body_done, None, done)
     landed = b.new_label("cp_landed")
@@ -225,6 +229,44 @@ def _waiting_group(c: Ctx, families: list[int]) -> None:
     b.bra(top)
     b.place(done)
     b.bra(c.exit_label)
+
+
+def _wait_or_sleep(c: Ctx, f: Fields, engine: int, pos: SSAValue, first_warp: SSAValue, lane0: SSAValue,
+                   abort_w: str) -> None:
+    """Wait for instruction ``pos`` (fields ``f``) in the group of :func:`_waiting_group` with an
+    mbarrier: the first warp polls (:func:`~vdir.lowering.kernel.sync.spin_wait`) and its lane 0
+    arrives on ``SMEM_WAIT_MET`` once the wait is met, or after raising the abort flag when it gives
+    up; another warp tests the wait once and, unmet, sleeps on that phase (``try_wait``), then
+    leaves to ``abort_w`` if the flag is raised. Ends where the body may start.
+
+    Memory-model note: a warp that sleeps has acquired nothing itself; the first warp's lane 0
+    acquired what the wait names (its ``ld.acquire``) before its arrive, a release at CTA scope, and
+    the sleeper's ``try_wait`` an acquire of the phase it completes: the bytes the body reads are
+    ordered after the producers' writes through the two. The phase of instruction ``pos`` is the
+    ``pos``-th (parity ``pos & 1``): the first warp arrives once per instruction, and cannot arrive
+    for the next before every warp has met at the group's barrier."""
+    b = c.b
+    go, others = b.new_label("cp_wait_go"), b.new_label("cp_wait_others")
+    gave_up, asleep = b.new_label("cp_wait_gave_up"), b.new_label("cp_wait_asleep")
+    wait_met = b.i("add.u32", "u32", c.base, L.SMEM_WAIT_MET)
+    b.bra(others, first_warp, neg=True, uniform=True)
+    spin_wait(c, f, engine, pos, gave_up, warp_uniform=True)
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[wait_met], guard=lane0)
+    b.bra(go)
+    b.place(gave_up)
+    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=lane0)
+    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[wait_met], guard=lane0)
+    b.bra(abort_w)
+    b.place(others)
+    b.bra(go, ready_check(c, f, warp_uniform=True)[0], uniform=True)
+    parity = b.i("and.b32", "u32", pos, 1)
+    b.place(asleep)
+    woke = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
+                 ins=[wait_met, parity])[0]
+    b.bra(asleep, b.i("vote.sync.all.pred", "pred", woke, FULL), neg=True, uniform=True)
+    aborted = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
+    b.bra(abort_w, b.setp("ne.u32", aborted, 0), uniform=True)
+    b.place(go)
 
 
 def _await_shared_bits(c: Ctx, signalled: SSAValue, fw: Fields, pos: SSAValue) -> None:
