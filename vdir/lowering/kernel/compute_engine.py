@@ -217,7 +217,7 @@ def _waiting_group(c: Ctx, families: list[int], woken: bool) -> None:
     b.raw("barrier.sync", bar_txt)
     aborted = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
     b.bra(done, b.setp("ne.u32", aborted, 0), uniform=True)
-    if signalled is None:
+    if warp is None or signalled is None:
         signal(c, f.signal, f.rel, leader)
         stamp(c, q.exec_start, pos, L.TRACE_END, leader)
     else:
