@@ -172,7 +172,7 @@
 // TRACE-NEXT:  add.u64 [[A:%rd[0-9]+]], [[BUF]], [[O]];
 // TRACE-NEXT:  @{{%p[0-9]+}} st.global.u64 {{\[}}[[A]]+2048], [[T]];
 
-// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, group_waits, cluster_size, batch_releases, trace, uniform_checks)
+// UNKNOWN:     error: target 'ptx': unknown lowering option 'no-such-option' (known: split_copies, load_path, fetch_depth, load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks)
 // UNKNOWN-NOT: {{.}}
 // cluster-size: the kernel is launched in clusters of that many CTAs (the
 // default, 1, prints neither directive: DEFAULT-NOT above); the grid must be

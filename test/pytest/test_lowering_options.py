@@ -67,7 +67,7 @@ def test_tensor_copies_need_the_bulk_path():
     "values, message",
     [
         ({"unroll": 3}, r"unknown lowering option 'unroll' \(known: split_copies, load_path, fetch_depth, "
-                        r"load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, group_waits, cluster_size, batch_releases, trace, uniform_checks\)"),
+                        r"load_ring, stream_ring, stream_evict_first, compute_warps, tensor_copies, bit_signal, release_fence, run_loops, control_warp, signal_warp, cluster_size, batch_releases, trace, uniform_checks\)"),
         ({"split_copies": 0}, r"split_copies must be in 1\.\.32, got 0"),
         ({"split_copies": 33}, r"split_copies must be in 1\.\.32, got 33"),
         ({"split_copies": "many"}, r"split_copies must be an integer, got 'many'"),

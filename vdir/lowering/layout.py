@@ -64,10 +64,6 @@ SMEM_MBARRIERS = 16  # one ring of load_ring u64 mbarriers per load engine (lowe
 #: u64 mbarrier: each compute warp arrives once it is done with an instruction, and the compute control
 #: warp polls it (:func:`compute_control_warp`); after the rings
 SMEM_CONTROL_DONE = 144
-#: u64 mbarrier: in a kernel whose compute warps test each wait themselves (:func:`compute_group_waits`),
-#: the first compute warp arrives once per instruction, when its wait is met (or it gives up), and a
-#: warp that found the wait unmet sleeps on it
-SMEM_WAIT_MET = 152
 SMEM_SCRATCH = 256  # f32 reduction scratch, one word per compute warp (<= 32 warps)
 SMEM_GEMV_PARTIALS = 512  # f32 gemv split-K partials: 2 buffers x one word per warp
 SMEM_GEMV_ROW_PARTIALS = 768  # f32 partials of a gemv row block: BLOCK_ROWS words per compute warp
@@ -87,7 +83,7 @@ MAX_LOAD_RINGS = 2
 #: the header in front of the scratch (and at most a warp's lanes: lane s holds slot s's signal)
 MAX_LOAD_RING = 8
 assert MAX_LOAD_RINGS * MAX_LOAD_RING * 8 <= SMEM_CONTROL_DONE - SMEM_MBARRIERS
-assert SMEM_WAIT_MET + 8 <= SMEM_SCRATCH
+assert SMEM_CONTROL_DONE + 8 <= SMEM_SCRATCH
 
 # ---- warp roles ----------------------------------------------------------
 LOAD_WARP = 0
@@ -154,15 +150,6 @@ def compute_control_warp(target: TargetDescription, loops: bool, control: bool) 
     the first compute warp waits and signals between the bodies."""
     warp = _engine_warps(target)
     return warp if control and not loops and warp < MAX_CTA_WARPS else None
-
-
-def compute_group_waits(loops: bool, control: bool, group_waits: int) -> int:
-    """How the compute group of a kernel without loops or a control warp waits (lowering option
-    ``group_waits``): 0, the first compute warp waits and a barrier releases the group; 1, every warp
-    polls each wait, the first alone without sleeping between polls; 2, every warp tests each wait
-    once, and a warp that found it unmet sleeps on ``SMEM_WAIT_MET`` until the first warp's poll
-    meets it (``kernel.compute_engine``)."""
-    return group_waits if not loops and not control else 0
 
 
 def compute_signal_warp(target: TargetDescription, loops: bool, signal_warp: bool) -> int | None:

@@ -133,16 +133,6 @@ class LoweringOptions(OptionSet):
     (``vdir.lowering.kernel.compute_engine``). False: the first compute warp signals, then waits
     for the next instruction."""
 
-    group_waits: int = 0
-    """In a kernel without loops or a control warp, every compute warp tests each compute instruction's
-    wait itself, and the group meets at one barrier per instruction, after the body
-    (``vdir.lowering.kernel.compute_engine``): the first warp's wait, refill and the barrier that
-    released the group from it come off the path between two bodies. 1: a warp other than the first
-    polls, sleeping between polls of a wait not yet met; 2: a warp other than the first tests the wait
-    once and, where it is not met, sleeps on an mbarrier that the first warp, polling, completes
-    (``layout.compute_group_waits``). 0: the first compute warp waits, and a barrier releases the
-    group."""
-
     cluster_size: int = 1
     """The CTAs of each cluster the kernel is launched in (1, 2, 4 or 8; the program's SM count must be a
     multiple of it). 1: no clusters. The kernel does nothing with its cluster yet; the option is there
@@ -189,7 +179,6 @@ class LoweringOptions(OptionSet):
             )
         self.check_range("fetch_depth", 1, MAX_FETCH_DEPTH)
         self.check_range("compute_warps", 0, MAX_COMPUTE_WARPS, " (0: the target's)")
-        self.check_range("group_waits", 0, 2)
         if self.cluster_size not in CLUSTER_SIZES:
             raise LoweringOptionError(
                 f"lowering option cluster_size must be one of {', '.join(map(str, CLUSTER_SIZES))}, "

@@ -91,9 +91,6 @@ def build_kernel(kernel: ptx.KernelOp, target: TargetDescription, families: list
     if control_warp is not None:  # the compute group's done mbarrier (kernel.compute_engine)
         b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], %d" % (L.SMEM_CONTROL_DONE, L.control_done_arrivals(target)),
               ins=[base], guard=t0)
-    if L.compute_group_waits(loops, control_warp is not None, options.group_waits) == 2:
-        # the first compute warp's wait met (kernel.compute_engine): one arrival a phase
-        b.raw("mbarrier.init.shared::cta.b64", "[{0}+%d], 1" % L.SMEM_WAIT_MET, ins=[base], guard=t0)
     # make the initialised mbarriers visible to the async proxy and the CTA
     b.raw("fence.mbarrier_init.release.cluster", "", guard=t0)
     b.raw("fence.proxy.async.shared::cta", "", guard=t0)

@@ -60,10 +60,6 @@ def compute_engine(c: Ctx, families: list[int]) -> None:
     if L.compute_control_warp(c.target, c.loops, c.options.control_warp) is not None:
         _controlled_group(c, families)
         return
-    waits = L.compute_group_waits(c.loops, False, c.options.group_waits)
-    if waits:
-        _waiting_group(c, families, woken=waits == 2)
-        return
     b = c.b
     nthreads = c.target.compute_threads
     engine = c.target.engine_index(EngineKind.COMPUTE)
@@ -141,132 +137,6 @@ def _signal_from_warp(c: Ctx, f: Fields, cw: SSAValue, ct: SSAValue, warp: int, 
     b.st("st.release.cta.shared.u32", c.base, L.SMEM_SIGNALLED, count, guard=signaller)
     stamp(c, c.queue.exec_start, pos, L.TRACE_END, signaller)
     b.place(skip)
-
-
-def _waiting_group(c: Ctx, families: list[int], woken: bool) -> None:
-    """The compute group of a kernel without loops with the lowering option ``group_waits``: every warp
-    tests each instruction's wait itself, and the group meets at one barrier per instruction.
-
-    Each warp reads instruction ``pos`` from the window slot, tests its wait
-    (:func:`~vdir.lowering.kernel.sync.spin_wait`; a warp other than the
-    first sleeps between polls) and runs the body; the first warp then waits
-    for ``pos + 1``'s copies (``SmemFetcher.land``), and the group meets at
-    its barrier. After it, the signal (the signal warp's, as in
-    :func:`compute_engine`, or the leader's), the first warp's refill of the
-    slot ``pos`` held, and the next instruction's wait, all without a second
-    barrier: the wait the first warp tested alone before a barrier released
-    the group is now tested by every warp at once.
-
-    A warp whose wait ends in a watchdog report or an abort raises the group's
-    abort flag and goes to the barrier without running the body; after the
-    barrier every warp reads the flag, and the group leaves together.
-
-    Memory-model note: each warp's own acquire (every lane's ``ld.acquire``
-    of the bits and counter, ``ready_check``) orders the bytes its body reads
-    after what the wait names. The window's words of ``pos + 1`` reach the
-    group through the barrier of ``pos``, before which the first warp's lanes
-    waited for their copies (``cp.async.wait_group``, ``bar.warp.sync``); the
-    slot ``pos`` held is refilled after that barrier, which every warp passes
-    only after its reads of the slot. Every thread's shared-memory writes
-    precede the signal through the barrier, as in :func:`_group_step`, and
-    the abort flag written before it is read after it. No warp starts a body
-    before every warp has passed the barrier of the body before, so a body's
-    scratch is free when the next writes it.
-    """
-    b = c.b
-    engine = c.target.engine_index(EngineKind.COMPUTE)
-    q = c.queue
-    ct, cw, leader, first_warp = _group_lanes(c)
-    lane0 = b.setp("eq.u32", c.lane, 0)
-    warp = L.compute_signal_warp(c.target, c.loops, c.options.signal_warp)
-    signalled = b.var("b64", 0) if warp is not None else None  # the bits of the instruction before pos
-    fe = SmemFetcher(c, q, engine)
-    pos = b.var("u32", 0)
-    bar_txt = "%d, %d" % (L.COMPUTE_BARRIER, c.target.compute_threads)
-    primed = b.new_label("cp_primed")
-    b.bra(primed, first_warp, neg=True, uniform=True)
-    fe.prime(pos)
-    fe.land()
-    b.place(primed)
-    # release: the first instruction's words, landed in the first warp's lanes, reach the group
-    b.raw("barrier.sync", bar_txt)
-    states = group_states(c, families)
-    sleeper = None if woken else b.i("not.pred", "pred", first_warp)
-    top, done, joined = b.new_label("cp_top"), b.new_label("cp_done"), b.new_label("cp_joined")
-    body_done, abort_w = b.new_label("cp_body_done"), b.new_label("cp_abort")
-    b.place(top)
-    b.bra(done, b.setp("ge.u32", pos, q.count), uniform=True)
-    f = smem_fields(c, fe.slot_address(pos))
-    f.prefetch(isa.COMPUTE_FIELDS)
-    if signalled is not None:
-        _await_shared_bits(c, signalled, f, pos)
-    if woken:
-        _wait_or_sleep(c, f, engine, pos, first_warp, lane0, abort_w)
-    else:
-        spin_wait(c, f, engine, pos, abort_w, warp_uniform=True, sleeper=sleeper)
-    stamp(c, q.exec_start, pos, L.TRACE_START, leader)
-    _run_step(c, f, families, states, ct, cw, engine, pos, done, body_done, None, done)
-    landed = b.new_label("cp_landed")
-    b.bra(landed, first_warp, neg=True, uniform=True)
-    fe.land(ahead=True)
-    b.place(landed)
-    b.bra(joined)
-    b.place(abort_w)
-    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=lane0)
-    b.place(joined)
-    b.raw("barrier.sync", bar_txt)
-    aborted = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(done, b.setp("ne.u32", aborted, 0), uniform=True)
-    if warp is None or signalled is None:
-        signal(c, f.signal, f.rel, leader)
-        stamp(c, q.exec_start, pos, L.TRACE_END, leader)
-    else:
-        b.set(signalled, f.signal)
-        _signal_from_warp(c, f, cw, ct, warp, pos)
-    b.i("add.u32", "u32", pos, 1, dst=pos)
-    b.bra(top, first_warp, neg=True, uniform=True)
-    fe.advance(pos)
-    b.bra(top)
-    b.place(done)
-    b.bra(c.exit_label)
-
-
-def _wait_or_sleep(c: Ctx, f: Fields, engine: int, pos: SSAValue, first_warp: SSAValue, lane0: SSAValue,
-                   abort_w: str) -> None:
-    """Wait for instruction ``pos`` (fields ``f``) in the group of :func:`_waiting_group` with an
-    mbarrier: the first warp polls (:func:`~vdir.lowering.kernel.sync.spin_wait`) and its lane 0
-    arrives on ``SMEM_WAIT_MET`` once the wait is met, or after raising the abort flag when it gives
-    up; another warp tests the wait once and, unmet, sleeps on that phase (``try_wait``), then
-    leaves to ``abort_w`` if the flag is raised. Ends where the body may start.
-
-    Memory-model note: a warp that sleeps has acquired nothing itself; the first warp's lane 0
-    acquired what the wait names (its ``ld.acquire``) before its arrive, a release at CTA scope, and
-    the sleeper's ``try_wait`` an acquire of the phase it completes: the bytes the body reads are
-    ordered after the producers' writes through the two. The phase of instruction ``pos`` is the
-    ``pos``-th (parity ``pos & 1``): the first warp arrives once per instruction, and cannot arrive
-    for the next before every warp has met at the group's barrier."""
-    b = c.b
-    go, others = b.new_label("cp_wait_go"), b.new_label("cp_wait_others")
-    gave_up, asleep = b.new_label("cp_wait_gave_up"), b.new_label("cp_wait_asleep")
-    wait_met = b.i("add.u32", "u32", c.base, L.SMEM_WAIT_MET)
-    b.bra(others, first_warp, neg=True, uniform=True)
-    spin_wait(c, f, engine, pos, gave_up, warp_uniform=True)
-    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[wait_met], guard=lane0)
-    b.bra(go)
-    b.place(gave_up)
-    b.st("st.shared.u32", c.base, L.SMEM_ABORT, 1, guard=lane0)
-    b.raw("mbarrier.arrive.shared::cta.b64", "{0}, [{1}]", outs=["b64"], ins=[wait_met], guard=lane0)
-    b.bra(abort_w)
-    b.place(others)
-    b.bra(go, ready_check(c, f, warp_uniform=True)[0], uniform=True)
-    parity = b.i("and.b32", "u32", pos, 1)
-    b.place(asleep)
-    woke = b.raw("mbarrier.try_wait.parity.shared::cta.b64", "{0}, [{1}], {2}", outs=["pred"],
-                 ins=[wait_met, parity])[0]
-    b.bra(asleep, b.i("vote.sync.all.pred", "pred", woke, FULL), neg=True, uniform=True)
-    aborted = b.ld("ld.shared.u32", "u32", c.base, L.SMEM_ABORT)
-    b.bra(abort_w, b.setp("ne.u32", aborted, 0), uniform=True)
-    b.place(go)
 
 
 def _await_shared_bits(c: Ctx, signalled: SSAValue, fw: Fields, pos: SSAValue) -> None:
@@ -603,25 +473,22 @@ def _take_instruction(c: Ctx, addr: SSAValue) -> tuple[Fields, SSAValue]:
 
 
 def _run_step(c: Ctx, f: Fields, families: list[int], states: GroupStates, ct: SSAValue, cw: SSAValue,
-              engine: int, pos: SSAValue, out: str, body_done: str, aborted: SSAValue | None, leave: str) -> None:
+              engine: int, pos: SSAValue, out: str, body_done: str, aborted: SSAValue, leave: str) -> None:
     """Run instruction ``f`` on the whole group, ending at ``body_done`` (placed here): its family body,
     unless it is not a compute or its condition does not hold (skipped: no result, the same signals).
-    With ``aborted`` true the group leaves to ``leave`` instead, running nothing (None: the caller
-    handles aborts). An unknown family reports and leaves to ``out``.
+    With ``aborted`` true the group leaves to ``leave`` instead, running nothing. An unknown family
+    reports and leaves to ``out``.
 
     The common case (no abort, a compute) takes one branch: the abort flag and the opcode are tested
     together, and only when either says so does the group find out which."""
     b = c.b
     not_run = b.new_label("cp_not_run")
-    skip = b.setp("ne.u32", f.read(isa.OPCODE), isa.OP_COMPUTE)
-    if aborted is not None:
-        skip = b.i("or.pred", "pred", skip, aborted)
-    b.bra(not_run, skip, uniform=True)
+    other_op = b.setp("ne.u32", f.read(isa.OPCODE), isa.OP_COMPUTE)
+    b.bra(not_run, b.i("or.pred", "pred", other_op, aborted), uniform=True)
     b.bra(body_done, condition_holds(c, f), neg=True, uniform=True)
     _run_family_body(c, f, families, states, ct, cw, engine, pos, out, body_done)
     b.place(not_run)
-    if aborted is not None:
-        b.bra(leave, aborted, uniform=True)
+    b.bra(leave, aborted, uniform=True)
     b.place(body_done)
 
 

@@ -501,13 +501,6 @@ class SmemFetcher:
         self._wait_and_step(pos, addr)
         return smem_fields(self.c, addr)
 
-    def land(self, ahead: bool = False) -> None:
-        """In a kernel without loops, wait until the oldest instruction whose copies are pending (with
-        ``ahead``, the second oldest: the slot before it not yet refilled) has landed, without decoding
-        it: a barrier after this publishes its words to the warps that did not copy them."""
-        assert not self.c.loops, "land() walks plain queues only"
-        self._wait(self.depth - 2 if ahead else None)
-
     def step(self, pos: SSAValue, ahead: bool = False) -> None:
         """In a kernel that runs loops, work out instruction ``pos``'s words in its slot now (waiting
         for its copies), so that a later read only decodes them; else nothing.

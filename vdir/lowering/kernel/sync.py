@@ -186,16 +186,8 @@ def report(
     b.place(skip)
 
 
-#: nanoseconds a polling warp that is not its engine's lead sleeps between two polls of a wait not yet
-#: met (:func:`spin_wait`'s ``sleeper``): about one poll's round trip, so that a warp wakes soon after
-#: the wait is met while its polls leave the other warps on its scheduler most of the issue slots
-SPIN_SLEEP_NS = 64
-
-
-def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp_uniform: bool,
-              sleeper: SSAValue | None = None) -> None:
-    """Block until ``f`` may start; on watchdog expiry or abort jump to ``on_abort``. Where the predicate
-    ``sleeper`` holds, the warp sleeps ``SPIN_SLEEP_NS`` between polls."""
+def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp_uniform: bool) -> None:
+    """Block until ``f`` may start; on watchdog expiry or abort jump to ``on_abort``."""
     b = c.b
     t0 = b.var("u64", 0)
     tclk = b.var("u64", 0)
@@ -203,8 +195,6 @@ def spin_wait(c: Ctx, f: Fields, engine: int, pos: SSAValue, on_abort: str, warp
     b.place(top)
     ready, bm, cval, wanted = ready_check(c, f, warp_uniform)
     b.bra(go, ready, uniform=warp_uniform)
-    if sleeper is not None:
-        b.raw("nanosleep.u32", "%d" % SPIN_SLEEP_NS, guard=sleeper)
     stall_poll(c, tclk, t0, warp_uniform, top, on_abort)
     report(c, L.ERR_WATCHDOG, engine, pos, f, bm, cval, wanted)
     b.bra(on_abort)
