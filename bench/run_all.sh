@@ -28,6 +28,9 @@
 #              against cuBLAS (no torch.compile), then its 16-layer stacks against torch.compile
 #              (max-autotune), judged together ($TARGETS_ARGS: more bench_sweep.py options for both)
 #   uop      - bench/bench_uop_cost.py: the fixed cost of one micro-op per engine ($UOP_ARGS)
+#   profile  - Nsight Compute's source counters of one SM's compute engine alone (bench/profile_uop.py
+#              --variant only=compute: the tiny add, then a 16 x 1024 gemv), each kernel's source page
+#              as CSV and bench/ncu_sources.py's summary of it, in $OUT/profile-KIND.{csv,log}
 #   loops    - bench/diag_loops.py: the 16-layer stack with keep_trips, unrolled against
 #              run_loops, and run_loops with one engine's queues unrolled at a time
 #   decode   - bench/bench_decode.py: the Llama-3.2-1B-shaped decode step over a
@@ -110,7 +113,7 @@ for mod in ml_dtypes hypothesis sortedcontainers; do
   fi
 done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, targets, uop, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, splitkprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, ring, buckets, rows, paths, decode and decode-all only when asked
+steps=${*:-bench launch test sanitize}  # ab, kcache, trace, sweep, targets, uop, profile, loops, probe, claimprobe, l2probe, gapprobe, clusterprobe, protoprobe, splitkprobe, landprobe, pace, flagwords, holds, holds-batch, holds-stacks, holds-sweep, holds-decode, ring, buckets, rows, paths, decode and decode-all only when asked
 { date -u; nvidia-smi -L; compute-sanitizer --version | tail -1
   python3 -c "import ml_dtypes, numpy, torch, xdsl; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 } 2>&1 | tee -a "$OUT/info.log"
@@ -183,6 +186,15 @@ for what in $steps; do
         --json "$OUT/targets-stacks.json" $TARGETS_ARGS 2>&1 | tee "$OUT/targets-stacks.log"
       python3 bench/targets.py --together "$OUT/targets-gemv.json" "$OUT/targets-stacks.json" 2>&1 \
         | tee "$OUT/targets.log" ;;
+    profile)
+      for kind in add gemv; do
+        args=; [ "$kind" = gemv ] && args="--gemv 16x1024"
+        timeout ${PROFILE_TIMEOUT:-150} ncu --launch-skip 2 --launch-count 1 --section WarpStateStats \
+          --section SourceCounters --warp-sampling-interval 0 -f -o "/tmp/vdir-profile-$kind" \
+          python3 bench/profile_uop.py --variant only=compute $args > "$OUT/profile-$kind.ncu.log" 2>&1
+        ncu -i "/tmp/vdir-profile-$kind.ncu-rep" --page source --csv --print-source sass > "$OUT/profile-$kind.csv" \
+          && python3 bench/ncu_sources.py "$OUT/profile-$kind.csv" 2>&1 | tee "$OUT/profile-$kind.log"
+      done ;;
     uop)
       timeout ${UOP_TIMEOUT:-180} python3 bench/bench_uop_cost.py --json "$OUT/uop.json" $UOP_ARGS 2>&1 | tee "$OUT/uop.log" ;;
     probe) cuda_probe probe stream_probe ;;
