@@ -43,9 +43,8 @@ class Instruction:
     @property
     def opcode(self) -> str:
         """The opcode without its modifiers or guard (``LDS`` for ``@P0 LDS.128 R4, [R8]``)."""
-        words = self.source.split()
-        word = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
-        return word.split(".")[0]
+        words = [w for w in self.source.split() if not w.startswith("@")]
+        return words[0].split(".")[0] if words else ""
 
 
 class SourcePageError(ValueError):
@@ -139,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(opts.csv, newline="", encoding="utf-8") as f:
             instrs = read_source_page(f.read().splitlines())
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"ncu_sources: {opts.csv}: {e}", file=sys.stderr)
-        return 1
-    except SourcePageError as e:
+    except (OSError, UnicodeDecodeError, SourcePageError) as e:
         print(f"ncu_sources: {opts.csv}: {e}", file=sys.stderr)
         return 1
     kept = [i for i in instrs if i.offset >= opts.start and (opts.end is None or i.offset < opts.end)]
