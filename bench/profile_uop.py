@@ -4,7 +4,9 @@
         python3 bench/profile_uop.py [--triples 512] [--variant loads_free] [--gemv RxK | --vecmat KxN]
 
 Launches the program three times (two warm-ups, then the profiled one) and
-nothing else, so the profiler's launch counting is simple.
+nothing else, so the profiler's launch counting is simple. With the source
+counters, ``bench/ncu_sources.py`` sums the report's source page (``bash
+bench/run_all.sh profile`` does both for the compute engine).
 """
 
 from __future__ import annotations
