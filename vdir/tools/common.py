@@ -325,8 +325,6 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         assert parser is not None
         span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
         raise UserError(parse_error_message(ParseError(span, "the input nests too deeply to parse"))) from None
-    except UnicodeDecodeError:
-        raise not_utf8(name) from None
 
 
 def _is_blank(text: str) -> bool:
@@ -392,10 +390,15 @@ def _failing_property(op: Operation) -> str:
 
 def parse_module_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
     """Read, parse and verify an IR file; raise :class:`UserError` on any problem."""
-    ctx = ctx or default_context()
     with open_program_file(str(path)) as f:
         data = f.read()
-    module = parse_text(ctx, decode_program(data, str(path)), str(path))
+    return parse_program_bytes(data, str(path), ctx)
+
+
+def parse_program_bytes(data: bytes, name: str, ctx: Context | None = None) -> ModuleOp:
+    """Decode, parse and verify a program's bytes read from ``name`` (its file, or ``<stdin>``); raise
+    :class:`UserError` on any problem."""
+    module = parse_text(ctx or default_context(), decode_program(data, name), name)
     verify_module(module)
     return module
 

@@ -71,18 +71,15 @@ from vdir.tools.common import (
     add_limit_options,
     ascii_integer,
     check_output_path,
-    decode_program,
-    default_context,
     failure_message,
     flag_error,
     integer_option,
     is_special_file,
     limits_from_args,
     parse_module_file,
-    parse_text,
+    parse_program_bytes,
     replaced_on_success,
     run_cli,
-    verify_module,
     writes_over,
 )
 
@@ -362,9 +359,7 @@ def _parse_program(path: str) -> ModuleOp:
         return parse_module_file(path)
     if sys.stdin is None:
         raise UserError("error: standard input is closed: name the program's IR file")
-    module = parse_text(default_context(), decode_program(sys.stdin.buffer.read(), STDIN_NAME), STDIN_NAME)
-    verify_module(module)
-    return module
+    return parse_program_bytes(sys.stdin.buffer.read(), STDIN_NAME)
 
 
 def _encoded_program(
