@@ -54,11 +54,11 @@ class SourcePageError(ValueError):
 def read_source_page(lines: list[str]) -> list[Instruction]:
     """The instructions of a source page exported with ``--page source --csv --print-source sass``:
     a ``"Kernel Name"`` line, the header, then a row per instruction."""
-    rows = [r for r in csv.reader(lines) if r]
-    header_at = next((i for i, r in enumerate(rows) if ADDRESS in r and SOURCE in r), None)
+    rows = [(line, r) for line, r in enumerate(csv.reader(lines), 1) if r]  # (the row's line, its cells)
+    header_at = next((i for i, (_, r) in enumerate(rows) if ADDRESS in r and SOURCE in r), None)
     if header_at is None:
         raise SourcePageError(f"no header row with {ADDRESS!r} and {SOURCE!r}: not ncu's source page as CSV")
-    header = rows[header_at]
+    header = rows[header_at][1]
     missing = [c for c in (SAMPLES, EXECUTED) if c not in header]
     if missing:
         raise SourcePageError(f"the source page lacks the column(s) {', '.join(map(repr, missing))}: profile "
@@ -68,11 +68,11 @@ def read_source_page(lines: list[str]) -> list[Instruction]:
                   if h.startswith(STALL_PREFIX) and "Not Issued" not in h}
     out: list[Instruction] = []
     base = None
-    for line, r in enumerate(rows[header_at + 1:], header_at + 2):
+    for line, r in rows[header_at + 1:]:
         try:
             address = int(r[col[ADDRESS]], 16)
         except (ValueError, IndexError):
-            raise SourcePageError(f"row {line}: no hexadecimal address") from None
+            raise SourcePageError(f"line {line}: no hexadecimal address") from None
         base = address if base is None else base
         out.append(Instruction(address - base, r[col[SOURCE]].strip(), _count(r, col[EXECUTED]),
                                _count(r, col[SAMPLES]),

@@ -54,7 +54,8 @@ def test_main_keeps_a_range_of_offsets(tmp_path, capsys):
 @pytest.mark.parametrize("lines, message", [
     (["not,a,page"], "no header row"),
     (['"Address","Source"', '"0x10","NOP"'], "lacks the column"),
-    (_page('"zz","NOP","1","1","1","0","1","0"'), "row 3: no hexadecimal address"),
+    (_page('"zz","NOP","1","1","1","0","1","0"'), "line 3: no hexadecimal address"),
+    (_page("", '"zz","NOP","1","1","1","0","1","0"'), "line 4: no hexadecimal address"),  # a blank line counted
 ])
 def test_what_is_not_a_source_page_is_refused(lines, message):
     with pytest.raises(ncu.SourcePageError, match=message):
