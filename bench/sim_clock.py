@@ -1,11 +1,12 @@
-"""The simulator's clock against the H200: modelled launch times of the sweep's programs and the 1B decode step.
+"""The simulator's clock against the GPU: modelled launch times of the sweep's programs and the 1B decode step.
 
 Runs on the CPU. Each program is compiled as the GPU benches compile it (132
 SMs, the library's tiling) and simulated once at full size with the
 target's clock (:class:`vdir.device_runtime.sim.SimCosts`); the table gives
 the modelled time beside the latest H200 median of the same program
 (``REFERENCE``, with the performance log's section it comes from) and
-their ratio. ``--decode`` adds the 1B decode step (context 1024, position
+their ratio; ``--target h100`` compiles the sweep's programs for the H100,
+models them on its clock and sets them beside its medians. ``--decode`` adds the 1B decode step (context 1024, position
 128: the middle of the 256-step runs it is timed over) and the variants of
 it that were timed on the GPU, each as modelled / default beside the
 GPU's. Nothing here is a measurement: it says how far the model is from
@@ -42,7 +43,7 @@ for the kernel's rings (the stream engine's is the target's,
 ``TargetDescription.stream_ring_for``) without modelling what fewer tiles
 in flight save the hand-offs.
 
-    python bench/sim_clock.py [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
+    python bench/sim_clock.py [--target h200|h100] [--decode] [--stack] [--buckets] [--only gemv|mlp] [--sensitivity F]
                               [--step CONFIG [--variant FIELD=VALUE ...]] [--sm-stream F] [--split-k]
                               [--load-window W ...]
 """
@@ -71,15 +72,24 @@ from vdir.frontend.llama import LlamaConfig, build_decode_step, decode_tables  #
 from vdir.target import TargetDescription, get_target  # noqa: E402
 from vdir.transforms.pipeline import compile_to_encoded  # noqa: E402
 
-#: the latest H200 medians, µs (docs/performance.md: the gemvs from round 28, the MLPs from the shape
-#: sweep of 2026-12-03)
-REFERENCE = {
+#: the latest medians by target, µs (docs/performance.md): the H200's gemvs from round 28, its MLPs
+#: from the shape sweep of 2026-12-03; the H100's gemvs from round 58 (the code after, the mean of its two
+#: runs), its MLPs from round 55 (the stream holds with release first, its default)
+REFERENCE = {"h200": {
     "gemv 2048x2048": 9.31, "gemv 4096x4096": 14.94, "gemv 8192x8192": 37.63, "gemv 1024x4096": 9.34,
     "gemv 4096x1024": 9.57, "gemv 1024x8192": 11.49, "gemv 8192x1024": 11.74, "gemv 2048x8192": 15.26,
     "gemv 8192x2048": 14.69, "gemv 4096x14336": 33.63, "gemv 14336x4096": 34.40, "gemv 8192x28672": 110.24,
     "gemv 28672x8192": 111.62, "MLP block 2048/8192": 32.83, "MLP block 4096/14336": 93.02,
     "MLP x16 2048/8192": 462.82,
-}
+}, "h100": {
+    "gemv 2048x2048": 9.90, "gemv 4096x4096": 17.50, "gemv 8192x8192": 49.04, "gemv 1024x4096": 9.78,
+    "gemv 4096x1024": 9.99, "gemv 1024x8192": 12.81, "gemv 8192x1024": 12.42, "gemv 2048x8192": 17.67,
+    "gemv 8192x2048": 17.56, "gemv 4096x14336": 44.68, "gemv 14336x4096": 44.17, "gemv 8192x28672": 154.48,
+    "gemv 28672x8192": 154.83, "MLP block 2048/8192": 42.10, "MLP block 4096/14336": 122.53,
+    "MLP x16 2048/8192": 526.59,
+}}
+#: the target the tables model unless ``--target`` says otherwise: the one every table has figures of
+DEFAULT_TARGET = "h200"
 #: the 1B step's variants timed on the H200, ms/token: round 29's knob sweep, one run; flag words from
 #: round 33's run, whose default took 0.896 (the ratio, 1.022, is what compares): (LlamaConfig
 #: changes, pipeline options, measured; None: not timed yet)
@@ -107,7 +117,8 @@ SENSITIVITY_COSTS = ("launch_us", "load_issue_us", "load_latency_us", "compute_f
 
 @dataclasses.dataclass
 class Simulated:
-    """A program compiled as the GPU benches compile it, with its inputs and its H200 median."""
+    """A program compiled as the GPU benches compile it, with its inputs and its median on the GPU of its
+    target."""
 
     name: str
     program: isa.EncodedProgram
@@ -162,9 +173,10 @@ def filled(program, rng, tables=None) -> list[np.ndarray]:
     return out
 
 
-def sweep_programs(only: str | None, stack: bool) -> list[Simulated]:
-    """The sweep's shapes that have a reference, compiled."""
-    cases = [Case("gemv", *map(int, name.split()[1].split("x"))) for name in REFERENCE if name.startswith("gemv")]
+def sweep_programs(only: str | None, stack: bool, target: str = DEFAULT_TARGET) -> list[Simulated]:
+    """The sweep's shapes that have a reference on ``target``, compiled for it."""
+    reference = REFERENCE[target]
+    cases = [Case("gemv", *map(int, name.split()[1].split("x"))) for name in reference if name.startswith("gemv")]
     cases += [Case("block", 2048, 8192), Case("block", 4096, 14336)]
     if stack:
         cases.append(Case("stack", 2048, 8192, 16))
@@ -174,11 +186,13 @@ def sweep_programs(only: str | None, stack: bool) -> list[Simulated]:
         if only and (case.kind == "gemv") != (only == "gemv"):
             continue
         t = tiling(case, SMS)
+        pipeline = {"target": target}
         if case.kind == "gemv":
-            program = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], SMS)
+            program = compile_gemv(case.a, case.b, t["rows"], t["k_chunks"], SMS, pipeline)
         else:
-            program = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, SMS, **t)
-        out.append(Simulated(case.name, program, filled(program, rng), REFERENCE[case.name]))
+            program = compile_mlp(None if case.kind == "block" else case.layers, case.a, case.b, SMS,
+                                  pipeline=pipeline, **t)
+        out.append(Simulated(case.name, program, filled(program, rng), reference[case.name]))
     return out
 
 
@@ -211,9 +225,10 @@ def scaled(costs: SimCosts, name: str, factor: float) -> SimCosts | None:
     return dataclasses.replace(costs, **{name: value / factor if name.endswith("_per_us") else value * factor})
 
 
-def print_sweep(programs: list[Simulated]) -> None:
-    """The modelled times beside the H200's, and their ratios."""
-    print("| program | modelled µs | H200 µs | modelled / H200 |\n| --- | ---: | ---: | ---: |")
+def print_sweep(programs: list[Simulated], target: str = DEFAULT_TARGET) -> None:
+    """The modelled times beside the medians of ``target``'s GPU, and their ratios."""
+    gpu = target.upper()
+    print(f"| program | modelled µs | {gpu} µs | modelled / {gpu} |\n| --- | ---: | ---: | ---: |")
     ratios = []
     for s in programs:
         modelled = s.modelled_us()
@@ -222,7 +237,7 @@ def print_sweep(programs: list[Simulated]) -> None:
         print(f"| {s.name} | {modelled:.2f} | {s.measured:.2f} | {ratios[-1]:.2f} |")
     if ratios:
         r = np.array(ratios)
-        print(f"\nmodelled / H200: {r.min():.2f}-{r.max():.2f}, geometric mean "
+        print(f"\nmodelled / {gpu}: {r.min():.2f}-{r.max():.2f}, geometric mean "
               f"{float(np.exp(np.log(r).mean())):.3f}")
 
 
@@ -340,6 +355,9 @@ def print_sensitivity(programs: list[Simulated], factor: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Print the tables; returns the exit status."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", choices=sorted(REFERENCE), default=DEFAULT_TARGET,
+                   help="the GPU whose medians the sweep's programs are set beside, compiled for it and modelled "
+                        f"on its clock (default {DEFAULT_TARGET}; the other tables model the H200 only)")
     p.add_argument("--only", choices=("gemv", "mlp"), help="only the gemvs, or only the MLPs")
     p.add_argument("--stack", action="store_true", help="also the 16-layer MLP stack (about 10 s)")
     p.add_argument("--decode", action="store_true", help="also the 1B decode step and its variants (minutes)")
@@ -369,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--sensitivity: a factor above 0, not {opts.sensitivity:g}")
     if opts.variant and not opts.step:
         p.error("--variant: a tiling of --step's config; name the config with --step")
+    h200_only = [flag for flag, asked in (("--decode", opts.decode), ("--buckets", opts.buckets),
+                                          ("--step", opts.step), ("--split-k", opts.split_k)) if asked]
+    if opts.target != DEFAULT_TARGET and h200_only:
+        p.error(f"{', '.join(h200_only)}: modelled on the {DEFAULT_TARGET} only, not with --target {opts.target}")
     if opts.sm_stream is not None and not opts.sm_stream >= 1:
         p.error(f"--sm-stream: a factor of at least 1 (an SM's even share), not {opts.sm_stream:g}")
     global SM_STREAM_FACTOR
@@ -382,8 +404,8 @@ def main(argv: list[str] | None = None) -> int:
 def _report(opts: argparse.Namespace) -> int:
     """Print the tables ``opts`` asks for; returns the exit status."""
     t0 = time.time()
-    programs = sweep_programs(opts.only, opts.stack)
-    print_sweep(programs)
+    programs = sweep_programs(opts.only, opts.stack, opts.target)
+    print_sweep(programs, opts.target)
     if opts.decode:
         programs.append(print_decode())
     if opts.buckets:

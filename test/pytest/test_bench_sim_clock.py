@@ -1,4 +1,4 @@
-"""``bench/sim_clock.py``: the simulator's clock against the H200's medians, on the CPU.
+"""``bench/sim_clock.py``: the simulator's clock against the GPU's medians, on the CPU.
 
 Its table must say what the model gives for the programs the GPU benches
 time (compiled the same way) and the ratio to the reference median; these
@@ -19,7 +19,7 @@ def _rows(out: str) -> dict[str, list[str]]:
 
 
 def test_the_table_gives_the_modelled_time_and_its_ratio_to_the_reference(monkeypatch, capsys):
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv"]) == 0
     (modelled, measured, ratio), = _rows(capsys.readouterr().out).values()
     assert float(measured) == 9.31 and 2.0 < float(modelled) < 40.0  # a launch's cost at least, not ms
@@ -27,7 +27,7 @@ def test_the_table_gives_the_modelled_time_and_its_ratio_to_the_reference(monkey
 
 
 def test_a_reference_far_from_the_model_shows_in_the_ratio(monkeypatch, capsys):
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 1000.0})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 1000.0}})
     sim_clock.main(["--only", "gemv"])
     (_, _, ratio), = _rows(capsys.readouterr().out).values()
     assert float(ratio) < 0.1
@@ -43,7 +43,7 @@ def _sensitivity(out: str) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def test_sensitivity_scales_each_cost_alone_and_reports_the_change(monkeypatch, capsys):
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv", "--sensitivity", "0.5"]) == 0
     columns, rows = _sensitivity(capsys.readouterr().out)
     assert columns == list(sim_clock.SENSITIVITY_COSTS)
@@ -53,6 +53,32 @@ def test_sensitivity_scales_each_cost_alone_and_reports_the_change(monkeypatch, 
     assert change["launch_us"] == pytest.approx(-100.0 * SIM_COSTS["h200"].launch_us / 2 / float(base), abs=0.06)
     # every cost is a cost: making it cheaper never makes the program slower, and the stream's rate moves it
     assert all(v <= 0.0 for v in change.values()) and change["stream_bytes_per_us"] < 0.0
+
+
+def test_target_h100_models_the_programs_compiled_for_it_on_its_clock(monkeypatch, capsys):
+    """``--target h100``: the sweep's programs compiled for the H100, modelled on the H100's clock and set
+    beside its medians, the header naming it."""
+    seen = []
+    real = sim_clock.Simulated.modelled_us
+
+    def recording(self, costs=None):
+        seen.append((self.program.target, self.default_costs() if costs is None else costs))
+        return real(self, costs)
+
+    monkeypatch.setattr(sim_clock.Simulated, "modelled_us", recording)
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {}, "h100": {"gemv 2048x2048": 9.90}})
+    assert sim_clock.main(["--only", "gemv", "--target", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "| program | modelled µs | H100 µs | modelled / H100 |" in out
+    (_, measured, _), = _rows(out).values()
+    assert float(measured) == 9.90 and seen == [("h100", SIM_COSTS["h100"])]
+
+
+def test_the_h200_only_tables_are_refused_with_another_target(capsys):
+    with pytest.raises(SystemExit) as e:
+        sim_clock.main(["--target", "h100", "--decode", "--split-k"])
+    assert e.value.code == 2
+    assert "--decode, --split-k: modelled on the h200 only, not with --target h100" in capsys.readouterr().err
 
 
 def test_a_rate_is_divided_and_a_missing_one_skipped():
@@ -78,7 +104,7 @@ def test_the_buckets_table_models_each_shorter_step_against_the_whole(monkeypatc
     monkeypatch.setattr(sim_clock, "BUCKET_CONTEXT", 256)
     monkeypatch.setattr(sim_clock, "BUCKETS", (64, 128))
     monkeypatch.setattr(sim_clock, "DECODE_POS", 20)
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv", "--buckets"]) == 0
     rows = {cells[0]: cells[1:] for line in capsys.readouterr().out.splitlines()
             if line.startswith(("| whole", "| attending"))
@@ -102,7 +128,7 @@ def test_the_step_table_models_each_tiling_against_the_configs(monkeypatch, caps
     monkeypatch.setattr(sim_clock, "simulated_config", recording)
     monkeypatch.setattr(sim_clock, "decode_configs", lambda: {"tiny": NAMED_CONFIGS["tiny"]})
     monkeypatch.setattr(sim_clock, "DECODE_POS", 20)
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv", "--step", "tiny", "--variant", "down_rows=8,o_rows=8"]) == 0
     rows = {cells[0]: cells[1:] for line in capsys.readouterr().out.split("| tiny step, tiling")[1].splitlines()
             if line.startswith("| ") and not line.startswith("| ---")
@@ -131,7 +157,7 @@ def test_sm_stream_models_the_sms_sharing_the_hbm(monkeypatch, capsys):
         return real(self, costs)
 
     monkeypatch.setattr(sim_clock.Simulated, "modelled_us", recording)
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv", "--sm-stream", "2"]) == 0
     rate = SIM_COSTS["h200"].stream_bytes_per_us
     assert seen == [pytest.approx(2 * rate / sim_clock.SMS)]
@@ -147,7 +173,7 @@ def test_the_split_k_table_models_each_form_against_the_plain_stack(monkeypatch,
     monkeypatch.setattr(sim_clock, "SMS", 8)
     monkeypatch.setattr(sim_clock, "SPLIT_K_STACKS", ((2, 256, 512),))
     monkeypatch.setattr(sim_clock, "SPLIT_K_FORMS", (("split-K", {}, {}), ("one 256 KiB tile", {"up_rows": 512}, {})))
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 2048x2048": 9.31})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 2048x2048": 9.31}})
     assert sim_clock.main(["--only", "gemv", "--split-k"]) == 0
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in capsys.readouterr().out.splitlines()
             if line.startswith("| 2 x 256/512")]
@@ -161,7 +187,7 @@ def test_the_split_k_table_models_each_form_against_the_plain_stack(monkeypatch,
 def test_load_windows_model_each_program_again_against_the_default_window(monkeypatch, capsys):
     """``--load-window W``: each program's time with W loads in flight per load engine beside the default
     window's, each cell its change against it; a gemv of four tiles per SM waits for each tile with one."""
-    monkeypatch.setattr(sim_clock, "REFERENCE", {"gemv 8192x1024": 11.74})
+    monkeypatch.setattr(sim_clock, "REFERENCE", {"h200": {"gemv 8192x1024": 11.74}})
     assert sim_clock.main(["--only", "gemv", "--load-window", "8", "--load-window", "1"]) == 0
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if line.startswith("| program | modelled µs (window 8)"))

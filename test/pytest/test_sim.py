@@ -20,6 +20,7 @@ from ml_dtypes import bfloat16
 import vdir
 from vdir import isa
 from vdir.device_runtime.sim import (
+    SIM_COSTS,
     SMALL_LOAD_BYTES,
     BandwidthLedger,
     SimCosts,
@@ -651,6 +652,24 @@ def test_a_timed_launch_adds_the_launch_cost_to_the_trace_span():
     trace = exe.platform.last_trace()
     assert trace.launch_us == costs_for(get_target()).launch_us > 0 and trace.makespan_us > 0
     assert times[-1] == pytest.approx(trace.launch_us + trace.makespan_us) == trace.launch_time_us
+
+
+def test_a_program_compiled_for_the_h100_keeps_the_h100s_clock():
+    """The H100's own figures where measured (its launch, compute and store costs, its streaming rate);
+    the same program compiled for the H200 keeps the H200's, and is modelled faster (its HBM)."""
+    h100, h200 = costs_for(get_target("h100")), costs_for(get_target("h200"))
+    assert h100 is SIM_COSTS["h100"] and h100.stream_bytes_per_us < h200.stream_bytes_per_us
+    assert (h100.launch_us, h100.compute_fixed_us, h100.store_fixed_us) != (
+        h200.launch_us, h200.compute_fixed_us, h200.store_fixed_us)
+    rng = np.random.default_rng(0)
+    w, x = rand_bf16(rng, (2048, 2048)), rand_bf16(rng, (1, 2048))
+    traces = {}
+    for target in ("h100", "h200"):
+        exe = vdir.compile(build_gemv(2048, 2048, target=target), num_sms=8)
+        exe.time(w, x, iterations=1)
+        traces[target] = exe.platform.last_trace()
+    assert traces["h100"].launch_us == h100.launch_us and traces["h200"].launch_us == h200.launch_us
+    assert traces["h100"].makespan_us > traces["h200"].makespan_us
 
 
 # ---------------------------------------------------------------------------

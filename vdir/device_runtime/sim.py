@@ -169,9 +169,16 @@ class SimCosts:
 #: a median 1.5 µs and a tenth of them over 8 µs late, which the fitted costs had made up for
 #: (round 33).
 SMALL_LOAD_BYTES = 16384
-#: the clock of each target: the Hopper figures, and the H200's measured streaming rate (round 25:
-#: 4.49 TB/s between the two largest gemvs)
-SIM_COSTS: dict[str, SimCosts] = {"h200": SimCosts(stream_bytes_per_us=4.49e6)}
+#: the clock of each target: the H200's figures with its measured streaming rate (round 25: 4.49 TB/s between
+#: the two largest gemvs); the H100's own figures where it has them (round 61 of the performance log):
+#: the compute and store engines' cost per micro-op (a tiny add, each engine alone, round 58), the
+#: streaming rate measured as the H200's was (3.18 TB/s between 8192 x 8192 and 28672 x 8192, round 58),
+#: and a launch's fixed cost as the H200's scaled by the two GPUs' empty launches between events (4.13
+#: µs against 3.9, rounds 58 and 29)
+SIM_COSTS: dict[str, SimCosts] = {
+    "h200": SimCosts(stream_bytes_per_us=4.49e6),
+    "h100": SimCosts(launch_us=3.7, compute_fixed_us=0.458, store_fixed_us=0.49, stream_bytes_per_us=3.18e6),
+}
 #: the clock of a target with no figures of its own (the same SM, the kernel's per-micro-op costs)
 DEFAULT_COSTS = SimCosts()
 
