@@ -54,6 +54,11 @@ MAX_CODE_BYTES = code_bytes_for(MAX_MICRO_OPS)
 #: the most bytes an encoded program's micro-op names may decompress to by default
 MAX_NAMES_BYTES = 1 << 28
 
+#: the most elements a builtin dense attribute (``dense<...> : tensor<...>``) of a parsed file may hold:
+#: vdir's dialects use none, and xDSL's parser expands a splat into one Python value per element (4
+#: million take 9 s), so a larger one is refused when its type is read, before anything is expanded
+MAX_DENSE_ELEMENTS = 1 << 20
+
 #: each limit's command-line option (the tools' spelling; the field is the Python one)
 OPTIONS = {
     "max_micro_ops": "--max-micro-ops",

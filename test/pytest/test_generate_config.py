@@ -201,6 +201,17 @@ def test_a_device_is_written_in_place_and_its_error_named():
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
+@pytest.mark.parametrize("prompt, message", [
+    ("1,,2", "error: --prompt '1,,2': item 2 is empty"),
+    ("1,2,", "error: --prompt '1,2,': item 3 is empty"),
+    (" , ", "error: --prompt: give at least one token id"),
+])
+def test_an_empty_prompt_item_is_an_error_not_skipped(prompt, message, capsys):
+    """``1,,2`` is likely a lost id: it was read as ``1,2``."""
+    assert generate_main(["--random", "tiny", "--backend", "sim", "--no-progress", "--prompt", prompt]) == 1
+    assert capsys.readouterr().err.strip() == message
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--prompt", "\u0663"], "error: --prompt '\u0663': expected comma-separated integer token ids"),
     (["--prompt", "1", "--tokens", "\u0663"], "vdir-generate: error: argument --tokens: '\u0663' is not an integer"),

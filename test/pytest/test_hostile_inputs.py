@@ -26,6 +26,13 @@ from vdir.frontend import ProgramBuilder
 from vdir.tools.common import default_context, parse_text
 
 #: a gemv whose weight tile and vector disagree on K; parsed, never verified
+#: a load and a store: the smallest program that compiles and runs
+COPY_PROGRAM = """\
+vdir.program @copy(%a: !vdir.buffer<1x8xbf16>, %o: !vdir.buffer<1x8xbf16>) {
+  %t = vdir.load %a[0, 0] : !vdir.buffer<1x8xbf16> -> !vdir.tile<1x8xbf16>
+  %s = vdir.store %t, %o[0, 0] : !vdir.tile<1x8xbf16>, !vdir.buffer<1x8xbf16>
+}
+"""
 GEMV_K_MISMATCH = """\
 vdir.program @gemv_k(%w: !vdir.buffer<8x64xbf16>, %x: !vdir.buffer<1x64xbf16>, %y: !vdir.buffer<1x8xbf16>) {
   %wt = vdir.load %w[0, 0] : !vdir.buffer<8x64xbf16> -> !vdir.tile<8x64xbf16>
@@ -747,3 +754,61 @@ def test_an_encoded_program_object_with_two_arguments_of_one_name_is_refused():
     forged = dataclasses.replace(program, scalars=[isa.ScalarInfo("x", 0, 4)])
     with pytest.raises(ValueError, match="^scalar #0: name 'x' is already taken by buffer 'x'$"):
         vdir.compile(forged, backend="sim")
+
+
+def test_a_bug_in_a_pass_is_one_line_with_what_to_report(tmp_path, capsys, monkeypatch):
+    """Without --disable-verify, a pass that fails outside its checks is a bug: vdir-opt says so in one
+    line (as vdir-run does), not with a Python traceback."""
+    from vdir.tools.vdir_opt import main as opt_main
+    from vdir.transforms.place import PlacePass
+
+    def broken(self, ctx, op):
+        raise RuntimeError("placement lost its way\nsecond line")
+
+    monkeypatch.setattr(PlacePass, "apply", broken)
+    src = tmp_path / "copy.mlir"
+    src.write_text(COPY_PROGRAM)
+    assert opt_main([str(src), "-p", "vdir-place{num-sms=2}"]) == 1
+    assert capsys.readouterr().err == ("error: internal error: RuntimeError: placement lost its way: second line "
+                                       "(please report this)\n")
+
+
+def test_a_warning_prints_as_one_line(capsys):
+    """A library warning (a program cache that cannot be written, say) reaches a tool's user as one line
+    ``warning: ...``, without Python's file, line and source; Python's printer is back afterwards."""
+    import argparse
+    import warnings
+
+    from vdir.tools.common import run_cli
+
+    def run(args: argparse.Namespace) -> int:
+        warnings.warn("vdir cache: cannot write to /nowhere\ncompiled programs will not be cached", RuntimeWarning,
+                      stacklevel=1)
+        return 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        before = warnings.showwarning
+        assert run_cli(argparse.ArgumentParser, run, []) == 0
+        assert warnings.showwarning is before
+    assert capsys.readouterr().err == ("warning: vdir cache: cannot write to /nowhere: compiled programs will not "
+                                       "be cached\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="no /proc/self/mem")
+def test_a_file_that_opens_but_cannot_be_read_is_named(capsys):
+    from vdir.tools.vdir_opt import main as opt_main
+
+    assert opt_main(["/proc/self/mem"]) == 1
+    assert capsys.readouterr().err == "/proc/self/mem: error: cannot read (Input/output error)\n"
+
+
+def test_an_empty_file_name_is_refused_by_name(tmp_path, capsys):
+    from vdir.tools.vdir_opt import main as opt_main
+
+    src = tmp_path / "copy.mlir"
+    src.write_text(COPY_PROGRAM)
+    assert opt_main([str(src), "-o", ""]) == 1
+    assert capsys.readouterr().err == "error: -o: the file name is empty\n"
+    assert opt_main([""]) == 1
+    assert capsys.readouterr().err == "error: the program's file name is empty\n"

@@ -442,8 +442,9 @@ def _npz_of_headers(path, **shapes):
         (((10**12,), "<f4"), "array 'w' is 1000000000000, the input 'w' is 128x256 bf16"),
         (((128, 256), "|O"), "array 'w' has dtype object, expected a number array for bf16"),
         (((128, 256), "<U8"), "array 'w' has dtype <U8, expected a number array for bf16"),
+        (((128, 256), [("a", "<i2")]), "array 'w' has dtype [('a', '<i2')], expected a number array for bf16"),
     ],
-    ids=["large", "huge", "object", "text"],
+    ids=["large", "huge", "object", "text", "record"],
 )
 def test_input_arrays_are_checked_from_their_headers(gemv_file, tmp_path, capsys, w, fragment):
     """A shape or dtype is refused before the data is read: a 20000x20000 array that the file only
@@ -461,6 +462,10 @@ def test_an_npz_member_that_is_not_an_array_is_named(gemv_file, tmp_path, capsys
     assert_one_line_error(status, err, "bad.npz: error: 'w' is not a .npy array")
     with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:
         archive.writestr("w.npy", b"\x93NUMPY\x01\x00\x10\x00{garbage      }\n")
+    status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "bad.npz")
+    assert_one_line_error(status, err, "bad.npz: error: array 'w' has a bad .npy header")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:  # numpy's tokenizer fails on it, not with ValueError
+        archive.writestr("w.npy", b"\x93NUMPY\x01\x00\x02\x00{\n")
     status, _, err = run_main(capsys, gemv_file, "--backend", "sim", "--inputs", tmp_path / "bad.npz")
     assert_one_line_error(status, err, "bad.npz: error: array 'w' has a bad .npy header")
 

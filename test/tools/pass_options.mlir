@@ -16,6 +16,18 @@
 // RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms=2}' -t 'ptx{load-path=lsu load-path=bulk}' 2>&1 | filecheck %s --check-prefix=TWICE-TARGET
 // RUN: vdir-opt %s -p 'vdir-fuse{only=merge-loads,gemv-add},vdir-place{num-sms=2}' | filecheck %s --check-prefix=OK
 
+// An option of vdir's passes given without a value (xDSL would leave it at its
+// default, or refuse a flag with a message about Python types) is one line.
+
+// RUN: not vdir-opt %s -p 'vdir-pipeline{num-sms}' 2>&1 | filecheck %s --check-prefix=BARE
+// RUN: not vdir-opt %s -p 'vdir-place{num-sms=2},vdir-schedule{prefetch}' 2>&1 | filecheck %s --check-prefix=BARE-SCHED
+// RUN: not vdir-opt %s -p 'vdir-pipeline{release-first}' 2>&1 | filecheck %s --check-prefix=BARE-FLAG
+
+// BARE: {{^}}error: bad pass pipeline 'vdir-pipeline{num-sms}': vdir-pipeline: option 'num-sms' needs a value (num-sms=...){{$}}
+// BARE-NOT: {{.}}
+// BARE-SCHED: {{^}}error: bad pass pipeline '{{.*}}': vdir-schedule: option 'prefetch' needs a value (prefetch=...){{$}}
+// BARE-FLAG: {{^}}error: bad pass pipeline '{{.*}}': vdir-pipeline: option 'release-first' needs a value (release-first=true or false){{$}}
+
 // PLACE: error: vdir-place: option 'num-sms' must be at least 1, got 0
 // PLACE-NOT: {{.}}
 // PIPE-SMS: error: vdir-pipeline: option 'num-sms' must be at least 1, got 0

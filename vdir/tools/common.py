@@ -13,11 +13,13 @@ import argparse
 import bisect
 import contextlib
 import dataclasses
+import math
 import os
 import re
 import stat
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, NoReturn
@@ -45,7 +47,7 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from vdir.diagnostics import PassFailure, UserError, VdirError, located, location_of
-from vdir.limits import DEFAULT_LIMITS, Limits
+from vdir.limits import DEFAULT_LIMITS, MAX_DENSE_ELEMENTS, Limits
 from vdir.limits import OPTIONS as LIMIT_OPTIONS
 
 #: The name of the operation whose text starts at a position (after its results).
@@ -224,6 +226,18 @@ class LocatingParser(Parser):
         _check_signed(self, value, type, start)
         return value
 
+    def _parse_dense_literal_type(self):
+        """A dense attribute's type, refused where it holds more than :data:`MAX_DENSE_ELEMENTS` elements:
+        xDSL expands a splat (``dense<1> : tensor<30000000xi32>``) into one Python value per element,
+        which takes minutes and gigabytes before anything could say the attribute is wrong."""
+        start = self._current_token.span.start
+        type = super()._parse_dense_literal_type()
+        elements = math.prod(type.get_shape())
+        if elements > MAX_DENSE_ELEMENTS:
+            self.raise_error(f"a dense attribute of {elements} elements: at most {MAX_DENSE_ELEMENTS} are read",
+                             start, self._current_token.span.start)
+        return type
+
     def parse_affine_map(self) -> AffineMap:
         """An affine map; xDSL's folding of a constant division by zero, and its
         refusal of a non-constant divisor, become located errors."""
@@ -322,9 +336,19 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         e.span = dataclasses.replace(e.span, line_offset=line_offset)
         raise UserError(parse_error_message(e)) from None
     except RecursionError:  # nesting that LinearLexer does not count (``tuple<tuple<...>>``)
-        assert parser is not None
-        span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
-        raise UserError(parse_error_message(ParseError(span, "the input nests too deeply to parse"))) from None
+        raise UserError(_parse_failure(parser, line_offset, "the input nests too deeply to parse")) from None
+    except NotImplementedError as e:  # what xDSL reads but cannot hold (``array<i128: 1>``, ``f80`` elements)
+        reason = one_line(str(e)) if str(e).strip() else "xDSL cannot represent what is written here"
+        raise UserError(_parse_failure(parser, line_offset, f"not supported: {reason}")) from None
+    except MemoryError:
+        raise UserError(_parse_failure(parser, line_offset, "too large to hold in memory")) from None
+
+
+def _parse_failure(parser: LocatingParser | None, line_offset: int, reason: str) -> str:
+    """The one-line message of a parse that failed outside xDSL's own errors, at the token reached."""
+    assert parser is not None  # the parser's constructor reads nothing
+    span = dataclasses.replace(parser._current_token.span, line_offset=line_offset)
+    return parse_error_message(ParseError(span, reason))
 
 
 def _is_blank(text: str) -> bool:
@@ -407,6 +431,8 @@ def open_program_file(path: str) -> IO[bytes]:
     """The program file ``path``, open for reading its bytes. A folder or anything but a regular file is
     refused unread (:func:`check_program_path`), and a file that is missing or cannot be read is an error
     located at its path (:class:`UserError`)."""
+    if not path:
+        raise UserError("error: the program's file name is empty")
     check_program_path(path)
     try:
         return open(path, "rb")
@@ -460,7 +486,9 @@ def flag_error(flag: str, error: Exception) -> str:
 
 def check_output_path(path: str, option: str) -> None:
     """Say before the work, not after it, that ``option``'s file cannot be written (its folder is
-    missing, or it is a folder)."""
+    missing, or it is a folder, or the name is empty)."""
+    if not path:
+        raise UserError(f"error: {option}: the file name is empty")
     folder = Path(path).parent
     if not folder.is_dir():
         raise UserError(f"{path}: error: {option}: no such folder '{folder}' (create it first)")
@@ -607,7 +635,8 @@ def run_cli(build_parser: Callable[[], argparse.ArgumentParser], run: Callable[[
     except SystemExit as e:
         return int(e.code or 0)
     try:
-        return run(args)
+        with warnings_as_lines():
+            return run(args)
     except VdirError as e:  # UserError, RunError, ArgumentError, PlatformError, ModelError, ...
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         prefix = "" if ": error:" in message or message.startswith("error:") else "error: "
@@ -622,5 +651,26 @@ def run_cli(build_parser: Callable[[], argparse.ArgumentParser], run: Callable[[
         print(f"error: not enough host memory for the program's arrays ({e})", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: still one line, with what to report
-        print(f"error: internal error: {type(e).__name__}: {e} (please report this)", file=sys.stderr)
-        return 1
+        return report_internal_error(e)
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Within it, a warning (the library's, e.g. a cache it cannot write) prints as one line ``warning:
+    ...`` on stderr, not as Python's file, line and source; the printer before is put back after."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001  (the hook's)
+        print(f"warning: {one_line(str(message))}", file=sys.stderr if file is None else file)
+
+    saved, warnings.showwarning = warnings.showwarning, show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
+def report_internal_error(e: Exception) -> int:
+    """Print ``e``, which no check of vdir's foresaw (a bug), as one line with what to report; returns the
+    exit status, 1."""
+    print(f"error: internal error: {type(e).__name__}: {one_line(str(e)) if str(e).strip() else 'no message'} "
+          "(please report this)", file=sys.stderr)
+    return 1

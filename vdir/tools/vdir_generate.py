@@ -74,13 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _prompt(text: str) -> list[int]:
+    """The token ids of ``--prompt``: integers between commas, spaces around them allowed; an empty item
+    (``1,,2``, a trailing comma) is an error rather than skipped, since it is likely a lost id."""
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
+        raise UserError("error: --prompt: give at least one token id")
+    if "" in items:
+        raise UserError(f"error: --prompt {text!r}: item {items.index('') + 1} is empty")
     try:
-        ids = [ascii_integer(t.strip()) for t in text.split(",") if t.strip()]
+        return [ascii_integer(t) for t in items]
     except ValueError:
         raise UserError(f"error: --prompt {text!r}: expected comma-separated integer token ids") from None
-    if not ids:
-        raise UserError("error: --prompt: give at least one token id")
-    return ids
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ import inspect
 import re
 import sys
 import time
+import typing
 import warnings
 from collections.abc import Sequence
 from io import BytesIO
@@ -35,7 +36,7 @@ from typing import IO, ClassVar, NoReturn
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_pipeline, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -54,7 +55,9 @@ from vdir.tools.common import (
     open_program_file,
     parse_text,
     register_vdir_dialects,
+    report_internal_error,
     verify_module,
+    warnings_as_lines,
     write_text_whole,
 )
 from vdir.tools.expected_diagnostics import ProducedDiagnostic, expected_diagnostics, mismatches
@@ -105,6 +108,8 @@ class VdirOptMain(xDSLOptMain):
             check_output_path(self.args.output_file, "-o")
         if (repeated := _repeated_option(self.args.passes)) is not None:
             raise UserError(f"error: bad pass pipeline '{self.args.passes}': {repeated}")
+        if (bare := _valueless_option(self.args.passes)) is not None:
+            raise UserError(f"error: bad pass pipeline '{self.args.passes}': {bare}")
         if (repeated := _repeated_option(self.args.target)) is not None:
             raise UserError(f"error: bad target '{self.args.target}': {repeated}")
         try:
@@ -173,8 +178,13 @@ class VdirOptMain(xDSLOptMain):
             except DiagnosticException as e:  # a PassFailure, or a verifier's error inside a pass
                 raise UserError(self._pass_failure(p.name, e)) from None
             except Exception as e:
-                if p.name in VDIR_UNIVERSE.all_passes:
-                    raise
+                if p.name in VDIR_UNIVERSE.all_passes and not self.args.disable_verify:
+                    raise  # a bug in the pass: main reports it as an internal error
+                if p.name in VDIR_UNIVERSE.all_passes:  # the verifiers would have refused what it met
+                    reason = _clipped(one_line(str(e))) if str(e).strip() else "no message"
+                    raise UserError(f"{self.get_input_name()}: error: {p.name}: failed on a program that was "
+                                    f"not verified: {type(e).__name__}: {reason}; without --disable-verify, "
+                                    "the verifiers say what is wrong") from None
                 reason = _clipped(one_line(str(e)) or type(e).__name__)  # one of xDSL's passes, off its path
                 raise UserError(f"{self.get_input_name()}: error: {p.name}: {reason}; "
                                 "it is one of xDSL's passes, and failed on this program") from None
@@ -273,7 +283,7 @@ class VdirOptMain(xDSLOptMain):
         try:
             for chunk, offset in chunks:
                 with chunk:
-                    source = chunk.read()
+                    source = _read_all(chunk, self.get_input_name())
                 output, chunk_failed = self._run_chunk(source, offset)
                 outputs.append(output)
                 failed = failed or chunk_failed
@@ -414,6 +424,43 @@ def _print_pass_times(pass_times: list[tuple[str, float]]) -> None:
     print(f"  {total:8.4f} (100.0%)  Total", file=sys.stderr)
 
 
+def _read_all(chunk: IO[bytes], name: str) -> bytes:
+    """The bytes of ``chunk``, read from the input ``name``; a read that fails is an error at ``name``
+    (a file that opens but cannot be read, such as ``/proc/self/mem``)."""
+    try:
+        return chunk.read()
+    except OSError as e:
+        raise UserError(f"{name}: error: cannot read ({e.strerror or e})") from None
+
+
+def _valueless_option(spec: str) -> str | None:
+    """What is wrong if an option of one of vdir's passes in ``spec`` is given without a value, else None.
+
+    xDSL reads ``vdir-pipeline{num-sms}`` or ``{release-first}`` as the option
+    left at its default (every SM; the target's choice), and refuses ``{fuse}``
+    only with a message about Python types. A spec that does not parse is left
+    to xDSL's parser to report.
+    """
+    try:
+        specs = parse_pipeline(spec)
+    except Exception:  # noqa: BLE001  (xDSL's parser reports it, located, right after this)
+        return None
+    for pass_spec in specs:
+        if pass_spec.name not in VDIR_UNIVERSE.all_passes:
+            continue
+        for name, values in pass_spec.parameters.items():
+            if values == ():
+                hint = "true or false" if _is_flag(pass_spec.name, name) else "..."
+                return f"{pass_spec.name}: option '{name}' needs a value ({name}={hint})"
+    return None
+
+
+def _is_flag(pass_name: str, option: str) -> bool:
+    """Whether ``option`` of vdir pass ``pass_name`` is a flag (typed ``bool`` or ``bool | None``)."""
+    hints = typing.get_type_hints(VDIR_UNIVERSE.all_passes[pass_name]())
+    return hints.get(option.replace("-", "_")) in (bool, bool | None)
+
+
 def _repeated_option(spec: str) -> str | None:
     """What is wrong if a pass (or the target) of ``spec`` is given one option twice, else None.
 
@@ -473,7 +520,8 @@ def _target_argument(argv: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     try:
-        return VdirOptMain(description="vdir modular optimizer driver", args=argv).run()
+        with warnings_as_lines():
+            return VdirOptMain(description="vdir modular optimizer driver", args=argv).run()
     except VdirError as e:
         message = str(e)
         print(message if "error:" in message else f"error: {message}", file=sys.stderr)
@@ -493,6 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        print("error: not enough memory for this program", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: still one line, with what to report
+        return report_internal_error(e)
 
 
 if __name__ == "__main__":

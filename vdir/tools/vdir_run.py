@@ -264,7 +264,8 @@ def _npy_header(path: str, name: str, f: IO[bytes]) -> tuple[tuple[int, ...], np
                        "expected 1.0 or 2.0 (np.savez writes them)")
     try:
         shape, _, dtype = reader(f)
-    except ValueError:  # numpy's reason may quote the parser's objects: said here without it
+    except Exception:  # noqa: BLE001  numpy's header parser raises ValueError, SyntaxError or tokenize's
+        # TokenError, its reason quoting the parser's objects: any of them is a bad header, said without it
         raise RunError(f"{path}: error: array '{name}' has a bad .npy header") from None
     return tuple(shape), dtype
 
@@ -273,10 +274,16 @@ def _shape_text(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "a scalar"
 
 
+def _saved_bf16(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is how a .npy file holds bf16 (which numpy does not know): two plain bytes, not a
+    record of named fields."""
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.fields is None
+
+
 def _check_dtype(path: str, name: str, dtype: np.dtype, want: str) -> None:
     """Say, from its header, that an array of ``dtype`` cannot be an input of dtype ``want``
     (an integer input's values are checked once read: :func:`_to_int`)."""
-    if dtype == DTYPES[want] or (want == "bf16" and dtype.kind == "V" and dtype.itemsize == 2):
+    if dtype == DTYPES[want] or (want == "bf16" and _saved_bf16(dtype)):
         return
     kinds, what = ("iu", "an integer array") if want in INT_RANGES else ("fiu", "a number array")
     if dtype.kind not in kinds:
@@ -288,7 +295,7 @@ def _to_dtype(path: str, name: str, array: np.ndarray, dtype: str) -> np.ndarray
     want = DTYPES[dtype]
     if array.dtype == want:
         return np.ascontiguousarray(array)
-    if dtype == "bf16" and array.dtype.kind == "V" and array.dtype.itemsize == 2:
+    if dtype == "bf16" and _saved_bf16(array.dtype):
         return np.ascontiguousarray(array).view(want)
     if dtype in INT_RANGES:
         return _to_int(path, name, array, dtype)
