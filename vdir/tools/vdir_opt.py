@@ -442,9 +442,9 @@ def _valueless_option(spec: str) -> str | None:
     to xDSL's parser to report.
     """
     try:
-        specs = parse_pipeline(spec)
-    except Exception:  # noqa: BLE001  (xDSL's parser reports it, located, right after this)
-        return None
+        specs = list(parse_pipeline(spec))
+    except (Exception, ArgSpecParseError):  # noqa: BLE001  (xDSL's parser reports it, located, right after)
+        return None  # (ArgSpecParseError is a BaseException)
     for pass_spec in specs:
         if pass_spec.name not in VDIR_UNIVERSE.all_passes:
             continue
