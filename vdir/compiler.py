@@ -89,6 +89,7 @@ def compile(
 
             raise PipelineOptionError("vdir.compile: an encoded program is compiled already; it takes no pipeline options")
         program = module_or_program
+        _check_encoded_agrees(program, target, num_sms)
         check_untrusted(program, _code_limit(max_micro_ops), "max_micro_ops=")
         compiled = None
     else:
@@ -116,6 +117,17 @@ def _pipeline_options(pipeline: Any, target: str | None, num_sms: int | None) ->
     from vdir.transforms.pipeline_options import PipelineOptions
 
     return PipelineOptions.coerce(pipeline).with_given(target=target, num_sms=num_sms)
+
+
+def _check_encoded_agrees(program: EncodedProgram, target: str | None, num_sms: int | None) -> None:
+    """An encoded program was placed for its target and SMs: a ``target`` or ``num_sms`` given with it must
+    be those (otherwise it would run on its own SMs, or a platform of another GPU would run it)."""
+    if target is not None and target != program.target:
+        raise CompileArgumentError(f"vdir.compile: the encoded program is compiled for target '{program.target}', "
+                                   f"not '{target}'; compile its source for '{target}' instead")
+    if num_sms is not None and num_sms != program.num_sms:
+        raise CompileArgumentError(f"vdir.compile: the encoded program is placed on {program.num_sms} SMs, not "
+                                   f"{num_sms}; compile its source with num_sms={num_sms} instead")
 
 
 def _code_limit(max_micro_ops: int | None) -> int:

@@ -26,6 +26,12 @@ class VdirError(Exception):
     """Root of every exception vdir raises on purpose; ``str(e)`` is the message."""
 
 
+class BuildError(VdirError, ValueError):
+    """A program built in Python (``vdir.frontend``: ``ProgramBuilder``, the example and model builders)
+    that cannot be what was asked: a bad shape, dtype, region, parameter or configuration, named in the
+    message. A ``ValueError`` too, as the builders raised before it existed."""
+
+
 class UserError(VdirError, DiagnosticException):
     """An error caused by the user's input; ``str(e)`` is the one-line message.
 

@@ -225,9 +225,9 @@ def get_target(name: str = DEFAULT_TARGET, num_sms: int | None = None) -> Target
     """Look a target up by name, optionally restricting the SM count."""
     try:
         target = TARGETS[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: a name that is not a string (a list cannot even be looked up)
         known = ", ".join(sorted(TARGETS))
-        raise UnknownTargetError(f"unknown target '{name}' (known: {known})") from None
+        raise UnknownTargetError(f"unknown target {name!r} (known: {known})") from None
     if num_sms is not None:
         if not MIN_SMS <= num_sms <= target.num_sms:
             raise UnknownTargetError(

@@ -240,6 +240,41 @@ def test_unknown_target():
         ProgramBuilder("p", target="tpu")
 
 
+def test_a_builder_error_is_a_vdir_error_and_a_value_error():
+    """``except VdirError`` catches every error the builders raise on purpose, ``except ValueError`` as
+    before; an argument of the wrong kind (a list where a name goes) is one of them, not a TypeError."""
+    from vdir.diagnostics import VdirError
+    from vdir.frontend import BuildError
+
+    b = ProgramBuilder("p")
+    w = b.buffer("w", (64, 64))
+    with pytest.raises(BuildError, match=r"load: region rows \[60, 68\) are out of the buffer's bounds"):
+        b.load(w, (60, 0), (8, 64))
+    assert issubclass(BuildError, VdirError) and issubclass(BuildError, ValueError)
+    with pytest.raises(BuildError, match=r"element type must be one of .*, got \['bf16'\]"):
+        b.buffer("v", (8, 8), ["bf16"])  # type: ignore[arg-type]
+    with pytest.raises(BuildError, match=r"unknown target \['h200'\]"):
+        ProgramBuilder("q", target=["h200"])  # type: ignore[arg-type]
+    t = b.load(w, (0, 0), (8, 64))
+    with pytest.raises(BuildError, match=r"compute: the family is named by a string, got \['gemv'\]"):
+        b.compute(["gemv"], [t, t])  # type: ignore[arg-type]
+
+
+def test_a_value_made_inside_a_repeat_is_not_used_after_it():
+    """The induction variable used after its repeat had compiled and run as if it were 0 (the parser
+    refuses the text; a program built in Python never reaches it)."""
+    b = ProgramBuilder("p")
+    w, x, y = b.buffer("w", (64, 64)), b.buffer("x", (1, 64)), b.buffer("y", (1, 8), "f32")
+    xt = b.load(x, (0, 0), (1, 64))
+    with b.repeat(0, 8, name="i") as i:
+        pass
+    wt = b.load(w, (b.affine(i, scale=8), 0), (8, 64))
+    b.store(b.compute("gemv", [wt, xt], out_dtype="f32"), y, (0, 0))
+    with pytest.raises(ValueError, match=r"a value defined in a vdir.repeat body is used outside it: %i, by "
+                                         r"affine.apply"):
+        b.finish()
+
+
 @pytest.mark.parametrize(
     "offsets, shape, message",
     [

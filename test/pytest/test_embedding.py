@@ -10,6 +10,7 @@ stream and a CUDA graph replayed 1000 times.
 from __future__ import annotations
 
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -590,3 +591,96 @@ def test_numpy_integers_count_as_integers():
         assert same_bits(e(x, np.int64(3), np.int32(2)), reference(x, 3, 2))
         e.upload("x", x)
         assert len(e.time(pos=3, n=2, iterations=np.int64(2))) == 2
+
+
+class _MalformedInterface:
+    """A CUDA array interface whose fields are of the wrong kind."""
+
+    def __init__(self, **fields):
+        self.__cuda_array_interface__ = {"shape": (64, 32), "typestr": "<f4", "data": (0, False), "version": 3,
+                                          **fields}
+
+
+@pytest.mark.parametrize("fields", [{"data": ("abc", False)}, {"strides": 5}, {"strides": ("a", "b")},
+                                    {"shape": (-1, 32)}, {"strides": (4,)}])
+def test_a_malformed_cuda_array_interface_is_an_argument_error(exe, fields):
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(#1\): its __cuda_array_interface__ is malformed"):
+        exe.launch(_MalformedInterface(**fields), pos=3, n=2)
+
+
+class _ForgedCapsule:
+    """A DLPack producer whose tensor header ``forge`` changes after it is made."""
+
+    def __init__(self, forge):
+        self.forge = forge
+        self.data = np.zeros((64, 32), bfloat16)
+
+    def __dlpack__(self, stream=None):  # noqa: ARG002 -- the protocol's signature
+        import ctypes
+
+        from vdir.device_runtime.tensors import _DLTensor
+
+        capsule = dlpack_capsule(self.data.ctypes.data, (64, 32), "bf16", (1, 0), self)
+        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        self.forge(_DLTensor.from_address(get_pointer(capsule, b"dltensor")))
+        return capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _set(field, value):
+    return lambda t: setattr(t, field, value)
+
+
+def _set_dim(i, value):
+    return lambda t: t.shape.__setitem__(i, value)
+
+
+@pytest.mark.parametrize("forge, message", [
+    (_set("ndim", 2**31 - 1), r"malformed \(2147483647 dimensions\)"),  # its shape was read: a crash
+    (_set("ndim", 100_000), r"malformed \(100000 dimensions\)"),
+    (_set_dim(0, -1), r"malformed \(shape \(-1, 32\)\)"),
+    (lambda t: (_set_dim(0, 2**40)(t), _set_dim(1, 2**40)(t)),  # its bytes overflowed int64 to 0
+     r"malformed \(shape \(1099511627776, 1099511627776\)\)"),
+])
+def test_a_malformed_dlpack_tensor_is_an_argument_error(exe, forge, message):
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(#1\): its DLPack tensor is " + message):
+        exe.launch(_ForgedCapsule(forge), pos=3, n=2)
+
+
+def test_an_encoded_program_keeps_its_target_and_sms():
+    """Given with an encoded program, ``target`` and ``num_sms`` must be the ones it was compiled for: it
+    had run on its own SMs whatever ``num_sms`` said, and on a platform of the other GPU."""
+    from vdir.compiler import CompileArgumentError
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    program = compile_to_encoded(parse(), num_sms=4)
+    with pytest.raises(CompileArgumentError, match="placed on 4 SMs, not 2; compile its source with num_sms=2"):
+        vdir.compile(program, backend="sim", num_sms=2)
+    with pytest.raises(CompileArgumentError, match="compiled for target 'h200', not 'h100'"):
+        vdir.compile(program, backend="sim", target="h100")
+    with vdir.compile(program, backend="sim", num_sms=4, target="h200") as e:
+        assert e.program is program
+
+
+def test_the_entry_points_name_an_argument_of_the_wrong_kind():
+    from vdir.compiler import CompileArgumentError
+    from vdir.transforms.pipeline import compile_to_encoded
+
+    with pytest.raises(CompileArgumentError, match="compile_to_encoded takes an xDSL ModuleOp, got NoneType"):
+        compile_to_encoded(None)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="Executable takes an EncodedProgram .*, got str"):
+        Executable("program.mlir")  # type: ignore[arg-type]
+
+
+def test_a_trace_that_cannot_be_written_is_named(exe, tmp_path):
+    from vdir.device_runtime.trace import TraceWriteError
+
+    exe(random_x(np.random.default_rng(3)), 3, 2)
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with pytest.raises(TraceWriteError, match="^/dev/full: cannot write the trace \\(No space left on device\\)$"):
+        exe.trace("/dev/full")
+    assert exe.trace(tmp_path / "t.json")["traceEvents"]  # still usable

@@ -249,6 +249,22 @@ def test_bad_runs_are_refused_before_launch():
             decoder.generate([1, 2, 3], 64)
         with pytest.raises(ModelError, match="at least one token"):
             decoder.generate([], 4)
+        # arguments of the wrong kind are named, not coerced ("123" was read as [1, 2, 3], 3.7 as 3)
+        for prompt, message in (("123", "a sequence of token ids, not str"), (5, "not int"),
+                                (np.array([[3, 9]]), "not ndarray of 2 dimensions"),
+                                ([3.7, 9.2], "integers, got 3.7"), ([float("nan")], "integers, got nan")):
+            with pytest.raises(ModelError, match=message):
+                decoder.generate(prompt, 2)
+        for tokens in (-100, 0, 2.5, "2", None):
+            with pytest.raises(ModelError, match="how many to generate, at least 1"):
+                decoder.generate([1, 2], tokens)
+        with pytest.raises(ModelError, match="a callable"):
+            decoder.generate([1, 2], 2, progress=5)
+        with pytest.raises(ModelError, match="are integers, got '1' and None"):
+            decoder.step("1")
+        with pytest.raises(ModelError, match="0 or more"):
+            decoder.history(-1)
+        assert decoder.generate(np.array([3, 9]), 2).prompt == [3, 9]  # a 1-d array of ids is a prompt
 
 
 def test_vdir_generate_command(tmp_path, capsys):

@@ -119,6 +119,9 @@ class Executable:
         options: LoweringOptions | Mapping[str, Any] | str | None = None,
         **launch_options: Any,
     ):
+        if not isinstance(program, EncodedProgram):
+            raise ArgumentError(f"Executable takes an EncodedProgram (vdir.compile makes one from a module), "
+                                f"got {type(program).__name__}")
         self.program = program
         self.backend = backend
         #: seconds the pass pipeline took to make ``program`` (or to read it from the program cache), and

@@ -146,6 +146,11 @@ def _numpy_dtypes() -> dict[str, np.dtype]:
     return {name: np.dtype(dt) for name, dt in DTYPES.items()}
 
 
+#: the most dimensions a DLPack tensor may say it has (numpy's limit); a larger count is a malformed tensor,
+#: whose shape is not read
+MAX_DLPACK_DIMS = 64
+
+
 def _dlpack_view(value: Any) -> TensorView:
     try:
         capsule = value.__dlpack__()
@@ -159,7 +164,12 @@ def _dlpack_view(value: Any) -> TensorView:
         raise TensorFormatError(f"its DLPack capsule is not an unconsumed 'dltensor' ({e})") from None
     t = _DLTensor.from_address(address)
     ndim = int(t.ndim)
+    if not 0 <= ndim <= MAX_DLPACK_DIMS or (ndim and not t.shape):
+        raise TensorFormatError(f"its DLPack tensor is malformed ({ndim} dimensions"
+                                + (", no shape)" if 0 <= ndim <= MAX_DLPACK_DIMS else ")"))
     shape = tuple(int(t.shape[i]) for i in range(ndim))
+    if any(d < 0 for d in shape) or math.prod(shape) >= 1 << 62:
+        raise TensorFormatError(f"its DLPack tensor is malformed (shape {shape})")
     strides = tuple(int(t.strides[i]) for i in range(ndim)) if t.strides else None
     code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
     dtype = _DL_DTYPES.get((code, bits)) if lanes == 1 else None
@@ -181,14 +191,17 @@ def _cai_view(value: Any) -> TensorView:
         cai = value.__cuda_array_interface__
         shape = tuple(int(d) for d in cai["shape"])
         address, readonly = cai["data"]
+        address = int(address or 0)
         typestr = str(cai["typestr"])
+        itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
         raw_strides = cai.get("strides")
-    except Exception as e:
+        strides = tuple(int(s) // itemsize for s in raw_strides) if raw_strides is not None else None
+    except Exception as e:  # any field of the wrong kind: a shape of text, a stride that is not a tuple, ...
         raise TensorFormatError(f"its __cuda_array_interface__ is malformed ({type(e).__name__}: {e})") from None
+    if any(d < 0 for d in shape) or (strides is not None and len(strides) != len(shape)):
+        raise TensorFormatError(f"its __cuda_array_interface__ is malformed (shape {shape}, strides {raw_strides})")
     dtype = _CAI_DTYPES.get(typestr, f"typestr {typestr}")
-    itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
-    strides = tuple(int(s) // itemsize for s in raw_strides) if raw_strides is not None else None
-    return TensorView(int(address or 0), shape, strides, dtype, DL_CUDA, -1, bool(readonly), value)
+    return TensorView(address, shape, strides, dtype, DL_CUDA, -1, bool(readonly), value)
 
 
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

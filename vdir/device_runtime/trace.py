@@ -88,6 +88,14 @@ class TraceError(VdirError, ValueError):
     """Exported trace JSON that a viewer would misdraw; the message names the slices."""
 
 
+class TraceWriteError(VdirError, OSError):
+    """A trace that could not be written where asked (no such folder, a full device, no permission): an
+    ``OSError`` with the failure's ``errno``, ``strerror`` and ``filename``."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot write the trace ({self.strerror})"
+
+
 class TraceEvent(NamedTuple):
     """One executed micro-op: where (SM, engine, queue position), which (micro-op id), when (µs)."""
 
@@ -457,8 +465,13 @@ class Trace:
         return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": other}
 
     def write(self, path: str | Path) -> None:
-        """Write :meth:`to_json` to ``path``."""
-        Path(path).write_text(json.dumps(self.to_json()))
+        """Write :meth:`to_json` to ``path``; a path that cannot be written is a :class:`TraceWriteError`
+        naming it."""
+        text = json.dumps(self.to_json())
+        try:
+            Path(path).write_text(text)
+        except OSError as e:
+            raise TraceWriteError(e.errno, e.strerror or str(e), str(path)) from None
 
 
 def _ticks(event: TraceEvent) -> tuple[int, int]:

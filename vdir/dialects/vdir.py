@@ -1175,11 +1175,11 @@ class RepeatOp(IRDLOperation):
             raise VerifyException(
                 f"vdir.repeat from {self.lower.value.data} to {self.upper.value.data} runs no iterations"
             )
-        for op in block.ops:
-            for r in op.results:
-                for use in r.uses:
-                    if not self.is_ancestor(use.operation):
-                        raise VerifyException("a value defined in a vdir.repeat body is used outside it")
+        for value in itertools.chain(block.args, (r for op in block.ops for r in op.results)):
+            for use in value.uses:
+                if not self.is_ancestor(use.operation):  # the parser refuses it; a built module may not
+                    raise VerifyException(f"a value defined in a vdir.repeat body is used outside it: "
+                                          f"{value_name(value)}, by {_describe(use.operation)}")
         check_acyclic(block)
 
 

@@ -4,6 +4,7 @@
 :mod:`vdir.frontend.examples` builds the programs of ``examples/``.
 """
 
+from vdir.diagnostics import BuildError
 from vdir.frontend.builder import Offset, ProgramBuilder, verify
 
-__all__ = ["Offset", "ProgramBuilder", "verify"]
+__all__ = ["BuildError", "Offset", "ProgramBuilder", "verify"]

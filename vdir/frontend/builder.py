@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from vdir.diagnostics import BuildError
 from vdir.dialects.vdir import (
     DYNAMIC,
     GUARD_OPS,
@@ -95,9 +96,9 @@ def _flow(flow: int | None, what: str) -> int | None:
     if flow is None:
         return None
     if not isinstance(flow, Integral) or isinstance(flow, bool):
-        raise ValueError(f"{what}: flow id must be an integer, got {flow!r}")
+        raise BuildError(f"{what}: flow id must be an integer, got {flow!r}")
     if not INT64_MIN <= flow <= INT64_MAX:
-        raise ValueError(f"{what}: flow id {flow} does not fit in a signed 64-bit integer")
+        raise BuildError(f"{what}: flow id {flow} does not fit in a signed 64-bit integer")
     return int(flow)
 
 
@@ -108,7 +109,7 @@ def _reduce(reduce: str | None) -> ReduceKind | None:
     try:
         return ReduceKind(reduce)
     except ValueError:
-        raise ValueError(
+        raise BuildError(
             f"store: unknown reduction {reduce!r} (expected {', '.join(repr(k.value) for k in ReduceKind)})"
         ) from None
 
@@ -117,21 +118,21 @@ def _shape(shape: Sequence[int], what: str) -> tuple[int, int]:
     try:
         dims = tuple(shape)
     except TypeError:
-        raise ValueError(f"{what} shape must be a (rows, columns) pair, got {shape!r}") from None
+        raise BuildError(f"{what} shape must be a (rows, columns) pair, got {shape!r}") from None
     if len(dims) != 2:
-        raise ValueError(
+        raise BuildError(
             f"{what} shape must be two-dimensional (rows, columns), got {len(dims)} dimensions"
         )
     if not all(isinstance(d, Integral) and not isinstance(d, bool) for d in dims):
-        raise ValueError(f"{what} shape must hold integers, got {shape!r}")
+        raise BuildError(f"{what} shape must hold integers, got {shape!r}")
     if any(d <= 0 for d in dims):
-        raise ValueError(f"{what} dimensions must be positive, got {dims[0]}x{dims[1]}")
+        raise BuildError(f"{what} dimensions must be positive, got {dims[0]}x{dims[1]}")
     return int(dims[0]), int(dims[1])
 
 
 def _dtype(dtype: str, what: str) -> str:
-    if dtype not in DTYPES:
-        raise ValueError(
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise BuildError(
             f"{what} element type must be one of {', '.join(sorted(DTYPES))}, got {dtype!r}"
         )
     return dtype
@@ -143,27 +144,27 @@ def _engine(engine: str | EngineKind | None, default: EngineKind) -> EngineKind:
     try:
         return EngineKind(engine)
     except ValueError:
-        raise ValueError(
+        raise BuildError(
             f"unknown engine kind {engine!r} (expected {', '.join(k.value for k in EngineKind)})"
         ) from None
 
 
 def _param_attr(key: str, value: object) -> Attribute:
     if isinstance(value, bool):
-        raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
+        raise BuildError(f"parameter '{key}' must be a number, got {value!r}")
     if isinstance(value, Integral):
         number = int(value)
         if not INT64_MIN <= number <= INT64_MAX:
-            raise ValueError(f"parameter '{key}' = {number} does not fit in 64 bits")
+            raise BuildError(f"parameter '{key}' = {number} does not fit in 64 bits")
         return IntegerAttr(number, i64)
     if isinstance(value, Real):
         try:
             return FloatAttr(float(value), f32)
         except OverflowError:
-            raise ValueError(f"parameter '{key}' = {float(value):g} is outside the f32 range") from None
+            raise BuildError(f"parameter '{key}' = {float(value):g} is outside the f32 range") from None
     if isinstance(value, Attribute):
         return value
-    raise ValueError(f"parameter '{key}' must be a number, got {value!r}")
+    raise BuildError(f"parameter '{key}' must be a number, got {value!r}")
 
 
 def _describe(op: Operation) -> str:
@@ -184,11 +185,11 @@ class ProgramBuilder:
 
     def __init__(self, name: str, target: str = "h200"):
         if not name or not isinstance(name, str):
-            raise ValueError(f"program name must be a non-empty string, got {name!r}")
+            raise BuildError(f"program name must be a non-empty string, got {name!r}")
         try:
             get_target(target)
         except UnknownTargetError as e:
-            raise ValueError(str(e)) from None
+            raise BuildError(str(e)) from None
         self.name = name
         self.target = target
         self._arg_names: list[str] = []
@@ -205,11 +206,11 @@ class ProgramBuilder:
         caller never sees (``... scratch``: not an output, read only where the program wrote it)."""
         self._check_open()
         if not _is_identifier(name):
-            raise ValueError(f"buffer name must be an identifier, got {name!r}")
+            raise BuildError(f"buffer name must be an identifier, got {name!r}")
         if name in self._arg_names:
-            raise ValueError(f"buffer '{name}' is already declared")
+            raise BuildError(f"buffer '{name}' is already declared")
         if self._scalar_ranges:
-            raise ValueError(f"buffer '{name}': declare the buffers before the scalars")
+            raise BuildError(f"buffer '{name}': declare the buffers before the scalars")
         rows, cols = _shape(shape, f"buffer '{name}'")
         t = BufferType((rows, cols), _dtype(dtype, f"buffer '{name}'"))
         block = self._program.body.block
@@ -228,14 +229,14 @@ class ProgramBuilder:
         """
         self._check_open()
         if not _is_identifier(name):
-            raise ValueError(f"scalar name must be an identifier, got {name!r}")
+            raise BuildError(f"scalar name must be an identifier, got {name!r}")
         if name in self._arg_names:
-            raise ValueError(f"argument '{name}' is already declared")
+            raise BuildError(f"argument '{name}' is already declared")
         for what, v in (("lower", lower), ("upper", upper)):
             if not isinstance(v, Integral) or isinstance(v, bool):
-                raise ValueError(f"scalar '{name}': {what} bound must be an integer, got {v!r}")
+                raise BuildError(f"scalar '{name}': {what} bound must be an integer, got {v!r}")
         if not INT32_MIN <= lower < upper <= INT32_MAX + 1:
-            raise ValueError(f"scalar '{name}': range {lower} to {upper} must be non-empty and within 32-bit integers")
+            raise BuildError(f"scalar '{name}': range {lower} to {upper} must be non-empty and within 32-bit integers")
         block = self._program.body.block
         arg = block.insert_arg(IndexType(), len(block.args))
         arg.name_hint = name
@@ -251,10 +252,10 @@ class ProgramBuilder:
         """
         btype = self._buffer_type(buffer, "read")
         if btype.dtype != "i32":
-            raise ValueError(f"read: the buffer must hold i32 elements, got {btype.dtype}")
+            raise BuildError(f"read: the buffer must hold i32 elements, got {btype.dtype}")
         for what, v, bound in (("row", row, btype.dims[0]), ("column", col, btype.dims[1])):
             if not isinstance(v, Integral) or isinstance(v, bool) or not 0 <= v < bound:
-                raise ValueError(f"read: {what} {v!r} is outside the buffer's [0, {bound})")
+                raise BuildError(f"read: {what} {v!r} is outside the buffer's [0, {bound})")
         return self._append(ReadOp(buffer, int(row), int(col)), name)
 
     # -- micro-ops ----------------------------------------------------------
@@ -311,10 +312,12 @@ class ProgramBuilder:
         sigs = []
         for i, v in enumerate(inputs):
             if not isinstance(v, SSAValue) or not isinstance(v.type, TileType):
-                raise ValueError(f"{family}: operand #{i} must be a tile value, got {v!r}")
+                raise BuildError(f"{family}: operand #{i} must be a tile value, got {v!r}")
             sigs.append(v.type.sig)
         params = dict(params or {})
         attrs = {k: _param_attr(k, v) for k, v in params.items()}
+        if not isinstance(family, str):
+            raise BuildError(f"compute: the family is named by a string, got {family!r}")
         try:
             fam = get_family(family)
             plain = {
@@ -325,7 +328,7 @@ class ProgramBuilder:
             if out_dtype is not None:
                 out = fam.check(sigs, plain, TileSig(out.shape, _dtype(out_dtype, family)))
         except FamilyError as e:
-            raise ValueError(str(e)) from None
+            raise BuildError(str(e)) from None
         result = TileType(out.shape, out.dtype)
         op = ComputeOp(
             family,
@@ -359,13 +362,13 @@ class ProgramBuilder:
         """
         self._check_open()
         if not isinstance(tile, SSAValue) or not isinstance(tile.type, TileType):
-            raise ValueError(f"store: the stored value must be a tile, got {tile!r}")
+            raise BuildError(f"store: the stored value must be a tile, got {tile!r}")
         btype = self._buffer_type(buffer, "store")
         offs = self._offsets(offsets, "store")
         self._region(btype, tile.type, offs, "store")
         kind = _reduce(reduce)
         if kind is not None and tile.type.dtype not in REDUCE_DTYPES[kind]:
-            raise ValueError(f"store: reduce={reduce!r} needs an {' or '.join(REDUCE_DTYPES[kind])} tile, "
+            raise BuildError(f"store: reduce={reduce!r} needs an {' or '.join(REDUCE_DTYPES[kind])} tile, "
                              f"got {tile.type.dtype}")
         op = StoreOp(
             tile, buffer, offs, _engine(engine, EngineKind.STORE), _flow(flow, "store"), self._tokens(after),
@@ -378,7 +381,7 @@ class ProgramBuilder:
         self._check_open()
         toks = self._tokens(tokens)
         if not toks:
-            raise ValueError("join needs at least one token")
+            raise BuildError("join needs at least one token")
         return self._append(JoinOp(toks), name)
 
     # -- repetition and offsets ---------------------------------------------
@@ -397,17 +400,17 @@ class ProgramBuilder:
         self._check_open()
         for what, v in (("lower", lower), ("upper", upper), ("step", step)):
             if not isinstance(v, Integral) or isinstance(v, bool):
-                raise ValueError(f"repeat {what} bound must be an integer, got {v!r}")
+                raise BuildError(f"repeat {what} bound must be an integer, got {v!r}")
             if not INT64_MIN <= v <= INT64_MAX:
-                raise ValueError(f"repeat {what} bound {v} does not fit in a signed 64-bit integer")
+                raise BuildError(f"repeat {what} bound {v} does not fit in a signed 64-bit integer")
         if step <= 0:
-            raise ValueError(f"repeat step must be positive, got {step}")
+            raise BuildError(f"repeat step must be positive, got {step}")
         if upper <= lower:
-            raise ValueError(f"repeat from {lower} to {upper} runs no iterations")
+            raise BuildError(f"repeat from {lower} to {upper} runs no iterations")
         if bound is not None and (not isinstance(bound, SSAValue) or not isinstance(bound.type, IndexType)):
-            raise ValueError(f"repeat bound must be an index value, got {bound!r}")
+            raise BuildError(f"repeat bound must be an index value, got {bound!r}")
         if len(self._blocks) > MAX_REPEAT_NESTING:  # the program's block and one per open repeat
-            raise ValueError(f"repeats nest at most {MAX_REPEAT_NESTING} deep")
+            raise BuildError(f"repeats nest at most {MAX_REPEAT_NESTING} deep")
         body = Block(arg_types=[IndexType()])
         body.args[0].name_hint = name
         op = RepeatOp(int(lower), int(upper), Region(body), int(step), bound)
@@ -438,21 +441,21 @@ class ProgramBuilder:
         """
         self._check_open()
         if not terms:
-            raise ValueError("an affine offset needs at least one index value")
+            raise BuildError("an affine offset needs at least one index value")
         expr: AffineExpr | None = None
         operands = []
         for i, (v, scale) in enumerate(terms):
             if not isinstance(v, SSAValue) or not isinstance(v.type, IndexType):
-                raise ValueError(f"affine operand #{i} must be an index value, got {v!r}")
+                raise BuildError(f"affine operand #{i} must be an index value, got {v!r}")
             if not isinstance(scale, Integral) or isinstance(scale, bool):
-                raise ValueError(f"affine scale must be an integer, got {scale!r}")
+                raise BuildError(f"affine scale must be an integer, got {scale!r}")
             d = AffineExpr.dimension(i)
             term = d if scale == 1 else d * int(scale)
             expr = term if expr is None else expr + term
             operands.append(v)
         assert expr is not None  # terms is not empty
         if not isinstance(offset, Integral) or isinstance(offset, bool):
-            raise ValueError(f"affine offset must be an integer, got {offset!r}")
+            raise BuildError(f"affine offset must be an integer, got {offset!r}")
         if offset:
             expr = expr + int(offset)
         amap = AffineMap(len(operands), 0, (expr,))
@@ -468,7 +471,7 @@ class ProgramBuilder:
         """
         self._check_open()
         if len(self._blocks) != 1:
-            raise ValueError("finish() called inside an open repeat")
+            raise BuildError("finish() called inside an open repeat")
         self._program.properties["arg_names"] = ArrayAttr([StringAttr(n) for n in self._arg_names])
         if self._scalar_ranges:
             flat = [v for r in self._scalar_ranges for v in r]
@@ -484,7 +487,7 @@ class ProgramBuilder:
 
     def _check_open(self) -> None:
         if self._finished:
-            raise ValueError(f"program '{self.name}' is already finished")
+            raise BuildError(f"program '{self.name}' is already finished")
 
     def _append(self, op: Operation, name: str | None) -> SSAValue:
         self._check_open()
@@ -497,23 +500,23 @@ class ProgramBuilder:
     def _buffer_type(self, buffer: SSAValue, what: str) -> BufferType:
         self._check_open()
         if not isinstance(buffer, SSAValue) or not isinstance(buffer.type, BufferType):
-            raise ValueError(f"{what}: expected a buffer declared with buffer(), got {buffer!r}")
+            raise BuildError(f"{what}: expected a buffer declared with buffer(), got {buffer!r}")
         if buffer.owner is not self._program.body.block:
-            raise ValueError(f"{what}: buffer %{buffer.name_hint} belongs to another program")
+            raise BuildError(f"{what}: buffer %{buffer.name_hint} belongs to another program")
         return buffer.type
 
     def _offsets(self, offsets: Sequence[Offset], what: str) -> list[Offset]:
         offs = list(offsets)
         if len(offs) != 2:
-            raise ValueError(f"{what} needs 2 offsets (row, column), got {len(offs)}")
+            raise BuildError(f"{what} needs 2 offsets (row, column), got {len(offs)}")
         for o in offs:
             if isinstance(o, SSAValue):
                 if not isinstance(o.type, IndexType):
-                    raise ValueError(
+                    raise BuildError(
                         f"{what}: a dynamic offset must be an index value, got {o.type}"
                     )
             elif not isinstance(o, Integral) or isinstance(o, bool) or o < 0:
-                raise ValueError(
+                raise BuildError(
                     f"{what}: an offset must be a non-negative integer or an index value, got {o!r}"
                 )
         return [o if isinstance(o, SSAValue) else int(o) for o in offs]
@@ -525,14 +528,14 @@ class ProgramBuilder:
         try:
             _check_region(buffer, tile, static, n_dynamic, what)
         except VerifyException as e:
-            raise ValueError(str(e)) from None
+            raise BuildError(str(e)) from None
 
     @staticmethod
     def _tokens(tokens: Sequence[SSAValue]) -> list[SSAValue]:
         toks = list(tokens)
         for t in toks:
             if not isinstance(t, SSAValue) or not isinstance(t.type, TokenType):
-                raise ValueError(f"'after' takes token values (store or join results), got {t!r}")
+                raise BuildError(f"'after' takes token values (store or join results), got {t!r}")
         return toks
 
 
@@ -543,13 +546,13 @@ def _condition(when: Condition | None, what: str) -> tuple[SSAValue, str, int] |
     try:
         value, comparison, bound = when
     except (TypeError, ValueError):
-        raise ValueError(f"{what}: when= takes (value, '>=' or '<', bound), got {when!r}") from None
+        raise BuildError(f"{what}: when= takes (value, '>=' or '<', bound), got {when!r}") from None
     if not isinstance(value, SSAValue) or not isinstance(value.type, IndexType):
-        raise ValueError(f"{what}: a condition compares an index value, got {value!r}")
+        raise BuildError(f"{what}: a condition compares an index value, got {value!r}")
     if comparison not in _COMPARISONS:
-        raise ValueError(f"{what}: a condition compares with '>=' or '<', got {comparison!r}")
+        raise BuildError(f"{what}: a condition compares with '>=' or '<', got {comparison!r}")
     if not isinstance(bound, Integral) or isinstance(bound, bool):
-        raise ValueError(f"{what}: a condition's bound must be an integer, got {bound!r}")
+        raise BuildError(f"{what}: a condition's bound must be an integer, got {bound!r}")
     return value, _COMPARISONS[comparison], int(bound)
 
 
@@ -560,4 +563,4 @@ def verify(module: ModuleOp) -> None:
             op.verify(verify_nested_ops=False)
         except (VerifyException, DiagnosticException) as e:
             msg = str(e).splitlines()[0] if str(e) else "verification failed"
-            raise ValueError(f"{_describe(op)}: {msg}") from None
+            raise BuildError(f"{_describe(op)}: {msg}") from None

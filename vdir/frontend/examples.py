@@ -19,6 +19,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from vdir.diagnostics import BuildError
 from vdir.frontend.builder import ProgramBuilder
 from vdir.frontend.layers import (
     chunked_gemv,
@@ -150,7 +151,7 @@ def build_mlp_stack(
     projections split along K.
     """
     if layers <= 0:
-        raise ValueError(f"layers must be positive, got {layers}")
+        raise BuildError(f"layers must be positive, got {layers}")
     up_rows, down_rows, down_chunks = mlp_tiling(hidden, intermediate, up_rows, down_rows, down_chunks)
     b = ProgramBuilder("mlp_stack", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
@@ -201,14 +202,14 @@ def build_split_k_mlp_stack(
     residual, to bf16, where the plain stack rounds it to bf16 before adding.
     """
     if layers <= 0:
-        raise ValueError(f"layers must be positive, got {layers}")
+        raise BuildError(f"layers must be positive, got {layers}")
     chip = get_target(target)
     if up_rows is None:
         up_rows = split_k_rows(hidden, intermediate, mlp_tiling(hidden, intermediate)[0], chip.smem_per_block)
     if group is None:
         group = split_k_groups(tile_count(intermediate, up_rows, "intermediate"), chip.num_sms)
     elif group <= 0:
-        raise ValueError(f"group must be positive, got {group}")
+        raise BuildError(f"group must be positive, got {group}")
     b = ProgramBuilder("mlp_stack_split_k", target=target)
     hs = b.buffer("hs", (layers + 1, hidden), "bf16")
     bufs = {
@@ -312,9 +313,9 @@ def build_argmax(vocab: int = 1000, hidden: int = 256, *, slice_rows: int = 128,
     ``next``, as the next decode step would.
     """
     if slice_rows <= 0 or slice_rows % 4:
-        raise ValueError(f"slice_rows = {slice_rows} must be a positive multiple of 4 (16-byte f32 rows)")
+        raise BuildError(f"slice_rows = {slice_rows} must be a positive multiple of 4 (16-byte f32 rows)")
     if vocab % 4:
-        raise ValueError(f"vocab = {vocab} must be a multiple of 4 (16-byte f32 rows)")
+        raise BuildError(f"vocab = {vocab} must be a multiple of 4 (16-byte f32 rows)")
     starts = list(range(0, vocab, slice_rows))
     b = ProgramBuilder("argmax", target=target)
     w = b.buffer("w", (vocab, hidden), "bf16")

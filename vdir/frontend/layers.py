@@ -11,6 +11,7 @@ import math
 
 from xdsl.ir import SSAValue
 
+from vdir.diagnostics import BuildError
 from vdir.dialects.vdir import BULK_COPY_ALIGN
 from vdir.families import DTYPE_BYTES
 from vdir.frontend.builder import Offset, ProgramBuilder
@@ -19,14 +20,14 @@ from vdir.frontend.builder import Offset, ProgramBuilder
 def split_evenly(total: int, parts: int, what: str) -> int:
     """``total / parts``; a :class:`ValueError` naming ``what`` unless it divides evenly."""
     if parts <= 0 or total % parts:
-        raise ValueError(f"{what} = {total} does not split into {parts} equal chunks")
+        raise BuildError(f"{what} = {total} does not split into {parts} equal chunks")
     return total // parts
 
 
 def tile_count(total: int, rows: int, what: str) -> int:
     """How many ``rows``-row tiles cover ``total`` rows; a :class:`ValueError` naming ``what`` unless exactly."""
     if rows <= 0 or total % rows:
-        raise ValueError(f"{what} = {total} is not a multiple of the {rows}-row tile")
+        raise BuildError(f"{what} = {total} is not a multiple of the {rows}-row tile")
     return total // rows
 
 
@@ -52,7 +53,7 @@ def chunks_for(rows: int, k: int, what: str, tile_bytes: int = WEIGHT_TILE_BYTES
     for width in range(widest - widest % unit, 0, -unit):
         if k % width == 0:
             return k // width
-    raise ValueError(f"{what}: no equal split of K = {k} gives a {rows}-row bf16 tile of at most "
+    raise BuildError(f"{what}: no equal split of K = {k} gives a {rows}-row bf16 tile of at most "
                      f"{tile_bytes} bytes in whole {BULK_COPY_ALIGN}-byte rows")
 
 

@@ -42,6 +42,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from vdir.diagnostics import BuildError
 from vdir.dialects.vdir import BULK_COPY_ALIGN
 from vdir.families import DTYPE_BYTES
 from vdir.families.attention import BLOCK_ROW_MULTIPLE, MAX_BLOCK_ROWS
@@ -178,18 +179,18 @@ class LlamaConfig:
                 object.__setattr__(self, what, chunks_for(rows, k, f"config: {what}"))
         self._check_positive("down_chunks", "logit_chunks", "o_chunks")
         if self.heads % self.kv_heads:
-            raise ValueError(f"config: heads = {self.heads} is not a multiple of kv_heads = {self.kv_heads}")
+            raise BuildError(f"config: heads = {self.heads} is not a multiple of kv_heads = {self.kv_heads}")
         if self.head_dim not in HEAD_DIMS:
-            raise ValueError(f"config: head_dim = {self.head_dim} is not supported (one of {HEAD_DIMS})")
+            raise BuildError(f"config: head_dim = {self.head_dim} is not supported (one of {HEAD_DIMS})")
         if self.max_context % self.block:
-            raise ValueError(f"config: max_context = {self.max_context} is not a multiple of block = {self.block}")
+            raise BuildError(f"config: max_context = {self.max_context} is not a multiple of block = {self.block}")
         if not (isinstance(self.attend, int) and 0 <= self.attend <= self.max_context):
-            raise ValueError(f"config: attend = {self.attend!r} must be 0 (max_context) or a context of at most "
+            raise BuildError(f"config: attend = {self.attend!r} must be 0 (max_context) or a context of at most "
                              f"max_context = {self.max_context}")
         if self.attend % self.block:
-            raise ValueError(f"config: attend = {self.attend} is not a multiple of block = {self.block}")
+            raise BuildError(f"config: attend = {self.attend} is not a multiple of block = {self.block}")
         if self.blocks % MERGE_MASK_BLOCKS:
-            raise ValueError(f"config: {'attend' if self.attend else 'max_context'} / block = {self.blocks} "
+            raise BuildError(f"config: {'attend' if self.attend else 'max_context'} / block = {self.blocks} "
                              f"attention blocks, not a multiple of "
                              f"{MERGE_MASK_BLOCKS}: the merge's f32 mask row would not be whole "
                              f"{BULK_COPY_ALIGN}-byte rows")
@@ -202,25 +203,25 @@ class LlamaConfig:
         split_evenly(self.intermediate, self.down_chunks, "intermediate")
         split_evenly(self.heads * self.head_dim, self.o_chunks, "heads x head_dim")
         if self.vocab % LOGITS_PER_UNIT:
-            raise ValueError(f"config: vocab = {self.vocab} logits are not whole {BULK_COPY_ALIGN}-byte rows "
+            raise BuildError(f"config: vocab = {self.vocab} logits are not whole {BULK_COPY_ALIGN}-byte rows "
                              f"(a multiple of {LOGITS_PER_UNIT})")
         if self.argmax_parts == AUTO_CHUNKS:  # the fewest parts of the logits row within the limit
             object.__setattr__(self, "argmax_parts", -(-self.vocab // ARGMAX_PART_LOGITS))
         self._check_positive("argmax_parts")
         if self.argmax_last_width <= 0:
-            raise ValueError(f"config: argmax_parts = {self.argmax_parts}: {self.argmax_parts - 1} parts of "
+            raise BuildError(f"config: argmax_parts = {self.argmax_parts}: {self.argmax_parts - 1} parts of "
                              f"{self.argmax_width} logits (whole {BULK_COPY_ALIGN}-byte rows) leave none of "
                              f"vocab = {self.vocab} for the last")
         for flag in ("rope_in_tiles", "split_k_mlp"):
             if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"config: {flag} must be true or false, got {getattr(self, flag)!r}")
+                raise BuildError(f"config: {flag} must be true or false, got {getattr(self, flag)!r}")
         if self.mlp_group == AUTO_CHUNKS:  # frozen: the chosen group is set once, here
             object.__setattr__(self, "mlp_group",
                                split_k_groups(tile_count(self.intermediate, self.up_rows, "intermediate"),
                                               DECODE_SMS))
         self._check_positive("mlp_group")
         if not (self.eps > 0 and self.rope_theta > 0):
-            raise ValueError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
+            raise BuildError(f"config: eps and rope_theta must be positive, got {self.eps} and {self.rope_theta}")
 
     def retiled(self, **changes: Any) -> LlamaConfig:
         """This config with tiling fields changed, and the chunk counts chosen from a changed field
@@ -237,7 +238,7 @@ class LlamaConfig:
         for what in names:
             value = getattr(self, what)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"config: {what} must be a positive integer, got {value!r}")
+                raise BuildError(f"config: {what} must be a positive integer, got {value!r}")
 
     @property
     def group(self) -> int:
@@ -300,7 +301,7 @@ def attention_block_for(max_context: int) -> int:
     for rows in range(min(MAX_BLOCK_ROWS, max_context), 0, -1):
         if max_context % rows == 0 and rows % BLOCK_ROW_MULTIPLE == 0 and (max_context // rows) % MERGE_MASK_BLOCKS == 0:
             return rows
-    raise ValueError(f"config: max_context = {max_context} has no attention block (a multiple of "
+    raise BuildError(f"config: max_context = {max_context} has no attention block (a multiple of "
                      f"{BLOCK_ROW_MULTIPLE} rows up to {MAX_BLOCK_ROWS} that divides it into a multiple of "
                      f"{MERGE_MASK_BLOCKS} blocks)")
 

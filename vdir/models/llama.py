@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,11 @@ from vdir.frontend.llama import (
 )
 from vdir.frontend.rope import Llama3Scaling
 from vdir.isa import EncodedProgram
+
+
+def _is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (numpy's too), not a bool or a float."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
 
 
 class ModelError(VdirError, ValueError):
@@ -212,6 +218,8 @@ class LlamaDecoder:
 
     def step(self, pos: int, token: int | None = None) -> None:
         """Enqueue the step at position ``pos``; ``token`` overrides the id on the device (a prompt token)."""
+        if not _is_int(pos) or (token is not None and not _is_int(token)):
+            raise ModelError(f"step: the position and token id are integers, got {pos!r} and {token!r}")
         if not 0 <= pos < self.cfg.attended:
             raise ModelError(f"position {pos} is past the compiled context of {self.cfg.attended} tokens")
         if token is not None:
@@ -223,6 +231,8 @@ class LlamaDecoder:
 
     def history(self, count: int) -> list[int]:
         """The first ``count`` tokens written to the history (waits for the launches)."""
+        if not _is_int(count) or count < 0:
+            raise ModelError(f"history: a count of tokens, 0 or more, not {count!r}")
         self._synchronize()
         return [int(t) for t in self.exe.buffer("history").numpy()[:count, 0]]
 
@@ -237,9 +247,19 @@ class LlamaDecoder:
 
         ``progress`` wraps the step loop (e.g. ``tqdm.tqdm``).
         """
+        if isinstance(prompt, str | bytes) or not isinstance(prompt, Sequence | np.ndarray) or (
+                isinstance(prompt, np.ndarray) and prompt.ndim != 1):
+            raise ModelError(f"the prompt is a sequence of token ids, not {type(prompt).__name__}"
+                             + (f" of {prompt.ndim} dimensions" if isinstance(prompt, np.ndarray) else ""))
+        if not all(_is_int(t) for t in prompt):
+            raise ModelError(f"the prompt's token ids are integers, got {next(t for t in prompt if not _is_int(t))!r}")
         prompt = [int(t) for t in prompt]
         if not prompt:
             raise ModelError("the prompt needs at least one token")
+        if not _is_int(tokens) or tokens < 1:
+            raise ModelError(f"tokens: how many to generate, at least 1, not {tokens!r}")
+        if progress is not None and not callable(progress):
+            raise ModelError(f"progress wraps the step loop (e.g. tqdm.tqdm): a callable, not {progress!r}")
         total = len(prompt) + tokens - 1
         if total > self.cfg.attended:
             raise ModelError(f"{len(prompt)} prompt tokens and {tokens} new ones need {total} positions; "

@@ -344,6 +344,10 @@ def compile_to_encoded(
     program may expand to (None: the limit in effect, by default
     :data:`vdir.limits.MAX_MICRO_OPS`).
     """
+    if not isinstance(module, ModuleOp):
+        from vdir.compiler import CompileArgumentError
+
+        raise CompileArgumentError(f"compile_to_encoded takes an xDSL ModuleOp, got {type(module).__name__}")
     resolved = PipelineOptions.coerce(options).with_overrides(overrides)
     return run_pipeline(module.clone(), resolved, encode_in_ir=False, max_micro_ops=max_micro_ops)
 
