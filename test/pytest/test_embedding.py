@@ -684,3 +684,24 @@ def test_a_trace_that_cannot_be_written_is_named(exe, tmp_path):
     with pytest.raises(TraceWriteError, match="^/dev/full: cannot write the trace \\(No space left on device\\)$"):
         exe.trace("/dev/full")
     assert exe.trace(tmp_path / "t.json")["traceEvents"]  # still usable
+
+
+class _DLPackOnly:
+    """A host array seen through DLPack alone."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):  # noqa: ARG002 -- the protocol's signature
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.bool_])
+def test_a_dlpack_tensor_of_another_element_type_says_so(exe, dtype):
+    """It said its elements were not dense rows, and asked for a contiguous copy."""
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(#1\): a _DLPackOnly of \w+ elements; a program's "
+                                            r"buffers hold bf16, f32, i32 or i64"):
+        exe(_DLPackOnly(np.zeros((64, 32), dtype)), 3, 2)

@@ -69,6 +69,10 @@ def _as_host_array(value: Any, label: str) -> np.ndarray:
         view = tensor_view(value)
     except TensorFormatError as e:
         raise ArgumentError(f"{label}: {e}") from None
+    if view.host is None and view.device_type == DL_CPU and view.dtype not in DTYPE_BYTES:
+        *most, last = DTYPE_BYTES
+        raise ArgumentError(f"{label}: a {type(value).__name__} of {view.dtype} elements; a program's buffers "
+                            f"hold {', '.join(most)} or {last}")
     if view.host is None and view.device_type == DL_CPU:
         raise ArgumentError(f"{label}: a {view.dtype} {type(value).__name__} whose elements are not dense rows "
                             "cannot be read as a host array: pass a contiguous copy")
