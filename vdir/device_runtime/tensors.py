@@ -164,9 +164,10 @@ def _dlpack_view(value: Any) -> TensorView:
         raise TensorFormatError(f"its DLPack capsule is not an unconsumed 'dltensor' ({e})") from None
     t = _DLTensor.from_address(address)
     ndim = int(t.ndim)
-    if not 0 <= ndim <= MAX_DLPACK_DIMS or (ndim and not t.shape):
-        raise TensorFormatError(f"its DLPack tensor is malformed ({ndim} dimensions"
-                                + (", no shape)" if 0 <= ndim <= MAX_DLPACK_DIMS else ")"))
+    if not 0 <= ndim <= MAX_DLPACK_DIMS:
+        raise TensorFormatError(f"its DLPack tensor is malformed ({ndim} dimensions)")
+    if ndim and not t.shape:
+        raise TensorFormatError(f"its DLPack tensor is malformed ({ndim} dimensions, no shape)")
     shape = tuple(int(t.shape[i]) for i in range(ndim))
     if any(d < 0 for d in shape) or math.prod(shape) >= 1 << 62:
         raise TensorFormatError(f"its DLPack tensor is malformed (shape {shape})")

@@ -314,6 +314,11 @@ def one_line(message: str) -> str:
     return head
 
 
+def exception_text(e: BaseException, empty: str = "no message") -> str:
+    """``e``'s message on one line (:func:`one_line`), or ``empty`` where it has none."""
+    return one_line(str(e)) if str(e).strip() else empty
+
+
 def parse_error_message(e: ParseError) -> str:
     """``file:line:col: error: msg`` for an xDSL parse error."""
     loc = e.span.get_location()
@@ -338,7 +343,7 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     except RecursionError:  # nesting that LinearLexer does not count (``tuple<tuple<...>>``)
         raise UserError(_parse_failure(parser, line_offset, "the input nests too deeply to parse")) from None
     except NotImplementedError as e:  # what xDSL reads but cannot hold (``array<i128: 1>``, ``f80`` elements)
-        reason = one_line(str(e)) if str(e).strip() else "xDSL cannot represent what is written here"
+        reason = exception_text(e, "xDSL cannot represent what is written here")
         raise UserError(_parse_failure(parser, line_offset, f"not supported: {reason}")) from None
     except MemoryError:
         raise UserError(_parse_failure(parser, line_offset, "too large to hold in memory")) from None
@@ -671,6 +676,5 @@ def warnings_as_lines() -> Iterator[None]:
 def report_internal_error(e: Exception) -> int:
     """Print ``e``, which no check of vdir's foresaw (a bug), as one line with what to report; returns the
     exit status, 1."""
-    print(f"error: internal error: {type(e).__name__}: {one_line(str(e)) if str(e).strip() else 'no message'} "
-          "(please report this)", file=sys.stderr)
+    print(f"error: internal error: {type(e).__name__}: {exception_text(e)} (please report this)", file=sys.stderr)
     return 1

@@ -49,6 +49,7 @@ from vdir.tools.common import (
     add_limit_options,
     check_output_path,
     decode_program,
+    exception_text,
     failure_message,
     limits_from_args,
     one_line,
@@ -181,7 +182,7 @@ class VdirOptMain(xDSLOptMain):
                 if p.name in VDIR_UNIVERSE.all_passes and not self.args.disable_verify:
                     raise  # a bug in the pass: main reports it as an internal error
                 if p.name in VDIR_UNIVERSE.all_passes:  # the verifiers would have refused what it met
-                    reason = _clipped(one_line(str(e))) if str(e).strip() else "no message"
+                    reason = _clipped(exception_text(e))
                     raise UserError(f"{self.get_input_name()}: error: {p.name}: failed on a program that was "
                                     f"not verified: {type(e).__name__}: {reason}; without --disable-verify, "
                                     "the verifiers say what is wrong") from None
